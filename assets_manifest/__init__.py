@@ -1,0 +1,1 @@
+"""Asset manifests (schema, loader, builder) and the shipped default pack."""

@@ -1,0 +1,1 @@
+"""World model and renderer access (client, protocol, embedded server). Knows nothing of datasets or labels."""

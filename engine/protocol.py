@@ -1,0 +1,90 @@
+"""UnrealCV wire framing, shared by our server and our client wrapper.
+
+A frame is ``magic (uint32 LE, 0x9E2B83C1) | length (uint32 LE) | payload``. Requests are
+``b"{id}:{command}"``; replies ``b"{id}:{payload}"`` where the payload may be binary (PNG/NPY).
+On connect the server sends one unsolicited frame starting with ``b"connected"``.
+
+These are pure functions on bytes/sockets so they can be tested without a server. Every failure
+raises :class:`~engine.errors.ProtocolError` (never returns ``None``).
+"""
+from __future__ import annotations
+
+import re
+import socket
+import struct
+
+from engine.errors import ProtocolError
+
+MAGIC = 0x9E2B83C1
+HEADER = struct.Struct("<II")
+DEFAULT_MAX_FRAME = 64 * 1024 * 1024  # 64 MiB: a 4K float32 depth map fits, a hostile length does not
+
+_REQUEST_RE = re.compile(rb"^(\d{1,18}):(.*)$", re.DOTALL)
+
+
+def frame(payload: bytes) -> bytes:
+    """Wrap ``payload`` in an UnrealCV frame."""
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise ProtocolError(f"frame payload must be bytes, got {type(payload).__name__}")
+    return HEADER.pack(MAGIC, len(payload)) + bytes(payload)
+
+
+def parse_header(header: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> int:
+    """Validate an 8-byte header and return the payload length."""
+    if len(header) != HEADER.size:
+        raise ProtocolError(f"truncated header: {len(header)} of {HEADER.size} bytes")
+    magic, length = HEADER.unpack(header)
+    if magic != MAGIC:
+        raise ProtocolError(f"bad magic 0x{magic:08X} (expected 0x{MAGIC:08X})")
+    if length > max_frame:
+        raise ProtocolError(f"frame of {length} bytes exceeds the {max_frame}-byte limit")
+    return length
+
+
+def unframe(data: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> tuple[bytes, bytes]:
+    """Split one complete frame off ``data``; returns ``(payload, rest)``."""
+    length = parse_header(bytes(data[: HEADER.size]), max_frame)
+    end = HEADER.size + length
+    if len(data) < end:
+        raise ProtocolError(f"truncated payload: {len(data) - HEADER.size} of {length} bytes")
+    return bytes(data[HEADER.size:end]), bytes(data[end:])
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytes:
+    """Read exactly ``n`` bytes (looping over partial reads); EOF → ProtocolError."""
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise ProtocolError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return bytes(buf)
+
+
+def recv_frame(sock: socket.socket, max_frame: int = DEFAULT_MAX_FRAME) -> bytes:
+    """Read one frame from a socket and return its payload."""
+    length = parse_header(recv_exact(sock, HEADER.size), max_frame)
+    return recv_exact(sock, length)
+
+
+def send_frame(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(frame(payload))
+
+
+def split_request(payload: bytes) -> tuple[int, str]:
+    """``b"12:vget /objects"`` → ``(12, "vget /objects")``. Commands must be UTF-8 text."""
+    m = _REQUEST_RE.match(payload)
+    if not m:
+        raise ProtocolError("request is not of the form '<id>:<command>'")
+    try:
+        command = m.group(2).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ProtocolError(f"request {m.group(1).decode()} is not valid UTF-8") from e
+    return int(m.group(1)), command
+
+
+def join_reply(request_id: int, body: bytes | str) -> bytes:
+    """Reply payload echoing the request id."""
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    return b"%d:%s" % (request_id, body)

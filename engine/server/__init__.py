@@ -1,0 +1,1 @@
+"""Render server and embedded renderer."""

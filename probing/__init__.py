@@ -1,0 +1,1 @@
+"""Frozen-backbone probing: reads datasets from disk; backbones, feature cache, heads, training, reports."""

@@ -1,0 +1,1 @@
+"""Shards scenario jobs over workers (local processes or Ray), with crash-safe resume."""

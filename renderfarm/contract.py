@@ -1,0 +1,57 @@
+"""The one contract between the render farm and every scenario (images, videos, future ones).
+
+A *job* is a scenario name + its config (a plain dict, validated by the scenario) + a seed + a
+sample count. The farm splits the sample indices into :class:`Shard` s and calls the scenario's
+``run(config, shard, out_dir, server=...)`` on a worker that owns a render server. Because every
+sample's RNG derives from ``(seed, ..., index)``, the output does not depend on which worker ran
+which shard; ``finalize`` then merges per-sample records in index order.
+
+A scenario module (e.g. ``scenarios.sparrta``) provides::
+
+    def plan(config: dict) -> JobPlan            # validate; count samples; fingerprint config
+    def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult
+    def finalize(config: dict, out_dir: Path) -> dict   # tables, splits, dataset card; returns stats
+
+``run`` must be idempotent: a sample whose files are complete is skipped, each file is written
+to a temporary name and renamed, so a killed worker never leaves a half-written sample.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Shard:
+    """A contiguous or explicit set of global sample indices of one job."""
+
+    shard_id: int
+    indices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """What a scenario says about a validated config before any work starts."""
+
+    n_samples: int
+    fingerprint: str  # hash of the normalised config; resume refuses a different one
+    description: str = ""
+
+
+@dataclass
+class ShardResult:
+    """What a worker reports back; the farm aggregates these into the job summary."""
+
+    shard_id: int
+    done: list[int] = field(default_factory=list)       # sample indices now complete
+    skipped: list[int] = field(default_factory=list)    # already complete before this run
+    failed: dict[int, str] = field(default_factory=dict)  # index -> one-line error
+    rejections: dict[str, int] = field(default_factory=dict)  # rule -> count
+    seconds: float = 0.0
+
+
+class Scenario(Protocol):
+    def plan(self, config: dict) -> JobPlan: ...
+    def run(self, config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult: ...
+    def finalize(self, config: dict, out_dir: Path) -> dict: ...

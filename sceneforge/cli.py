@@ -1,0 +1,70 @@
+"""The ``sceneforge`` command: parses arguments and delegates to the packages.
+
+Any :class:`engine.errors.SceneforgeError` becomes one line on stderr and exit code 2;
+Ctrl-C exits with 130.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from engine.errors import SceneforgeError
+from sceneforge import __version__
+
+# Subcommand modules under sceneforge.commands; each has register(subparsers).
+COMMAND_MODULES = (
+    "serve",      # sceneforge serve                      (engine)
+    "demo",       # sceneforge demo                       (scenarios, README's first command)
+    "assets",     # sceneforge assets list|validate|preview|build
+    "envs",       # sceneforge envs list|preview
+    "generate",   # sceneforge generate / preview         (SpaRRTa-style images)
+    "videos",     # sceneforge videos / dsi-eval          (DSI-style videos)
+    "probe",      # sceneforge probe / probe-report       (probing)
+    "farm",       # sceneforge farm status                (renderfarm)
+    "bench",      # sceneforge bench <name>               (benchmarks/)
+)
+
+log = logging.getLogger("sceneforge")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sceneforge",
+        description="Synthetic scenes for probing the spatial intelligence of vision models.",
+    )
+    parser.add_argument("--version", action="version", version=f"sceneforge {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"sceneforge.commands.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"sceneforge.commands.{name}":
+                continue  # subcommand not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except SceneforgeError as e:
+        print(f"sceneforge {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"sceneforge {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
