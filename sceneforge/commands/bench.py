@@ -1,0 +1,46 @@
+"""``sceneforge bench NAME``: run a benchmark script from ``benchmarks/``.
+
+Benchmarks are scripts (``benchmarks/<name>.py`` with a ``main(argv)``), not tests: they print
+throughput and ratios against a baseline measured in the same run. They live in the source
+checkout, so this command works from an editable install or from the repository root.
+"""
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+from pathlib import Path
+
+from engine.errors import ConfigError
+
+
+def _benchmarks_dir() -> Path:
+    here = Path(__file__).resolve().parents[2] / "benchmarks"
+    candidates = [here, Path.cwd() / "benchmarks"]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    raise ConfigError("benchmarks/ not found: run from the sceneforge source checkout")
+
+
+def available() -> list[str]:
+    try:
+        return sorted(p.stem for p in _benchmarks_dir().glob("*.py") if not p.stem.startswith("_"))
+    except ConfigError:
+        return []
+
+
+def run(args: argparse.Namespace) -> int:
+    path = _benchmarks_dir() / f"{args.name}.py"
+    if not path.is_file():
+        raise ConfigError(f"unknown benchmark {args.name!r}; available: {', '.join(available()) or 'none'}")
+    sys.argv = [str(path), *args.bench_args]
+    runpy.run_path(str(path), run_name="__main__")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run a benchmark from benchmarks/ (render, generate, videos, probe, farm)")
+    p.add_argument("name", help="benchmark name, e.g. render")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
+    p.set_defaults(func=run)
