@@ -62,7 +62,7 @@ def test_geometric_boundaries_match_classify():
     assert relation(O, S, at(70, -1), 15) == "left"
     assert relation(O, S, at(125), 15) is None
     assert relation(O, S, at(160, -1), 15) == "back"
-    assert relation(O, S, (200, 200), 0) is None  # exactly 45 degrees (atan2(1, 1))
+    assert relation(O, S, (200, 100), 0) is None  # exactly 45 degrees (atan2(1, 1))
 
 
 def test_angle_and_cross_values():
