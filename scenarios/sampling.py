@@ -1,0 +1,216 @@
+"""Rejection sampling: small samplers ``(rng) -> candidate``, named predicates, one loop.
+
+Every rule is a named predicate ``(candidate) -> bool`` (True = keep). :func:`resample_while`
+draws candidates until all rules pass, counts which rule rejected each candidate (first failing
+rule, so put cheap rules first), and after ``max_tries`` raises
+:class:`~engine.errors.PlacementError` naming the rule that rejected most.
+
+Geometry is in UE units (cm, X forward / Y right / Z up, yaw in degrees, +yaw turns X towards Y).
+Nothing here talks to a renderer: the visibility rule takes pixel counts already fetched.
+
+RNG: :func:`sample_rng` derives an independent generator per sample from
+``(seed, env, task, triple, index)`` with ``numpy.random.SeedSequence``, so output does not depend
+on worker count, shard boundaries or the order samples are made in.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+
+import numpy as np
+from shapely.geometry import Polygon
+
+from engine.errors import ConfigError, PlacementError
+from engine.world import Actor, Camera, Ground, Rotator, Transform, look_at_rotation
+from scenarios.relations import relation
+
+C = TypeVar("C")
+Rule = tuple[str, Callable[[C], bool]]
+
+
+# --- RNG ------------------------------------------------------------------------------------
+def stable_key(*parts: str) -> tuple[int, ...]:
+    """Four uint32 words of SHA-256 over ``parts``: stable across processes and Python runs
+    (unlike ``hash()``), so it can key a SeedSequence."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+    return tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
+
+
+def sample_rng(seed: int, env: str, task: str, triple: str, index: int, stream: int = 0) -> np.random.Generator:
+    """Generator for one sample (``stream`` separates e.g. a scene group from a sample)."""
+    if int(seed) < 0 or int(index) < 0:
+        raise ConfigError(f"seed and index must be >= 0, got seed={seed} index={index}")
+    ss = np.random.SeedSequence(entropy=int(seed), spawn_key=(*stable_key(env, task, triple), int(stream), int(index)))
+    return np.random.default_rng(ss)
+
+
+# --- the loop -------------------------------------------------------------------------------
+def resample_while(sample: Callable[[np.random.Generator], C], rules: Sequence[Rule],
+                   rng: np.random.Generator, max_tries: int, counts: Counter | None = None,
+                   what: str = "sample") -> C:
+    """Draw ``sample(rng)`` until every rule passes; count rejections per rule into ``counts``.
+
+    Example::
+
+        x = resample_while(lambda r: r.normal(), [("positive", lambda v: v > 0)], rng, 100)
+    """
+    if max_tries < 1:
+        raise ConfigError(f"max_tries must be >= 1, got {max_tries}")
+    local: Counter = Counter()
+    for _ in range(max_tries):
+        cand = sample(rng)
+        failed = next((name for name, ok in rules if not ok(cand)), None)
+        if failed is None:
+            if counts is not None:
+                counts.update(local)
+            return cand
+        local[failed] += 1
+    if counts is not None:
+        counts.update(local)
+    rule, n = local.most_common(1)[0]
+    raise PlacementError(f"{what}: no valid candidate in {max_tries} tries; rule {rule!r} rejected most "
+                         f"({n}); all rejections: {dict(sorted(local.items()))}",
+                         rule=rule, tries=max_tries, rejections=dict(local))
+
+
+# --- placed objects ---------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class AssetShape:
+    """What placement needs to know about an asset: footprint polygon (local XY, cm) and height."""
+
+    asset_id: str
+    cls: str
+    footprint: np.ndarray
+    height: float
+
+
+@dataclass(frozen=True, eq=False)
+class Placed:
+    """An asset at a pose on the ground (base at ``z``), yaw only."""
+
+    name: str
+    shape: AssetShape
+    x: float
+    y: float
+    z: float
+    yaw: float
+
+    @property
+    def location(self) -> tuple[float, float, float]:
+        return (self.x, self.y, self.z)
+
+    def footprint_world(self) -> np.ndarray:
+        c, s = math.cos(math.radians(self.yaw)), math.sin(math.radians(self.yaw))
+        fp = np.asarray(self.shape.footprint, dtype=float)
+        return np.stack([fp[:, 0] * c - fp[:, 1] * s + self.x, fp[:, 0] * s + fp[:, 1] * c + self.y], axis=1)
+
+    def polygon(self) -> Polygon:
+        return Polygon(self.footprint_world())
+
+    def corners(self) -> np.ndarray:
+        """World points (2N, 3) of the footprint prism: what must project inside the frame."""
+        fp = self.footprint_world()
+        lo = np.column_stack([fp, np.full(len(fp), self.z)])
+        hi = np.column_stack([fp, np.full(len(fp), self.z + self.shape.height)])
+        return np.vstack([lo, hi])
+
+    def centre(self) -> np.ndarray:
+        return np.array([self.x, self.y, self.z + self.shape.height / 2.0])
+
+    def actor(self, color: tuple[int, int, int], tint=None) -> Actor:
+        return Actor(self.name, self.shape.asset_id, Transform((self.x, self.y, self.z), Rotator(0.0, self.yaw, 0.0)),
+                     color=color, tint=tint)
+
+
+def sample_object(rng: np.random.Generator, name: str, shape: AssetShape, centre: Sequence[float],
+                  sigma: float, ground: Ground, yaw: float | None = None) -> Placed:
+    """Gaussian XY around ``centre`` (σ cm), on the terrain, uniform random yaw unless given."""
+    x, y = rng.normal(centre[0], sigma), rng.normal(centre[1], sigma)
+    yaw_deg = float(rng.uniform(-180.0, 180.0)) if yaw is None else float(yaw)
+    return Placed(name, shape, float(x), float(y), float(ground.height(x, y)), yaw_deg)
+
+
+def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Placed], bool]:
+    """Rule: the candidate's rotated footprint does not intersect any other (plus a gap)."""
+    polys = [o.polygon().buffer(gap_cm) if gap_cm else o.polygon() for o in others]
+    return lambda p: not any(p.polygon().intersects(q) for q in polys)
+
+
+def within_distance(others: Iterable[Placed], max_cm: float) -> Callable[[Placed], bool]:
+    """Rule: XY distance from the candidate to each of ``others`` is at most ``max_cm``."""
+    pts = [(o.x, o.y) for o in others]
+    return lambda p: all(math.hypot(p.x - x, p.y - y) <= max_cm for x, y in pts)
+
+
+# --- camera -----------------------------------------------------------------------------------
+def sample_camera(rng: np.random.Generator, centre_xy: Sequence[float], xy_range: float,
+                  height_range: Sequence[float], base_z: float, aim: Sequence[float],
+                  fov_deg: float, size: int) -> Camera:
+    """Uniform in ``centre ± xy_range`` (X and Y) and ``base_z + height_range``, aimed at ``aim``."""
+    x = float(rng.uniform(centre_xy[0] - xy_range, centre_xy[0] + xy_range))
+    y = float(rng.uniform(centre_xy[1] - xy_range, centre_xy[1] + xy_range))
+    z = float(base_z + rng.uniform(height_range[0], height_range[1]))
+    if (x, y, z) == tuple(float(a) for a in aim):
+        z += 1.0  # look_at needs a direction; probability ~0 but keep the sampler total
+    return Camera((x, y, z), look_at_rotation((x, y, z), tuple(aim)), fov_deg, size, size)
+
+
+def camera_clear(objects: Iterable[Placed], min_cm: float) -> Callable[[Camera], bool]:
+    """Rule: the camera is at least ``min_cm`` (XY) outside every object's footprint."""
+    polys = [o.polygon() for o in objects]
+
+    def ok(cam: Camera) -> bool:
+        from shapely.geometry import Point
+        pt = Point(cam.location[0], cam.location[1])
+        return all(q.distance(pt) >= min_cm for q in polys)
+    return ok
+
+
+def in_frame(objects: Iterable[Placed], margin_px: float, near_cm: float = 10.0) -> Callable[[Camera], bool]:
+    """Rule: every corner of every object's footprint prism projects inside the image, at least
+    ``margin_px`` from the border, and in front of the camera."""
+    pts = np.vstack([o.corners() for o in objects])
+
+    def ok(cam: Camera) -> bool:
+        uv, depth = cam.project(pts)
+        if np.any(depth <= near_cm):
+            return False
+        return bool(np.all((uv >= margin_px) & (uv <= np.array([cam.width, cam.height]) - margin_px)))
+    return ok
+
+
+# --- labels ---------------------------------------------------------------------------------
+def label_rules(observer: Callable[[C], Sequence[float]], source: Sequence[float], target: Sequence[float],
+                margin_deg: float, want: str) -> list[Rule]:
+    """Two rules for a candidate whose observer position is ``observer(cand)``:
+    ``ambiguity`` (within the margin of a diagonal) and ``label`` (not the label this sample
+    index must have: the class-balance rule)."""
+    def lab(c) -> str | None:
+        o = observer(c)
+        if math.hypot(o[0] - source[0], o[1] - source[1]) == 0.0:
+            return None
+        return relation(o, source, target, margin_deg)
+    return [("ambiguity", lambda c: lab(c) is not None), ("label", lambda c: lab(c) == want)]
+
+
+# --- visibility (on rendered masks) -------------------------------------------------------------
+def visibility_failure(counts: Mapping[str, object], names: Sequence[str], min_ratio: float,
+                       min_bbox_px: float) -> str | None:
+    """Name of the first visibility rule a set of pixel counts breaks, or None if all pass.
+
+    ``counts[name]`` has ``visible``, ``unoccluded`` and ``bbox`` (x0, y0, x1, y1 inclusive) as
+    returned by the render server's ``/sceneforge/visibility``; unoccluded = the object alone.
+    """
+    for n in names:
+        pc = counts.get(n)
+        if pc is None or not pc.unoccluded or not pc.visible or pc.bbox is None:
+            return "not_visible"
+        if pc.visible / pc.unoccluded < min_ratio:
+            return "occluded"
+        x0, y0, x1, y1 = pc.bbox
+        if max(x1 - x0 + 1, y1 - y0 + 1) < min_bbox_px:
+            return "too_small"
+    return None
