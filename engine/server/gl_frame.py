@@ -1,0 +1,134 @@
+"""Per-frame maths for the GL backend, in numpy (no GL calls, so it is unit-testable).
+
+Everything is in UE world units (cm, Z up, left-handed); matrices are float64 row-major with
+column vectors and are converted to GL's column-major float32 bytes only at upload
+(:func:`gl_bytes`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from engine.world import Camera, Transform
+
+NEAR_CM = 5.0  # near clip plane; UE's default is 10 cm
+
+
+def gl_bytes(m: np.ndarray) -> bytes:
+    """Row-major float64 matrix → column-major float32 bytes, as ``glUniformMatrix*`` wants."""
+    return np.ascontiguousarray(m.T, dtype=np.float32).tobytes()
+
+
+@dataclass(frozen=True)
+class Placed:
+    """An actor's transform prepared for drawing: uniform bytes and its world-space bounds."""
+
+    model: np.ndarray  # 4x4 float64 local → world
+    model_bytes: bytes
+    normal_bytes: bytes  # inverse-transpose of the 3x3 (correct under non-uniform/negative scale)
+    max_scale: float
+
+
+@lru_cache(maxsize=65536)
+def placed(transform: Transform) -> Placed:
+    """Cached per Transform value: a static scene does no matrix maths after its first frame."""
+    m = transform.matrix()
+    normal = np.linalg.inv(m[:3, :3]).T
+    return Placed(m, gl_bytes(m), gl_bytes(normal), float(np.max(np.abs(transform.scale))))
+
+
+def world_sphere(p: Placed, center: np.ndarray, radius: float) -> tuple[np.ndarray, float]:
+    """A mesh's local bounding sphere moved to world space (radius grows with |scale|)."""
+    return p.model[:3, :3] @ center + p.model[:3, 3], radius * p.max_scale
+
+
+def frustum_planes(view_proj: np.ndarray) -> np.ndarray:
+    """(6, 4) inward-facing planes (a, b, c, d), normalised so distances are in cm."""
+    r = view_proj
+    planes = np.stack([r[3] + r[0], r[3] - r[0], r[3] + r[1], r[3] - r[1], r[3] + r[2], r[3] - r[2]])
+    return planes / np.linalg.norm(planes[:, :3], axis=1, keepdims=True)
+
+
+def spheres_in_frustum(planes: np.ndarray, centers: np.ndarray, radii: np.ndarray) -> np.ndarray:
+    """Boolean mask of spheres that intersect the frustum (conservative)."""
+    if len(centers) == 0:
+        return np.zeros(0, dtype=bool)
+    dist = centers @ planes[:, :3].T + planes[:, 3]
+    return np.all(dist >= -radii[:, None], axis=1)
+
+
+def near_far(camera: Camera, centers: np.ndarray, radii: np.ndarray, ground_extent: float,
+             ground_top: float) -> tuple[float, float]:
+    """Clip planes: fixed near, far just beyond the furthest actor or ground corner.
+
+    Depth precision depends mostly on ``near``; ``far`` only has to enclose the scene.
+    """
+    cam = np.asarray(camera.location)
+    corner = math.hypot(abs(cam[0]) + ground_extent, abs(cam[1]) + ground_extent)
+    far = math.hypot(corner, abs(cam[2]) + abs(ground_top))
+    if len(centers):
+        far = max(far, float(np.max(np.linalg.norm(centers - cam, axis=1) + radii)))
+    return NEAR_CM, far * 1.05 + 10.0
+
+
+def view_proj(camera: Camera, near: float, far: float) -> np.ndarray:
+    return camera.projection_matrix(near, far) @ camera.view_matrix()
+
+
+def light_view_proj(to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                    receiver_depth: float = 1.0e5) -> tuple[np.ndarray, float]:
+    """Orthographic sun matrix fitted to the casters' bounding spheres.
+
+    Returns ``(light_view_proj, extent_cm)`` where extent is the side of the square the map
+    covers. The depth range extends ``receiver_depth`` cm beyond the casters so the ground below
+    them is inside the map.
+    """
+    d = np.asarray(to_sun, dtype=np.float64)
+    d = d / np.linalg.norm(d)
+    helper = np.array([0.0, 0.0, 1.0]) if abs(d[2]) < 0.99 else np.array([1.0, 0.0, 0.0])
+    right = np.cross(helper, d)
+    right /= np.linalg.norm(right)
+    up = np.cross(d, right)
+    basis = np.stack([right, up, d])  # light frame rows; looking down -d (towards the ground)
+    local = centers @ basis.T
+    lo = (local - radii[:, None]).min(axis=0)
+    hi = (local + radii[:, None]).max(axis=0)
+    half = 0.5 * max(hi[0] - lo[0], hi[1] - lo[1]) + 1.0
+    mid = 0.5 * (lo + hi)
+    near, far = -(hi[2] + 10.0), -(lo[2] - receiver_depth)  # distances along -d from origin
+    view = np.eye(4)
+    view[:3, :3] = basis
+    ortho = np.array([
+        [1 / half, 0, 0, -mid[0] / half],
+        [0, 1 / half, 0, -mid[1] / half],
+        [0, 0, -2 / (far - near), -(far + near) / (far - near)],
+        [0, 0, 0, 1],
+    ])
+    return ortho @ view, 2 * half
+
+
+def planar_depth(buffer: np.ndarray, near: float, far: float) -> np.ndarray:
+    """Hardware depth in [0, 1] → planar eye depth in cm (float32); ``inf`` where cleared (sky)."""
+    z = buffer.astype(np.float64) * 2.0 - 1.0
+    with np.errstate(divide="ignore"):
+        lin = (2.0 * near * far) / (far + near - z * (far - near))
+    lin[buffer >= 1.0] = np.inf
+    return lin.astype(np.float32)
+
+
+@lru_cache(maxsize=32)
+def ray_factor(width: int, height: int, focal_px: float) -> np.ndarray:
+    """Per-pixel ray length / planar depth, sampled at pixel centres: ray = planar * factor."""
+    u = (np.arange(width) + 0.5 - width / 2.0) / focal_px
+    v = (np.arange(height) + 0.5 - height / 2.0) / focal_px
+    f = np.sqrt(1.0 + u[None, :] ** 2 + v[:, None] ** 2).astype(np.float32)
+    f.setflags(write=False)
+    return f
+
+
+def eye_to_world(camera: Camera) -> np.ndarray:
+    """3x3 rotation from GL eye axes (x right, y up, -z forward) to UE world axes."""
+    return camera.view_matrix()[:3, :3].T

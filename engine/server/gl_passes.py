@@ -1,0 +1,259 @@
+"""GL draw passes for :class:`engine.server.gl_backend.GLBackend`.
+
+Owns the GL objects (programs, uploaded meshes, ground, targets, shadow map) and issues the draw
+calls; per-frame maths lives in :mod:`engine.server.gl_frame`. Per frame only uniforms change:
+no buffer or texture is allocated once assets and the resolution have been seen.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import moderngl
+import numpy as np
+
+from engine.server import gl_frame as F
+from engine.server import gl_shaders as S
+from engine.server.gl_resources import GpuMesh, Targets, ground_tiles, upload
+from engine.world import Camera, Ground, Scene
+
+if TYPE_CHECKING:
+    from engine.server.gl_backend import Draw, Frame
+
+log = logging.getLogger(__name__)
+
+IDENTITY = F.gl_bytes(np.eye(4))
+IDENTITY3 = F.gl_bytes(np.eye(3))
+MAX_TARGETS = 8  # resolutions kept alive at once
+# Ground.texture → (fine, coarse) noise cell size in cm; "flat"/"none" disables the noise.
+NOISE_SCALES = {"grass": (35.0, 400.0), "sand": (60.0, 900.0), "asphalt": (12.0, 300.0),
+                "snow": (80.0, 1200.0), "noise": (40.0, 500.0)}
+
+
+def _rgb(c) -> tuple[float, float, float]:
+    return tuple(float(x) / 255.0 for x in c)  # type: ignore[return-value]
+
+
+class _Program:
+    """A program plus its uniforms resolved once (unused uniforms are optimised out: skipped)."""
+
+    def __init__(self, ctx: moderngl.Context, vs: str, fs: str, defines: tuple[str, ...] = ()):
+        self.prog = ctx.program(vertex_shader=S.source(vs, defines), fragment_shader=S.source(fs, defines))
+        self.u = {name: self.prog[name] for name in self.prog if isinstance(self.prog[name], moderngl.Uniform)}
+
+    def set(self, name: str, value) -> None:
+        u = self.u.get(name)
+        if u is None:
+            return
+        if isinstance(value, bytes):
+            u.write(value)
+        else:
+            u.value = value
+
+
+class Passes:
+    def __init__(self, ctx: moderngl.Context, shadow_map_size: int):
+        self.ctx = ctx
+        self.shadow_size = shadow_map_size
+        self.progs: dict[str, _Program] = {}
+        self.meshes: dict[str, GpuMesh] = {}
+        self.targets: dict[tuple[int, int], Targets] = {}
+        self._ground_key: Ground | None = None
+        self._ground: list[GpuMesh] = []
+        self._shadow_tex = None
+        self._shadow_fbo = None
+        self._shadow_sig = None
+        self._shadow_state: tuple[int, bytes, float] = (0, IDENTITY, 1.0)
+        self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
+        self.shadow_renders = 0  # how many times the shadow map was (re)computed: for tests
+
+    # --- resources --------------------------------------------------------------------------
+    def program(self, key: str) -> _Program:
+        if key not in self.progs:
+            vs, fs, defines = {
+                "lit": (S.LIT_VS, S.LIT_FS, ()), "lit_n": (S.LIT_VS, S.LIT_FS, ("WITH_NORMAL",)),
+                "sky": (S.SKY_VS, S.SKY_FS, ()), "sky_n": (S.SKY_VS, S.SKY_FS, ("WITH_NORMAL",)),
+                "ids": (S.IDS_VS, S.IDS_FS, ()), "shadow": (S.SHADOW_VS, S.SHADOW_FS, ()),
+            }[key]
+            self.progs[key] = _Program(self.ctx, vs, fs, defines)
+        return self.progs[key]
+
+    def mesh(self, asset_id: str, provider) -> GpuMesh:
+        if asset_id not in self.meshes:
+            self.meshes[asset_id] = upload(self.ctx, provider(asset_id))
+            log.debug("uploaded %s: %d triangles", asset_id, self.meshes[asset_id].n_triangles)
+        return self.meshes[asset_id]
+
+    def ground(self, ground: Ground) -> list[GpuMesh]:
+        if ground != self._ground_key:
+            for m in self._ground:
+                m.release()
+            self._ground = [upload(self.ctx, mesh, normals) for mesh, normals in ground_tiles(ground)]
+            self._ground_key = ground
+        return self._ground
+
+    def ground_triangles(self, ground: Ground) -> int:
+        return sum(m.n_triangles for m in self.ground(ground))
+
+    def target(self, camera: Camera) -> Targets:
+        key = (int(camera.width), int(camera.height))
+        if key not in self.targets:
+            if len(self.targets) >= MAX_TARGETS:
+                self.targets.pop(next(iter(self.targets))).release()
+            self.targets[key] = Targets(self.ctx, *key)
+        return self.targets[key]
+
+    # --- shadow map -------------------------------------------------------------------------
+    def update_shadow(self, scene: Scene, draws: list["Draw"]) -> None:
+        """Recompute the sun's shadow map only when casters or the sun changed."""
+        sig = (scene.sun, tuple((d.mesh.vbo.glo, d.placed.model_bytes) for d in draws))
+        if sig == self._shadow_sig:
+            return
+        self._shadow_sig = sig
+        to_sun = scene.sun.direction_to_sun()
+        if not draws or to_sun[2] <= 0.0:
+            self._shadow_state = (0, IDENTITY, 1.0)
+            return
+        centers = np.array([d.center for d in draws])
+        radii = np.array([d.radius for d in draws])
+        light_vp, extent = F.light_view_proj(to_sun, centers, radii)
+        self._render_shadow(draws, light_vp)
+        self._shadow_state = (1, F.gl_bytes(light_vp), extent / self.shadow_size)
+        self.shadow_renders += 1
+
+    def _render_shadow(self, draws: list["Draw"], light_vp: np.ndarray) -> None:
+        if self._shadow_tex is None:
+            self._shadow_tex = self.ctx.depth_texture((self.shadow_size, self.shadow_size))
+            self._shadow_tex.compare_func = "<="
+            self._shadow_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+            self._shadow_fbo = self.ctx.framebuffer(depth_attachment=self._shadow_tex)
+        prog = self.program("shadow")
+        self._shadow_fbo.use()
+        self._shadow_fbo.clear(depth=1.0)
+        self.ctx.enable(moderngl.DEPTH_TEST)
+        prog.set("u_light_vp", F.gl_bytes(light_vp))
+        for d in draws:
+            prog.set("u_model", d.placed.model_bytes)
+            d.mesh.vao(self.ctx, prog.prog, "shadow", False).render()
+
+    # --- colour pass --------------------------------------------------------------------------
+    def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool) -> None:
+        t = self.target(frame.camera)
+        fbo = t.lit_normal if with_normal else t.lit
+        fbo.use()
+        fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        self._draw_sky(scene, frame.camera, with_normal)
+        prog = self.program("lit_n" if with_normal else "lit")
+        self._set_lit_uniforms(prog, scene, frame)
+        self.ctx.enable(moderngl.DEPTH_TEST)
+        key = "lit_n" if with_normal else "lit"
+        self._draw_ground(prog, scene.ground, key, True)
+        prog.set("u_procedural", 0)
+        for d, vis in zip(frame.draws, frame.visible):
+            if vis:
+                self._set_actor(prog, d)
+                d.mesh.vao(self.ctx, prog.prog, key, True).render()
+
+    def _set_lit_uniforms(self, prog: _Program, scene: Scene, frame: "Frame") -> None:
+        sun, sky = scene.sun, scene.sky
+        prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
+        prog.set("u_cam_pos", tuple(float(x) for x in frame.camera.location))
+        prog.set("u_to_sun", tuple(float(x) for x in sun.direction_to_sun()))
+        prog.set("u_sun_color", tuple(c * float(sun.intensity) for c in _rgb(sun.color)))
+        prog.set("u_ambient", float(sky.ambient))
+        prog.set("u_sky_zenith", _rgb(sky.zenith))
+        prog.set("u_sky_horizon", _rgb(sky.horizon))
+        use, light_vp, texel = self._shadow_state
+        prog.set("u_use_shadow", use)
+        prog.set("u_light_vp", light_vp)
+        prog.set("u_shadow_texel", float(texel))
+        if use:
+            self._shadow_tex.use(0)
+        prog.set("u_shadow_map", 0)
+
+    def _set_actor(self, prog: _Program, d: "Draw") -> None:
+        prog.set("u_model", d.placed.model_bytes)
+        prog.set("u_normal_mat", d.placed.normal_bytes)
+        prog.set("u_id", d.index + 1)
+        if d.tint is None:
+            prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
+        else:
+            k = 1.0 / d.mesh.max_luma
+            prog.set("u_tint", tuple(min(c * k, 4.0) for c in _rgb(d.tint)) + (1.0,))
+
+    def _draw_ground(self, prog: _Program, ground: Ground, key: str, lit: bool) -> None:
+        prog.set("u_model", IDENTITY)
+        prog.set("u_id", 0)
+        if lit:
+            scales = NOISE_SCALES.get((ground.texture or "noise").lower())
+            prog.set("u_normal_mat", IDENTITY3)
+            prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
+            prog.set("u_procedural", 0 if scales is None else 1)
+            prog.set("u_noise_scale", scales or (1.0, 1.0))
+        for m in self.ground(ground):
+            m.vao(self.ctx, prog.prog, key, lit).render()
+
+    def _draw_sky(self, scene: Scene, camera: Camera, with_normal: bool) -> None:
+        prog = self.program("sky_n" if with_normal else "sky")
+        proj = camera.projection_matrix(1.0, 2.0)
+        prog.set("u_eye_to_world", F.gl_bytes(F.eye_to_world(camera)))
+        prog.set("u_inv_focal", (1.0 / proj[0, 0], 1.0 / proj[1, 1]))
+        prog.set("u_sky_zenith", _rgb(scene.sky.zenith))
+        prog.set("u_sky_horizon", _rgb(scene.sky.horizon))
+        self.ctx.disable(moderngl.DEPTH_TEST)
+        if prog not in self._sky_vaos:
+            self._sky_vaos[prog] = self.ctx.vertex_array(prog.prog, [])
+        self._sky_vaos[prog].render(vertices=3)
+
+    # --- id pass (masks, depth, pixel counts) -----------------------------------------------
+    def id_pass(self, frame: "Frame", draws, visible, ground: Ground | None) -> None:
+        """Instance ids + depth only: the cheapest pass (no shading, no shadow lookups)."""
+        t = self.target(frame.camera)
+        t.id_only.use()
+        t.id_only.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        prog = self.program("ids")
+        prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
+        self.ctx.enable(moderngl.DEPTH_TEST)
+        if ground is not None:
+            self._draw_ground(prog, ground, "ids", False)
+        for d, vis in zip(draws, visible):
+            if vis:
+                prog.set("u_model", d.placed.model_bytes)
+                prog.set("u_id", d.index + 1)
+                d.mesh.vao(self.ctx, prog.prog, "ids", False).render()
+
+    def count_alone(self, frame: "Frame", draw: "Draw") -> int:
+        """Pixels an actor covers with nothing else drawn (no actors, no ground)."""
+        self.id_pass(frame, [draw], [True], ground=None)
+        return int(np.count_nonzero(self.read_ids(frame.camera)))
+
+    # --- read-back (GL rows are bottom-up: flip so row 0 is the top) -------------------------
+    def read_color(self, camera: Camera) -> np.ndarray:
+        t = self.target(camera)
+        raw = t.color.read()
+        img = np.frombuffer(raw, np.uint8).reshape(camera.height, camera.width, 4)
+        return np.ascontiguousarray(img[::-1, :, :3])
+
+    def read_ids(self, camera: Camera) -> np.ndarray:
+        t = self.target(camera)
+        ids = np.frombuffer(t.ids.read(), np.int32).reshape(camera.height, camera.width)
+        return np.ascontiguousarray(ids[::-1])
+
+    def read_depth(self, camera: Camera) -> np.ndarray:
+        t = self.target(camera)
+        d = np.frombuffer(t.depth.read(), np.float32).reshape(camera.height, camera.width)
+        return np.ascontiguousarray(d[::-1])
+
+    def read_normal(self, camera: Camera) -> np.ndarray:
+        t = self.target(camera)
+        n = np.frombuffer(t._normal.read(), np.float32).reshape(camera.height, camera.width, 4)
+        return np.ascontiguousarray(n[::-1, :, :3])
+
+    def release(self) -> None:
+        for m in list(self.meshes.values()) + self._ground:
+            m.release()
+        for t in self.targets.values():
+            t.release()
+        for p in self.progs.values():
+            p.prog.release()
+        self.meshes, self._ground, self.targets, self.progs = {}, [], {}, {}

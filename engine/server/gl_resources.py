@@ -1,0 +1,154 @@
+"""GPU-side resources of the GL backend: uploaded meshes, the ground, and render targets.
+
+Each asset is uploaded once (one interleaved VBO + IBO, keyed by asset id) and drawn per actor
+with a model-matrix uniform; framebuffers are cached per resolution, so a frame allocates no GL
+objects once the scene's assets and the camera's resolution have been seen.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import moderngl
+import numpy as np
+
+from engine.meshes import RenderMesh
+from engine.world import Ground
+
+# Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad) = 28 B.
+LIT_FORMAT = "3f 3f 3f1 x"
+POS_FORMAT = "3f 16x"
+VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3), ("pad", "u1")])
+
+
+def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Area-weighted vertex normals (unit, or 0 where undefined).
+
+    Winding may be inconsistent in imported assets; the shader falls back to the facet normal
+    wherever this smooth normal disagrees with it, so a wrong sign here only loses smoothing.
+    """
+    v = vertices.astype(np.float64)
+    fn = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+    acc = np.zeros_like(v)
+    for k in range(3):
+        np.add.at(acc, faces[:, k], fn)
+    norm = np.linalg.norm(acc, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(norm > 1e-12, acc / norm, 0.0)
+    return out.astype(np.float32)
+
+
+def interleave(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray) -> bytes:
+    data = np.zeros(len(vertices), dtype=VERTEX_DTYPE)
+    data["pos"], data["nrm"], data["col"] = vertices, normals, colors
+    return data.tobytes()
+
+
+@dataclass
+class GpuMesh:
+    """One uploaded asset. VAOs are created lazily per program (a VAO is bound to a program)."""
+
+    vbo: moderngl.Buffer
+    ibo: moderngl.Buffer
+    n_triangles: int
+    center: np.ndarray  # local bounding-sphere centre, cm
+    radius: float
+    max_luma: float  # brightest vertex colour (0..1): a tint maps it to exactly the tint colour
+    vaos: dict = field(default_factory=dict)
+
+    def vao(self, ctx: moderngl.Context, prog: moderngl.Program, key: str, with_attrs: bool):
+        if key not in self.vaos:
+            content = ([(self.vbo, LIT_FORMAT, "in_pos", "in_normal", "in_color")] if with_attrs
+                       else [(self.vbo, POS_FORMAT, "in_pos")])
+            self.vaos[key] = ctx.vertex_array(prog, content, self.ibo)
+        return self.vaos[key]
+
+    def release(self) -> None:
+        for vao in self.vaos.values():
+            vao.release()
+        self.vbo.release()
+        self.ibo.release()
+
+
+def upload(ctx: moderngl.Context, mesh: RenderMesh, normals: np.ndarray | None = None) -> GpuMesh:
+    """Upload a :class:`RenderMesh` (and compute its smooth normals) once."""
+    v, f = mesh.vertices, mesh.faces
+    n = vertex_normals(v, f) if normals is None else normals
+    lo, hi = v.min(axis=0), v.max(axis=0)
+    center = 0.5 * (lo + hi).astype(np.float64)
+    radius = float(np.max(np.linalg.norm(v - center, axis=1))) if len(v) else 0.0
+    luma = mesh.colors.astype(np.float64) @ np.array([0.299, 0.587, 0.114]) / 255.0
+    return GpuMesh(vbo=ctx.buffer(interleave(v, n, mesh.colors)), ibo=ctx.buffer(f.tobytes()),
+                   n_triangles=len(f), center=center, radius=radius,
+                   max_luma=max(float(luma.max()) if len(luma) else 1.0, 1e-3))
+
+
+def ground_tiles(ground: Ground) -> list[tuple[RenderMesh, np.ndarray]]:
+    """The ground as meshes + smooth normals: one quad when flat, else a grid cut into tiles.
+
+    Heights come from :meth:`Ground.height` (the function scenarios place objects with), so
+    objects sit on the rendered terrain. Tiles let the renderer frustum-cull the grid.
+    """
+    e = float(ground.extent)
+    color = np.asarray(ground.color, dtype=np.uint8)
+    if ground.relief_amplitude == 0:
+        v = np.array([[-e, -e, 0], [e, -e, 0], [e, e, 0], [-e, e, 0]], dtype=np.float32)
+        f = np.array([[0, 1, 2], [0, 2, 3]], dtype=np.int32)
+        n = np.tile(np.array([0, 0, 1], np.float32), (4, 1))
+        return [(RenderMesh(v, f, np.tile(color, (4, 1))), n)]
+    step = max(min(ground.relief_wavelength / 10.0, e / 32.0), 1.0)
+    cells = int(math.ceil(2 * e / step))
+    tiles_per_side = max(1, min(8, cells // 8))
+    per_tile = int(math.ceil(cells / tiles_per_side))
+    xs = np.linspace(-e, e, per_tile * tiles_per_side + 1)
+    out = []
+    for i in range(tiles_per_side):
+        for j in range(tiles_per_side):
+            out.append(_grid_tile(ground, xs[i * per_tile:(i + 1) * per_tile + 1],
+                                  xs[j * per_tile:(j + 1) * per_tile + 1], color))
+    return out
+
+
+def _grid_tile(ground: Ground, xs: np.ndarray, ys: np.ndarray, color: np.ndarray):
+    gx, gy = np.meshgrid(xs, ys, indexing="ij")
+    gz = np.asarray(ground.height(gx, gy), dtype=np.float64)
+    h = 1.0  # cm, central differences for the analytic-ish normal
+    dzdx = (ground.height(gx + h, gy) - ground.height(gx - h, gy)) / (2 * h)
+    dzdy = (ground.height(gx, gy + h) - ground.height(gx, gy - h)) / (2 * h)
+    n = np.stack([-dzdx, -dzdy, np.ones_like(gz)], axis=-1)
+    n /= np.linalg.norm(n, axis=-1, keepdims=True)
+    nx, ny = gx.shape
+    idx = np.arange(nx * ny).reshape(nx, ny)
+    a, b, c, d = idx[:-1, :-1], idx[1:, :-1], idx[1:, 1:], idx[:-1, 1:]
+    faces = np.concatenate([np.stack([a, b, c], -1).reshape(-1, 3), np.stack([a, c, d], -1).reshape(-1, 3)])
+    verts = np.stack([gx, gy, gz], axis=-1).reshape(-1, 3).astype(np.float32)
+    mesh = RenderMesh(verts, faces.astype(np.int32), np.tile(color, (len(verts), 1)))
+    return mesh, n.reshape(-1, 3).astype(np.float32)
+
+
+class Targets:
+    """Textures and framebuffers for one resolution; the depth buffer is shared by all FBOs."""
+
+    def __init__(self, ctx: moderngl.Context, width: int, height: int):
+        size = (width, height)
+        self.ctx, self.size = ctx, size
+        self.color = ctx.texture(size, 4)
+        self.ids = ctx.texture(size, 1, dtype="i4")
+        self.depth = ctx.depth_texture(size)
+        self.lit = ctx.framebuffer([self.color, self.ids], self.depth)
+        self.id_only = ctx.framebuffer([self.ids], self.depth)
+        self._normal = None
+        self._lit_normal = None
+
+    @property
+    def lit_normal(self) -> moderngl.Framebuffer:
+        """Colour + ids + float normals (only allocated when normals are asked for)."""
+        if self._lit_normal is None:
+            self._normal = self.ctx.texture(self.size, 4, dtype="f4")
+            self._lit_normal = self.ctx.framebuffer([self.color, self.ids, self._normal], self.depth)
+        return self._lit_normal
+
+    def release(self) -> None:
+        for obj in (self.lit, self.id_only, self._lit_normal, self.color, self.ids, self.depth, self._normal):
+            if obj is not None:
+                obj.release()

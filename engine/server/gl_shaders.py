@@ -1,0 +1,194 @@
+"""GLSL sources for the embedded moderngl renderer (:mod:`engine.server.gl_backend`).
+
+Kept as Python strings (not ``.glsl`` files) so they ship inside the wheel without package-data
+rules. All programs work in **UE world coordinates** (cm, Z up): the only UE→GL conversion is
+``Camera.view_matrix()``, uploaded as part of ``u_view_proj``.
+
+Programs:
+
+* ``LIT``     colour (location 0) + instance id (1) [+ world normal (2) with ``WITH_NORMAL``];
+* ``IDS``     instance id only (location 0): cheap pass for masks, depth and pixel counts;
+* ``SKY``     full-screen zenith→horizon gradient drawn before the geometry (lit only);
+* ``SHADOW``  depth-only pass from the sun.
+
+No face culling anywhere: the view matrix has det −1 and actors may be mirrored, so winding is
+meaningless. Normals are therefore turned to face the camera in the fragment shader.
+"""
+from __future__ import annotations
+
+HEADER = "#version 330 core\n"
+
+LIT_VS = """
+uniform mat4 u_view_proj;
+uniform mat4 u_model;
+uniform mat3 u_normal_mat;
+in vec3 in_pos;
+in vec3 in_normal;
+in vec3 in_color;
+out vec3 v_world;
+out vec3 v_normal;
+out vec3 v_color;
+void main() {
+    vec4 w = u_model * vec4(in_pos, 1.0);
+    v_world = w.xyz;
+    v_normal = u_normal_mat * in_normal;
+    v_color = in_color;
+    gl_Position = u_view_proj * w;
+}
+"""
+
+LIT_FS = """
+uniform vec3 u_cam_pos;         // camera centre, UE world cm
+uniform vec3 u_to_sun;          // unit vector towards the sun
+uniform vec3 u_sun_color;       // sun colour * intensity
+uniform float u_ambient;        // Sky.ambient
+uniform vec3 u_sky_zenith;
+uniform vec3 u_sky_horizon;
+uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
+uniform int u_id;               // 1 + actor index; 0 = ground
+uniform int u_procedural;       // 1: modulate albedo with world-space value noise (ground)
+uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse)
+uniform int u_use_shadow;
+uniform mat4 u_light_vp;
+uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
+uniform sampler2DShadow u_shadow_map;
+in vec3 v_world;
+in vec3 v_normal;
+in vec3 v_color;
+layout(location = 0) out vec4 f_color;
+layout(location = 1) out int f_id;
+#ifdef WITH_NORMAL
+layout(location = 2) out vec4 f_normal;
+#endif
+
+float hash2(vec2 p) {
+    p = fract(p * vec2(0.1031, 0.1030));
+    p += dot(p, p.yx + 33.33);
+    return fract((p.x + p.y) * p.x);
+}
+
+float value_noise(vec2 p) {
+    vec2 i = floor(p);
+    vec2 f = fract(p);
+    vec2 u = f * f * (3.0 - 2.0 * f);
+    float a = hash2(i), b = hash2(i + vec2(1.0, 0.0));
+    float c = hash2(i + vec2(0.0, 1.0)), d = hash2(i + vec2(1.0, 1.0));
+    return mix(mix(a, b, u.x), mix(c, d, u.x), u.y);
+}
+
+vec3 surface_normal(vec3 to_cam) {
+    // Geometric normal from screen-space derivatives, turned towards the camera: independent
+    // of winding, mirroring and the handedness flip of the view matrix.
+    vec3 ng = normalize(cross(dFdx(v_world), dFdy(v_world)));
+    if (dot(ng, to_cam) < 0.0) ng = -ng;
+    // Smooth (per-vertex) normal where it agrees with the facet, else the facet normal.
+    float len = length(v_normal);
+    if (len < 1e-6) return ng;
+    vec3 ns = v_normal / len;
+    if (dot(ns, ng) < 0.0) ns = -ns;
+    return dot(ns, ng) > 0.4 ? ns : ng;
+}
+
+float shadow_visibility(vec3 n) {
+    if (u_use_shadow == 0) return 1.0;
+    vec4 lp = u_light_vp * vec4(v_world + n * (1.5 * u_shadow_texel), 1.0);
+    vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
+    if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return 1.0;
+    vec2 ts = 1.0 / vec2(textureSize(u_shadow_map, 0));
+    float ref = p.z - 0.0005;
+    float vis = 0.0;
+    for (int x = -1; x <= 1; x++)
+        for (int y = -1; y <= 1; y++)
+            vis += texture(u_shadow_map, vec3(p.xy + vec2(x, y) * ts, ref));
+    return vis / 9.0;
+}
+
+void main() {
+    vec3 to_cam = normalize(u_cam_pos - v_world);
+    vec3 n = surface_normal(to_cam);
+    vec3 albedo = v_color;
+    if (u_tint.a > 0.5) albedo = u_tint.rgb * dot(v_color, vec3(0.299, 0.587, 0.114));
+    if (u_procedural == 1) {
+        float fine = value_noise(v_world.xy / u_noise_scale.x);
+        float coarse = value_noise(v_world.xy / u_noise_scale.y);
+        albedo *= 0.82 + 0.22 * fine + 0.14 * coarse;
+    }
+    float ndl = max(dot(n, u_to_sun), 0.0);
+    float vis = ndl > 0.0 ? shadow_visibility(n) : 1.0;
+    vec3 sky = mix(u_sky_horizon, u_sky_zenith, 0.5 + 0.5 * n.z);
+    vec3 light = u_ambient * (0.6 + 0.4 * sky / max(max(sky.r, sky.g), max(sky.b, 1e-3)))
+               + (1.0 - u_ambient) * u_sun_color * ndl * vis;
+    f_color = vec4(clamp(albedo * light, 0.0, 1.0), 1.0);
+    f_id = u_id;
+#ifdef WITH_NORMAL
+    f_normal = vec4(n, 0.0);
+#endif
+}
+"""
+
+IDS_VS = """
+uniform mat4 u_view_proj;
+uniform mat4 u_model;
+in vec3 in_pos;
+void main() {
+    gl_Position = u_view_proj * (u_model * vec4(in_pos, 1.0));
+}
+"""
+
+IDS_FS = """
+uniform int u_id;
+layout(location = 0) out int f_id;
+void main() {
+    f_id = u_id;
+}
+"""
+
+SKY_VS = """
+out vec2 v_ndc;
+void main() {
+    // One triangle covering the screen; depth is not tested or written for the sky.
+    vec2 p = vec2(float((gl_VertexID & 1) * 4 - 1), float((gl_VertexID & 2) * 2 - 1));
+    v_ndc = p;
+    gl_Position = vec4(p, 0.0, 1.0);
+}
+"""
+
+SKY_FS = """
+uniform mat3 u_eye_to_world;    // rotation from GL eye space to UE world axes
+uniform vec2 u_inv_focal;       // (1 / P[0][0], 1 / P[1][1])
+uniform vec3 u_sky_zenith;
+uniform vec3 u_sky_horizon;
+in vec2 v_ndc;
+layout(location = 0) out vec4 f_color;
+layout(location = 1) out int f_id;
+#ifdef WITH_NORMAL
+layout(location = 2) out vec4 f_normal;
+#endif
+void main() {
+    vec3 d = normalize(u_eye_to_world * vec3(v_ndc * u_inv_focal, -1.0));
+    float t = sqrt(clamp(d.z, 0.0, 1.0));
+    f_color = vec4(mix(u_sky_horizon, u_sky_zenith, t), 1.0);
+    f_id = 0;
+#ifdef WITH_NORMAL
+    f_normal = vec4(0.0);
+#endif
+}
+"""
+
+SHADOW_VS = """
+uniform mat4 u_light_vp;
+uniform mat4 u_model;
+in vec3 in_pos;
+void main() {
+    gl_Position = u_light_vp * (u_model * vec4(in_pos, 1.0));
+}
+"""
+
+SHADOW_FS = """
+void main() {}
+"""
+
+
+def source(body: str, defines: tuple[str, ...] = ()) -> str:
+    """Prefix a shader body with the GLSL version line and ``#define``s (program variants)."""
+    return HEADER + "".join(f"#define {d}\n" for d in defines) + body
