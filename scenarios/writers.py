@@ -1,0 +1,157 @@
+"""Dataset writers: atomic files, SpaRRTa's ``params_NNNN.json``, the metadata table, splits.
+
+Everything written here is a pure function of its inputs (no timestamps, sorted keys), so the
+same config + seed gives byte-identical files. Every file goes to a temporary name in the same
+directory first and is then ``os.replace``d, so a killed run never leaves a truncated file
+under its final name.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from engine.errors import ConfigError, SceneforgeError
+from engine.world import Camera
+
+SPLIT_PATTERN = ("train",) * 8 + ("val", "test")  # k-th sample of a label -> SPLIT_PATTERN[k % 10]
+SENSOR_WIDTH_MM = 50.0  # SpaRRTa: 50 mm lens on a 50 mm sensor (hfov 53.13 deg)
+
+
+# --- atomic files ---------------------------------------------------------------------------
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temp file + ``os.replace`` (same directory, same disk)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise SceneforgeError(f"cannot write {path}: {e.strerror or e}") from e
+    return path
+
+
+def dumps(obj) -> str:
+    """Canonical JSON (sorted keys, 2-space indent, trailing newline): stable bytes."""
+    return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False, default=_jsonable) + "\n"
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (tuple, set)):
+        return list(v)
+    raise TypeError(f"not JSON serialisable: {type(v).__name__}")
+
+
+def atomic_write_json(path: Path, obj) -> Path:
+    return atomic_write_bytes(path, dumps(obj).encode("utf-8"))
+
+
+# --- images ---------------------------------------------------------------------------------
+def encode_image(rgb: np.ndarray, fmt: str = "jpg", quality: int = 95) -> bytes:
+    """Encode an (H, W, 3) uint8 image as JPEG or PNG (deterministic encoder settings)."""
+    from PIL import Image
+
+    if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] not in (3, 4):
+        raise ConfigError(f"image must be uint8 (H, W, 3), got {rgb.dtype} {rgb.shape}")
+    buf = io.BytesIO()
+    img = Image.fromarray(np.ascontiguousarray(rgb[..., :3]))
+    if fmt in ("jpg", "jpeg"):
+        img.save(buf, format="JPEG", quality=int(quality), subsampling=0, optimize=False)
+    elif fmt == "png":
+        img.save(buf, format="PNG", compress_level=6)
+    else:
+        raise ConfigError(f"image_format must be 'jpg' or 'png', got {fmt!r}")
+    return buf.getvalue()
+
+
+def npy_bytes(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+# --- SpaRRTa's params file ------------------------------------------------------------------------
+def intrinsics(cam: Camera) -> dict:
+    """SpaRRTa's intrinsics block: a 50 mm-wide sensor, focal length from the horizontal FOV."""
+    focal_mm = SENSOR_WIDTH_MM / (2.0 * math.tan(math.radians(cam.fov_deg) / 2.0))
+    return {"sensor_width_mm": SENSOR_WIDTH_MM, "sensor_height_mm": SENSOR_WIDTH_MM * cam.height / cam.width,
+            "focal_length_mm": focal_mm, "hfov_deg": float(cam.fov_deg), "vfov_deg": cam.vfov_deg}
+
+
+def pose_block(location: Sequence[float], rotation: Sequence[float]) -> dict:
+    return {"location": dict(zip("xyz", (float(v) for v in location))),
+            "rotation": dict(zip(("pitch", "yaw", "roll"), (float(v) for v in rotation)))}
+
+
+def display_label(cls: str) -> str:
+    """SpaRRTa-style actor label: ``fire_hydrant`` -> ``FireHydrant``, ``rock`` -> ``Rock``."""
+    return "".join(w.capitalize() for w in cls.replace("-", "_").split("_"))
+
+
+def params_json(env: str, triple_id: str, cam: Camera, actors: Mapping[str, dict], extra: Mapping) -> dict:
+    """SpaRRTa's on-disk schema (``environment``, ``triple_id``, ``camera``, ``actors``) + our keys.
+
+    ``actors`` maps an actor path to ``{"cls", "location", "rotation"}``; SpaRRTa's loader ignores
+    keys it does not know, so ``extra`` (task, label, source_label, ...) sits at the top level.
+    """
+    cam_block = {"label": "Camera", **pose_block(cam.location, cam.rotation.as_tuple()),
+                 "intrinsics": intrinsics(cam)}
+    acts = {path: {"label": display_label(a["cls"]), **pose_block(a["location"], a["rotation"])}
+            for path, a in actors.items()}
+    return {"environment": env, "triple_id": triple_id, "camera": cam_block, "actors": acts, **extra}
+
+
+# --- splits ---------------------------------------------------------------------------------------
+def assign_splits(labels: Sequence[str]) -> list[str]:
+    """80/10/10 stratified by label, deterministic: the k-th sample (in the given order) carrying
+    a label goes to ``SPLIT_PATTERN[k % 10]``. With the four labels balanced (±1) overall, each
+    split is balanced (±1) too."""
+    seen: dict[str, int] = {}
+    out = []
+    for lab in labels:
+        k = seen.get(lab, 0)
+        seen[lab] = k + 1
+        out.append(SPLIT_PATTERN[k % len(SPLIT_PATTERN)])
+    return out
+
+
+# --- the table ------------------------------------------------------------------------------------
+def write_table(rows: Iterable[Mapping], out_dir: Path) -> list[Path]:
+    """One row per sample → ``samples.parquet`` and ``metadata.csv`` (the same table).
+
+    The CSV is named ``metadata.csv`` with ``file_name`` first so Hugging Face's ``imagefolder``
+    loader picks it up (it refuses two metadata files of different types, hence the Parquet
+    file's other name). Floats in the CSV keep 6 decimals; the Parquet file is exact.
+    """
+    import pandas as pd
+
+    df = pd.DataFrame(list(rows))
+    if "file_name" in df.columns:
+        df = df[["file_name"] + [c for c in df.columns if c != "file_name"]]
+    pq = io.BytesIO()
+    df.to_parquet(pq, index=False, engine="pyarrow")
+    csv = df.to_csv(index=False, lineterminator="\n", float_format="%.6f")
+    return [atomic_write_bytes(Path(out_dir) / "samples.parquet", pq.getvalue()),
+            atomic_write_bytes(Path(out_dir) / "metadata.csv", csv.encode("utf-8"))]
+
+
+def flatten(prefix: str, d: Mapping) -> dict:
+    """``{"a": {"b": 1}}`` → ``{"prefix_a_b": 1}`` for table columns."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}_{k}" if prefix else str(k)
+        if isinstance(v, Mapping):
+            out.update(flatten(key, v))
+        else:
+            out[key] = v
+    return out

@@ -1,0 +1,123 @@
+"""Writers: atomic files, SpaRRTa params schema, splits, the table (pandas + HF datasets)."""
+import io
+import json
+import os
+from collections import Counter
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from engine.errors import ConfigError, SceneforgeError
+from engine.world import Camera, Rotator
+from scenarios.writers import (SPLIT_PATTERN, assign_splits, atomic_write_bytes, atomic_write_json, display_label,
+                               dumps, encode_image, flatten, intrinsics, npy_bytes, params_json, write_table)
+
+
+def test_atomic_write_leaves_no_temp_and_replaces(tmp_path):
+    p = tmp_path / "a" / "f.bin"
+    atomic_write_bytes(p, b"one")
+    atomic_write_bytes(p, b"two")
+    assert p.read_bytes() == b"two" and sorted(os.listdir(p.parent)) == ["f.bin"]
+
+
+def test_atomic_write_failure_is_one_clear_error(tmp_path):
+    (tmp_path / "f.bin").mkdir()  # a directory where the file should go: os.replace fails
+    with pytest.raises(SceneforgeError, match="cannot write"):
+        atomic_write_bytes(tmp_path / "f.bin", b"x")
+    assert os.listdir(tmp_path) == ["f.bin"]  # temp cleaned up
+
+
+def test_json_is_canonical(tmp_path):
+    assert dumps({"b": 1, "a": np.float32(0.5)}) == '{\n  "a": 0.5,\n  "b": 1\n}\n'
+    with pytest.raises(ValueError):
+        dumps({"x": float("nan")})
+    atomic_write_json(tmp_path / "x.json", {"k": (1, 2)})
+    assert json.loads((tmp_path / "x.json").read_text()) == {"k": [1, 2]}
+
+
+@pytest.mark.parametrize("fmt", ["jpg", "png"])
+def test_encode_image_roundtrip_and_determinism(fmt):
+    rgb = np.random.default_rng(0).integers(0, 255, (32, 48, 3), dtype=np.uint8)
+    data = encode_image(rgb, fmt)
+    assert data == encode_image(rgb, fmt)
+    back = np.asarray(Image.open(io.BytesIO(data)))
+    assert back.shape == rgb.shape
+    if fmt == "png":
+        assert np.array_equal(back, rgb)
+
+
+def test_encode_image_rejects_bad_input():
+    with pytest.raises(ConfigError, match="image_format"):
+        encode_image(np.zeros((4, 4, 3), np.uint8), "gif")
+    with pytest.raises(ConfigError, match="uint8"):
+        encode_image(np.zeros((4, 4), np.float32))
+
+
+def test_npy_bytes_roundtrip():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert np.array_equal(np.load(io.BytesIO(npy_bytes(a))), a)
+
+
+def test_intrinsics_match_sparrta_lens():
+    cam = Camera(fov_deg=53.13010235415598, width=224, height=224)
+    k = intrinsics(cam)
+    assert k["focal_length_mm"] == pytest.approx(50.0) and k["sensor_width_mm"] == 50.0
+    assert k["hfov_deg"] == pytest.approx(k["vfov_deg"])
+    wide = intrinsics(Camera(fov_deg=90, width=200, height=100))
+    assert wide["sensor_height_mm"] == 25.0 and wide["focal_length_mm"] == pytest.approx(25.0)
+
+
+def test_params_json_schema():
+    cam = Camera((1, 2, 3), Rotator(-10, 20, 0), 53.13, 224, 224)
+    p = params_json("desert", "rock_truck", cam,
+                    {"/sceneforge/source": {"cls": "rock", "location": (1, 2, 0), "rotation": (0, 45, 0)},
+                     "/sceneforge/target": {"cls": "fire_hydrant", "location": (3, 4, 0), "rotation": (0, 0, 0)}},
+                    {"task": "ego", "label": "left"})
+    assert p["environment"] == "desert" and p["triple_id"] == "rock_truck" and p["task"] == "ego"
+    assert p["camera"]["label"] == "Camera" and p["camera"]["location"] == {"x": 1, "y": 2, "z": 3}
+    assert p["camera"]["rotation"] == {"pitch": -10, "yaw": 20, "roll": 0}
+    assert set(p["camera"]["intrinsics"]) == {"sensor_width_mm", "sensor_height_mm", "focal_length_mm",
+                                             "hfov_deg", "vfov_deg"}
+    assert p["actors"]["/sceneforge/source"]["label"] == "Rock"
+    assert p["actors"]["/sceneforge/target"]["label"] == "FireHydrant"
+    assert p["actors"]["/sceneforge/source"]["rotation"]["yaw"] == 45
+    assert display_label("trash_bin") == "TrashBin"
+
+
+def test_splits_are_stratified_and_balanced():
+    labels = [("front", "back", "left", "right")[i % 4] for i in range(403)]
+    splits = assign_splits(labels)
+    by = Counter(zip(splits, labels))
+    for split in ("train", "val", "test"):
+        counts = [by[(split, lab)] for lab in ("front", "back", "left", "right")]
+        assert max(counts) - min(counts) <= 1, (split, counts)
+    total = Counter(splits)
+    assert total["train"] == pytest.approx(0.8 * 403, abs=4) and total["val"] == pytest.approx(40, abs=4)
+    assert splits == assign_splits(labels) and SPLIT_PATTERN.count("train") == 8
+
+
+def test_flatten():
+    assert flatten("cam", {"loc": {"x": 1}, "fov": 2}) == {"cam_loc_x": 1, "cam_fov": 2}
+
+
+def test_table_loads_with_pandas_and_hf_datasets(tmp_path):
+    rows = []
+    for i in range(6):
+        rel = f"desert/ego/rock_truck/img_{i:04d}.png"
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(encode_image(np.full((8, 8, 3), i * 30, np.uint8), "png"))
+        (tmp_path / rel.replace("img_", "mask_")).write_bytes(encode_image(np.zeros((8, 8, 3), np.uint8), "png"))
+        rows.append({"index": i, "label": ("front", "back", "left", "right")[i % 4], "x": i / 3, "file_name": rel})
+    write_table(rows, tmp_path)
+    import pandas as pd
+    df = pd.read_parquet(tmp_path / "samples.parquet")
+    assert list(df.columns)[0] == "file_name" and df["x"].iloc[1] == 1 / 3
+    assert pd.read_csv(tmp_path / "metadata.csv")["label"].tolist() == df["label"].tolist()
+    from datasets import load_dataset
+    ds = load_dataset("imagefolder", data_dir=str(tmp_path), split="train", cache_dir=str(tmp_path / ".hf"))
+    assert len(ds) == 6 and ds[2]["label"] == "left"                      # masks are not picked up
+    assert np.asarray(ds[3]["image"])[0, 0, 0] == 90
+    pq = load_dataset("parquet", data_files=str(tmp_path / "samples.parquet"), split="train",
+                      cache_dir=str(tmp_path / ".hf"))
+    assert pq["index"] == list(range(6))
