@@ -1,1 +1,10 @@
-"""Shards scenario jobs over workers (local processes or Ray), with crash-safe resume."""
+"""Shards scenario jobs over workers (local processes or Ray), with crash-safe resume.
+
+Front door: :func:`run_job`; the scenario side of the seam is :mod:`renderfarm.contract`.
+"""
+from renderfarm.contract import JobPlan, Scenario, Shard, ShardResult, load_scenario
+from renderfarm.job import run_job
+from renderfarm.summary import exit_code, format_summary
+
+__all__ = ["run_job", "exit_code", "format_summary", "JobPlan", "Scenario", "Shard",
+           "ShardResult", "load_scenario"]

@@ -12,14 +12,21 @@ A scenario module (e.g. ``scenarios.sparrta``) provides::
     def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult
     def finalize(config: dict, out_dir: Path) -> dict   # tables, splits, dataset card; returns stats
 
+Optionally a scenario sets ``NEEDS_SERVER = False`` (pure CPU work such as re-encoding); the
+farm then starts no render server and passes ``server=""``.
+
 ``run`` must be idempotent: a sample whose files are complete is skipped, each file is written
 to a temporary name and renamed, so a killed worker never leaves a half-written sample.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Protocol
+
+from engine.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -55,3 +62,22 @@ class Scenario(Protocol):
     def plan(self, config: dict) -> JobPlan: ...
     def run(self, config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult: ...
     def finalize(self, config: dict, out_dir: Path) -> dict: ...
+
+
+def load_scenario(name: str) -> ModuleType:
+    """Import a scenario module by import path (``"scenarios.sparrta"``) and check the contract."""
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name and name.startswith(e.name):
+            raise ConfigError(f"scenario '{name}': no such module") from e
+        raise
+    missing = [f for f in ("plan", "run", "finalize") if not callable(getattr(module, f, None))]
+    if missing:
+        raise ConfigError(f"scenario '{name}' lacks {', '.join(missing)}() of the farm contract")
+    return module
+
+
+def needs_server(module: ModuleType) -> bool:
+    """Whether the farm must give this scenario's workers a render server (default: yes)."""
+    return bool(getattr(module, "NEEDS_SERVER", True))

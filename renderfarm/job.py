@@ -1,0 +1,148 @@
+"""``run_job``: the farm's front door (plan → manifest → journal → workers → finalize → summary)."""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from engine.errors import ConfigError
+from renderfarm.contract import load_scenario
+from renderfarm.journal import Journal
+from renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
+from renderfarm.local import LocalPool, WorkerSpec
+from renderfarm.manifest import JOURNAL, LOG, farm_dir, make_shards, open_manifest
+from renderfarm.scheduler import Scheduler
+from renderfarm.servers import parse_server_list
+from renderfarm.summary import add_throughput, format_summary, summarise, write_summary
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("local", "ray")
+
+
+def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None = None,
+            backend: str = "local", servers: list[str] | str | None = None,
+            ray_address: str | None = None, shard_size: int | None = None,
+            progress: bool = True, max_attempts: int = 3) -> dict:
+    """Run (or resume) a scenario job in ``out_dir`` and return its summary.
+
+    Example::
+
+        summary = run_job("scenarios.sparrta", cfg, Path("data"), workers=2)
+        if summary["failed"]: ...   # {sample index: error}; the CLI exits non-zero
+
+    Re-running the same call on the same ``out_dir`` continues where a killed run stopped; a
+    different config is refused (ConfigError). ``finalize`` runs only once every sample is done.
+    """
+    out_dir = Path(out_dir)
+    if backend not in BACKENDS:
+        raise ConfigError(f"--backend: '{backend}' is not one of {', '.join(BACKENDS)}")
+    module = load_scenario(scenario)
+    plan = module.plan(config)
+    servers = parse_server_list(servers)
+    manifest = open_manifest(out_dir, scenario, plan, shard_size)
+    fdir = farm_dir(out_dir)
+    events, ev_handler = event_logger(fdir / LOG)
+    warn_handler = attach_json_log(fdir / LOG, logging.WARNING, "renderfarm")
+    try:
+        return _run(module, scenario, config, out_dir, manifest, events, progress=progress,
+                    workers=workers, backend=backend, servers=servers, ray_address=ray_address,
+                    max_attempts=max_attempts)
+    finally:
+        detach_json_log(warn_handler, "renderfarm")
+        detach_json_log(ev_handler, "renderfarm.events")
+
+
+def _run(module, scenario, config, out_dir, manifest, events, *, progress, workers, backend,
+         servers, ray_address, max_attempts) -> dict:
+    fdir = farm_dir(out_dir)
+    t0 = time.perf_counter()
+    with Journal(fdir / JOURNAL) as journal:
+        journal.add_shards(make_shards(manifest.n_samples, manifest.shard_size))
+        todo = journal.unfinished()
+        n_workers = resolve_workers(workers, servers, len(todo))
+        events.info("job started", extra={"event": "job_start", "scenario": scenario,
+                    "samples": manifest.n_samples, "shards_todo": len(todo),
+                    "workers": n_workers, "backend": backend})
+        finished = []
+        if todo:
+            spec = WorkerSpec(scenario, config, str(out_dir), str(fdir / "servers"), str(fdir / LOG))
+            finished = _dispatch(todo, journal, spec, n_workers, backend=backend, servers=servers,
+                      ray_address=ray_address, max_attempts=max_attempts, events=events,
+                      progress=progress, total=manifest.n_samples)
+        summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0,
+                            workers=n_workers, backend=backend)
+        add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
+    if summary["complete"] == manifest.n_samples:
+        summary["finalize"] = module.finalize(config, out_dir)
+        summary["finalized"] = True
+    summary["seconds"] = round(time.perf_counter() - t0, 3)
+    write_summary(fdir, summary)
+    events.info("job finished", extra={"event": "job_end", "summary": summary})
+    if progress:
+        print(format_summary(summary), flush=True)
+    return summary
+
+
+def resolve_workers(workers: int | None, servers: list[str] | None, n_shards: int) -> int:
+    """External servers fix the count (one worker each); else ``workers`` or the CPU count."""
+    if workers is not None and int(workers) < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    if servers:
+        if workers and workers != len(servers):
+            log.warning("--workers %s ignored: one worker per --servers address (%d)",
+                        workers, len(servers))
+        return len(servers)
+    n = int(workers) if workers else (os.cpu_count() or 1)
+    return max(1, min(n, n_shards)) if n_shards else n
+
+
+def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, max_attempts,
+              events, progress, total) -> list:
+    from tqdm import tqdm
+
+    done_before = total - sum(len(s.indices) for s in todo)
+    with tqdm(total=total, initial=done_before, unit="sample", desc=spec.scenario.rsplit(".")[-1],
+              disable=not progress, smoothing=0.05, dynamic_ncols=True) as bar:
+        scheduler = Scheduler(todo, journal, max_attempts=max_attempts, events=events,
+                              on_samples=bar.update,
+                              status_path=farm_dir(Path(spec.out_dir)) / "workers.json")
+        pool = _make_pool(backend, spec, n_workers, servers, ray_address)
+        try:
+            with _sigterm_as_interrupt():
+                return scheduler.run(pool)
+        except KeyboardInterrupt:
+            events.warning("job interrupted", extra={"event": "job_interrupted"})
+            raise
+        finally:
+            pool.close()
+            (farm_dir(Path(spec.out_dir)) / "workers.json").unlink(missing_ok=True)
+
+
+def _make_pool(backend, spec, n_workers, servers, ray_address):
+    if backend == "ray":
+        from renderfarm.raypool import RayPool
+
+        return RayPool(spec, n_workers, servers, ray_address)
+    return LocalPool(spec, n_workers, servers)
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM takes the same clean path as Ctrl-C: stop workers and servers, keep the journal."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)

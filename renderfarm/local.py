@@ -1,0 +1,186 @@
+"""Local backend: N worker processes, each owning one render server, talking over pipes.
+
+Why not ``multiprocessing.Pool`` / ``ProcessPoolExecutor``: a pool hangs or breaks as a whole when
+one worker is ``kill -9``-ed. Here each worker has its own duplex pipe and the parent waits on
+pipes and process sentinels together (``multiprocessing.connection.wait``), so a dead worker is
+noticed at once, its item is reported as crashed, its orphaned server is reaped and a fresh worker
+takes the slot. Workers are started with ``spawn`` (no inherited locks, threads or GL state).
+
+Process tree and shutdown: every worker is the leader of its own process group and gets SIGTERM
+if the parent dies (``PR_SET_PDEATHSIG``); on SIGTERM it stops its server and exits. ``close``
+asks idle workers to stop, SIGTERMs busy ones, and SIGKILLs the group of any that linger.
+"""
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import signal
+from dataclasses import dataclass
+from multiprocessing.connection import wait as mp_wait
+from pathlib import Path
+
+from renderfarm.pool import MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem, outcome_from
+from renderfarm.worker import worker_main
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker needs to build its :class:`~renderfarm.worker.WorkerCore`."""
+
+    scenario: str
+    config: dict
+    out_dir: str
+    server_root: str
+    log_path: str | None = None
+
+
+class LocalPool(WorkerPool):
+    """``n`` local worker processes (or one per external server address)."""
+
+    def __init__(self, spec: WorkerSpec, n_workers: int, servers: list[str] | None = None):
+        self.spec = spec
+        self._ctx = mp.get_context("spawn")
+        addresses = servers if servers else [None] * n_workers
+        self.slots = [SlotInfo(f"w{k}", external=a) for k, a in enumerate(addresses)]
+        self._procs: dict[str, mp.Process] = {}
+        self._conns: dict[str, object] = {}
+        for slot in self.slots:
+            self._spawn(slot)
+
+    def _spawn(self, slot: SlotInfo) -> None:
+        parent_end, child_end = self._ctx.Pipe()
+        server_dir = str(Path(self.spec.server_root) / slot.name)
+        proc = self._ctx.Process(
+            target=worker_main, name=f"sceneforge-farm-{slot.name}", daemon=True,
+            args=(child_end, self.spec.scenario, self.spec.config, self.spec.out_dir,
+                  server_dir, slot.external, self.spec.log_path))
+        proc.start()
+        child_end.close()
+        self._procs[slot.name], self._conns[slot.name] = proc, parent_end
+        slot.state, slot.pid, slot.item, slot.server_pid = "starting", proc.pid, None, None
+
+    def submit(self, slot: str, item: WorkItem) -> None:
+        info = self._slot(slot)
+        self._conns[slot].send(("run", item.shard_id, item.indices))
+        info.state, info.item = "busy", item
+
+    def wait(self, timeout: float) -> list[Outcome]:
+        live = [s for s in self.slots if s.state != "retired"]
+        waitables = [self._conns[s.name] for s in live] + [self._procs[s.name].sentinel for s in live]
+        ready = set(mp_wait(waitables, timeout)) if waitables else set()
+        outcomes: list[Outcome] = []
+        for slot in live:
+            if self._conns[slot.name] in ready:
+                outcomes += self._drain(slot)
+        for slot in live:
+            if slot.state != "retired" and not self._procs[slot.name].is_alive():
+                outcomes += self._on_death(slot)
+        return outcomes
+
+    def _drain(self, slot: SlotInfo) -> list[Outcome]:
+        conn, out = self._conns[slot.name], []
+        try:
+            while conn.poll():
+                out += self._on_message(slot, conn.recv())
+        except (EOFError, OSError):
+            pass  # the sentinel check reports the death
+        return out
+
+    def _on_message(self, slot: SlotInfo, msg: tuple) -> list[Outcome]:
+        kind, payload = msg
+        if kind == "ready":
+            slot.state, slot.server_pid, slot.address = "idle", payload["server_pid"], payload["address"]
+            return []
+        if kind == "fatal":
+            self._retire(slot, payload)
+            return []
+        item, slot.item, slot.state = slot.item, None, "idle"
+        slot.server_pid = payload.get("server_pid", slot.server_pid)
+        slot.items_done += 1
+        slot.deaths = 0
+        return [outcome_from(slot, item, payload)]
+
+    def _on_death(self, slot: SlotInfo) -> list[Outcome]:
+        proc = self._procs[slot.name]
+        proc.join(1.0)
+        log.warning("worker %s (pid %s) died with exit code %s", slot.name, proc.pid, proc.exitcode)
+        self._reap(slot)
+        item, out = slot.item, []
+        if item is not None:
+            out.append(Outcome(slot.name, item, None,
+                               f"worker died (exit code {proc.exitcode})", crashed=True))
+        slot.deaths += 1
+        if slot.deaths >= MAX_CONSECUTIVE_DEATHS:
+            self._retire(slot, f"worker died {slot.deaths} times in a row")
+        else:
+            self._spawn(slot)
+        return out
+
+    def _retire(self, slot: SlotInfo, note: str) -> None:
+        log.error("worker %s retired: %s", slot.name, note)
+        slot.state, slot.note = "retired", note
+        self._procs[slot.name].join(STOP_GRACE_S)
+        self._reap(slot)
+
+    def _reap(self, slot: SlotInfo) -> None:
+        """Kill what a dead worker may have left: its process group and its server."""
+        _kill_group(self._procs[slot.name].pid)
+        if slot.server_pid and _is_our_server(slot.server_pid):
+            _kill(slot.server_pid)
+        slot.server_pid = None
+
+    def close(self) -> None:
+        for slot in self.slots:
+            proc = self._procs[slot.name]
+            if not proc.is_alive():
+                continue
+            if slot.state == "idle":
+                _send(self._conns[slot.name], ("stop",))
+            else:
+                proc.terminate()
+        for slot in self.slots:
+            proc = self._procs[slot.name]
+            proc.join(STOP_GRACE_S)
+            if proc.is_alive():
+                log.warning("worker %s did not stop in %.0f s; killing it", slot.name, STOP_GRACE_S)
+            self._reap(slot)
+            proc.join(1.0)
+            self._conns[slot.name].close()
+            slot.state = "retired" if slot.state != "retired" else slot.state
+
+
+def _send(conn, msg) -> None:
+    try:
+        conn.send(msg)
+    except (OSError, EOFError):
+        pass
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _kill_group(pgid: int | None) -> None:
+    if not pgid:
+        return
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _is_our_server(pid: int) -> bool:
+    """Guard against pid reuse: only kill a process that looks like a sceneforge server."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"sceneforge" in cmdline or b"engine.server" in cmdline or b"serve" in cmdline

@@ -1,0 +1,105 @@
+"""The job manifest (``OUT/.farm/job.json``) and the shard layout it fixes.
+
+Why a manifest: re-running a command on an existing output directory must either continue the
+*same* job or refuse loudly. The scenario's fingerprint (a hash of its normalised config) and the
+sample count are recorded on the first run; a different config raises :class:`ConfigError`
+instead of silently mixing two datasets. The shard size is recorded too, so a resume with another
+worker count reuses the journal's shards (shard size never changes outputs, only scheduling).
+
+All farm bookkeeping lives under ``OUT/.farm/`` (manifest, journal, JSON-lines log), apart from
+the dataset's own files, so hashing a dataset never sees timestamps or worker ids.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from engine.errors import ConfigError
+from renderfarm.contract import JobPlan, Shard
+
+log = logging.getLogger(__name__)
+
+FARM_DIR = ".farm"
+MANIFEST = "job.json"
+JOURNAL = "journal.sqlite"
+LOG = "log.jsonl"
+MAX_DEFAULT_SHARD = 32
+
+
+@dataclass(frozen=True)
+class JobManifest:
+    scenario: str
+    fingerprint: str
+    n_samples: int
+    shard_size: int
+    description: str = ""
+
+
+def farm_dir(out_dir: Path) -> Path:
+    return Path(out_dir) / FARM_DIR
+
+
+def default_shard_size(n_samples: int) -> int:
+    """About 64 shards per job, at most 32 samples each: depends only on ``n``, never on workers.
+
+    Small shards keep both workers busy at the end of a job and make a crash cost little work;
+    32 samples amortise the per-shard overhead (one IPC round trip, one journal commit).
+    """
+    return max(1, min(MAX_DEFAULT_SHARD, math.ceil(n_samples / 64)))
+
+
+def make_shards(n_samples: int, shard_size: int) -> list[Shard]:
+    """Contiguous shards of global indices ``0..n-1`` in order."""
+    return [Shard(k, tuple(range(start, min(start + shard_size, n_samples))))
+            for k, start in enumerate(range(0, n_samples, shard_size))]
+
+
+def open_manifest(out_dir: Path, scenario: str, plan: JobPlan, shard_size: int | None) -> JobManifest:
+    """Write the manifest on a fresh job; on resume verify it matches and return the stored one."""
+    path = farm_dir(out_dir) / MANIFEST
+    if not path.exists():
+        size = shard_size or default_shard_size(plan.n_samples)
+        if size < 1:
+            raise ConfigError(f"shard_size must be >= 1, got {size}")
+        manifest = JobManifest(scenario, plan.fingerprint, plan.n_samples, size, plan.description)
+        _write_atomic(path, json.dumps(asdict(manifest), indent=2, sort_keys=True) + "\n")
+        return manifest
+    stored = _read(path)
+    _verify(path, stored, scenario, plan)
+    if shard_size and shard_size != stored.shard_size:
+        log.warning("%s: keeping the recorded shard size %d (asked %d) so the journal stays valid",
+                    path, stored.shard_size, shard_size)
+    return stored
+
+
+def _verify(path: Path, stored: JobManifest, scenario: str, plan: JobPlan) -> None:
+    if stored.scenario != scenario:
+        raise ConfigError(f"{path}: output dir holds a '{stored.scenario}' job, not '{scenario}'; "
+                          "use another --out")
+    if stored.fingerprint != plan.fingerprint or stored.n_samples != plan.n_samples:
+        raise ConfigError(
+            f"{path}: output dir holds a job with a different config (fingerprint "
+            f"{stored.fingerprint[:12]}, n={stored.n_samples}; now {plan.fingerprint[:12]}, "
+            f"n={plan.n_samples}); use another --out or the original config")
+
+
+def _read(path: Path) -> JobManifest:
+    try:
+        data = json.loads(path.read_text())
+        return JobManifest(**data)
+    except (OSError, ValueError, TypeError) as e:
+        raise ConfigError(f"{path}: unreadable job manifest ({e})") from e
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,101 @@
+"""What the scheduler needs from a backend: slots that take work items and report outcomes.
+
+Both backends (local processes, Ray actors) implement :class:`WorkerPool`; the retry, isolation
+and journaling logic lives once, in :mod:`renderfarm.scheduler`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from renderfarm.contract import ShardResult
+
+#: A slot whose worker died this many times in a row (no item finished in between) is retired.
+MAX_CONSECUTIVE_DEATHS = 5
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """Some (or all) of one shard's sample indices, sent to one worker."""
+
+    shard_id: int
+    indices: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one submitted item."""
+
+    slot: str
+    item: WorkItem
+    result: ShardResult | None  # None when the item raised or the worker died
+    error: str = ""
+    crashed: bool = False       # the worker process/actor died while holding the item
+
+
+@dataclass
+class SlotInfo:
+    """Bookkeeping for one worker slot (shown by ``farm status`` while a job runs)."""
+
+    name: str
+    external: str | None = None
+    state: str = "starting"     # starting | idle | busy | retired
+    item: WorkItem | None = None
+    pid: int | None = None
+    server_pid: int | None = None
+    address: str = ""
+    items_done: int = 0
+    deaths: int = 0
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def describe(self) -> dict:
+        return {"worker": self.name, "state": self.state, "pid": self.pid,
+                "shard": self.item.shard_id if self.item else None,
+                "server": self.address or self.external, "server_pid": self.server_pid,
+                "items_done": self.items_done, "restarts": self.deaths, "note": self.note}
+
+
+def outcome_from(slot: SlotInfo, item: WorkItem, payload: dict) -> Outcome:
+    """Turn a worker's reply dict into an :class:`Outcome`."""
+    if payload.get("ok"):
+        res = dict(payload["result"])
+        res["failed"] = {int(k): v for k, v in res.get("failed", {}).items()}
+        return Outcome(slot.name, item, ShardResult(**res))
+    return Outcome(slot.name, item, None, payload.get("error", "unknown error"))
+
+
+class WorkerPool(ABC):
+    """A set of named worker slots. All methods are called from the job's main thread."""
+
+    slots: list[SlotInfo]
+
+    def idle(self) -> list[str]:
+        return [s.name for s in self.slots if s.state == "idle"]
+
+    def busy(self) -> int:
+        return sum(s.state == "busy" for s in self.slots)
+
+    def usable(self) -> int:
+        return sum(s.state != "retired" for s in self.slots)
+
+    def retired_notes(self) -> list[str]:
+        return [f"{s.name}: {s.note}" for s in self.slots if s.state == "retired"]
+
+    def status(self) -> list[dict]:
+        return [s.describe() for s in self.slots]
+
+    def _slot(self, name: str) -> SlotInfo:
+        return next(s for s in self.slots if s.name == name)
+
+    @abstractmethod
+    def submit(self, slot: str, item: WorkItem) -> None:
+        """Hand ``item`` to the idle slot ``slot``."""
+
+    @abstractmethod
+    def wait(self, timeout: float) -> list[Outcome]:
+        """Block up to ``timeout`` s; return finished items (and handle worker start/death)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Stop every worker and its server; safe to call twice and after a crash."""

@@ -1,0 +1,140 @@
+"""Dispatch work items to a pool, retry and isolate failures, journal finished shards.
+
+Failure policy (why it ends): every failed attempt counts against each sample it covered. An item
+of several samples that raises or kills its worker is split into single-sample items, so one bad
+sample cannot sink its neighbours; a single sample that fails ``max_attempts`` times is marked
+failed with its last error and the job moves on. A shard is journaled once all its samples are
+complete or failed, in one SQLite transaction: the journal only ever says "done" for finished work.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from engine.errors import ConnectionFailed
+from renderfarm.contract import Shard, ShardResult
+from renderfarm.journal import Journal
+from renderfarm.pool import Outcome, WorkerPool, WorkItem
+
+log = logging.getLogger(__name__)
+
+WAIT_S = 0.5
+
+
+@dataclass
+class _ShardState:
+    shard: Shard
+    done: set[int] = field(default_factory=set)
+    skipped: set[int] = field(default_factory=set)
+    failed: dict[int, str] = field(default_factory=dict)
+    rejections: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    seconds: float = 0.0
+
+    def absorb(self, res: ShardResult, item: WorkItem) -> None:
+        self.done.update(i for i in res.done if i in item.indices)
+        self.skipped.update(i for i in res.skipped if i in item.indices and i not in self.done)
+        for rule, count in res.rejections.items():
+            self.rejections[rule] += int(count)
+        self.seconds += float(res.seconds)
+
+    def complete(self) -> set[int]:
+        return self.done | self.skipped
+
+    def finished(self) -> bool:
+        return len(self.complete()) + len(self.failed) >= len(self.shard.indices)
+
+    def result(self) -> ShardResult:
+        return ShardResult(self.shard.shard_id, sorted(self.done), sorted(self.skipped - self.done),
+                           dict(sorted(self.failed.items())), dict(sorted(self.rejections.items())),
+                           round(self.seconds, 6))
+
+
+class Scheduler:
+    """Runs the given shards on a pool until each is done or has failed samples."""
+
+    def __init__(self, shards: list[Shard], journal: Journal, *, max_attempts: int = 3,
+                 events: logging.Logger | None = None, on_samples: Callable[[int], None] = lambda n: None,
+                 status_path: Path | None = None):
+        self.journal = journal
+        self.max_attempts = max(1, int(max_attempts))
+        self.events = events or log
+        self.on_samples = on_samples
+        self.status_path = status_path
+        self.state = {s.shard_id: _ShardState(s) for s in shards}
+        self.queue = deque(WorkItem(s.shard_id, s.indices) for s in shards)
+        self.attempts: dict[int, int] = defaultdict(int)
+        self.finished: list[ShardResult] = []
+        self._journaled: set[int] = set()
+
+    def run(self, pool: WorkerPool) -> list[ShardResult]:
+        """Block until every shard is journaled; raises ConnectionFailed if no worker is left."""
+        while self.queue or pool.busy():
+            for slot in pool.idle():
+                if not self.queue:
+                    break
+                pool.submit(slot, self.queue.popleft())
+            for outcome in pool.wait(WAIT_S):
+                self._handle(outcome)
+            self._write_status(pool)
+            if pool.usable() == 0 and (self.queue or pool.busy()):
+                raise ConnectionFailed("no render worker could run: " + "; ".join(pool.retired_notes()))
+        return self.finished
+
+    def _handle(self, outcome: Outcome) -> None:
+        st = self.state[outcome.item.shard_id]
+        before = len(st.complete()) + len(st.failed)
+        if outcome.result is not None:
+            st.absorb(outcome.result, outcome.item)
+            missing = set(outcome.item.indices) - st.complete() - set(outcome.result.failed)
+            failures = dict(outcome.result.failed)
+            failures.update({i: "scenario did not report this sample" for i in missing})
+            for index, error in sorted(failures.items()):
+                if index in outcome.item.indices:
+                    self._retry(st, (index,), error, outcome.slot)
+        else:
+            self.events.warning("item failed", extra={"event": "item_failed", "worker": outcome.slot,
+                                "shard": st.shard.shard_id, "indices": list(outcome.item.indices),
+                                "error": outcome.error, "crashed": outcome.crashed})
+            self._retry(st, outcome.item.indices, outcome.error, outcome.slot)
+        self.on_samples(len(st.complete()) + len(st.failed) - before)
+        if st.finished() and st.shard.shard_id not in self._journaled:
+            self._finish(st, outcome.slot)
+
+    def _retry(self, st: _ShardState, indices: tuple[int, ...], error: str, slot: str) -> None:
+        todo = [i for i in indices if i not in st.complete() and i not in st.failed]
+        for i in todo:
+            self.attempts[i] += 1
+        if len(todo) > 1:  # isolate: one bad sample must not sink its neighbours
+            self.queue.extend(WorkItem(st.shard.shard_id, (i,)) for i in todo)
+            return
+        for i in todo:
+            if self.attempts[i] >= self.max_attempts:
+                st.failed[i] = error
+                self.events.error("sample failed", extra={"event": "sample_failed", "sample": i,
+                                  "shard": st.shard.shard_id, "attempts": self.attempts[i],
+                                  "error": error, "worker": slot})
+            else:
+                self.queue.append(WorkItem(st.shard.shard_id, (i,)))
+
+    def _finish(self, st: _ShardState, slot: str) -> None:
+        result = st.result()
+        self._journaled.add(result.shard_id)
+        self.journal.finish_shard(result, dict(self.attempts), slot)
+        self.finished.append(result)
+        self.events.info("shard finished", extra={
+            "event": "shard_done", "shard": result.shard_id, "worker": slot,
+            "done": len(result.done), "skipped": len(result.skipped),
+            "failed": len(result.failed), "seconds": result.seconds})
+
+    def _write_status(self, pool: WorkerPool) -> None:
+        """Per-worker status for ``farm status`` while the job runs (atomic replace)."""
+        if self.status_path is None:
+            return
+        tmp = self.status_path.with_name(self.status_path.name + ".tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "workers": pool.status()}, indent=1))
+        os.replace(tmp, self.status_path)

@@ -1,0 +1,100 @@
+"""The render server a worker talks to: its own embedded server, or an external UnrealCV address.
+
+Why the worker (not the job's parent) owns its server: the server then lives exactly as long as the
+worker, on the same node (which is what makes the Ray backend work on a cluster), and a worker
+that is told to stop takes its server down with it. The parent still learns each server's pid so
+it can reap the server of a worker that was ``kill -9``-ed (see ``renderfarm.local``).
+
+Health check = the stock UnrealCV handshake (greeting frame, ``vget /unrealcv/status``), so it
+works against a real UE5 + UnrealCV server as well as ours.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+from pathlib import Path
+
+from engine.errors import ConfigError, ConnectionFailed, ProtocolError
+from engine.protocol import recv_frame, send_frame
+
+log = logging.getLogger(__name__)
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``"host:port"`` → ``(host, port)``; a bad address is a ConfigError naming it."""
+    host, sep, port = str(address).strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"--servers: '{address}' is not HOST:PORT")
+    return host, int(port)
+
+
+def parse_server_list(spec: str | list[str] | None) -> list[str] | None:
+    """``"a:1,b:2"`` or ``["a:1", "b:2"]`` → validated list (None stays None)."""
+    if spec is None:
+        return None
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    items = [s.strip() for s in items if s.strip()]
+    if not items:
+        raise ConfigError("--servers: empty server list")
+    for s in items:
+        parse_address(s)
+    return items
+
+
+def ping(address: str, timeout: float = 10.0) -> bool:
+    """True when an UnrealCV server answers ``vget /unrealcv/status`` at ``address``."""
+    host, port = parse_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            recv_frame(sock)  # the "connected to ..." greeting
+            send_frame(sock, b"1:vget /unrealcv/status")
+            return recv_frame(sock).startswith(b"1:")
+    except (OSError, ProtocolError):
+        return False
+
+
+class ServerSlot:
+    """One worker's server: started on demand, health-checked before work, restarted if dead."""
+
+    def __init__(self, output_dir: Path, external: str | None = None, threads: int = 1):
+        self.output_dir = Path(output_dir)
+        self.external = external
+        self.threads = threads
+        self._handle = None
+        self.restarts = 0
+
+    @property
+    def pid(self) -> int | None:
+        return getattr(self._handle, "pid", None)
+
+    def ensure(self) -> str:
+        """Return a live server's address, (re)starting our own server when needed."""
+        if self.external is not None:
+            if not ping(self.external):
+                raise ConnectionFailed(f"external server {self.external} does not answer")
+            return self.external
+        if self._handle is not None and ping(self._handle.address):
+            return self._handle.address
+        if self._handle is not None:
+            log.warning("render server %s (pid %s) is not answering; restarting it",
+                        self._handle.address, self.pid)
+            self.restarts += 1
+        self.close()
+        self._handle = self._start()
+        return self._handle.address
+
+    def _start(self):
+        from engine.server.launch import start_server  # heavy: imported only in workers
+
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        return start_server(port=0, output_dir=self.output_dir, threads=self.threads)
+
+    def close(self) -> None:
+        """Stop our server (never an external one)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.stop()
+            except Exception as e:  # a dead server must not stop the shutdown of the others
+                log.warning("stopping render server pid %s: %s", getattr(handle, "pid", "?"), e)

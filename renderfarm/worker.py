@@ -1,0 +1,132 @@
+"""What runs inside one worker (a local process or a Ray actor): scenario + server + one shard.
+
+The same :func:`execute` serves both backends, so a shard behaves identically whichever runs it.
+Outcomes are plain dicts (picklable, tiny): images never travel back to the parent; the scenario
+writes them straight into the output directory.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from types import ModuleType
+
+from renderfarm.contract import Shard, ShardResult, load_scenario, needs_server
+from renderfarm.servers import ServerSlot
+
+log = logging.getLogger(__name__)
+
+# One renderer thread per worker unless the user's environment says otherwise, so N workers on
+# N cores do not oversubscribe (llvmpipe would otherwise start one thread per core in every server).
+THREAD_ENV = ("LP_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_threads() -> None:
+    for name in THREAD_ENV:
+        os.environ.setdefault(name, "1")
+
+
+def one_line(exc: BaseException, limit: int = 500) -> str:
+    """``TypeName: first line of the message`` (errors land in the journal and the summary)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:limit]
+
+
+class WorkerCore:
+    """Scenario module + server slot of one worker; :meth:`execute` runs one work item."""
+
+    def __init__(self, scenario: str, config: dict, out_dir: str, server_dir: str,
+                 external: str | None):
+        limit_threads()
+        self.module: ModuleType = load_scenario(scenario)
+        self.config = config
+        self.out_dir = Path(out_dir)
+        self.needs_server = needs_server(self.module)
+        self.slot = ServerSlot(Path(server_dir), external=external)
+
+    def prepare(self) -> dict:
+        """Start (or reach) the server before the first item; raises if that is impossible."""
+        address = self.slot.ensure() if self.needs_server else ""
+        return {"pid": os.getpid(), "server_pid": self.slot.pid, "address": address}
+
+    def execute(self, shard_id: int, indices: tuple[int, ...]) -> dict:
+        """Run the scenario on one item; never raises (the error is part of the outcome)."""
+        t0 = time.perf_counter()
+        try:
+            server = self.slot.ensure() if self.needs_server else ""
+            result = self.module.run(self.config, Shard(shard_id, tuple(indices)), self.out_dir,
+                                     server=server)
+            if not isinstance(result, ShardResult):
+                raise TypeError(f"run() returned {type(result).__name__}, not ShardResult")
+            out = {"ok": True, "result": asdict(result)}
+        except Exception as e:
+            log.warning("shard %d %s failed: %s", shard_id, list(indices)[:4], one_line(e),
+                        extra={"traceback": traceback.format_exc()})
+            out = {"ok": False, "error": one_line(e)}
+        out.update(server_pid=self.slot.pid, seconds=time.perf_counter() - t0)
+        return out
+
+    def close(self) -> None:
+        self.slot.close()
+
+
+def _die_with_parent() -> None:
+    """Linux: get SIGTERM when the parent dies (even by ``kill -9``), so no worker is orphaned."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _raise_exit(signum, _frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str,
+                external: str | None, log_path: str | None) -> None:
+    """Entry point of a local worker process: serve ``("run", shard_id, indices)`` until stop.
+
+    The worker runs in its own process group and ignores SIGINT: Ctrl-C goes to the parent,
+    which stops workers in order (so servers are shut down, not killed mid-write).
+    """
+    os.setpgrp()
+    _die_with_parent()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _raise_exit)
+    if log_path:
+        from renderfarm.jsonlog import attach_json_log
+        attach_json_log(Path(log_path), level=logging.WARNING)
+    core = None
+    try:
+        core = WorkerCore(scenario, config, out_dir, server_dir, external)
+        conn.send(("ready", core.prepare()))
+        _serve(conn, core)
+    except (EOFError, BrokenPipeError, KeyboardInterrupt, SystemExit):
+        pass
+    except Exception as e:
+        _send_quietly(conn, ("fatal", one_line(e)))
+    finally:
+        if core is not None:
+            core.close()
+
+
+def _serve(conn, core: WorkerCore) -> None:
+    while True:
+        msg = conn.recv()
+        if msg[0] == "stop":
+            return
+        _, shard_id, indices = msg
+        conn.send(("done", core.execute(shard_id, indices)))
+
+
+def _send_quietly(conn, msg) -> None:
+    try:
+        conn.send(msg)
+    except (OSError, EOFError):
+        pass
