@@ -1,0 +1,236 @@
+"""``AssetLibrary``: the asset ids a scene may use, their licenses, and their normalised meshes.
+
+    >>> from assets_manifest import AssetLibrary
+    >>> lib = AssetLibrary.default()          # built Debian assets where present, else procedural
+    >>> lib.by_class("truck")[0].id
+    'proc_truck'
+    >>> lib.mesh("proc_truck").bounds()[1][0] * 2   # length in cm
+    700.0
+
+Meshes load lazily, once per process (in-memory dict), and mesh files are also cached on disk as
+``.npz`` under ``$SCENEFORGE_CACHE`` (default ``~/.cache/sceneforge``) keyed by the file's size and
+mtime plus the manifest entry, so a render server starts quickly the second time.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from assets_manifest import normalize
+from assets_manifest.licenses import attribution_line, matches_any
+from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
+from engine.errors import AssetError, ConfigError
+from engine.meshes import RenderMesh
+
+log = logging.getLogger(__name__)
+
+PACKS_DIR = Path(__file__).parent / "packs"
+PROCEDURAL_PACK = PACKS_DIR / "procedural.yaml"
+BUILT_PACKS = {"sh3d": PACKS_DIR / "sh3d.yaml"}
+
+
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    """``cache_dir`` or ``$SCENEFORGE_CACHE`` or ``~/.cache/sceneforge``."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    return Path(os.environ.get("SCENEFORGE_CACHE") or Path.home() / ".cache" / "sceneforge")
+
+
+def built_path(cache: Path, asset_id: str) -> Path:
+    """Where ``sceneforge assets build`` puts an asset's normalised mesh."""
+    return cache / "built" / f"{asset_id}.npz"
+
+
+@dataclass(frozen=True)
+class AssetInfo:
+    """What a scene or dataset card needs to know about one asset."""
+
+    id: str
+    cls: str
+    license: str
+    attribution: str
+    source: str
+    origin: str                     # "procedural" | "built" | "file"
+    pack: str
+    tags: tuple[str, ...] = ()
+    unreal_class: str | None = None
+    manifest: str = ""
+    entry: AssetEntry | None = field(default=None, repr=False, compare=False)
+
+
+class AssetLibrary:
+    """Assets from one or more manifests; see the module docstring."""
+
+    def __init__(self, entries: list[tuple[AssetEntry, Path, str]], cache_dir: Path,
+                 shadowed: set[str] | None = None):
+        self._infos: dict[str, AssetInfo] = {}
+        for entry, manifest, pack in entries:
+            if entry.id in self._infos:
+                raise ConfigError(f"{manifest}: asset id {entry.id!r} already defined in {self._infos[entry.id].manifest}")
+            self._infos[entry.id] = _info(entry, manifest, pack)
+        self._shadowed = set(shadowed or ())
+        self.cache_dir = cache_dir
+        self._meshes: dict[str, RenderMesh] = {}
+        self._lock = threading.Lock()
+
+    # ---- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_manifests(cls, paths, cache_dir=None, licenses=None) -> "AssetLibrary":
+        """All assets of the given manifest files (optionally only some license families)."""
+        entries = []
+        for p in paths:
+            m = load_manifest(p)
+            entries += [(e, Path(p), m.pack) for e in m.assets if _license_ok(e, licenses)]
+        return cls(entries, cache_root(cache_dir))
+
+    @classmethod
+    def procedural(cls, cache_dir=None) -> "AssetLibrary":
+        """Only the shipped procedural pack (no files, no network)."""
+        return cls.from_manifests([PROCEDURAL_PACK], cache_dir)
+
+    @classmethod
+    def default(cls, cache_dir=None, licenses=None) -> "AssetLibrary":
+        """Built assets where the cache has them (per class), procedural for the other classes.
+
+        Procedural assets of a class that has built variants stay resolvable by id (old configs
+        keep working) but are left out of :meth:`ids` and :meth:`by_class`.
+        """
+        cache = cache_root(cache_dir)
+        entries = []
+        for name, path in BUILT_PACKS.items():
+            m = load_manifest(path)
+            entries += [(e, path, m.pack) for e in m.assets
+                        if built_path(cache, e.id).exists() and _license_ok(e, licenses)]
+        built_classes = {e.cls for e, _, _ in entries}
+        proc = load_manifest(PROCEDURAL_PACK)
+        proc_entries = [(e, PROCEDURAL_PACK, proc.pack) for e in proc.assets if _license_ok(e, licenses)]
+        shadowed = {e.id for e, _, _ in proc_entries if e.cls in built_classes}
+        return cls(entries + proc_entries, cache, shadowed)
+
+    # ---- queries ----------------------------------------------------------------------------
+    def ids(self) -> list[str]:
+        """Active asset ids (sorted)."""
+        return sorted(i for i in self._infos if i not in self._shadowed)
+
+    def all_ids(self) -> list[str]:
+        """Every resolvable id, including procedural fallbacks shadowed by built assets."""
+        return sorted(self._infos)
+
+    def info(self, asset_id: str) -> AssetInfo:
+        try:
+            return self._infos[asset_id]
+        except KeyError:
+            raise AssetError(f"unknown asset id {asset_id!r} ({len(self._infos)} assets known)") from None
+
+    def classes(self) -> list[str]:
+        return sorted({self._infos[i].cls for i in self.ids()})
+
+    def by_class(self, cls: str) -> list[AssetInfo]:
+        """Active variants of a class, sorted by id (stable across runs for seeded choices)."""
+        return [self._infos[i] for i in self.ids() if self._infos[i].cls == cls]
+
+    def resolve(self, name: str) -> str:
+        """An asset id, or a class name → its first active variant (for ``vset /objects/spawn``)."""
+        if name in self._infos:
+            return name
+        variants = self.by_class(name)
+        if not variants:
+            raise AssetError(f"{name!r} is neither an asset id nor a class in the library")
+        return variants[0].id
+
+    def attributions(self, ids) -> list[str]:
+        """One line per distinct credit for the given assets (dataset cards)."""
+        return sorted({attribution_line(self.info(i)) for i in ids})
+
+    def licenses(self, ids) -> list[str]:
+        return sorted({self.info(i).license for i in ids})
+
+    def fingerprint(self) -> str:
+        """Short hash of the active ids and their origins: record it so a dataset says which
+        library (procedural only, or with built meshes) produced its images."""
+        items = [(i, self._infos[i].origin, self._infos[i].source) for i in self.ids()]
+        return hashlib.sha1(json.dumps(items).encode()).hexdigest()[:12]
+
+    # ---- geometry ---------------------------------------------------------------------------
+    def mesh(self, asset_id: str) -> RenderMesh:
+        """Normalised mesh (cm, UE axes, base z = 0, XY-centred); loaded once, then cached."""
+        with self._lock:
+            if asset_id not in self._meshes:
+                self._meshes[asset_id] = self._load(self.info(asset_id))
+            return self._meshes[asset_id]
+
+    def footprint(self, asset_id: str) -> np.ndarray:
+        """Convex hull of the mesh's XY projection, (N, 2) cm, counter-clockwise."""
+        from scipy.spatial import ConvexHull
+
+        xy = self.mesh(asset_id).vertices[:, :2].astype(float)
+        hull = ConvexHull(np.unique(xy.round(3), axis=0))
+        return hull.points[hull.vertices]
+
+    def size_cm(self, asset_id: str) -> tuple[float, float, float]:
+        """(length along X, width along Y, height) in cm."""
+        b = self.mesh(asset_id).bounds()
+        return tuple(float(x) for x in (b[1] - b[0]))  # type: ignore[return-value]
+
+    def _load(self, info: AssetInfo) -> RenderMesh:
+        e = info.entry
+        if e.procedural is not None:
+            from assets_manifest.procedural import generate
+            raw = generate(e.procedural.generator, e.procedural.params)
+            return _finish(raw, e)
+        if e.build is not None:
+            path = built_path(self.cache_dir, e.id)
+            if not path.exists():
+                raise AssetError(f"{info.manifest}: asset {e.id!r}: not built; run `sceneforge assets build`")
+            return normalize.from_npz(path)
+        return self._load_file(info)
+
+    def _load_file(self, info: AssetInfo) -> RenderMesh:
+        e = info.entry
+        path = (Path(info.manifest).parent / e.mesh).resolve()
+        if not path.is_file():
+            raise AssetError(f"{info.manifest}: asset {e.id!r}: field mesh: file not found: {path}")
+        st = path.stat()
+        key = hashlib.sha1(json.dumps([str(path), st.st_size, st.st_mtime_ns, e.model_dump(mode="json")],
+                                      sort_keys=True).encode()).hexdigest()[:20]
+        cached = self.cache_dir / "meshes" / f"{key}.npz"
+        if cached.exists():
+            return normalize.from_npz(cached)
+        v, f, c = normalize.load_scene_faces(path)
+        mesh = normalize.normalise(v, f, c, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
+                                   size=e.size, budget=budget_for(e), ground_offset_cm=e.ground_offset_cm)
+        try:
+            normalize.to_npz(mesh, cached)
+        except OSError as err:  # a read-only cache must not stop rendering
+            log.warning("cannot write mesh cache %s: %s", cached, err)
+        return mesh
+
+
+def budget_for(e: AssetEntry) -> int:
+    return e.triangle_budget or normalize.BUDGETS.get(e.cls, normalize.DEFAULT_BUDGET)
+
+
+def _finish(raw: RenderMesh, e: AssetEntry) -> RenderMesh:
+    """Procedural meshes are already in UE cm; apply only the manifest's size and offset."""
+    v = raw.vertices.astype(float) * UNITS_TO_CM[e.units]
+    v = v @ normalize.axes_matrix(e.up, e.forward).T
+    v = v * normalize.size_scale(v.max(axis=0) - v.min(axis=0), e.size)
+    return RenderMesh(normalize.ground_and_center(v, e.ground_offset_cm), raw.faces, raw.colors)
+
+
+def _license_ok(e: AssetEntry, licenses) -> bool:
+    return licenses is None or matches_any(e.license, licenses)
+
+
+def _info(e: AssetEntry, manifest: Path, pack: str) -> AssetInfo:
+    origin = "procedural" if e.procedural else "built" if e.build else "file"
+    return AssetInfo(id=e.id, cls=e.cls, license=e.license, attribution=e.attribution, source=e.source,
+                     origin=origin, pack=pack, tags=tuple(e.tags), unreal_class=e.unreal_class,
+                     manifest=str(manifest), entry=e)
