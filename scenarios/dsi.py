@@ -1,0 +1,262 @@
+"""DSI-Bench questions: answers from trajectories, variant label transforms, the CSV layout.
+
+Every answer is computed from world-frame trajectories (:mod:`scenarios.motion`), expressed in
+the frame the question names (the camera's *initial* frame for "left/right/toward/away"),
+never from pixels. A variant's answer is recomputed by answering the *transformed* motion; the
+table :data:`AUG_MAPS` states what that must equal, and the sampler rejects any clip where the
+two disagree (a direction too close to a class boundary after the transform).
+
+Categories (DSI-Bench's ``cate`` ints)::
+
+    0 Obj:static cam      how the subject moves; camera static
+    1 Obj:moving cam      how the subject moves relative to the ground; camera moving
+    2 Cam:static scene    how the camera moves; subject static
+    3 Cam:dynamic scene   how the camera moves; subject moving
+    4 Obj-Cam distance    trend of the camera-subject distance
+    5 Obj-Cam orientation trend of the subject's direction in the camera's view
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.errors import ConfigError
+from scenarios import motion as mo
+
+AUGS = ("std", "hflip", "reverse", "reverse_hflip")
+CATE_NAMES = ("Obj:static cam", "Obj:moving cam", "Cam:static scene", "Cam:dynamic scene",
+              "Obj-Cam distance", "Obj-Cam orientation")
+CSV_COLUMNS = ("relative_path", "question", "options", "GT", "cate")
+LETTERS = "ABCD"
+
+# Answer spaces: key -> option text. Keys are stable identifiers stored in clips.parquet.
+OBJ_SPACE = {
+    "obj_left": "It moves to the left", "obj_right": "It moves to the right",
+    "obj_away": "It moves away from the camera", "obj_toward": "It moves toward the camera",
+    "obj_cw": "It turns clockwise (seen from above)",
+    "obj_ccw": "It turns counter-clockwise (seen from above)", "obj_static": "It stays still",
+}
+CAM_SPACE = {
+    "cam_forward": "The camera moves forward", "cam_backward": "The camera moves backward",
+    "cam_left": "The camera moves to the left", "cam_right": "The camera moves to the right",
+    "cam_pan_left": "The camera turns (pans) to the left",
+    "cam_pan_right": "The camera turns (pans) to the right", "cam_static": "The camera stays still",
+}
+DIST_SPACE = {
+    "dist_inc": "It increases", "dist_dec": "It decreases", "dist_flat": "It stays about the same",
+    "dist_valley": "It first decreases, then increases", "dist_peak": "It first increases, then decreases",
+}
+ORIENT_SPACE = {
+    "dir_left": "It shifts toward the left of the view", "dir_right": "It shifts toward the right of the view",
+    "dir_flat": "It stays in about the same direction",
+    "dir_leftright": "It shifts left first, then right", "dir_rightleft": "It shifts right first, then left",
+}
+SPACES = {"obj": OBJ_SPACE, "cam": CAM_SPACE, "dist": DIST_SPACE, "dir": ORIENT_SPACE}
+
+_SWAP_LR = {"obj_left": "obj_right", "cam_left": "cam_right", "cam_pan_left": "cam_pan_right",
+            "obj_cw": "obj_ccw", "dir_left": "dir_right", "dir_leftright": "dir_rightleft"}
+_SWAP_TIME = {"obj_left": "obj_right", "obj_away": "obj_toward", "obj_cw": "obj_ccw",
+              "cam_forward": "cam_backward", "cam_left": "cam_right", "cam_pan_left": "cam_pan_right",
+              "dist_inc": "dist_dec", "dir_left": "dir_right"}
+
+
+def _sym(d: dict[str, str]) -> dict[str, str]:
+    return {**d, **{v: k for k, v in d.items()}}
+
+
+# What each variant does to an answer: hflip mirrors left/right and turn senses; reverse
+# inverts time (left↔right motion, toward↔away, forward↔backward, cw↔ccw, increase↔decrease;
+# "first A then B" patterns of a trend map to themselves under reversal).
+AUG_MAPS = {"std": {}, "hflip": _sym(_SWAP_LR), "reverse": _sym(_SWAP_TIME)}
+AUG_MAPS["reverse_hflip"] = {k: AUG_MAPS["hflip"].get(AUG_MAPS["reverse"].get(k, k), AUG_MAPS["reverse"].get(k, k))
+                             for k in set(AUG_MAPS["hflip"]) | set(AUG_MAPS["reverse"])}
+
+
+def transform_answer(key: str, aug: str) -> str:
+    """The label a correct viewer of variant ``aug`` gives, from the std label."""
+    if aug not in AUG_MAPS:
+        raise ConfigError(f"unknown video variant {aug!r}; choose from {', '.join(AUGS)}")
+    return AUG_MAPS[aug].get(key, key)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Where an answer is clear enough to ask. Between the bands a question is not asked."""
+
+    class_margin_deg: float = 10.0   # direction must be this far from a 45° class boundary
+    still_cm: float = 5.0            # total displacement below this = not translating
+    still_deg: float = 1.0           # total rotation below this = not rotating
+    moving_cm: float = 40.0          # translation must be at least this to be asked about
+    turning_deg: float = 8.0         # rotation must be at least this
+    dist_flat: float = 0.02          # distance range / mean distance below this = "same"
+    dist_change: float = 0.08        # relative net change (or bump) that counts as a change
+    dir_flat_deg: float = 1.5        # bearing range below this = "same direction"
+    dir_change_deg: float = 5.0      # bearing net change (or bump) that counts as a shift
+
+
+def _direction_class(vec_fr: np.ndarray, names: dict[str, float], margin: float) -> str | None:
+    """Nearest base direction of a (forward, right) vector, None within ``margin`` of a
+    boundary. ``names`` maps class -> base angle (deg, + = right)."""
+    ang = math.degrees(math.atan2(vec_fr[1], vec_fr[0]))
+    best = min(names, key=lambda k: abs(mo.wrap_deg(ang - names[k])))
+    return best if abs(mo.wrap_deg(ang - names[best])) <= 45.0 - margin else None
+
+
+def _motion_class(disp_fr: np.ndarray, turn: float, dirs: dict[str, float], prefix: str,
+                  spins: tuple[str, str], th: Thresholds) -> str | None:
+    """Shared rule for subject and camera: translate XOR rotate XOR still, else None."""
+    dist = float(np.hypot(*disp_fr))
+    if dist <= th.still_cm and abs(turn) <= th.still_deg:
+        return f"{prefix}_static"
+    if dist >= th.moving_cm and abs(turn) <= th.still_deg:
+        c = _direction_class(disp_fr, dirs, th.class_margin_deg)
+        return f"{prefix}_{c}" if c else None
+    if dist <= th.still_cm and abs(turn) >= th.turning_deg:
+        return spins[0] if turn > 0 else spins[1]
+    return None
+
+
+def object_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | None:
+    """How the subject moves relative to the ground, in the camera's initial frame."""
+    s = clip.subject
+    cam0, yaw0 = clip.camera.location[0], clip.camera.yaw[0]
+    disp = mo.in_camera_frame(s.location[-1], cam0, yaw0) - mo.in_camera_frame(s.location[0], cam0, yaw0)
+    turn = float(s.yaw[-1] - s.yaw[0])
+    return _motion_class(disp, turn, mo.OBJ_DIRS, "obj", ("obj_cw", "obj_ccw"), th)
+
+
+def camera_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | None:
+    """How the camera moves, in its own initial frame (translation) or its yaw (pan)."""
+    c = clip.camera
+    disp = mo.in_camera_frame(c.location[-1], c.location[0], c.yaw[0])
+    turn = float(c.yaw[-1] - c.yaw[0])
+    return _motion_class(disp, turn, mo.CAM_DIRS, "cam", ("cam_pan_right", "cam_pan_left"), th)
+
+
+def trend(x: np.ndarray, flat: float, change: float) -> str | None:
+    """inc / dec / flat / valley / peak of a series, None when in between.
+
+    Symmetric by construction: reversing ``x`` swaps inc↔dec and keeps valley/peak; negating it
+    swaps inc↔dec and valley↔peak; so the variant tables hold exactly.
+    """
+    x = np.asarray(x, float)
+    span = float(x.max() - x.min())
+    if span < flat:
+        return "flat"
+    net = float(x[-1] - x[0])
+    if abs(net) >= change and abs(net) >= 0.9 * span:
+        return "inc" if net > 0 else "dec"
+    dip = float(min(x[0], x[-1]) - x.min())
+    bump = float(x.max() - max(x[0], x[-1]))
+    if dip >= change and bump < flat / 2:
+        return "valley"
+    if bump >= change and dip < flat / 2:
+        return "peak"
+    return None
+
+
+def distance_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | None:
+    d = mo.distances(clip)
+    t = trend(d / d.mean(), th.dist_flat, th.dist_change)
+    return f"dist_{t}" if t else None
+
+
+def orientation_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | None:
+    """Trend of the subject's bearing in the *current* camera frame (+ = right of view)."""
+    t = trend(np.unwrap(mo.bearings(clip), period=360.0), th.dir_flat_deg, th.dir_change_deg)
+    names = {"inc": "dir_right", "dec": "dir_left", "flat": "dir_flat", "valley": "dir_leftright",
+             "peak": "dir_rightleft"}
+    return names[t] if t else None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One MCQ about a clip: category, template, option keys (fixed order) and per-variant GT."""
+
+    cate: int
+    kind: str                 # obj | cam | dist | dir
+    text: str
+    options: tuple[str, ...]  # answer keys, in display order
+    answers: dict             # aug -> answer key
+
+    def options_text(self) -> str:
+        space = SPACES[self.kind]
+        return " ".join(f"{LETTERS[i]}. {space[k]}" for i, k in enumerate(self.options))
+
+    def gt(self, aug: str) -> str:
+        return LETTERS[self.options.index(self.answers[aug])]
+
+
+TEMPLATES = {
+    0: "The camera is static. How does the {obj} move?",
+    1: ("The camera is moving. Ignoring the camera's own motion, how does the {obj} move relative "
+        "to the ground? Directions are judged from the camera's viewpoint at the start of the video."),
+    2: "Everything in the scene is static. How does the camera move?",
+    3: "The {obj} may be moving. How does the camera itself move?",
+    4: "How does the distance between the camera and the {obj} change during the video?",
+    5: "How does the direction of the {obj}, as seen from the camera, change during the video?",
+}
+_ANSWER_FNS = {"obj": object_answer, "cam": camera_answer, "dist": distance_answer, "dir": orientation_answer}
+
+
+def _category(kind: str, clip: mo.ClipMotion) -> int:
+    cam_mode, obj_mode = mo.parse_pattern(clip.pattern)
+    return {"obj": 0 if cam_mode == "static" else 1, "cam": 2 if obj_mode == "static" else 3,
+            "dist": 4, "dir": 5}[kind]
+
+
+def variant_answers(clip: mo.ClipMotion, kind: str, th: Thresholds = Thresholds()) -> dict[str, str | None]:
+    """Answer of each variant, each computed from that variant's transformed motion."""
+    fn = _ANSWER_FNS[kind]
+    return {aug: fn(mo.transform_motion(clip, aug), th) for aug in AUGS}
+
+
+def consistent(answers: dict[str, str | None]) -> bool:
+    """All four answers exist and equal the label table applied to the std answer."""
+    std = answers["std"]
+    return std is not None and all(answers[a] == transform_answer(std, a) for a in AUGS)
+
+
+def _options(kind: str, answer: str, rng: np.random.Generator) -> tuple[str, ...]:
+    """Four options: the answer's orbit under the variants (so every variant's GT is present,
+    with identical texts) plus distractors from the same space, shuffled."""
+    orbit = list(dict.fromkeys(transform_answer(answer, a) for a in AUGS))
+    rest = [k for k in SPACES[kind] if k not in orbit]
+    picks = orbit + [rest[i] for i in rng.permutation(len(rest))[: 4 - len(orbit)]]
+    return tuple(picks[i] for i in rng.permutation(4))
+
+
+def make_questions(clip: mo.ClipMotion, obj_name: str, rng: np.random.Generator,
+                   th: Thresholds = Thresholds(), kinds: tuple[str, ...] = ("obj", "cam", "dist", "dir")
+                   ) -> tuple[list[Question], list[str]]:
+    """Questions for a clip, plus the kinds skipped as ambiguous (not asked in any variant)."""
+    qs, skipped = [], []
+    for kind in kinds:
+        answers = variant_answers(clip, kind, th)
+        if not consistent(answers):
+            skipped.append(kind)
+            continue
+        cate = _category(kind, clip)
+        qs.append(Question(cate, kind, TEMPLATES[cate].format(obj=obj_name),
+                           _options(kind, answers["std"], rng), answers))
+    return qs, skipped
+
+
+def csv_rows(relative_path: str, questions: list[Question], aug: str) -> list[dict]:
+    """The rows of ``metadata/{aug}.csv`` for one clip (same order in every variant)."""
+    return [{"relative_path": relative_path, "question": q.text, "options": q.options_text(),
+             "GT": q.gt(aug), "cate": q.cate} for q in questions]
+
+
+def csv_text(rows: list[dict]) -> str:
+    """CSV text with exactly :data:`CSV_COLUMNS`, pandas-readable, ``\\n`` line ends."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: r[k] for k in CSV_COLUMNS})
+    return buf.getvalue()

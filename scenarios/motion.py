@@ -1,0 +1,374 @@
+"""Trajectories for dynamic clips: the 9 decoupled observer/object motion patterns.
+
+A clip has one *camera* and one *subject* (the object the questions are about). Each moves in
+one of three ways, giving DSI-Bench's 3 x 3 decoupled patterns::
+
+    camera  in {static, translate (dolly/truck, no rotation), rotate (pan in place)}
+    subject in {static, translate (drives in a straight line, facing its heading),
+                rotate (turns in place about its vertical axis)}
+
+Why this set: translation and rotation are the two independent rigid-motion components, and
+"static" is the control that exposes conflation (a model that sees pixels move must decide *who*
+moved). Keeping each actor to one component keeps every answer well defined, and every answer
+has a clean mirror / time-reversal image (see :func:`hflip_motion`, :func:`reverse_motion`).
+
+Units are UnrealCV's: cm, left-handed X forward / Y right / Z up, yaw in degrees with positive
+yaw turning clockwise seen from above. Times are ``frame / fps`` seconds. Everything is a pure
+function of a :class:`MotionSpec` (sampled scalars) so a clip is reproducible from its record.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from engine.errors import ConfigError
+from engine.world import Camera, Rotator, Transform
+
+CAM_MODES = ("static", "translate", "rotate")
+OBJ_MODES = ("static", "translate", "rotate")
+PATTERNS = tuple(f"cam_{c}-obj_{o}" for c in CAM_MODES for o in OBJ_MODES)
+# Base direction angles (deg) relative to the camera's initial heading.
+CAM_DIRS = {"forward": 0.0, "right": 90.0, "backward": 180.0, "left": -90.0}
+OBJ_DIRS = {"away": 0.0, "right": 90.0, "toward": 180.0, "left": -90.0}
+
+HeightFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def parse_pattern(name: str) -> tuple[str, str]:
+    """``"cam_rotate-obj_static"`` -> ``("rotate", "static")``; ConfigError on anything else."""
+    if name not in PATTERNS:
+        raise ConfigError(f"unknown motion pattern {name!r}; choose from {', '.join(PATTERNS)}")
+    cam, obj = name.split("-")
+    return cam[4:], obj[4:]
+
+
+@dataclass(frozen=True)
+class MotionConfig:
+    """Ranges the sampler draws from (all ``(lo, hi)`` uniform). Validated on construction."""
+
+    n_frames: int = 16
+    fps: float = 8.0
+    cam_distance_cm: tuple[float, float] = (700.0, 1300.0)
+    cam_height_cm: tuple[float, float] = (150.0, 450.0)
+    cam_speed_cms: tuple[float, float] = (80.0, 180.0)
+    cam_pan_dps: tuple[float, float] = (5.0, 11.0)
+    obj_speed_cms: tuple[float, float] = (80.0, 220.0)
+    obj_turn_dps: tuple[float, float] = (40.0, 110.0)
+    dir_jitter_deg: float = 12.0
+    patterns: tuple[str, ...] = PATTERNS
+
+    def __post_init__(self) -> None:
+        if not (2 <= int(self.n_frames) <= 10000):
+            raise ConfigError(f"motion.n_frames must be in 2..10000, got {self.n_frames}")
+        if not (0 < float(self.fps) <= 240):
+            raise ConfigError(f"motion.fps must be in (0, 240], got {self.fps}")
+        for name in ("cam_distance_cm", "cam_height_cm", "cam_speed_cms", "cam_pan_dps",
+                     "obj_speed_cms", "obj_turn_dps"):
+            lo_hi = tuple(float(x) for x in getattr(self, name))
+            if len(lo_hi) != 2 or not (0 < lo_hi[0] <= lo_hi[1]) or not all(map(math.isfinite, lo_hi)):
+                raise ConfigError(f"motion.{name} must be [lo, hi] with 0 < lo <= hi, got {lo_hi}")
+            object.__setattr__(self, name, lo_hi)
+        if not (0 <= float(self.dir_jitter_deg) < 30):
+            raise ConfigError(f"motion.dir_jitter_deg must be in [0, 30), got {self.dir_jitter_deg}")
+        if not self.patterns:
+            raise ConfigError("motion.patterns must name at least one pattern")
+        for p in self.patterns:
+            parse_pattern(p)
+        object.__setattr__(self, "patterns", tuple(self.patterns))
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "MotionConfig":
+        d = dict(d or {})
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"motion: unknown field(s) {sorted(unknown)}")
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class MotionSpec:
+    """The sampled scalars of one clip; :func:`build_clip` turns them into trajectories."""
+
+    pattern: str
+    n_frames: int
+    fps: float
+    anchor: tuple[float, float]      # subject start XY, cm
+    bearing_deg: float               # camera-to-subject heading at t=0 (before centring)
+    distance_cm: float               # horizontal camera-subject distance at t=0
+    height_cm: float                 # camera height above the ground under it
+    cam_dir_deg: float = 0.0         # translation direction rel. camera heading
+    cam_speed_cms: float = 0.0
+    cam_pan_dps: float = 0.0         # signed: + pans right (yaw increases)
+    obj_dir_deg: float = 0.0         # translation direction rel. camera heading
+    obj_speed_cms: float = 0.0
+    obj_yaw_deg: float = 0.0         # subject's initial yaw (static/rotate)
+    obj_turn_dps: float = 0.0        # signed: + turns clockwise seen from above
+    subject_size: tuple[float, float, float] = (400.0, 200.0, 150.0)  # cm, local X/Y/Z extent
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Track:
+    """Per-frame poses: ``location`` (T,3) cm, ``yaw``/``pitch`` (T,) degrees (yaw unwrapped)."""
+
+    location: np.ndarray
+    yaw: np.ndarray
+    pitch: np.ndarray
+
+    def rotator(self, t: int) -> Rotator:
+        return Rotator(float(self.pitch[t]), float(self.yaw[t]), 0.0)
+
+    def allclose(self, other: "Track", atol: float = 1e-6) -> bool:
+        return all(np.allclose(a, b, atol=atol) for a, b in
+                   ((self.location, other.location), (self.yaw, other.yaw), (self.pitch, other.pitch)))
+
+
+@dataclass(frozen=True, eq=False)
+class ClipMotion:
+    """Camera and subject trajectories of one clip, plus what produced them."""
+
+    pattern: str
+    fps: float
+    camera: Track
+    subject: Track
+    subject_size: tuple[float, float, float]
+    spec: MotionSpec | None = field(default=None, compare=False)
+
+    @property
+    def n_frames(self) -> int:
+        return int(len(self.camera.yaw))
+
+    def allclose(self, other: "ClipMotion", atol: float = 1e-6) -> bool:
+        return self.camera.allclose(other.camera, atol) and self.subject.allclose(other.subject, atol)
+
+
+# --- geometry helpers ------------------------------------------------------------------------
+def heading(deg: np.ndarray | float) -> np.ndarray:
+    """Unit XY vector(s) for a yaw angle in degrees (UE: +yaw towards +Y)."""
+    r = np.radians(deg)
+    return np.stack([np.cos(r), np.sin(r)], axis=-1)
+
+
+def wrap_deg(a: np.ndarray | float) -> np.ndarray:
+    """Wrap angles to (-180, 180]."""
+    return -((-np.asarray(a, dtype=float) + 180.0) % 360.0 - 180.0)
+
+
+def subject_center(clip: ClipMotion) -> np.ndarray:
+    """(T,3) centre of the subject's box (cm): base location lifted by half its height."""
+    return clip.subject.location + np.array([0.0, 0.0, clip.subject_size[2] / 2.0])
+
+
+def in_camera_frame(points: np.ndarray, cam_loc: np.ndarray, cam_yaw: np.ndarray) -> np.ndarray:
+    """World points (T,2|3) → horizontal (forward, right) components in a yaw-only camera frame."""
+    d = np.asarray(points, float)[..., :2] - np.asarray(cam_loc, float)[..., :2]
+    f, r = heading(cam_yaw), heading(np.asarray(cam_yaw) + 90.0)
+    return np.stack([(d * f).sum(-1), (d * r).sum(-1)], axis=-1)
+
+
+def bearings(clip: ClipMotion) -> np.ndarray:
+    """(T,) horizontal angle (deg) of the subject centre in the current camera frame, + = right."""
+    fr = in_camera_frame(subject_center(clip), clip.camera.location, clip.camera.yaw)
+    return np.degrees(np.arctan2(fr[:, 1], fr[:, 0]))
+
+
+def distances(clip: ClipMotion) -> np.ndarray:
+    """(T,) 3-D distance camera centre → subject centre, cm."""
+    return np.linalg.norm(subject_center(clip) - clip.camera.location, axis=1)
+
+
+# --- building trajectories -------------------------------------------------------------------
+def _paths(spec: MotionSpec, yaw0: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Camera XY, camera yaw, subject XY over time for an initial camera heading ``yaw0``."""
+    cam_mode, obj_mode = parse_pattern(spec.pattern)
+    t = np.arange(spec.n_frames, dtype=float)[:, None] / spec.fps
+    start = np.asarray(spec.anchor, float)
+    cam0 = start - spec.distance_cm * heading(spec.bearing_deg)
+    v_cam = spec.cam_speed_cms * heading(yaw0 + spec.cam_dir_deg) if cam_mode == "translate" else 0.0
+    v_obj = spec.obj_speed_cms * heading(yaw0 + spec.obj_dir_deg) if obj_mode == "translate" else 0.0
+    cam_yaw = yaw0 + (spec.cam_pan_dps * t[:, 0] if cam_mode == "rotate" else 0.0 * t[:, 0])
+    return cam0 + v_cam * t, cam_yaw, start + v_obj * t
+
+
+def _centred_yaw(spec: MotionSpec, iterations: int = 5) -> float:
+    """Initial camera yaw that centres the subject's bearing range in the view.
+
+    Directions are defined relative to the camera heading, so shifting the heading shifts the
+    paths too; a few fixed-point steps converge (the shift is a few degrees).
+    """
+    yaw0 = spec.bearing_deg
+    for _ in range(iterations):
+        cam_xy, cam_yaw, obj_xy = _paths(spec, yaw0)
+        b = wrap_deg(np.degrees(np.arctan2(*(obj_xy - cam_xy).T[::-1])) - cam_yaw)
+        yaw0 += (b.max() + b.min()) / 2.0
+    return float(yaw0)
+
+
+def build_clip(spec: MotionSpec, ground_height: HeightFn) -> ClipMotion:
+    """Trajectories for ``spec``: constant velocities / rates (smooth), subject on the terrain,
+    camera at a constant height, pitch aiming at the subject's mean elevation."""
+    _, obj_mode = parse_pattern(spec.pattern)
+    yaw0 = _centred_yaw(spec)
+    cam_xy, cam_yaw, obj_xy = _paths(spec, yaw0)
+    cam_z = float(ground_height(cam_xy[:1, 0], cam_xy[:1, 1])[0]) + spec.height_cm
+    cam_loc = np.column_stack([cam_xy, np.full(len(cam_xy), cam_z)])
+    obj_loc = np.column_stack([obj_xy, ground_height(obj_xy[:, 0], obj_xy[:, 1])])
+    t = np.arange(spec.n_frames, dtype=float) / spec.fps
+    if obj_mode == "translate":
+        obj_yaw = np.full_like(t, yaw0 + spec.obj_dir_deg)
+    else:
+        obj_yaw = spec.obj_yaw_deg + (spec.obj_turn_dps * t if obj_mode == "rotate" else 0.0 * t)
+    centre = obj_loc + np.array([0.0, 0.0, spec.subject_size[2] / 2.0])
+    d = centre - cam_loc
+    pitch = float(np.degrees(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1]))).mean())
+    camera = Track(cam_loc, np.asarray(cam_yaw, float), np.full_like(t, pitch))
+    subject = Track(obj_loc, np.asarray(obj_yaw, float), np.zeros_like(t))
+    return ClipMotion(spec.pattern, spec.fps, camera, subject, tuple(spec.subject_size), spec)
+
+
+def _uniform(rng: np.random.Generator, lo_hi: tuple[float, float]) -> float:
+    return float(rng.uniform(lo_hi[0], lo_hi[1]))
+
+
+def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
+                anchor: tuple[float, float], subject_size: tuple[float, float, float]) -> MotionSpec:
+    """Draw one clip's scalars for ``pattern`` (directions: a base direction + jitter)."""
+    cam_mode, obj_mode = parse_pattern(pattern)
+    jit = lambda: float(rng.uniform(-cfg.dir_jitter_deg, cfg.dir_jitter_deg))  # noqa: E731
+    sign = lambda: float(rng.choice([-1.0, 1.0]))  # noqa: E731
+    spec = MotionSpec(pattern=pattern, n_frames=int(cfg.n_frames), fps=float(cfg.fps),
+                      anchor=(float(anchor[0]), float(anchor[1])),
+                      bearing_deg=float(rng.uniform(-180, 180)),
+                      distance_cm=_uniform(rng, cfg.cam_distance_cm),
+                      height_cm=_uniform(rng, cfg.cam_height_cm),
+                      obj_yaw_deg=float(rng.uniform(-180, 180)),
+                      subject_size=tuple(float(s) for s in subject_size))
+    if cam_mode == "translate":
+        base = CAM_DIRS[str(rng.choice(list(CAM_DIRS)))]
+        spec = replace(spec, cam_dir_deg=base + jit(), cam_speed_cms=_uniform(rng, cfg.cam_speed_cms))
+    elif cam_mode == "rotate":
+        spec = replace(spec, cam_pan_dps=sign() * _uniform(rng, cfg.cam_pan_dps))
+    if obj_mode == "translate":
+        base = OBJ_DIRS[str(rng.choice(list(OBJ_DIRS)))]
+        spec = replace(spec, obj_dir_deg=base + jit(), obj_speed_cms=_uniform(rng, cfg.obj_speed_cms))
+    elif obj_mode == "rotate":
+        spec = replace(spec, obj_turn_dps=sign() * _uniform(rng, cfg.obj_turn_dps))
+    return spec
+
+
+# --- variant transforms on the motion --------------------------------------------------------
+def reverse_motion(clip: ClipMotion) -> ClipMotion:
+    """Time reversal: the same poses played backwards (frame t ← frame T-1-t)."""
+    rev = lambda tr: Track(tr.location[::-1].copy(), tr.yaw[::-1].copy(), tr.pitch[::-1].copy())  # noqa: E731
+    return replace(clip, camera=rev(clip.camera), subject=rev(clip.subject), spec=None)
+
+
+def mirror_plane(clip: ClipMotion) -> tuple[np.ndarray, float]:
+    """The camera's initial vertical plane: a point on it and its heading (deg)."""
+    return clip.camera.location[0].copy(), float(clip.camera.yaw[0])
+
+
+def mirror_points(points: np.ndarray, origin: np.ndarray, yaw_deg: float) -> np.ndarray:
+    """Reflect world points (...,3) about the vertical plane through ``origin`` with heading
+    ``yaw_deg`` (the plane contains the camera's forward and up axes)."""
+    n = np.array([*heading(yaw_deg + 90.0), 0.0])
+    p = np.asarray(points, float)
+    return p - 2.0 * ((p - origin) @ n)[..., None] * n
+
+
+def mirror_yaw(yaw: np.ndarray | float, plane_yaw: float) -> np.ndarray:
+    """A heading reflected about a vertical plane of heading ``plane_yaw``: 2·plane − yaw."""
+    return 2.0 * plane_yaw - np.asarray(yaw, float)
+
+
+def hflip_motion(clip: ClipMotion) -> ClipMotion:
+    """Mirror the whole world about the camera's initial vertical plane.
+
+    Rendering the mirrored world from the mirrored camera gives exactly the horizontally
+    flipped frames (pixel columns u ↔ W-1-u), which is what the hflip variant shows. Any vertical
+    plane would do (they differ by a rigid motion, which no label depends on).
+    """
+    origin, plane_yaw = mirror_plane(clip)
+    mir = lambda tr: Track(mirror_points(tr.location, origin, plane_yaw),  # noqa: E731
+                           mirror_yaw(tr.yaw, plane_yaw), tr.pitch.copy())
+    return replace(clip, camera=mir(clip.camera), subject=mir(clip.subject), spec=None)
+
+
+def transform_motion(clip: ClipMotion, aug: str) -> ClipMotion:
+    """The motion a viewer of variant ``aug`` sees (std, hflip, reverse, reverse_hflip)."""
+    if aug == "std":
+        return clip
+    if aug == "hflip":
+        return hflip_motion(clip)
+    if aug == "reverse":
+        return reverse_motion(clip)
+    if aug == "reverse_hflip":
+        return hflip_motion(reverse_motion(clip))
+    raise ConfigError(f"unknown video variant {aug!r}")
+
+
+def mirror_transform(tf: Transform, origin: np.ndarray, plane_yaw: float) -> Transform:
+    """Mirror an actor's transform: reflected location, reflected yaw, local Y scale negated.
+
+    Valid for actors with pitch = roll = 0 (everything on the ground here)."""
+    loc = mirror_points(np.asarray(tf.location), origin, plane_yaw)
+    rot = Rotator(tf.rotation.pitch, float(mirror_yaw(tf.rotation.yaw, plane_yaw)), -tf.rotation.roll)
+    sx, sy, sz = tf.scale
+    return Transform(tuple(float(v) for v in loc), rot, (sx, -sy, sz))
+
+
+# --- geometric pre-checks (cheap, before any rendering) --------------------------------------
+def box_corners(size: tuple[float, float, float]) -> np.ndarray:
+    """(8,3) local corners of an asset box: centred in XY, base on z=0 (RenderMesh convention)."""
+    sx, sy, sz = size
+    return np.array([[x, y, z] for x in (-sx / 2, sx / 2) for y in (-sy / 2, sy / 2) for z in (0.0, sz)])
+
+
+def camera_at(clip: ClipMotion, t: int, fov_deg: float, width: int, height: int) -> Camera:
+    """The engine Camera of frame ``t``."""
+    loc = tuple(float(v) for v in clip.camera.location[t])
+    return Camera(loc, clip.camera.rotator(t), fov_deg, width, height)
+
+
+def subject_transform(clip: ClipMotion, t: int) -> Transform:
+    loc = tuple(float(v) for v in clip.subject.location[t])
+    return Transform(loc, clip.subject.rotator(t))
+
+
+def min_edge_margin_px(clip: ClipMotion, fov_deg: float, width: int, height: int) -> float:
+    """Smallest distance (px) from the subject's projected box to the image border over all
+    frames; negative when it leaves the view (or goes behind the camera)."""
+    corners = box_corners(clip.subject_size)
+    worst = math.inf
+    for t in range(clip.n_frames):
+        uv, depth = camera_at(clip, t, fov_deg, width, height).project(subject_transform(clip, t).apply(corners))
+        if (depth <= 10.0).any():
+            return -math.inf
+        m = min(uv[:, 0].min(), uv[:, 1].min(), width - uv[:, 0].max(), height - uv[:, 1].max())
+        worst = min(worst, float(m))
+    return worst
+
+
+def min_clearance_cm(clip: ClipMotion) -> float:
+    """Smallest horizontal gap between the camera and the subject's footprint circle."""
+    r = math.hypot(clip.subject_size[0], clip.subject_size[1]) / 2.0
+    gap = np.linalg.norm(clip.subject.location[:, :2] - clip.camera.location[:, :2], axis=1) - r
+    return float(gap.min())
+
+
+def keep_out(clip: ClipMotion, pad_cm: float = 100.0, step_cm: float = 100.0) -> list[tuple[float, float, float]]:
+    """Circles ``(x, y, r)`` covering the swept subject footprint and the camera path, so
+    clutter placed outside them never interpenetrates a moving actor."""
+    r_obj = math.hypot(clip.subject_size[0], clip.subject_size[1]) / 2.0 + pad_cm
+    out = []
+    for loc, r in ((clip.subject.location, r_obj), (clip.camera.location, pad_cm + 50.0)):
+        length = float(np.linalg.norm(loc[-1, :2] - loc[0, :2]))
+        for s in np.linspace(0.0, 1.0, max(2, int(length / step_cm) + 2)):
+            x, y = loc[0, :2] + s * (loc[-1, :2] - loc[0, :2])
+            out.append((float(x), float(y), float(r)))
+    return out
