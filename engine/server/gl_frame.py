@@ -79,12 +79,13 @@ def view_proj(camera: Camera, near: float, far: float) -> np.ndarray:
 
 
 def light_view_proj(to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                    receiver_depth: float = 1.0e5) -> tuple[np.ndarray, float]:
+                    receiver_depth: float = 1.0e5) -> tuple[np.ndarray, float, float]:
     """Orthographic sun matrix fitted to the casters' bounding spheres.
 
-    Returns ``(light_view_proj, extent_cm)`` where extent is the side of the square the map
-    covers. The depth range extends ``receiver_depth`` cm beyond the casters so the ground below
-    them is inside the map.
+    Returns ``(light_view_proj, extent_cm, depth_range_cm)``: the side of the square the map
+    covers and the depth span mapped to [0, 1] (to convert a bias in cm to map units). The
+    depth range extends ``receiver_depth`` cm beyond the casters so the ground below them is
+    inside the map.
     """
     d = np.asarray(to_sun, dtype=np.float64)
     d = d / np.linalg.norm(d)
@@ -107,7 +108,7 @@ def light_view_proj(to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray,
         [0, 0, -2 / (far - near), -(far + near) / (far - near)],
         [0, 0, 0, 1],
     ])
-    return ortho @ view, 2 * half
+    return ortho @ view, 2 * half, far - near
 
 
 def planar_depth(buffer: np.ndarray, near: float, far: float) -> np.ndarray:

@@ -63,7 +63,7 @@ class Passes:
         self._shadow_tex = None
         self._shadow_fbo = None
         self._shadow_sig = None
-        self._shadow_state: tuple[int, bytes, float] = (0, IDENTITY, 1.0)
+        self._shadow_state: tuple[int, bytes, float, float] = (0, IDENTITY, 1.0, 0.0)
         self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
         self.shadow_renders = 0  # how many times the shadow map was (re)computed: for tests
 
@@ -112,13 +112,14 @@ class Passes:
         self._shadow_sig = sig
         to_sun = scene.sun.direction_to_sun()
         if not draws or to_sun[2] <= 0.0:
-            self._shadow_state = (0, IDENTITY, 1.0)
+            self._shadow_state = (0, IDENTITY, 1.0, 0.0)
             return
         centers = np.array([d.center for d in draws])
         radii = np.array([d.radius for d in draws])
-        light_vp, extent = F.light_view_proj(to_sun, centers, radii)
+        light_vp, extent, depth_range = F.light_view_proj(to_sun, centers, radii)
         self._render_shadow(draws, light_vp)
-        self._shadow_state = (1, F.gl_bytes(light_vp), extent / self.shadow_size)
+        texel = extent / self.shadow_size
+        self._shadow_state = (1, F.gl_bytes(light_vp), texel, 2.0 * texel / depth_range)
         self.shadow_renders += 1
 
     def _render_shadow(self, draws: list["Draw"], light_vp: np.ndarray) -> None:
@@ -163,7 +164,8 @@ class Passes:
         prog.set("u_ambient", float(sky.ambient))
         prog.set("u_sky_zenith", _rgb(sky.zenith))
         prog.set("u_sky_horizon", _rgb(sky.horizon))
-        use, light_vp, texel = self._shadow_state
+        use, light_vp, texel, bias = self._shadow_state
+        prog.set("u_shadow_bias", float(bias))
         prog.set("u_use_shadow", use)
         prog.set("u_light_vp", light_vp)
         prog.set("u_shadow_texel", float(texel))

@@ -21,21 +21,66 @@ POS_FORMAT = "3f 16x"
 VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3), ("pad", "u1")])
 
 
-def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Area-weighted vertex normals (unit, or 0 where undefined).
+CREASE_COS = math.cos(math.radians(40.0))  # faces meeting at a sharper angle get a hard edge
+MAX_PAIRS = 20_000_000  # corner pairs; beyond this fall back to plain area-weighted normals
 
-    Winding may be inconsistent in imported assets; the shader falls back to the facet normal
-    wherever this smooth normal disagrees with it, so a wrong sign here only loses smoothing.
-    """
+
+def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    """Area-weighted vertex normals (unit, or 0 where undefined), no crease handling."""
     v = vertices.astype(np.float64)
     fn = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
     acc = np.zeros_like(v)
     for k in range(3):
         np.add.at(acc, faces[:, k], fn)
-    norm = np.linalg.norm(acc, axis=1, keepdims=True)
+    return _unit(acc)
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    norm = np.linalg.norm(a, axis=-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(norm > 1e-12, acc / norm, 0.0)
-    return out.astype(np.float32)
+        return np.where(norm > 1e-12, a / norm, 0.0).astype(np.float32)
+
+
+def _group_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """All (i, j) index pairs with keys[i] == keys[j] (i == j included), or None if too many."""
+    order = np.argsort(keys, kind="stable")
+    _, start, size = np.unique(keys[order], return_index=True, return_counts=True)
+    if int((size.astype(np.int64) ** 2).sum()) > MAX_PAIRS:
+        return None
+    per = np.repeat(size, size)  # for each sorted corner: its group's size
+    first = np.repeat(start, size)
+    i = np.repeat(np.arange(len(keys)), per)
+    offs = np.arange(len(i)) - np.repeat(np.cumsum(per) - per, per)
+    return order[i], order[np.repeat(first, per) + offs]
+
+
+def crease_split(mesh: RenderMesh) -> tuple[RenderMesh, np.ndarray]:
+    """Per-corner normals smoothed only across edges flatter than 40 degrees, then vertices
+    split where one vertex needs several normals (box edges, cylinder rims stay sharp).
+
+    Robust to inconsistent winding: neighbouring face normals are sign-aligned to the corner's
+    own face before averaging (the shader turns normals towards the camera anyway).
+    """
+    v, f = mesh.vertices.astype(np.float64), mesh.faces
+    fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
+    fu = _unit(fn).astype(np.float64)
+    corner_face = np.repeat(np.arange(len(f)), 3)
+    pairs = _group_pairs(f.ravel())
+    if pairs is None:
+        return mesh, vertex_normals(mesh.vertices, f)
+    i, j = pairs
+    d = np.einsum("ij,ij->i", fu[corner_face[i]], fu[corner_face[j]])
+    w = np.where(np.abs(d) >= CREASE_COS, np.sign(d), 0.0)
+    acc = np.zeros((len(corner_face), 3))
+    np.add.at(acc, i, w[:, None] * fn[corner_face[j]])
+    normals = _unit(acc)
+    key = np.concatenate([f.reshape(-1, 1).astype(np.float64), np.round(normals * 1e4)], axis=1)
+    uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+    src = uniq[:, 0].astype(np.int64)
+    first = np.zeros(len(uniq), dtype=np.int64)
+    first[inverse.ravel()[::-1]] = np.arange(len(inverse))[::-1]
+    split = RenderMesh(mesh.vertices[src], inverse.reshape(-1, 3).astype(np.int32), mesh.colors[src], mesh.meta)
+    return split, normals[first]
 
 
 def interleave(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray) -> bytes:
@@ -72,8 +117,9 @@ class GpuMesh:
 
 def upload(ctx: moderngl.Context, mesh: RenderMesh, normals: np.ndarray | None = None) -> GpuMesh:
     """Upload a :class:`RenderMesh` (and compute its smooth normals) once."""
-    v, f = mesh.vertices, mesh.faces
-    n = vertex_normals(v, f) if normals is None else normals
+    if normals is None:
+        mesh, normals = crease_split(mesh)
+    v, f, n = mesh.vertices, mesh.faces, normals
     lo, hi = v.min(axis=0), v.max(axis=0)
     center = 0.5 * (lo + hi).astype(np.float64)
     radius = float(np.max(np.linalg.norm(v - center, axis=1))) if len(v) else 0.0

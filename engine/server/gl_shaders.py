@@ -51,6 +51,7 @@ uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse)
 uniform int u_use_shadow;
 uniform mat4 u_light_vp;
 uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
+uniform float u_shadow_bias;    // constant depth bias in map units (2 texels' worth of cm)
 uniform sampler2DShadow u_shadow_map;
 in vec3 v_world;
 in vec3 v_normal;
@@ -95,7 +96,7 @@ float shadow_visibility(vec3 n) {
     vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
     if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return 1.0;
     vec2 ts = 1.0 / vec2(textureSize(u_shadow_map, 0));
-    float ref = p.z - 0.0005;
+    float ref = p.z - u_shadow_bias;
     float vis = 0.0;
     for (int x = -1; x <= 1; x++)
         for (int y = -1; y <= 1; y++)

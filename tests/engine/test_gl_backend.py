@@ -1,0 +1,330 @@
+"""The embedded moderngl renderer against the camera model in engine.world.
+
+Every expected value is computed independently of the renderer: pixels from ``Camera.project``,
+depths from ray/plane intersections, colours from ``Actor.color``. Meshes are trimesh primitives
+turned into :class:`RenderMesh` here, so no asset library is needed.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import trimesh
+
+from engine.errors import ConfigError
+from engine.meshes import RenderMesh
+from engine.server.backend import KINDS
+from engine.server.gl_backend import GLBackend
+from engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
+                          look_at_rotation)
+
+pytestmark = pytest.mark.render
+
+
+def _render_mesh(m: trimesh.Trimesh, rgb) -> RenderMesh:
+    v = np.asarray(m.vertices, dtype=np.float64)
+    v = v - [0.5 * (v[:, 0].min() + v[:, 0].max()), 0.5 * (v[:, 1].min() + v[:, 1].max()), v[:, 2].min()]
+    return RenderMesh(v, np.asarray(m.faces), np.tile(np.asarray(rgb, np.uint8), (len(v), 1)))
+
+
+def _l_shape() -> trimesh.Trimesh:
+    """Chiral-looking in the image: a bar along local X with a post at its +Y end."""
+    bar = trimesh.creation.box(extents=(40, 160, 40))
+    post = trimesh.creation.box(extents=(40, 40, 120))
+    post.apply_translation((0, 60, 40))
+    return trimesh.util.concatenate([bar, post])
+
+
+MESHES = {
+    "box": _render_mesh(trimesh.creation.box(extents=(100, 100, 100)), (200, 60, 50)),
+    "small": _render_mesh(trimesh.creation.box(extents=(20, 20, 20)), (60, 200, 50)),
+    "sphere": _render_mesh(trimesh.creation.icosphere(subdivisions=3, radius=50), (60, 60, 220)),
+    "cyl": _render_mesh(trimesh.creation.cylinder(radius=30, height=150, sections=32), (230, 230, 230)),
+    "wall": _render_mesh(trimesh.creation.box(extents=(10, 400, 300)), (150, 150, 150)),
+    "lshape": _render_mesh(_l_shape(), (220, 180, 40)),
+}
+
+
+@pytest.fixture(scope="module")
+def backend():
+    b = GLBackend(MESHES.__getitem__, shadow_map_size=1024)
+    yield b
+    b.close()
+
+
+def _camera(width=160, height=120, **kw) -> Camera:
+    """Camera at 150 cm height looking along +X (yaw 0): world +Y is image right."""
+    return Camera(location=kw.get("location", (0.0, 0.0, 150.0)),
+                  rotation=kw.get("rotation", Rotator(0.0, 0.0, 0.0)),
+                  fov_deg=kw.get("fov_deg", 60.0), width=width, height=height)
+
+
+def _scene(*actors: Actor, ground: Ground | None = None, sun: Sun | None = None) -> Scene:
+    s = Scene(ground=ground or Ground(), sun=sun or Sun())
+    for a in actors:
+        s.add(a)
+    return s
+
+
+def _actor(name, asset, loc, i=0, **kw) -> Actor:
+    return Actor(name, asset, Transform(loc, kw.pop("rotation", Rotator()), kw.pop("scale", (1, 1, 1))),
+                 color=instance_color(i), **kw)
+
+
+def _centroid(mask: np.ndarray) -> np.ndarray:
+    ys, xs = np.nonzero(mask)
+    return np.array([xs.mean() + 0.5, ys.mean() + 0.5])  # continuous pixel coordinates
+
+
+# --- geometry -------------------------------------------------------------------------------
+@pytest.mark.parametrize("loc", [(1000.0, 0.0, 140.0), (900.0, 250.0, 60.0), (1200.0, -300.0, 300.0)])
+def test_small_box_appears_where_camera_projects_it(backend, loc):
+    cam = _camera(320, 240)
+    scene = _scene(_actor("a", "small", loc), ground=Ground(texture="flat"))
+    ids = backend.render(scene, cam, ("instance_id",))["instance_id"]
+    center = np.array(loc) + [0, 0, 10]  # the box's base sits at loc
+    uv, _ = cam.project(center[None])
+    assert np.linalg.norm(_centroid(ids == 1) - uv[0]) < 1.0
+
+
+def test_ray_depth_matches_distance_to_box_face(backend):
+    cam = _camera(320, 240)
+    scene = _scene(_actor("a", "box", (1000.0, 80.0, 100.0)))
+    out = backend.render(scene, cam, ("depth", "plane_depth", "instance_id"))
+    front = np.array([950.0, 80.0, 150.0])  # centre of the face at x = 950 facing the camera
+    uv, planar = cam.project(front[None])
+    u, v = int(uv[0, 0]), int(uv[0, 1])
+    assert out["instance_id"][v, u] == 1
+    # The pixel centre's ray hits the plane x = 950: ray length = 950 * |d| / d_forward.
+    d = np.array([1.0, (u + 0.5 - cam.width / 2) / cam.focal_px, -(v + 0.5 - cam.height / 2) / cam.focal_px])
+    expected_ray = 950.0 * np.linalg.norm(d)
+    assert out["depth"][v, u] == pytest.approx(expected_ray, rel=0.01)
+    assert out["plane_depth"][v, u] == pytest.approx(950.0, rel=0.01)
+    assert out["depth"].dtype == np.float32 and out["plane_depth"].dtype == np.float32
+
+
+def test_ray_and_planar_depth_are_consistent_and_sky_is_inf(backend):
+    cam = _camera(160, 120, rotation=Rotator(5.0, 10.0, 0.0))
+    scene = _scene(_actor("a", "sphere", (800.0, 100.0, 0.0)))
+    out = backend.render(scene, cam, ("depth", "plane_depth"))
+    ray, planar = out["depth"], out["plane_depth"]
+    assert np.array_equal(np.isinf(ray), np.isinf(planar))
+    sky = np.isinf(ray)
+    assert sky[0].all() and not sky[-1].any()  # looking slightly up: sky at the top, ground below
+    u = (np.arange(cam.width) + 0.5 - cam.width / 2) / cam.focal_px
+    v = (np.arange(cam.height) + 0.5 - cam.height / 2) / cam.focal_px
+    factor = np.sqrt(1 + u[None] ** 2 + v[:, None] ** 2)
+    np.testing.assert_allclose(ray[~sky], (planar * factor)[~sky], rtol=1e-5)
+
+
+def test_ground_depth_matches_plane_intersection(backend):
+    cam = _camera(160, 120, rotation=Rotator(-30.0, 0.0, 0.0))
+    plane = backend.render(_scene(), cam, ("plane_depth",))["plane_depth"]
+    v = 100  # a row below the horizon: ray hits z = 0
+    d = cam.rotation.matrix() @ np.array([1.0, 0.0, -(v + 0.5 - cam.height / 2) / cam.focal_px])
+    t = 150.0 / -d[2]  # planar depth = t because d has unit forward component
+    assert plane[v, cam.width // 2] == pytest.approx(t, rel=0.01)
+
+
+def test_relief_ground_follows_ground_height(backend):
+    ground = Ground(relief_amplitude=200.0, relief_wavelength=3000.0, texture="flat")
+    cam = _camera(160, 120, location=(300.0, 500.0, 600.0), rotation=Rotator(-35.0, 20.0, 0.0))
+    out = backend.render(_scene(ground=ground), cam, ("depth",))["depth"]
+    u, v = 80, 70
+    d = cam.rotation.matrix() @ np.array([1.0, (u + 0.5 - 80) / cam.focal_px, -(v + 0.5 - 60) / cam.focal_px])
+    d /= np.linalg.norm(d)
+    ts = np.linspace(1.0, 5000.0, 200001)  # march the ray to the first crossing of the surface
+    pts = np.asarray(cam.location) + ts[:, None] * d
+    above = pts[:, 2] - ground.height(pts[:, 0], pts[:, 1])
+    hit = ts[np.argmax(above < 0)]
+    assert out[v, u] == pytest.approx(hit, rel=0.01)
+
+
+def test_object_to_the_right_in_camera_frame_is_in_right_half(backend):
+    cam = _camera(160, 120, rotation=Rotator(0.0, 40.0, 0.0))
+    right = cam.rotation.matrix()[:, 1]
+    fwd = cam.rotation.matrix()[:, 0]
+    loc = np.array(cam.location) + 1000 * fwd + 300 * right
+    loc[2] = 100.0
+    ids = backend.render(_scene(_actor("a", "small", tuple(loc))), cam, ("instance_id",))["instance_id"]
+    xs = np.nonzero(ids == 1)[1]
+    assert len(xs) > 0 and xs.min() > cam.width / 2
+
+
+# --- labels -----------------------------------------------------------------------------------
+def _three_objects() -> Scene:
+    return _scene(_actor("a", "box", (1000.0, 0.0, 0.0), 0), _actor("b", "sphere", (800.0, -300.0, 0.0), 1),
+                  _actor("c", "cyl", (1200.0, 300.0, 0.0), 2))
+
+
+def test_object_mask_colours_and_instance_ids(backend):
+    scene = _three_objects()
+    out = backend.render(scene, _camera(), ("object_mask", "instance_id"))
+    mask, ids = out["object_mask"], out["instance_id"]
+    assert mask.dtype == np.uint8 and mask.shape == (120, 160, 3) and ids.dtype == np.int32
+    colours = {tuple(c) for c in mask.reshape(-1, 3)}
+    assert colours == {(0, 0, 0)} | {a.color for a in scene.actors.values()}
+    for i, actor in enumerate(scene.actors.values()):
+        assert np.array_equal(np.all(mask == actor.color, axis=-1), ids == i + 1)
+    assert (mask[ids == 0] == 0).all()
+
+
+def test_all_kinds_shapes_and_dtypes(backend):
+    out = backend.render(_three_objects(), _camera(96, 64), KINDS)
+    assert list(out) == list(KINDS)
+    assert out["lit"].shape == (64, 96, 3) and out["lit"].dtype == np.uint8
+    assert out["normal"].shape == (64, 96, 3) and out["normal"].dtype == np.float32
+    assert out["instance_id"].shape == (64, 96)
+
+
+def test_normals_are_world_unit_vectors_facing_the_camera(backend):
+    cam = _camera(160, 120)
+    out = backend.render(_scene(_actor("a", "box", (1000.0, 0.0, 100.0))), cam, ("normal", "instance_id", "depth"))
+    n, ids, depth = out["normal"], out["instance_id"], out["depth"]
+    uv, _ = cam.project(np.array([[950.0, 0.0, 150.0]]))
+    np.testing.assert_allclose(n[int(uv[0, 1]), int(uv[0, 0])], [-1.0, 0.0, 0.0], atol=1e-3)
+    ground = (ids == 0) & np.isfinite(depth)
+    np.testing.assert_allclose(n[ground], np.tile([0.0, 0.0, 1.0], (ground.sum(), 1)), atol=1e-3)
+    assert (n[np.isinf(depth)] == 0).all()
+
+
+def test_hidden_actor_is_not_drawn_and_keeps_its_id_slot(backend):
+    scene = _scene(_actor("h", "box", (1000.0, 0.0, 0.0), 0, hidden=True), _actor("v", "sphere", (800.0, -300.0, 0.0), 1))
+    ids = backend.render(scene, _camera(), ("instance_id",))["instance_id"]
+    assert set(np.unique(ids)) == {0, 2}
+    counts = backend.pixel_counts(scene, _camera(), ["h", "v"])
+    assert counts["h"].visible == counts["h"].unoccluded == 0 and counts["h"].bbox is None
+    assert counts["v"].visible > 0
+
+
+def test_tint_sets_albedo_hue(backend):
+    cam = _camera()
+    plain = _scene(_actor("a", "cyl", (700.0, 0.0, 0.0)))
+    tinted = _scene(_actor("a", "cyl", (700.0, 0.0, 0.0), tint=(255, 220, 0)))
+    ids = backend.render(plain, cam, ("instance_id",))["instance_id"] == 1
+    lit_plain = backend.render(plain, cam, ("lit",))["lit"][ids].astype(float).mean(axis=0)
+    lit_tint = backend.render(tinted, cam, ("lit",))["lit"][ids].astype(float).mean(axis=0)
+    assert abs(lit_plain[0] - lit_plain[2]) < 20  # white-ish
+    assert lit_tint[0] > 2 * lit_tint[2] and lit_tint[1] > 2 * lit_tint[2]  # yellow
+
+
+# --- visibility ----------------------------------------------------------------------------------
+def test_occluder_reduces_visible_not_unoccluded(backend):
+    cam = _camera(160, 120)
+    target = _actor("t", "box", (1200.0, 0.0, 0.0), 0)
+    alone = backend.pixel_counts(_scene(target), cam, ["t"])["t"]
+    wall = _actor("w", "wall", (700.0, 220.0, 0.0), 1)  # covers the right part of the box
+    scene = _scene(target, wall)
+    counts = backend.pixel_counts(scene, cam, ["t", "w"])
+    assert counts["t"].unoccluded == alone.unoccluded == alone.visible
+    assert 0 < counts["t"].visible < alone.visible
+    ids = backend.render(scene, cam, ("instance_id",))["instance_id"]
+    assert counts["t"].visible == int((ids == 1).sum()) and counts["w"].visible == int((ids == 2).sum())
+    ys, xs = np.nonzero(ids == 1)
+    assert counts["t"].bbox == (xs.min(), ys.min(), xs.max(), ys.max())
+    assert 0 < counts["t"].ratio < 1
+
+
+def test_bbox_matches_projected_box_corners(backend):
+    cam = _camera(320, 240)
+    counts = backend.pixel_counts(_scene(_actor("a", "box", (1000.0, -200.0, 50.0))), cam, ["a"])["a"]
+    corners = np.array([[x, y, z] for x in (950, 1050) for y in (-250, -150) for z in (50, 150)], float)
+    uv, _ = cam.project(corners)
+    x0, y0, x1, y1 = counts.bbox
+    assert abs(x0 - uv[:, 0].min()) <= 1.0 and abs(x1 + 1 - uv[:, 0].max()) <= 1.0
+    assert abs(y0 - uv[:, 1].min()) <= 1.0 and abs(y1 + 1 - uv[:, 1].max()) <= 1.0
+
+
+def test_ground_occludes_visible_but_not_unoccluded(backend):
+    cam = _camera(160, 120)
+    sunk = _actor("s", "sphere", (900.0, 0.0, -50.0))  # lower half below the ground
+    c = backend.pixel_counts(_scene(sunk), cam, ["s"])["s"]
+    assert 0 < c.visible < c.unoccluded
+
+
+def test_culled_and_partly_visible_actors(backend):
+    cam = _camera(160, 120)
+    behind = _actor("b", "box", (-1000.0, 0.0, 0.0), 0)
+    edge = _actor("e", "box", (600.0, 350.0, 100.0), 1)  # straddles the right image border
+    counts = backend.pixel_counts(_scene(behind, edge), cam, ["b", "e"])
+    assert counts["b"] == counts["b"].__class__(0, 0, None)
+    assert counts["e"].visible > 0 and counts["e"].bbox[2] == cam.width - 1
+
+
+def test_unknown_kind_or_name_is_a_config_error(backend):
+    with pytest.raises(ConfigError, match="render kind"):
+        backend.render(_scene(), _camera(), ("lit", "albedo"))
+    with pytest.raises(ConfigError, match="nope"):
+        backend.pixel_counts(_scene(), _camera(), ["nope"])
+
+
+# --- mirror, shadows, determinism -------------------------------------------------------------------
+def _mirror(scene: Scene) -> Scene:
+    """Reflect the world about the plane y = 0 (the camera's vertical plane at yaw 0)."""
+    out = _scene(ground=scene.ground, sun=Sun(pitch=scene.sun.pitch, yaw=-scene.sun.yaw))
+    for a in scene.actors.values():
+        t, r = a.transform, a.transform.rotation
+        out.add(Actor(a.name, a.asset_id, Transform((t.location[0], -t.location[1], t.location[2]),
+                                                     Rotator(r.pitch, -r.yaw, -r.roll),
+                                                     (t.scale[0], -t.scale[1], t.scale[2])), color=a.color))
+    return out
+
+
+def test_negative_scale_renders_the_mirror_image(backend):
+    scene = _scene(_actor("l", "lshape", (700.0, 150.0, 0.0), 0, rotation=Rotator(0, 30, 0)),
+                   _actor("b", "box", (900.0, -250.0, 0.0), 1, rotation=Rotator(0, 20, 0)),
+                   ground=Ground(texture="flat"), sun=Sun(pitch=40.0, yaw=-50.0))
+    cam = _camera(200, 150, rotation=Rotator(-10.0, 0.0, 0.0))
+    kinds = ("lit", "instance_id")
+    a, b = backend.render(scene, cam, kinds), backend.render(_mirror(scene), cam, kinds)
+    ids_a, ids_b = a["instance_id"], np.fliplr(b["instance_id"])
+    assert not np.array_equal(ids_a, np.fliplr(ids_a))  # the scene is not symmetric itself
+    assert np.mean(ids_a != ids_b) < 0.01
+    diff = np.abs(a["lit"].astype(int) - np.fliplr(b["lit"]).astype(int)).max(axis=-1)
+    assert np.mean(diff > 12) < 0.03
+
+
+def test_shadows_darken_the_ground_and_are_cached(backend):
+    cam = _camera(160, 120, rotation=Rotator(-15.0, 0.0, 0.0))
+    sun = Sun(pitch=45.0, yaw=10.0)  # beyond the box: its shadow falls towards the camera
+    empty = _scene(_actor("b", "box", (1000.0, 0.0, 0.0), hidden=True), ground=Ground(texture="flat"), sun=sun)
+    full = _scene(_actor("b", "box", (1000.0, 0.0, 0.0)), ground=Ground(texture="flat"), sun=sun)
+    lit0 = backend.render(empty, cam, ("lit",))["lit"].astype(int).sum(-1)
+    out = backend.render(full, cam, ("lit", "instance_id"))
+    ground = out["instance_id"] == 0
+    darker = ground & (out["lit"].astype(int).sum(-1) < 0.8 * lit0)
+    assert darker.sum() > 50
+    passes = backend._passes
+    before = passes.shadow_renders
+    for yaw in (-5.0, 0.0, 5.0):
+        backend.render(full, _camera(160, 120, rotation=Rotator(-15.0, yaw, 0.0)), ("lit",))
+    assert passes.shadow_renders == before  # static scene, new cameras: map reused
+    moved = _scene(_actor("b", "box", (1000.0, 50.0, 0.0)), ground=Ground(texture="flat"), sun=sun)
+    backend.render(moved, cam, ("lit",))
+    assert passes.shadow_renders == before + 1
+
+
+def test_renders_are_deterministic(backend):
+    scene, cam = _three_objects(), _camera(128, 96, rotation=Rotator(-5.0, 3.0, 0.0))
+    first = backend.render(scene, cam, KINDS)
+    backend.render(_scene(_actor("x", "sphere", (500.0, 0.0, 0.0))), _camera(64, 64), KINDS)  # churn caches
+    second = backend.render(scene, cam, KINDS)
+    for k in KINDS:
+        assert first[k].tobytes() == second[k].tobytes(), k
+
+
+def test_triangle_count_and_info(backend):
+    scene = _three_objects()
+    expected = 2 + sum(MESHES[a.asset_id].n_triangles for a in scene.actors.values())
+    assert backend.triangle_count(scene) == expected
+    info = backend.info()
+    assert info["backend"] == "moderngl" and info["gl_renderer"] and info["gl_version"]
+
+
+def test_look_at_camera_sees_target_at_image_centre(backend):
+    eye, target = (-400.0, -600.0, 500.0), (1000.0, 200.0, 10.0)
+    cam = Camera(eye, look_at_rotation(eye, target), fov_deg=50.0, width=161, height=121)
+    ids = backend.render(_scene(_actor("a", "small", (target[0], target[1], 0.0))), cam, ("instance_id",))["instance_id"]
+    c = _centroid(ids == 1)
+    assert math.hypot(c[0] - 80.5, c[1] - 60.5) < 1.5
