@@ -1,0 +1,267 @@
+"""Typed client for a render server speaking the UnrealCV protocol (ours or UE5 + UnrealCV).
+
+A thin wrapper over the *official* ``unrealcv.Client``: it adds connect retries and timeouts,
+turns ``None``/``error ...`` replies into exceptions (:class:`ConnectionFailed`,
+:class:`CommandError`), converts typed values (``Actor``, ``Camera``) to command strings only at
+the socket, and decodes images into numpy arrays.
+
+On our server (``/sceneforge/`` in ``vget /unrealcv/commands``) it uses the batched extensions;
+on a real UE5 server it falls back to stock commands (see ``engine/client_stock.py`` and
+docs/server.md). One ``RenderClient`` per thread: the official client is not thread-safe.
+
+>>> from engine.client import RenderClient
+>>> with RenderClient("127.0.0.1:9000") as c:                      # doctest: +SKIP
+...     c.spawn([Actor("cube", "primitive_cube", Transform((500, 0, 0)))])
+...     images = c.render(0, ("lit", "object_mask", "depth"))      # dict of numpy arrays
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import re
+import time
+from typing import Iterable
+
+import numpy as np
+
+from engine.errors import CommandError, ConnectionFailed, ProtocolError
+from engine.server.backend import PixelCount
+from engine.world import Actor, Camera, Rotator
+
+log = logging.getLogger(__name__)
+
+_COLOR_RE = re.compile(r"R=(\d+),G=(\d+),B=(\d+)")
+
+
+def parse_address(address: "str | tuple[str, int]") -> tuple[str, int]:
+    """``"host:port"`` or ``(host, port)`` → ``(host, port)``."""
+    if isinstance(address, tuple):
+        return str(address[0]), int(address[1])
+    host, sep, port = str(address).rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConnectionFailed(f"server address must be HOST:PORT, got {address!r}")
+    return host or "127.0.0.1", int(port)
+
+
+def compact_json(value) -> str:
+    """JSON without whitespace, so the whole blob is one ``[json]`` token on the wire."""
+    return json.dumps(value, separators=(",", ":")).replace(" ", "\\u0020")
+
+
+def parse_color(text: str) -> tuple[int, int, int]:
+    m = _COLOR_RE.search(text)
+    if not m:
+        raise ProtocolError(f"cannot parse a colour from {text[:60]!r}")
+    return tuple(int(g) for g in m.groups())  # type: ignore[return-value]
+
+
+def parse_vec(text: str, what: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(v) for v in text.split())
+    except ValueError:
+        raise ProtocolError(f"cannot parse {what} from {text[:60]!r}") from None
+
+
+def decode_image(data: bytes, kind: str) -> np.ndarray:
+    """PNG/BMP/NPY bytes → array in the backend's conventions (RGB uint8, float32 cm, normals)."""
+    if data[:6] == b"\x93NUMPY":
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    import cv2  # lazy
+
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    if img is None:
+        raise ProtocolError(f"{kind}: reply is neither NPY nor a decodable image")
+    rgb = np.ascontiguousarray(img[..., 2::-1])
+    return (rgb.astype(np.float32) / 127.5 - 1.0) if kind == "normal" else rgb
+
+
+class RenderClient:
+    """Typed calls against one render server. See the module docstring for an example."""
+
+    def __init__(self, address: "str | tuple[str, int]", timeout: float = 60.0,
+                 connect_timeout: float = 30.0) -> None:
+        self.host, self.port = parse_address(address)
+        self.timeout, self.connect_timeout = float(timeout), float(connect_timeout)
+        self._client = None
+        self.templates: list[str] = []
+        self.spawned: list[str] = []  # names this client created (stock fallback needs them)
+
+    # --- connection --------------------------------------------------------------------------
+    def connect(self) -> "RenderClient":
+        """Connect, retrying until ``connect_timeout``; learns the server's command set."""
+        import unrealcv  # lazy: pulls in cv2
+
+        logging.getLogger("unrealcv").setLevel(logging.WARNING)  # its INFO goes to its own handler
+        deadline = time.monotonic() + self.connect_timeout
+        while True:
+            client = unrealcv.Client((self.host, self.port))
+            with contextlib.redirect_stdout(io.StringIO()):  # the official client prints
+                ok = client.connect(timeout=min(5.0, self.connect_timeout))
+            if ok:
+                break
+            if time.monotonic() > deadline:
+                raise ConnectionFailed(f"no UnrealCV server at {self.host}:{self.port} "
+                                       f"after {self.connect_timeout:.0f}s")
+            time.sleep(0.2)
+        self._client = client
+        self.templates = self.text("vget /unrealcv/commands").splitlines()
+        return self
+
+    @property
+    def is_sceneforge(self) -> bool:
+        """True when the server offers our ``/sceneforge/`` extensions."""
+        return any("/sceneforge/" in t for t in self.templates)
+
+    def close(self) -> None:
+        if self._client is not None:
+            with contextlib.redirect_stdout(io.StringIO()):
+                self._client.disconnect()
+            self._client = None
+
+    def __enter__(self) -> "RenderClient":
+        return self if self._client is not None else self.connect()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- raw requests ------------------------------------------------------------------------
+    def request(self, command: str) -> "str | bytes":
+        """Send one command; ``error ...`` → CommandError, lost connection → ConnectionFailed."""
+        if self._client is None:
+            raise ConnectionFailed(f"not connected to {self.host}:{self.port}")
+        try:
+            reply = self._client.request(command, timeout=self.timeout)
+        except (ConnectionError, TimeoutError, OSError) as e:
+            raise ConnectionFailed(f"{self.host}:{self.port}: {command[:60]!r}: {e}") from None
+        if reply is None:
+            raise ConnectionFailed(f"{self.host}:{self.port} closed the connection during {command[:60]!r}")
+        if isinstance(reply, str) and reply.startswith("error"):
+            raise CommandError(f"{command[:80]}: {reply[:300]}")
+        return reply
+
+    def text(self, command: str) -> str:
+        reply = self.request(command)
+        return reply if isinstance(reply, str) else reply.decode("utf-8", errors="replace")
+
+    def binary(self, command: str) -> bytes:
+        reply = self.request(command)
+        return reply.encode("utf-8") if isinstance(reply, str) else reply  # tiny valid-UTF-8 payloads
+
+    # --- server and world --------------------------------------------------------------------
+    def status(self) -> str:
+        return self.text("vget /unrealcv/status")
+
+    def info(self) -> dict:
+        return json.loads(self.text("vget /sceneforge/info")) if self.is_sceneforge else {"backend": "unrealcv"}
+
+    def assets(self) -> list[dict]:
+        self._require_ext("assets")
+        return json.loads(self.text("vget /sceneforge/assets"))
+
+    def set_world(self, world: dict) -> None:
+        """Sun/sky/ground/env (our server); a UE level owns its lighting, so stock ignores it."""
+        if self.is_sceneforge:
+            self.text("vset /sceneforge/world " + compact_json(world))
+        else:
+            log.warning("set_world ignored: a UnrealCV (UE) server's level defines its own world")
+
+    def reset(self) -> None:
+        """Remove every actor (ours) / every actor this client spawned (stock)."""
+        if self.is_sceneforge:
+            self.text("vset /sceneforge/reset")
+        else:
+            for name in list(self.spawned):
+                self.destroy(name)
+        self.spawned.clear()
+
+    # --- objects -----------------------------------------------------------------------------
+    def objects(self) -> list[str]:
+        return self.text("vget /objects").split()
+
+    def spawn(self, actors: Iterable[Actor]) -> None:
+        """Spawn a batch (one command on our server, 4-5 per actor on UE). Instance colours are
+        the server's: read them with :meth:`object_color`."""
+        actors = list(actors)
+        if self.is_sceneforge:
+            self.text("vset /sceneforge/spawn " + compact_json([_actor_json(a) for a in actors]))
+        else:
+            from engine.client_stock import spawn_stock
+            spawn_stock(self, actors)
+        self.spawned += [a.name for a in actors]
+        for a in actors:
+            if a.hidden:
+                self.text(f"vset /object/{a.name}/hide")
+
+    def set_pose(self, name: str, location=None, rotation=None, scale=None) -> None:
+        self.set_poses({name: {"location": location, "rotation": rotation, "scale": scale}})
+
+    def set_poses(self, poses: dict[str, dict]) -> None:
+        """``{name: {"location": (x,y,z), "rotation": Rotator|(p,y,r), "scale": ...}}``."""
+        clean = {n: {k: _triple(v) for k, v in p.items() if v is not None} for n, p in poses.items()}
+        if self.is_sceneforge:
+            self.text("vset /sceneforge/poses " + compact_json(clean))
+            return
+        for name, pose in clean.items():
+            for key, value in pose.items():
+                self.text(f"vset /object/{name}/{key} " + " ".join(f"{v:.6f}" for v in value))
+
+    def destroy(self, name: str) -> None:
+        self.text(f"vset /object/{name}/destroy")
+        if name in self.spawned:
+            self.spawned.remove(name)
+
+    def object_color(self, name: str) -> tuple[int, int, int]:
+        return parse_color(self.text(f"vget /object/{name}/color"))
+
+    def object_location(self, name: str) -> tuple[float, ...]:
+        return parse_vec(self.text(f"vget /object/{name}/location"), "location")
+
+    # --- cameras and images ------------------------------------------------------------------
+    def set_camera(self, cam_id: int, camera: Camera) -> None:
+        """Pose, horizontal FOV and resolution of camera ``cam_id``."""
+        loc, rot = camera.location, camera.rotation.as_tuple()
+        self.text(f"vset /camera/{cam_id}/location {loc[0]:.6f} {loc[1]:.6f} {loc[2]:.6f}")
+        self.text(f"vset /camera/{cam_id}/rotation {rot[0]:.6f} {rot[1]:.6f} {rot[2]:.6f}")
+        self.text(f"vset /camera/{cam_id}/fov {camera.fov_deg:.6f}")
+        if self.is_sceneforge:
+            self.text(f"vset /camera/{cam_id}/size {camera.width} {camera.height}")
+        else:
+            self.text(f"vrun r.setres {camera.width}x{camera.height}w")
+
+    def render(self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth")) -> dict[str, np.ndarray]:
+        """Render ``kinds`` (see engine/server/backend.py for shapes) → dict of arrays."""
+        kinds = tuple(kinds)
+        if self.is_sceneforge:
+            data = self.binary(f"vget /sceneforge/render {cam_id} {','.join(kinds)}")
+            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+                return {k: npz[k] for k in kinds}
+        from engine.client_stock import render_stock
+        return render_stock(self, cam_id, kinds)
+
+    def visibility(self, cam_id: int, names: list[str]) -> dict[str, PixelCount]:
+        """Visible/unoccluded pixels and bbox per actor (one call on our server)."""
+        if self.is_sceneforge:
+            raw = json.loads(self.text(f"vget /sceneforge/visibility {cam_id} {','.join(names)}"))
+            return {n: PixelCount(v["visible"], v["unoccluded"], tuple(v["bbox"]) if v["bbox"] else None)
+                    for n, v in raw.items()}
+        from engine.client_stock import visibility_stock
+        return visibility_stock(self, cam_id, names)
+
+    def _require_ext(self, what: str) -> None:
+        if not self.is_sceneforge:
+            raise CommandError(f"{what} needs a sceneforge server ({self.host}:{self.port} is stock UnrealCV)")
+
+
+def _triple(value) -> list[float]:
+    if isinstance(value, Rotator):
+        value = value.as_tuple()
+    return [float(v) for v in value]
+
+
+def _actor_json(actor: Actor) -> dict:
+    t = actor.transform
+    return {"name": actor.name, "asset": actor.asset_id, "location": list(t.location),
+            "rotation": list(t.rotation.as_tuple()), "scale": list(t.scale),
+            "tint": list(actor.tint) if actor.tint is not None else None}

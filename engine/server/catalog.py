@@ -1,0 +1,157 @@
+"""The server's view of the asset library: ids, classes, meshes.
+
+The render server only needs four things from an asset source: the ids it knows, each id's class
+and size, a way to turn ``vset /objects/spawn truck`` (a class *or* an id) into one asset id, and
+the :class:`~engine.meshes.RenderMesh` for an id. :class:`AssetCatalog` adapts
+``assets_manifest.AssetLibrary`` to exactly that, imported lazily so the server starts without it
+(and so the engine never imports the asset package at module level).
+
+Two primitives, ``primitive_cube`` (100 cm cube) and ``primitive_sphere`` (100 cm diameter), are
+always available, like UE's ``/Engine/BasicShapes``: tests and calibration scripts need geometry
+whose extent is known exactly, whatever asset pack is installed.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from typing import Any
+
+import numpy as np
+
+from engine.errors import AssetError
+from engine.meshes import RenderMesh
+
+log = logging.getLogger(__name__)
+
+PRIMITIVE_CLASS = "primitive"
+
+
+def _cube_mesh(size: float = 100.0) -> RenderMesh:
+    """Axis-aligned cube, base on z=0, centred in XY; 24 vertices so faces keep flat colours."""
+    h = size / 2.0
+    corners = np.array([[x, y, z] for x in (-h, h) for y in (-h, h) for z in (0.0, size)], np.float32)
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    verts, faces = [], []
+    for q in quads:
+        base = len(verts)
+        verts.extend(corners[list(q)])
+        faces += [(base, base + 1, base + 2), (base, base + 2, base + 3)]
+    colors = np.full((len(verts), 3), 200, np.uint8)
+    return RenderMesh(np.array(verts), np.array(faces), colors, meta={"id": "primitive_cube"})
+
+
+def _sphere_mesh(diameter: float = 100.0, rings: int = 24, segments: int = 48) -> RenderMesh:
+    """UV sphere resting on z=0 (centre at z = radius)."""
+    r = diameter / 2.0
+    theta = np.linspace(0.0, math.pi, rings + 1)[:, None]
+    phi = np.linspace(0.0, 2 * math.pi, segments, endpoint=False)[None, :]
+    xyz = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi),
+                    np.cos(theta) * np.ones_like(phi)], axis=-1).reshape(-1, 3) * r
+    xyz[:, 2] += r
+    faces = []
+    for i in range(rings):
+        for j in range(segments):
+            a, b = i * segments + j, i * segments + (j + 1) % segments
+            c, d = a + segments, b + segments
+            faces += [(a, c, b), (b, c, d)]
+    colors = np.full((len(xyz), 3), 200, np.uint8)
+    return RenderMesh(xyz.astype(np.float32), np.array(faces), colors, meta={"id": "primitive_sphere"})
+
+
+PRIMITIVES = {
+    "primitive_cube": (_cube_mesh, (100.0, 100.0, 100.0)),
+    "primitive_sphere": (_sphere_mesh, (100.0, 100.0, 100.0)),
+}
+
+
+class AssetCatalog:
+    """Asset ids/classes/meshes for the server, backed by an optional ``AssetLibrary``.
+
+    >>> cat = AssetCatalog(None)          # primitives only
+    >>> cat.resolve("primitive")          # a class name resolves to its first id
+    'primitive_cube'
+    """
+
+    def __init__(self, library: Any | None) -> None:
+        self.library = library
+        self._meshes: dict[str, RenderMesh] = {}
+        self._lib_ids: set[str] | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(cls, manifests: list[str] | None = None) -> "AssetCatalog":
+        """The default library (or one built from ``manifests``); primitives only if the
+        ``assets_manifest`` package is missing and no manifest was asked for."""
+        try:
+            from assets_manifest import AssetLibrary  # lazy: optional at server start
+        except ImportError as e:
+            if manifests:
+                raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
+            log.warning("assets_manifest.AssetLibrary unavailable (%s): serving primitives only", e)
+            return cls(None)
+        if manifests:
+            return cls(AssetLibrary.from_manifests(list(manifests)))
+        return cls(AssetLibrary.default())
+
+    # --- listing ---------------------------------------------------------------------------
+    def ids(self) -> list[str]:
+        lib_ids = list(self.library.ids()) if self.library is not None else []
+        return lib_ids + [p for p in PRIMITIVES if p not in lib_ids]
+
+    def asset_class(self, asset_id: str) -> str:
+        if self._in_library(asset_id):
+            return str(self.library.info(asset_id).cls)
+        return PRIMITIVE_CLASS
+
+    def size_cm(self, asset_id: str) -> list[float]:
+        if self._in_library(asset_id):
+            size = getattr(self.library.info(asset_id), "size_cm", None)
+            if size is not None:
+                return [float(s) for s in np.ravel(size)]
+            b = self.mesh(asset_id).bounds()
+            return [float(s) for s in b[1] - b[0]]
+        return list(PRIMITIVES[asset_id][1])
+
+    def listing(self) -> list[dict]:
+        """JSON-ready rows for ``vget /sceneforge/assets``."""
+        return [{"id": a, "class": self.asset_class(a), "size_cm": self.size_cm(a),
+                 "triangles": self.mesh(a).n_triangles} for a in self.ids()]
+
+    # --- lookup ----------------------------------------------------------------------------
+    def resolve(self, name: str) -> str:
+        """An asset id, or a class name (→ the first id of that class in sorted order)."""
+        if name in PRIMITIVES or self._in_library(name):
+            return name
+        if name == PRIMITIVE_CLASS:
+            return "primitive_cube"
+        if self.library is not None:
+            infos = list(self.library.by_class(name) or [])
+            if infos:
+                return sorted(str(i.id) for i in infos)[0]
+        raise AssetError(f"unknown asset or class {name!r} (list them with vget /sceneforge/assets)")
+
+    def mesh(self, asset_id: str) -> RenderMesh:
+        """The normalised mesh (cached); the server's :data:`MeshProvider`."""
+        with self._lock:
+            if asset_id not in self._meshes:
+                self._meshes[asset_id] = self._load_mesh(asset_id)
+            return self._meshes[asset_id]
+
+    def _load_mesh(self, asset_id: str) -> RenderMesh:
+        if self._in_library(asset_id):
+            return self.library.mesh(asset_id)
+        if asset_id in PRIMITIVES:
+            return PRIMITIVES[asset_id][0]()
+        raise AssetError(f"unknown asset {asset_id!r}")
+
+    def _in_library(self, asset_id: str) -> bool:
+        if self.library is None:
+            return False
+        if self._lib_ids is None:
+            try:
+                self._lib_ids = set(self.library.ids())
+            except Exception:  # a broken library must not hide the primitives
+                log.exception("asset library failed to list ids")
+                self._lib_ids = set()
+        return asset_id in self._lib_ids

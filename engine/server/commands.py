@@ -1,0 +1,128 @@
+"""The command table: UnrealCV command strings → handler functions.
+
+Each handler is registered with one or more *templates* in the official client's syntax
+(``vset /object/[name]/location [x] [y] [z]``). The same templates are what ``vget
+/unrealcv/commands`` lists, so the table and the capability report cannot drift apart. The path
+part of a template becomes a regex (``[name]`` → one path segment); the arguments after it are
+counted, so a handler is called only with one of its templates' argument counts. Handlers marked
+``raw`` receive the whole rest of the line (JSON arguments may contain spaces).
+
+:func:`dispatch` never raises: a :class:`~engine.errors.SceneforgeError` becomes ``error <msg>``,
+anything else ``error internal ...`` (logged with its traceback), so no command can take the
+server down.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from engine.errors import CommandError, SceneforgeError
+from engine.server.state import ServerState
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[..., "str | bytes"]
+_PLACEHOLDER = re.compile(r"\[([A-Za-z_][A-Za-z0-9_]*)\]")
+
+
+@dataclass(frozen=True)
+class Route:
+    verb: str
+    path_re: re.Pattern
+    arg_counts: frozenset[int]
+    raw: bool
+    handler: Handler
+    templates: tuple[str, ...]
+
+
+_ROUTES: list[Route] = []
+
+
+def _path_regex(path: str) -> re.Pattern:
+    out, pos = [], 0
+    for m in _PLACEHOLDER.finditer(path):
+        out.append(re.escape(path[pos:m.start()]))
+        out.append(f"(?P<{m.group(1)}>[^/\\s]+)")
+        pos = m.end()
+    out.append(re.escape(path[pos:]))
+    return re.compile("".join(out))
+
+
+def command(*templates: str, raw: bool = False) -> Callable[[Handler], Handler]:
+    """Register a handler ``fn(state, args, **path_params)`` for the given templates.
+
+    All templates of one handler share the verb and path; they differ in arguments.
+    """
+    def decorate(fn: Handler) -> Handler:
+        verb, path = templates[0].split()[:2]
+        counts = frozenset(len(t.split()) - 2 for t in templates)
+        _ROUTES.append(Route(verb, _path_regex(path), counts, raw, fn, templates))
+        return fn
+    return decorate
+
+
+def templates() -> list[str]:
+    """Every supported command template, one per line of ``vget /unrealcv/commands``."""
+    _load_tables()
+    return [t for r in _ROUTES for t in r.templates]
+
+
+def _short(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:
+    head = command_line.strip().split(maxsplit=2)
+    if len(head) < 2:
+        raise CommandError(f"cannot parse {_short(command_line)!r}: expected '<verb> <path> [args]'")
+    verb, path, rest = head[0], head[1], (head[2] if len(head) > 2 else "")
+    for route in _ROUTES:
+        m = route.path_re.fullmatch(path) if route.verb == verb else None
+        if m is None:
+            continue
+        args = [rest] if route.raw and rest else rest.split()
+        if len(args) not in route.arg_counts:
+            raise CommandError(f"wrong arguments for {verb} {path}; usage: " + " | ".join(route.templates))
+        return route, m.groupdict(), args
+    raise CommandError(f"unknown command {_short(verb + ' ' + path)!r} (see vget /unrealcv/commands)")
+
+
+def dispatch(state: ServerState, command_line: str) -> "str | bytes":
+    """Run one command against ``state``; always returns a reply (``error ...`` on failure)."""
+    _load_tables()
+    try:
+        route, params, args = _match(command_line)
+        return route.handler(state, args, **params)
+    except SceneforgeError as e:
+        return f"error {e}"
+    except Exception as e:  # a handler bug must not kill the connection or the server
+        log.exception("command %r failed", _short(command_line))
+        return f"error internal {type(e).__name__}: {_short(str(e), 200)}"
+
+
+def _load_tables() -> None:
+    """Import the modules that register handlers (once; they import this module)."""
+    if not _ROUTES:
+        from engine.server import commands_ext, commands_image, commands_stock  # noqa: F401
+
+
+# --- argument helpers shared by the handler modules ------------------------------------------
+def parse_floats(args: list[str], what: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(a) for a in args)
+    except ValueError:
+        raise CommandError(f"{what}: expected numbers, got {' '.join(args)!r}") from None
+
+
+def parse_int(text: str, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise CommandError(f"{what}: expected an integer, got {_short(text)!r}") from None
+
+
+def fmt_vec(values) -> str:
+    """UnrealCV's text format for vectors/rotators: space-separated, 3 decimals."""
+    return " ".join(f"{float(v):.3f}" for v in values)

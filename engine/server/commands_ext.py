@@ -1,0 +1,209 @@
+"""``/sceneforge/...`` extensions: batched edits and the queries a dataset generator needs.
+
+They live under one prefix so a client can tell our server from a real UE5+UnrealCV one (where
+it falls back to stock commands). JSON arguments are one token-free blob after the path; the
+client sends compact JSON (spaces inside strings escaped as ``\\u0020``) so the official client's
+capability check matches the ``[json]`` template. Batched edits are all-or-nothing: everything is
+validated before the scene changes.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+from dataclasses import fields, replace
+
+import numpy as np
+
+from engine.errors import CommandError, SceneforgeError
+from engine.server.backend import KINDS
+from engine.server.commands import command, parse_int
+from engine.server.commands_stock import new_actor, server_version
+from engine.server.state import ServerState
+from engine.world import Ground, Rotator, Sky, Sun, Transform
+
+_SECTIONS = {"sun": Sun, "sky": Sky, "ground": Ground}
+
+
+def _json(text: str, what: str):
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise CommandError(f"{what}: invalid JSON ({e})") from None
+
+
+def _as_dict(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise CommandError(f"{what}: expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _coerce(section: str, name: str, default, value):
+    """Convert a JSON value to the type of the dataclass default; reject non-finite numbers."""
+    where = f"world.{section}.{name}"
+    if isinstance(default, tuple):
+        if not (isinstance(value, list) and len(value) == 3 and all(isinstance(v, int) and 0 <= v <= 255 for v in value)):
+            raise CommandError(f"{where}: expected [r, g, b] ints in 0..255, got {value!r}")
+        return tuple(value)
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise CommandError(f"{where}: expected a finite number, got {value!r}")
+        return float(value)
+    if value is not None and not isinstance(value, str):
+        raise CommandError(f"{where}: expected a string or null, got {value!r}")
+    return value
+
+
+def _section(name: str, data) -> object:
+    cls = _SECTIONS[name]
+    data = _as_dict(data, f"world.{name}")
+    known = {f.name: f.default for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise CommandError(f"world.{name}: unknown field(s) {unknown} (known: {sorted(known)})")
+    return cls(**{k: _coerce(name, k, known[k], v) for k, v in data.items()})
+
+
+@command("vset /sceneforge/world [json]", raw=True)
+def set_world(state: ServerState, args: list[str]) -> str:
+    """Replace sun/sky/ground/env; sections not given get their defaults (deterministic)."""
+    data = _as_dict(_json(args[0], "world"), "world")
+    unknown = sorted(set(data) - {"env", *_SECTIONS})
+    if unknown:
+        raise CommandError(f"world: unknown field(s) {unknown} (known: env, sun, sky, ground)")
+    env = data.get("env")
+    if env is not None and not isinstance(env, str):
+        raise CommandError(f"world.env: expected a string, got {env!r}")
+    built = {k: _section(k, data[k]) if k in data else _SECTIONS[k]() for k in _SECTIONS}
+    state.scene.sun, state.scene.sky, state.scene.ground = built["sun"], built["sky"], built["ground"]
+    state.scene.env = env
+    return "ok"
+
+
+@command("vset /sceneforge/reset")
+def reset(state: ServerState, args: list[str]) -> str:
+    state.reset()
+    return "ok"
+
+
+def _vec(item: dict, key: str, default, where: str) -> tuple[float, ...]:
+    value = item.get(key, default)
+    if not (isinstance(value, (list, tuple)) and len(value) == 3):
+        raise CommandError(f"{where}.{key}: expected 3 numbers, got {value!r}")
+    try:
+        return tuple(float(v) for v in value)
+    except (TypeError, ValueError):
+        raise CommandError(f"{where}.{key}: expected 3 numbers, got {value!r}") from None
+
+
+def _transform(item: dict, where: str, base: Transform | None = None) -> Transform:
+    base = base or Transform()
+    try:
+        return Transform(_vec(item, "location", base.location, where),
+                         Rotator(*_vec(item, "rotation", base.rotation.as_tuple(), where)),
+                         _vec(item, "scale", base.scale, where))
+    except SceneforgeError as e:
+        raise CommandError(f"{where}: {e}") from None
+
+
+_SPAWN_KEYS = {"name", "asset", "location", "rotation", "scale", "tint"}
+
+
+def _spawn_actor(state: ServerState, item, i: int):
+    where = f"spawn[{i}]"
+    item = _as_dict(item, where)
+    unknown = sorted(set(item) - _SPAWN_KEYS)
+    if unknown or "asset" not in item or "name" not in item:
+        raise CommandError(f"{where}: needs 'name' and 'asset'; unknown field(s) {unknown}")
+    if not isinstance(item["asset"], str) or not isinstance(item["name"], str):
+        raise CommandError(f"{where}: 'name' and 'asset' must be strings")
+    actor = new_actor(state, item["asset"], item["name"], _transform(item, where))
+    tint = item.get("tint")
+    if tint is not None:
+        if not (isinstance(tint, list) and len(tint) == 3 and all(isinstance(v, int) and 0 <= v <= 255 for v in tint)):
+            raise CommandError(f"{where}.tint: expected [r, g, b] ints in 0..255 or null, got {tint!r}")
+        actor = replace(actor, tint=tuple(tint))
+    return actor
+
+
+@command("vset /sceneforge/spawn [json]", raw=True)
+def spawn_batch(state: ServerState, args: list[str]) -> str:
+    items = _json(args[0], "spawn")
+    if not isinstance(items, list):
+        raise CommandError("spawn: expected a JSON list of objects")
+    spawned_before, actors = state.spawned, []
+    try:
+        for i, item in enumerate(items):
+            actor = _spawn_actor(state, item, i)
+            if any(a.name == actor.name for a in actors):
+                raise CommandError(f"spawn[{i}]: duplicate name {actor.name!r} in this batch")
+            actors.append(actor)
+    except SceneforgeError:
+        state.spawned = spawned_before  # all-or-nothing, colours included
+        raise
+    for actor in actors:
+        state.scene.add(actor)
+    return "ok"
+
+
+@command("vset /sceneforge/poses [json]", raw=True)
+def set_poses(state: ServerState, args: list[str]) -> str:
+    data = _as_dict(_json(args[0], "poses"), "poses")
+    updates = {}
+    for name, pose in data.items():
+        pose = _as_dict(pose, f"poses.{name}")
+        unknown = sorted(set(pose) - {"location", "rotation", "scale"})
+        if unknown:
+            raise CommandError(f"poses.{name}: unknown field(s) {unknown}")
+        updates[name] = _transform(pose, f"poses.{name}", state.actor(name).transform)
+    for name, transform in updates.items():
+        state.scene.replace_actor(name, transform=transform)
+    return "ok"
+
+
+def _names(state: ServerState, text: str | None) -> list[str]:
+    if text is None:
+        return list(state.scene.actors)
+    names = [n for n in text.split(",") if n]
+    for n in names:
+        state.actor(n)
+    return names
+
+
+@command("vget /sceneforge/visibility [cam]", "vget /sceneforge/visibility [cam] [names]")
+def visibility(state: ServerState, args: list[str]) -> str:
+    cam = state.camera(parse_int(args[0], "camera id"))
+    names = _names(state, args[1] if len(args) > 1 else None)
+    counts = state.backend().pixel_counts(state.scene, cam, names)
+    out = {n: {"visible": int(c.visible), "unoccluded": int(c.unoccluded),
+               "bbox": list(map(int, c.bbox)) if c.bbox is not None else None} for n, c in counts.items()}
+    return json.dumps(out, separators=(",", ":"))
+
+
+@command("vget /sceneforge/render [cam] [kinds]")
+def render_batch(state: ServerState, args: list[str]) -> bytes:
+    kinds = tuple(k for k in args[1].split(",") if k)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise CommandError(f"render: unknown kind(s) {bad} (known: {', '.join(KINDS)})")
+    arrays = state.render(parse_int(args[0], "camera id"), kinds)
+    buf = io.BytesIO()
+    np.savez(buf, **{k: arrays[k] for k in kinds})
+    return buf.getvalue()
+
+
+@command("vget /sceneforge/assets")
+def assets(state: ServerState, args: list[str]) -> str:
+    return json.dumps(state.catalog.listing(), separators=(",", ":"))
+
+
+@command("vget /sceneforge/info")
+def info(state: ServerState, args: list[str]) -> str:
+    out = {"version": server_version(), "actors": len(state.scene.actors), "env": state.scene.env}
+    try:
+        backend = state.backend()
+        out.update({"backend": backend.name, "triangles": int(backend.triangle_count(state.scene))})
+        out.update(backend.info())
+    except SceneforgeError as e:
+        out.update({"backend": None, "error": str(e)})
+    return json.dumps(out, separators=(",", ":"))

@@ -1,0 +1,230 @@
+"""Stock UnrealCV commands (names, units and reply formats as the UE plugin).
+
+Units: cm, Z up, left-handed X forward / Y right; rotations "pitch yaw roll" in degrees; a
+camera's fov is horizontal, degrees. ``vset`` commands reply ``ok``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from engine.errors import CommandError
+from engine.server.commands import command, fmt_vec, parse_floats, parse_int, templates
+from engine.server.state import ServerState
+from engine.world import Actor, Rotator, Transform
+
+UNREALCV_COMPAT = "v1.1.0"  # the protocol generation we speak (capability report, framing)
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
+_SETRES_RE = re.compile(r"^(\d{1,5})x(\d{1,5})[wf]?$")
+
+
+def server_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("sceneforge")
+    except PackageNotFoundError:
+        return "0.0.0+local"
+
+
+# --- server ----------------------------------------------------------------------------------
+@command("vget /unrealcv/status")
+def status(state: ServerState, args: list[str]) -> str:
+    cam = state.scene.cameras.get(0)
+    w, h, fov = (cam.width, cam.height, cam.fov_deg) if cam else (640, 480, 90.0)
+    return "\n".join([
+        "Is Listening", "Client Connected", str(state.port), "Configuration",
+        "Config file: (sceneforge embedded server)", f"Port: {state.port}",
+        f"Width: {w}", f"Height: {h}", f"FOV: {fov:.6f}", "EnableInput: false", "EnableRightEye: false",
+    ])
+
+
+@command("vget /unrealcv/version")
+def version_cmd(state: ServerState, args: list[str]) -> str:
+    return f"{UNREALCV_COMPAT} (sceneforge {server_version()})"
+
+
+@command("vget /unrealcv/commands")
+def commands_cmd(state: ServerState, args: list[str]) -> str:
+    return "\n".join(templates())
+
+
+# --- objects ---------------------------------------------------------------------------------
+@command("vget /objects")
+def objects(state: ServerState, args: list[str]) -> str:
+    return " ".join(state.scene.actors)
+
+
+def check_name(name: str) -> str:
+    if not _NAME_RE.match(name):
+        raise CommandError(f"object name {name[:40]!r}: use 1-128 letters, digits, '_', '-', '.'")
+    return name
+
+
+def new_actor(state: ServerState, asset: str, name: str | None, transform: Transform) -> Actor:
+    """Build (not add) an actor with the next instance colour; name defaults to asset_N."""
+    asset_id = state.catalog.resolve(asset)
+    if name is None:
+        n = state.spawned
+        while f"{asset_id}_{n}" in state.scene.actors:
+            n += 1
+        name = f"{asset_id}_{n}"
+    if check_name(name) in state.scene.actors:
+        raise CommandError(f"object {name!r} already exists")
+    return Actor(name=name, asset_id=asset_id, transform=transform, color=state.next_color())
+
+
+@command("vset /objects/spawn [class]", "vset /objects/spawn [class] [name]",
+         "vset /objects/spawn [class] [name] [x] [y] [z]")
+def spawn(state: ServerState, args: list[str]) -> str:
+    location = parse_floats(args[2:], "spawn location") if len(args) == 5 else (0.0, 0.0, 0.0)
+    actor = new_actor(state, args[0], args[1] if len(args) > 1 else None, Transform(location))
+    state.scene.add(actor)
+    return actor.name
+
+
+@command("vset /object/[name]/destroy")
+def destroy(state: ServerState, args: list[str], name: str) -> str:
+    state.actor(name)
+    del state.scene.actors[name]
+    return "ok"
+
+
+@command("vget /object/[name]/location")
+def get_location(state: ServerState, args: list[str], name: str) -> str:
+    return fmt_vec(state.actor(name).transform.location)
+
+
+@command("vget /object/[name]/rotation")
+def get_rotation(state: ServerState, args: list[str], name: str) -> str:
+    return fmt_vec(state.actor(name).transform.rotation.as_tuple())
+
+
+@command("vget /object/[name]/scale")
+def get_scale(state: ServerState, args: list[str], name: str) -> str:
+    return fmt_vec(state.actor(name).transform.scale)
+
+
+def _set_transform(state: ServerState, name: str, **changes) -> str:
+    actor = state.actor(name)
+    state.scene.replace_actor(name, transform=replace(actor.transform, **changes))
+    return "ok"
+
+
+@command("vset /object/[name]/location [x] [y] [z]")
+def set_location(state: ServerState, args: list[str], name: str) -> str:
+    return _set_transform(state, name, location=parse_floats(args, "location"))
+
+
+@command("vset /object/[name]/rotation [pitch] [yaw] [roll]")
+def set_rotation(state: ServerState, args: list[str], name: str) -> str:
+    return _set_transform(state, name, rotation=Rotator(*parse_floats(args, "rotation")))
+
+
+@command("vset /object/[name]/scale [x] [y] [z]")
+def set_scale(state: ServerState, args: list[str], name: str) -> str:
+    return _set_transform(state, name, scale=parse_floats(args, "scale"))
+
+
+@command("vget /object/[name]/color")
+def get_color(state: ServerState, args: list[str], name: str) -> str:
+    r, g, b = state.actor(name).color
+    return f"(R={r},G={g},B={b},A=255)"
+
+
+@command("vset /object/[name]/color [r] [g] [b]")
+def set_color(state: ServerState, args: list[str], name: str) -> str:
+    color = tuple(parse_int(a, "color") for a in args)
+    if color == (0, 0, 0):
+        raise CommandError("color (0, 0, 0) is reserved for the background")
+    state.actor(name)
+    state.scene.replace_actor(name, color=color)
+    return "ok"
+
+
+@command("vset /object/[name]/hide")
+def hide(state: ServerState, args: list[str], name: str) -> str:
+    state.actor(name)
+    state.scene.replace_actor(name, hidden=True)
+    return "ok"
+
+
+@command("vset /object/[name]/show")
+def show(state: ServerState, args: list[str], name: str) -> str:
+    state.actor(name)
+    state.scene.replace_actor(name, hidden=False)
+    return "ok"
+
+
+# --- cameras ---------------------------------------------------------------------------------
+@command("vget /cameras")
+def cameras(state: ServerState, args: list[str]) -> str:
+    return " ".join(str(i) for i in sorted(state.scene.cameras))
+
+
+def _cam_id(text: str) -> int:
+    return parse_int(text, "camera id")
+
+
+@command("vget /camera/[id]/location")
+def cam_location(state: ServerState, args: list[str], id: str) -> str:
+    return fmt_vec(state.camera(_cam_id(id)).location)
+
+
+@command("vget /camera/[id]/rotation")
+def cam_rotation(state: ServerState, args: list[str], id: str) -> str:
+    return fmt_vec(state.camera(_cam_id(id)).rotation.as_tuple())
+
+
+@command("vget /camera/[id]/fov")
+def cam_fov(state: ServerState, args: list[str], id: str) -> str:
+    return f"{state.camera(_cam_id(id)).fov_deg:.3f}"
+
+
+@command("vget /camera/[id]/size")
+def cam_size(state: ServerState, args: list[str], id: str) -> str:
+    cam = state.camera(_cam_id(id))
+    return f"{cam.width} {cam.height}"
+
+
+def _update_camera(state: ServerState, id: str, **changes) -> str:
+    cam_id = _cam_id(id)
+    state.scene.cameras[cam_id] = replace(state.camera_for_update(cam_id), **changes)
+    return "ok"
+
+
+@command("vset /camera/[id]/location [x] [y] [z]")
+def set_cam_location(state: ServerState, args: list[str], id: str) -> str:
+    return _update_camera(state, id, location=parse_floats(args, "camera location"))
+
+
+@command("vset /camera/[id]/rotation [pitch] [yaw] [roll]")
+def set_cam_rotation(state: ServerState, args: list[str], id: str) -> str:
+    return _update_camera(state, id, rotation=Rotator(*parse_floats(args, "camera rotation")))
+
+
+@command("vset /camera/[id]/fov [fov]")
+def set_cam_fov(state: ServerState, args: list[str], id: str) -> str:
+    return _update_camera(state, id, fov_deg=parse_floats(args, "fov")[0])
+
+
+@command("vset /camera/[id]/size [width] [height]")
+def set_cam_size(state: ServerState, args: list[str], id: str) -> str:
+    w, h = (parse_int(a, "camera size") for a in args)
+    return _update_camera(state, id, width=w, height=h)
+
+
+@command("vrun r.setres [resolution]")
+def setres_r(state: ServerState, args: list[str]) -> str:
+    return setres(state, args)
+
+
+@command("vrun setres [resolution]")
+def setres(state: ServerState, args: list[str]) -> str:
+    """UE's ``r.setres 640x480w``: resizes every camera."""
+    m = _SETRES_RE.match(args[0])
+    if not m:
+        raise CommandError(f"setres: expected WxH (e.g. 640x480w), got {args[0][:40]!r}")
+    w, h = int(m.group(1)), int(m.group(2))
+    new = {i: replace(c, width=w, height=h) for i, c in state.scene.cameras.items()}
+    state.scene.cameras.update(new)
+    return "ok"

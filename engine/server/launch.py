@@ -1,0 +1,102 @@
+"""Start ``sceneforge serve`` in a subprocess and wait until it listens.
+
+Used by tests, the demo, dataset generation and render-farm workers: each gets its own server
+on a free port (``--port 0``), learns the port from ``--ready-file``, and stops it with SIGTERM
+(then SIGKILL after a grace period).
+
+>>> from engine.server.launch import start_server
+>>> with start_server(port=0, output_dir="/tmp/out") as srv:   # doctest: +SKIP
+...     print(srv.address)                                        # "127.0.0.1:PORT"
+"""
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from engine.errors import ConnectionFailed
+
+log = logging.getLogger(__name__)
+
+
+class ServerProcess:
+    """A running ``sceneforge serve`` subprocess; a context manager that stops it on exit."""
+
+    def __init__(self, proc: subprocess.Popen, host: str, port: int, log_path: Path, workdir: Path):
+        self.proc, self.host, self.port = proc, host, port
+        self.log_path = log_path  # the server's stderr (logging), for post-mortems
+        self._workdir = workdir
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_tail(self, n: int = 2000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def stop(self, grace: float = 10.0) -> int:
+        """SIGTERM, wait ``grace`` seconds, then SIGKILL; returns the exit code."""
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                log.warning("server pid %d ignored SIGTERM for %.0fs; killing it", self.pid, grace)
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+    def __enter__(self) -> "ServerProcess":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def serve_command(port: int, output_dir: str | os.PathLike | None, assets, threads: int,
+                  ready_file: Path, host: str = "127.0.0.1") -> list[str]:
+    cmd = [sys.executable, "-m", "sceneforge.cli", "serve", "--host", host, "--port", str(port),
+           "--threads", str(threads), "--ready-file", str(ready_file)]
+    if output_dir is not None:
+        cmd += ["--output-dir", str(output_dir)]
+    if assets:
+        cmd += ["--assets", *[str(a) for a in assets]]
+    return cmd
+
+
+def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, assets=None,
+                 threads: int = 1, env: dict | None = None, timeout: float = 60.0) -> ServerProcess:
+    """Launch a server and block until it listens (or raise ConnectionFailed with its log)."""
+    workdir = Path(tempfile.mkdtemp(prefix="sceneforge-serve-"))
+    ready, log_path = workdir / "ready", workdir / "server.log"
+    cmd = serve_command(port, output_dir, assets, threads, ready)
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                                env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + timeout
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = log_path.read_text(errors="replace")[-1500:]
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            raise ConnectionFailed(f"sceneforge serve did not become ready within {timeout:.0f}s "
+                                   f"(exit code {proc.returncode}): " + " | ".join(tail.strip().splitlines()[-8:]))
+        time.sleep(0.02)
+    bound = int(ready.read_text().strip())
+    return ServerProcess(proc, "127.0.0.1", bound, log_path, workdir)

@@ -1,0 +1,121 @@
+"""Everything one render server holds between commands: the scene, assets, renderer, output dir.
+
+All methods are called from the server's single worker thread (see ``app.py``), which is also the
+thread that owns the GL context (moderngl standalone contexts are bound to the thread that created
+them: using one from another thread fails with "cannot create renderbuffer", checked on this
+machine). So nothing here locks: serialisation is the worker's job.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from engine.errors import CommandError, PathSecurityError, RenderError
+from engine.server.backend import MeshProvider, RenderBackend
+from engine.server.catalog import AssetCatalog
+from engine.world import Actor, Camera, Scene, instance_color
+
+log = logging.getLogger(__name__)
+
+MAX_CAMERAS = 64
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+BackendFactory = Callable[[MeshProvider, int], RenderBackend]
+
+
+def default_backend_factory(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
+    """The embedded moderngl renderer, imported only when the first image is asked for."""
+    try:
+        from engine.server.gl_backend import GLBackend
+    except ImportError as e:
+        raise RenderError(f"the embedded renderer is not available: {e}") from e
+    return GLBackend(mesh_provider, threads=threads)
+
+
+@dataclass
+class ServerState:
+    """The scene and its resources. ``output_dir`` None means file outputs are refused."""
+
+    catalog: AssetCatalog
+    output_dir: Path | None = None
+    threads: int = 1
+    port: int = 0
+    backend_factory: BackendFactory = default_backend_factory
+    scene: Scene = field(default_factory=Scene)
+    spawned: int = 0  # instance colours are never reused within a scene (until reset)
+    file_counter: int = 0
+    _backend: RenderBackend | None = None
+
+    # --- renderer --------------------------------------------------------------------------
+    def backend(self) -> RenderBackend:
+        """The renderer, created on first use in the calling (worker) thread."""
+        if self._backend is None:
+            self._backend = self.backend_factory(self.catalog.mesh, self.threads)
+            log.info("renderer ready: %s", self._backend.info())
+        return self._backend
+
+    def render(self, cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
+        camera = self.camera(cam_id)  # a bad id fails before the renderer starts
+        return self.backend().render(self.scene, camera, kinds)
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+
+    # --- scene lookups -----------------------------------------------------------------------
+    def actor(self, name: str) -> Actor:
+        try:
+            return self.scene.actors[name]
+        except KeyError:
+            raise CommandError(f"no object named {name!r}") from None
+
+    def camera(self, cam_id: int) -> Camera:
+        try:
+            return self.scene.cameras[cam_id]
+        except KeyError:
+            raise CommandError(f"no camera {cam_id} (cameras: {sorted(self.scene.cameras)})") from None
+
+    def camera_for_update(self, cam_id: int) -> Camera:
+        """Existing camera, or a new one (copying camera 0's optics) for ids < MAX_CAMERAS."""
+        if cam_id in self.scene.cameras:
+            return self.scene.cameras[cam_id]
+        if not 0 <= cam_id < MAX_CAMERAS:
+            raise CommandError(f"camera id must be in 0..{MAX_CAMERAS - 1}, got {cam_id}")
+        base = self.scene.cameras.get(0, Camera())
+        return Camera(fov_deg=base.fov_deg, width=base.width, height=base.height)
+
+    def next_color(self) -> tuple[int, int, int]:
+        color = instance_color(self.spawned)
+        self.spawned += 1
+        return color
+
+    def reset(self) -> None:
+        self.scene.actors.clear()
+        self.spawned = 0
+
+    # --- file outputs ------------------------------------------------------------------------
+    def output_path(self, filename: str) -> Path:
+        """Resolve a client-given file name inside ``output_dir``; anything else is refused."""
+        if self.output_dir is None:
+            raise PathSecurityError("this server has no --output-dir; ask for png/bmp/npy bytes instead")
+        parts = filename.replace("\\", "/").split("/")
+        if filename.startswith(("/", "~")) or os.path.isabs(filename) or ".." in parts:
+            raise PathSecurityError(f"file name {filename!r} must be relative, without '..'")
+        if not all(_SAFE_NAME.match(p) for p in parts):
+            raise PathSecurityError(f"file name {filename!r}: use letters, digits, '_', '-', '.', '/' only")
+        root = self.output_dir.resolve()
+        path = (root / Path(*parts)).resolve()
+        if root != path and root not in path.parents:
+            raise PathSecurityError(f"file name {filename!r} leaves the output directory")
+        return path
+
+    def auto_filename(self, kind: str, ext: str) -> str:
+        self.file_counter += 1
+        return f"{kind}_{self.file_counter:06d}.{ext}"

@@ -1,0 +1,120 @@
+"""UnrealCV framing on raw bytes and socket pairs (no server)."""
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+
+import pytest
+
+from engine.errors import ProtocolError
+from engine.protocol import (MAGIC, frame, join_reply, parse_header, recv_exact, recv_frame, send_frame,
+                             split_request, unframe)
+
+
+def test_frame_layout_matches_unrealcv_client():
+    """Same bytes as the official client's SocketMessage: magic, uint32 LE length, payload."""
+    import unrealcv
+
+    a, b = socket.socketpair()
+    try:
+        assert unrealcv.SocketMessage.WrapAndSendPayload(a, b"0:vget /objects")
+        wire = b.recv(100)
+    finally:
+        a.close(), b.close()
+    assert wire == frame(b"0:vget /objects")
+    assert wire[:8] == struct.pack("<II", 0x9E2B83C1, 15)
+
+
+@pytest.mark.parametrize("payload", [b"", b"0:vget /unrealcv/status", bytes(range(256)) * 40])
+def test_frame_unframe_roundtrip(payload):
+    data = frame(payload) + b"tail"
+    body, rest = unframe(data)
+    assert body == payload and rest == b"tail"
+
+
+def test_two_frames_back_to_back():
+    body1, rest = unframe(frame(b"1:a") + frame(b"2:b"))
+    body2, rest = unframe(rest)
+    assert (body1, body2, rest) == (b"1:a", b"2:b", b"")
+
+
+def test_bad_magic():
+    with pytest.raises(ProtocolError, match="bad magic 0xDEADBEEF"):
+        unframe(struct.pack("<II", 0xDEADBEEF, 3) + b"abc")
+
+
+def test_huge_length_rejected_before_reading_payload():
+    with pytest.raises(ProtocolError, match="exceeds"):
+        parse_header(struct.pack("<II", MAGIC, 0xFFFFFFFF))
+    with pytest.raises(ProtocolError, match="exceeds the 10-byte limit"):
+        parse_header(struct.pack("<II", MAGIC, 11), max_frame=10)
+    assert parse_header(struct.pack("<II", MAGIC, 10), max_frame=10) == 10
+
+
+def test_truncated_header_and_payload():
+    with pytest.raises(ProtocolError, match="truncated header"):
+        unframe(frame(b"abc")[:5])
+    with pytest.raises(ProtocolError, match="truncated payload: 2 of 3"):
+        unframe(frame(b"abc")[:-1])
+
+
+def test_frame_rejects_non_bytes():
+    with pytest.raises(ProtocolError):
+        frame("text")  # type: ignore[arg-type]
+
+
+def _dribble(sock: socket.socket, data: bytes) -> None:
+    for i in range(len(data)):
+        sock.send(data[i:i + 1])
+
+
+def test_partial_reads_are_reassembled():
+    """A frame arriving one byte per send() is still read whole."""
+    a, b = socket.socketpair()
+    payload = b"7:" + bytes(range(256)) * 4
+    t = threading.Thread(target=_dribble, args=(a, frame(payload)))
+    t.start()
+    try:
+        assert recv_frame(b) == payload
+    finally:
+        t.join(), a.close(), b.close()
+
+
+def test_eof_mid_frame_raises():
+    a, b = socket.socketpair()
+    a.sendall(frame(b"0:hello")[:-3])
+    a.close()
+    try:
+        with pytest.raises(ProtocolError, match="connection closed after"):
+            recv_frame(b)
+    finally:
+        b.close()
+
+
+def test_recv_exact_zero_and_send_frame():
+    a, b = socket.socketpair()
+    try:
+        assert recv_exact(b, 0) == b""
+        send_frame(a, b"x")
+        assert recv_frame(b) == b"x"
+    finally:
+        a.close(), b.close()
+
+
+def test_split_request_and_join_reply():
+    assert split_request(b"12:vget /objects") == (12, "vget /objects")
+    assert split_request(b"0:a:b\nc") == (0, "a:b\nc")
+    assert join_reply(12, "ok") == b"12:ok"
+    assert join_reply(3, b"\x89PNG") == b"3:\x89PNG"
+
+
+@pytest.mark.parametrize("payload", [b"vget /objects", b":vget", b"-1:x", b"1x:y", b""])
+def test_split_request_rejects_missing_id(payload):
+    with pytest.raises(ProtocolError, match="<id>:<command>"):
+        split_request(payload)
+
+
+def test_split_request_rejects_non_utf8():
+    with pytest.raises(ProtocolError, match="request 5 is not valid UTF-8"):
+        split_request(b"5:vget /\xff\xfe")
