@@ -96,22 +96,26 @@ class AssetLibrary:
         return cls.from_manifests([PROCEDURAL_PACK], cache_dir)
 
     @classmethod
-    def default(cls, cache_dir=None, licenses=None) -> "AssetLibrary":
+    def default(cls, cache_dir=None, licenses=None, extra_manifests=()) -> "AssetLibrary":
         """Built assets where the cache has them (per class), procedural for the other classes.
 
-        Procedural assets of a class that has built variants stay resolvable by id (old configs
-        keep working) but are left out of :meth:`ids` and :meth:`by_class`.
+        ``extra_manifests`` (user packs) are added like built assets. Procedural assets of a class
+        that has built or user variants stay resolvable by id (old configs keep working) but are
+        left out of :meth:`ids` and :meth:`by_class`.
         """
         cache = cache_root(cache_dir)
         entries = []
-        for name, path in BUILT_PACKS.items():
+        for path in BUILT_PACKS.values():
             m = load_manifest(path)
             entries += [(e, path, m.pack) for e in m.assets
                         if built_path(cache, e.id).exists() and _license_ok(e, licenses)]
-        built_classes = {e.cls for e, _, _ in entries}
+        for p in extra_manifests:
+            m = load_manifest(p)
+            entries += [(e, Path(p), m.pack) for e in m.assets if _license_ok(e, licenses)]
+        real_classes = {e.cls for e, _, _ in entries}
         proc = load_manifest(PROCEDURAL_PACK)
         proc_entries = [(e, PROCEDURAL_PACK, proc.pack) for e in proc.assets if _license_ok(e, licenses)]
-        shadowed = {e.id for e, _, _ in proc_entries if e.cls in built_classes}
+        shadowed = {e.id for e, _, _ in proc_entries if e.cls in real_classes}
         return cls(entries + proc_entries, cache, shadowed)
 
     # ---- queries ----------------------------------------------------------------------------

@@ -104,9 +104,10 @@ def jitter(mesh: trimesh.Trimesh, amount: float, seed: int) -> trimesh.Trimesh:
     rng = np.random.default_rng(seed)
     v = np.asarray(mesh.vertices, float)
     dirs = v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-9)
-    waves = rng.normal(size=(4, 3))
-    phase = rng.uniform(0, 2 * np.pi, size=4)
-    noise = sum(np.sin(dirs @ w * 2.0 + p) for w, p in zip(waves, phase)) / 4
+    waves = rng.normal(size=(8, 3)) * np.repeat([1.5, 4.0], 4)[:, None]
+    phase = rng.uniform(0, 2 * np.pi, size=8)
+    gains = np.repeat([1.0, 0.45], 4)
+    noise = sum(g * np.sin(dirs @ w + p) for g, w, p in zip(gains, waves, phase)) / 3
     return trimesh.Trimesh(v * (1 + amount * noise)[:, None], mesh.faces, process=False)
 
 
