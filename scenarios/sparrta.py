@@ -1,0 +1,253 @@
+"""SpaRRTa-style egocentric / allocentric relation datasets, as a render-farm scenario.
+
+Implements the contract of :mod:`renderfarm.contract`::
+
+    plan(config) -> JobPlan            validate, count samples, fingerprint the config
+    run(config, shard, out_dir, *, server) -> ShardResult   make the shard's samples
+    finalize(config, out_dir) -> dict  table + splits + dataset card, in index order
+
+Sample ``i`` of an (env, task, triple) unit has its label fixed up front (labels rotate along
+the (env, task) group, so classes are balanced ±1) and its own RNG from
+``(seed, env, task, triple, i)``; the sampler retries until a valid sample *with that label*
+exists. Output is therefore independent of shard boundaries and worker count.
+
+Example (inline, one server)::
+
+    from engine.server.launch import start_server
+    with start_server(port=0) as srv:
+        run({"envs": ["desert"], "tasks": ["ego"], "n": 8}, Shard(0, tuple(range(8))), out, server=srv.address)
+    finalize({"envs": ["desert"], "tasks": ["ego"], "n": 8}, out)
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from pathlib import Path
+
+from engine.errors import ConfigError, PlacementError
+from renderfarm.contract import JobPlan, Shard, ShardResult
+from scenarios.sampling import sample_rng, visibility_failure
+from scenarios.sparrta_config import SparrtaConfig, Unit, locate, parse_config, resolve_units
+from scenarios.sparrta_record import build_params, build_row, file_names, load_record, objects_of, record_path
+from scenarios.sparrta_scene import Group, Setting, ShapeCache, build_group, sample_view
+from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
+
+log = logging.getLogger(__name__)
+NEEDS_SERVER = True
+JOB_FILE = "job.json"
+
+
+# --- contract -------------------------------------------------------------------------------------
+def plan(config: dict) -> JobPlan:
+    cfg = parse_config(config)
+    units = _units(cfg)
+    n = sum(u.n for u in units)
+    desc = f"{n} SpaRRTa samples: {', '.join(sorted({u.env for u in units}))} × {', '.join(cfg.tasks)}"
+    return JobPlan(n_samples=n, fingerprint=cfg.fingerprint(), description=desc)
+
+
+def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+    """Make the shard's samples (skipping complete ones); stops at the first sample that
+    rejection sampling cannot satisfy and reports it in ``failed``."""
+    from engine.client import RenderClient
+
+    t0 = time.perf_counter()
+    cfg = parse_config(config)
+    units = _units(cfg)
+    out = Path(out_dir)
+    claim_output(cfg, out)
+    result = ShardResult(shard.shard_id)
+    todo = []
+    for idx in sorted(shard.indices):
+        unit, i = locate(units, idx)
+        (result.skipped if load_record(out, unit, i) else todo).append(idx)
+    if todo:
+        with RenderClient(server) as client:
+            _run_todo(Session(cfg, client, out), units, todo, result, progress)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
+    for idx in todo:
+        unit, i = locate(units, idx)
+        try:
+            rec = session.make(unit, i)
+        except PlacementError as e:
+            result.failed[idx] = str(e)
+            result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
+            break
+        result.done.append(idx)
+        result.rejections = dict(Counter(result.rejections) + Counter(rec["rejections"]))
+        if progress is not None:
+            progress(1)
+
+
+def finalize(config: dict, out_dir: Path) -> dict:
+    """Table (``samples.parquet`` + ``metadata.csv``) with splits, and ``dataset_card.json``."""
+    from scenarios.sparrta_card import finalize_dataset
+
+    cfg = parse_config(config)
+    return finalize_dataset(cfg, _units(cfg), Path(out_dir))
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def _units(cfg: SparrtaConfig) -> list[Unit]:
+    from scenarios.environments import list_envs, load_env
+    return resolve_units(cfg, load_env, list_envs)
+
+
+def claim_output(cfg: SparrtaConfig, out: Path) -> None:
+    """Write ``job.json`` (config + fingerprint) or refuse a directory made with another config."""
+    job = out / JOB_FILE
+    if job.exists():
+        import json
+        try:
+            old = json.loads(job.read_text())
+        except ValueError as e:
+            raise ConfigError(f"{job}: unreadable ({e}); is this a sceneforge dataset directory?") from None
+        if old.get("fingerprint") != cfg.fingerprint():
+            changed = sorted(k for k, v in cfg.to_dict().items() if old.get("config", {}).get(k) != v)
+            raise ConfigError(f"{out} holds a dataset made with a different config (changed: {', '.join(changed)}); "
+                              f"use a new --out or the same options to resume")
+        return
+    atomic_write_json(job, {"scenario": "scenarios.sparrta", "fingerprint": cfg.fingerprint(), "config": cfg.to_dict()})
+
+
+def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
+    """Environment sampling defaults overridden by the config; min bbox scales with the size."""
+    s = env.sampling
+    env_size = getattr(s, "image_size", 224) or 224
+    min_bbox = cfg.min_bbox_px if cfg.min_bbox_px is not None else s.min_bbox_px * cfg.size / env_size
+    margin = cfg.margin_ego_deg if task == "ego" else cfg.margin_allo_deg
+    if margin is None:
+        margin = s.margin_ego_deg if task == "ego" else s.margin_allo_deg
+    ratio = cfg.min_visible_ratio if cfg.min_visible_ratio is not None else s.min_visible_ratio
+    return Setting(float(s.sigma_cm), float(s.max_pair_dist_cm), float(s.cam_xy_range_cm),
+                   tuple(float(v) for v in s.cam_height_range_cm), float(s.fov_deg), cfg.size, float(margin),
+                   float(ratio), float(min_bbox), cfg.max_tries, tuple(getattr(s, "centre_cm", (0.0, 0.0))))
+
+
+class Session:
+    """One worker's state: its server connection, the scene currently on the server, caches."""
+
+    def __init__(self, cfg: SparrtaConfig, client, out: Path):
+        from scenarios.environments import load_env
+
+        self.cfg, self.client, self.out = cfg, client, out
+        self._shapes: dict[str, ShapeCache] = {}
+        self._load_env = load_env
+        self._envs: dict = {}
+        self._groups: dict[tuple, Group] = {}
+        self._world = None
+        self._scene_key = None
+        self._colors: dict[str, tuple[int, int, int]] = {}
+
+    def env(self, name: str):
+        if name not in self._envs:
+            self._envs[name] = self._load_env(name)
+        return self._envs[name]
+
+    def shapes(self, env_name: str) -> ShapeCache:
+        """Footprints from the environment's own asset library (default + its extra packs)."""
+        if env_name not in self._shapes:
+            self._shapes[env_name] = ShapeCache(self.env(env_name).library)
+        return self._shapes[env_name]
+
+    # ---- scene groups ------------------------------------------------------------------------
+    def group(self, unit: Unit, i: int, attempt: int, st: Setting) -> Group:
+        """Attempt 0: the shared group of index ``i``; later attempts: fresh per-sample scenes."""
+        env = self.env(unit.env)
+        g = i // self.cfg.samples_per_scene
+        key = (unit.env, unit.task, unit.triple_id, g) if attempt == 0 else (unit.env, unit.task, unit.triple_id, "own", i, attempt)
+        if key not in self._groups:
+            rng = sample_rng(self.cfg.seed, unit.env, unit.task, unit.triple_id, g if attempt == 0 else i,
+                             stream=1 if attempt == 0 else 1 + attempt)
+            clutter = env.clutter if self.cfg.clutter else None
+            if len(self._groups) > 16:
+                self._groups.clear()
+            self._groups[key] = build_group(rng, key, unit.source_class, unit.target_class, self.shapes(unit.env), st,
+                                            env.ground, clutter)
+        return self._groups[key]
+
+    def show(self, unit: Unit, group: Group) -> None:
+        """Make the server hold exactly this group's actors (spawned in a fixed order)."""
+        if self._world != unit.env:
+            self.client.set_world(self.env(unit.env).world)
+            self._world, self._scene_key = unit.env, None
+        if self._scene_key == group.key:
+            return
+        self.client.reset()
+        self.client.spawn(group.actors)
+        self._colors = {n: self.client.object_color(n) for n in ("source", "target")}
+        self._scene_key = group.key
+
+    def place_human(self, human) -> None:
+        if "human" not in self._colors:
+            self.client.spawn([human.actor((0, 0, 0))])
+            self._colors["human"] = self.client.object_color("human")
+        else:
+            self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
+
+    # ---- one sample ----------------------------------------------------------------------------
+    def make(self, unit: Unit, i: int) -> dict:
+        """Find a valid sample with index ``i``'s label, render it, write its files and record."""
+        cfg, st = self.cfg, setting_for(self.cfg, self.env(unit.env), unit.task)
+        want, counts, renders = unit.label(i), Counter(), 0
+        rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
+        human_shape = self.shapes(unit.env).pick(rng, unit.viewpoint_class) if unit.task == "allo" else None
+        for attempt in range(cfg.max_scenes):
+            group = self.group(unit, i, attempt, st)
+            if attempt > 0 or i % cfg.samples_per_scene == 0:
+                counts.update(group.counts)
+            self.show(unit, group)
+            for _ in range(cfg.max_render_tries):
+                try:
+                    view = sample_view(rng, group, unit.task, want, st, self.env(unit.env).ground, human_shape, counts)
+                except PlacementError:
+                    counts["scene_unusable"] += 1
+                    break
+                vis = self.visibility(view)
+                renders += 1
+                fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
+                if fail is None:
+                    return self.write(unit, i, st, group, view, vis, counts, renders)
+                counts[fail] += 1
+        raise self._give_up(unit, i, want, counts)
+
+    def visibility(self, view) -> dict:
+        names = ["source", "target"]
+        if view.human is not None:
+            self.place_human(view.human)
+            names.append("human")
+        self.client.set_camera(0, view.camera)
+        return self.client.visibility(0, names)
+
+    def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
+        rule, n = counts.most_common(1)[0] if counts else ("none", 0)
+        tries = sum(counts.values())
+        return PlacementError(f"{unit.env}/{unit.task}/{unit.triple_id} sample {i} (label {want}): no valid sample in "
+                              f"{self.cfg.max_scenes} placements; rule {rule!r} rejected most ({n} of {tries}): "
+                              f"{dict(sorted(counts.items()))}", rule=rule, tries=tries, rejections=dict(counts))
+
+    def write(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict, counts: Counter,
+              renders: int) -> dict:
+        """Render the accepted view and write image, params, optional mask/depth, then the record."""
+        cfg = self.cfg
+        kinds = ("lit",) + (("object_mask",) if cfg.masks else ()) + (("depth",) if cfg.depth else ())
+        img = self.client.render(0, kinds)
+        files = file_names(unit, i, cfg)
+        atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
+        if cfg.masks:
+            atomic_write_bytes(self.out / files["mask"], encode_image(img["object_mask"], "png"))
+        if cfg.depth:
+            atomic_write_bytes(self.out / files["depth"], npy_bytes(img["depth"].astype("float32")))
+        colors = {n: self._colors[n] for n in objects_of(group, view)}
+        params = build_params(cfg, unit, i, st, group, view, vis, colors)
+        atomic_write_bytes(self.out / files["params"], dumps(params).encode())
+        rec = {"index": unit.start + i, "row": build_row(cfg, unit, i, st, group, view, vis, files), "files": files,
+               "rejections": dict(sorted(counts.items())), "renders": renders,
+               "assets": sorted({a.asset_id for a in group.actors} | ({view.human.shape.asset_id} if view.human else set()))}
+        atomic_write_json(record_path(self.out, unit, i), rec)
+        return rec

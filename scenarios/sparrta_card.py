@@ -1,0 +1,116 @@
+"""Finalize a SpaRRTa job: records → table with splits → ``dataset_card.json``.
+
+Reads the per-sample records in global index order (never the order workers finished in), so
+the table and the card are byte-identical at any worker count.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from importlib import metadata
+from pathlib import Path
+
+from engine.errors import ConfigError
+from scenarios.relations import LABELS
+from scenarios.sparrta_config import SparrtaConfig, Unit
+from scenarios.sparrta_record import load_record
+from scenarios.writers import assign_splits, atomic_write_json, write_table
+
+CARD_FILE = "dataset_card.json"
+RULES = ("f = source - observer, r = target - source (XY only, UE cm); a = unsigned angle(f, r); "
+         "c = f.x*r.y - f.y*r.x, c > 0 => right; a < 45-m front (target beyond the source), a > 135+m back, "
+         "45+m < a < 135-m left/right, otherwise ambiguous (rejected). Observer: camera (ego) or the human "
+         "figure (allo); the observer's yaw is not used.")
+
+
+def collect(cfg: SparrtaConfig, units: list[Unit], out: Path) -> list[dict]:
+    """Every record in global index order; raise if any sample is missing or incomplete."""
+    recs, missing = [], []
+    for u in units:
+        for i in range(u.n):
+            rec = load_record(out, u, i)
+            (recs.append(rec) if rec else missing.append((u, i)))
+    if missing:
+        u, i = missing[0]
+        raise ConfigError(f"{out}: {len(missing)} of {sum(u.n for u in units)} samples are missing or incomplete "
+                          f"(first: {u.env}/{u.task}/{u.triple_id} #{i}); rerun the same command to resume")
+    return recs
+
+
+def with_splits(recs: list[dict]) -> list[dict]:
+    """Table rows with ``split``: 80/10/10 stratified by label within each (env, task) group."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in recs:
+        groups[(r["row"]["env"], r["row"]["task"])].append(r["row"])
+    split_of = {}
+    for rows in groups.values():
+        for row, s in zip(rows, assign_splits([row["label"] for row in rows])):
+            split_of[row["index"]] = s
+    return [{**r["row"], "split": split_of[r["row"]["index"]]} for r in recs]
+
+
+def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
+    job = out / "job.json"
+    if not job.exists():
+        raise ConfigError(f"{out}: no job.json; not a sceneforge SpaRRTa dataset directory (run generate first)")
+    if json.loads(job.read_text()).get("fingerprint") != cfg.fingerprint():
+        raise ConfigError(f"{out}: job.json was made with a different config; cannot finalize with this one")
+    recs = collect(cfg, units, out)
+    rows = with_splits(recs)
+    write_table(rows, out)
+    stats = statistics(recs, rows)
+    atomic_write_json(out / CARD_FILE, card(cfg, units, recs, stats))
+    return stats
+
+
+def statistics(recs: list[dict], rows: list[dict]) -> dict:
+    """Counts by env/task/triple/label/split, rejections by rule, renders per sample."""
+    rej = Counter()
+    for r in recs:
+        rej.update(r["rejections"])
+    renders = sum(r["renders"] for r in recs)
+    by = lambda *keys: dict(sorted(Counter("/".join(str(row[k]) for k in keys) for row in rows).items()))
+    return {"samples": len(rows), "by_env_task": by("env", "task"), "by_triple": by("env", "task", "triple_id"),
+            "by_label": {lab: sum(1 for row in rows if row["label"] == lab) for lab in LABELS},
+            "by_split_label": by("split", "label"), "by_split": by("split"),
+            "rejections": dict(sorted(rej.items())), "rejections_total": sum(rej.values()),
+            "rejections_per_sample": sum(rej.values()) / max(1, len(rows)),
+            "visibility_checks": renders, "visibility_checks_per_sample": renders / max(1, len(rows))}
+
+
+def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -> dict:
+    """The JSON dataset card: config, counts, rejection stats, software, assets and licenses."""
+    ids = sorted({a for r in recs for a in r.get("assets", [])})
+    lib = _library(units)
+    licenses = lib.licenses(ids)
+    card = {
+        "name": "sceneforge SpaRRTa-style spatial relations",
+        "config": cfg.to_dict(), "fingerprint": cfg.fingerprint(),
+        "units": [{"env": u.env, "task": u.task, "triple_id": u.triple_id, "source": u.source_class,
+                   "target": u.target_class, "viewpoint": u.viewpoint_class, "n": u.n} for u in units],
+        "labels": list(LABELS), "labelling_rule": RULES, "stats": stats,
+        "software": {p: _version(p) for p in ("sceneforge", "numpy", "moderngl", "pillow", "pyarrow")},
+        "asset_library": lib.fingerprint(), "assets": ids, "licenses": licenses,
+        "attributions": lib.attributions(ids),
+        "files": {"table": "samples.parquet (same rows as metadata.csv)", "hf_imagefolder": "metadata.csv",
+                  "per_sample": "<env>/<task>/<triple>/img_NNNN.<ext>, params_NNNN.json [, mask_NNNN.png, depth_NNNN.npy]"},
+        "load": {"pandas": "pd.read_parquet('samples.parquet')",
+                 "datasets": "load_dataset('imagefolder', data_dir=DIR, split='train')  # column 'split' holds ours"},
+    }
+    if any("BY-SA" in l.upper() for l in licenses):
+        card["notice"] = ("Some rendered assets are licensed CC-BY-SA: images derived from them should be shared "
+                          "under CC-BY-SA with the attributions above.")
+    return card
+
+
+def _library(units: list[Unit]):
+    """The asset library the samples were made with (the first environment's: default + its packs)."""
+    from scenarios.environments import load_env
+    return load_env(units[0].env).library
+
+
+def _version(pkg: str) -> str | None:
+    try:
+        return metadata.version(pkg)
+    except metadata.PackageNotFoundError:
+        return None

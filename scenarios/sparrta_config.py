@@ -1,0 +1,162 @@
+"""The SpaRRTa job config: validation, fingerprint, and the mapping index → (env, task, triple, i).
+
+A job covers environments × tasks; ``n`` samples per (environment, task) are spread over that
+environment's object triples (the first ``n % T`` triples get one more). Global sample indices
+run env-major, then task, then triple, then the index within the (env, task, triple) *unit*.
+Labels rotate through :data:`~scenarios.relations.LABELS` along each (env, task) group, so the
+four labels are equally frequent (±1) in every group and in every unit.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Callable
+
+from engine.errors import ConfigError
+from scenarios.relations import LABELS, check_margin
+
+TASKS = ("ego", "allo")
+FORMATS = ("jpg", "png")
+
+
+@dataclass(frozen=True)
+class SparrtaConfig:
+    """Everything that determines the output bytes (so it all goes into the fingerprint)."""
+
+    envs: tuple[str, ...] = ("desert",)
+    tasks: tuple[str, ...] = ("ego",)
+    n: int = 40                     # samples per (environment, task)
+    seed: int = 0
+    size: int = 224                 # square output, pixels
+    triples: tuple[str, ...] | None = None   # restrict to these triple ids
+    image_format: str = "jpg"
+    jpeg_quality: int = 95
+    depth: bool = False             # depth_NNNN.npy (ray depth, cm, float32)
+    masks: bool = False             # mask_NNNN.png (instance colours, see params "mask_colors")
+    clutter: bool = True            # the environment's background objects
+    margin_ego_deg: float | None = None      # None = the environment's default (15)
+    margin_allo_deg: float | None = None     # None = the environment's default (10)
+    min_visible_ratio: float | None = None   # None = environment default (0.8)
+    min_bbox_px: float | None = None         # None = environment default, at the output size
+    samples_per_scene: int = 4      # consecutive samples sharing one object placement
+    max_tries: int = 4000           # geometric candidates per placement/camera search
+    max_render_tries: int = 12      # visibility checks per scene before a fresh placement
+    max_scenes: int = 6             # fresh placements per sample before giving up
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+_LISTS = {"envs", "tasks", "triples"}
+
+
+def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
+    """Validate a plain dict (CLI or YAML); every error names ``source`` and the field."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping, got {type(raw).__name__}")
+    known = {f.name: f for f in fields(SparrtaConfig)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    vals = {}
+    for k, v in raw.items():
+        if k in _LISTS and v is not None:
+            v = (v,) if isinstance(v, str) else tuple(str(x) for x in v)
+        vals[k] = v
+    cfg = SparrtaConfig(**vals)
+    _check(cfg, source)
+    return cfg
+
+
+def _check(c: SparrtaConfig, src: str) -> None:
+    def need(ok: bool, field: str, what: str) -> None:
+        if not ok:
+            raise ConfigError(f"{src}: {field} {what}, got {getattr(c, field)!r}")
+
+    need(bool(c.envs), "envs", "must name at least one environment")
+    need(bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
+         "tasks", f"must be distinct values of {TASKS}")
+    for f in ("n", "size", "samples_per_scene", "max_tries", "max_render_tries", "max_scenes"):
+        need(isinstance(getattr(c, f), int) and not isinstance(getattr(c, f), bool) and getattr(c, f) >= 1,
+             f, "must be an integer >= 1")
+    need(isinstance(c.seed, int) and 0 <= c.seed < 2**63, "seed", "must be an integer in [0, 2**63)")
+    need(16 <= c.size <= 4096, "size", "must be in 16..4096 pixels")
+    need(c.image_format in FORMATS, "image_format", f"must be one of {FORMATS}")
+    need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
+    for f in ("margin_ego_deg", "margin_allo_deg"):
+        if getattr(c, f) is not None:
+            try:
+                check_margin(getattr(c, f))
+            except ConfigError as e:
+                raise ConfigError(f"{src}: {f}: {e}") from None
+    need(c.min_visible_ratio is None or 0.0 <= c.min_visible_ratio <= 1.0, "min_visible_ratio", "must be in [0, 1]")
+    need(c.min_bbox_px is None or 0 <= c.min_bbox_px <= c.size, "min_bbox_px",
+         f"must be in [0, size={c.size}] (an object cannot be larger than the image)")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One (env, task, triple) dataset: ``n`` samples, global indices ``start .. start+n-1``."""
+
+    env: str
+    task: str
+    triple_id: str
+    source_class: str
+    target_class: str
+    viewpoint_class: str
+    n: int
+    start: int          # first global index
+    label_offset: int   # position of this unit's first sample in its (env, task) label rotation
+
+    def label(self, i: int) -> str:
+        return LABELS[(self.label_offset + i) % len(LABELS)]
+
+
+def resolve_units(cfg: SparrtaConfig, load_env: Callable, list_envs: Callable) -> list[Unit]:
+    """Expand envs (``all``), tasks and triples into units, in global index order.
+
+    With ``triples`` set, environments holding none of them are skipped; a triple id found in
+    no selected environment is an error.
+    """
+    names = list(list_envs()) if list(cfg.envs) == ["all"] else list(cfg.envs)
+    units: list[Unit] = []
+    start, seen, available = 0, set(), set()
+    for name in names:
+        env = load_env(name)
+        available |= {t.id for t in env.triples}
+        triples = [t for t in env.triples if not cfg.triples or t.id in cfg.triples]
+        seen |= {t.id for t in triples}
+        for task in cfg.tasks:
+            start = _add_units(units, env.name, task, triples, cfg.n, start)
+    missing = sorted(set(cfg.triples or ()) - seen)
+    if missing:
+        raise ConfigError(f"triples: {', '.join(missing)} not in environment(s) {', '.join(names)}; "
+                          f"available: {', '.join(sorted(available))}")
+    if not units:
+        raise ConfigError(f"envs: no object triples in {', '.join(names)}")
+    return units
+
+
+def _add_units(units: list, env: str, task: str, triples: list, n_total: int, start: int) -> int:
+    offset = 0
+    for t, tri in enumerate(triples):
+        n = n_total // len(triples) + (1 if t < n_total % len(triples) else 0)
+        if n:
+            units.append(Unit(env, task, tri.id, tri.source_class, tri.target_class,
+                              getattr(tri, "viewpoint_class", "human") or "human", n, start, offset))
+        start += n
+        offset += n
+    return start
+
+
+def locate(units: list[Unit], index: int) -> tuple[Unit, int]:
+    """Global index → (unit, index within the unit)."""
+    for u in units:
+        if u.start <= index < u.start + u.n:
+            return u, index - u.start
+    raise ConfigError(f"sample index {index} is outside the job (0..{units[-1].start + units[-1].n - 1})")

@@ -1,0 +1,109 @@
+"""What one SpaRRTa sample leaves on disk: file names, SpaRRTa's params, the table row, the record.
+
+Layout under the output directory (one folder per env × task × triple, SpaRRTa's file names)::
+
+    <env>/<task>/<triple>/img_NNNN.jpg      the image (png with image_format=png)
+    <env>/<task>/<triple>/params_NNNN.json  SpaRRTa's schema + our keys
+    <env>/<task>/<triple>/mask_NNNN.png     optional instance mask (colours in params mask_colors)
+    <env>/<task>/<triple>/depth_NNNN.npy    optional ray depth, float32 cm
+    records/<env>/<task>/<triple>/NNNNNN.json  written last: the sample is complete
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from scenarios.relations import TASK_OBSERVER
+from scenarios.sparrta_config import SparrtaConfig, Unit
+from scenarios.writers import display_label, flatten, intrinsics, params_json
+
+LABELLED = ("source", "target", "human")
+
+
+def unit_dir(unit: Unit) -> str:
+    return f"{unit.env}/{unit.task}/{unit.triple_id}"
+
+
+def file_names(unit: Unit, i: int, cfg: SparrtaConfig) -> dict[str, str]:
+    """Relative paths (POSIX) of a sample's files, by kind."""
+    d, n = unit_dir(unit), f"{i:04d}"
+    files = {"image": f"{d}/img_{n}.{cfg.image_format}", "params": f"{d}/params_{n}.json"}
+    if cfg.masks:
+        files["mask"] = f"{d}/mask_{n}.png"
+    if cfg.depth:
+        files["depth"] = f"{d}/depth_{n}.npy"
+    return files
+
+
+def record_path(out: Path, unit: Unit, i: int) -> Path:
+    return Path(out) / "records" / unit_dir(unit) / f"{i:06d}.json"
+
+
+def load_record(out: Path, unit: Unit, i: int) -> dict | None:
+    """The sample's record if it and every file it lists exist, else None (to be redone)."""
+    p = record_path(out, unit, i)
+    try:
+        rec = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return None
+    if not all((Path(out) / f).is_file() for f in rec.get("files", {}).values()):
+        return None
+    return rec
+
+
+def objects_of(group, view) -> dict:
+    """Labelled objects of a sample (source, target, and the human for allo) as Placed."""
+    objs = {"source": group.source, "target": group.target}
+    if view.human is not None:
+        objs["human"] = view.human
+    return objs
+
+
+def build_params(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict, colors: dict) -> dict:
+    """SpaRRTa's params file plus our keys (its loader ignores keys it does not know)."""
+    objs = objects_of(group, view)
+    actors = {f"/sceneforge/actors/{n}": {"cls": p.shape.cls, "location": p.location, "rotation": (0.0, p.yaw, 0.0)}
+              for n, p in objs.items()}
+    extra = {
+        "task": unit.task, "label": unit.label(i), "margin_deg": st.margin_deg,
+        "source_label": display_label(unit.source_class), "target_label": display_label(unit.target_class),
+        "viewpoint_label": "Camera" if unit.task == "ego" else display_label(unit.viewpoint_class),
+        "angle_deg": view.angle_deg, "seed": cfg.seed, "index": i,
+        "assets": {n: p.shape.asset_id for n, p in objs.items()},
+        "mask_colors": {n: list(c) for n, c in colors.items()},
+        "visibility": {n: _vis(v) for n, v in vis.items()},
+        "clutter": [{"asset": c.shape.asset_id, "location": list(c.location), "yaw": c.yaw} for c in group.clutter],
+    }
+    return params_json(unit.env, unit.triple_id, view.camera, actors, extra)
+
+
+def _vis(pc) -> dict:
+    return {"visible": int(pc.visible), "unoccluded": int(pc.unoccluded), "ratio": pc.ratio,
+            "bbox": list(pc.bbox) if pc.bbox else None}
+
+
+def build_row(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict, files: dict) -> dict:
+    """One flat table row: identifiers, label, every pose (UE cm/deg), intrinsics, visibility."""
+    cam = view.camera
+    row = {"index": unit.start + i, "env": unit.env, "task": unit.task, "triple_id": unit.triple_id,
+           "unit_index": i, "label": unit.label(i), "seed": cfg.seed, "viewpoint": TASK_OBSERVER[unit.task],
+           "margin_deg": st.margin_deg, "angle_deg": view.angle_deg,
+           "source_class": unit.source_class, "target_class": unit.target_class}
+    objs = objects_of(group, view)
+    for name in LABELLED:
+        p = objs.get(name)
+        row.update({f"{name}_asset": p.shape.asset_id if p else None})
+        row.update({f"{name}_{k}": (v if p else None) for k, v in
+                    zip(("x", "y", "z", "yaw"), (p.x, p.y, p.z, p.yaw) if p else (0, 0, 0, 0))})
+        pc = vis.get(name)
+        box = list(pc.bbox) if pc and pc.bbox else [None] * 4
+        row.update({f"{name}_visible": pc.visible if pc else None, f"{name}_unoccluded": pc.unoccluded if pc else None,
+                    f"{name}_visible_ratio": pc.ratio if pc else None})
+        row.update({f"{name}_bbox_{k}": v for k, v in zip(("x0", "y0", "x1", "y1"), box)})
+    row.update(flatten("camera", {"x": cam.location[0], "y": cam.location[1], "z": cam.location[2],
+                                  "pitch": cam.rotation.pitch, "yaw": cam.rotation.yaw, "roll": cam.rotation.roll,
+                                  "width": cam.width, "height": cam.height, "focal_px": cam.focal_px,
+                                  **intrinsics(cam)}))
+    row.update({f"{k}_file": v for k, v in files.items() if k != "image"})
+    row["file_name"] = files["image"]
+    return row
