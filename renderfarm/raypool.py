@@ -1,0 +1,135 @@
+"""Ray backend: one actor per worker, each owning a render server on its node.
+
+Mapping onto a cluster: ``ray.init(address="auto")`` joins the cluster; each actor reserves one
+CPU, starts ``sceneforge serve`` on *its* node (or binds to an external UnrealCV address) and runs
+shards with the same :class:`~renderfarm.worker.WorkerCore` as a local worker. Images never go
+through Ray's object store: the scenario writes them straight into ``out_dir``, which must be a
+filesystem every node mounts at the same path (NFS, Lustre, a FUSE bucket). Only tiny outcome
+dicts travel back; the journal stays with the driver (one writer).
+
+A dead actor (node lost, process killed) surfaces as ``RayActorError`` on its pending call; the
+item counts as crashed and a fresh actor takes the slot, exactly as with local processes.
+"""
+from __future__ import annotations
+
+import logging
+
+from renderfarm.local import WorkerSpec
+from renderfarm.pool import MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem, outcome_from
+from renderfarm.worker import WorkerCore
+
+log = logging.getLogger(__name__)
+
+
+class FarmActor:
+    """Ray actor body (wrapped with ``ray.remote`` at pool start, so ray stays an optional import)."""
+
+    def __init__(self, spec: WorkerSpec, server_dir: str, external: str | None):
+        self.core = WorkerCore(spec.scenario, spec.config, spec.out_dir, server_dir, external)
+
+    def prepare(self) -> dict:
+        return self.core.prepare()
+
+    def execute(self, shard_id: int, indices: tuple[int, ...]) -> dict:
+        return self.core.execute(shard_id, indices)
+
+    def shutdown(self) -> None:
+        self.core.close()
+
+
+class RayPool(WorkerPool):
+    """``n`` Ray actors (or one per external server address)."""
+
+    def __init__(self, spec: WorkerSpec, n_workers: int | None, servers: list[str] | None,
+                 ray_address: str | None):
+        import ray
+
+        self._ray = ray
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
+                     ignore_reinit_error=True)
+        self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(FarmActor)
+        self.spec = spec
+        n = n_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        addresses = servers if servers else [None] * n
+        self.slots = [SlotInfo(f"r{k}", external=a) for k, a in enumerate(addresses)]
+        self._actors: dict[str, object] = {}
+        self._pending: dict[object, tuple[str, str]] = {}  # ObjectRef -> (slot, "prepare"|"execute")
+        for slot in self.slots:
+            self._spawn(slot)
+
+    def _spawn(self, slot: SlotInfo) -> None:
+        server_dir = f"{self.spec.server_root}/{slot.name}"
+        actor = self._actor_cls.remote(self.spec, server_dir, slot.external)
+        self._actors[slot.name] = actor
+        self._pending[actor.prepare.remote()] = (slot.name, "prepare")
+        slot.state, slot.item = "starting", None
+
+    def submit(self, slot: str, item: WorkItem) -> None:
+        info = self._slot(slot)
+        ref = self._actors[slot].execute.remote(item.shard_id, item.indices)
+        self._pending[ref] = (slot, "execute")
+        info.state, info.item = "busy", item
+
+    def wait(self, timeout: float) -> list[Outcome]:
+        if not self._pending:
+            return []
+        ready, _ = self._ray.wait(list(self._pending), num_returns=1, timeout=timeout)
+        outcomes = []
+        for ref in ready:
+            name, kind = self._pending.pop(ref)
+            outcomes += self._on_ready(self._slot(name), kind, ref)
+        return outcomes
+
+    def _on_ready(self, slot: SlotInfo, kind: str, ref) -> list[Outcome]:
+        try:
+            payload = self._ray.get(ref)
+        except self._ray.exceptions.RayActorError as e:
+            return self._on_death(slot, f"worker actor died ({type(e).__name__})")
+        except self._ray.exceptions.RayTaskError as e:  # prepare() raised: no server, bad scenario
+            self._retire(slot, str(e).strip().splitlines()[-1][:300])
+            return []
+        if kind == "prepare":
+            slot.state, slot.server_pid, slot.address = "idle", payload["server_pid"], payload["address"]
+            slot.pid = payload["pid"]
+            return []
+        item, slot.item, slot.state = slot.item, None, "idle"
+        slot.items_done, slot.deaths = slot.items_done + 1, 0
+        return [outcome_from(slot, item, payload)]
+
+    def _on_death(self, slot: SlotInfo, error: str) -> list[Outcome]:
+        log.warning("ray worker %s: %s", slot.name, error)
+        item = slot.item
+        out = [Outcome(slot.name, item, None, error, crashed=True)] if item else []
+        slot.deaths += 1
+        if slot.deaths >= MAX_CONSECUTIVE_DEATHS:
+            self._retire(slot, f"actor died {slot.deaths} times in a row")
+        else:
+            self._spawn(slot)
+        return out
+
+    def _retire(self, slot: SlotInfo, note: str) -> None:
+        log.error("ray worker %s retired: %s", slot.name, note)
+        slot.state, slot.note, slot.item = "retired", note, None
+        self._kill(slot.name)
+
+    def _kill(self, name: str) -> None:
+        actor = self._actors.pop(name, None)
+        if actor is not None:
+            self._ray.kill(actor, no_restart=True)
+
+    def close(self) -> None:
+        """Ask every actor to stop its server, then kill the actors (and Ray, if we started it)."""
+        ray = self._ray
+        refs = [a.shutdown.remote() for a in self._actors.values()]
+        try:
+            ray.wait(refs, num_returns=len(refs), timeout=15)
+        except Exception as e:  # a dead actor must not block the others' shutdown
+            log.warning("ray shutdown: %s", e)
+        for name in list(self._actors):
+            self._kill(name)
+        for slot in self.slots:
+            slot.state = "retired"
+        if self._owns_ray:
+            ray.shutdown()
