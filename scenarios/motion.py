@@ -236,26 +236,30 @@ def _uniform(rng: np.random.Generator, lo_hi: tuple[float, float]) -> float:
 
 
 def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
-                anchor: tuple[float, float], subject_size: tuple[float, float, float]) -> MotionSpec:
-    """Draw one clip's scalars for ``pattern`` (directions: a base direction + jitter)."""
+                anchor: tuple[float, float], subject_size: tuple[float, float, float],
+                scale: float = 1.0) -> MotionSpec:
+    """Draw one clip's scalars for ``pattern`` (directions: a base direction + jitter).
+
+    ``scale`` multiplies the camera distance and both translation speeds, so a fox is filmed
+    from closer and moves slower than a truck while keeping the same on-screen motion."""
     cam_mode, obj_mode = parse_pattern(pattern)
     jit = lambda: float(rng.uniform(-cfg.dir_jitter_deg, cfg.dir_jitter_deg))  # noqa: E731
     sign = lambda: float(rng.choice([-1.0, 1.0]))  # noqa: E731
     spec = MotionSpec(pattern=pattern, n_frames=int(cfg.n_frames), fps=float(cfg.fps),
                       anchor=(float(anchor[0]), float(anchor[1])),
                       bearing_deg=float(rng.uniform(-180, 180)),
-                      distance_cm=_uniform(rng, cfg.cam_distance_cm),
+                      distance_cm=scale * _uniform(rng, cfg.cam_distance_cm),
                       height_cm=_uniform(rng, cfg.cam_height_cm),
                       obj_yaw_deg=float(rng.uniform(-180, 180)),
                       subject_size=tuple(float(s) for s in subject_size))
     if cam_mode == "translate":
         base = CAM_DIRS[str(rng.choice(list(CAM_DIRS)))]
-        spec = replace(spec, cam_dir_deg=base + jit(), cam_speed_cms=_uniform(rng, cfg.cam_speed_cms))
+        spec = replace(spec, cam_dir_deg=base + jit(), cam_speed_cms=scale * _uniform(rng, cfg.cam_speed_cms))
     elif cam_mode == "rotate":
         spec = replace(spec, cam_pan_dps=sign() * _uniform(rng, cfg.cam_pan_dps))
     if obj_mode == "translate":
         base = OBJ_DIRS[str(rng.choice(list(OBJ_DIRS)))]
-        spec = replace(spec, obj_dir_deg=base + jit(), obj_speed_cms=_uniform(rng, cfg.obj_speed_cms))
+        spec = replace(spec, obj_dir_deg=base + jit(), obj_speed_cms=scale * _uniform(rng, cfg.obj_speed_cms))
     elif obj_mode == "rotate":
         spec = replace(spec, obj_turn_dps=sign() * _uniform(rng, cfg.obj_turn_dps))
     return spec

@@ -1,0 +1,338 @@
+"""DSI-Bench-style video datasets: the render-farm scenario (plan / run / finalize).
+
+Per clip (global index i): an RNG from ``SeedSequence(seed, stable_key(env, "videos"), i)``
+picks the motion pattern (``patterns[i % 9]``, so patterns are balanced), a subject asset and
+the motion; cheap geometric rules reject candidates first (in view every frame, camera clear of
+the subject, unambiguous and variant-consistent labels), then the clip is rendered and every
+frame's mask is checked (visible/unoccluded ratio and bbox as the image datasets). The std
+frames are encoded once per variant (hflip/reverse are array views, never re-rendered).
+
+Output (``out_dir``)::
+
+    videos/{aug}/{env}/{i:06d}.mp4     aug in std, hflip, reverse, reverse_hflip (H.264 yuv420p)
+    records/{i:06d}.json               per-clip record (written last: marks the clip complete)
+    metadata/{aug}.csv                 DSI columns relative_path, question, options, GT, cate
+    clips.parquet                      trajectories, intrinsics, per-frame visibility, answers
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.errors import ConfigError, PlacementError, SceneforgeError
+from engine.world import Actor, Ground, Transform
+from renderfarm.contract import JobPlan, Shard, ShardResult
+from scenarios import dsi
+from scenarios import motion as mo
+from scenarios.video_io import apply_aug, encode_mp4
+
+log = logging.getLogger(__name__)
+TASK = "videos"
+SUBJECT = "subject"
+ANCHOR_CM = 600.0  # subject start within ±this of the env centre (clutter rings start ~18 m out)
+
+
+@dataclass(frozen=True)
+class VideoConfig:
+    """A validated ``videos`` job config (plain dict in, errors name the field)."""
+
+    env: str
+    n: int
+    seed: int = 0
+    image_size: int | None = None          # default: the environment's
+    fov_deg: float | None = None           # default: the environment's
+    motion: mo.MotionConfig = field(default_factory=mo.MotionConfig)
+    subjects: tuple[str, ...] | None = None  # classes; default: the env triples' targets
+    clutter: bool = True
+    min_visible_ratio: float | None = None  # default: the environment's (0.8)
+    min_bbox_px: float | None = None        # default: the environment's
+    edge_margin_px: float = 2.0
+    min_clearance_cm: float = 150.0
+    max_tries: int = 400                   # geometric candidates per render attempt
+    max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "VideoConfig":
+        if not isinstance(d, dict):
+            raise ConfigError(f"videos config must be a mapping, got {type(d).__name__}")
+        d = dict(d)
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"videos config: unknown field(s) {sorted(unknown)}")
+        for req in ("env", "n"):
+            if req not in d:
+                raise ConfigError(f"videos config: missing field '{req}'")
+        d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
+        if d.get("subjects") is not None:
+            d["subjects"] = tuple(str(s) for s in d["subjects"])
+        cfg = cls(**d)
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        if not isinstance(self.env, str) or not self.env:
+            raise ConfigError(f"videos config: env must be a name or path, got {self.env!r}")
+        if not (isinstance(self.n, int) and self.n >= 1):
+            raise ConfigError(f"videos config: n must be an integer >= 1, got {self.n!r}")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            raise ConfigError(f"videos config: seed must be an integer >= 0, got {self.seed!r}")
+        if self.image_size is not None and (self.image_size % 2 or not 32 <= self.image_size <= 2048):
+            raise ConfigError(f"videos config: image_size must be even in 32..2048 (H.264 yuv420p), got {self.image_size}")
+        if self.max_tries < 1 or self.max_render_tries < 1:
+            raise ConfigError("videos config: max_tries and max_render_tries must be >= 1")
+
+    def normalised(self) -> dict:
+        return json.loads(json.dumps(asdict(self), sort_keys=True, default=list))
+
+
+@dataclass
+class Context:
+    """What every clip of a worker shares: env, asset library, resolved parameters."""
+
+    cfg: VideoConfig
+    env: object
+    lib: object
+    ground: Ground
+    size: int
+    fov: float
+    min_ratio: float
+    min_bbox: float
+    subject_ids: list[str]
+
+
+def load_context(cfg: VideoConfig) -> Context:
+    from scenarios.environments import load_env
+
+    env = load_env(cfg.env)
+    lib = env.library
+    s = env.sampling
+    classes = cfg.subjects or tuple(dict.fromkeys(t.target_class for t in env.triples))
+    ids = sorted(i.id for c in classes for i in lib.by_class(c))
+    if not ids:
+        raise ConfigError(f"videos config: no assets for subject classes {list(classes)}")
+    return Context(cfg, env, lib, env.ground, int(cfg.image_size or s.image_size),
+                   float(cfg.fov_deg or s.fov_deg), float(cfg.min_visible_ratio or s.min_visible_ratio),
+                   float(cfg.min_bbox_px if cfg.min_bbox_px is not None else s.min_bbox_px), ids)
+
+
+def mirror_world(world: dict, plane_yaw: float) -> dict:
+    """The world mirrored about a vertical plane of heading ``plane_yaw``: only the sun's
+    azimuth changes (sky is azimuth-free; the mirror test uses a flat, untextured ground)."""
+    out = json.loads(json.dumps(world))
+    sun = out.setdefault("sun", {})
+    sun["yaw"] = float(mo.mirror_yaw(sun.get("yaw", -30.0), plane_yaw))
+    return out
+
+
+# --- per clip ----------------------------------------------------------------------------------
+def clip_rng(cfg: VideoConfig, env_name: str, index: int, stream: int = 0) -> np.random.Generator:
+    from scenarios.sampling import sample_rng
+    return sample_rng(cfg.seed, env_name, TASK, "", index, stream)
+
+
+def relative_path(env_name: str, index: int) -> str:
+    """DSI's ``relative_path`` (joined onto ``videos/{aug}/``, so it carries the extension)."""
+    return f"{env_name}/{index:06d}.mp4"
+
+
+def _rules(ctx: Context) -> list:
+    th = dsi.Thresholds()
+    return [
+        ("out_of_view", lambda c: mo.min_edge_margin_px(c, ctx.fov, ctx.size, ctx.size) >= ctx.cfg.edge_margin_px),
+        ("camera_too_close", lambda c: mo.min_clearance_cm(c) >= ctx.cfg.min_clearance_cm),
+        ("object_label", lambda c: dsi.consistent(dsi.variant_answers(c, "obj", th))),
+        ("camera_label", lambda c: dsi.consistent(dsi.variant_answers(c, "cam", th))),
+    ]
+
+
+def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: str,
+                counts: Counter) -> mo.ClipMotion:
+    """Geometric rejection sampling of one clip's motion (no rendering)."""
+    from scenarios.sampling import resample_while
+
+    size = ctx.lib.size_cm(asset_id)
+    scale = float(np.clip(max(size[0], size[1]) / 450.0, 0.4, 1.5))  # small animals: closer, slower
+    cx, cy = ctx.env.sampling.centre_cm
+
+    def draw(r: np.random.Generator) -> mo.ClipMotion:
+        anchor = (cx + float(r.uniform(-ANCHOR_CM, ANCHOR_CM)), cy + float(r.uniform(-ANCHOR_CM, ANCHOR_CM)))
+        spec = mo.sample_spec(r, ctx.cfg.motion, pattern, anchor, size, scale=scale)
+        return mo.build_clip(spec, ctx.ground.height)
+    return resample_while(draw, _rules(ctx), rng, ctx.cfg.max_tries, counts, what=f"clip {pattern}")
+
+
+def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor], world: dict,
+                  fov: float, size: int, kinds: tuple[str, ...] = ("lit",)) -> tuple[dict, list]:
+    """Render every frame of ``clip``: {kind: (T,...) array} and per-frame PixelCount of the subject."""
+    client.set_world(world)
+    client.reset()
+    client.spawn([*scenery, subject])
+    frames, vis = {k: [] for k in kinds}, []
+    for t in range(clip.n_frames):
+        client.set_poses({subject.name: {"location": tuple(clip.subject.location[t]),
+                                         "rotation": clip.subject.rotator(t)}})
+        client.set_camera(0, mo.camera_at(clip, t, fov, size, size))
+        out = client.render(0, kinds)
+        for k in kinds:
+            frames[k].append(out[k])
+        vis.append(client.visibility(0, [subject.name])[subject.name])
+    return {k: np.stack(v) for k, v in frames.items()}, vis
+
+
+def visibility_rule(ctx: Context, vis: list) -> str | None:
+    from scenarios.sampling import visibility_failure
+    for pc in vis:
+        fail = visibility_failure({SUBJECT: pc}, [SUBJECT], ctx.min_ratio, ctx.min_bbox)
+        if fail:
+            return fail
+    return None
+
+
+def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
+    """Sample, render and check one clip; returns the frames and the record fields."""
+    rng = clip_rng(ctx.cfg, ctx.env.name, index)
+    pattern = ctx.cfg.motion.patterns[index % len(ctx.cfg.motion.patterns)]
+    asset_id = str(rng.choice(ctx.subject_ids))
+    for attempt in range(ctx.cfg.max_render_tries):
+        clip = sample_clip(ctx, rng, pattern, asset_id, counts)
+        subject = Actor(SUBJECT, asset_id, mo.subject_transform(clip, 0))
+        scenery = ctx.env.clutter(rng, keep_out=mo.keep_out(clip)) if ctx.cfg.clutter else []
+        frames, vis = render_frames(client, clip, subject, scenery, ctx.env.world, ctx.fov, ctx.size)
+        fail = visibility_rule(ctx, vis)
+        if fail is None:
+            return {"clip": clip, "frames": frames["lit"], "vis": vis, "asset_id": asset_id,
+                    "attempts": attempt + 1, "n_scenery": len(scenery)}
+        counts[fail] += 1
+    raise PlacementError(f"clip {index}: subject not visible enough in {ctx.cfg.max_render_tries} rendered "
+                         f"attempts (last rule: {fail})", rule=fail, tries=ctx.cfg.max_render_tries)
+
+
+def clip_record(ctx: Context, index: int, made: dict) -> dict:
+    """The JSON record of a clip: DSI rows for each variant + everything clips.parquet holds."""
+    clip, cls = made["clip"], ctx.lib.info(made["asset_id"]).cls
+    qs, skipped = dsi.make_questions(clip, cls.replace("_", " "), clip_rng(ctx.cfg, ctx.env.name, index, 1))
+    rel = relative_path(ctx.env.name, index)
+    cam = mo.camera_at(clip, 0, ctx.fov, ctx.size, ctx.size)
+    return {
+        "index": index, "relative_path": rel, "env": ctx.env.name, "pattern": clip.pattern,
+        "subject_asset": made["asset_id"], "subject_class": cls, "subject_size_cm": list(clip.subject_size),
+        "fps": clip.fps, "n_frames": clip.n_frames, "width": ctx.size, "height": ctx.size,
+        "hfov_deg": ctx.fov, "focal_px": cam.focal_px, "render_attempts": made["attempts"],
+        "n_scenery": made["n_scenery"],
+        "camera_location": clip.camera.location.tolist(), "camera_yaw": clip.camera.yaw.tolist(),
+        "camera_pitch": clip.camera.pitch.tolist(), "subject_location": clip.subject.location.tolist(),
+        "subject_yaw": clip.subject.yaw.tolist(),
+        "visible_px": [pc.visible for pc in made["vis"]], "unoccluded_px": [pc.unoccluded for pc in made["vis"]],
+        "bbox": [list(pc.bbox) for pc in made["vis"]],
+        "spec": clip.spec.to_dict(), "skipped_questions": skipped,
+        "questions": [{"cate": q.cate, "kind": q.kind, "question": q.text, "options": list(q.options),
+                       "answers": q.answers} for q in qs],
+        "rows": {aug: dsi.csv_rows(rel, qs, aug) for aug in dsi.AUGS},
+    }
+
+
+# --- the farm contract ---------------------------------------------------------------------------
+def plan(config: dict) -> JobPlan:
+    """Validate and fingerprint (resume refuses a different config)."""
+    cfg = VideoConfig.from_dict(config)
+    digest = hashlib.sha256(json.dumps(cfg.normalised(), sort_keys=True).encode()).hexdigest()[:16]
+    return JobPlan(cfg.n, digest, f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})")
+
+
+def _paths(out_dir: Path, env_name: str, index: int) -> tuple[Path, dict[str, Path]]:
+    rel = relative_path(env_name, index)
+    return out_dir / "records" / f"{index:06d}.json", {a: out_dir / "videos" / a / rel for a in dsi.AUGS}
+
+
+def is_complete(out_dir: Path, env_name: str, index: int) -> bool:
+    rec, vids = _paths(out_dir, env_name, index)
+    return rec.is_file() and all(p.is_file() for p in vids.values())
+
+
+def write_clip(out_dir: Path, record: dict, frames: np.ndarray) -> None:
+    """Four mp4s (variants are transforms of the std frames), then the record (marks done)."""
+    from scenarios.writers import atomic_write_json
+
+    rec_path, vids = _paths(out_dir, record["env"], record["index"])
+    for aug, path in vids.items():
+        encode_mp4(apply_aug(frames, aug), path, record["fps"])
+    atomic_write_json(rec_path, record)
+
+
+def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult:
+    """Render the clips of ``shard`` with the render server at ``server``; skip complete ones."""
+    from engine.client import RenderClient
+
+    cfg, out_dir = VideoConfig.from_dict(config), Path(out_dir)
+    ctx = load_context(cfg)
+    result, counts, t0 = ShardResult(shard.shard_id), Counter(), time.perf_counter()
+    with RenderClient(server) as client:
+        for index in shard.indices:
+            if is_complete(out_dir, ctx.env.name, index):
+                result.skipped.append(index)
+                continue
+            try:
+                made = make_clip(ctx, client, index, counts)
+                write_clip(out_dir, clip_record(ctx, index, made), made["frames"])
+                result.done.append(index)
+            except PlacementError as e:
+                result.failed[index] = str(e)
+    result.rejections, result.seconds = dict(counts), time.perf_counter() - t0
+    return result
+
+
+def finalize(config: dict, out_dir: Path) -> dict:
+    """Merge records in index order: metadata/{aug}.csv and clips.parquet (atomic)."""
+    from scenarios.environments import load_env
+    from scenarios.writers import atomic_write_bytes
+
+    cfg, out_dir = VideoConfig.from_dict(config), Path(out_dir)
+    env_name = load_env(cfg.env).name
+    records = [_read_record(out_dir, env_name, i) for i in range(cfg.n)]
+    for aug in dsi.AUGS:
+        rows = [r for rec in records for r in rec["rows"][aug]]
+        atomic_write_bytes(out_dir / "metadata" / f"{aug}.csv", dsi.csv_text(rows).encode("utf-8"))
+    atomic_write_bytes(out_dir / "clips.parquet", clips_parquet(records))
+    return dataset_stats(records)
+
+
+def _read_record(out_dir: Path, env_name: str, index: int) -> dict:
+    rec, _ = _paths(out_dir, env_name, index)
+    if not is_complete(out_dir, env_name, index):
+        raise SceneforgeError(f"finalize: clip {index} is not complete ({rec} or its videos missing)")
+    return json.loads(rec.read_text())
+
+
+def clips_parquet(records: list[dict]) -> bytes:
+    """One row per clip; trajectories as nested lists, questions/spec as JSON text."""
+    import io
+
+    import pandas as pd
+
+    rows = []
+    for r in records:
+        row = {k: v for k, v in r.items() if k not in ("rows", "questions", "spec", "skipped_questions")}
+        row.update(spec=json.dumps(r["spec"], sort_keys=True), questions=json.dumps(r["questions"], sort_keys=True),
+                   skipped_questions=",".join(r["skipped_questions"]),
+                   bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]])
+        rows.append(row)
+    buf = io.BytesIO()
+    pd.DataFrame(rows).to_parquet(buf, index=False, engine="pyarrow")
+    return buf.getvalue()
+
+
+def dataset_stats(records: list[dict]) -> dict:
+    """Counts per pattern, category and answer (for the summary and docs)."""
+    cates = Counter(q["cate"] for r in records for q in r["questions"])
+    answers = Counter(q["answers"]["std"] for r in records for q in r["questions"])
+    return {"clips": len(records), "questions": sum(cates.values()),
+            "patterns": dict(sorted(Counter(r["pattern"] for r in records).items())),
+            "by_cate": {dsi.CATE_NAMES[c]: n for c, n in sorted(cates.items())},
+            "answers": dict(sorted(answers.items()))}
