@@ -107,7 +107,7 @@ class AssetLibrary:
         entries = []
         for path in BUILT_PACKS.values():
             m = load_manifest(path)
-            entries += [(e, path, m.pack) for e in m.assets
+            entries += [(_with_record(e, cache), path, m.pack) for e in m.assets
                         if built_path(cache, e.id).exists() and _license_ok(e, licenses)]
         for p in extra_manifests:
             m = load_manifest(p)
@@ -227,6 +227,17 @@ def _finish(raw: RenderMesh, e: AssetEntry) -> RenderMesh:
     v = v @ normalize.axes_matrix(e.up, e.forward).T
     v = v * normalize.size_scale(v.max(axis=0) - v.min(axis=0), e.size)
     return RenderMesh(normalize.ground_and_center(v, e.ground_offset_cm), raw.faces, raw.colors)
+
+
+def _with_record(e: AssetEntry, cache: Path) -> AssetEntry:
+    """Credit a built asset from its build record (catalog creator, package, source file)."""
+    try:
+        rec = json.loads(built_path(cache, e.id).with_suffix(".json").read_text())
+    except (OSError, ValueError):
+        return e
+    pkg = rec.get("package", "").removesuffix("_all.deb").replace("_", " ")
+    src = f"Debian {pkg}: {rec.get('library', '')}/{rec.get('source_file', '')}"
+    return e.model_copy(update={"attribution": rec.get("attribution", e.attribution), "source": src})
 
 
 def _license_ok(e: AssetEntry, licenses) -> bool:

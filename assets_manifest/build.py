@@ -1,0 +1,147 @@
+"""``sceneforge assets build``: fetch Debian packages without root and convert the named models.
+
+    build(["sh3d"])   # → <cache>/built/<id>.npz (+ .glb, + .json record) for every entry of
+                      #   assets_manifest/packs/sh3d.yaml
+
+Steps per source package: ``apt-get download <pkg>`` into ``<cache>/debs`` (no root needed), then
+``dpkg-deb -x`` into ``<cache>/sources/<pkg>``; per asset, extract only its model folder, load it
+with trimesh, fit it to the catalog size, normalise (UE axes, cm, ground at z = 0, decimated) and
+write the mesh and a JSON record (source file, creator, license from the catalog and the package's
+copyright file, triangle counts). Every step is skipped when its output exists, so an interrupted
+build resumes and a second run costs nothing. Converted meshes stay in the cache (never the repo).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tqdm import tqdm
+
+from assets_manifest import normalize, sh3d
+from assets_manifest.library import BUILT_PACKS, budget_for, built_path, cache_root
+from assets_manifest.licenses import matches_any
+from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
+from engine.errors import AssetError, ConfigError
+
+log = logging.getLogger(__name__)
+SUPPORTED = {"sh3d": sh3d.PACKAGE}
+
+
+def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False) -> list[str]:
+    """Build the given sources; returns one report line per asset."""
+    bad = sorted(set(sources) - set(SUPPORTED))
+    if bad:
+        raise ConfigError(f"--sources: unsupported {', '.join(bad)} (supported: {', '.join(SUPPORTED)}; "
+                          "0ad-data is not converted yet: its animals use the procedural pack)")
+    cache = cache_root(cache_dir)
+    report = []
+    for src in sources:
+        manifest = BUILT_PACKS[src]
+        entries = [e for e in load_manifest(manifest).assets if licenses is None or matches_any(e.license, licenses)]
+        todo = [e for e in entries if force or not _done(cache, e.id)]
+        report += [f"{e.id}: cached" for e in entries if e not in todo]
+        if todo:
+            root = fetch_package(SUPPORTED[src], cache)
+            report += _build_sh3d(todo, root, cache)
+    return report
+
+
+def _done(cache: Path, asset_id: str) -> bool:
+    return built_path(cache, asset_id).exists() and built_path(cache, asset_id).with_suffix(".json").exists()
+
+
+def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    if shutil.which(cmd[0]) is None:
+        raise AssetError(f"`{cmd[0]}` not found: `sceneforge assets build` needs a Debian/Ubuntu system")
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+
+
+def fetch_package(package: str, cache: Path) -> Path:
+    """Download (``apt-get download``) and unpack (``dpkg-deb -x``) a package; cached."""
+    root = cache / "sources" / package
+    if (root / ".complete").exists():
+        return root
+    debs = cache / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    deb = next(iter(sorted(debs.glob(f"{package}_*.deb"))), None)
+    if deb is None:
+        log.info("downloading %s with apt-get download", package)
+        r = _run(["apt-get", "download", package], debs)
+        deb = next(iter(sorted(debs.glob(f"{package}_*.deb"))), None)
+        if r.returncode != 0 or deb is None:
+            hint = " (run `apt-get update` first: the package index is empty or stale)" \
+                if "Unable to locate" in r.stderr or "no installation candidate" in r.stderr else ""
+            raise AssetError(f"apt-get download {package} failed{hint}: {r.stderr.strip().splitlines()[-1:]}")
+    (cache / "sources").mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="unpack-", dir=cache / "sources"))
+    r = _run(["dpkg-deb", "-x", str(deb), str(tmp)], cache)
+    if r.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise AssetError(f"dpkg-deb -x {deb.name} failed: {r.stderr.strip()}")
+    (tmp / ".complete").write_text(deb.name)
+    if root.exists():
+        shutil.rmtree(root)
+    os.replace(tmp, root)
+    return root
+
+
+def _build_sh3d(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]:
+    deb_name = (root / ".complete").read_text().strip()
+    licenses = sh3d.copyright_licenses(root)
+    catalogs: dict[str, dict] = {}
+    out = []
+    for e in tqdm(entries, desc="assets build", disable=len(entries) < 3):
+        lib = e.build.library
+        sh3f = root / sh3d.FURNITURE_DIR / f"{lib}.sh3f"
+        if not sh3f.exists():
+            raise AssetError(f"{BUILT_PACKS['sh3d']}: asset {e.id!r}: library {lib!r} not in {deb_name}")
+        if lib not in catalogs:
+            catalogs[lib] = sh3d.read_catalog(sh3f)
+        cat = catalogs[lib].get(e.build.model)
+        if cat is None:
+            raise AssetError(f"{BUILT_PACKS['sh3d']}: asset {e.id!r}: build.model {e.build.model!r} not in {lib}'s catalog")
+        lic = licenses.get(lib)
+        if lic != e.license:
+            raise AssetError(f"{BUILT_PACKS['sh3d']}: asset {e.id!r}: manifest license {e.license!r} but "
+                             f"the package's copyright file says {lic!r} for {lib}/*")
+        out.append(_convert(e, sh3f, cat, lic, deb_name, cache))
+    return out
+
+
+def _convert(e: AssetEntry, sh3f: Path, cat: sh3d.CatalogEntry, lic: str, deb: str, cache: Path) -> str:
+    work = cache / "sources" / "extracted" / cat.library
+    obj = sh3d.extract_model(sh3f, cat.model, work)
+    v, f, c = normalize.load_scene_faces(obj)
+    if e.build.recolor is not None:
+        c = sh3d.recolor(c, e.build.recolor)
+    mesh = normalize.normalise(v, f, c, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units], size=e.size,
+                               budget=budget_for(e), ground_offset_cm=e.ground_offset_cm,
+                               pre_rotation=cat.rotation, axis_scale=(cat.width, cat.height, cat.depth))
+    dest = built_path(cache, e.id)
+    normalize.to_npz(mesh, dest)
+    _write_glb(mesh, dest.with_suffix(".glb"))
+    size = [round(float(x), 1) for x in (mesh.bounds()[1] - mesh.bounds()[0])]
+    record = {"id": e.id, "class": e.cls, "package": deb, "library": cat.library, "source_file": cat.model,
+              "name": cat.name, "creator": cat.creator, "license": lic, "catalog_license": cat.catalog_license,
+              "license_from": f"/{sh3d.COPYRIGHT} (Files: {cat.library}/*)", "triangles_source": int(len(f)),
+              "triangles": mesh.n_triangles, "size_cm": size,
+              "attribution": f"{cat.name} by {cat.creator} (Sweet Home 3D {cat.library} library)"}
+    tmp = dest.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    os.replace(tmp, dest.with_suffix(".json"))
+    return f"{e.id}: built {cat.model} by {cat.creator} ({lic}), {len(f)} → {mesh.n_triangles} triangles, {size} cm"
+
+
+def _write_glb(mesh, path: Path) -> None:
+    """A GLB copy for other tools (vertex colours; UE axes and cm, so not glTF's Y-up metres)."""
+    import trimesh
+
+    tm = trimesh.Trimesh(mesh.vertices, mesh.faces, vertex_colors=mesh.colors, process=False)
+    tmp = path.with_suffix(".glb.tmp")
+    tmp.write_bytes(tm.export(file_type="glb"))
+    os.replace(tmp, path)
