@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -65,6 +65,21 @@ PRIMITIVES = {
 }
 
 
+def _load_library(manifests: list[str] | None) -> Any | None:
+    """The default ``AssetLibrary`` (or one from ``manifests``); None if the package is missing
+    and no manifest was asked for (primitives only)."""
+    try:
+        from assets_manifest import AssetLibrary  # lazy: optional, and slow to import
+    except ImportError as e:
+        if manifests:
+            raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
+        log.warning("assets_manifest.AssetLibrary unavailable (%s): serving primitives only", e)
+        return None
+    if manifests:
+        return AssetLibrary.from_manifests(list(manifests))
+    return AssetLibrary.default()
+
+
 class AssetCatalog:
     """Asset ids/classes/meshes for the server, backed by an optional ``AssetLibrary``.
 
@@ -73,26 +88,45 @@ class AssetCatalog:
     'primitive_cube'
     """
 
-    def __init__(self, library: Any | None) -> None:
-        self.library = library
+    def __init__(self, library: Any | None = None, loader: Callable[[], Any] | None = None) -> None:
+        self._library = library
+        self._loader = loader  # called once, on first use (possibly from a warm-up thread)
+        self._load_error: str | None = None
+        self._load_lock = threading.Lock()
         self._meshes: dict[str, RenderMesh] = {}
         self._lib_ids: set[str] | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def load(cls, manifests: list[str] | None = None) -> "AssetCatalog":
-        """The default library (or one built from ``manifests``); primitives only if the
-        ``assets_manifest`` package is missing and no manifest was asked for."""
+        """Load now: the default library, or one built from ``manifests``."""
+        return cls(_load_library(manifests))
+
+    @classmethod
+    def deferred(cls, manifests: list[str] | None = None) -> "AssetCatalog":
+        """Load on first use (or :meth:`warm`): importing the library pulls in trimesh, which
+        costs seconds, and ``sceneforge serve`` should be listening before that."""
+        return cls(loader=lambda: _load_library(manifests))
+
+    def warm(self) -> None:
+        """Load the library now (call from a background thread); errors surface on first use."""
         try:
-            from assets_manifest import AssetLibrary  # lazy: optional at server start
-        except ImportError as e:
-            if manifests:
-                raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
-            log.warning("assets_manifest.AssetLibrary unavailable (%s): serving primitives only", e)
-            return cls(None)
-        if manifests:
-            return cls(AssetLibrary.from_manifests(list(manifests)))
-        return cls(AssetLibrary.default())
+            self.library
+        except AssetError as e:
+            log.error("%s", e)
+
+    @property
+    def library(self) -> Any | None:
+        with self._load_lock:
+            if self._loader is not None:
+                loader, self._loader = self._loader, None
+                try:
+                    self._library = loader()
+                except Exception as e:  # reported on every use, not just in the log
+                    self._load_error = f"{type(e).__name__}: {e}"
+            if self._load_error:
+                raise AssetError(f"the asset library failed to load: {self._load_error}")
+            return self._library
 
     # --- listing ---------------------------------------------------------------------------
     def ids(self) -> list[str]:

@@ -67,7 +67,11 @@ def run(args) -> int:
     output_dir = args.output_dir.resolve() if args.output_dir else None
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
-    state = ServerState(AssetCatalog.load(args.assets), output_dir=output_dir, threads=args.threads)
+    # Explicit --assets are validated before listening (bad input → exit 2); the default library
+    # loads in the background so the port is ready in well under a second.
+    catalog = AssetCatalog.load(args.assets) if args.assets else AssetCatalog.deferred()
+    threading.Thread(target=catalog.warm, name="sceneforge-assets", daemon=True).start()
+    state = ServerState(catalog, output_dir=output_dir, threads=args.threads)
     server = RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME)
     try:
         host, port = server.start()

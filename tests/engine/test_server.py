@@ -238,3 +238,85 @@ def test_cli_reports_bad_arguments_and_busy_port(server):
                           capture_output=True, text=True, timeout=60)
     assert busy.returncode == 2 and f"cannot listen on 127.0.0.1:{server.port}" in busy.stderr
     assert len(busy.stderr.strip().splitlines()) == 1
+
+
+# --- rendering through the official client ---------------------------------------------------
+CAM = (0.0, 0.0, 100.0)
+BOX = (600.0, 200.0, 0.0)  # primitive_cube: 100 cm, base on z=0 -> x 550..650, y 150..250
+
+
+def _setup_box_scene(c: unrealcv.Client) -> None:
+    for cmd in ("vset /objects/spawn primitive_cube box 600 200 0", "vset /objects/spawn primitive_sphere ball -400 0 0",
+                "vset /camera/0/location 0 0 100", "vset /camera/0/rotation 0 0 0", "vset /camera/0/fov 90",
+                "vset /camera/0/size 320 240"):
+        assert uclient_ok(c.request(cmd)), cmd
+
+
+def uclient_ok(reply) -> bool:
+    return isinstance(reply, str) and not reply.startswith("error")
+
+
+def _front_face_pixel() -> tuple[int, int, float]:
+    """Pixel (col, row) of the box's front-face centre and its ray distance, from the camera model."""
+    import numpy as np
+    from engine.world import Camera
+
+    cam = Camera(CAM, (0, 0, 0), 90.0, 320, 240)
+    point = np.array([[550.0, 200.0, 50.0]])
+    uv, _ = cam.project(point)
+    return int(uv[0, 0]), int(uv[0, 1]), float(np.linalg.norm(point[0] - np.array(CAM)))
+
+
+@pytest.mark.render
+def test_lit_mask_depth_normal_decode_and_agree_with_camera_model(uclient):
+    import numpy as np
+    from unrealcv.api import MsgDecoder
+
+    dec = MsgDecoder()
+    _setup_box_scene(uclient)
+    col, row, dist = _front_face_pixel()
+    lit = dec.decode_png(uclient.request("vget /camera/0/lit png"))[..., ::-1]  # decoder gives BGR
+    bmp = dec.decode_bmp(uclient.request("vget /camera/0/lit bmp"))[..., ::-1]
+    mask = dec.decode_png(uclient.request("vget /camera/0/object_mask png"))[..., ::-1]
+    depth = dec.decode_depth(uclient.request("vget /camera/0/depth npy"))[..., 0]
+    plane = dec.decode_npy(uclient.request("vget /camera/0/plane_depth npy"))[..., 0]
+    normal = np.load(io.BytesIO(uclient.request("vget /camera/0/normal npy")))
+    assert lit.shape == bmp.shape == mask.shape == (240, 320, 3) and depth.dtype == np.float32
+    assert np.array_equal(lit, bmp)
+    box_color = dec.string2color(uclient.request("vget /object/box/color"))
+    assert list(mask[row, col]) == box_color
+    assert depth[row, col] == pytest.approx(dist, rel=0.01)
+    assert plane[row, col] == pytest.approx(550.0, rel=0.01)  # planar depth = forward distance
+    assert np.allclose(normal[row, col], (-1, 0, 0), atol=0.05)  # front face looks back at -X
+    assert lit[row, col].max() > 0 and np.isinf(depth[0, 0])  # top-left is sky
+    colours = {tuple(c) for c in mask.reshape(-1, 3)}
+    assert colours == {(0, 0, 0), tuple(box_color)}  # the ball is behind the camera
+
+
+@pytest.mark.render
+def test_hidden_and_recoloured_objects_in_mask(uclient):
+    import numpy as np
+    from unrealcv.api import MsgDecoder
+
+    dec = MsgDecoder()
+    _setup_box_scene(uclient)
+    col, row, _ = _front_face_pixel()
+    uclient.request("vset /object/box/color 10 200 30")
+    mask = dec.decode_png(uclient.request("vget /camera/0/object_mask png"))[..., ::-1]
+    assert list(mask[row, col]) == [10, 200, 30]
+    uclient.request("vset /object/box/hide")
+    mask = dec.decode_png(uclient.request("vget /camera/0/object_mask png"))[..., ::-1]
+    assert not mask.any()
+
+
+@pytest.mark.render
+def test_file_outputs_land_in_output_dir(uclient, server_output_dir):
+    import numpy as np
+
+    _setup_box_scene(uclient)
+    path = uclient.request("vget /camera/0/depth shots/d.npy")
+    assert path == str(server_output_dir.resolve() / "shots" / "d.npy")
+    assert np.load(path).shape == (240, 320)
+    auto = uclient.request("vget /camera/0/lit")
+    assert auto.endswith(".png") and auto.startswith(str(server_output_dir.resolve()))
+    assert not list(server_output_dir.rglob("*.tmp"))

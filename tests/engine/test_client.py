@@ -1,0 +1,126 @@
+"""engine.client.RenderClient against a real server (extensions and the stock fallback)."""
+from __future__ import annotations
+
+import socket
+
+import numpy as np
+import pytest
+
+from engine.client import RenderClient, compact_json, parse_address, parse_color
+from engine.errors import CommandError, ConnectionFailed, ProtocolError
+from engine.world import Actor, Camera, Rotator, Transform, instance_color, look_at_rotation
+
+CAM = Camera((0.0, 0.0, 100.0), Rotator(0, 0, 0), 90.0, 160, 120)
+
+
+def _stock(client: RenderClient) -> RenderClient:
+    """Make the client believe it talks to stock UnrealCV (the server is real; only the
+    command choice changes), to exercise the UE5 fallback paths."""
+    client.templates = [t for t in client.templates if "/sceneforge/" not in t]
+    assert not client.is_sceneforge
+    return client
+
+
+def test_helpers():
+    assert parse_address("127.0.0.1:9000") == ("127.0.0.1", 9000)
+    assert parse_address(("h", "5")) == ("h", 5)
+    with pytest.raises(ConnectionFailed, match="HOST:PORT"):
+        parse_address("nohost")
+    assert compact_json({"env": "winter town"}) == '{"env":"winter\\u0020town"}'
+    assert parse_color("(R=1,G=22,B=255,A=255)") == (1, 22, 255)
+    with pytest.raises(ProtocolError):
+        parse_color("error")
+
+
+def test_connect_failure_is_raised_not_returned():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound but not listening: connection refused
+        with pytest.raises(ConnectionFailed, match=f"127.0.0.1:{port}"):
+            RenderClient(f"127.0.0.1:{port}", connect_timeout=0.5).connect()
+
+
+def test_extensions_detected_and_errors_raise(render_client):
+    assert render_client.is_sceneforge
+    assert "Is Listening" in render_client.status()
+    with pytest.raises(CommandError, match="no object named 'ghost'"):
+        render_client.object_color("ghost")
+    ids = {a["id"] for a in render_client.assets()}
+    assert {"primitive_cube", "primitive_sphere"} <= ids
+
+
+def test_spawn_pose_destroy(render_client):
+    c = render_client
+    c.spawn([Actor("a", "primitive_cube", Transform((100, 0, 0))),
+             Actor("b", "primitive_sphere", Transform((0, 100, 0), Rotator(0, 45, 0), (2, 2, 2)), tint=(255, 0, 0))])
+    assert c.objects() == ["a", "b"]
+    assert c.object_color("a") == instance_color(0) and c.object_color("b") == instance_color(1)
+    c.set_pose("a", location=(1, 2, 3), rotation=Rotator(0, 90, 0))
+    assert c.object_location("a") == (1.0, 2.0, 3.0)
+    assert c.text("vget /object/a/rotation") == "0.000 90.000 0.000"
+    assert c.text("vget /object/b/scale") == "2.000 2.000 2.000"
+    c.destroy("a")
+    assert c.objects() == ["b"]
+    c.reset()
+    assert c.objects() == []
+
+
+def test_set_world_validates(render_client):
+    render_client.set_world({"env": "winter town", "sun": {"pitch": 20.0, "yaw": 10.0}, "ground": {"color": [250, 250, 250]}})
+    with pytest.raises(CommandError, match="world.sky: unknown field"):
+        render_client.set_world({"sky": {"blue": 1}})
+
+
+@pytest.mark.render
+def test_render_returns_backend_arrays(render_client):
+    c = render_client
+    c.spawn([Actor("box", "primitive_cube", Transform((600, 200, 0)))])
+    c.set_camera(0, CAM)
+    out = c.render(0, ("lit", "object_mask", "depth", "plane_depth", "normal", "instance_id"))
+    assert out["lit"].shape == (120, 160, 3) and out["lit"].dtype == np.uint8
+    assert out["depth"].dtype == np.float32 and out["normal"].shape == (120, 160, 3)
+    box = np.all(out["object_mask"] == instance_color(0), axis=-1)
+    assert box.any() and np.array_equal(box, out["instance_id"] == 1)
+
+
+@pytest.mark.render
+def test_visibility_counts_occlusion(render_client):
+    c = render_client
+    eye = (0.0, 0.0, 50.0)
+    c.set_camera(0, Camera(eye, look_at_rotation(eye, (800, 0, 50)), 60.0, 160, 120))
+    c.spawn([Actor("far", "primitive_cube", Transform((800, 0, 0))),
+             Actor("near", "primitive_cube", Transform((400, 40, 0)))])  # hides part of "far"
+    vis = c.visibility(0, ["far", "near"])
+    mask = c.render(0, ("object_mask",))["object_mask"]
+    assert vis["far"].visible == np.all(mask == instance_color(0), axis=-1).sum()
+    assert vis["near"].visible == vis["near"].unoccluded > 0
+    assert 0 < vis["far"].visible < vis["far"].unoccluded
+    x0, y0, x1, y1 = vis["near"].bbox
+    assert 0 <= x0 <= x1 < 160 and 0 <= y0 <= y1 < 120
+
+
+@pytest.mark.render
+def test_stock_fallback_matches_extensions(render_client):
+    """The UE5 code path (stock commands only) gives the same images and counts."""
+    c = render_client
+    eye = (0.0, 0.0, 50.0)
+    cam = Camera(eye, look_at_rotation(eye, (800, 0, 50)), 60.0, 160, 120)
+    actors = [Actor("far", "primitive_cube", Transform((800, 0, 0))),
+              Actor("near", "primitive_cube", Transform((400, 40, 0)))]
+    c.set_camera(0, cam)
+    c.spawn(actors)
+    ext_vis = c.visibility(0, ["far", "near"])
+    ext_img = c.render(0, ("object_mask", "depth"))
+    c.reset()
+    stock = _stock(c)
+    stock.set_camera(0, cam)  # uses `vrun r.setres`, as on UE
+    stock.spawn(actors)
+    assert stock.objects() == ["far", "near"]
+    assert stock.visibility(0, ["far", "near"]) == ext_vis
+    img = stock.render(0, ("object_mask", "depth"))
+    assert np.array_equal(img["object_mask"], ext_img["object_mask"])
+    assert np.array_equal(img["depth"], ext_img["depth"])
+    with pytest.raises(CommandError, match="instance_id"):
+        stock.render(0, ("instance_id",))
+    stock.reset()
+    assert stock.objects() == []
