@@ -69,12 +69,13 @@ class Passes:
 
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
+        """Programs by key: ``lit``/``sky`` with ``_n`` (normals) and ``_g`` (ground) suffixes."""
         if key not in self.progs:
-            vs, fs, defines = {
-                "lit": (S.LIT_VS, S.LIT_FS, ()), "lit_n": (S.LIT_VS, S.LIT_FS, ("WITH_NORMAL",)),
-                "sky": (S.SKY_VS, S.SKY_FS, ()), "sky_n": (S.SKY_VS, S.SKY_FS, ("WITH_NORMAL",)),
-                "ids": (S.IDS_VS, S.IDS_FS, ()), "shadow": (S.SHADOW_VS, S.SHADOW_FS, ()),
-            }[key]
+            base = key.split("_")[0]
+            vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
+                      "ids": (S.IDS_VS, S.IDS_FS), "shadow": (S.SHADOW_VS, S.SHADOW_FS)}[base]
+            flags = key.split("_")[1] if "_" in key else ""
+            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND")) if f in flags)
             self.progs[key] = _Program(self.ctx, vs, fs, defines)
         return self.progs[key]
 
@@ -144,16 +145,18 @@ class Passes:
         fbo.use()
         fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
         self._draw_sky(scene, frame.camera, with_normal)
-        prog = self.program("lit_n" if with_normal else "lit")
-        self._set_lit_uniforms(prog, scene, frame)
         self.ctx.enable(moderngl.DEPTH_TEST)
         key = "lit_n" if with_normal else "lit"
-        self._draw_ground(prog, scene.ground, key, True)
-        prog.set("u_procedural", 0)
+        prog = self.program(key)
+        self._set_lit_uniforms(prog, scene, frame)
         for d, vis in zip(frame.draws, frame.visible):
             if vis:
                 self._set_actor(prog, d)
                 d.mesh.vao(self.ctx, prog.prog, key, True).render()
+        gkey = "lit_ng" if with_normal else "lit_g"  # after the actors: occluded ground is skipped
+        gprog = self.program(gkey)
+        self._set_lit_uniforms(gprog, scene, frame)
+        self._draw_ground(gprog, scene.ground, gkey, True)
 
     def _set_lit_uniforms(self, prog: _Program, scene: Scene, frame: "Frame") -> None:
         sun, sky = scene.sun, scene.sky
@@ -190,8 +193,7 @@ class Passes:
             scales = NOISE_SCALES.get((ground.texture or "noise").lower())
             prog.set("u_normal_mat", IDENTITY3)
             prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
-            prog.set("u_procedural", 0 if scales is None else 1)
-            prog.set("u_noise_scale", scales or (1.0, 1.0))
+            prog.set("u_noise_scale", scales or (0.0, 0.0))
         for m in self.ground(ground):
             m.vao(self.ctx, prog.prog, key, lit).render()
 

@@ -7,6 +7,9 @@ rules. All programs work in **UE world coordinates** (cm, Z up): the only UE→G
 Programs:
 
 * ``LIT``     colour (location 0) + instance id (1) [+ world normal (2) with ``WITH_NORMAL``];
+              the ``GROUND`` variant adds the procedural noise texture (kept out of the actor
+              variant: on llvmpipe every tiny triangle shades a whole pixel block, so the
+              actors' fragment shader must stay cheap);
 * ``IDS``     instance id only (location 0): cheap pass for masks, depth and pixel counts;
 * ``SKY``     full-screen zenith→horizon gradient drawn before the geometry (lit only);
 * ``SHADOW``  depth-only pass from the sun.
@@ -46,8 +49,7 @@ uniform vec3 u_sky_zenith;
 uniform vec3 u_sky_horizon;
 uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
 uniform int u_id;               // 1 + actor index; 0 = ground
-uniform int u_procedural;       // 1: modulate albedo with world-space value noise (ground)
-uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse)
+uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
 uniform int u_use_shadow;
 uniform mat4 u_light_vp;
 uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
@@ -62,6 +64,7 @@ layout(location = 1) out int f_id;
 layout(location = 2) out vec4 f_normal;
 #endif
 
+#ifdef GROUND
 float hash2(vec2 p) {
     p = fract(p * vec2(0.1031, 0.1030));
     p += dot(p, p.yx + 33.33);
@@ -76,6 +79,7 @@ float value_noise(vec2 p) {
     float c = hash2(i + vec2(0.0, 1.0)), d = hash2(i + vec2(1.0, 1.0));
     return mix(mix(a, b, u.x), mix(c, d, u.x), u.y);
 }
+#endif
 
 vec3 surface_normal(vec3 to_cam) {
     // Geometric normal from screen-space derivatives, turned towards the camera: independent
@@ -95,13 +99,14 @@ float shadow_visibility(vec3 n) {
     vec4 lp = u_light_vp * vec4(v_world + n * (1.5 * u_shadow_texel), 1.0);
     vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
     if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return 1.0;
-    vec2 ts = 1.0 / vec2(textureSize(u_shadow_map, 0));
+    // PCF: 4 hardware-filtered (bilinear compare) taps half a texel apart = a 3x3-texel tent.
+    vec2 ts = 0.5 / vec2(textureSize(u_shadow_map, 0));
     float ref = p.z - u_shadow_bias;
-    float vis = 0.0;
-    for (int x = -1; x <= 1; x++)
-        for (int y = -1; y <= 1; y++)
-            vis += texture(u_shadow_map, vec3(p.xy + vec2(x, y) * ts, ref));
-    return vis / 9.0;
+    float vis = texture(u_shadow_map, vec3(p.xy + vec2(-ts.x, -ts.y), ref))
+              + texture(u_shadow_map, vec3(p.xy + vec2(ts.x, -ts.y), ref))
+              + texture(u_shadow_map, vec3(p.xy + vec2(-ts.x, ts.y), ref))
+              + texture(u_shadow_map, vec3(p.xy + vec2(ts.x, ts.y), ref));
+    return 0.25 * vis;
 }
 
 void main() {
@@ -109,11 +114,13 @@ void main() {
     vec3 n = surface_normal(to_cam);
     vec3 albedo = v_color;
     if (u_tint.a > 0.5) albedo = u_tint.rgb * dot(v_color, vec3(0.299, 0.587, 0.114));
-    if (u_procedural == 1) {
+#ifdef GROUND
+    if (u_noise_scale.x > 0.0) {
         float fine = value_noise(v_world.xy / u_noise_scale.x);
         float coarse = value_noise(v_world.xy / u_noise_scale.y);
         albedo *= 0.82 + 0.22 * fine + 0.14 * coarse;
     }
+#endif
     float ndl = max(dot(n, u_to_sun), 0.0);
     float vis = ndl > 0.0 ? shadow_visibility(n) : 1.0;
     vec3 sky = mix(u_sky_horizon, u_sky_zenith, 0.5 + 0.5 * n.z);

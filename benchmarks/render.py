@@ -1,0 +1,174 @@
+"""Renderer throughput: frames/s of the embedded GL backend, in-process and with 2 processes.
+
+Run: ``python benchmarks/render.py [--seconds 3] [--scene typical|dense]``
+
+Prints frames/s for lit, object_mask and depth (and the one-pass lit+depth+ids bundle) at 224²
+and 512², the scene's triangle count beside each figure, pixel_counts calls/s, the cost of an
+uncached shadow map, and the aggregate speed-up of two processes (LP_NUM_THREADS=1 each) over
+one, measured in the same run. Timings on a shared machine are noisy: compare ratios.
+
+``bench_inprocess`` is the building block; ``main`` is meant to be extended (e.g. with the
+socket-overhead measurement of the render server).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+from engine.world import Actor, Camera, Rotator, Scene, Transform, instance_color, look_at_rotation  # noqa: E402
+
+CLASSES = ("car", "truck", "human", "tree", "bike", "rock", "trash_bin", "deer", "vespa", "bush",
+           "lamp_post", "fire_hydrant", "taxi", "cone", "barrel", "bench")
+
+
+def typical_provider():
+    """The always-available procedural asset pack (what tests and the demo render)."""
+    from assets_manifest import AssetLibrary
+
+    lib = AssetLibrary.default()
+    return lib.mesh, [i.id for c in CLASSES for i in lib.by_class(c)]
+
+
+def dense_provider(subdiv: int = 4):
+    """Heavier meshes (~7k triangles each) approximating decimated scanned assets."""
+    import trimesh
+
+    from engine.meshes import RenderMesh
+
+    meshes = {}
+    for k, m in {"sphere": trimesh.creation.icosphere(subdivisions=subdiv, radius=80),
+                 "cyl": trimesh.creation.cylinder(radius=40, height=250, sections=1700),
+                 "box": trimesh.creation.box(extents=(200, 150, 120)).subdivide().subdivide().subdivide()
+                 .subdivide().subdivide()}.items():
+        v = np.asarray(m.vertices) - [0, 0, float(np.min(m.vertices[:, 2]))]
+        rgb = np.tile(np.array([180, 120, 90], np.uint8), (len(v), 1))
+        meshes[k] = RenderMesh(v, m.faces, rgb)
+    return meshes.__getitem__, list(meshes)
+
+
+def build_scene(asset_ids: list[str], n: int = 25, seed: int = 0) -> Scene:
+    """``n`` objects scattered 5-40 m in front of a camera at the origin (deterministic)."""
+    rng = np.random.default_rng(seed)
+    scene = Scene()
+    for i in range(n):
+        dist, ang = rng.uniform(500, 4000), rng.uniform(-35, 35)
+        loc = (dist * math.cos(math.radians(ang)), dist * math.sin(math.radians(ang)), 0.0)
+        scene.add(Actor(f"obj{i}", asset_ids[i % len(asset_ids)],
+                        Transform(loc, Rotator(0, float(rng.uniform(0, 360)), 0)), color=instance_color(i)))
+    return scene
+
+
+def cameras(size: int, k: int = 8) -> list[Camera]:
+    """A few nearby poses (a small orbit) so no frame is trivially identical to the last."""
+    out = []
+    for j in range(k):
+        eye = (0.0, 30.0 * math.sin(j), 170.0 + 10 * j)
+        out.append(Camera(eye, look_at_rotation(eye, (2000.0, 0.0, 0.0)), fov_deg=60.0, width=size, height=size))
+    return out
+
+
+def bench_inprocess(backend, scene: Scene, cams: list[Camera], kinds: tuple[str, ...] | None,
+                    seconds: float = 2.0, names: list[str] | None = None) -> float:
+    """Calls per second of ``backend.render`` (or ``pixel_counts`` when ``names`` is given)."""
+    def call(j: int):
+        cam = cams[j % len(cams)]
+        return backend.pixel_counts(scene, cam, names) if names else backend.render(scene, cam, kinds)
+
+    call(0)  # warm: uploads, framebuffers, shadow map
+    n, t0 = 0, time.perf_counter()
+    while True:
+        call(n)
+        n += 1
+        dt = time.perf_counter() - t0
+        if dt >= seconds and n >= 5:
+            return n / dt
+
+
+def _worker(scene_kind: str, seconds: float, start, queue) -> None:
+    os.environ["LP_NUM_THREADS"] = "1"
+    from engine.server.gl_backend import GLBackend
+
+    provider, ids = typical_provider() if scene_kind == "typical" else dense_provider()
+    backend = GLBackend(provider)
+    scene, cams = build_scene(ids), cameras(224)
+    backend.render(scene, cams[0], ("lit", "depth", "instance_id"))
+    start.wait()
+    queue.put(bench_inprocess(backend, scene, cams, ("lit", "depth", "instance_id"), seconds))
+
+
+def parallel_fps(n_procs: int, scene_kind: str, seconds: float) -> float:
+    """Aggregate frames/s of ``n_procs`` processes, each with its own context, started together."""
+    ctx = mp.get_context("spawn")
+    start, queue = ctx.Barrier(n_procs), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(scene_kind, seconds, start, queue)) for _ in range(n_procs)]
+    for p in procs:
+        p.start()
+    rates = [queue.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join()
+    return float(sum(rates))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=3.0, help="timing window per figure")
+    ap.add_argument("--scene", choices=("typical", "dense"), default="typical")
+    ap.add_argument("--no-parallel", action="store_true", help="skip the 2-process measurement")
+    args = ap.parse_args(argv)
+    from engine.server.gl_backend import GLBackend
+
+    provider, ids = typical_provider() if args.scene == "typical" else dense_provider()
+    t0 = time.perf_counter()
+    backend = GLBackend(provider)
+    scene = build_scene(ids)
+    backend.render(scene, cameras(224)[0], ("lit",))
+    results = {"first_frame_s": time.perf_counter() - t0, "triangles": backend.triangle_count(scene),
+               "actors": len(scene.actors), **backend.info()}
+    print(f"scene={args.scene}: {results['actors']} actors, {results['triangles']} triangles "
+          f"(ground + actors); first frame {results['first_frame_s']:.2f} s; {results['gl_renderer']}, "
+          f"LP_NUM_THREADS={results['lp_num_threads']}")
+    for size in (224, 512):
+        cams = cameras(size)
+        for label, kinds in (("lit", ("lit",)), ("object_mask", ("object_mask",)), ("depth", ("depth",)),
+                             ("lit+depth+ids", ("lit", "depth", "instance_id"))):
+            fps = bench_inprocess(backend, scene, cams, kinds, args.seconds)
+            results[f"fps_{label}_{size}"] = fps
+            print(f"  {size}x{size} {label:<14} {fps:7.1f} frames/s  ({results['triangles']} triangles)")
+    names = list(scene.actors)[:2]
+    results["pixel_counts_per_s_224"] = bench_inprocess(backend, scene, cameras(224), None, args.seconds, names)
+    print(f"  224x224 pixel_counts({len(names)} names) {results['pixel_counts_per_s_224']:7.1f} calls/s")
+    results["fps_uncached_shadow_224"] = _uncached_shadow_fps(backend, scene, args.seconds)
+    print(f"  224x224 lit with shadow map recomputed every frame {results['fps_uncached_shadow_224']:7.1f} frames/s")
+    backend.close()
+    if not args.no_parallel:
+        one = parallel_fps(1, args.scene, args.seconds)
+        two = parallel_fps(2, args.scene, args.seconds)
+        results.update(fps_1proc_1thread=one, fps_2proc_1thread=two, scaling_2proc=two / one)
+        print(f"  2 processes (LP_NUM_THREADS=1): {one:.1f} -> {two:.1f} frames/s aggregate "
+              f"(x{two / one:.2f}), lit+depth+ids 224x224")
+    return results
+
+
+def _uncached_shadow_fps(backend, scene: Scene, seconds: float) -> float:
+    """Move one actor a little every frame so the shadow map must be redrawn (worst case)."""
+    first = next(iter(scene.actors.values()))
+    cams, n, t0 = cameras(224), 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds or n < 5:
+        loc = first.transform.location
+        scene.replace_actor(first.name, transform=Transform((loc[0], loc[1] + 1.0 + n % 7, loc[2])))
+        backend.render(scene, cams[n % len(cams)], ("lit",))
+        n += 1
+    return n / (time.perf_counter() - t0)
+
+
+if __name__ == "__main__":
+    main()
