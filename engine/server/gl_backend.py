@@ -107,9 +107,11 @@ class GLBackend(RenderBackend):
             frame = self._frame(scene, camera)
             self._passes.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)
             ids = self._passes.read_ids(camera)
-            counts = np.bincount(ids.ravel(), minlength=len(order) + 1)
-            by_index = {d.index: (d, v) for d, v in zip(frame.draws, frame.visible)}
-            return {n: self._count_one(frame, ids, counts, order[n], by_index.get(order[n]))
+            visible = np.bincount(ids.ravel(), minlength=len(order) + 1)
+            in_view = {d.index: d for d, v in zip(frame.draws, frame.visible) if v}
+            drawn = [in_view[order[n]] for n in dict.fromkeys(names) if order[n] in in_view]
+            alone = dict(zip((d.index for d in drawn), self._passes.coverage(frame, drawn)))
+            return {n: _pixel_count(ids, order[n] + 1, int(visible[order[n] + 1]), alone.get(order[n], 0))
                     for n in names}
 
     def triangle_count(self, scene: Scene) -> int:
@@ -176,14 +178,10 @@ class GLBackend(RenderBackend):
                 out["depth"] = planar * F.ray_factor(cam.width, cam.height, cam.focal_px)
         return {k: out[k] for k in kinds}
 
-    def _count_one(self, frame: Frame, ids: np.ndarray, counts: np.ndarray, index: int,
-                   entry) -> PixelCount:
-        """Visible pixels from the full id pass; unoccluded from a pass with the actor alone."""
-        if entry is None or not entry[1]:
-            return PixelCount(0, 0, None)  # hidden, empty, or outside the frustum
-        visible = int(counts[index + 1])
-        unoccluded = self._passes.count_alone(frame, entry[0])
-        return PixelCount(visible, unoccluded, _bbox(ids == index + 1) if visible else None)
+
+def _pixel_count(ids: np.ndarray, instance: int, visible: int, unoccluded: int) -> PixelCount:
+    """Hidden, empty or out-of-frustum actors were never drawn: 0 / 0 / None."""
+    return PixelCount(visible, unoccluded, _bbox(ids == instance) if visible else None)
 
 
 def _palette(scene: Scene) -> np.ndarray:

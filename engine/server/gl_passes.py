@@ -73,7 +73,7 @@ class Passes:
         if key not in self.progs:
             base = key.split("_")[0]
             vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
-                      "ids": (S.IDS_VS, S.IDS_FS), "shadow": (S.SHADOW_VS, S.SHADOW_FS)}[base]
+                      "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS), "shadow": (S.SHADOW_VS, S.SHADOW_FS)}[base]
             flags = key.split("_")[1] if "_" in key else ""
             defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND")) if f in flags)
             self.progs[key] = _Program(self.ctx, vs, fs, defines)
@@ -226,10 +226,32 @@ class Passes:
                 prog.set("u_id", d.index + 1)
                 d.mesh.vao(self.ctx, prog.prog, "ids", False).render()
 
-    def count_alone(self, frame: "Frame", draw: "Draw") -> int:
-        """Pixels an actor covers with nothing else drawn (no actors, no ground)."""
-        self.id_pass(frame, [draw], [True], ground=None)
-        return int(np.count_nonzero(self.read_ids(frame.camera)))
+    def coverage(self, frame: "Frame", draws: list["Draw"]) -> list[int]:
+        """Pixels each actor covers with nothing else drawn (no other actor, no ground).
+
+        Four actors per pass: each writes a one-hot colour, MAX blending ORs them per channel
+        and the depth test is off, so a channel counts exactly the actor's own silhouette.
+        """
+        t = self.target(frame.camera)
+        prog = self.program("cover")
+        prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
+        counts: list[int] = []
+        for start in range(0, len(draws), 4):
+            chunk = draws[start:start + 4]
+            t.cover.use()
+            t.cover.clear(0.0, 0.0, 0.0, 0.0)
+            self.ctx.disable(moderngl.DEPTH_TEST)
+            self.ctx.enable(moderngl.BLEND)
+            self.ctx.blend_equation = moderngl.MAX
+            for k, d in enumerate(chunk):
+                prog.set("u_model", d.placed.model_bytes)
+                prog.set("u_channel", tuple(1.0 if j == k else 0.0 for j in range(4)))
+                d.mesh.vao(self.ctx, prog.prog, "cover", False).render()
+            self.ctx.blend_equation = moderngl.FUNC_ADD
+            self.ctx.disable(moderngl.BLEND)
+            cover = np.frombuffer(t.color.read(), np.uint8).reshape(-1, 4)
+            counts += [int(c) for c in np.count_nonzero(cover, axis=0)[:len(chunk)]]
+        return counts
 
     # --- read-back (GL rows are bottom-up: flip so row 0 is the top) -------------------------
     def read_color(self, camera: Camera) -> np.ndarray:

@@ -183,6 +183,7 @@ class Targets:
         self.depth = ctx.depth_texture(size)
         self.lit = ctx.framebuffer([self.color, self.ids], self.depth)
         self.id_only = ctx.framebuffer([self.ids], self.depth)
+        self.cover = ctx.framebuffer([self.color])
         self._normal = None
         self._lit_normal = None
 
@@ -195,6 +196,6 @@ class Targets:
         return self._lit_normal
 
     def release(self) -> None:
-        for obj in (self.lit, self.id_only, self._lit_normal, self.color, self.ids, self.depth, self._normal):
+        for obj in (self.lit, self.id_only, self.cover, self._lit_normal, self.color, self.ids, self.depth, self._normal):
             if obj is not None:
                 obj.release()

@@ -11,6 +11,8 @@ Programs:
               variant: on llvmpipe every tiny triangle shades a whole pixel block, so the
               actors' fragment shader must stay cheap);
 * ``IDS``     instance id only (location 0): cheap pass for masks, depth and pixel counts;
+* ``COVER``   coverage of up to 4 actors at once (one RGBA channel each, MAX blending, no
+              depth test): the "unoccluded" pixel counts in one pass;
 * ``SKY``     full-screen zenith→horizon gradient drawn before the geometry (lit only);
 * ``SHADOW``  depth-only pass from the sun.
 
@@ -148,6 +150,14 @@ uniform int u_id;
 layout(location = 0) out int f_id;
 void main() {
     f_id = u_id;
+}
+"""
+
+COVER_FS = """
+uniform vec4 u_channel;         // one-hot: which of 4 actors this draw belongs to
+layout(location = 0) out vec4 f_cover;
+void main() {
+    f_cover = u_channel;        // combined with MAX blending, no depth test
 }
 """
 

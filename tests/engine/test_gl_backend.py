@@ -226,6 +226,18 @@ def test_occluder_reduces_visible_not_unoccluded(backend):
     assert 0 < counts["t"].ratio < 1
 
 
+def test_unoccluded_equals_pixels_when_rendered_alone_for_many_actors(backend):
+    cam = _camera(160, 120)
+    actors = [_actor(f"a{i}", asset, (700.0 + 150 * i, -250.0 + 90 * i, 0.0), i)
+              for i, asset in enumerate(["box", "sphere", "cyl", "box", "lshape", "sphere"])]
+    scene = _scene(*actors)  # overlapping in the image; 6 names > one 4-channel coverage pass
+    counts = backend.pixel_counts(scene, cam, [a.name for a in actors][::-1])
+    for a in actors:  # all stand on z = 0, so the ground never hides them in a solo render
+        solo = backend.render(_scene(a), cam, ("instance_id",))["instance_id"]
+        assert counts[a.name].unoccluded == int((solo == 1).sum()) > 0
+    assert sum(c.visible for c in counts.values()) < sum(c.unoccluded for c in counts.values())
+
+
 def test_bbox_matches_projected_box_corners(backend):
     cam = _camera(320, 240)
     counts = backend.pixel_counts(_scene(_actor("a", "box", (1000.0, -200.0, 50.0))), cam, ["a"])["a"]
