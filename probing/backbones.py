@@ -1,0 +1,156 @@
+"""One front door for frozen backbones: ``create_backbone(spec)``.
+
+Specs:
+  ``timm:<name>[.<pretrained_tag>]``  any timm model (weights from the HF cache / timm cache, or
+                                     ``weights=/path/model.safetensors``, or ``weights="random"``)
+  ``hf:<id-or-local-dir>``            any Hugging Face vision model (``AutoModel``), resolved
+                                     through the HF cache (``HF_HOME``, ``HF_HUB_OFFLINE``) or a
+                                     local ``save_pretrained`` directory
+  ``<preset>``                        a named preset from :data:`PRESETS` (SpaRRTa's backbones)
+
+Example::
+
+    bb = create_backbone("timm:vit_small_patch16_224", weights="random",
+                         model_kwargs={"depth": 4})
+    toks = bb.extract(batch, layers=[2, 4])     # {2: Tokens(patches, prefix, grid), 4: ...}
+
+Every backbone is frozen (``eval()``, ``requires_grad=False``) and carries its own
+:class:`~probing.preprocess.Preprocess` read from the model's config, never hard-coded here.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+
+from engine.errors import ConfigError
+from probing.preprocess import Preprocess
+
+log = logging.getLogger(__name__)
+
+# SpaRRTa's backbone families by their timm / HF names. Weights are not shipped: they come from
+# the user's HF cache (HF_HOME) or --weights (see docs/probing.md).
+PRESETS: dict[str, str] = {
+    "dino-vits16": "timm:vit_small_patch16_224.dino",
+    "dino-vitb16": "timm:vit_base_patch16_224.dino",
+    "dinov2-vits14": "timm:vit_small_patch14_dinov2.lvd142m",
+    "dinov2-vitb14": "timm:vit_base_patch14_dinov2.lvd142m",
+    "dinov2-vitl14": "timm:vit_large_patch14_dinov2.lvd142m",
+    "dinov2reg-vits14": "timm:vit_small_patch14_reg4_dinov2.lvd142m",
+    "dinov2reg-vitb14": "timm:vit_base_patch14_reg4_dinov2.lvd142m",
+    "dinov2reg-vitl14": "timm:vit_large_patch14_reg4_dinov2.lvd142m",
+    "dinov3-vits16": "timm:vit_small_patch16_dinov3.lvd1689m",
+    "dinov3-vitb16": "timm:vit_base_patch16_dinov3.lvd1689m",
+    "dinov3-vitl16": "timm:vit_large_patch16_dinov3.lvd1689m",
+    "clip-vitb16": "timm:vit_base_patch16_clip_224.openai",
+    "clip-vitl14": "timm:vit_large_patch14_clip_224.openai",
+    "siglip-vitb16": "timm:vit_base_patch16_siglip_224.webli",
+    "deit-vits16": "timm:deit_small_patch16_224.fb_in1k",
+    "deit-vitb16": "timm:deit_base_patch16_224.fb_in1k",
+    "mae-vitb16": "timm:vit_base_patch16_224.mae",
+    "mae-vitl16": "timm:vit_large_patch16_224.mae",
+    "resnet50": "timm:resnet50.a1_in1k",
+    "hf-dinov2-base": "hf:facebook/dinov2-base",
+    "hf-dinov2-large": "hf:facebook/dinov2-large",
+    "hf-clip-vitb16": "hf:openai/clip-vit-base-patch16",
+}
+
+
+@dataclass
+class Tokens:
+    """Tokens of one layer for a batch: ``patches`` (B, P, D) in row-major grid order,
+    ``prefix`` (B, K, D) = CLS + register tokens (K may be 0, e.g. CNNs), ``grid`` = (gh, gw)."""
+
+    patches: "object"
+    prefix: "object"
+    grid: tuple[int, int]
+
+
+class Backbone:
+    """A frozen feature extractor. Subclasses implement ``_forward(x, layers)``.
+
+    ``forward_calls`` counts real forward passes (the cache tests assert it stays 0 on a hit).
+    """
+
+    def __init__(self, spec: str, model, preprocess: Preprocess, num_layers: int):
+        self.spec = spec
+        self.model = model.eval()
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.preprocess = preprocess
+        self.num_layers = num_layers
+        self.forward_calls = 0
+        self._weights_hash: str | None = None
+
+    @property
+    def weights_hash(self) -> str:
+        """SHA-256 of the state dict: identifies the exact weights (file, cache or random init)."""
+        if self._weights_hash is None:
+            import torch
+
+            h = hashlib.sha256()
+            for name, t in sorted(self.model.state_dict().items()):
+                h.update(f"{name}{tuple(t.shape)}{t.dtype}".encode())
+                h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
+            self._weights_hash = h.hexdigest()
+        return self._weights_hash
+
+    def resolve_layers(self, layers: list[int] | None) -> list[int]:
+        """1-based block numbers (``-1`` = last); ``None`` = last. Validated, sorted, unique."""
+        if not layers:
+            return [self.num_layers]
+        out = set()
+        for layer in layers:
+            n = self.num_layers + 1 + layer if layer < 0 else layer
+            if not 1 <= n <= self.num_layers:
+                raise ConfigError(f"--layers: {layer} out of range for {self.spec} "
+                                  f"(1..{self.num_layers}, or -1 for the last)")
+            out.add(n)
+        return sorted(out)
+
+    def extract(self, x, layers: list[int]) -> dict[int, Tokens]:
+        """Tokens for the given 1-based layers from one batch ``x`` (B, 3, H, W) float32."""
+        import torch
+
+        with torch.inference_mode():
+            self.forward_calls += 1
+            return self._forward(x, layers)
+
+    def _forward(self, x, layers: list[int]) -> dict[int, Tokens]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def parse_spec(spec: str) -> tuple[str, str]:
+    """``"timm:vit_b"`` → ("timm", "vit_b"); a preset name is expanded first."""
+    spec = spec.strip()
+    if spec in PRESETS:
+        spec = PRESETS[spec]
+    kind, sep, name = spec.partition(":")
+    if not sep or kind not in ("timm", "hf") or not name:
+        raise ConfigError(f"--backbone {spec!r}: expected timm:<name>, hf:<id-or-dir> or a preset "
+                          f"({', '.join(sorted(PRESETS))})")
+    return kind, name
+
+
+def create_backbone(spec: str, weights: str | None = None,
+                    model_kwargs: dict | None = None) -> Backbone:
+    """Build a frozen backbone from a spec (see module docstring).
+
+    ``weights``: None (pretrained weights from the local cache; offline-safe error if absent), a
+    path (timm: a .safetensors/.pth file; hf: a ``save_pretrained`` directory) or ``"random"``
+    (random initialisation, seeded: for tests and throughput benchmarks).
+    """
+    kind, name = parse_spec(spec)
+    if kind == "timm":
+        from probing.timm_backbone import create_timm
+
+        return create_timm(name, weights, dict(model_kwargs or {}))
+    from probing.hf_backbone import create_hf
+
+    return create_hf(name, weights, dict(model_kwargs or {}))
+
+
+def offline_error(name: str, err: Exception) -> ConfigError:
+    """The one message for 'no weights here' (no model hub is reachable from this tool)."""
+    return ConfigError(f"offline and no local weights for {name}: pass --weights or set HF_HOME "
+                       f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})")

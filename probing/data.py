@@ -1,0 +1,105 @@
+"""Reading image datasets from disk: the only thing probing knows about the rest of sceneforge.
+
+A dataset is a directory holding ``metadata.parquet`` (or ``metadata.csv``) with at least the
+columns in :data:`REQUIRED_COLUMNS`; ``file_name`` is relative to that directory. ``--data`` may
+also point at a parent directory: every dataset below it is found (recursively) and concatenated,
+so one feature extraction covers all environments and tasks.
+
+Example::
+
+    table = load_datasets("data/")          # pandas DataFrame, one row per image
+    table[["path", "label", "split", "env", "task"]]
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from engine.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+CLASSES = ("front", "back", "left", "right")
+SPLITS = ("train", "val", "test")
+REQUIRED_COLUMNS = ("file_name", "label", "split", "env", "task", "triple")
+
+
+def find_datasets(root: str | Path) -> list[Path]:
+    """Directories at or below ``root`` that contain a metadata table (sorted, deterministic)."""
+    root = Path(root)
+    if not root.exists():
+        raise ConfigError(f"--data {root}: no such file or directory")
+    if root.is_file():
+        root = root.parent
+    found = {p.parent for name in ("metadata.parquet", "metadata.csv") for p in root.rglob(name)}
+    if not found:
+        raise ConfigError(f"--data {root}: no metadata.parquet or metadata.csv found (recursively)")
+    return sorted(found)
+
+
+def read_metadata(dataset_dir: Path) -> pd.DataFrame:
+    """One dataset's table, validated, with an absolute ``path`` column added."""
+    parquet, csv = dataset_dir / "metadata.parquet", dataset_dir / "metadata.csv"
+    source = parquet if parquet.exists() else csv
+    try:
+        table = pd.read_parquet(source) if source.suffix == ".parquet" else pd.read_csv(source)
+    except Exception as e:  # corrupt file: name it, one line
+        raise ConfigError(f"{source}: cannot read metadata table ({type(e).__name__}: {e})") from e
+    _validate(table, source)
+    table = table.copy()
+    table["label"] = table["label"].astype(str).str.strip().str.lower()
+    table["split"] = table["split"].astype(str).str.strip().str.lower()
+    for col in ("env", "task", "triple"):
+        table[col] = table[col].astype(str)
+    table["path"] = [str((dataset_dir / f).resolve()) for f in table["file_name"]]
+    table["dataset"] = str(dataset_dir)
+    return table
+
+
+def _validate(table: pd.DataFrame, source: Path) -> None:
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if missing:
+        raise ConfigError(f"{source}: missing column(s) {', '.join(missing)} "
+                          f"(need {', '.join(REQUIRED_COLUMNS)})")
+    if table.empty:
+        raise ConfigError(f"{source}: metadata table has no rows")
+    labels = set(table["label"].astype(str).str.strip().str.lower())
+    if bad := sorted(labels - set(CLASSES)):
+        raise ConfigError(f"{source}: column 'label' has unknown value(s) {bad}; expected {list(CLASSES)}")
+    splits = set(table["split"].astype(str).str.strip().str.lower())
+    if bad := sorted(splits - set(SPLITS)):
+        raise ConfigError(f"{source}: column 'split' has unknown value(s) {bad}; expected {list(SPLITS)}")
+
+
+def load_datasets(root: str | Path) -> pd.DataFrame:
+    """All datasets under ``root`` as one table, checked for missing image files."""
+    tables = [read_metadata(d) for d in find_datasets(root)]
+    table = pd.concat(tables, ignore_index=True)
+    missing = [p for p in table["path"] if not Path(p).is_file()]
+    if missing:
+        raise ConfigError(f"--data {root}: {len(missing)} image file(s) listed in metadata are missing, "
+                          f"e.g. {missing[0]}")
+    log.info("loaded %d images from %d dataset(s) under %s", len(table), len(tables), root)
+    return table
+
+
+def content_hash(paths: list[str]) -> str:
+    """SHA-256 over the image bytes in order: features depend on pixels and order, not labels.
+
+    Relabelling or re-splitting a dataset therefore reuses its cached features, while any changed
+    pixel (or a reordering) gives a new key.
+    """
+    h = hashlib.sha256()
+    for p in paths:
+        data = Path(p).read_bytes()
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def label_ids(labels) -> "list[int]":
+    """Class indices in :data:`CLASSES` order (the order of every confusion matrix)."""
+    return [CLASSES.index(str(lab)) for lab in labels]

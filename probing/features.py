@@ -1,0 +1,137 @@
+"""On-disk feature cache: extract once per (backbone, weights, layer, preprocessing, images).
+
+Layout: ``<cache_dir>/<key>/{patches.npy, prefix.npy, meta.json}``; arrays are fp16 ``.npy``
+opened with ``mmap_mode="r"``, so a 5,000-image ViT-B layer (~1.5 GB) is not read into memory
+until a head touches it. A layer directory is built under a temporary name and ``os.replace``d
+into place with ``meta.json`` written last: an interrupted extraction leaves no entry that looks
+complete, and a concurrent writer of the same key simply loses the rename.
+
+Example::
+
+    feats = extract_features(bb, table["path"].tolist(), layers=[6, 12], cache_dir="cache/")
+    feats[12].patches.shape    # (N, P, D) float16 memmap
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from probing.data import content_hash
+from probing.preprocess import load_batch
+
+log = logging.getLogger(__name__)
+CACHE_VERSION = 1
+
+
+@dataclass
+class LayerFeatures:
+    """Cached tokens of one layer for every image, in the order of the ``paths`` given."""
+
+    patches: np.ndarray  # (N, P, D) float16
+    prefix: np.ndarray   # (N, K, D) float16, CLS + registers (K = 0 for CNNs)
+    grid: tuple[int, int]
+    key: str
+
+
+def cache_key(backbone, layer: int, data_hash: str) -> str:
+    """Everything that changes the numbers goes in; nothing else (labels, splits) does."""
+    ident = {"v": CACHE_VERSION, "spec": backbone.spec, "weights": backbone.weights_hash,
+             "layer": layer, "preprocess": backbone.preprocess.key(), "data": data_hash}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def extract_features(backbone, paths: list[str], layers: list[int], cache_dir: str | Path,
+                     batch_size: int = 64, progress: bool = True) -> dict[int, LayerFeatures]:
+    """Return cached features for ``layers``, extracting only the layers not cached yet.
+
+    All missing layers come from the same forward passes (one pass per batch).
+    """
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    data_hash = content_hash(paths)
+    keys = {n: cache_key(backbone, n, data_hash) for n in layers}
+    missing = [n for n in layers if not (cache_dir / keys[n] / "meta.json").is_file()]
+    if missing:
+        log.info("extracting layers %s of %s for %d images", missing, backbone.spec, len(paths))
+        _extract(backbone, paths, {n: cache_dir / keys[n] for n in missing}, batch_size, progress)
+    else:
+        log.info("feature cache hit for layers %s", layers)
+    return {n: open_layer(cache_dir / keys[n]) for n in layers}
+
+
+def open_layer(path: Path) -> LayerFeatures:
+    meta = json.loads((path / "meta.json").read_text())
+    return LayerFeatures(np.load(path / "patches.npy", mmap_mode="r"),
+                         np.load(path / "prefix.npy", mmap_mode="r"),
+                         tuple(meta["grid"]), path.name)
+
+
+def _extract(backbone, paths: list[str], targets: dict[int, Path], batch_size: int,
+             progress: bool) -> None:
+    tmp = {n: d.with_name(f".tmp-{d.name}-{os.getpid()}") for n, d in targets.items()}
+    writers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    try:
+        for start, tokens in _batches(backbone, paths, list(targets), batch_size, progress):
+            for n, tok in tokens.items():
+                if n not in writers:
+                    writers[n] = _open_writers(tmp[n], len(paths), tok)
+                end = start + tok.patches.shape[0]
+                writers[n][0][start:end] = tok.patches.float().numpy()
+                writers[n][1][start:end] = tok.prefix.float().numpy()
+        for n, d in targets.items():
+            _finish(tmp[n], d, writers.pop(n), backbone, n, tokens[n].grid, len(paths))
+    finally:
+        writers.clear()
+        for t in tmp.values():
+            shutil.rmtree(t, ignore_errors=True)
+
+
+def _open_writers(tmp: Path, n: int, tok) -> tuple[np.ndarray, np.ndarray]:
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    _, p, d = tok.patches.shape
+    k = tok.prefix.shape[1]
+    patches = np.lib.format.open_memmap(tmp / "patches.npy", "w+", np.float16, (n, p, d))
+    prefix = np.lib.format.open_memmap(tmp / "prefix.npy", "w+", np.float16, (n, k, d))
+    return patches, prefix
+
+
+def _finish(tmp: Path, final: Path, arrays, backbone, layer: int, grid, n: int) -> None:
+    for a in arrays:
+        a.flush()
+    del arrays
+    meta = {"spec": backbone.spec, "weights_hash": backbone.weights_hash, "layer": layer,
+            "preprocess": json.loads(backbone.preprocess.key()), "grid": list(grid), "n": n}
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    try:
+        os.replace(tmp, final)
+    except OSError:  # another process finished the same key first: keep theirs
+        log.info("cache entry %s appeared meanwhile; keeping it", final.name)
+
+
+def _batches(backbone, paths: list[str], layers: list[int], batch_size: int, progress: bool):
+    """Yield (start, tokens) per batch; the next batch is decoded while the model runs."""
+    import torch
+    from tqdm import tqdm
+
+    starts = list(range(0, len(paths), batch_size))
+    pre = backbone.preprocess
+    with ThreadPoolExecutor(max_workers=1) as pool, \
+            tqdm(total=len(paths), desc=f"extract {backbone.spec}", unit="img",
+                 disable=not progress) as bar:
+        future = pool.submit(load_batch, paths[0:batch_size], pre) if starts else None
+        for i, start in enumerate(starts):
+            batch = future.result()
+            if i + 1 < len(starts):
+                nxt = starts[i + 1]
+                future = pool.submit(load_batch, paths[nxt:nxt + batch_size], pre)
+            yield start, backbone.extract(torch.from_numpy(batch), layers)
+            bar.update(len(batch))

@@ -1,0 +1,120 @@
+"""timm backbones: ``timm:<name>[.<tag>]`` through ``timm.create_model`` and ``forward_intermediates``.
+
+ViT-family models return patch tokens and prefix (CLS/register) tokens separately
+(``return_prefix_tokens=True``, ``output_fmt="NLC"``); CNNs and hierarchical models return NCHW
+maps, flattened here to (B, H*W, C) tokens with no prefix. ``stop_early=True`` skips blocks after
+the deepest requested layer, so shallow layers are cheaper to extract.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+from pathlib import Path
+
+from engine.errors import ConfigError
+from probing.backbones import Backbone, Tokens, offline_error
+from probing.hf_backbone import hub_cache_dir, hub_offline
+from probing.preprocess import Preprocess
+
+log = logging.getLogger(__name__)
+
+
+class TimmBackbone(Backbone):
+    """A frozen timm model; layers are 1-based indices into ``model.feature_info``."""
+
+    def __init__(self, spec: str, model, preprocess: Preprocess):
+        super().__init__(spec, model, preprocess, num_layers=len(model.feature_info))
+        params = inspect.signature(model.forward_intermediates).parameters
+        self._vit = "return_prefix_tokens" in params
+
+    def _forward(self, x, layers: list[int]) -> dict[int, Tokens]:
+        idx = [n - 1 for n in layers]
+        if self._vit:
+            outs = self.model.forward_intermediates(
+                x, indices=idx, return_prefix_tokens=True, output_fmt="NLC", norm=False,
+                stop_early=True, intermediates_only=True)
+            grid = tuple(int(g) for g in self._grid(x))
+            return {n: Tokens(p, pre, grid) for n, (p, pre) in zip(layers, outs)}
+        outs = self.model.forward_intermediates(x, indices=idx, stop_early=True,
+                                                intermediates_only=True)
+        return {n: _flatten_nchw(o) for n, o in zip(layers, outs)}
+
+    def _grid(self, x) -> tuple[int, int]:
+        pe = self.model.patch_embed
+        if hasattr(pe, "dynamic_feat_size"):
+            return pe.dynamic_feat_size(tuple(x.shape[-2:]))
+        ph, pw = pe.patch_size
+        return x.shape[-2] // ph, x.shape[-1] // pw
+
+
+def _flatten_nchw(t) -> Tokens:
+    b, c, h, w = t.shape
+    patches = t.flatten(2).transpose(1, 2)
+    return Tokens(patches, patches.new_zeros((b, 0, c)), (int(h), int(w)))
+
+
+def create_timm(name: str, weights: str | None, kwargs: dict) -> TimmBackbone:
+    """Create, load weights, freeze; preprocessing from ``resolve_data_config`` of the model."""
+    import timm
+    import torch
+
+    if not timm.is_model(name):
+        raise ConfigError(f"--backbone timm:{name}: unknown timm model "
+                          f"(see timm.list_models(); e.g. timm:vit_small_patch14_dinov2.lvd142m)")
+    kwargs.setdefault("num_classes", 0)
+    torch.manual_seed(0)  # random init ("random" weights, new heads) is reproducible
+    model = _create_model(timm, name, weights, kwargs)
+    if not hasattr(model, "forward_intermediates") or not getattr(model, "feature_info", None):
+        raise ConfigError(f"--backbone timm:{name}: unsupported architecture "
+                          "(no forward_intermediates/feature_info in this timm version)")
+    return TimmBackbone(f"timm:{name}", model, _preprocess(timm, model))
+
+
+def _create_model(timm, name: str, weights: str | None, kwargs: dict):
+    if weights == "random":
+        return timm.create_model(name, pretrained=False, **kwargs)
+    if weights:
+        path = Path(weights).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"--weights {weights}: no such file")
+        try:
+            return timm.create_model(name, pretrained=True,
+                                     pretrained_cfg_overlay=dict(file=str(path.resolve())), **kwargs)
+        except RuntimeError as e:  # strict state-dict load: missing/unexpected keys, shapes
+            first = str(e).strip().splitlines()[0][:300]
+            raise ConfigError(f"--weights {weights}: does not fit timm:{name} ({first})") from e
+    cached = _cached_weights(timm, name)
+    if cached:
+        return _create_model(timm, name, cached, kwargs)
+    if hub_offline():
+        raise offline_error(f"timm:{name}", FileNotFoundError(f"not in HF cache {hub_cache_dir()}"))
+    try:
+        return timm.create_model(name, pretrained=True, **kwargs)
+    except Exception as e:  # hub unreachable: huggingface_hub, urllib, OSError ...
+        raise offline_error(f"timm:{name}", e) from e
+
+
+def _cached_weights(timm, name: str) -> str | None:
+    """The weights file of ``name`` in the local HF cache, if timm's config names a hub repo."""
+    from huggingface_hub import try_to_load_from_cache
+
+    cfg = timm.models.get_pretrained_cfg(name)
+    repo = getattr(cfg, "hf_hub_id", None) if cfg else None
+    if not repo:
+        return None
+    names = [getattr(cfg, "hf_hub_filename", None), "model.safetensors", "pytorch_model.bin"]
+    for fname in filter(None, names):
+        found = try_to_load_from_cache(repo, fname, cache_dir=hub_cache_dir())
+        if isinstance(found, str):
+            return found
+    return None
+
+
+def _preprocess(timm, model) -> Preprocess:
+    """Model's own data config; the input size follows ``img_size`` if the model was built with one."""
+    cfg = dict(timm.data.resolve_data_config({}, model=model))
+    pe = getattr(model, "patch_embed", None)
+    img_size = getattr(pe, "img_size", None)
+    if img_size:
+        cfg["input_size"] = (3, int(img_size[0]), int(img_size[1]))
+    return Preprocess.from_timm(cfg)

@@ -1,0 +1,179 @@
+"""Training probe heads on cached tokens, as SpaRRTa does.
+
+AdamW (weight decay 1e-3), batch 256, linear warmup then cosine decay to 0 (per step), a grid
+over lr ∈ {1e-2, 1e-3, 1e-4} × dropout ∈ {0.2, 0.4, 0.6}; the configuration with the best
+validation accuracy is selected and only then evaluated on test. Extra runs repeat the selected
+configuration with new seeds (mean ± std in the reports). Everything is seeded: the same features
+and config give the same numbers.
+
+Example::
+
+    data = ProbeSplits.from_arrays(patches, prefix, labels, split)   # numpy, fp16 is fine
+    results = run_grid("efficient", data, TrainConfig(epochs=50, warmup=10))
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from probing.heads import make_head
+
+log = logging.getLogger(__name__)
+NUM_CLASSES = 4
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    lrs: tuple[float, ...] = (1e-2, 1e-3, 1e-4)
+    dropouts: tuple[float, ...] = (0.2, 0.4, 0.6)
+    epochs: int = 100
+    warmup: int = 20
+    batch_size: int = 256
+    weight_decay: float = 1e-3
+    runs: int = 1
+    seed: int = 0
+    use_cls: bool = False
+    epochs_by_head: dict = field(default_factory=dict)  # head -> (epochs, warmup), overrides
+
+    def schedule(self, head: str) -> tuple[int, int]:
+        return tuple(self.epochs_by_head.get(head, (self.epochs, self.warmup)))  # type: ignore
+
+
+@dataclass
+class Part:
+    """One split: fp16 tokens as torch tensors (converted to fp32 per batch) and labels."""
+
+    patches: torch.Tensor
+    prefix: torch.Tensor
+    y: torch.Tensor
+    index: np.ndarray  # row numbers in the feature arrays (for attention-map samples)
+
+
+@dataclass
+class ProbeSplits:
+    train: Part
+    val: Part
+    test: Part
+
+    @classmethod
+    def from_index(cls, patches, prefix, labels: np.ndarray, idx: dict[str, np.ndarray]) -> "ProbeSplits":
+        """Gather rows (memmap fancy indexing reads only those) for train/val/test."""
+        def part(rows: np.ndarray) -> Part:
+            rows = np.asarray(rows, dtype=np.int64)
+            return Part(torch.from_numpy(np.ascontiguousarray(patches[rows])),
+                        torch.from_numpy(np.ascontiguousarray(prefix[rows])),
+                        torch.from_numpy(labels[rows].astype(np.int64)), rows)
+        return cls(part(idx["train"]), part(idx["val"]), part(idx["test"]))
+
+
+@dataclass
+class Result:
+    head: str
+    lr: float
+    dropout: float
+    seed: int
+    val_acc: float
+    test_acc: float | None = None
+    per_class: list[float] | None = None
+    confusion: list[list[int]] | None = None
+    seconds: float = 0.0
+    selected: bool = False
+    model: torch.nn.Module | None = None
+
+
+def lr_at(step: int, total: int, warmup: int, base: float) -> float:
+    """Linear warmup over ``warmup`` steps, then cosine from ``base`` to 0 at ``total``."""
+    if step < warmup:
+        return base * (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.5 * base * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _inputs(head, part: Part) -> tuple[torch.Tensor, ...]:
+    """Linear heads train on pooled (N, D) vectors, computed once; others on tokens."""
+    if getattr(head, "pre_pooled", False):
+        return (head.pool(part.patches, part.prefix),)
+    return part.patches, part.prefix
+
+
+def _step_logits(head, inputs: tuple[torch.Tensor, ...], rows) -> torch.Tensor:
+    if len(inputs) == 1:
+        return head.classify(inputs[0][rows])
+    return head(inputs[0][rows].float(), inputs[1][rows].float())
+
+
+def train_head(name: str, splits: ProbeSplits, lr: float, dropout: float, cfg: TrainConfig,
+               seed: int) -> torch.nn.Module:
+    """Train one head on ``splits.train``; returns it in eval mode."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    dim = splits.train.patches.shape[-1]
+    head = make_head(name, dim, dropout, NUM_CLASSES, use_cls=cfg.use_cls)
+    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=cfg.weight_decay)
+    inputs, y = _inputs(head, splits.train), splits.train.y
+    n, bs = len(y), cfg.batch_size
+    epochs, warmup = cfg.schedule(name)
+    steps_per_epoch = max(1, math.ceil(n / bs))
+    total, warm_steps, step = epochs * steps_per_epoch, warmup * steps_per_epoch, 0
+    head.train()
+    for _ in range(epochs):
+        for rows in torch.randperm(n, generator=gen).split(bs):
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step, total, warm_steps, lr)
+            loss = torch.nn.functional.cross_entropy(_step_logits(head, inputs, rows), y[rows])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            step += 1
+    return head.eval()
+
+
+@torch.inference_mode()
+def predict(head, part: Part, batch_size: int = 512) -> np.ndarray:
+    inputs = _inputs(head, part)
+    out = [_step_logits(head, inputs, torch.arange(s, min(s + batch_size, len(part.y)))).argmax(-1)
+           for s in range(0, len(part.y), batch_size)]
+    return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
+
+
+def scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, list[float], list[list[int]]]:
+    """Accuracy, per-class accuracy (recall; NaN for an absent class) and confusion[true][pred]."""
+    conf = np.zeros((NUM_CLASSES, NUM_CLASSES), dtype=np.int64)
+    np.add.at(conf, (y_true, y_pred), 1)
+    support = conf.sum(axis=1)
+    per_class = [float(conf[i, i] / support[i]) if support[i] else float("nan") for i in range(NUM_CLASSES)]
+    acc = float(np.trace(conf) / max(1, conf.sum()))
+    return acc, per_class, conf.tolist()
+
+
+def run_grid(name: str, splits: ProbeSplits, cfg: TrainConfig) -> list[Result]:
+    """Full lr × dropout grid with ``cfg.seed``; select on val; test the selected config.
+
+    With ``cfg.runs > 1`` the selected configuration is retrained with seeds ``seed+1 ...``; those
+    runs are also marked ``selected`` (they are the repeated measurements of the chosen config).
+    """
+    results = [_fit(name, splits, lr, dr, cfg, cfg.seed) for lr in cfg.lrs for dr in cfg.dropouts]
+    best = max(results, key=lambda r: (r.val_acc, -r.lr, r.dropout))  # ties: smaller lr, more dropout
+    chosen = [best] + [_fit(name, splits, best.lr, best.dropout, cfg, cfg.seed + k)
+                       for k in range(1, cfg.runs)]
+    for r in chosen:
+        r.selected = True
+    for r in results + chosen[1:]:  # test numbers for every run are reported; selection used val only
+        r.test_acc, r.per_class, r.confusion = scores(splits.test.y.numpy(), predict(r.model, splits.test))
+        if not r.selected:
+            r.model = None  # free memory; only selected heads are kept (attention maps)
+    return results + chosen[1:]
+
+
+def _fit(name: str, splits: ProbeSplits, lr: float, dropout: float, cfg: TrainConfig,
+         seed: int) -> Result:
+    t0 = time.perf_counter()
+    head = train_head(name, splits, lr, dropout, cfg, seed)
+    val_acc = scores(splits.val.y.numpy(), predict(head, splits.val))[0]
+    log.info("%s lr=%g dropout=%g seed=%d: val %.3f", name, lr, dropout, seed, val_acc)
+    return Result(name, lr, dropout, seed, val_acc, seconds=time.perf_counter() - t0, model=head)
