@@ -1,0 +1,41 @@
+"""Ray backend on a local single-node Ray: same shard contract, same bytes as the local backend."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from conftest import HERE, dataset_digest
+from renderfarm import run_job
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """One short-lived Ray session for every test here (start-up costs several seconds)."""
+    path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    yield
+    ray.shutdown()
+
+
+def test_ray_backend_equals_local_backend(tmp_path, cpu_reference, local_ray):
+    config, reference = cpu_reference
+    summary = run_job("farm_toy_cpu", {**config, "fail_on": [3]}, tmp_path, backend="ray",
+                      workers=2, shard_size=6, progress=False)
+    assert summary["backend"] == "ray" and list(summary["failed"]) == ["3"]
+    summary = run_job("farm_toy_cpu", config, tmp_path, backend="ray", workers=2, progress=False)
+    assert summary["finalized"] and summary["rendered"] == 1
+    assert dataset_digest(tmp_path) == reference
+
+
+@pytest.mark.render
+def test_ray_actors_own_render_servers(tmp_path, local_ray):
+    config = {"n": 6, "seed": 11, "size": 48}
+    run_job("farm_toy_render", config, tmp_path / "local", workers=1, progress=False)
+    summary = run_job("farm_toy_render", config, tmp_path / "ray", backend="ray", workers=2,
+                      shard_size=2, progress=False)
+    assert summary["finalized"] and summary["workers"] == 2
+    assert dataset_digest(tmp_path / "ray") == dataset_digest(tmp_path / "local")

@@ -1,0 +1,71 @@
+"""Farm + real embedded render servers (the render toy scenario speaks stock UnrealCV)."""
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from conftest import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
+from renderfarm import run_job
+from renderfarm.jsonlog import read_log
+
+pytestmark = pytest.mark.render
+
+CONFIG = {"n": 12, "seed": 11, "size": 48}
+
+
+@pytest.fixture(scope="module")
+def render_reference(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("render_ref")
+    summary = run_job("farm_toy_render", CONFIG, out, workers=1, progress=False)
+    assert summary["complete"] == 12 and summary["finalized"], summary
+    return dataset_digest(out)
+
+
+def test_two_workers_render_the_same_bytes_as_one(tmp_path, render_reference):
+    summary = run_job("farm_toy_render", CONFIG, tmp_path, workers=2, shard_size=2, progress=False)
+    assert summary["workers"] == 2
+    assert dataset_digest(tmp_path) == render_reference
+
+
+def test_external_server_list_of_our_own_servers(tmp_path, render_reference):
+    from engine.server.launch import start_server
+
+    with start_server(port=0, output_dir=tmp_path / "s0") as a, \
+            start_server(port=0, output_dir=tmp_path / "s1") as b:
+        out = tmp_path / "data"
+        summary = run_job("farm_toy_render", CONFIG, out, servers=f"{a.address},{b.address}",
+                          shard_size=2, progress=False)
+        assert summary["workers"] == 2 and summary["finalized"]
+        assert a.alive() and b.alive()  # the farm never stops servers it did not start
+    assert dataset_digest(out) == render_reference
+
+
+def test_unreachable_external_server_is_a_clear_error(tmp_path):
+    import socket
+
+    from engine.errors import ConnectionFailed
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{s.getsockname()[1]}"
+    with pytest.raises(ConnectionFailed, match="does not answer"):
+        run_job("farm_toy_render", CONFIG, tmp_path, servers=[dead], progress=False)
+
+
+def test_dead_server_is_restarted_and_dead_worker_leaves_no_orphan(tmp_path, render_reference):
+    config = {**CONFIG, "n": 24}
+    job = start_job("farm_toy_render", tmp_path, config, "--workers", "2", "--shard-size", "2")
+    wait_for(lambda: count_files(tmp_path / "images") >= 2 and len(live_workers(tmp_path)) == 2,
+             90, "two running workers")
+    first, second = live_workers(tmp_path)
+    os.kill(first["server_pid"], signal.SIGKILL)          # the renderer dies under a worker
+    os.kill(second["pid"], signal.SIGKILL)                # a worker dies: its server must go too
+    wait_for(lambda: not pid_alive(second["server_pid"]), 30, "the dead worker's server to be reaped")
+    assert job.wait(300) == 0, job.stderr.read().decode()[-2000:]
+    log = read_log(tmp_path / ".farm" / "log.jsonl")
+    assert any("restarting" in e["msg"] for e in log)
+    ref_dir = tmp_path.parent / "ref24"
+    run_job("farm_toy_render", config, ref_dir, workers=1, progress=False)
+    assert dataset_digest(tmp_path) == dataset_digest(ref_dir)
