@@ -126,6 +126,7 @@ class EnvSpec(_Strict):
     triples: list[Triple] = Field(min_length=1)
     sampling: SamplingParams = SamplingParams()
     assets: list[str] = Field(default_factory=list)   # extra manifest files, relative to the YAML
+    style_tags: list[str] = Field(default_factory=list)  # prefer variants with these tags (e.g. snow)
 
 
 class Environment:
@@ -174,6 +175,14 @@ class Environment:
         out = {c for t in self.triples for c in (t.source_class, t.target_class, t.viewpoint_class)}
         out |= {c for g in self.spec.clutter for c in g.classes}
         return out | {lm.cls for lm in self.spec.landmarks}
+
+    def variants(self, cls: str, library=None) -> list[str]:
+        """Asset ids of ``cls`` for this environment: those carrying one of ``style_tags`` when the
+        class has any (snowy trees in Winter Town), else every active variant (sorted ids)."""
+        lib = library or self.library
+        infos = lib.by_class(cls)
+        styled = [i.id for i in infos if set(i.tags) & set(self.spec.style_tags)]
+        return styled or [i.id for i in infos]
 
     def clutter(self, rng: np.random.Generator, keep_out=(), library=None) -> list[Actor]:
         """Background actors: landmarks, then each clutter group; deterministic given ``rng``.
