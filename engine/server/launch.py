@@ -80,11 +80,15 @@ def serve_command(port: int, output_dir: str | os.PathLike | None, assets, threa
 
 
 def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, assets=None,
-                 threads: int = 1, env: dict | None = None, timeout: float = 60.0) -> ServerProcess:
-    """Launch a server and block until it listens (or raise ConnectionFailed with its log)."""
+                 threads: int = 1, env: dict | None = None, timeout: float = 60.0,
+                 host: str = "127.0.0.1", extra_args: list[str] | None = None) -> ServerProcess:
+    """Launch a server and block until it listens (or raise ConnectionFailed with its log).
+
+    ``extra_args`` go to ``sceneforge serve`` verbatim (e.g. ``["--max-frame", "4096"]``).
+    """
     workdir = Path(tempfile.mkdtemp(prefix="sceneforge-serve-"))
     ready, log_path = workdir / "ready", workdir / "server.log"
-    cmd = serve_command(port, output_dir, assets, threads, ready)
+    cmd = serve_command(port, output_dir, assets, threads, ready, host) + list(extra_args or [])
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})})
@@ -99,4 +103,5 @@ def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, ass
                                    f"(exit code {proc.returncode}): " + " | ".join(tail.strip().splitlines()[-8:]))
         time.sleep(0.02)
     bound = int(ready.read_text().strip())
-    return ServerProcess(proc, "127.0.0.1", bound, log_path, workdir)
+    connect_host = "127.0.0.1" if host in ("0.0.0.0", "localhost") else host
+    return ServerProcess(proc, connect_host, bound, log_path, workdir)

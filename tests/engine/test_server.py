@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import signal
 import socket
 import struct
 import subprocess
@@ -228,6 +229,19 @@ def test_binds_loopback_by_default_and_stops_on_sigterm(tmp_path):
     assert code == 0 and not srv.alive()
     assert "listening on 127.0.0.1:" in srv.log_tail()
     assert startup < 60  # generous: the suite runs on loaded shared cores (measured in docs)
+
+
+def test_sigint_max_frame_and_host_warning(tmp_path):
+    with start_server(port=0, host="127.0.0.2", extra_args=["--max-frame", "100"]) as srv:
+        assert srv.address.startswith("127.0.0.2:")
+        with socket.create_connection(("127.0.0.2", srv.port), timeout=30) as s:
+            recv_frame(s)
+            assert ask(s, b"1:vget /objects") == b"1:"
+            s.sendall(frame(b"2:" + b"x" * 99))
+            assert b"exceeds the 100-byte limit" in recv_frame(s)
+        srv.proc.send_signal(signal.SIGINT)
+        assert srv.proc.wait(30) == 0
+    assert "reachable from other machines" in srv.log_tail()
 
 
 def test_cli_reports_bad_arguments_and_busy_port(server):
