@@ -167,8 +167,11 @@ class Session:
             clutter = env.clutter if self.cfg.clutter else None
             if len(self._groups) > 16:
                 self._groups.clear()
-            self._groups[key] = build_group(rng, key, unit.source_class, unit.target_class, self.shapes(unit.env), st,
-                                            env.ground, clutter)
+            group = build_group(rng, key, unit.source_class, unit.target_class, self.shapes(unit.env), st,
+                                env.ground, clutter)
+            if unit.task == "allo":  # drawn after the placement, from the same group RNG
+                group.viewpoint = self.shapes(unit.env).pick(rng, unit.viewpoint_class)
+            self._groups[key] = group
         return self._groups[key]
 
     def show(self, unit: Unit, group: Group) -> None:
@@ -184,6 +187,8 @@ class Session:
         self._scene_key = group.key
 
     def place_human(self, human) -> None:
+        """Spawn the viewpoint figure (after the group's actors, so its instance colour is fixed)
+        or move it; the figure's asset is fixed per scene group."""
         if "human" not in self._colors:
             self.client.spawn([human.actor((0, 0, 0))])
             self._colors["human"] = self.client.object_color("human")
@@ -196,7 +201,6 @@ class Session:
         cfg, st = self.cfg, setting_for(self.cfg, self.env(unit.env), unit.task)
         want, counts, renders = unit.label(i), Counter(), 0
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
-        human_shape = self.shapes(unit.env).pick(rng, unit.viewpoint_class) if unit.task == "allo" else None
         for attempt in range(cfg.max_scenes):
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
@@ -204,7 +208,7 @@ class Session:
             self.show(unit, group)
             for _ in range(cfg.max_render_tries):
                 try:
-                    view = sample_view(rng, group, unit.task, want, st, self.env(unit.env).ground, human_shape, counts)
+                    view = sample_view(rng, group, unit.task, want, st, self.env(unit.env).ground, group.viewpoint, counts)
                 except PlacementError:
                     counts["scene_unusable"] += 1
                     break

@@ -51,6 +51,7 @@ class Group:
     clutter: list[Placed]
     actors: list[Actor]
     counts: Counter = field(default_factory=Counter)
+    viewpoint: AssetShape | None = None   # the allo figure's asset (spawned after ``actors``)
 
 
 @dataclass(frozen=True)

@@ -169,8 +169,10 @@ def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: 
 
 
 def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor], world: dict,
-                  fov: float, size: int, kinds: tuple[str, ...] = ("lit",)) -> tuple[dict, list]:
-    """Render every frame of ``clip``: {kind: (T,...) array} and per-frame PixelCount of the subject."""
+                  fov: float, size: int, kinds: tuple[str, ...] = ("lit",), visibility: bool = True
+                  ) -> tuple[dict, list]:
+    """Render every frame of ``clip``: {kind: (T,...) array} and per-frame PixelCount of the
+    subject (empty when ``visibility`` is False)."""
     client.set_world(world)
     client.reset()
     client.spawn([*scenery, subject])
@@ -182,7 +184,8 @@ def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Act
         out = client.render(0, kinds)
         for k in kinds:
             frames[k].append(out[k])
-        vis.append(client.visibility(0, [subject.name])[subject.name])
+        if visibility:
+            vis.append(client.visibility(0, [subject.name])[subject.name])
     return {k: np.stack(v) for k, v in frames.items()}, vis
 
 

@@ -1,0 +1,210 @@
+"""SpaRRTa datasets end to end on the embedded server: labels, masks, visibility, balance,
+determinism, resume; plus the config/unit logic and the pure scene sampler."""
+import hashlib
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+from engine.errors import ConfigError, PlacementError
+from renderfarm.contract import Shard
+from scenarios import sparrta
+from scenarios.environments import list_envs, load_env
+from scenarios.relations import LABELS, relation
+from scenarios.sampling import sample_rng
+from scenarios.sparrta_config import locate, parse_config, resolve_units
+from scenarios.sparrta_job import generate
+from scenarios.sparrta_scene import ShapeCache, build_group, sample_view
+
+CFG = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 20, "seed": 7, "masks": True, "depth": True}
+
+
+def tree_hashes(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def dataset(server, tmp_path_factory):
+    out = tmp_path_factory.mktemp("sparrta") / "ds"
+    summary = generate(CFG, out, server=server.address, progress=False)
+    return out, summary, pd.read_parquet(out / "samples.parquet")
+
+
+# --- config and units (pure) ------------------------------------------------------------------------
+def test_units_split_n_over_triples_and_rotate_labels():
+    units = resolve_units(parse_config({"envs": ["desert"], "tasks": ["ego", "allo"], "n": 10}), load_env, list_envs)
+    assert [(u.task, u.triple_id, u.n) for u in units][:3] == [("ego", "rock_truck", 4), ("ego", "cactus_camel", 3),
+                                                              ("ego", "barrel_camel", 3)]
+    ego = [u.label(i) for u in units if u.task == "ego" for i in range(u.n)]
+    assert ego == [LABELS[k % 4] for k in range(10)]        # balanced ±1 over the group
+    assert locate(units, 4) == (units[1], 0) and locate(units, 19) == (units[-1], 2)
+    with pytest.raises(ConfigError, match="outside"):
+        locate(units, 20)
+
+
+@pytest.mark.parametrize("raw,match", [
+    ({"tasks": ["ego", "sideways"]}, "tasks"), ({"n": 0}, "n"), ({"size": 8}, "size"),
+    ({"min_bbox_px": 300}, "larger than the image"), ({"margin_ego_deg": 45}, "margin_ego_deg"),
+    ({"colour": 1}, "unknown field"), ({"image_format": "gif"}, "image_format"), ({"seed": -1}, "seed"),
+])
+def test_bad_config_is_one_clear_error(raw, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config(raw)
+
+
+def test_unknown_env_and_triple():
+    with pytest.raises(ConfigError, match="unknown environment"):
+        sparrta.plan({"envs": ["mars"]})
+    with pytest.raises(ConfigError, match="not in environment"):
+        sparrta.plan({"envs": ["desert"], "triples": ["rock_truck", "tent_bear"]})
+    plan = sparrta.plan({"envs": ["all"], "triples": ["tent_bear"], "n": 5})
+    assert plan.n_samples == 5 and plan.fingerprint == sparrta.plan({"envs": ["all"], "triples": ["tent_bear"], "n": 5}).fingerprint
+
+
+@pytest.mark.parametrize("task", ["ego", "allo"])
+def test_scene_sampler_meets_geometric_rules(task):
+    env = load_env("desert")
+    cfg = parse_config({"tasks": [task]})
+    st = sparrta.setting_for(cfg, env, task)
+    shapes = ShapeCache(env.library)
+    human = shapes.pick(np.random.default_rng(0), "human")
+    made = Counter()
+    for g in range(4):
+        group = build_group(sample_rng(1, "desert", task, "rock_truck", g, 1), ("k", g), "rock", "truck", shapes, st,
+                            env.ground, env.clutter)
+        assert not group.source.polygon().intersects(group.target.polygon())
+        assert np.hypot(group.source.x - group.target.x, group.source.y - group.target.y) <= st.max_pair_dist_cm
+        for want in LABELS:
+            try:   # an allo placement may make a label impossible: the session then draws a fresh scene
+                view = sample_view(sample_rng(1, "desert", task, "t", g), group, task, want, st, env.ground, human,
+                                   Counter())
+            except PlacementError as e:
+                assert task == "allo" and e.rule in ("label", "ambiguity")
+                continue
+            made[want] += 1
+            observer = view.camera.location if task == "ego" else view.human.location
+            assert relation(observer, group.source.location, group.target.location, st.margin_deg) == want
+            objs = [group.source, group.target] + ([view.human] if view.human else [])
+            uv, depth = view.camera.project(np.vstack([o.corners() for o in objs]))
+            assert (depth > 0).all() and (uv >= 0).all() and (uv <= 224).all()
+    assert set(made) == set(LABELS) and (task == "allo" or min(made.values()) == 4)
+
+
+# --- end to end ------------------------------------------------------------------------------------
+@pytest.mark.render
+def test_labels_equal_the_rule_on_stored_poses(dataset):
+    out, _, df = dataset
+    assert len(df) == 40
+    for _, r in df.iterrows():
+        obs = (r.camera_x, r.camera_y) if r.task == "ego" else (r.human_x, r.human_y)
+        assert relation(obs, (r.source_x, r.source_y), (r.target_x, r.target_y), r.margin_deg) == r.label
+        p = json.loads((out / r.params_file).read_text())        # SpaRRTa's own form says the same
+        a = p["actors"]
+        cam = p["camera"]["location"] if r.task == "ego" else a["/sceneforge/actors/human"]["location"]
+        src, tgt = a["/sceneforge/actors/source"]["location"], a["/sceneforge/actors/target"]["location"]
+        assert relation((cam["x"], cam["y"]), (src["x"], src["y"]), (tgt["x"], tgt["y"]), p["margin_deg"]) == p["label"]
+    assert set(df.margin_deg[df.task == "ego"]) == {15.0} and set(df.margin_deg[df.task == "allo"]) == {10.0}
+
+
+def _mask_of(out: Path, r, name: str) -> np.ndarray:
+    colors = json.loads((out / r.params_file).read_text())["mask_colors"]
+    return np.all(np.asarray(Image.open(out / r.mask_file)) == np.array(colors[name]), axis=2)
+
+
+@pytest.mark.render
+def test_ego_labels_match_mask_centroids_and_depth(dataset):
+    out, _, df = dataset
+    for _, r in df[df.task == "ego"].iterrows():
+        src, tgt = _mask_of(out, r, "source"), _mask_of(out, r, "target")
+        du = np.nonzero(tgt)[1].mean() - np.nonzero(src)[1].mean()
+        depth = np.load(out / r.depth_file)
+        dz = np.median(depth[tgt]) - np.median(depth[src])
+        expect = {"right": du > 0, "left": du < 0, "front": dz > 0, "back": dz < 0}[r.label]
+        assert expect, (r.index, r.label, du, dz)
+
+
+@pytest.mark.render
+def test_visibility_thresholds_hold_on_stored_masks(dataset):
+    out, _, df = dataset
+    for _, r in df.iterrows():
+        for name in ("source", "target") + (("human",) if r.task == "allo" else ()):
+            sel = _mask_of(out, r, name)
+            ys, xs = np.nonzero(sel)
+            assert abs(sel.sum() - r[f"{name}_visible"]) <= max(2, 0.005 * sel.sum())  # same view, other pass
+            assert r[f"{name}_visible_ratio"] >= 0.8
+            assert max(xs.max() - xs.min(), ys.max() - ys.min()) + 1 >= 12
+            assert abs(xs.min() - r[f"{name}_bbox_x0"]) <= 1 and abs(ys.max() - r[f"{name}_bbox_y1"]) <= 1
+
+
+@pytest.mark.render
+def test_balance_splits_and_card(dataset):
+    out, summary, df = dataset
+    for (env, task), g in df.groupby(["env", "task"]):
+        counts = g.label.value_counts()
+        assert set(counts.index) == set(LABELS) and counts.max() - counts.min() <= 1
+        for split, s in g.groupby("split"):
+            c = [int((s.label == lab).sum()) for lab in LABELS]
+            assert max(c) - min(c) <= 1, (task, split, c)
+    assert set(df.split) == {"train", "val"} and (df.split == "train").sum() == 32
+    card = json.loads((out / "dataset_card.json").read_text())
+    assert card["stats"]["samples"] == 40 and card["config"]["seed"] == 7
+    assert card["stats"]["rejections"] == summary["finalize"]["rejections"] and card["attributions"]
+    assert set(card["stats"]["rejections"]) >= {"ambiguity", "label"}
+    img = Image.open(out / df.file_name.iloc[0])
+    assert img.size == (224, 224) and img.format == "JPEG"
+    p = json.loads((out / df.params_file.iloc[0]).read_text())
+    assert {"environment", "triple_id", "camera", "actors", "task", "label", "source_label", "target_label",
+            "margin_deg"} <= set(p) and set(p["camera"]) == {"label", "location", "rotation", "intrinsics"}
+
+
+@pytest.mark.render
+def test_loads_with_hf_datasets(dataset, tmp_path):
+    from datasets import load_dataset
+    out, _, df = dataset
+    ds = load_dataset("imagefolder", data_dir=str(out), split="train", cache_dir=str(tmp_path))
+    assert len(ds) == 40 and ds[5]["label"] == df.label.iloc[5] and ds[5]["image"].size == (224, 224)
+
+
+@pytest.mark.render
+def test_deterministic_with_a_fresh_server(dataset, tmp_path):
+    out, _, _ = dataset
+    generate(CFG, tmp_path / "again", progress=False)         # starts its own server
+    assert tree_hashes(tmp_path / "again") == tree_hashes(out)
+
+
+@pytest.mark.render
+def test_resume_after_interrupted_shards(dataset, server, tmp_path):
+    out, _, df = dataset
+    part = tmp_path / "part"
+    sparrta.run(CFG, Shard(1, tuple(range(21, 40, 2))), part, server=server.address)   # a worker, then killed
+    with pytest.raises(ConfigError, match="missing"):
+        sparrta.finalize(CFG, part)
+    (part / df.file_name.iloc[23]).unlink()                    # a file lost after its record: redo it
+    res = sparrta.run(CFG, Shard(0, tuple(range(40))), part, server=server.address)
+    assert len(res.skipped) == 9 and 23 in res.done and len(res.done) == 31
+    sparrta.finalize(CFG, part)
+    assert tree_hashes(part) == tree_hashes(out)
+
+
+@pytest.mark.render
+def test_other_config_in_same_out_is_refused(dataset):
+    out, _, _ = dataset
+    before = tree_hashes(out)
+    with pytest.raises(ConfigError, match="different config"):
+        generate({**CFG, "seed": 8}, out, progress=False)
+    assert tree_hashes(out) == before
+
+
+@pytest.mark.render
+def test_impossible_constraint_names_the_rule(server, tmp_path):
+    cfg = {"n": 1, "min_bbox_px": 224, "max_scenes": 1, "max_render_tries": 3, "clutter": False}
+    with pytest.raises(PlacementError, match="too_small") as e:
+        generate(cfg, tmp_path / "x", server=server.address, progress=False)
+    assert e.value.rejections.get("too_small", 0) >= 3
+    assert not list((tmp_path / "x").glob("desert/**/img_*"))
