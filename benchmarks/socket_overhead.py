@@ -59,8 +59,6 @@ def _rate(fn, seconds: float) -> float:
 def socket_overhead(seconds: float = 3.0, size: int = 224, rounds: int = 5) -> dict:
     """Interleave short in-process and socket windows (the machine's load changes from second
     to second), report the median of the per-round time ratios, print and return the numbers."""
-    import statistics
-
     import render as R
     from engine.client import RenderClient
     from engine.server.launch import start_server
@@ -87,17 +85,23 @@ def socket_overhead(seconds: float = 3.0, size: int = 224, rounds: int = 5) -> d
                                "moving": lambda j: (c.set_camera(0, cams[j % len(cams)]), c.render(0, KINDS))}
                 window = max(0.5, seconds / rounds)
                 for mode in ("fixed", "moving"):
-                    pairs = []
-                    for _ in range(rounds):
-                        parent.send((mode, window))
-                        pairs.append((parent.recv(), _rate(socket_call[mode], window)))
-                    res[f"fps_inprocess_{mode}"] = statistics.median(p[0] for p in pairs)
-                    res[f"fps_socket_{mode}"] = statistics.median(p[1] for p in pairs)
-                    res[f"socket_overhead_{mode}"] = statistics.median(a / b - 1.0 for a, b in pairs)
+                    res.update(_interleave(parent, socket_call[mode], mode, rounds, window))
     parent.send(None)
     worker.join()
     _print(res, size)
     return res
+
+
+def _interleave(parent, socket_call, mode: str, rounds: int, window: float) -> dict:
+    import statistics
+
+    pairs = []
+    for _ in range(rounds):
+        parent.send((mode, window))
+        pairs.append((parent.recv(), _rate(socket_call, window)))
+    return {f"fps_inprocess_{mode}": statistics.median(p[0] for p in pairs),
+            f"fps_socket_{mode}": statistics.median(p[1] for p in pairs),
+            f"socket_overhead_{mode}": statistics.median(a / b - 1.0 for a, b in pairs)}
 
 
 def _print(res: dict, size: int) -> None:

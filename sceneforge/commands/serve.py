@@ -54,8 +54,8 @@ def _write_ready(path: Path, port: int) -> None:
     os.replace(tmp, path)
 
 
-def run(args) -> int:
-    from engine.errors import ConfigError
+def _build_server(args):
+    """Validated args → an unstarted RenderServer (the asset library warms in the background)."""
     from engine.protocol import DEFAULT_MAX_FRAME
     from engine.server.app import RenderServer
     from engine.server.catalog import AssetCatalog
@@ -72,7 +72,13 @@ def run(args) -> int:
     catalog = AssetCatalog.load(args.assets) if args.assets else AssetCatalog.deferred()
     threading.Thread(target=catalog.warm, name="sceneforge-assets", daemon=True).start()
     state = ServerState(catalog, output_dir=output_dir, threads=args.threads)
-    server = RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME)
+    return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME)
+
+
+def run(args) -> int:
+    from engine.errors import ConfigError
+
+    server = _build_server(args)
     try:
         host, port = server.start()
     except OSError as e:
