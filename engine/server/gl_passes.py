@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.server import gl_frame as F
 from engine.server import gl_shaders as S
-from engine.server.gl_resources import GpuMesh, Targets, ground_tiles, upload
+from engine.server.gl_resources import GpuMesh, Targets, ground_tiles, noise_image, upload
 from engine.world import Camera, Ground, Scene
 
 if TYPE_CHECKING:
@@ -32,6 +32,13 @@ NOISE_SCALES = {"grass": (35.0, 400.0), "sand": (60.0, 900.0), "asphalt": (12.0,
 
 def _rgb(c) -> tuple[float, float, float]:
     return tuple(float(x) / 255.0 for x in c)  # type: ignore[return-value]
+
+
+def _ambient(sky_rgb, ambient: float) -> tuple[float, float, float]:
+    """Sky light: mostly white, slightly tinted by the sky colour (normalised to its max)."""
+    c = np.asarray(_rgb(sky_rgb))
+    c = c / max(float(c.max()), 1e-3)
+    return tuple(float(x) for x in ambient * (0.6 + 0.4 * c))  # type: ignore[return-value]
 
 
 class _Program:
@@ -64,6 +71,7 @@ class Passes:
         self._shadow_fbo = None
         self._shadow_sig = None
         self._shadow_state: tuple[int, bytes, float, float] = (0, IDENTITY, 1.0, 0.0)
+        self._noise: moderngl.Texture | None = None
         self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
         self.shadow_renders = 0  # how many times the shadow map was (re)computed: for tests
 
@@ -103,6 +111,13 @@ class Passes:
                 self.targets.pop(next(iter(self.targets))).release()
             self.targets[key] = Targets(self.ctx, *key)
         return self.targets[key]
+
+    def _noise_texture(self) -> moderngl.Texture:
+        if self._noise is None:
+            self._noise = self.ctx.texture((256, 256), 1, noise_image(256).tobytes())
+            self._noise.build_mipmaps()
+            self._noise.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
+        return self._noise
 
     # --- shadow map -------------------------------------------------------------------------
     def update_shadow(self, scene: Scene, draws: list["Draw"]) -> None:
@@ -144,7 +159,6 @@ class Passes:
         fbo = t.lit_normal if with_normal else t.lit
         fbo.use()
         fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
-        self._draw_sky(scene, frame.camera, with_normal)
         self.ctx.enable(moderngl.DEPTH_TEST)
         key = "lit_n" if with_normal else "lit"
         prog = self.program(key)
@@ -157,16 +171,17 @@ class Passes:
         gprog = self.program(gkey)
         self._set_lit_uniforms(gprog, scene, frame)
         self._draw_ground(gprog, scene.ground, gkey, True)
+        self._draw_sky(scene, frame.camera, fbo, with_normal)
 
     def _set_lit_uniforms(self, prog: _Program, scene: Scene, frame: "Frame") -> None:
         sun, sky = scene.sun, scene.sky
         prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
         prog.set("u_cam_pos", tuple(float(x) for x in frame.camera.location))
         prog.set("u_to_sun", tuple(float(x) for x in sun.direction_to_sun()))
-        prog.set("u_sun_color", tuple(c * float(sun.intensity) for c in _rgb(sun.color)))
-        prog.set("u_ambient", float(sky.ambient))
-        prog.set("u_sky_zenith", _rgb(sky.zenith))
-        prog.set("u_sky_horizon", _rgb(sky.horizon))
+        amb = float(sky.ambient)
+        prog.set("u_sun_color", tuple(c * float(sun.intensity) * (1.0 - amb) for c in _rgb(sun.color)))
+        prog.set("u_amb_up", _ambient(sky.zenith, amb))
+        prog.set("u_amb_side", _ambient(sky.horizon, amb))
         use, light_vp, texel, bias = self._shadow_state
         prog.set("u_shadow_bias", float(bias))
         prog.set("u_use_shadow", use)
@@ -194,20 +209,25 @@ class Passes:
             prog.set("u_normal_mat", IDENTITY3)
             prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
             prog.set("u_noise_scale", scales or (0.0, 0.0))
+            self._noise_texture().use(1)
+            prog.set("u_noise", 1)
         for m in self.ground(ground):
             m.vao(self.ctx, prog.prog, key, lit).render()
 
-    def _draw_sky(self, scene: Scene, camera: Camera, with_normal: bool) -> None:
+    def _draw_sky(self, scene: Scene, camera: Camera, fbo, with_normal: bool) -> None:
         prog = self.program("sky_n" if with_normal else "sky")
         proj = camera.projection_matrix(1.0, 2.0)
         prog.set("u_eye_to_world", F.gl_bytes(F.eye_to_world(camera)))
         prog.set("u_inv_focal", (1.0 / proj[0, 0], 1.0 / proj[1, 1]))
         prog.set("u_sky_zenith", _rgb(scene.sky.zenith))
         prog.set("u_sky_horizon", _rgb(scene.sky.horizon))
-        self.ctx.disable(moderngl.DEPTH_TEST)
         if prog not in self._sky_vaos:
             self._sky_vaos[prog] = self.ctx.vertex_array(prog.prog, [])
+        self.ctx.depth_func = "<="
+        fbo.depth_mask = False  # the depth buffer keeps 1.0 (= inf) on sky pixels
         self._sky_vaos[prog].render(vertices=3)
+        fbo.depth_mask = True
+        self.ctx.depth_func = "<"
 
     # --- id pass (masks, depth, pixel counts) -----------------------------------------------
     def id_pass(self, frame: "Frame", draws, visible, ground: Ground | None) -> None:

@@ -172,6 +172,18 @@ def _grid_tile(ground: Ground, xs: np.ndarray, ys: np.ndarray, color: np.ndarray
     return mesh, n.reshape(-1, 3).astype(np.float32)
 
 
+def noise_image(size: int = 256, seed: int = 20261122) -> np.ndarray:
+    """Tileable smooth noise (uint8, size x size) for the ground texture; fixed seed, so every
+    render is reproducible. Band-limited white noise via FFT, hence periodic (no seams)."""
+    rng = np.random.default_rng(seed)
+    spectrum = np.fft.fft2(rng.standard_normal((size, size)))
+    f = np.fft.fftfreq(size)
+    radius = np.sqrt(f[:, None] ** 2 + f[None, :] ** 2)
+    smooth = np.real(np.fft.ifft2(spectrum * np.exp(-(radius / 0.06) ** 2)))
+    smooth = (smooth - smooth.min()) / (smooth.max() - smooth.min())
+    return np.round(smooth * 255).astype(np.uint8)
+
+
 class Targets:
     """Textures and framebuffers for one resolution; the depth buffer is shared by all FBOs."""
 

@@ -13,7 +13,7 @@ Programs:
 * ``IDS``     instance id only (location 0): cheap pass for masks, depth and pixel counts;
 * ``COVER``   coverage of up to 4 actors at once (one RGBA channel each, MAX blending, no
               depth test): the "unoccluded" pixel counts in one pass;
-* ``SKY``     full-screen zenith→horizon gradient drawn before the geometry (lit only);
+* ``SKY``     zenith→horizon gradient on the pixels left empty by the geometry (lit only);
 * ``SHADOW``  depth-only pass from the sun.
 
 No face culling anywhere: the view matrix has det −1 and actors may be mirrored, so winding is
@@ -45,10 +45,9 @@ void main() {
 LIT_FS = """
 uniform vec3 u_cam_pos;         // camera centre, UE world cm
 uniform vec3 u_to_sun;          // unit vector towards the sun
-uniform vec3 u_sun_color;       // sun colour * intensity
-uniform float u_ambient;        // Sky.ambient
-uniform vec3 u_sky_zenith;
-uniform vec3 u_sky_horizon;
+uniform vec3 u_sun_color;       // sun colour * intensity * (1 - ambient)
+uniform vec3 u_amb_up;          // ambient light from the zenith side (precomputed on the CPU)
+uniform vec3 u_amb_side;        // ambient light from the horizon (normals facing sideways/down)
 uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
 uniform int u_id;               // 1 + actor index; 0 = ground
 uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
@@ -67,23 +66,14 @@ layout(location = 2) out vec4 f_normal;
 #endif
 
 #ifdef GROUND
-float hash2(vec2 p) {
-    p = fract(p * vec2(0.1031, 0.1030));
-    p += dot(p, p.yx + 33.33);
-    return fract((p.x + p.y) * p.x);
-}
-
-float value_noise(vec2 p) {
-    vec2 i = floor(p);
-    vec2 f = fract(p);
-    vec2 u = f * f * (3.0 - 2.0 * f);
-    float a = hash2(i), b = hash2(i + vec2(1.0, 0.0));
-    float c = hash2(i + vec2(0.0, 1.0)), d = hash2(i + vec2(1.0, 1.0));
-    return mix(mix(a, b, u.x), mix(c, d, u.x), u.y);
-}
+uniform sampler2D u_noise;      // tileable value noise in [0, 1], mipmapped (no distant aliasing)
 #endif
 
 vec3 surface_normal(vec3 to_cam) {
+#ifdef GROUND
+    vec3 n = normalize(v_normal);  // terrain: smooth analytic normals, no derivatives needed
+    return dot(n, to_cam) < 0.0 ? -n : n;
+#else
     // Geometric normal from screen-space derivatives, turned towards the camera: independent
     // of winding, mirroring and the handedness flip of the view matrix.
     vec3 ng = normalize(cross(dFdx(v_world), dFdy(v_world)));
@@ -94,6 +84,7 @@ vec3 surface_normal(vec3 to_cam) {
     vec3 ns = v_normal / len;
     if (dot(ns, ng) < 0.0) ns = -ns;
     return dot(ns, ng) > 0.4 ? ns : ng;
+#endif
 }
 
 float shadow_visibility(vec3 n) {
@@ -118,16 +109,14 @@ void main() {
     if (u_tint.a > 0.5) albedo = u_tint.rgb * dot(v_color, vec3(0.299, 0.587, 0.114));
 #ifdef GROUND
     if (u_noise_scale.x > 0.0) {
-        float fine = value_noise(v_world.xy / u_noise_scale.x);
-        float coarse = value_noise(v_world.xy / u_noise_scale.y);
+        float fine = texture(u_noise, v_world.xy / (256.0 * u_noise_scale.x)).r;
+        float coarse = texture(u_noise, v_world.yx / (256.0 * u_noise_scale.y)).r;
         albedo *= 0.82 + 0.22 * fine + 0.14 * coarse;
     }
 #endif
     float ndl = max(dot(n, u_to_sun), 0.0);
     float vis = ndl > 0.0 ? shadow_visibility(n) : 1.0;
-    vec3 sky = mix(u_sky_horizon, u_sky_zenith, 0.5 + 0.5 * n.z);
-    vec3 light = u_ambient * (0.6 + 0.4 * sky / max(max(sky.r, sky.g), max(sky.b, 1e-3)))
-               + (1.0 - u_ambient) * u_sun_color * ndl * vis;
+    vec3 light = mix(u_amb_side, u_amb_up, 0.5 + 0.5 * n.z) + u_sun_color * (ndl * vis);
     f_color = vec4(clamp(albedo * light, 0.0, 1.0), 1.0);
     f_id = u_id;
 #ifdef WITH_NORMAL
@@ -164,10 +153,11 @@ void main() {
 SKY_VS = """
 out vec2 v_ndc;
 void main() {
-    // One triangle covering the screen; depth is not tested or written for the sky.
+    // One triangle covering the screen at depth 1 (the far plane), drawn after the geometry
+    // with depth test <= and no depth writes: only pixels nothing else covered are shaded.
     vec2 p = vec2(float((gl_VertexID & 1) * 4 - 1), float((gl_VertexID & 2) * 2 - 1));
     v_ndc = p;
-    gl_Position = vec4(p, 0.0, 1.0);
+    gl_Position = vec4(p, 1.0, 1.0);
 }
 """
 
