@@ -25,6 +25,7 @@ def register(subparsers) -> None:
     pv.add_argument("--size", type=int, default=256, help="image width and height in pixels")
     pv.add_argument("--seed", type=int, default=0, help="clutter seed")
     pv.add_argument("--triple", type=int, default=0, help="which object triple to show (index)")
+    pv.add_argument("--procedural", action="store_true", help="use only the procedural asset pack")
     pv.set_defaults(func=run_preview)
 
 
@@ -48,7 +49,11 @@ def run_preview(args) -> int:
     from scenarios.environments import load_env
     from sceneforge.commands.assets import save_png
 
-    env = load_env(args.env)
+    library = None
+    if args.procedural:
+        from assets_manifest import AssetLibrary
+        library = AssetLibrary.procedural()
+    env = load_env(args.env, library=library)
     if not 0 <= args.triple < len(env.triples):
         raise ConfigError(f"--triple must be in 0..{len(env.triples) - 1}, got {args.triple}")
     if not 1 <= args.views <= 16 or not 16 <= args.size <= 1024:
@@ -60,7 +65,7 @@ def run_preview(args) -> int:
     return 0
 
 
-def preview_scene(env, seed: int = 0, triple: int = 0, cam_dist: float = 2200.0, views: int = 4):
+def preview_scene(env, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0, views: int = 4):
     """Scene with the triple's source, target and human near the centre plus the env's clutter."""
     import numpy as np
 
@@ -85,8 +90,8 @@ def _azimuths(views: int) -> list[float]:
     return [math.radians(-40 + 360 * k / views) for k in range(views)]
 
 
-def render_views(env, views: int = 4, size: int = 256, seed: int = 0, triple: int = 0, cam_dist: float = 2200.0):
-    """Lit renders from ``views`` azimuths around the centre, 3.5 m up, aimed at the objects."""
+def render_views(env, views: int = 4, size: int = 256, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0):
+    """Lit renders from ``views`` azimuths around the centre, 3 m up, aimed at the objects."""
     from engine.server.gl_backend import GLBackend
     from engine.world import Camera, look_at_rotation
 
@@ -96,7 +101,7 @@ def render_views(env, views: int = 4, size: int = 256, seed: int = 0, triple: in
     try:
         for a in _azimuths(views):
             x, y = cam_dist * math.cos(a), cam_dist * math.sin(a)
-            eye = (x, y, float(env.ground.height(x, y)) + 350.0)
+            eye = (x, y, float(env.ground.height(x, y)) + 300.0)
             cam = Camera(eye, look_at_rotation(eye, (0.0, 0.0, 80.0)), env.sampling.fov_deg, size, size)
             out.append(backend.render(scene, cam, ("lit",))["lit"])
     finally:

@@ -1,0 +1,155 @@
+"""Environments: the five SpaRRTa envs load with their triples and sampling, clutter is deterministic
+and stays in its ring, bad YAML is reported with file/line/field, and every env renders."""
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from assets_manifest import AssetLibrary
+from engine.errors import ConfigError
+from scenarios.environments import list_envs, load_env
+
+SPARRTA_TRIPLES = {
+    "desert": [("rock", "truck"), ("cactus", "camel"), ("barrel", "camel")],
+    "forest": [("tree", "rock"), ("tent", "bear"), ("rock", "fox")],
+    "winter_town": [("tree", "truck"), ("snowman", "husky"), ("tree", "deer")],
+    "bridge": [("tree", "truck"), ("trash_bin", "bike"), ("trash_bin", "vespa")],
+    "city": [("cone", "vespa"), ("fire_hydrant", "taxi"), ("cone", "bike")],
+}
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "environments.md"
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return AssetLibrary.procedural()
+
+
+def test_five_shipped_envs():
+    assert list_envs() == sorted(SPARRTA_TRIPLES)
+
+
+@pytest.mark.parametrize("name", sorted(SPARRTA_TRIPLES))
+def test_triples_and_sampling_match_sparrta(name):
+    env = load_env(name)
+    assert [(t.source_class, t.target_class) for t in env.triples] == SPARRTA_TRIPLES[name]
+    assert all(t.viewpoint_class == "human" for t in env.triples)
+    s = env.sampling
+    assert (s.sigma_cm, s.max_pair_dist_cm, s.cam_xy_range_cm, s.cam_height_range_cm[1]) == (500, 1000, 2500, 1500)
+    assert s.fov_deg == pytest.approx(2 * math.degrees(math.atan(25 / 50)), abs=0.01)
+    assert (s.image_size, s.margin_ego_deg, s.margin_allo_deg, s.min_visible_ratio) == (224, 15, 10, 0.8)
+    w = env.world
+    assert w["env"] == name and set(w) == {"env", "sun", "sky", "ground"}
+    assert set(w["ground"]) == {"color", "texture", "relief_amplitude", "relief_wavelength", "extent"}
+
+
+@pytest.mark.parametrize("name", sorted(SPARRTA_TRIPLES))
+def test_clutter_deterministic_in_ring_and_clear_of_keep_out(name, lib):
+    env = load_env(name, library=lib)
+    keep = [(0.0, 0.0, 900.0), (1500.0, -300.0, 400.0)]
+    a = env.clutter(np.random.default_rng(7), keep_out=keep)
+    b = env.clutter(np.random.default_rng(7), keep_out=keep)
+    assert a == b and len(a) > 0
+    assert a != env.clutter(np.random.default_rng(8), keep_out=keep)
+    assert len({x.name for x in a}) == len(a) and all(x.name.startswith("clutter_") for x in a)
+    landmarks = {lm.location_cm for lm in env.spec.landmarks}
+    outer = max(g.ring_cm[1] for g in env.spec.clutter)
+    for actor in a:
+        x, y, _ = actor.transform.location
+        fp = lib.footprint(actor.asset_id) * actor.transform.scale[0]
+        r = float(np.max(np.hypot(fp[:, 0], fp[:, 1])))
+        if (x, y) in landmarks:
+            continue
+        assert math.hypot(x, y) <= outer + 1e-6
+        for kx, ky, kr in keep:
+            assert math.hypot(x - kx, y - ky) >= kr + r, (actor.name, actor.asset_id)
+
+
+def test_clutter_sits_on_the_terrain(lib):
+    env = load_env("desert", library=lib)
+    for a in env.clutter(np.random.default_rng(1)):
+        x, y, z = a.transform.location
+        assert z <= float(env.ground.height(x, y)) + 1e-6
+
+
+def test_density_ordering_desert_sparse_city_cluttered(lib):
+    def mean_count(name):
+        env = load_env(name, library=lib)
+        return np.mean([len(env.clutter(np.random.default_rng(s))) for s in range(3)])
+    counts = {n: mean_count(n) for n in SPARRTA_TRIPLES}
+    assert counts["desert"] == min(counts.values())
+    assert counts["desert"] < counts["winter_town"] < counts["city"]
+    assert counts["desert"] < counts["bridge"] < counts["city"]
+
+
+def test_style_tags_pick_snowy_variants(lib):
+    env = load_env("winter_town", library=lib)
+    assert all("snow" in lib.info(i).tags for i in env.variants("tree"))
+    assert load_env("forest", library=lib).variants("tree") == [i.id for i in lib.by_class("tree")]
+
+
+def _user_env_yaml() -> str:
+    """The example environment from docs/environments.md (the first ```yaml block)."""
+    text = DOCS.read_text()
+    return re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+
+
+def test_user_env_from_docs_loads(tmp_path, lib):
+    p = tmp_path / "harbour.yaml"
+    p.write_text(_user_env_yaml())
+    env = load_env(p, library=lib)
+    assert env.name == "harbour" and env.triples and env.clutter(np.random.default_rng(0))
+
+
+def _bad(tmp_path, text: str) -> str:
+    p = tmp_path / "bad.yaml"
+    p.write_text(textwrap.dedent(text))
+    with pytest.raises(ConfigError) as ei:
+        load_env(p)
+    return str(ei.value)
+
+
+def test_bad_env_files(tmp_path):
+    base = "name: x\ntriples:\n  - {id: a, source: rock, target: truck}\n"
+    msg = _bad(tmp_path, base + "sampling: {sigma_cm: -5}\n")
+    assert "bad.yaml:4:" in msg and "sampling.sigma_cm" in msg
+    msg = _bad(tmp_path, base.replace("truck", "spaceship"))
+    assert "bad.yaml" in msg and "spaceship" in msg and "unknown class" in msg
+    msg = _bad(tmp_path, base + "clutter:\n  - {classes: [rock], count: [5, 2]}\n")
+    assert "clutter[0]" in msg and "count" in msg
+    msg = _bad(tmp_path, base + "ground: {colour: [1, 2, 3]}\n")
+    assert "ground.colour" in msg
+    assert "bad YAML" in _bad(tmp_path, base + "sun: {pitch: [\n")
+    assert "triples" in _bad(tmp_path, "name: x\n")
+    with pytest.raises(ConfigError, match="unknown environment 'moon'"):
+        load_env("moon")
+
+
+@pytest.mark.render
+@pytest.mark.parametrize("name", sorted(SPARRTA_TRIPLES))
+def test_every_env_renders_with_clutter(name, lib):
+    from sceneforge.commands.envs import preview_scene, render_views
+
+    env = load_env(name, library=lib)
+    scene = preview_scene(env, seed=0, views=1)
+    assert len(scene.actors) > 3
+    (img,) = render_views(env, views=1, size=96)
+    assert img.shape == (96, 96, 3) and img.dtype == np.uint8
+    sky = img[:5].reshape(-1, 3).mean(axis=0)
+    ground = img[-5:].reshape(-1, 3).mean(axis=0)
+    assert np.abs(sky - ground).sum() > 20, "sky and ground should differ"
+    assert np.allclose(ground, env.spec.ground.color, atol=90), "ground colour comes from the env"
+
+
+@pytest.mark.render
+def test_user_env_from_docs_renders(tmp_path, lib):
+    from sceneforge.commands.envs import render_views
+
+    p = tmp_path / "harbour.yaml"
+    p.write_text(_user_env_yaml())
+    (img,) = render_views(load_env(p, library=lib), views=1, size=64)
+    assert img.std() > 5
