@@ -81,8 +81,11 @@ class RenderClient:
     """Typed calls against one render server. See the module docstring for an example."""
 
     def __init__(self, address: "str | tuple[str, int]", timeout: float = 60.0,
-                 connect_timeout: float = 30.0) -> None:
+                 connect_timeout: float = 30.0, ue_classes: dict[str, str] | None = None) -> None:
+        """``ue_classes`` maps asset ids to UE class/blueprint names for the stock fallback
+        (e.g. from ``AssetInfo.unreal_class``); unmapped ids are sent as they are."""
         self.host, self.port = parse_address(address)
+        self.ue_classes = dict(ue_classes or {})
         self.timeout, self.connect_timeout = float(timeout), float(connect_timeout)
         self._client = None
         self.templates: list[str] = []

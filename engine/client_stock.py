@@ -3,7 +3,8 @@
 Used only when the server lacks our ``/sceneforge/`` extensions:
 
 * spawn: ``vset /objects/spawn [class] [name]`` then location/rotation/scale, one actor at a time
-  (``class`` must be a UE class/blueprint name the level can spawn; tints are not applied);
+  (``class`` = ``client.ue_classes[asset_id]`` or the asset id itself: it must be a UE
+  class/blueprint the level can spawn; tints are not applied);
 * render: one ``vget /camera/[id]/<kind> png|npy`` per kind; ``instance_id`` is not available;
 * visibility: ``visible`` from the object mask by matching each actor's ``vget
   /object/[name]/color`` (±3 per channel: UE's mask may be gamma-encoded); ``unoccluded`` by
@@ -33,7 +34,7 @@ COLOR_TOLERANCE = 3
 
 def spawn_stock(client: "RenderClient", actors: list[Actor]) -> None:
     for a in actors:
-        client.text(f"vset /objects/spawn {a.asset_id} {a.name}")
+        client.text(f"vset /objects/spawn {client.ue_classes.get(a.asset_id, a.asset_id)} {a.name}")
         t = a.transform
         for key, value in (("location", t.location), ("rotation", t.rotation.as_tuple()), ("scale", t.scale)):
             client.text(f"vset /object/{a.name}/{key} " + " ".join(f"{v:.6f}" for v in value))

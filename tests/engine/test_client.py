@@ -40,6 +40,20 @@ def test_connect_failure_is_raised_not_returned():
             RenderClient(f"127.0.0.1:{port}", connect_timeout=0.5).connect()
 
 
+def test_server_death_raises_connection_failed(tmp_path):
+    from engine.server.launch import start_server
+
+    with start_server(port=0, output_dir=tmp_path) as srv:
+        client = RenderClient(srv.address, timeout=3).connect()
+        assert "Is Listening" in client.status()
+        srv.proc.kill()
+        srv.proc.wait()
+        with pytest.raises(ConnectionFailed):
+            for _ in range(3):  # the first send may still succeed into the dead socket
+                client.status()
+        client.close()
+
+
 def test_extensions_detected_and_errors_raise(render_client):
     assert render_client.is_sceneforge
     assert "Is Listening" in render_client.status()
@@ -114,7 +128,8 @@ def test_stock_fallback_matches_extensions(render_client):
     c.reset()
     stock = _stock(c)
     stock.set_camera(0, cam)  # uses `vrun r.setres`, as on UE
-    stock.spawn(actors)
+    stock.ue_classes = {"cube": "primitive_cube"}  # asset id -> UE class, used by stock spawn
+    stock.spawn([Actor(a.name, "cube", a.transform) for a in actors])
     assert stock.objects() == ["far", "near"]
     assert stock.visibility(0, ["far", "near"]) == ext_vis
     img = stock.render(0, ("object_mask", "depth"))

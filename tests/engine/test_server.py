@@ -244,6 +244,15 @@ def test_sigint_max_frame_and_host_warning(tmp_path):
     assert "reachable from other machines" in srv.log_tail()
 
 
+def test_serve_import_path_stays_light():
+    """`sceneforge serve` must start fast: no ML stack, renderer or OpenCV at import."""
+    code = ("import sys, sceneforge.cli as c; c.build_parser(); import engine.server.app, engine.client, "
+            "engine.server.launch; heavy = [m for m in ('torch', 'timm', 'transformers', 'ray', 'moderngl', "
+            "'cv2', 'trimesh') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
 def test_cli_reports_bad_arguments_and_busy_port(server):
     bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", "--port", "70000"],
                          capture_output=True, text=True, timeout=60)
