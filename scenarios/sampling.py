@@ -182,6 +182,23 @@ def in_frame(objects: Iterable[Placed], margin_px: float, near_cm: float = 10.0)
     return ok
 
 
+def big_enough(objects: Iterable[Placed], min_px: float) -> Callable[[Camera], bool]:
+    """Rule: each object's projected footprint prism spans at least ``min_px`` (longest edge).
+
+    The prism's box bounds the rendered silhouette's box from above, so this never rejects a view
+    the mask-based ``too_small`` rule would keep; it only saves renders.
+    """
+    prisms = [o.corners() for o in objects]
+
+    def ok(cam: Camera) -> bool:
+        for pts in prisms:
+            uv, _ = cam.project(pts)
+            if np.max(uv.max(axis=0) - uv.min(axis=0)) < min_px:
+                return False
+        return True
+    return ok
+
+
 # --- labels ---------------------------------------------------------------------------------
 def label_rules(observer: Callable[[C], Sequence[float]], source: Sequence[float], target: Sequence[float],
                 margin_deg: float, want: str) -> list[Rule]:
@@ -206,9 +223,9 @@ def visibility_failure(counts: Mapping[str, object], names: Sequence[str], min_r
     """
     for n in names:
         pc = counts.get(n)
-        if pc is None or not pc.unoccluded or not pc.visible or pc.bbox is None:
-            return "not_visible"
-        if pc.visible / pc.unoccluded < min_ratio:
+        if pc is None or not pc.unoccluded:
+            return "not_visible"            # nothing of it in the frame, even alone
+        if pc.visible / pc.unoccluded < min_ratio or pc.bbox is None:
             return "occluded"
         x0, y0, x1, y1 = pc.bbox
         if max(x1 - x0 + 1, y1 - y0 + 1) < min_bbox_px:

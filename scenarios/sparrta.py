@@ -164,7 +164,8 @@ class Session:
         if key not in self._groups:
             rng = sample_rng(self.cfg.seed, unit.env, unit.task, unit.triple_id, g if attempt == 0 else i,
                              stream=1 if attempt == 0 else 1 + attempt)
-            clutter = env.clutter if self.cfg.clutter else None
+            lib = self.shapes(unit.env).lib
+            clutter = (lambda r, keep: env.clutter(r, keep, library=lib)) if self.cfg.clutter else None
             if len(self._groups) > 16:
                 self._groups.clear()
             group = build_group(rng, key, unit.source_class, unit.target_class, self.shapes(unit.env), st,
@@ -198,7 +199,8 @@ class Session:
     # ---- one sample ----------------------------------------------------------------------------
     def make(self, unit: Unit, i: int) -> dict:
         """Find a valid sample with index ``i``'s label, render it, write its files and record."""
-        cfg, st = self.cfg, setting_for(self.cfg, self.env(unit.env), unit.task)
+        cfg, env = self.cfg, self.env(unit.env)
+        st = setting_for(cfg, env, unit.task)
         want, counts, renders = unit.label(i), Counter(), 0
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
         for attempt in range(cfg.max_scenes):
@@ -208,7 +210,7 @@ class Session:
             self.show(unit, group)
             for _ in range(cfg.max_render_tries):
                 try:
-                    view = sample_view(rng, group, unit.task, want, st, self.env(unit.env).ground, group.viewpoint, counts)
+                    view = sample_view(rng, group, unit.task, want, st, env.ground, group.viewpoint, counts)
                 except PlacementError:
                     counts["scene_unusable"] += 1
                     break

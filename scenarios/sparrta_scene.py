@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.errors import ConfigError
 from engine.world import Actor, Camera, Ground, instance_color
-from scenarios.sampling import (AssetShape, Placed, camera_clear, in_frame, label_rules, no_overlap,
+from scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, sample_camera, sample_object, within_distance)
 
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border
@@ -61,11 +61,28 @@ class View:
     angle_deg: float
 
 
+class CachedLibrary:
+    """An asset library whose footprints (a convex hull each) are computed once: environments
+    ask for them on every clutter placement. Everything else is forwarded unchanged."""
+
+    def __init__(self, lib):
+        self._lib = lib
+        self._footprints: dict[str, np.ndarray] = {}
+
+    def footprint(self, asset_id: str) -> np.ndarray:
+        if asset_id not in self._footprints:
+            self._footprints[asset_id] = self._lib.footprint(asset_id)
+        return self._footprints[asset_id]
+
+    def __getattr__(self, name: str):
+        return getattr(self._lib, name)
+
+
 class ShapeCache:
     """AssetShape per asset id (footprint hull + height), computed once per process."""
 
     def __init__(self, lib):
-        self.lib = lib
+        self.lib = lib if isinstance(lib, CachedLibrary) else CachedLibrary(lib)
         self._shapes: dict[str, AssetShape] = {}
 
     def __call__(self, asset_id: str) -> AssetShape:
@@ -131,7 +148,8 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
     if task == "ego":
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
     rules += [("camera_clear", camera_clear(objects + group.clutter, CAMERA_CLEARANCE_CM)),
-              ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size))]
+              ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
+              ("too_small", big_enough(objects, st.min_bbox_px))]
     centroid = np.mean([o.centre() for o in objects], axis=0)
     base_z = float(np.mean([o.z for o in objects]))
     cam = resample_while(

@@ -7,7 +7,7 @@ import pytest
 from engine.errors import ConfigError, PlacementError
 from engine.server.backend import PixelCount
 from engine.world import Camera, Ground, look_at_rotation
-from scenarios.sampling import (AssetShape, Placed, camera_clear, in_frame, label_rules, no_overlap,
+from scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, sample_camera, sample_object, sample_rng, stable_key,
                                 visibility_failure, within_distance)
 
@@ -115,6 +115,13 @@ def test_in_frame():
     assert not ok(aside)
 
 
+def test_big_enough_is_an_upper_bound_test():
+    box = Placed("a", BOX, 0, 0, 0, 0)     # 100 cm cube-ish prism
+    cam = Camera((-1000, 0, 50), look_at_rotation((-1000, 0, 50), (0, 0, 50)), 90.0, 200, 200)
+    # at ~950-1050 cm with f = 100 px, 100 cm spans ~10 px (the near face is wider)
+    assert big_enough([box], 10)(cam) and not big_enough([box], 12)(cam)
+
+
 def test_label_rules_separate_ambiguity_from_balance():
     src, tgt = (0.0, 0.0), (0.0, 100.0)        # target on +Y of the source
     rules = dict(label_rules(lambda cam: cam, src, tgt, 15, "right"))
@@ -129,5 +136,6 @@ def test_visibility_failure():
     assert visibility_failure({"a": good}, ["a"], 0.8, 20) is None
     assert visibility_failure({"a": good}, ["a"], 0.8, 21) == "too_small"
     assert visibility_failure({"a": PixelCount(79, 100, (0, 0, 50, 50))}, ["a"], 0.8, 10) == "occluded"
-    assert visibility_failure({"a": PixelCount(0, 100, None)}, ["a"], 0.8, 10) == "not_visible"
+    assert visibility_failure({"a": PixelCount(0, 100, None)}, ["a"], 0.8, 10) == "occluded"   # hidden behind
+    assert visibility_failure({"a": PixelCount(0, 0, None)}, ["a"], 0.8, 10) == "not_visible"
     assert visibility_failure({"a": good}, ["a", "b"], 0.8, 10) == "not_visible"
