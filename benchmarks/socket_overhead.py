@@ -8,7 +8,7 @@ Same scene (the typical procedural scene of ``render.py``), same camera orbit, s
 * in-process: ``GLBackend.render`` in a fresh process (``LP_NUM_THREADS=1``);
 * socket: ``sceneforge serve --threads 1`` in a subprocess, driven by ``RenderClient`` — per
   frame one ``vget /sceneforge/render`` (NPZ reply), and separately with the camera moved first
-  (4 more ``vset`` round trips), which is what a dataset generator does.
+  (one more round trip, ``vset /sceneforge/camera``), which is what a dataset generator does.
 
 Also prints how long ``sceneforge serve`` takes to listen. Timings on a shared machine are noisy:
 the ratio is measured in one run, compare ratios rather than absolute frames/s.
@@ -108,7 +108,7 @@ def _print(res: dict, size: int) -> None:
     print(f"  socket vs in-process, {'+'.join(KINDS)} {size}x{size}, LP_NUM_THREADS=1 "
           f"(median of interleaved rounds; overhead = extra time per frame):")
     for mode, what in (("fixed", "fixed camera, render only"),
-                       ("moving", "moving camera: set_camera (4 pipelined vset) + render")):
+                       ("moving", "moving camera: set_camera (1 vset) + render")):
         print(f"    {what}: in-process {res[f'fps_inprocess_{mode}']:.1f} frames/s, "
               f"socket {res[f'fps_socket_{mode}']:.1f} ({100 * res[f'socket_overhead_{mode}']:+.1f}%)")
     print(f"  sceneforge serve listening after {res['serve_ready_s']:.2f} s; "

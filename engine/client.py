@@ -144,21 +144,6 @@ class RenderClient:
             raise CommandError(f"{command[:80]}: {reply[:300]}")
         return reply
 
-    def requests(self, commands: list[str]) -> list["str | bytes"]:
-        """Pipeline several commands (one write, replies in order): one round trip, not N."""
-        if self._client is None:
-            raise ConnectionFailed(f"not connected to {self.host}:{self.port}")
-        try:
-            replies = self._client.request(list(commands))
-        except (ConnectionError, TimeoutError, OSError) as e:
-            raise ConnectionFailed(f"{self.host}:{self.port}: {commands[0][:60]!r}...: {e}") from None
-        for command, reply in zip(commands, replies):
-            if reply is None:
-                raise ConnectionFailed(f"{self.host}:{self.port} closed the connection during {command[:60]!r}")
-            if isinstance(reply, str) and reply.startswith("error"):
-                raise CommandError(f"{command[:80]}: {reply[:300]}")
-        return replies
-
     def text(self, command: str) -> str:
         reply = self.request(command)
         return reply if isinstance(reply, str) else reply.decode("utf-8", errors="replace")
@@ -240,11 +225,15 @@ class RenderClient:
     def set_camera(self, cam_id: int, camera: Camera) -> None:
         """Pose, horizontal FOV and resolution of camera ``cam_id``."""
         loc, rot = camera.location, camera.rotation.as_tuple()
-        size = (f"vset /camera/{cam_id}/size {camera.width} {camera.height}" if self.is_sceneforge
-                else f"vrun r.setres {camera.width}x{camera.height}w")
-        self.requests([f"vset /camera/{cam_id}/location {loc[0]:.6f} {loc[1]:.6f} {loc[2]:.6f}",
-                       f"vset /camera/{cam_id}/rotation {rot[0]:.6f} {rot[1]:.6f} {rot[2]:.6f}",
-                       f"vset /camera/{cam_id}/fov {camera.fov_deg:.6f}", size])
+        if self.is_sceneforge:  # one round trip
+            self.text(f"vset /sceneforge/camera {cam_id} " + compact_json(
+                {"location": list(loc), "rotation": list(rot), "fov": camera.fov_deg,
+                 "size": [camera.width, camera.height]}))
+            return
+        self.text(f"vset /camera/{cam_id}/location {loc[0]:.6f} {loc[1]:.6f} {loc[2]:.6f}")
+        self.text(f"vset /camera/{cam_id}/rotation {rot[0]:.6f} {rot[1]:.6f} {rot[2]:.6f}")
+        self.text(f"vset /camera/{cam_id}/fov {camera.fov_deg:.6f}")
+        self.text(f"vrun r.setres {camera.width}x{camera.height}w")
 
     def render(self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth")) -> dict[str, np.ndarray]:
         """Render ``kinds`` (see engine/server/backend.py for shapes) → dict of arrays."""

@@ -5,7 +5,7 @@ Each handler is registered with one or more *templates* in the official client's
 /unrealcv/commands`` lists, so the table and the capability report cannot drift apart. The path
 part of a template becomes a regex (``[name]`` → one path segment); the arguments after it are
 counted, so a handler is called only with one of its templates' argument counts. Handlers marked
-``raw`` receive the whole rest of the line (JSON arguments may contain spaces).
+``raw`` get their last argument as the whole rest of the line (JSON may contain spaces).
 
 :func:`dispatch` never raises: a :class:`~engine.errors.SceneforgeError` becomes ``error <msg>``,
 anything else ``error internal ...`` (logged with its traceback), so no command can take the
@@ -82,7 +82,8 @@ def _match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:
         m = route.path_re.fullmatch(path) if route.verb == verb else None
         if m is None:
             continue
-        args = [rest] if route.raw and rest else rest.split()
+        # raw routes: the last argument is the rest of the line (JSON may contain spaces)
+        args = rest.split(maxsplit=max(route.arg_counts) - 1) if route.raw and rest else rest.split()
         if len(args) not in route.arg_counts:
             raise CommandError(f"wrong arguments for {verb} {path}; usage: " + " | ".join(route.templates))
         return route, m.groupdict(), args

@@ -161,6 +161,33 @@ def set_poses(state: ServerState, args: list[str]) -> str:
     return "ok"
 
 
+_CAMERA_KEYS = {"location", "rotation", "fov", "size"}
+
+
+@command("vset /sceneforge/camera [id] [json]", raw=True)
+def set_camera(state: ServerState, args: list[str]) -> str:
+    """Pose, fov and size in one round trip: ``{"location", "rotation", "fov", "size": [w, h]}``."""
+    cam_id = parse_int(args[0], "camera id")
+    data = _as_dict(_json(args[1], "camera"), "camera")
+    unknown = sorted(set(data) - _CAMERA_KEYS)
+    if unknown:
+        raise CommandError(f"camera: unknown field(s) {unknown} (known: {sorted(_CAMERA_KEYS)})")
+    cam = state.camera_for_update(cam_id)
+    t = _transform(data, "camera", Transform(cam.location, cam.rotation))
+    size = data.get("size", [cam.width, cam.height])
+    if not (isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) for v in size)):
+        raise CommandError(f"camera.size: expected [width, height] integers, got {size!r}")
+    fov = data.get("fov", cam.fov_deg)
+    if isinstance(fov, bool) or not isinstance(fov, (int, float)):
+        raise CommandError(f"camera.fov: expected a number, got {fov!r}")
+    try:
+        state.scene.cameras[cam_id] = replace(cam, location=t.location, rotation=t.rotation,
+                                              fov_deg=float(fov), width=size[0], height=size[1])
+    except SceneforgeError as e:
+        raise CommandError(f"camera: {e}") from None
+    return "ok"
+
+
 def _names(state: ServerState, text: str | None) -> list[str]:
     if text is None:
         return list(state.scene.actors)

@@ -149,6 +149,14 @@ def test_camera_get_set(uclient):
     assert uclient.request("vget /camera/2/size") == "320 240"
     assert uclient.request("vset /camera/0/size 224 224") == "ok"
     assert uclient.request("vget /camera/0/size") == "224 224"
+    ext = '{"location":[1,2,3],"rotation":[-10,20,0],"fov":60,"size":[100,50]}'
+    assert uclient.request("vset /sceneforge/camera 5 " + ext) == "ok"
+    assert [uclient.request(f"vget /camera/5/{p}") for p in ("location", "rotation", "fov", "size")] == \
+        ["1.000 2.000 3.000", "-10.000 20.000 0.000", "60.000", "100 50"]
+    assert uclient.request('vset /sceneforge/camera 5 {"fov":60}') == "ok"  # partial update keeps the rest
+    assert uclient.request("vget /camera/5/size") == "100 50"
+    assert uclient.request('vset /sceneforge/camera 5 {"size":[0,5]}').startswith("error camera: camera resolution")
+    assert uclient.request('vset /sceneforge/camera 5 {"zoom":2}').startswith("error camera: unknown field")
 
 
 # --- file outputs ----------------------------------------------------------------------------
