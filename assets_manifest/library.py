@@ -120,12 +120,13 @@ class AssetLibrary:
 
     # ---- queries ----------------------------------------------------------------------------
     def ids(self) -> list[str]:
-        """Active asset ids (sorted)."""
-        return sorted(i for i in self._infos if i not in self._shadowed)
-
-    def all_ids(self) -> list[str]:
-        """Every resolvable id, including procedural fallbacks shadowed by built assets."""
+        """Every resolvable asset id (sorted), including procedural fallbacks of classes that have
+        built variants, so ids recorded in an older config keep working after a build."""
         return sorted(self._infos)
+
+    def active_ids(self) -> list[str]:
+        """The ids :meth:`by_class` draws from: built/user variants where a class has them."""
+        return sorted(i for i in self._infos if i not in self._shadowed)
 
     def info(self, asset_id: str) -> AssetInfo:
         try:
@@ -134,11 +135,11 @@ class AssetLibrary:
             raise AssetError(f"unknown asset id {asset_id!r} ({len(self._infos)} assets known)") from None
 
     def classes(self) -> list[str]:
-        return sorted({self._infos[i].cls for i in self.ids()})
+        return sorted({self._infos[i].cls for i in self._infos})
 
     def by_class(self, cls: str) -> list[AssetInfo]:
         """Active variants of a class, sorted by id (stable across runs for seeded choices)."""
-        return [self._infos[i] for i in self.ids() if self._infos[i].cls == cls]
+        return [self._infos[i] for i in self.active_ids() if self._infos[i].cls == cls]
 
     def resolve(self, name: str) -> str:
         """An asset id, or a class name → its first active variant (for ``vset /objects/spawn``)."""
@@ -159,7 +160,7 @@ class AssetLibrary:
     def fingerprint(self) -> str:
         """Short hash of the active ids and their origins: record it so a dataset says which
         library (procedural only, or with built meshes) produced its images."""
-        items = [(i, self._infos[i].origin, self._infos[i].source) for i in self.ids()]
+        items = [(i, self._infos[i].origin, self._infos[i].source) for i in self.active_ids()]
         return hashlib.sha1(json.dumps(items).encode()).hexdigest()[:12]
 
     # ---- geometry ---------------------------------------------------------------------------

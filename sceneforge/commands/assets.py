@@ -22,6 +22,7 @@ def register(subparsers) -> None:
     sub.required = True
     ls = sub.add_parser("list", help="id, class, source, license, triangles, size (m)")
     _library_args(ls)
+    ls.add_argument("--all", action="store_true", help="also procedural fallbacks shadowed by built assets")
     ls.set_defaults(func=run_list)
     va = sub.add_parser("validate", help="check manifest files; mesh files must exist and load")
     va.add_argument("manifests", nargs="+", type=Path)
@@ -54,19 +55,20 @@ def open_library(args):
 
     lic = args.licenses.split(",") if args.licenses else None
     if args.procedural:
-        lib = AssetLibrary.procedural(args.cache_dir)
-        return lib if lic is None else AssetLibrary.from_manifests([lib.info(lib.ids()[0]).manifest], args.cache_dir, lic)
+        from assets_manifest.library import PROCEDURAL_PACK
+        return AssetLibrary.from_manifests([PROCEDURAL_PACK], args.cache_dir, lic)
     return AssetLibrary.default(args.cache_dir, lic, extra_manifests=args.manifest or ())
 
 
 def run_list(args) -> int:
     lib = open_library(args)
     print(f"{'id':28} {'class':13} {'origin':10} {'license':14} {'tris':>6}  size L x W x H (m)")
-    for i in lib.ids():
+    for i in lib.ids() if args.all else lib.active_ids():
         info = lib.info(i)
         size = " x ".join(f"{s / 100:.2f}" for s in lib.size_cm(i))
         print(f"{i:28} {info.cls:13} {info.origin:10} {info.license:14} {lib.mesh(i).n_triangles:6d}  {size}")
-    print(f"# {len(lib.ids())} assets, {len(lib.classes())} classes, library {lib.fingerprint()}")
+    print(f"# {len(lib.active_ids())} active of {len(lib.ids())} assets, {len(lib.classes())} classes, "
+          f"library {lib.fingerprint()}")
     return 0
 
 
@@ -89,7 +91,7 @@ def run_preview(args) -> int:
     from engine.errors import ConfigError
 
     lib = open_library(args)
-    ids = [i for i in lib.ids() if not args.cls or lib.info(i).cls in args.cls]
+    ids = [i for i in lib.active_ids() if not args.cls or lib.info(i).cls in args.cls]
     if args.one_per_class:
         ids = [lib.by_class(c)[0].id for c in sorted({lib.info(i).cls for i in ids})]
     if not ids:

@@ -168,7 +168,8 @@ def test_default_prefers_built_per_class_and_credits(tmp_path, proc):
     lib = AssetLibrary.default(cache_dir=tmp_path)
     assert [i.id for i in lib.by_class("truck")] == ["sh3d_truck"]
     assert lib.info("sh3d_truck").license == "cc-by-3.0" and lib.info("sh3d_truck").origin == "built"
-    assert "proc_truck" not in lib.ids() and lib.mesh("proc_truck").n_triangles > 0   # shadowed, resolvable
+    assert "proc_truck" not in lib.active_ids() and "proc_truck" in lib.ids()   # shadowed, still resolvable
+    assert lib.mesh("proc_truck").n_triangles > 0
     assert lib.by_class("cone")[0].origin == "procedural"
     assert lib.resolve("truck") == "sh3d_truck" and lib.resolve("proc_cone") == "proc_cone"
     assert any("cc-by-3.0" in a for a in lib.attributions(["sh3d_truck", "proc_cone"]))
