@@ -19,7 +19,7 @@ import logging
 import re
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 
 from engine.errors import ProtocolError
 from engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, recv_exact, send_frame, split_request
@@ -138,7 +138,7 @@ class RenderServer:
             return join_reply(request_id, "error server is shutting down")
         try:
             reply = self._worker.submit(dispatch, self.state, command).result()
-        except RuntimeError:  # executor already shut down
+        except (RuntimeError, CancelledError):  # executor shut down / request dropped at shutdown
             reply = "error server is shutting down"
         return join_reply(request_id, reply)
 

@@ -239,6 +239,19 @@ def test_binds_loopback_by_default_and_stops_on_sigterm(tmp_path):
     assert startup < 60  # generous: the suite runs on loaded shared cores (measured in docs)
 
 
+def test_sigterm_while_clients_are_busy(tmp_path):
+    with start_server(port=0, output_dir=tmp_path) as srv:
+        socks = []
+        for i in range(3):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+            recv_frame(s)
+            s.sendall(b"".join(frame(b"%d:vset /objects/spawn primitive_cube" % j) for j in range(200)))
+            socks.append(s)
+        assert srv.stop() == 0
+        [s.close() for s in socks]
+    assert "Traceback" not in srv.log_tail(100_000)
+
+
 def test_sigint_max_frame_and_host_warning(tmp_path):
     with start_server(port=0, host="127.0.0.2", extra_args=["--max-frame", "100"]) as srv:
         assert srv.address.startswith("127.0.0.2:")
@@ -351,3 +364,30 @@ def test_file_outputs_land_in_output_dir(uclient, server_output_dir):
     auto = uclient.request("vget /camera/0/lit")
     assert auto.endswith(".png") and auto.startswith(str(server_output_dir.resolve()))
     assert not list(server_output_dir.rglob("*.tmp"))
+
+
+def test_client_cap_in_process():
+    """An in-process RenderServer (no renderer needed) refuses clients beyond max_clients."""
+    from engine.server.app import RenderServer
+    from engine.server.catalog import AssetCatalog
+    from engine.server.state import ServerState
+
+    srv = RenderServer(ServerState(AssetCatalog(None)), port=0, max_clients=1)
+    _, port = srv.start()
+    try:
+        first = socket.create_connection(("127.0.0.1", port), timeout=30)
+        assert recv_frame(first).startswith(b"connected")
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as second:
+            assert recv_frame(second) == b"error too many clients"
+            assert second.recv(10) == b""
+        first.close()
+        deadline = time.monotonic() + 10
+        while True:  # the slot frees when the server notices the close
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as third:
+                if recv_frame(third).startswith(b"connected"):
+                    assert ask(third, b"1:vget /objects") == b"1:"
+                    break
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        srv.shutdown()
