@@ -15,6 +15,7 @@ import numpy as np
 from engine.server import gl_frame as F
 from engine.server import gl_shaders as S
 from engine.server.gl_resources import GpuMesh, Targets, ground_tiles, noise_image, upload
+from engine.server.gl_shadow import ShadowMaps
 from engine.world import Camera, Ground, Scene
 
 if TYPE_CHECKING:
@@ -67,13 +68,9 @@ class Passes:
         self.targets: dict[tuple[int, int], Targets] = {}
         self._ground_key: Ground | None = None
         self._ground: list[GpuMesh] = []
-        self._shadow_tex = None
-        self._shadow_fbo = None
-        self._shadow_sig = None
-        self._shadow_state: tuple[int, bytes, float, float] = (0, IDENTITY, 1.0, 0.0)
+        self.shadows = ShadowMaps(ctx, lambda: self.program("shadow"), shadow_map_size)
         self._noise: moderngl.Texture | None = None
         self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
-        self.shadow_renders = 0  # how many times the shadow map was (re)computed: for tests
 
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
@@ -121,37 +118,8 @@ class Passes:
 
     # --- shadow map -------------------------------------------------------------------------
     def update_shadow(self, scene: Scene, draws: list["Draw"]) -> None:
-        """Recompute the sun's shadow map only when casters or the sun changed."""
-        sig = (scene.sun, tuple((d.mesh.vbo.glo, d.placed.model_bytes) for d in draws))
-        if sig == self._shadow_sig:
-            return
-        self._shadow_sig = sig
-        to_sun = scene.sun.direction_to_sun()
-        if not draws or to_sun[2] <= 0.0:
-            self._shadow_state = (0, IDENTITY, 1.0, 0.0)
-            return
-        centers = np.array([d.center for d in draws])
-        radii = np.array([d.radius for d in draws])
-        light_vp, extent, depth_range = F.light_view_proj(to_sun, centers, radii)
-        self._render_shadow(draws, light_vp)
-        texel = extent / self.shadow_size
-        self._shadow_state = (1, F.gl_bytes(light_vp), texel, 2.0 * texel / depth_range)
-        self.shadow_renders += 1
-
-    def _render_shadow(self, draws: list["Draw"], light_vp: np.ndarray) -> None:
-        if self._shadow_tex is None:
-            self._shadow_tex = self.ctx.depth_texture((self.shadow_size, self.shadow_size))
-            self._shadow_tex.compare_func = "<="
-            self._shadow_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
-            self._shadow_fbo = self.ctx.framebuffer(depth_attachment=self._shadow_tex)
-        prog = self.program("shadow")
-        self._shadow_fbo.use()
-        self._shadow_fbo.clear(depth=1.0)
-        self.ctx.enable(moderngl.DEPTH_TEST)
-        prog.set("u_light_vp", F.gl_bytes(light_vp))
-        for d in draws:
-            prog.set("u_model", d.placed.model_bytes)
-            d.mesh.vao(self.ctx, prog.prog, "shadow", False).render()
+        """Redraw the sun's shadow layers only as far as casters or the sun changed."""
+        self.shadows.update(scene.sun, draws)
 
     # --- colour pass --------------------------------------------------------------------------
     def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool) -> None:
@@ -182,14 +150,7 @@ class Passes:
         prog.set("u_sun_color", tuple(c * float(sun.intensity) * (1.0 - amb) for c in _rgb(sun.color)))
         prog.set("u_amb_up", _ambient(sky.zenith, amb))
         prog.set("u_amb_side", _ambient(sky.horizon, amb))
-        use, light_vp, texel, bias = self._shadow_state
-        prog.set("u_shadow_bias", float(bias))
-        prog.set("u_use_shadow", use)
-        prog.set("u_light_vp", light_vp)
-        prog.set("u_shadow_texel", float(texel))
-        if use:
-            self._shadow_tex.use(0)
-        prog.set("u_shadow_map", 0)
+        self.shadows.bind(prog)
 
     def _set_actor(self, prog: _Program, d: "Draw") -> None:
         prog.set("u_model", d.placed.model_bytes)
@@ -300,6 +261,7 @@ class Passes:
             m.release()
         for t in self.targets.values():
             t.release()
+        self.shadows.release()
         for p in self.progs.values():
             p.prog.release()
         self.meshes, self._ground, self.targets, self.progs = {}, [], {}, {}

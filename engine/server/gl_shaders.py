@@ -14,7 +14,7 @@ Programs:
 * ``COVER``   coverage of up to 4 actors at once (one RGBA channel each, MAX blending, no
               depth test): the "unoccluded" pixel counts in one pass;
 * ``SKY``     zenith→horizon gradient on the pixels left empty by the geometry (lit only);
-* ``SHADOW``  depth-only pass from the sun.
+* ``SHADOW``  depth-only pass from the sun (static and dynamic layers, see gl_shadow.py).
 
 No face culling anywhere: the view matrix has det −1 and actors may be mirrored, so winding is
 meaningless. Normals are therefore turned to face the camera in the fragment shader.
@@ -51,11 +51,16 @@ uniform vec3 u_amb_side;        // ambient light from the horizon (normals facin
 uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
 uniform int u_id;               // 1 + actor index; 0 = ground
 uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
-uniform int u_use_shadow;
+uniform int u_use_shadow;       // static layer (see gl_shadow.py)
 uniform mat4 u_light_vp;
 uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
 uniform float u_shadow_bias;    // constant depth bias in map units (2 texels' worth of cm)
 uniform sampler2DShadow u_shadow_map;
+uniform int u_use_shadow2;      // dynamic layer: actors that moved since the static layer
+uniform mat4 u_light_vp2;
+uniform float u_shadow_texel2;
+uniform float u_shadow_bias2;
+uniform sampler2DShadow u_shadow_map2;
 in vec3 v_world;
 in vec3 v_normal;
 in vec3 v_color;
@@ -87,19 +92,27 @@ vec3 surface_normal(vec3 to_cam) {
 #endif
 }
 
-float shadow_visibility(vec3 n) {
-    if (u_use_shadow == 0) return 1.0;
-    vec4 lp = u_light_vp * vec4(v_world + n * (1.5 * u_shadow_texel), 1.0);
+float shadow_lookup(sampler2DShadow map, mat4 light_vp, float texel, float bias, vec3 n) {
+    vec4 lp = light_vp * vec4(v_world + n * (1.5 * texel), 1.0);  // normal offset against acne
     vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
     if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return 1.0;
     // PCF: 4 hardware-filtered (bilinear compare) taps half a texel apart = a 3x3-texel tent.
-    vec2 ts = 0.5 / vec2(textureSize(u_shadow_map, 0));
-    float ref = p.z - u_shadow_bias;
-    float vis = texture(u_shadow_map, vec3(p.xy + vec2(-ts.x, -ts.y), ref))
-              + texture(u_shadow_map, vec3(p.xy + vec2(ts.x, -ts.y), ref))
-              + texture(u_shadow_map, vec3(p.xy + vec2(-ts.x, ts.y), ref))
-              + texture(u_shadow_map, vec3(p.xy + vec2(ts.x, ts.y), ref));
+    vec2 ts = 0.5 / vec2(textureSize(map, 0));
+    float ref = p.z - bias;
+    float vis = texture(map, vec3(p.xy + vec2(-ts.x, -ts.y), ref))
+              + texture(map, vec3(p.xy + vec2(ts.x, -ts.y), ref))
+              + texture(map, vec3(p.xy + vec2(-ts.x, ts.y), ref))
+              + texture(map, vec3(p.xy + vec2(ts.x, ts.y), ref));
     return 0.25 * vis;
+}
+
+float shadow_visibility(vec3 n) {
+    float vis = 1.0;
+    if (u_use_shadow == 1)
+        vis = shadow_lookup(u_shadow_map, u_light_vp, u_shadow_texel, u_shadow_bias, n);
+    if (u_use_shadow2 == 1)
+        vis = min(vis, shadow_lookup(u_shadow_map2, u_light_vp2, u_shadow_texel2, u_shadow_bias2, n));
+    return vis;
 }
 
 void main() {

@@ -307,14 +307,39 @@ def test_shadows_darken_the_ground_and_are_cached(backend):
     ground = out["instance_id"] == 0
     darker = ground & (out["lit"].astype(int).sum(-1) < 0.8 * lit0)
     assert darker.sum() > 50
-    passes = backend._passes
-    before = passes.shadow_renders
+    shadows = backend._passes.shadows
+    before = shadows.static_renders
     for yaw in (-5.0, 0.0, 5.0):
         backend.render(full, _camera(160, 120, rotation=Rotator(-15.0, yaw, 0.0)), ("lit",))
-    assert passes.shadow_renders == before  # static scene, new cameras: map reused
+    assert shadows.static_renders == before  # static scene, new cameras: map reused
     moved = _scene(_actor("b", "box", (1000.0, 50.0, 0.0)), ground=Ground(texture="flat"), sun=sun)
     backend.render(moved, cam, ("lit",))
-    assert passes.shadow_renders == before + 1
+    assert shadows.static_renders == before + 1
+
+
+def _video_frame(x_cm: float) -> Scene:
+    """A static row of boxes plus one box moving along Y (a DSI-style video frame)."""
+    still = [_actor(f"s{i}", "box", (900.0 + 150 * i, -300.0 + 200 * i, 0.0), i) for i in range(4)]
+    mover = _actor("m", "cyl", (800.0, x_cm, 0.0), 4)
+    return _scene(*still, mover, ground=Ground(texture="flat"), sun=Sun(pitch=35.0, yaw=20.0))
+
+
+def test_moving_actor_uses_dynamic_shadow_layer_with_same_result(backend):
+    cam = _camera(160, 120, rotation=Rotator(-12.0, 0.0, 0.0))
+    shadows = backend._passes.shadows
+    backend.render(_video_frame(-200.0), cam, ("lit",))
+    backend.render(_video_frame(-150.0), cam, ("lit",))  # the mover leaves the static layer
+    static, dynamic = shadows.static_renders, shadows.dynamic_renders
+    frames = [backend.render(_video_frame(x), cam, ("lit",))["lit"] for x in (-100.0, -50.0, 0.0)]
+    assert shadows.static_renders == static and shadows.dynamic_renders == dynamic + 3
+    fresh = GLBackend(MESHES.__getitem__, shadow_map_size=1024)  # one static map with everything
+    try:
+        reference = fresh.render(_video_frame(0.0), cam, ("lit",))["lit"]
+    finally:
+        fresh.close()
+    diff = np.abs(frames[-1].astype(int) - reference.astype(int)).max(axis=-1)
+    assert np.mean(diff > 12) < 0.002  # only shadow-edge texels differ (no mover shadow: 0.6%)
+    assert not np.array_equal(frames[0], frames[-1])
 
 
 def test_renders_are_deterministic(backend):
