@@ -1,0 +1,169 @@
+"""Report figures (PNG, matplotlib Agg): accuracy vs layer, ego vs allo, per env, confusion
+matrices, and attention maps of the best AbMILP / Efficient heads over sample test images
+(the view SpaRRTa uses to show which objects a probe looks at)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from probing.data import CLASSES
+
+log = logging.getLogger(__name__)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    from probing.report import atomic_write_bytes
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    _plt().close(fig)
+    atomic_write_bytes(path, buf.getvalue())
+    return path
+
+
+def make_all(runs: pd.DataFrame, summary: pd.DataFrame, root: Path, out: Path) -> list[tuple[str, Path]]:
+    """Every figure that the data supports; returns (title, path) pairs for the HTML page."""
+    within = summary[summary["protocol"] == "within"]
+    figs = [("Accuracy vs layer (per head)", acc_vs_layer(within if len(within) else summary, out / "acc_vs_layer.png")),
+            ("Egocentric vs allocentric", ego_vs_allo(within if len(within) else summary, out / "ego_vs_allo.png")),
+            ("Per environment", per_env(summary, out / "per_env.png")),
+            ("Confusion matrices (selected heads, best layer)", confusions(runs, summary, out / "confusion.png"))]
+    attn = attention_maps(root, out / "attention.png")
+    if attn is not None:
+        figs.append(("Attention maps of the best AbMILP / Efficient heads", attn))
+    return figs
+
+
+def _label(row, multi_backbone: bool) -> str:
+    return f"{row['backbone']} {row['head']}" if multi_backbone else str(row["head"])
+
+
+def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
+    """Test accuracy (mean over envs) vs layer; one line per head, one panel per task."""
+    plt = _plt()
+    tasks = sorted(summary["task"].unique())
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
+    multi = summary["backbone"].nunique() > 1
+    for ax, task in zip(axes[0], tasks):
+        t = summary[summary["task"] == task].groupby(["backbone", "head", "layer"])["test_mean"].mean().reset_index()
+        for (bb, head), g in t.groupby(["backbone", "head"]):
+            ax.plot(g["layer"], g["test_mean"], marker="o", label=_label({"backbone": bb, "head": head}, multi))
+        ax.axhline(0.25, color="grey", ls=":", lw=1)
+        ax.set(title=f"task {task}", xlabel="layer", ylabel="test accuracy", ylim=(0, 1))
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _best_layer(summary: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Per group, the layer with the highest test_mean averaged over the other keys."""
+    mean = summary.groupby(by + ["layer"])["test_mean"].mean().reset_index()
+    return mean.loc[mean.groupby(by)["test_mean"].idxmax()].reset_index(drop=True)
+
+
+def _bars(ax, table: pd.DataFrame, groups: list[str], series: list[str], col: str) -> None:
+    width = 0.8 / max(1, len(series))
+    for i, s in enumerate(series):
+        vals = [table.get((g, s), np.nan) for g in groups]
+        ax.bar(np.arange(len(groups)) + i * width, vals, width, label=str(s))
+    ax.set_xticks(np.arange(len(groups)) + width * (len(series) - 1) / 2, [str(g) for g in groups])
+    ax.axhline(0.25, color="grey", ls=":", lw=1)
+    ax.set(ylim=(0, 1), ylabel=col)
+    ax.legend(fontsize=8)
+
+
+def ego_vs_allo(summary: pd.DataFrame, path: Path) -> Path:
+    """Best-layer test accuracy per head, one bar per task (ego / allo), mean over envs."""
+    plt = _plt()
+    best = _best_layer(summary, ["head", "task"]).set_index(["head", "task"])["test_mean"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    _bars(ax, best, sorted(summary["head"].unique()), sorted(summary["task"].unique()), "test accuracy")
+    ax.set_title("best layer per head and task")
+    return _save(fig, path)
+
+
+def per_env(summary: pd.DataFrame, path: Path) -> Path:
+    """Best-layer test accuracy per env and head; one panel per protocol × task."""
+    plt = _plt()
+    panels = sorted(summary.groupby(["protocol", "task"]).groups)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 3.6), squeeze=False)
+    for ax, (protocol, task) in zip(axes[0], panels):
+        s = summary[(summary["protocol"] == protocol) & (summary["task"] == task)]
+        best = _best_layer(s, ["env", "head"]).set_index(["env", "head"])["test_mean"]
+        _bars(ax, best, sorted(s["env"].unique()), sorted(s["head"].unique()), "test accuracy")
+        ax.set_title(f"{protocol} · task {task}" + (" (held-out env)" if protocol == "loeo" else ""))
+    return _save(fig, path)
+
+
+def confusions(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> Path:
+    """Summed confusion matrices of the selected runs at each head's best layer, per task."""
+    plt = _plt()
+    within = summary[summary["protocol"] == summary["protocol"].iloc[0]]
+    best = _best_layer(within, ["head", "task"])
+    fig, axes = plt.subplots(1, len(best), figsize=(3.2 * len(best), 3.2), squeeze=False)
+    for ax, (_, b) in zip(axes[0], best.iterrows()):
+        sel = runs[runs["selected"] & (runs["head"] == b["head"]) & (runs["task"] == b["task"])
+                   & (runs["layer"] == b["layer"]) & (runs["protocol"] == within["protocol"].iloc[0])]
+        conf = np.sum([np.asarray(c) for c in sel["confusion"]], axis=0)
+        ax.imshow(conf, cmap="Blues")
+        for (i, j), v in np.ndenumerate(conf):
+            ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8)
+        ax.set_xticks(range(len(CLASSES)), CLASSES, rotation=45, fontsize=7)
+        ax.set_yticks(range(len(CLASSES)), CLASSES, fontsize=7)
+        ax.set(title=f"{b['head']} L{b['layer']} {b['task']}", xlabel="predicted", ylabel="true")
+    return _save(fig, path)
+
+
+def attention_maps(root: Path, path: Path, max_images: int = 4) -> Path | None:
+    """Overlay the best (highest test acc) AbMILP and Efficient maps on their sample images."""
+    best: dict[str, tuple[float, Path]] = {}
+    for f in root.rglob("attention/*.npz"):
+        head = f.name.split("_L")[0]
+        acc = float(np.load(f)["test_acc"])
+        if head not in best or acc > best[head][0]:
+            best[head] = (acc, f)
+    if not best:
+        return None
+    loaded = [(h, np.load(best[h][1])) for h in sorted(best)]
+    n = min(max_images, min(len(d["paths"]) for _, d in loaded))
+    cols = sum(1 + d["maps"].shape[1] for _, d in loaded)
+    plt = _plt()
+    fig, axes = plt.subplots(n, cols, figsize=(2.2 * cols, 2.2 * n), squeeze=False)
+    for i in range(n):
+        _draw_row(axes[i], loaded, i)
+    return _save(fig, path)
+
+
+def _draw_row(axes, loaded, i: int) -> None:
+    """For each head: its i-th sample image, then one overlay per query."""
+    from PIL import Image
+
+    col = 0
+    for head, d in loaded:
+        with Image.open(str(d["paths"][i])) as im:
+            img = np.asarray(im.convert("RGB"))
+        h, w = img.shape[:2]
+        axes[col].imshow(img)
+        axes[col].set_title(f"{head}: true {CLASSES[int(d['labels'][i])]}", fontsize=8)
+        col += 1
+        for q in range(d["maps"].shape[1]):
+            axes[col].imshow(img)
+            axes[col].imshow(d["maps"][i, q], cmap="jet", alpha=0.5, extent=(0, w, h, 0),
+                             interpolation="bilinear")
+            tag = "map" if d["maps"].shape[1] == 1 else f"query {q}"
+            axes[col].set_title(f"{tag} → {CLASSES[int(d['preds'][i])]}", fontsize=8)
+            col += 1
+    for ax in axes:
+        ax.axis("off")

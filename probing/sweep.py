@@ -1,0 +1,157 @@
+"""A probing job: datasets → cached features → head grid per (layer, env, task) → run records.
+
+Protocols:
+  ``within``  one probe per (env, task) on that env's own train/val/test split (SpaRRTa's tables)
+  ``loeo``    leave-one-environment-out, per task: train/val on the other envs' train/val rows,
+              test on *every* row of the held-out env (none of its images were seen)
+
+Example::
+
+    job = ProbeJob(data="data/", backbone="timm:vit_small_patch16_224", weights="random",
+                   layers=[6, 12], heads=("linear", "efficient"), out="runs/x")
+    run_probe(job)      # writes runs.jsonl, runs.csv, summary.csv, attention/*.npz, report.html
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from engine.errors import ConfigError
+from probing.data import label_ids, load_datasets
+from probing.train import ProbeSplits, TrainConfig, run_grid
+
+log = logging.getLogger(__name__)
+ATTENTIVE = ("abmilp", "efficient")
+PROTOCOLS = ("within", "loeo")
+
+
+@dataclass
+class ProbeJob:
+    data: str
+    backbone: str
+    out: str
+    weights: str | None = None
+    model_kwargs: dict = field(default_factory=dict)
+    layers: list[int] | None = None
+    heads: tuple[str, ...] = ("linear", "abmilp", "efficient")
+    protocols: tuple[str, ...] = ("within",)
+    cache_dir: str | None = None
+    batch_size: int = 64
+    train: TrainConfig = field(default_factory=TrainConfig)
+    attention_samples: int = 4
+    progress: bool = True
+
+
+@dataclass
+class Group:
+    protocol: str
+    env: str
+    task: str
+    idx: dict[str, np.ndarray]
+
+
+def make_groups(table, protocols: tuple[str, ...]) -> list[Group]:
+    """Index sets per protocol/env/task; groups missing a split are skipped with a warning."""
+    groups: list[Group] = []
+    if "within" in protocols:
+        for (env, task), g in table.groupby(["env", "task"], sort=True):
+            groups.append(Group("within", env, task, {s: g.index[g["split"] == s].to_numpy()
+                                                      for s in ("train", "val", "test")}))
+    if "loeo" in protocols:
+        for task, t in table.groupby("task", sort=True):
+            envs = sorted(t["env"].unique())
+            if len(envs) < 2:
+                log.warning("loeo: task %s has only env %s; skipped", task, envs)
+            for env in envs if len(envs) > 1 else []:
+                rest = t[t["env"] != env]
+                groups.append(Group("loeo", env, task, {
+                    "train": rest.index[rest["split"] == "train"].to_numpy(),
+                    "val": rest.index[rest["split"] == "val"].to_numpy(),
+                    "test": t.index[t["env"] == env].to_numpy()}))
+    usable = []
+    for g in groups:
+        if all(len(v) for v in g.idx.values()):
+            usable.append(g)
+        else:
+            log.warning("%s %s/%s has an empty split (%s); skipped", g.protocol, g.env, g.task,
+                        {k: len(v) for k, v in g.idx.items()})
+    if not usable:
+        raise ConfigError("--data: no env/task group has rows in all of train, val and test")
+    return usable
+
+
+def run_probe(job: ProbeJob) -> Path:
+    """Run the whole job; returns the output directory."""
+    from probing.backbones import create_backbone
+    from probing.features import extract_features
+    from probing.report import write_report, write_runs
+
+    out = Path(job.out)
+    table = load_datasets(job.data)
+    groups = make_groups(table, job.protocols)
+    bb = create_backbone(job.backbone, job.weights, job.model_kwargs)
+    layers = bb.resolve_layers(job.layers)
+    cache = Path(job.cache_dir) if job.cache_dir else out / "cache"
+    t0 = time.perf_counter()
+    feats = extract_features(bb, table["path"].tolist(), layers, cache, job.batch_size, job.progress)
+    extract_s = time.perf_counter() - t0
+    labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
+    base = {"backbone": bb.spec, "weights_hash": bb.weights_hash[:16], "data": str(job.data)}
+    records = []
+    for layer in layers:
+        for g in groups:
+            splits = ProbeSplits.from_index(feats[layer].patches, feats[layer].prefix, labels, g.idx)
+            for head in job.heads:
+                results = run_grid(head, splits, job.train)
+                meta = dict(base, layer=layer, protocol=g.protocol, env=g.env, task=g.task,
+                            n_train=len(g.idx["train"]), n_val=len(g.idx["val"]),
+                            n_test=len(g.idx["test"]), epochs=job.train.schedule(head)[0])
+                records += [_record(r, meta) for r in results]
+                if head in ATTENTIVE and job.attention_samples:
+                    _save_attention(out, head, meta, results, splits, table, feats[layer].grid,
+                                    job.attention_samples)
+    write_runs(out, records, {"extract_seconds": extract_s, "layers": layers,
+                              "cache_keys": {n: f.key for n, f in feats.items()}})
+    write_report(out)
+    return out
+
+
+def _record(r, meta: dict) -> dict:
+    return dict(meta, head=r.head, lr=r.lr, dropout=r.dropout, seed=r.seed, selected=r.selected,
+                val_acc=r.val_acc, test_acc=r.test_acc, per_class_acc=r.per_class,
+                confusion=r.confusion, train_seconds=round(r.seconds, 3))
+
+
+def run_id(meta: dict, head: str) -> str:
+    """File-name-safe id of one (head, layer, protocol, env, task) probe."""
+    raw = f"{head}_L{meta['layer']}_{meta['protocol']}_{meta['env']}_{meta['task']}"
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw)
+
+
+def _save_attention(out: Path, head: str, meta: dict, results, splits, table, grid, k: int) -> None:
+    """Attention maps of the selected head over the first ``k`` test images (+ the head weights)."""
+    import torch
+
+    from probing.report import atomic_write_npz
+
+    best = next(r for r in results if r.selected)
+    part = splits.test
+    n = min(k, len(part.y))
+    with torch.inference_mode():
+        attn = best.model.attention(part.patches[:n].float()).numpy()
+        pred = best.model(part.patches[:n].float(), part.prefix[:n].float()).argmax(-1).numpy()
+    rows = part.index[:n]
+    name = run_id(meta, head)
+    atomic_write_npz(out / "attention" / f"{name}.npz", maps=attn.reshape(n, attn.shape[1], *grid),
+                     paths=np.asarray(table["path"].to_numpy()[rows], dtype=str),
+                     labels=part.y[:n].numpy(), preds=pred, test_acc=np.float64(best.test_acc))
+    tmp = out / "heads" / f".{name}.pt.tmp"
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": best.model.state_dict(), "meta": meta, "head": head,
+                "lr": best.lr, "dropout": best.dropout}, tmp)
+    tmp.replace(out / "heads" / f"{name}.pt")

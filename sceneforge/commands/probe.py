@@ -1,0 +1,130 @@
+"""``sceneforge probe`` and ``sceneforge probe-report``: frozen-backbone probing (probing/).
+
+    sceneforge probe --data data/desert_ego --backbone timm:vit_small_patch14_dinov2.lvd142m \\
+        --layers 6,9,12 --heads linear,abmilp,efficient --out runs/desert
+    sceneforge probe --data data/ --backbone hf:facebook/dinov2-base --out runs/hf
+    sceneforge probe --data data/ --backbone timm:vit_base_patch16_224 --weights model.safetensors ...
+    sceneforge probe-report runs/
+
+torch/timm/transformers are imported only when a command runs.
+"""
+from __future__ import annotations
+
+import argparse
+
+import yaml
+
+from engine.errors import ConfigError
+
+HEADS = ("linear", "abmilp", "efficient")
+PROTOCOLS = ("within", "loeo")
+
+
+def _csv(value: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    bad = [v for v in items if v not in allowed]
+    if bad or not items:
+        raise ConfigError(f"{option} {value!r}: expected a comma list of {', '.join(allowed)}")
+    return items
+
+
+def _numbers(value: str, option: str, kind=float, lo: float = 0.0, hi: float = float("inf")) -> tuple:
+    try:
+        items = tuple(kind(v) for v in value.split(",") if v.strip())
+    except ValueError:
+        raise ConfigError(f"{option} {value!r}: expected comma-separated numbers") from None
+    if not items or any(not lo <= v < hi for v in items):
+        raise ConfigError(f"{option} {value!r}: values must be in [{lo}, {hi})")
+    return items
+
+
+def _layers(value: str | None) -> list[int] | None:
+    if value in (None, "", "last"):
+        return None
+    try:
+        return [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--layers {value!r}: expected 1-based block numbers like 6,9,12 (-1 = last)") from None
+
+
+def _model_args(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--model-arg {pair!r}: expected KEY=VALUE (e.g. img_size=224)")
+        out[key.strip()] = yaml.safe_load(raw)
+    return out
+
+
+def build_job(args: argparse.Namespace):
+    """Validated :class:`probing.sweep.ProbeJob` from parsed arguments."""
+    from probing.sweep import ProbeJob
+    from probing.train import TrainConfig
+
+    epochs = _numbers(str(args.epochs), "--epochs", int, 1)[0]
+    warmup = _numbers(str(args.warmup), "--warmup", int, 0, epochs + 1)[0]
+    by_head = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)} if args.sparrta_schedule else {}
+    train = TrainConfig(lrs=_numbers(args.lrs, "--lrs", float, 1e-12, 10.0),
+                        dropouts=_numbers(args.dropouts, "--dropouts", float, 0.0, 1.0),
+                        epochs=epochs, warmup=warmup, batch_size=_numbers(str(args.batch_size), "--batch-size", int, 1)[0],
+                        runs=_numbers(str(args.runs), "--runs", int, 1)[0], seed=args.seed,
+                        use_cls=args.cls, epochs_by_head=by_head)
+    return ProbeJob(data=args.data, backbone=args.backbone, out=args.out, weights=args.weights,
+                    model_kwargs=_model_args(args.model_arg), layers=_layers(args.layers),
+                    heads=_csv(args.heads, "--heads", HEADS), protocols=_csv(args.protocol, "--protocol", PROTOCOLS),
+                    cache_dir=args.cache, batch_size=_numbers(str(args.extract_batch), "--extract-batch", int, 1)[0],
+                    train=train, attention_samples=args.attention_samples, progress=not args.no_progress)
+
+
+def run_probe(args: argparse.Namespace) -> int:
+    job = build_job(args)
+    import torch
+
+    from probing.sweep import run_probe as run
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    out = run(job)
+    print(f"probe: wrote {out / 'runs.jsonl'}, {out / 'summary.csv'} and {out / 'report.html'}")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from probing.report import write_report
+
+    page = write_report(args.root)
+    print(f"probe-report: wrote {page}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("probe", help="train Linear/AbMILP/Efficient probes on a frozen backbone's features")
+    p.add_argument("--data", required=True, help="dataset dir (metadata.parquet|csv) or a parent of several")
+    p.add_argument("--backbone", required=True, help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset name")
+    p.add_argument("--weights", help="local weights: timm file (.safetensors/.pth), hf directory, or 'random'")
+    p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra model constructor argument (repeatable), e.g. img_size=224")
+    p.add_argument("--layers", help="1-based blocks, comma list (-1 = last; default: last)")
+    p.add_argument("--heads", default=",".join(HEADS), help="comma list of linear,abmilp,efficient")
+    p.add_argument("--protocol", default="within", help="within (per env/task), loeo (leave one env out), or both")
+    p.add_argument("--out", required=True, help="output directory for runs, reports and (default) the cache")
+    p.add_argument("--cache", help="feature cache directory (default: OUT/cache)")
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=20, help="warmup epochs (linear), then cosine")
+    p.add_argument("--sparrta-schedule", action="store_true",
+                   help="SpaRRTa's schedule: linear 1000 epochs/200 warmup, attentive 500/100 (overrides --epochs)")
+    p.add_argument("--lrs", default="1e-2,1e-3,1e-4")
+    p.add_argument("--dropouts", default="0.2,0.4,0.6")
+    p.add_argument("--batch-size", type=int, default=256, help="head training batch")
+    p.add_argument("--extract-batch", type=int, default=64, help="backbone batch during extraction")
+    p.add_argument("--runs", type=int, default=1, help="seeds of the selected config (mean ± std)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cls", action="store_true", help="linear head on the CLS token instead of GAP")
+    p.add_argument("--threads", type=int, help="torch CPU threads (torch.set_num_threads)")
+    p.add_argument("--attention-samples", type=int, default=4, help="test images whose attention maps are saved")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_probe)
+    r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs")
+    r.add_argument("root", help="directory containing one or more probe output directories")
+    r.set_defaults(func=run_report)

@@ -1,0 +1,49 @@
+"""Fixtures for probing tests: images made here, tiny random models built here; never a download."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from PIL import Image
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # tests must never reach a model hub
+
+QUADRANT_LABELS = ("front", "back", "left", "right")  # top-left, top-right, bottom-left, bottom-right
+
+# A tiny ViT: 32x32 input, 8x8 patches → a 4x4 grid, 3 blocks, width 32.
+TINY_VIT = {"img_size": 32, "patch_size": 8, "depth": 3, "embed_dim": 32, "num_heads": 2}
+
+
+def make_image_dataset(root: Path, envs=("desert", "forest"), tasks=("ego",), n=(24, 8, 8),
+                       size: int = 32, seed: int = 0) -> Path:
+    """Noise images with one bright square; the label is the quadrant that holds it."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for env in envs:
+        for task in tasks:
+            d = root / f"{env}_{task}"
+            (d / "images").mkdir(parents=True, exist_ok=True)
+            for split, count in zip(("train", "val", "test"), n):
+                for i in range(count):
+                    q = int(rng.integers(4))
+                    img = rng.integers(0, 90, (size, size, 3), dtype=np.uint8)
+                    h = size // 2
+                    y0, x0 = (q // 2) * h + 2, (q % 2) * h + 2
+                    img[y0:y0 + h - 4, x0:x0 + h - 4] = 255
+                    name = f"images/{split}_{i:04d}.png"
+                    Image.fromarray(img).save(d / name)
+                    rows.append((d, dict(file_name=name, label=QUADRANT_LABELS[q], split=split,
+                                         env=env, task=task, triple=f"{env}_t0")))
+    for d in {r[0] for r in rows}:
+        table = pd.DataFrame([r for dd, r in rows if dd == d])
+        table.to_parquet(d / "metadata.parquet", index=False)
+        table.to_csv(d / "metadata.csv", index=False)
+    return root
+
+
+@pytest.fixture
+def image_data(tmp_path) -> Path:
+    return make_image_dataset(tmp_path / "data")
