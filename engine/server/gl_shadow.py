@@ -85,7 +85,7 @@ class ShadowMaps:
         self._use_dynamic = bool(movers)
         if movers:
             if self._dynamic is None:
-                self._dynamic = _Layer(self.ctx, max(256, self.size // 2))
+                self._dynamic = _Layer(self.ctx, max(256, self.size // 4))  # fitted to movers only
             self._dynamic.draw(self._program(), movers, to_sun)
             self.dynamic_renders += 1
         self._sun, self._prev_keys = sun, keys
