@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from engine.errors import CommandError
 from engine.server.commands import command, fmt_vec, parse_floats, parse_int, templates
-from engine.server.state import ServerState
+from engine.server.state import MAX_CAMERAS, ServerState
 from engine.world import Actor, Rotator, Transform
 
 UNREALCV_COMPAT = "v1.1.0"  # the protocol generation we speak (capability report, framing)
@@ -125,6 +125,20 @@ def set_scale(state: ServerState, args: list[str], name: str) -> str:
     return _set_transform(state, name, scale=parse_floats(args, "scale"))
 
 
+@command("vget /object/[name]/bounds")
+def get_bounds(state: ServerState, args: list[str], name: str) -> str:
+    """World-space axis-aligned box of the mesh: "min_x min_y min_z max_x max_y max_z" (cm)."""
+    actor = state.actor(name)
+    world = actor.transform.apply(state.catalog.mesh(actor.asset_id).vertices)
+    return fmt_vec(list(world.min(axis=0)) + list(world.max(axis=0)))
+
+
+@command("vget /object/[name]/uclass_name")
+def get_uclass(state: ServerState, args: list[str], name: str) -> str:
+    """UE reports the actor's class; ours is the asset id it was spawned from."""
+    return state.actor(name).asset_id
+
+
 @command("vget /object/[name]/color")
 def get_color(state: ServerState, args: list[str], name: str) -> str:
     r, g, b = state.actor(name).color
@@ -190,6 +204,28 @@ def _update_camera(state: ServerState, id: str, **changes) -> str:
     cam_id = _cam_id(id)
     state.scene.cameras[cam_id] = replace(state.camera_for_update(cam_id), **changes)
     return "ok"
+
+
+@command("vget /camera/[id]/pose")
+def cam_pose(state: ServerState, args: list[str], id: str) -> str:
+    cam = state.camera(_cam_id(id))
+    return fmt_vec(cam.location + cam.rotation.as_tuple())
+
+
+@command("vset /camera/[id]/pose [x] [y] [z] [pitch] [yaw] [roll]")
+def set_cam_pose(state: ServerState, args: list[str], id: str) -> str:
+    v = parse_floats(args, "camera pose")
+    return _update_camera(state, id, location=v[:3], rotation=Rotator(*v[3:]))
+
+
+@command("vset /cameras/spawn")
+def spawn_camera(state: ServerState, args: list[str]) -> str:
+    """A new camera with camera 0's optics at the origin; replies with its id."""
+    free = next((i for i in range(MAX_CAMERAS) if i not in state.scene.cameras), None)
+    if free is None:
+        raise CommandError(f"all {MAX_CAMERAS} cameras are in use")
+    state.scene.cameras[free] = state.camera_for_update(free)
+    return str(free)
 
 
 @command("vset /camera/[id]/location [x] [y] [z]")

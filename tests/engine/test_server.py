@@ -92,6 +92,10 @@ def test_spawn_and_object_properties(uclient):
     assert uclient.request("vget /object/box/rotation") == "10.000 90.000 -5.000"
     assert uclient.request("vset /object/box/scale 2 1 0.5") == "ok"
     assert uclient.request("vget /object/box/scale") == "2.000 1.000 0.500"
+    assert uclient.request("vget /object/box/uclass_name") == "primitive_cube"
+    # 100 cm cube, scale (2, 1, 0.5), yawed 90 and pitched 10: check the unrotated case by hand
+    assert uclient.request("vset /object/box/rotation 0 0 0") == "ok"
+    assert uclient.request("vget /object/box/bounds") == "0.000 -100.500 0.000 200.000 -0.500 50.000"
     assert uclient.request("vset /object/box/destroy") == "ok"
     assert uclient.request("vget /objects").split() == ["ball", auto]
 
@@ -143,8 +147,13 @@ def test_camera_get_set(uclient):
     assert uclient.request("vget /camera/0/rotation") == "-30.000 45.000 0.000"
     assert uclient.request("vset /camera/0/fov 53.13") == "ok"
     assert uclient.request("vget /camera/0/fov") == "53.130"
+    assert uclient.request("vset /camera/0/pose 1 2 3 4 5 6") == "ok"
+    assert uclient.request("vget /camera/0/pose") == "1.000 2.000 3.000 4.000 5.000 6.000"
     assert uclient.request("vset /camera/2/location 0 0 100") == "ok"  # new camera
-    assert uclient.request("vget /cameras") == "0 2"
+    before = uclient.request("vget /cameras").split()  # the session server is shared: other ids may exist
+    assert {"0", "2"} <= set(before)
+    new = uclient.request("vset /cameras/spawn")
+    assert new not in before and uclient.request("vget /cameras").split() == sorted(before + [new], key=int)
     assert uclient.request("vrun r.setres 320x240w") == "ok"
     assert uclient.request("vget /camera/2/size") == "320 240"
     assert uclient.request("vset /camera/0/size 224 224") == "ok"
