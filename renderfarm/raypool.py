@@ -13,6 +13,7 @@ item counts as crashed and a fresh actor takes the slot, exactly as with local p
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from renderfarm.local import WorkerSpec
 from renderfarm.pool import MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem, outcome_from
@@ -25,6 +26,9 @@ class FarmActor:
     """Ray actor body (wrapped with ``ray.remote`` at pool start, so ray stays an optional import)."""
 
     def __init__(self, spec: WorkerSpec, server_dir: str, external: str | None):
+        if spec.log_path:  # warnings land in the job's log (out_dir is on a shared filesystem)
+            from renderfarm.jsonlog import attach_json_log
+            attach_json_log(Path(spec.log_path), level=logging.WARNING)
         self.core = WorkerCore(spec.scenario, spec.config, spec.out_dir, server_dir, external)
 
     def prepare(self) -> dict:

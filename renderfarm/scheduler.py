@@ -90,12 +90,11 @@ class Scheduler:
         before = len(st.complete()) + len(st.failed)
         if outcome.result is not None:
             st.absorb(outcome.result, outcome.item)
-            missing = set(outcome.item.indices) - st.complete() - set(outcome.result.failed)
-            failures = dict(outcome.result.failed)
-            failures.update({i: "scenario did not report this sample" for i in missing})
+            failures = {i: e for i, e in outcome.result.failed.items() if i in outcome.item.indices}
             for index, error in sorted(failures.items()):
-                if index in outcome.item.indices:
-                    self._retry(st, (index,), error, outcome.slot)
+                self._retry(st, (index,), error, outcome.slot)
+            reported = set(outcome.result.done) | set(outcome.result.skipped) | set(failures)
+            self._requeue_unreported(st, outcome, progressed=bool(reported & set(outcome.item.indices)))
         else:
             self.events.warning("item failed", extra={"event": "item_failed", "worker": outcome.slot,
                                 "shard": st.shard.shard_id, "indices": list(outcome.item.indices),
@@ -104,6 +103,18 @@ class Scheduler:
         self.on_samples(len(st.complete()) + len(st.failed) - before)
         if st.finished() and st.shard.shard_id not in self._journaled:
             self._finish(st, outcome.slot)
+
+    def _requeue_unreported(self, st: _ShardState, outcome: Outcome, progressed: bool) -> None:
+        """Samples the scenario left out (it may stop a shard early, e.g. after a failure) go back
+        in the queue without costing an attempt, as long as the item made progress."""
+        missing = tuple(i for i in outcome.item.indices
+                        if i not in st.complete() and i not in st.failed and i not in outcome.result.failed)
+        if not missing:
+            return
+        if progressed:
+            self.queue.append(WorkItem(st.shard.shard_id, missing))
+        else:
+            self._retry(st, missing, "scenario reported none of these samples", outcome.slot)
 
     def _retry(self, st: _ShardState, indices: tuple[int, ...], error: str, slot: str) -> None:
         todo = [i for i in indices if i not in st.complete() and i not in st.failed]

@@ -4,7 +4,8 @@ Each sample draws points with its own RNG (``SeedSequence([seed, index])``), rej
 them against two named rules, paints a PNG and writes a JSON record — every file written to a
 temp name and ``os.replace``d, complete samples skipped — so it exercises exactly the properties
 the farm relies on (idempotent, atomic, per-sample RNG). ``finalize`` merges records in index
-order. Config knobs for tests: ``fail_on`` (indices that always raise), ``sleep_s`` (per-sample
+order. Config knobs for tests: ``fail_on`` (indices that always raise, or with ``fail_mode:
+report`` are reported in ``failed`` and end the shard early), ``sleep_s`` (per-sample
 delay so a test can interrupt a run mid-way; never affects outputs).
 """
 from __future__ import annotations
@@ -46,6 +47,9 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
             res.skipped.append(index)
             continue
         if index in config.get("fail_on", ()):
+            if config.get("fail_mode") == "report":  # like scenarios.sparrta: report, stop the shard
+                res.failed[index] = f"toy sample {index} always fails"
+                break
             raise RuntimeError(f"toy sample {index} always fails")
         time.sleep(float(config.get("sleep_s", 0.0)))
         record, image, rejections = make_sample(config, index)

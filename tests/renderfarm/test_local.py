@@ -43,6 +43,18 @@ def test_always_failing_sample_is_reported_not_looped(tmp_path, cpu_reference):
     assert dataset_digest(tmp_path) == reference
 
 
+def test_reported_failure_that_ends_a_shard_early_costs_the_rest_no_attempt(tmp_path, cpu_reference):
+    config, reference = cpu_reference
+    bad = {**config, "fail_on": [9], "fail_mode": "report"}
+    summary = run_job("farm_toy_cpu", bad, tmp_path, workers=1, shard_size=8, progress=False)
+    assert list(summary["failed"]) == ["9"] and summary["complete"] == 47
+    rows = {r["sample"]: r for r in read_log(tmp_path / ".farm" / "log.jsonl")
+            if r.get("event") == "sample_failed"}
+    assert rows[9]["attempts"] == 3 and "always fails" in rows[9]["error"]
+    run_job("farm_toy_cpu", config, tmp_path, workers=1, progress=False)
+    assert dataset_digest(tmp_path) == reference
+
+
 def test_resume_of_a_complete_job_does_no_work(tmp_path, cpu_reference):
     config, reference = cpu_reference
     run_job("farm_toy_cpu", config, tmp_path, workers=2, progress=False)
