@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from engine.errors import CommandError
 from engine.server.commands import command, fmt_vec, parse_floats, parse_int, templates
-from engine.server.state import MAX_CAMERAS, ServerState
+from engine.server.state import ServerState
 from engine.world import Actor, Rotator, Transform
 
 UNREALCV_COMPAT = "v1.1.0"  # the protocol generation we speak (capability report, framing)
@@ -221,11 +221,9 @@ def set_cam_pose(state: ServerState, args: list[str], id: str) -> str:
 @command("vset /cameras/spawn")
 def spawn_camera(state: ServerState, args: list[str]) -> str:
     """A new camera with camera 0's optics at the origin; replies with its id."""
-    free = next((i for i in range(MAX_CAMERAS) if i not in state.scene.cameras), None)
-    if free is None:
-        raise CommandError(f"all {MAX_CAMERAS} cameras are in use")
-    state.scene.cameras[free] = state.camera_for_update(free)
-    return str(free)
+    new_id = len(state.scene.cameras)
+    state.scene.cameras[new_id] = state.camera_for_update(new_id)
+    return str(new_id)
 
 
 @command("vset /camera/[id]/location [x] [y] [z]")

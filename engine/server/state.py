@@ -83,11 +83,13 @@ class ServerState:
             raise CommandError(f"no camera {cam_id} (cameras: {sorted(self.scene.cameras)})") from None
 
     def camera_for_update(self, cam_id: int) -> Camera:
-        """Existing camera, or a new one (copying camera 0's optics) for ids < MAX_CAMERAS."""
+        """Existing camera, or the next one (copying camera 0's optics). Ids stay contiguous
+        (0..n-1) as in UE: the official API counts ``vget /cameras`` and asks ids below it."""
         if cam_id in self.scene.cameras:
             return self.scene.cameras[cam_id]
-        if not 0 <= cam_id < MAX_CAMERAS:
-            raise CommandError(f"camera id must be in 0..{MAX_CAMERAS - 1}, got {cam_id}")
+        if cam_id != len(self.scene.cameras) or cam_id >= MAX_CAMERAS:
+            raise CommandError(f"no camera {cam_id}: create cameras in order (next id "
+                               f"{len(self.scene.cameras)}, at most {MAX_CAMERAS}) or with vset /cameras/spawn")
         base = self.scene.cameras.get(0, Camera())
         return Camera(fov_deg=base.fov_deg, width=base.width, height=base.height)
 
