@@ -183,6 +183,11 @@ class Session:
         if self._scene_key == group.key:
             return
         self.client.reset()
+        if self.client.is_sceneforge:
+            # One lit frame of the empty scene: our GL server keeps in its cached shadow map the
+            # casters "unchanged since the previous frame", so without this the shadows (and the
+            # image bytes) would depend on which scene this worker rendered before.
+            self.client.render(0, ("lit",))
         self.client.spawn(group.actors)
         self._colors = {n: self.client.object_color(n) for n in ("source", "target")}
         self._scene_key = group.key
@@ -195,6 +200,19 @@ class Session:
             self._colors["human"] = self.client.object_color("human")
         else:
             self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
+
+    def respawn(self, unit: Unit, group: Group, human) -> None:
+        """Rebuild the scene with the figure spawned at its final pose before the lit render.
+
+        Our GL server keeps shadows of actors that *moved* since the last frame in a separate,
+        lower-resolution layer, so a figure moved here by ``set_pose`` casts a slightly different
+        shadow than one spawned here: the image would depend on which samples this worker made
+        before. Respawning (after :meth:`show`'s empty frame) makes it a function of the sample
+        alone, with the same actor order and instance colours.
+        """
+        self._scene_key = None
+        self.show(unit, group)
+        self.place_human(human)
 
     # ---- one sample ----------------------------------------------------------------------------
     def make(self, unit: Unit, i: int) -> dict:
@@ -242,6 +260,8 @@ class Session:
         """Render the accepted view and write image, params, optional mask/depth, then the record."""
         cfg = self.cfg
         kinds = ("lit",) + (("object_mask",) if cfg.masks else ()) + (("depth",) if cfg.depth else ())
+        if view.human is not None:
+            self.respawn(unit, group, view.human)
         img = self.client.render(0, kinds)
         files = file_names(unit, i, cfg)
         atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
