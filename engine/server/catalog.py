@@ -66,8 +66,8 @@ PRIMITIVES = {
 
 
 def _load_library(manifests: list[str] | None) -> Any | None:
-    """The default ``AssetLibrary`` (or one from ``manifests``); None if the package is missing
-    and no manifest was asked for (primitives only)."""
+    """The default ``AssetLibrary`` plus the user packs ``manifests``; None if the package is
+    missing and no manifest was asked for (primitives only)."""
     try:
         from assets_manifest import AssetLibrary  # lazy: optional, and slow to import
     except ImportError as e:
@@ -75,9 +75,9 @@ def _load_library(manifests: list[str] | None) -> Any | None:
             raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
         log.warning("assets_manifest.AssetLibrary unavailable (%s): serving primitives only", e)
         return None
-    if manifests:
-        return AssetLibrary.from_manifests(list(manifests))
-    return AssetLibrary.default()
+    # user packs are added to the default library (their classes take over from the procedural
+    # fallbacks), so environments that name built-in classes keep working
+    return AssetLibrary.default(extra_manifests=tuple(manifests or ()))
 
 
 class AssetCatalog:
@@ -99,7 +99,7 @@ class AssetCatalog:
 
     @classmethod
     def load(cls, manifests: list[str] | None = None) -> "AssetCatalog":
-        """Load now: the default library, or one built from ``manifests``."""
+        """Load now: the default library plus the user packs ``manifests``."""
         return cls(_load_library(manifests))
 
     @classmethod

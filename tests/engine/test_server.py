@@ -284,6 +284,29 @@ def test_serve_import_path_stays_light():
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+USER_PACK = """pack: mypack
+version: 1
+defaults: {license: cc0-1.0, attribution: "test", source: "test", units: cm, up: "+z", forward: "+x"}
+assets:
+  - {id: my_barrel, class: barrel, procedural: {generator: barrel, params: {color: [10, 200, 10]}}}
+"""
+
+
+def test_assets_flag_adds_a_user_pack_and_rejects_a_broken_one(tmp_path):
+    from engine.client import RenderClient
+
+    pack = tmp_path / "mypack.yaml"
+    pack.write_text(USER_PACK)
+    with start_server(port=0, assets=[pack]) as srv, RenderClient(srv.address) as c:
+        assert c.text("vset /objects/spawn barrel b") == "b"  # the class now resolves to the user asset
+        assert c.text("vget /object/b/uclass_name") == "my_barrel"
+        assert c.text("vset /objects/spawn proc_rock_a r") == "r"  # the default library is still there
+    pack.write_text(USER_PACK.replace("class: barrel", "klass: barrel"))
+    bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", "--port", "0", "--assets", str(pack)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "mypack.yaml" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
 def test_cli_reports_bad_arguments_and_busy_port(server):
     bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", "--port", "70000"],
                          capture_output=True, text=True, timeout=60)
