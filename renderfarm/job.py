@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -64,32 +65,40 @@ def _run(module, scenario, config, out_dir, manifest, events, *, progress, worke
     with Journal(fdir / JOURNAL) as journal:
         journal.add_shards(make_shards(manifest.n_samples, manifest.shard_size))
         todo = journal.unfinished()
-        n_workers = resolve_workers(workers, servers, len(todo))
+        n_workers = resolve_workers(workers, servers, len(todo), backend)
         events.info("job started", extra={"event": "job_start", "scenario": scenario,
                     "samples": manifest.n_samples, "shards_todo": len(todo),
                     "workers": n_workers, "backend": backend})
         finished = []
         if todo:
             spec = WorkerSpec(scenario, config, str(out_dir), str(fdir / "servers"), str(fdir / LOG))
-            finished = _dispatch(todo, journal, spec, n_workers, backend=backend, servers=servers,
-                      ray_address=ray_address, max_attempts=max_attempts, events=events,
-                      progress=progress, total=manifest.n_samples)
+            finished, n_workers = _dispatch(
+                todo, journal, spec, n_workers, backend=backend, servers=servers,
+                ray_address=ray_address, max_attempts=max_attempts, events=events,
+                progress=progress, total=manifest.n_samples)
         summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0,
                             workers=n_workers, backend=backend)
-        add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
-    if summary["complete"] == manifest.n_samples:
+    add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
+    return _conclude(module, config, out_dir, summary, events, progress, t0)
+
+
+def _conclude(module, config, out_dir, summary, events, progress, t0) -> dict:
+    """finalize (only for a complete job), then record and show the summary."""
+    if summary["complete"] == summary["samples"]:
         summary["finalize"] = module.finalize(config, out_dir)
         summary["finalized"] = True
     summary["seconds"] = round(time.perf_counter() - t0, 3)
-    write_summary(fdir, summary)
+    write_summary(farm_dir(out_dir), summary)
     events.info("job finished", extra={"event": "job_end", "summary": summary})
     if progress:
-        print(format_summary(summary), flush=True)
+        print(format_summary(summary), file=sys.stderr, flush=True)
     return summary
 
 
-def resolve_workers(workers: int | None, servers: list[str] | None, n_shards: int) -> int:
-    """External servers fix the count (one worker each); else ``workers`` or the CPU count."""
+def resolve_workers(workers: int | None, servers: list[str] | None, n_shards: int,
+                    backend: str = "local") -> int | None:
+    """External servers fix the count (one worker each); else ``workers``, or the CPU count of
+    this machine (local) or of the Ray cluster (ray); never more workers than shards to run."""
     if workers is not None and int(workers) < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     if servers:
@@ -97,12 +106,17 @@ def resolve_workers(workers: int | None, servers: list[str] | None, n_shards: in
             log.warning("--workers %s ignored: one worker per --servers address (%d)",
                         workers, len(servers))
         return len(servers)
-    n = int(workers) if workers else (os.cpu_count() or 1)
-    return max(1, min(n, n_shards)) if n_shards else n
+    n = int(workers) if workers else _default_workers(backend)
+    return max(1, min(n, n_shards)) if n and n_shards else n
+
+
+def _default_workers(backend: str) -> int | None:
+    """CPU count here, or None for Ray: the pool asks the cluster once connected."""
+    return None if backend == "ray" else (os.cpu_count() or 1)
 
 
 def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, max_attempts,
-              events, progress, total) -> list:
+              events, progress, total) -> tuple[list, int]:
     from tqdm import tqdm
 
     done_before = total - sum(len(s.indices) for s in todo)
@@ -111,10 +125,10 @@ def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, 
         scheduler = Scheduler(todo, journal, max_attempts=max_attempts, events=events,
                               on_samples=bar.update,
                               status_path=farm_dir(Path(spec.out_dir)) / "workers.json")
-        pool = _make_pool(backend, spec, n_workers, servers, ray_address)
+        pool = _make_pool(backend, spec, n_workers, servers, ray_address, len(todo))
         try:
             with _sigterm_as_interrupt():
-                return scheduler.run(pool)
+                return scheduler.run(pool), len(pool.slots)
         except KeyboardInterrupt:
             events.warning("job interrupted", extra={"event": "job_interrupted"})
             raise
@@ -123,11 +137,11 @@ def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, 
             (farm_dir(Path(spec.out_dir)) / "workers.json").unlink(missing_ok=True)
 
 
-def _make_pool(backend, spec, n_workers, servers, ray_address):
+def _make_pool(backend, spec, n_workers, servers, ray_address, n_todo):
     if backend == "ray":
         from renderfarm.raypool import RayPool
 
-        return RayPool(spec, n_workers, servers, ray_address)
+        return RayPool(spec, n_workers, servers, ray_address, max_workers=n_todo)
     return LocalPool(spec, n_workers, servers)
 
 

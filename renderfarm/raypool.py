@@ -45,7 +45,7 @@ class RayPool(WorkerPool):
     """``n`` Ray actors (or one per external server address)."""
 
     def __init__(self, spec: WorkerSpec, n_workers: int | None, servers: list[str] | None,
-                 ray_address: str | None):
+                 ray_address: str | None, max_workers: int | None = None):
         import ray
 
         self._ray = ray
@@ -55,7 +55,7 @@ class RayPool(WorkerPool):
                      ignore_reinit_error=True)
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(FarmActor)
         self.spec = spec
-        n = n_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        n = n_workers or max(1, min(int(ray.cluster_resources().get("CPU", 1)), max_workers or 1 << 30))
         addresses = servers if servers else [None] * n
         self.slots = [SlotInfo(f"r{k}", external=a) for k, a in enumerate(addresses)]
         self._actors: dict[str, object] = {}

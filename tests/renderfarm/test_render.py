@@ -69,3 +69,17 @@ def test_dead_server_is_restarted_and_dead_worker_leaves_no_orphan(tmp_path, ren
     ref_dir = tmp_path.parent / "ref24"
     run_job("farm_toy_render", config, ref_dir, workers=1, progress=False)
     assert dataset_digest(tmp_path) == dataset_digest(ref_dir)
+
+
+def test_sigterm_stops_workers_and_their_servers(tmp_path):
+    job = start_job("farm_toy_render", tmp_path, {**CONFIG, "n": 40}, "--workers", "2",
+                    "--shard-size", "2")
+    wait_for(lambda: len(live_workers(tmp_path)) == 2 and count_files(tmp_path / "images") >= 1,
+             90, "two running workers")
+    workers = live_workers(tmp_path)
+    job.send_signal(signal.SIGTERM)
+    assert job.wait(60) == 130
+    pids = [w["pid"] for w in workers] + [w["server_pid"] for w in workers]
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 15, "workers and servers to exit")
+    summary = run_job("farm_toy_render", {**CONFIG, "n": 40}, tmp_path, workers=2, progress=False)
+    assert summary["finalized"] and summary["failed"] == {}
