@@ -56,11 +56,23 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
     if json.loads(job.read_text()).get("fingerprint") != cfg.fingerprint():
         raise ConfigError(f"{out}: job.json was made with a different config; cannot finalize with this one")
     recs = collect(cfg, units, out)
+    remove_stale_temps(out, units)
     rows = with_splits(recs)
     write_table(rows, out)
     stats = statistics(recs, rows)
     atomic_write_json(out / CARD_FILE, card(cfg, units, recs, stats))
     return stats
+
+
+def remove_stale_temps(out: Path, units: list[Unit]) -> int:
+    """Delete temp files a killed worker left (``.<name>.tmp<pid>``, never a final name)."""
+    from scenarios.sparrta_record import unit_dir
+
+    dirs = {out, *(out / unit_dir(u) for u in units), *(out / "records" / unit_dir(u) for u in units)}
+    stale = [p for d in dirs if d.is_dir() for p in d.glob(".*.tmp*") if p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return len(stale)
 
 
 def statistics(recs: list[dict], rows: list[dict]) -> dict:

@@ -208,3 +208,42 @@ def test_impossible_constraint_names_the_rule(server, tmp_path):
         generate(cfg, tmp_path / "x", server=server.address, progress=False)
     assert e.value.rejections.get("too_small", 0) >= 3
     assert not list((tmp_path / "x").glob("desert/**/img_*"))
+
+
+# --- the CLI -------------------------------------------------------------------------------------------
+@pytest.mark.render
+def test_cli_generate_preview_and_bad_input(server, tmp_path, capsys):
+    from sceneforge.cli import main
+    out = tmp_path / "cli"
+    (out / "desert/ego/rock_truck").mkdir(parents=True)
+    (out / "desert/ego/rock_truck/.img_0000.jpg.tmp999").write_bytes(b"half")   # a killed worker's leftover
+    argv = ["generate", "--env", "desert", "--task", "ego", "--n", "4", "--out", str(out), "--seed", "3",
+            "--size", "96", "--format", "png", "--server", server.address, "--quiet"]
+    assert main(argv) == 0
+    assert "labelled images/s" in capsys.readouterr().out
+    df = pd.read_parquet(out / "samples.parquet")
+    assert len(df) == 4 and Image.open(out / df.file_name.iloc[0]).size == (96, 96)
+    assert not list(out.rglob(".*.tmp*"))
+    assert main(["preview", str(out), "--n", "4", "--out", str(tmp_path / "sheet.png")]) == 0
+    assert Image.open(tmp_path / "sheet.png").size[0] == 2 * 224
+    before = tree_hashes(out)
+    for bad, msg in [(["--env", "mars"], "unknown environment"), (["--triples", "tent_bear"], "triples"),
+                     (["--min-bbox-px", "500"], "min_bbox_px"), (["--seed", "4"], "different config"),
+                     (["--server", "127.0.0.1:1"], "cannot connect")]:
+        assert main(argv + bad) == 2
+        err = capsys.readouterr().err.strip()
+        assert msg in err and len(err.splitlines()) == 1, err
+    assert tree_hashes(out) == before
+    assert main(["preview", str(tmp_path), "--out", str(tmp_path / "x.png")]) == 2
+
+
+@pytest.mark.render
+def test_demo_makes_a_labelled_set_and_a_sheet(tmp_path, capsys):
+    from sceneforge.cli import main
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--n", "4", "--quiet"]) == 0
+    text = capsys.readouterr().out
+    assert "contact sheet" in text and str(tmp_path / "demo") in text
+    df = pd.read_parquet(tmp_path / "demo" / "samples.parquet")
+    assert sorted(Counter(zip(df.task, df.label)).values()) == [1] * 8     # 4 ego + 4 allo, one per label
+    assert Image.open(tmp_path / "demo" / "contact_sheet.png").size[0] == 3 * 224
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--n", "4", "--quiet"]) == 0   # rerun: resumes
