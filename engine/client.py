@@ -96,17 +96,22 @@ class RenderClient:
         """Connect, retrying until ``connect_timeout``; learns the server's command set."""
         import unrealcv  # lazy: pulls in cv2
 
-        logging.getLogger("unrealcv").setLevel(logging.WARNING)  # its INFO goes to its own handler
-        deadline = time.monotonic() + self.connect_timeout
+        ulog = logging.getLogger("unrealcv")  # logs through its own handler: keep retries quiet
+        deadline, attempts = time.monotonic() + self.connect_timeout, 0
         while True:
             client = unrealcv.Client((self.host, self.port))
-            with contextlib.redirect_stdout(io.StringIO()):  # the official client prints
-                ok = client.connect(timeout=min(5.0, self.connect_timeout))
+            ulog.setLevel(logging.CRITICAL)
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):  # the official client prints
+                    ok = client.connect(timeout=min(5.0, self.connect_timeout))
+            finally:
+                ulog.setLevel(logging.WARNING)
+            attempts += 1
             if ok:
                 break
             if time.monotonic() > deadline:
                 raise ConnectionFailed(f"no UnrealCV server at {self.host}:{self.port} "
-                                       f"after {self.connect_timeout:.0f}s")
+                                       f"({attempts} attempts in {self.connect_timeout:.0f}s)")
             time.sleep(0.2)
         self._client = client
         self.templates = self.text("vget /unrealcv/commands").splitlines()
