@@ -51,9 +51,13 @@ class RenderServer:
     def start(self) -> tuple[str, int]:
         """Bind, listen and start accepting; returns the bound (host, port)."""
         sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        sock.listen(16)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            sock.listen(16)
+        except OSError:
+            sock.close()
+            raise
         self._listener = sock
         self.port = sock.getsockname()[1]
         self.state.port = self.port
