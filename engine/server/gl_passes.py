@@ -74,13 +74,15 @@ class Passes:
 
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
-        """Programs by key: ``lit``/``sky`` with ``_n`` (normals) and ``_g`` (ground) suffixes."""
+        """Programs by key, e.g. ``lit_ngsd``: base name + variant flags (n: normals, g: ground,
+        s: static shadow layer, d: dynamic shadow layer)."""
         if key not in self.progs:
             base = key.split("_")[0]
             vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
                       "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS), "shadow": (S.SHADOW_VS, S.SHADOW_FS)}[base]
             flags = key.split("_")[1] if "_" in key else ""
-            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND")) if f in flags)
+            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"),
+                                           ("d", "SHADOW2")) if f in flags)
             self.progs[key] = _Program(self.ctx, vs, fs, defines)
         return self.progs[key]
 
@@ -128,14 +130,15 @@ class Passes:
         fbo.use()
         fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
         self.ctx.enable(moderngl.DEPTH_TEST)
-        key = "lit_n" if with_normal else "lit"
+        flags = ("n" if with_normal else "") + self.shadows.flags()
+        key = "lit_" + flags
         prog = self.program(key)
         self._set_lit_uniforms(prog, scene, frame)
         for d, vis in zip(frame.draws, frame.visible):
             if vis:
                 self._set_actor(prog, d)
                 d.mesh.vao(self.ctx, prog.prog, key, True).render()
-        gkey = "lit_ng" if with_normal else "lit_g"  # after the actors: occluded ground is skipped
+        gkey = "lit_g" + flags  # after the actors: occluded ground is skipped
         gprog = self.program(gkey)
         self._set_lit_uniforms(gprog, scene, frame)
         self._draw_ground(gprog, scene.ground, gkey, True)

@@ -7,6 +7,7 @@ rules. All programs work in **UE world coordinates** (cm, Z up): the only UE→G
 Programs:
 
 * ``LIT``     colour (location 0) + instance id (1) [+ world normal (2) with ``WITH_NORMAL``];
+              ``SHADOW`` / ``SHADOW2`` add the static / dynamic shadow-map lookups;
               the ``GROUND`` variant adds the procedural noise texture (kept out of the actor
               variant: on llvmpipe every tiny triangle shades a whole pixel block, so the
               actors' fragment shader must stay cheap);
@@ -51,12 +52,11 @@ uniform vec3 u_amb_side;        // ambient light from the horizon (normals facin
 uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
 uniform int u_id;               // 1 + actor index; 0 = ground
 uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
-uniform int u_use_shadow;       // static layer (see gl_shadow.py)
+// Shadow layers (gl_shadow.py): static (SHADOW) and dynamic (SHADOW2) variants.
 uniform mat4 u_light_vp;
 uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
 uniform float u_shadow_bias;    // constant depth bias in map units (2 texels' worth of cm)
 uniform sampler2DShadow u_shadow_map;
-uniform int u_use_shadow2;      // dynamic layer: actors that moved since the static layer
 uniform mat4 u_light_vp2;
 uniform float u_shadow_texel2;
 uniform float u_shadow_bias2;
@@ -107,11 +107,15 @@ float shadow_lookup(sampler2DShadow map, mat4 light_vp, float texel, float bias,
 }
 
 float shadow_visibility(vec3 n) {
+    // Layers are compile-time variants: llvmpipe pays for a sampling branch even when a
+    // uniform disables it, so a program without shadows must not contain the lookups.
     float vis = 1.0;
-    if (u_use_shadow == 1)
-        vis = shadow_lookup(u_shadow_map, u_light_vp, u_shadow_texel, u_shadow_bias, n);
-    if (u_use_shadow2 == 1)
-        vis = min(vis, shadow_lookup(u_shadow_map2, u_light_vp2, u_shadow_texel2, u_shadow_bias2, n));
+#ifdef SHADOW
+    vis = shadow_lookup(u_shadow_map, u_light_vp, u_shadow_texel, u_shadow_bias, n);
+#endif
+#ifdef SHADOW2
+    vis = min(vis, shadow_lookup(u_shadow_map2, u_light_vp2, u_shadow_texel2, u_shadow_bias2, n));
+#endif
     return vis;
 }
 
@@ -128,7 +132,7 @@ void main() {
     }
 #endif
     float ndl = max(dot(n, u_to_sun), 0.0);
-    float vis = ndl > 0.0 ? shadow_visibility(n) : 1.0;
+    float vis = shadow_visibility(n);
     vec3 light = mix(u_amb_side, u_amb_up, 0.5 + 0.5 * n.z) + u_sun_color * (ndl * vis);
     f_color = vec4(clamp(albedo * light, 0.0, 1.0), 1.0);
     f_id = u_id;

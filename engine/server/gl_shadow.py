@@ -104,13 +104,17 @@ class ShadowMaps:
         self._static.draw(self._program(), [d for d in draws if d.index in self._static_keys], to_sun)
         self.static_renders += 1
 
+    def flags(self) -> str:
+        """Program variant flags: ``s`` when the static layer is in use, ``d`` for the dynamic."""
+        static = self._static is not None and bool(self._static_keys) and self._static.state[0]
+        return ("s" if static else "") + ("d" if self._use_dynamic else "")
+
     def bind(self, prog) -> None:
         """Set shadow uniforms; static map on texture unit 0, dynamic on unit 2."""
         static = self._static.state if (self._static is not None and self._static_keys) else OFF
         dynamic = self._dynamic.state if self._use_dynamic else OFF
         for suffix, state, layer, unit in (("", static, self._static, 0), ("2", dynamic, self._dynamic, 2)):
             use, light_vp, texel, bias = state
-            prog.set(f"u_use_shadow{suffix}", use)
             prog.set(f"u_light_vp{suffix}", light_vp)
             prog.set(f"u_shadow_texel{suffix}", float(texel))
             prog.set(f"u_shadow_bias{suffix}", float(bias))
