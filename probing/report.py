@@ -23,7 +23,7 @@ import pandas as pd
 from engine.errors import ConfigError
 
 log = logging.getLogger(__name__)
-KEYS = ["backbone", "layer", "head", "protocol", "env", "task"]
+KEYS = ["run", "backbone", "layer", "head", "protocol", "env", "task"]  # run: dir below the report root
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -55,7 +55,7 @@ def write_runs(out: Path, records: list[dict], info: dict) -> None:
 
 
 def load_runs(root: str | Path) -> pd.DataFrame:
-    """All ``runs.jsonl`` at or below ``root`` as one table (column ``run_dir`` added)."""
+    """All ``runs.jsonl`` at or below ``root`` as one table (columns ``run_dir``, ``run`` added)."""
     root = Path(root)
     if not root.is_dir():
         raise ConfigError(f"probe-report {root}: not a directory")
@@ -63,14 +63,16 @@ def load_runs(root: str | Path) -> pd.DataFrame:
     for f in sorted(root.rglob("runs.jsonl")):
         rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         if rows:
-            frames.append(pd.DataFrame(rows).assign(run_dir=str(f.parent)))
+            frames.append(pd.DataFrame(rows).assign(run_dir=str(f.parent),
+                                                    run=os.path.relpath(f.parent, root)))
     if not frames:
         raise ConfigError(f"probe-report {root}: no runs.jsonl found (run `sceneforge probe` first)")
     return pd.concat(frames, ignore_index=True)
 
 
 def summarize(runs: pd.DataFrame) -> pd.DataFrame:
-    """Best (val-selected) configuration per backbone/layer/head/protocol/env/task, mean ± std."""
+    """Best (val-selected) configuration per run/backbone/layer/head/protocol/env/task, mean ± std
+    over seeds. Separate probe jobs stay separate rows even when their keys coincide."""
     sel = runs[runs["selected"]]
     agg = sel.groupby(KEYS, sort=True).agg(
         test_mean=("test_acc", "mean"), test_std=("test_acc", lambda s: float(np.std(s, ddof=0))),

@@ -77,21 +77,55 @@ def _create_model(timm, name: str, weights: str | None, kwargs: dict):
         path = Path(weights).expanduser()
         if not path.is_file():
             raise ConfigError(f"--weights {weights}: no such file")
-        try:
-            return timm.create_model(name, pretrained=True,
-                                     pretrained_cfg_overlay=dict(file=str(path.resolve())), **kwargs)
-        except RuntimeError as e:  # strict state-dict load: missing/unexpected keys, shapes
-            first = str(e).strip().splitlines()[0][:300]
-            raise ConfigError(f"--weights {weights}: does not fit timm:{name} ({first})") from e
+        model = timm.create_model(name, pretrained=False, **kwargs)
+        _load_file(timm, model, path, f"--weights {weights}")
+        return model
     cached = _cached_weights(timm, name)
     if cached:
-        return _create_model(timm, name, cached, kwargs)
+        model = timm.create_model(name, pretrained=False, **kwargs)
+        _load_file(timm, model, Path(cached), f"cached weights {cached}")
+        return model
     if hub_offline():
         raise offline_error(f"timm:{name}", FileNotFoundError(f"not in HF cache {hub_cache_dir()}"))
     try:
         return timm.create_model(name, pretrained=True, **kwargs)
     except Exception as e:  # hub unreachable: huggingface_hub, urllib, OSError ...
         raise offline_error(f"timm:{name}", e) from e
+
+
+def _load_file(timm, model, path: Path, what: str) -> None:
+    """Strict load of a local checkpoint, through the model family's own checkpoint filter.
+
+    Why not ``create_model(pretrained=True, pretrained_cfg_overlay=dict(file=...))``: timm then
+    loads non-strictly whenever num_classes differs from the pretrained config (always, with our
+    num_classes=0), so a wrong file would only log a warning and leave random weights.
+    """
+    import sys
+
+    try:
+        state = timm.models.load_state_dict(str(path))
+    except Exception as e:
+        raise ConfigError(f"{what}: cannot read ({type(e).__name__}: {str(e)[:200]})") from e
+    filter_fn = getattr(sys.modules.get(type(model).__module__), "checkpoint_filter_fn", None)
+    if filter_fn is not None:
+        try:
+            state = filter_fn(state, model)
+        except Exception as e:  # foreign layout the family filter cannot map
+            raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
+                              f"({type(e).__name__}: {str(e)[:200]})") from e
+    classifier = model.pretrained_cfg.get("classifier") or ()
+    heads = (classifier,) if isinstance(classifier, str) else tuple(classifier)
+    state = {k: v for k, v in state.items() if not k.startswith(tuple(h + "." for h in heads))}
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as e:  # shape mismatch
+        raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
+                          f"({str(e).strip().splitlines()[-1][:200]})") from e
+    missing = [k for k in result.missing_keys if not k.startswith(tuple(h + "." for h in heads))]
+    if missing or result.unexpected_keys:
+        raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
+                          f"(missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
+                          f"unexpected {result.unexpected_keys[:3]})")
 
 
 def _cached_weights(timm, name: str) -> str | None:

@@ -1,0 +1,99 @@
+"""End to end through the CLI: images → features → head grid → runs/summary/plots/HTML, the
+cross-run `probe-report`, and one-line errors with exit code 2."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from sceneforge.cli import main
+
+from conftest import TINY_VIT, make_image_dataset
+
+MODEL_ARGS = [a for k, v in TINY_VIT.items() for a in ("--model-arg", f"{k}={v}")]
+
+
+def probe_args(data, out, *extra):
+    return ["probe", "--data", str(data), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
+            *MODEL_ARGS, "--out", str(out), "--epochs", "3", "--warmup", "1", "--lrs", "1e-2,1e-3",
+            "--dropouts", "0.2", "--no-progress", "--threads", "1", *extra]
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("probe")
+    data = make_image_dataset(root / "data", envs=("desert", "forest"), tasks=("ego", "allo"), n=(16, 8, 8))
+    rc = main(probe_args(data, root / "runs" / "a", "--layers", "1,3", "--protocol", "within,loeo", "--runs", "2"))
+    assert rc == 0
+    return root
+
+
+def test_every_run_is_recorded(probed):
+    out = probed / "runs" / "a"
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    # 2 layers × (4 within + 4 loeo groups) × 3 heads × (2 grid points + 1 extra seed)
+    assert len(rows) == 2 * 8 * 3 * 3
+    r = rows[0]
+    for key in ("backbone", "layer", "head", "lr", "dropout", "env", "task", "protocol", "val_acc",
+                "test_acc", "per_class_acc", "confusion", "seed", "selected"):
+        assert key in r
+    assert len(r["confusion"]) == 4 and len(r["per_class_acc"]) == 4
+    csv = pd.read_csv(out / "runs.csv")
+    assert len(csv) == len(rows) and json.loads(csv["confusion"][0]) == rows[0]["confusion"]
+    loeo = [x for x in rows if x["protocol"] == "loeo" and x["env"] == "desert"]
+    assert all(x["n_test"] == 32 for x in loeo)  # every row of the held-out env
+
+
+def test_summary_has_best_per_head_layer_env_task(probed):
+    s = pd.read_csv(probed / "runs" / "a" / "summary.csv")
+    assert len(s) == 2 * 8 * 3
+    assert set(s["n_runs"]) == {2}
+    assert ((s["test_mean"] >= 0) & (s["test_mean"] <= 1)).all()
+
+
+def test_plots_and_html(probed):
+    out = probed / "runs" / "a"
+    for name in ("acc_vs_layer", "ego_vs_allo", "per_env", "confusion", "attention"):
+        with Image.open(out / "plots" / f"{name}.png") as im:
+            assert im.size[0] > 200 and im.size[1] > 100
+    page = (out / "report.html").read_text()
+    assert page.count("<img src='plots/") == 5 and "<table" in page
+    assert len(list((out / "attention").glob("efficient_L*.npz"))) == 16
+    assert len(list((out / "heads").glob("*.pt"))) == 32
+
+
+def test_second_probe_reuses_cache_and_report_spans_runs(probed):
+    info_a = json.loads((probed / "runs" / "a" / "run_info.json").read_text())
+    out_b = probed / "runs" / "b"
+    rc = main(probe_args(probed / "data", out_b, "--layers", "3", "--heads", "linear",
+                         "--cache", str(probed / "runs" / "a" / "cache")))
+    assert rc == 0
+    info_b = json.loads((out_b / "run_info.json").read_text())
+    assert info_b["cache_keys"]["3"] == info_a["cache_keys"]["3"]
+    assert not (out_b / "cache").exists()
+    assert main(["probe-report", str(probed / "runs")]) == 0
+    s = pd.read_csv(probed / "runs" / "summary.csv")
+    assert len(s) == 2 * 8 * 3 + 4  # run a + run b (one layer, one head, 4 within groups)
+    assert (probed / "runs" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--heads", "mlp"], "--heads 'mlp'"),
+    (["--layers", "9"], "--layers: 9 out of range"),
+    (["--lrs", "fast"], "--lrs 'fast'"),
+    (["--dropouts", "1.5"], "--dropouts '1.5'"),
+    (["--backbone", "nope"], "--backbone 'nope'"),
+    (["--model-arg", "depth"], "--model-arg 'depth'"),
+])
+def test_bad_options_are_one_line_exit_2(probed, capsys, tmp_path, extra, message):
+    rc = main(probe_args(probed / "data", tmp_path / "o") + extra)
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and message in err and "\n" not in err
+    assert not (tmp_path / "o" / "runs.jsonl").exists()
+
+
+def test_probe_report_without_runs(tmp_path, capsys):
+    assert main(["probe-report", str(tmp_path)]) == 2
+    assert "no runs.jsonl found" in capsys.readouterr().err

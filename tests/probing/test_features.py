@@ -1,0 +1,89 @@
+"""Feature cache: shapes per layer, values, cache hits without a forward pass, partial reuse,
+keys that change with weights/preprocessing/pixels, and interrupted writes leaving nothing."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from probing.backbones import create_backbone
+from probing.data import load_datasets
+from probing.features import extract_features
+from probing.preprocess import load_batch
+
+from conftest import TINY_VIT
+
+
+def tiny_vit():
+    return create_backbone("timm:vit_small_patch16_224", weights="random", model_kwargs=TINY_VIT)
+
+
+@pytest.fixture
+def paths(image_data):
+    return load_datasets(image_data)["path"].tolist()
+
+
+def test_shapes_dtype_and_values_per_layer(paths, tmp_path):
+    bb = tiny_vit()
+    feats = extract_features(bb, paths, [1, 3], tmp_path / "cache", batch_size=16, progress=False)
+    assert bb.forward_calls == 5  # ceil(80 / 16), both layers from the same passes
+    for layer in (1, 3):
+        f = feats[layer]
+        assert f.patches.shape == (80, 16, 32) and f.prefix.shape == (80, 1, 32)
+        assert f.patches.dtype == np.float16 and isinstance(f.patches, np.memmap)
+        assert f.grid == (4, 4)
+    direct = bb.extract(torch.from_numpy(load_batch(paths[17:19], bb.preprocess)), [3])[3]
+    assert np.allclose(feats[3].patches[17:19], direct.patches.numpy(), atol=2e-2, rtol=1e-2)
+
+
+def test_second_run_is_a_cache_hit_without_forward(paths, tmp_path):
+    extract_features(tiny_vit(), paths, [1, 3], tmp_path / "c", batch_size=32, progress=False)
+    again = tiny_vit()  # a fresh process would build the same backbone
+    feats = extract_features(again, paths, [3, 1], tmp_path / "c", batch_size=32, progress=False)
+    assert again.forward_calls == 0
+    assert feats[1].patches.shape == (80, 16, 32)
+
+
+def test_only_missing_layers_are_extracted(paths, tmp_path):
+    extract_features(tiny_vit(), paths, [1], tmp_path / "c", batch_size=40, progress=False)
+    bb = tiny_vit()
+    seen = []
+    orig = bb._forward
+    bb._forward = lambda x, layers: seen.append(list(layers)) or orig(x, layers)
+    extract_features(bb, paths, [1, 2], tmp_path / "c", batch_size=40, progress=False)
+    assert seen == [[2], [2]]
+    assert len([d for d in (tmp_path / "c").iterdir()]) == 2
+
+
+def test_key_changes_with_weights_preprocessing_and_pixels(paths, tmp_path):
+    from PIL import Image
+
+    base = extract_features(tiny_vit(), paths, [1], tmp_path / "c", progress=False)[1].key
+    other = create_backbone("timm:vit_small_patch16_224", weights="random",
+                            model_kwargs={**TINY_VIT, "qkv_bias": False})
+    assert extract_features(other, paths, [1], tmp_path / "c", progress=False)[1].key != base
+    bb = tiny_vit()
+    bb.preprocess = dataclasses.replace(bb.preprocess, interpolation="nearest")
+    assert extract_features(bb, paths, [1], tmp_path / "c", progress=False)[1].key != base
+    Image.fromarray(np.zeros((32, 32, 3), np.uint8)).save(paths[0])
+    assert extract_features(tiny_vit(), paths, [1], tmp_path / "c", progress=False)[1].key != base
+
+
+def test_interrupted_extraction_leaves_no_entry(paths, tmp_path):
+    bb = tiny_vit()
+    orig = bb._forward
+
+    def dies_on_third(x, layers):
+        if bb.forward_calls == 3:
+            raise KeyboardInterrupt
+        return orig(x, layers)
+
+    bb._forward = dies_on_third
+    with pytest.raises(KeyboardInterrupt):
+        extract_features(bb, paths, [1, 3], tmp_path / "c", batch_size=16, progress=False)
+    assert list((tmp_path / "c").iterdir()) == []  # no partial entry, no temp dir
+    fresh = tiny_vit()
+    extract_features(fresh, paths, [1, 3], tmp_path / "c", batch_size=16, progress=False)
+    assert fresh.forward_calls == 5
