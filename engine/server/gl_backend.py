@@ -54,6 +54,7 @@ class Frame:
     view_proj: np.ndarray
     draws: list[Draw]  # all non-hidden actors
     visible: np.ndarray  # bool per draw: bounding sphere intersects the frustum
+    planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
 
 
 class GLBackend(RenderBackend):
@@ -155,8 +156,8 @@ class GLBackend(RenderBackend):
         g = scene.ground
         near, far = F.near_far(camera, centers, radii, g.extent, abs(g.relief_amplitude))
         vp = F.view_proj(camera, near, far)
-        visible = F.spheres_in_frustum(F.frustum_planes(vp), centers, radii)
-        return Frame(camera, near, far, vp, draws, visible)
+        planes = F.frustum_planes(vp)
+        return Frame(camera, near, far, vp, draws, F.spheres_in_frustum(planes, centers, radii), planes)
 
     def _read(self, scene: Scene, frame: Frame, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         p, cam, out = self._passes, frame.camera, {}

@@ -141,7 +141,7 @@ class Passes:
         gkey = "lit_g" + flags  # after the actors: occluded ground is skipped
         gprog = self.program(gkey)
         self._set_lit_uniforms(gprog, scene, frame)
-        self._draw_ground(gprog, scene.ground, gkey, True)
+        self._draw_ground(gprog, scene.ground, gkey, True, frame.planes)
         self._draw_sky(scene, frame.camera, fbo, with_normal)
 
     def _set_lit_uniforms(self, prog: _Program, scene: Scene, frame: "Frame") -> None:
@@ -165,7 +165,7 @@ class Passes:
             k = 1.0 / d.mesh.max_luma
             prog.set("u_tint", tuple(min(c * k, 4.0) for c in _rgb(d.tint)) + (1.0,))
 
-    def _draw_ground(self, prog: _Program, ground: Ground, key: str, lit: bool) -> None:
+    def _draw_ground(self, prog: _Program, ground: Ground, key: str, lit: bool, planes: np.ndarray) -> None:
         prog.set("u_model", IDENTITY)
         prog.set("u_id", 0)
         if lit:
@@ -175,7 +175,12 @@ class Passes:
             prog.set("u_noise_scale", scales or (0.0, 0.0))
             self._noise_texture().use(1)
             prog.set("u_noise", 1)
-        for m in self.ground(ground):
+        tiles = self.ground(ground)
+        if len(tiles) > 1:  # relief grid: draw only the tiles in the frustum
+            centers = np.array([m.center for m in tiles])
+            radii = np.array([m.radius for m in tiles])
+            tiles = [m for m, v in zip(tiles, F.spheres_in_frustum(planes, centers, radii)) if v]
+        for m in tiles:
             m.vao(self.ctx, prog.prog, key, lit).render()
 
     def _draw_sky(self, scene: Scene, camera: Camera, fbo, with_normal: bool) -> None:
@@ -203,7 +208,7 @@ class Passes:
         prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
         self.ctx.enable(moderngl.DEPTH_TEST)
         if ground is not None:
-            self._draw_ground(prog, ground, "ids", False)
+            self._draw_ground(prog, ground, "ids", False, frame.planes)
         for d, vis in zip(draws, visible):
             if vis:
                 prog.set("u_model", d.placed.model_bytes)

@@ -76,8 +76,9 @@ uniform sampler2D u_noise;      // tileable value noise in [0, 1], mipmapped (no
 
 vec3 surface_normal(vec3 to_cam) {
 #ifdef GROUND
-    vec3 n = normalize(v_normal);  // terrain: smooth analytic normals, no derivatives needed
-    return dot(n, to_cam) < 0.0 ? -n : n;
+    // Terrain: analytic normals, always pointing up (not turned to the camera: on the far side
+    // of a hill, seen at a grazing angle, that would turn them into the ground).
+    return normalize(v_normal);
 #else
     // Geometric normal from screen-space derivatives, turned towards the camera: independent
     // of winding, mirroring and the handedness flip of the view matrix.

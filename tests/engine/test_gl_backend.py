@@ -141,6 +141,16 @@ def test_relief_ground_follows_ground_height(backend):
     assert out[v, u] == pytest.approx(hit, rel=0.01)
 
 
+def test_relief_ground_has_no_dark_specks_on_far_slopes(backend):
+    ground = Ground(relief_amplitude=200.0, relief_wavelength=3000.0, texture="flat")
+    cam = _camera(320, 240, location=(0.0, 0.0, 800.0), rotation=Rotator(-20.0, 0.0, 0.0))
+    out = backend.render(_scene(ground=ground), cam, ("lit", "depth", "normal"))
+    ground_px = np.isfinite(out["depth"])
+    luma = out["lit"].astype(float).mean(axis=-1)[ground_px]
+    assert luma.min() > 0.6 * np.median(luma)
+    assert (out["normal"][ground_px][:, 2] > 0.5).all()  # terrain normals point up
+
+
 def test_object_to_the_right_in_camera_frame_is_in_right_half(backend):
     cam = _camera(160, 120, rotation=Rotator(0.0, 40.0, 0.0))
     right = cam.rotation.matrix()[:, 1]
