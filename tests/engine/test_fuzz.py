@@ -74,7 +74,7 @@ def _connect(port: int) -> socket.socket:
     return s
 
 
-def _exchange(sock: socket.socket, data: bytes, kind: str, i: int) -> bytes | None:
+def _exchange(sock: socket.socket, data: bytes, kind: str) -> bytes | None:
     """Send one fuzz item; returns the reply, or None if the connection is now closed."""
     sock.sendall(data)
     if kind == "hangup":
@@ -85,7 +85,9 @@ def _exchange(sock: socket.socket, data: bytes, kind: str, i: int) -> bytes | No
         with pytest.raises(ProtocolError):
             recv_frame(sock)  # and then the server hangs up
         return None
-    assert reply.startswith(b"%d:" % i) or reply.startswith(b"error"), reply[:80]
+    m = re.match(rb"^(\d{1,18}):", data[8:])  # a well-framed request: its id is echoed
+    expected = b"%d:" % int(m.group(1)) if m else b"error request is not of the form"
+    assert reply.startswith(expected), (data[8:60], reply[:80])
     return reply
 
 
@@ -104,7 +106,7 @@ def test_fuzzed_frames_never_take_the_server_down(fuzz_server):
         if time.monotonic() - t0 > TIME_LIMIT_S:
             break
         data, kind = _frame(rng, i, templates)
-        reply = _exchange(sock, data, kind, i)
+        reply = _exchange(sock, data, kind)
         if reply is not None and b":error internal" in reply[:30]:
             internal.append((data[8:90], reply[:200]))
         if reply is None:
@@ -129,3 +131,56 @@ def test_status_after_abrupt_disconnects(fuzz_server):
     s.sendall(frame(b"5:vget /unrealcv/status"))
     assert recv_frame(s).startswith(b"5:Is Listening")
     s.close()
+
+
+def _render_command(rng: random.Random, i: int) -> bytes:
+    kinds = ["lit", "object_mask", "depth", "plane_depth", "normal", "instance_id", "", "foo", "..", "lit "]
+    pick = lambda: rng.choice(["0", "1", "-1", "x", "99", "00"])  # noqa: E731
+    options = [
+        f"vget /camera/{pick()}/{rng.choice(kinds[:5])} {rng.choice(['png', 'bmp', 'npy', 'x.exr', '', 'a/b.png', '../c.npy'])}",
+        f"vget /sceneforge/render {pick()} {','.join(rng.sample(kinds, rng.randint(1, 4)))}",
+        f"vget /sceneforge/visibility {pick()} {','.join(rng.choice(['fz', 'ghost', '', 'fz,fz']) for _ in range(2))}",
+        f"vset /camera/0/size {rng.randint(-2, 96)} {rng.randint(-2, 96)}",
+        f"vset /objects/spawn {rng.choice(['primitive_cube', 'primitive', 'rock'])} fz",
+        f"vset /object/fz/location {rng.uniform(-500, 500):.1f} {rng.uniform(-500, 500):.1f} 0",
+        "vset /object/fz/destroy", "vget /sceneforge/info",
+    ]
+    return b"%d:%s" % (i, rng.choice(options).encode())
+
+
+@pytest.mark.render
+def test_fuzzed_render_commands(fuzz_server):
+    """Render-path commands with random cameras, kinds, names and formats (images kept small)."""
+    rng = random.Random(99)
+    sock = _connect(fuzz_server.port)
+    sock.sendall(frame(b"0:vset /camera/0/size 64 48"))
+    recv_frame(sock)
+    t0, internal = time.monotonic(), []
+    for i in range(1, 301):
+        if time.monotonic() - t0 > TIME_LIMIT_S:
+            break
+        payload = _render_command(rng, i)
+        reply = _exchange(sock, frame(payload), "reply")
+        if reply is not None and b":error internal" in reply[:30]:
+            internal.append((payload, reply[:200]))
+    assert not internal, f"handler bugs (internal errors): {internal[:5]}"
+    sock.sendall(frame(b"1:vget /unrealcv/status"))
+    assert recv_frame(sock).startswith(b"1:Is Listening")
+    sock.close()
+
+
+@pytest.mark.slow
+def test_fuzz_soak(fuzz_server):
+    """30 000 frames: RSS must level off (compare the second half with the first)."""
+    rng = random.Random(7)
+    sock = _connect(fuzz_server.port)
+    templates, rss = _templates(sock), []
+    for i in range(1, 30001):
+        data, kind = _frame(rng, i, templates)
+        if _exchange(sock, data, kind) is None:
+            sock.close()
+            sock = _connect(fuzz_server.port)
+        if i % 10000 == 0:
+            rss.append(_rss_kb(fuzz_server.pid))
+    sock.close()
+    assert rss[-1] - rss[0] < 32 * 1024, f"server RSS kept growing {rss} kB"
