@@ -30,6 +30,8 @@ def config_from_args(args: argparse.Namespace) -> dict:
             raise ConfigError(f"--config {args.config}: cannot read: {e}") from None
         if not isinstance(cfg, dict):
             raise ConfigError(f"--config {args.config}: expected a mapping of config fields")
+        from scenarios.sparrta_config import parse_config
+        parse_config(cfg, source=f"--config {args.config}")   # name the file in field errors
     for flag, key in FLAGS.items():
         value = getattr(args, flag)
         if value is not None and value is not False:

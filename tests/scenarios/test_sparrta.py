@@ -2,7 +2,6 @@
 determinism, resume; plus the config/unit logic and the pure scene sampler."""
 import hashlib
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -235,6 +234,10 @@ def test_cli_generate_preview_and_bad_input(server, tmp_path, capsys):
         assert msg in err and len(err.splitlines()) == 1, err
     assert tree_hashes(out) == before
     assert main(["preview", str(tmp_path), "--out", str(tmp_path / "x.png")]) == 2
+    (tmp_path / "bad.yaml").write_text("nn: 3\n")
+    capsys.readouterr()
+    assert main(["generate", "--config", str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "y")]) == 2
+    assert "bad.yaml: unknown field(s) nn" in capsys.readouterr().err and not (tmp_path / "y").exists()
 
 
 @pytest.mark.render
