@@ -1,7 +1,9 @@
 """Reading image datasets from disk: the only thing probing knows about the rest of sceneforge.
 
-A dataset is a directory holding ``metadata.parquet`` (or ``metadata.csv``) with at least the
-columns in :data:`REQUIRED_COLUMNS`; ``file_name`` is relative to that directory. ``--data`` may
+A dataset is a directory holding a table -- ``samples.parquet`` (what ``sceneforge generate``
+writes), ``metadata.parquet`` or ``metadata.csv``, first found wins -- with at least the columns
+in :data:`REQUIRED_COLUMNS` and ``triple`` or ``triple_id``; ``file_name`` is relative to that
+directory (docs/datasets.md). ``--data`` may
 also point at a parent directory: every dataset below it is found (recursively) and concatenated,
 so one feature extraction covers all environments and tasks.
 
@@ -24,7 +26,8 @@ log = logging.getLogger(__name__)
 
 CLASSES = ("front", "back", "left", "right")
 SPLITS = ("train", "val", "test")
-REQUIRED_COLUMNS = ("file_name", "label", "split", "env", "task", "triple")
+REQUIRED_COLUMNS = ("file_name", "label", "split", "env", "task")
+TABLE_NAMES = ("samples.parquet", "metadata.parquet", "metadata.csv")  # preference order
 
 
 def find_datasets(root: str | Path) -> list[Path]:
@@ -34,22 +37,21 @@ def find_datasets(root: str | Path) -> list[Path]:
         raise ConfigError(f"--data {root}: no such file or directory")
     if root.is_file():
         root = root.parent
-    found = {p.parent for name in ("metadata.parquet", "metadata.csv") for p in root.rglob(name)}
+    found = {p.parent for name in TABLE_NAMES for p in root.rglob(name)}
     if not found:
-        raise ConfigError(f"--data {root}: no metadata.parquet or metadata.csv found (recursively)")
+        raise ConfigError(f"--data {root}: no {', '.join(TABLE_NAMES)} found (recursively)")
     return sorted(found)
 
 
 def read_metadata(dataset_dir: Path) -> pd.DataFrame:
     """One dataset's table, validated, with an absolute ``path`` column added."""
-    parquet, csv = dataset_dir / "metadata.parquet", dataset_dir / "metadata.csv"
-    source = parquet if parquet.exists() else csv
+    source = next(dataset_dir / n for n in TABLE_NAMES if (dataset_dir / n).is_file())
     try:
         table = pd.read_parquet(source) if source.suffix == ".parquet" else pd.read_csv(source)
     except Exception as e:  # corrupt file: name it, one line
         raise ConfigError(f"{source}: cannot read metadata table ({type(e).__name__}: {e})") from e
     _validate(table, source)
-    table = table.copy()
+    table = table.rename(columns={"triple_id": "triple"}) if "triple" not in table else table.copy()
     table["label"] = table["label"].astype(str).str.strip().str.lower()
     table["split"] = table["split"].astype(str).str.strip().str.lower()
     for col in ("env", "task", "triple"):
@@ -61,9 +63,11 @@ def read_metadata(dataset_dir: Path) -> pd.DataFrame:
 
 def _validate(table: pd.DataFrame, source: Path) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
+    if "triple" not in table.columns and "triple_id" not in table.columns:
+        missing.append("triple (or triple_id)")
     if missing:
         raise ConfigError(f"{source}: missing column(s) {', '.join(missing)} "
-                          f"(need {', '.join(REQUIRED_COLUMNS)})")
+                          f"(need {', '.join(REQUIRED_COLUMNS)}, triple)")
     if table.empty:
         raise ConfigError(f"{source}: metadata table has no rows")
     labels = set(table["label"].astype(str).str.strip().str.lower())

@@ -27,8 +27,19 @@ def test_csv_only_dataset_is_read(tmp_path):
     assert len(load_datasets(tmp_path / "city_ego")) == 40
 
 
+def test_generate_layout_samples_parquet_with_triple_id(tmp_path):
+    """`sceneforge generate` writes samples.parquet (preferred) with triple_id (docs/datasets.md)."""
+    make_image_dataset(tmp_path, envs=("city",))
+    d = tmp_path / "city_ego"
+    table = pd.read_parquet(d / "metadata.parquet").rename(columns={"triple": "triple_id"})
+    table.iloc[:10].to_parquet(d / "samples.parquet", index=False)
+    loaded = load_datasets(d)
+    assert len(loaded) == 10 and (loaded["triple"] == "city_t0").all()
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda t: t.drop(columns=["split", "env"]), "missing column\\(s\\) split, env"),
+    (lambda t: t.drop(columns=["triple"]), "missing column\\(s\\) triple \\(or triple_id\\)"),
     (lambda t: t.assign(label="up"), "column 'label' has unknown value\\(s\\) \\['up'\\]"),
     (lambda t: t.assign(split="dev"), "column 'split' has unknown value"),
     (lambda t: t.assign(file_name="images/nope.png"), "image file\\(s\\) listed in metadata are missing"),
@@ -45,7 +56,7 @@ def test_bad_metadata_is_one_clear_error_naming_the_file(image_data, change, mes
 def test_missing_data_dir(tmp_path):
     with pytest.raises(ConfigError, match="no such file"):
         load_datasets(tmp_path / "nothing")
-    with pytest.raises(ConfigError, match="no metadata.parquet"):
+    with pytest.raises(ConfigError, match="no samples.parquet, metadata.parquet, metadata.csv found"):
         load_datasets(tmp_path)
 
 
