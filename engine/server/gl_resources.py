@@ -22,7 +22,7 @@ VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3),
 
 
 CREASE_COS = math.cos(math.radians(40.0))  # faces meeting at a sharper angle get a hard edge
-MAX_PAIRS = 20_000_000  # corner pairs; beyond this fall back to plain area-weighted normals
+MAX_GROUP = 48  # faces around one vertex considered pairwise (bigger fans: flat per face)
 
 
 def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -41,17 +41,25 @@ def _unit(a: np.ndarray) -> np.ndarray:
         return np.where(norm > 1e-12, a / norm, 0.0).astype(np.float32)
 
 
-def _group_pairs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """All (i, j) index pairs with keys[i] == keys[j] (i == j included), or None if too many."""
+def _group_pairs(keys: np.ndarray, max_group: int = MAX_GROUP) -> tuple[np.ndarray, np.ndarray]:
+    """All (i, j) index pairs with keys[i] == keys[j] (i == j included).
+
+    Groups larger than ``max_group`` (fan centres of caps, poles) only pair each member with
+    itself, which bounds the cost at ``len(keys) * max_group`` pairs.
+    """
     order = np.argsort(keys, kind="stable")
     _, start, size = np.unique(keys[order], return_index=True, return_counts=True)
-    if int((size.astype(np.int64) ** 2).sum()) > MAX_PAIRS:
-        return None
-    per = np.repeat(size, size)  # for each sorted corner: its group's size
-    first = np.repeat(start, size)
-    i = np.repeat(np.arange(len(keys)), per)
-    offs = np.arange(len(i)) - np.repeat(np.cumsum(per) - per, per)
-    return order[i], order[np.repeat(first, per) + offs]
+    big = size > max_group
+    if big.any():  # each member of a big group becomes a group of its own
+        members = np.concatenate([np.arange(s0, s0 + n) for s0, n in zip(start[big], size[big])])
+        start = np.concatenate([start[~big], members])
+        size = np.concatenate([size[~big], np.ones(len(members), dtype=size.dtype)])
+    sq = size.astype(np.int64) ** 2
+    group = np.repeat(np.arange(len(size)), sq)
+    local = np.arange(int(sq.sum())) - np.repeat(np.cumsum(sq) - sq, sq)
+    a = start[group] + local // size[group]
+    b = start[group] + local % size[group]
+    return order[a], order[b]
 
 
 def crease_split(mesh: RenderMesh) -> tuple[RenderMesh, np.ndarray]:
@@ -65,14 +73,11 @@ def crease_split(mesh: RenderMesh) -> tuple[RenderMesh, np.ndarray]:
     fn = np.cross(v[f[:, 1]] - v[f[:, 0]], v[f[:, 2]] - v[f[:, 0]])
     fu = _unit(fn).astype(np.float64)
     corner_face = np.repeat(np.arange(len(f)), 3)
-    pairs = _group_pairs(f.ravel())
-    if pairs is None:
-        return mesh, vertex_normals(mesh.vertices, f)
-    i, j = pairs
+    i, j = _group_pairs(f.ravel())
     d = np.einsum("ij,ij->i", fu[corner_face[i]], fu[corner_face[j]])
     w = np.where(np.abs(d) >= CREASE_COS, np.sign(d), 0.0)
-    acc = np.zeros((len(corner_face), 3))
-    np.add.at(acc, i, w[:, None] * fn[corner_face[j]])
+    contrib = w[:, None] * fn[corner_face[j]]
+    acc = np.stack([np.bincount(i, contrib[:, k], minlength=len(corner_face)) for k in range(3)], axis=1)
     normals = _unit(acc)
     key = np.concatenate([f.reshape(-1, 1).astype(np.float64), np.round(normals * 1e4)], axis=1)
     uniq, inverse = np.unique(key, axis=0, return_inverse=True)

@@ -77,6 +77,33 @@ def _centroid(mask: np.ndarray) -> np.ndarray:
     return np.array([xs.mean() + 0.5, ys.mean() + 0.5])  # continuous pixel coordinates
 
 
+# --- mesh preparation (no GL) -----------------------------------------------------------------
+def test_crease_split_gives_flat_box_faces_and_smooth_spheres():
+    from engine.server.gl_resources import crease_split
+
+    box, n = crease_split(MESHES["box"])
+    assert len(box.vertices) == 24  # 8 corners x 3 faces
+    np.testing.assert_allclose(np.abs(n).max(axis=1), 1.0, atol=1e-6)  # axis-aligned normals
+    sphere = MESHES["sphere"]
+    faces = sphere.faces.copy()
+    faces[::2] = faces[::2, ::-1]  # inconsistent winding must not cancel the normals out
+    split, n = crease_split(RenderMesh(sphere.vertices, faces, sphere.colors))
+    radial = split.vertices - [0.0, 0.0, 50.0]
+    cos = np.abs(np.sum(n * radial, axis=1)) / np.linalg.norm(radial, axis=1)
+    assert cos.min() > 0.99
+
+
+def test_crease_split_handles_high_valence_fans():
+    from engine.server.gl_resources import crease_split
+
+    # Cap centres touch 2000 faces: pairwise smoothing is bounded there (flat per face), which
+    # keeps the upload fast (all pairs took seconds) and is exact for planar caps.
+    cyl = trimesh.creation.cylinder(radius=40, height=250, sections=2000)
+    split, n = crease_split(_render_mesh(cyl, (1, 2, 3)))
+    caps = np.abs(n[:, 2]) > 0.99
+    assert caps.sum() > 0 and (np.abs(n[~caps, 2]) < 1e-3).all()  # rims stay sharp
+
+
 # --- geometry -------------------------------------------------------------------------------
 @pytest.mark.parametrize("loc", [(1000.0, 0.0, 140.0), (900.0, 250.0, 60.0), (1200.0, -300.0, 300.0)])
 def test_small_box_appears_where_camera_projects_it(backend, loc):
