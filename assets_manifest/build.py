@@ -22,22 +22,21 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from assets_manifest import normalize, sh3d
+from assets_manifest import normalize, sh3d, zeroad
 from assets_manifest.library import BUILT_PACKS, budget_for, built_path, cache_root
 from assets_manifest.licenses import matches_any
 from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
 from engine.errors import AssetError, ConfigError
 
 log = logging.getLogger(__name__)
-SUPPORTED = {"sh3d": sh3d.PACKAGE}
+SUPPORTED = {"sh3d": sh3d.PACKAGE, "0ad": zeroad.PACKAGE}
 
 
 def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False) -> list[str]:
     """Build the given sources; returns one report line per asset."""
     bad = sorted(set(sources) - set(SUPPORTED))
     if bad:
-        raise ConfigError(f"--sources: unsupported {', '.join(bad)} (supported: {', '.join(SUPPORTED)}; "
-                          "0ad-data is not converted yet: its animals use the procedural pack)")
+        raise ConfigError(f"--sources: unsupported {', '.join(bad)} (supported: {', '.join(SUPPORTED)})")
     cache = cache_root(cache_dir)
     report = []
     for src in sources:
@@ -47,7 +46,7 @@ def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False
         report += [f"{e.id}: cached" for e in entries if e not in todo]
         if todo:
             root = fetch_package(SUPPORTED[src], cache)
-            report += _build_sh3d(todo, root, cache)
+            report += BUILDERS[src](todo, root, cache)
     return report
 
 
@@ -122,19 +121,48 @@ def _convert(e: AssetEntry, sh3f: Path, cat: sh3d.CatalogEntry, lic: str, deb: s
     mesh = normalize.normalise(v, f, c, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units], size=e.size,
                                budget=budget_for(e), ground_offset_cm=e.ground_offset_cm,
                                pre_rotation=cat.rotation, axis_scale=(cat.width, cat.height, cat.depth))
+    record = {"package": deb, "library": cat.library, "source_file": cat.model, "name": cat.name,
+              "creator": cat.creator, "license": lic, "catalog_license": cat.catalog_license,
+              "license_from": f"/{sh3d.COPYRIGHT} (Files: {cat.library}/*)", "triangles_source": int(len(f)),
+              "attribution": f"{cat.name} by {cat.creator} (Sweet Home 3D {cat.library} library)"}
+    return _save(e, mesh, record, cache)
+
+
+def _build_0ad(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]:
+    deb = (root / ".complete").read_text().strip()
+    lic, holder = zeroad.copyright_license(root), zeroad.copyright_holder(root)
+    out = []
+    for e in tqdm(entries, desc="assets build", disable=len(entries) < 3):
+        if lic != e.license:
+            raise AssetError(f"{BUILT_PACKS['0ad']}: asset {e.id!r}: manifest license {e.license!r} but "
+                             f"the package's copyright file says {lic!r}")
+        v, f, c = zeroad.read_model(root / zeroad.PUBLIC_ZIP, e.build.model, e.build.texture)
+        mesh = normalize.normalise(v, f, c, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
+                                   size=e.size, budget=budget_for(e), ground_offset_cm=e.ground_offset_cm)
+        name = Path(e.build.model).name.split(".")[0].replace("_mesh", "").capitalize()
+        record = {"package": deb, "library": "public.zip", "source_file": e.build.model,
+                  "texture": e.build.texture, "name": name, "creator": holder, "license": lic,
+                  "license_from": f"/{zeroad.COPYRIGHT} (Files: *)", "triangles_source": int(len(f)),
+                  "attribution": f"{name} by {holder} (0 A.D.)"}
+        out.append(_save(e, mesh, record, cache))
+    return out
+
+
+def _save(e: AssetEntry, mesh, record: dict, cache: Path) -> str:
+    """Write mesh (.npz), a .glb copy and the JSON record; the record last, so it marks 'done'."""
     dest = built_path(cache, e.id)
     normalize.to_npz(mesh, dest)
     _write_glb(mesh, dest.with_suffix(".glb"))
     size = [round(float(x), 1) for x in (mesh.bounds()[1] - mesh.bounds()[0])]
-    record = {"id": e.id, "class": e.cls, "package": deb, "library": cat.library, "source_file": cat.model,
-              "name": cat.name, "creator": cat.creator, "license": lic, "catalog_license": cat.catalog_license,
-              "license_from": f"/{sh3d.COPYRIGHT} (Files: {cat.library}/*)", "triangles_source": int(len(f)),
-              "triangles": mesh.n_triangles, "size_cm": size,
-              "attribution": f"{cat.name} by {cat.creator} (Sweet Home 3D {cat.library} library)"}
+    record = {"id": e.id, "class": e.cls, **record, "triangles": mesh.n_triangles, "size_cm": size}
     tmp = dest.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(record, indent=1))
     os.replace(tmp, dest.with_suffix(".json"))
-    return f"{e.id}: built {cat.model} by {cat.creator} ({lic}), {len(f)} → {mesh.n_triangles} triangles, {size} cm"
+    return (f"{e.id}: built {record['source_file']} by {record['creator']} ({record['license']}), "
+            f"{record['triangles_source']} → {mesh.n_triangles} triangles, {size} cm")
+
+
+BUILDERS = {"sh3d": _build_sh3d, "0ad": _build_0ad}
 
 
 def _write_glb(mesh, path: Path) -> None:

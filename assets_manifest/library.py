@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 PACKS_DIR = Path(__file__).parent / "packs"
 PROCEDURAL_PACK = PACKS_DIR / "procedural.yaml"
-BUILT_PACKS = {"sh3d": PACKS_DIR / "sh3d.yaml"}
+BUILT_PACKS = {"sh3d": PACKS_DIR / "sh3d.yaml", "0ad": PACKS_DIR / "zeroad.yaml"}
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:

@@ -80,8 +80,9 @@ class BuildSpec(_Strict):
     """A model inside a Debian package, converted by ``sceneforge assets build``."""
 
     source: Literal["sh3d", "0ad"]
-    library: str                       # sweethome3d: catalog folder (Scopia, KatorLegaz, ...)
-    model: str                         # path inside the library, e.g. scopia/truck/truck.obj
+    library: str = ""                  # sweethome3d: catalog folder (Scopia, KatorLegaz, ...)
+    model: str                         # path inside the library/archive, e.g. scopia/truck/truck.obj
+    texture: str | None = None         # 0ad: the DDS skin inside public.zip
     recolor: tuple[int, int, int] | None = None   # e.g. a yellow taxi from a generic sedan
 
 

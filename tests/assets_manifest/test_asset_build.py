@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from asset_plausible import PLAUSIBLE, VEHICLES, measure
-from assets_manifest import AssetLibrary, sh3d
+from assets_manifest import AssetLibrary, sh3d, zeroad
 from assets_manifest.build import build
 from assets_manifest.library import BUILT_PACKS, built_path, cache_root
 from assets_manifest.normalize import to_npz
 from assets_manifest.schema import load_manifest
-from engine.errors import ConfigError
+from engine.errors import AssetError, ConfigError
 
 CATALOG = """\
 id=SweetHome3D#Test
@@ -80,8 +80,53 @@ def test_recolor_repaints_body_only():
 
 
 def test_unsupported_source_is_a_clear_error(tmp_path):
-    with pytest.raises(ConfigError, match="unsupported 0ad"):
-        build(["0ad"], cache_dir=tmp_path)
+    with pytest.raises(ConfigError, match="unsupported blender"):
+        build(["blender"], cache_dir=tmp_path)
+
+
+def _pmd_bytes(pos, uv, faces) -> bytes:
+    """A version-4 PMD with one UV set (the layout 0 A.D. writes)."""
+    import struct
+    body = struct.pack("<II", len(pos), 1)
+    for p, t in zip(pos, uv):
+        body += struct.pack("<3f3f2f4B4f", *p, 0, 0, 1, *t, 0, 0, 0, 0, 1, 0, 0, 0)
+    body += struct.pack("<I", len(faces)) + np.asarray(faces, "<u2").tobytes()
+    return b"PSMD" + struct.pack("<II", 4, len(body)) + body
+
+
+def test_parse_pmd_and_dds_skin(tmp_path):
+    from PIL import Image
+
+    pos = [(0, 0, 0), (1, 0, 0), (0, 2, 0), (1, 2, 0)]
+    uv = [(0, 0), (1, 0), (0, 1), (1, 1)]
+    data = _pmd_bytes(pos, uv, [(0, 1, 2), (1, 3, 2)])
+    p, f, t = zeroad.parse_pmd(data)
+    assert np.allclose(p, pos) and f.tolist() == [[0, 1, 2], [1, 3, 2]] and np.allclose(t, uv)
+    with pytest.raises(AssetError, match="not a PMD"):
+        zeroad.parse_pmd(b"XXXX" + data[4:])
+    with pytest.raises(AssetError, match="truncated"):
+        zeroad.parse_pmd(data[:40])
+    # Skin: top half red, bottom half blue; PMD v runs down the image (DirectX convention).
+    img = np.zeros((8, 8, 3), np.uint8)
+    img[:4] = (255, 0, 0)
+    img[4:] = (0, 0, 255)
+    buf = tmp_path / "skin.png"
+    Image.fromarray(img).save(buf)
+    pub = tmp_path / "public.zip"
+    with zipfile.ZipFile(pub, "w") as z:
+        z.writestr("m.pmd", _pmd_bytes(pos, [(0, 0.1), (1, 0.1), (0, 0.2), (1, 0.2)], [(0, 1, 2)]))
+        z.write(buf, "skin.dds")
+    _, _, colors = zeroad.read_model(pub, "m.pmd", "skin.dds")
+    assert colors.tolist() == [[255, 0, 0]]
+
+
+def test_zeroad_copyright(tmp_path):
+    f = tmp_path / zeroad.COPYRIGHT
+    f.parent.mkdir(parents=True)
+    f.write_text("Format: x\n\nFiles: *\nCopyright: 2010 Wildfire Games\nLicense: CC-BY-SA-3.0\n\n"
+                 "Files: debian/*\nCopyright: 2011 Someone\nLicense: GPL-2+\n")
+    assert zeroad.copyright_license(tmp_path) == "cc-by-sa-3.0"
+    assert zeroad.copyright_holder(tmp_path) == "Wildfire Games"
 
 
 def test_build_resumes_from_cache_without_fetching(tmp_path):
@@ -98,7 +143,7 @@ def test_build_resumes_from_cache_without_fetching(tmp_path):
 
 def _built_ids() -> list[str]:
     cache = cache_root()
-    return [e.id for e in load_manifest(BUILT_PACKS["sh3d"]).assets if built_path(cache, e.id).exists()]
+    return [e.id for p in BUILT_PACKS.values() for e in load_manifest(p).assets if built_path(cache, e.id).exists()]
 
 
 @pytest.mark.skipif(not _built_ids(), reason="no built assets in the cache (run `sceneforge assets build`)")
@@ -108,7 +153,7 @@ def test_built_asset_loads_grounded_plausible(asset_id):
     info, mesh = lib.info(asset_id), lib.mesh(asset_id)
     record = json.loads(built_path(cache_root(), asset_id).with_suffix(".json").read_text())
     assert record["class"] == info.cls and record["license"] == info.license and record["creator"]
-    assert record["source_file"].endswith(".obj") and record["triangles"] == mesh.n_triangles
+    assert record["source_file"].endswith((".obj", ".pmd")) and record["triangles"] == mesh.n_triangles
     lo, hi = mesh.bounds()
     assert lo[2] == pytest.approx(0.0, abs=1e-3) and np.allclose((lo[:2] + hi[:2]) / 2, 0, atol=1e-2)
     kind, low, high = PLAUSIBLE[info.cls]
