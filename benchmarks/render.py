@@ -170,6 +170,9 @@ def main(argv: list[str] | None = None) -> dict:
         results.update(fps_1proc_1thread=one, fps_2proc_1thread=two, scaling_2proc=two / one)
         print(f"  2 processes (LP_NUM_THREADS=1 each), lit+depth+ids 224x224: {one:.1f} -> {two:.1f} "
               f"frames/s aggregate (x{two / one:.2f})")
+    if args.scene == "typical":  # socket section: benchmarks/socket_overhead.py (render-server owner)
+        from socket_overhead import socket_overhead
+        results.update(socket_overhead(args.seconds))
     return results
 
 
