@@ -97,14 +97,21 @@ float shadow_lookup(sampler2DShadow map, mat4 light_vp, float texel, float bias,
     vec4 lp = light_vp * vec4(v_world + n * (1.5 * texel), 1.0);  // normal offset against acne
     vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
     if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return 1.0;
-    // PCF: 4 hardware-filtered (bilinear compare) taps half a texel apart = a 3x3-texel tent.
-    vec2 ts = 0.5 / vec2(textureSize(map, 0));
     float ref = p.z - bias;
+#ifdef GROUND
+    // PCF: 4 hardware-filtered (bilinear compare) taps half a texel apart = a 3x3-texel tent,
+    // for the large soft-edged shadows on the ground.
+    vec2 ts = 0.5 / vec2(textureSize(map, 0));
     float vis = texture(map, vec3(p.xy + vec2(-ts.x, -ts.y), ref))
               + texture(map, vec3(p.xy + vec2(ts.x, -ts.y), ref))
               + texture(map, vec3(p.xy + vec2(-ts.x, ts.y), ref))
               + texture(map, vec3(p.xy + vec2(ts.x, ts.y), ref));
     return 0.25 * vis;
+#else
+    // Actors: one bilinear compare tap (2x2 PCF). Every tiny triangle shades a whole pixel
+    // block on llvmpipe, so taps on actors cost far more than their few pixels suggest.
+    return texture(map, vec3(p.xy, ref));
+#endif
 }
 
 float shadow_visibility(vec3 n) {
