@@ -78,6 +78,7 @@ class AssetLibrary:
         self._shadowed = set(shadowed or ())
         self.cache_dir = cache_dir
         self._meshes: dict[str, RenderMesh] = {}
+        self._footprints: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
     # ---- construction ---------------------------------------------------------------------
@@ -175,9 +176,11 @@ class AssetLibrary:
         """Convex hull of the mesh's XY projection, (N, 2) cm, counter-clockwise."""
         from scipy.spatial import ConvexHull
 
-        xy = self.mesh(asset_id).vertices[:, :2].astype(float)
-        hull = ConvexHull(np.unique(xy.round(3), axis=0))
-        return hull.points[hull.vertices]
+        if asset_id not in self._footprints:
+            xy = self.mesh(asset_id).vertices[:, :2].astype(float)
+            hull = ConvexHull(np.unique(xy.round(3), axis=0))
+            self._footprints[asset_id] = hull.points[hull.vertices]
+        return self._footprints[asset_id].copy()
 
     def size_cm(self, asset_id: str) -> tuple[float, float, float]:
         """(length along X, width along Y, height) in cm."""
