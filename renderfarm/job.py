@@ -15,7 +15,7 @@ from renderfarm.contract import load_scenario
 from renderfarm.journal import Journal
 from renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
 from renderfarm.local import LocalPool, WorkerSpec
-from renderfarm.manifest import JOURNAL, LOG, farm_dir, make_shards, open_manifest
+from renderfarm.manifest import JOURNAL, LOG, farm_dir, job_lock, make_shards, open_manifest
 from renderfarm.scheduler import Scheduler
 from renderfarm.servers import parse_server_list
 from renderfarm.summary import add_throughput, format_summary, summarise, write_summary
@@ -45,17 +45,18 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
     module = load_scenario(scenario)
     plan = module.plan(config)
     servers = parse_server_list(servers)
-    manifest = open_manifest(out_dir, scenario, plan, shard_size)
-    fdir = farm_dir(out_dir)
-    events, ev_handler = event_logger(fdir / LOG)
-    warn_handler = attach_json_log(fdir / LOG, logging.WARNING, "renderfarm")
-    try:
-        return _run(module, scenario, config, out_dir, manifest, events, progress=progress,
-                    workers=workers, backend=backend, servers=servers, ray_address=ray_address,
-                    max_attempts=max_attempts)
-    finally:
-        detach_json_log(warn_handler, "renderfarm")
-        detach_json_log(ev_handler, "renderfarm.events")
+    with job_lock(out_dir):
+        manifest = open_manifest(out_dir, scenario, plan, shard_size)
+        fdir = farm_dir(out_dir)
+        events, ev_handler = event_logger(fdir / LOG)
+        warn_handler = attach_json_log(fdir / LOG, logging.WARNING, "renderfarm")
+        try:
+            return _run(module, scenario, config, out_dir, manifest, events, progress=progress,
+                        workers=workers, backend=backend, servers=servers,
+                        ray_address=ray_address, max_attempts=max_attempts)
+        finally:
+            detach_json_log(warn_handler, "renderfarm")
+            detach_json_log(ev_handler, "renderfarm.events")
 
 
 def _run(module, scenario, config, out_dir, manifest, events, *, progress, workers, backend,
@@ -125,15 +126,17 @@ def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, 
         scheduler = Scheduler(todo, journal, max_attempts=max_attempts, events=events,
                               on_samples=bar.update,
                               status_path=farm_dir(Path(spec.out_dir)) / "workers.json")
-        pool = _make_pool(backend, spec, n_workers, servers, ray_address, len(todo))
+        pool = None
         try:
             with _sigterm_as_interrupt():
+                pool = _make_pool(backend, spec, n_workers, servers, ray_address, len(todo))
                 return scheduler.run(pool), len(pool.slots)
         except KeyboardInterrupt:
             events.warning("job interrupted", extra={"event": "job_interrupted"})
             raise
         finally:
-            pool.close()
+            if pool is not None:
+                pool.close()
             (farm_dir(Path(spec.out_dir)) / "workers.json").unlink(missing_ok=True)
 
 

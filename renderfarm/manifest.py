@@ -11,10 +11,13 @@ the dataset's own files, so hashing a dataset never sees timestamps or worker id
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import math
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,6 +30,7 @@ FARM_DIR = ".farm"
 MANIFEST = "job.json"
 JOURNAL = "journal.sqlite"
 LOG = "log.jsonl"
+LOCK = "lock"
 MAX_DEFAULT_SHARD = 32
 
 
@@ -74,6 +78,25 @@ def open_manifest(out_dir: Path, scenario: str, plan: JobPlan, shard_size: int |
         log.warning("%s: keeping the recorded shard size %d (asked %d) so the journal stays valid",
                     path, stored.shard_size, shard_size)
     return stored
+
+
+@contextmanager
+def job_lock(out_dir: Path) -> Iterator[None]:
+    """Refuse a second job on the same output dir while one runs (released even by kill -9)."""
+    fdir = farm_dir(out_dir)
+    fdir.mkdir(parents=True, exist_ok=True)
+    with open(fdir / LOCK, "a+") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            raise ConfigError(f"{out_dir}: another farm job is running on this output dir "
+                              f"(pid {f.read().strip() or '?'}); wait for it or use another --out") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        yield
 
 
 def _verify(path: Path, stored: JobManifest, scenario: str, plan: JobPlan) -> None:

@@ -120,6 +120,8 @@ def test_sigterm_stops_workers_cleanly_and_resume_works(tmp_path, cpu_reference)
     wait_for(lambda: count_files(tmp_path / "images") >= 6, what="6 samples")
     workers = live_workers(tmp_path)
     assert workers
+    with pytest.raises(ConfigError, match="another farm job is running"):
+        run_job("farm_toy_cpu", slow, tmp_path, workers=1, progress=False)
     job.send_signal(signal.SIGTERM)
     assert job.wait(60) == 130
     assert not any(pid_alive(w["pid"]) for w in workers)
