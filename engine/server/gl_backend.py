@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -89,7 +90,7 @@ class GLBackend(RenderBackend):
         for k in kinds:
             if k not in KINDS:
                 raise ConfigError(f"unknown render kind {k!r}; expected one of {', '.join(KINDS)}")
-        with self._lock, self._ctx:
+        with self._using():
             frame = self._frame(scene, camera)
             p = self._passes
             if "lit" in kinds or "normal" in kinds:
@@ -104,7 +105,7 @@ class GLBackend(RenderBackend):
         for n in names:
             if n not in order:
                 raise ConfigError(f"pixel_counts: no actor named {n!r} in the scene")
-        with self._lock, self._ctx:
+        with self._using():
             frame = self._frame(scene, camera)
             self._passes.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)
             ids = self._passes.read_ids(camera)
@@ -116,12 +117,14 @@ class GLBackend(RenderBackend):
                     for n in names}
 
     def triangle_count(self, scene: Scene) -> int:
-        with self._lock, self._ctx:
+        with self._using():
             ground = self._passes.ground_triangles(scene.ground)
             return ground + sum(self._mesh(a.asset_id).n_triangles
                                 for a in scene.actors.values() if not a.hidden)
 
     def info(self) -> dict:
+        if self._ctx is None:
+            return {"backend": self.name, "closed": True}
         info = self._ctx.info
         return {"backend": self.name, "gl_renderer": info["GL_RENDERER"],
                 "gl_version": info["GL_VERSION"],
@@ -135,12 +138,24 @@ class GLBackend(RenderBackend):
                 self._ctx = None
 
     # --- internals --------------------------------------------------------------------------
+    @contextmanager
+    def _using(self):
+        """Serialise calls, make the context current on this thread, map GL errors."""
+        import moderngl
+
+        with self._lock:
+            if self._ctx is None:
+                raise RenderError("GL backend is closed")
+            try:
+                with self._ctx:
+                    yield
+            except moderngl.Error as e:
+                raise RenderError(f"OpenGL error while rendering: {e}") from e
+
     def _mesh(self, asset_id: str):
         return self._passes.mesh(asset_id, self._provider)
 
     def _frame(self, scene: Scene, camera: Camera) -> Frame:
-        if self._ctx is None:
-            raise RenderError("GL backend is closed")
         draws = []
         for i, actor in enumerate(scene.actors.values()):
             if actor.hidden:

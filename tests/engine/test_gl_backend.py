@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import trimesh
 
-from engine.errors import ConfigError
+from engine.errors import ConfigError, RenderError
 from engine.meshes import RenderMesh
 from engine.server.backend import KINDS
 from engine.server.gl_backend import GLBackend
@@ -394,6 +394,21 @@ def test_triangle_count_and_info(backend):
     assert backend.triangle_count(scene) == expected
     info = backend.info()
     assert info["backend"] == "moderngl" and info["gl_renderer"] and info["gl_version"]
+
+
+def test_missing_asset_propagates_the_providers_error(backend):
+    with pytest.raises(KeyError):
+        backend.render(_scene(_actor("x", "no_such_asset", (500.0, 0.0, 0.0))), _camera(), ("lit",))
+    assert backend.render(_three_objects(), _camera(), ("instance_id",))["instance_id"].max() == 3
+
+
+def test_closed_backend_raises_render_error():
+    b = GLBackend(MESHES.__getitem__, shadow_map_size=256)
+    b.close()
+    b.close()  # idempotent
+    with pytest.raises(RenderError, match="closed"):
+        b.render(_scene(), _camera(), ("lit",))
+    assert b.info()["backend"] == "moderngl"
 
 
 def test_look_at_camera_sees_target_at_image_centre(backend):
