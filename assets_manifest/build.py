@@ -75,7 +75,8 @@ def fetch_package(package: str, cache: Path) -> Path:
         if r.returncode != 0 or deb is None:
             hint = " (run `apt-get update` first: the package index is empty or stale)" \
                 if "Unable to locate" in r.stderr or "no installation candidate" in r.stderr else ""
-            raise AssetError(f"apt-get download {package} failed{hint}: {r.stderr.strip().splitlines()[-1:]}")
+            last = (r.stderr.strip().splitlines() or ["no output"])[-1]
+            raise AssetError(f"apt-get download {package} failed{hint}: {last}")
     (cache / "sources").mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="unpack-", dir=cache / "sources"))
     r = _run(["dpkg-deb", "-x", str(deb), str(tmp)], cache)

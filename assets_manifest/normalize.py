@@ -52,11 +52,10 @@ def axes_matrix(up: str, forward: str) -> np.ndarray:
 
 def _material_color(material) -> np.ndarray:
     """RGB of a trimesh material (PBR base colour or simple diffuse), uint8."""
-    for attr in ("baseColorFactor", "main_color", "diffuse"):
+    for attr in ("baseColorFactor", "main_color", "diffuse"):   # trimesh stores these as uint8
         c = getattr(material, attr, None)
         if c is not None:
-            c = np.asarray(c, float).ravel()[:3]
-            return (c * 255 if c.max() <= 1.0 and attr == "baseColorFactor" else c).clip(0, 255).astype(np.uint8)
+            return np.asarray(c, float).ravel()[:3].clip(0, 255).astype(np.uint8)
     return GREY
 
 

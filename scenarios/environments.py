@@ -179,10 +179,7 @@ class Environment:
     def variants(self, cls: str, library=None) -> list[str]:
         """Asset ids of ``cls`` for this environment: those carrying one of ``style_tags`` when the
         class has any (snowy trees in Winter Town), else every active variant (sorted ids)."""
-        lib = library or self.library
-        infos = lib.by_class(cls)
-        styled = [i.id for i in infos if set(i.tags) & set(self.spec.style_tags)]
-        return styled or [i.id for i in infos]
+        return pick_variants(library or self.library, cls, self.spec.style_tags)
 
     def clutter(self, rng: np.random.Generator, keep_out=(), library=None) -> list[Actor]:
         """Background actors: landmarks, then each clutter group; deterministic given ``rng``.
@@ -196,7 +193,8 @@ class Environment:
         for lm, a in zip(self.spec.landmarks, actors):
             placed.append((*lm.location_cm, _radius(lib, a.asset_id) * lm.scale))
         for group in self.spec.clutter:
-            for asset_id, x, y, yaw, s in _place_group(group, rng, lib, placed, self.spec.sampling.centre_cm):
+            for asset_id, x, y, yaw, s in _place_group(group, rng, lib, placed, self.spec.sampling.centre_cm,
+                                                       self.spec.style_tags):
                 actors.append(self._actor(len(actors), asset_id, x, y, yaw, s, lib))
         return actors
 
@@ -223,23 +221,23 @@ def _ground_z(ground: Ground, x: float, y: float, r: float) -> float:
     return float(np.min(ground.height(xs, ys)))
 
 
-def _variants(lib, cls: str, prefer_tag: str | None) -> list[str]:
+def pick_variants(lib, cls: str, tags) -> list[str]:
+    """Active asset ids of ``cls``, narrowed to those with any of ``tags`` when some have them."""
     infos = lib.by_class(cls)
-    tagged = [i for i in infos if prefer_tag and prefer_tag in i.tags]
-    ids = [i.id for i in (tagged or infos)]
-    if not ids:
-        raise ConfigError(f"clutter class {cls!r} has no asset in the library")
-    return ids
+    if not infos:
+        raise ConfigError(f"class {cls!r} has no asset in the library")
+    styled = [i.id for i in infos if set(i.tags) & set(tags)]
+    return styled or [i.id for i in infos]
 
 
-def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, placed: list, centre):
+def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, placed: list, centre, style=()):
     """Yield (asset_id, x, y, yaw, scale) for one group; appends each disc to ``placed``."""
     lo, hi = (group.count, group.count) if isinstance(group.count, int) else group.count
     n = int(rng.integers(lo, hi + 1))
     r_in, r_out = group.ring_cm
     for _ in range(n):
         cls = group.classes[int(rng.integers(len(group.classes)))]
-        ids = _variants(lib, cls, group.prefer_tag)
+        ids = pick_variants(lib, cls, [group.prefer_tag] if group.prefer_tag else style)
         asset_id = ids[int(rng.integers(len(ids)))]
         s = float(rng.uniform(*group.scale))
         rad = _radius(lib, asset_id) * s
