@@ -26,6 +26,7 @@ def register(subparsers) -> None:
     pv.add_argument("--seed", type=int, default=0, help="clutter seed")
     pv.add_argument("--triple", type=int, default=0, help="which object triple to show (index)")
     pv.add_argument("--procedural", action="store_true", help="use only the procedural asset pack")
+    pv.add_argument("--distance", type=float, default=1600.0, help="camera distance from the centre, cm")
     pv.set_defaults(func=run_preview)
 
 
@@ -56,9 +57,9 @@ def run_preview(args) -> int:
     env = load_env(args.env, library=library)
     if not 0 <= args.triple < len(env.triples):
         raise ConfigError(f"--triple must be in 0..{len(env.triples) - 1}, got {args.triple}")
-    if not 1 <= args.views <= 16 or not 16 <= args.size <= 1024:
-        raise ConfigError("--views must be 1..16 and --size 16..1024")
-    images = render_views(env, args.views, args.size, args.seed, args.triple)
+    if not 1 <= args.views <= 16 or not 16 <= args.size <= 1024 or not 300 <= args.distance <= 10000:
+        raise ConfigError("--views must be 1..16, --size 16..1024 and --distance 300..10000 (cm)")
+    images = render_views(env, args.views, args.size, args.seed, args.triple, args.distance)
     for k, img in enumerate(images):
         save_png(img, args.out / f"{env.name}_{k}.png")
     print(f"wrote {len(images)} views to {args.out}/")
