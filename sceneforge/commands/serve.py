@@ -37,13 +37,13 @@ def _validate(args) -> None:
     from engine.errors import ConfigError
 
     if not 0 <= args.port <= 65535:
-        raise ConfigError(f"serve: --port must be in 0..65535, got {args.port}")
+        raise ConfigError(f"--port must be in 0..65535, got {args.port}")
     if args.threads < 1:
-        raise ConfigError(f"serve: --threads must be >= 1, got {args.threads}")
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     if args.max_frame is not None and args.max_frame < 64:
-        raise ConfigError(f"serve: --max-frame must be >= 64 bytes, got {args.max_frame}")
+        raise ConfigError(f"--max-frame must be >= 64 bytes, got {args.max_frame}")
     if args.output_dir is not None and args.output_dir.exists() and not args.output_dir.is_dir():
-        raise ConfigError(f"serve: --output-dir {args.output_dir} exists and is not a directory")
+        raise ConfigError(f"--output-dir {args.output_dir} exists and is not a directory")
 
 
 def _write_ready(path: Path, port: int) -> None:
@@ -82,14 +82,17 @@ def run(args) -> int:
     try:
         host, port = server.start()
     except OSError as e:
-        raise ConfigError(f"serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    if args.ready_file:
-        _write_ready(args.ready_file, port)
-    print(f"listening on {host}:{port}", flush=True)
     try:
+        if args.ready_file:
+            try:
+                _write_ready(args.ready_file, port)
+            except OSError as e:
+                raise ConfigError(f"cannot write --ready-file {args.ready_file}: {e.strerror or e}") from None
+        print(f"listening on {host}:{port}", flush=True)
         while not stop.wait(0.5):
             pass
     finally:
