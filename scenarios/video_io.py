@@ -1,13 +1,15 @@
 """MP4 (H.264, yuv420p) encode/decode and the frame-level variant transforms.
 
-Encoding uses PyAV's libx264 with ``threads=1`` and fixed parameters, so the same frames give
-byte-identical files on the same PyAV/FFmpeg build (x264 is deterministic single-threaded; the
-muxer writes no timestamps of the wall clock). Files are written to a temporary name and
+Encoding uses PyAV's libx264 with ``threads=1``, fixed parameters, explicit frame timestamps
+and no AVX-512 kernels, so the same frames give byte-identical files on the same PyAV/FFmpeg
+build (the muxer writes no wall-clock timestamps). Files are written to a temporary name and
 ``os.replace``d, so a killed worker never leaves a half-written mp4.
 """
 from __future__ import annotations
 
+import functools
 import os
+import platform
 from fractions import Fraction
 from pathlib import Path
 
@@ -15,10 +17,35 @@ import numpy as np
 
 from engine.errors import ConfigError, RenderError
 
-# Fixed x264 settings: single thread, no scene-cut randomness, a fixed GOP; crf 18 keeps the
-# synthetic edges crisp at 224² while a 16-frame clip stays ~30-60 kB.
-X264_OPTIONS = {"threads": "1", "preset": "medium", "crf": "18", "g": "32",
-                "x264-params": "threads=1:sliced-threads=0:lookahead-threads=1"}
+# x264 CPU feature names for /proc/cpuinfo flags. AVX-512 is deliberately absent: measured on
+# this machine, x264's AVX-512 kernels read past the end of the input planes, so the bitstream
+# depended on leftover heap bytes (3-5 of 48 encodes differed; with glibc MALLOC_PERTURB_ or
+# without AVX-512: 0 of 240). Restricting ``asm`` to the detected non-512 features fixes it.
+_X264_CPU = (("sse", "MMX2"), ("sse", "SSE"),  # every SSE CPU has MMX2 (MMXEXT)
+             ("sse2", "SSE2"), ("pni", "SSE3"), ("ssse3", "SSSE3"),
+             ("sse4_1", "SSE4.1"), ("sse4_2", "SSE4.2"), ("avx", "AVX"), ("fma", "FMA3"),
+             ("bmi1", "BMI1"), ("bmi2", "BMI2"), ("avx2", "AVX2"), ("abm", "LZCNT"), ("popcnt", "POPCNT"))
+
+
+@functools.lru_cache(maxsize=1)
+def x264_params() -> str:
+    """Fixed x264 parameters: one thread, CFR rate control, no AVX-512 (see above)."""
+    params = "threads=1:sliced-threads=0:lookahead-threads=1:sync-lookahead=0:force-cfr=1"
+    try:
+        text = Path("/proc/cpuinfo").read_text() if platform.machine().lower() in ("x86_64", "amd64") else ""
+    except OSError:
+        text = ""
+    flags = next((set(line.split(":", 1)[1].split()) for line in text.splitlines()
+                  if line.startswith("flags")), set())
+    if "sse2" in flags:
+        params += ":asm=" + ",".join(name for flag, name in _X264_CPU if flag in flags)
+    return params
+
+
+def x264_options() -> dict[str, str]:
+    """Single-threaded, fixed-parameter libx264 options; crf 18 keeps synthetic edges crisp at
+    224² while a 16-frame clip stays ~30-60 kB."""
+    return {"threads": "1", "preset": "medium", "crf": "18", "g": "32", "x264-params": x264_params()}
 
 
 def apply_aug(frames: np.ndarray, aug: str) -> np.ndarray:
@@ -53,12 +80,15 @@ def encode_mp4(frames: np.ndarray, path: str | os.PathLike, fps: float) -> Path:
     tmp = path.with_name(f".{path.name}.tmp")
     rate = Fraction(fps).limit_denominator(1001)
     with av.open(str(tmp), mode="w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=rate, options=dict(X264_OPTIONS))
+        stream = out.add_stream("libx264", rate=rate, options=x264_options())
         stream.width, stream.height, stream.pix_fmt = f.shape[2], f.shape[1], "yuv420p"
         stream.thread_count = 1
         stream.thread_type = "SLICE"
-        for img in f:
-            out.mux(stream.encode(av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")))
+        stream.codec_context.time_base = 1 / rate
+        for i, img in enumerate(f):
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
+            frame.pts = i  # explicit timestamps: rate control must not see missing/guessed pts
+            out.mux(stream.encode(frame))
         out.mux(stream.encode(None))
     os.replace(tmp, path)
     return path

@@ -175,6 +175,10 @@ def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Act
     subject (empty when ``visibility`` is False)."""
     client.set_world(world)
     client.reset()
+    # An empty-scene frame clears the renderer's per-scene caches (shadow layers depend on which
+    # actors moved since the previous frame), so a clip renders the same after any other clip.
+    client.set_camera(0, mo.camera_at(clip, 0, fov, size, size))
+    client.render(0, ("lit",))
     client.spawn([*scenery, subject])
     frames, vis = {k: [] for k in kinds}, []
     for t in range(clip.n_frames):
