@@ -21,13 +21,14 @@ class Plan:
     tail: float         # tail length / L
     tail_r: float       # tail radius / L
     ear: float          # ear height / L
+    leg_r: float = 0.04  # leg radius / L
 
 
 def _legs(b: Builder, L: float, p: Plan, col) -> float:
     top = p.leg * L
     for x in (0.32 * L, -0.32 * L):
         for y in (-0.12 * L * p.girth / 0.45, 0.12 * L * p.girth / 0.45):
-            b.capsule(0.045 * L * p.girth / 0.4, 0, col, (x, y, 0.03 * L), (x, y, top))
+            b.capsule(p.leg_r * L, 0, col, (x, y, 0.03 * L), (x, y, top))
     return top
 
 
@@ -56,13 +57,13 @@ def quadruped(L: float, p: Plan, color, belly=None, extra=None) -> RenderMesh:
 
 @register("bear")
 def bear(length_cm: float = 200.0, color=(92, 62, 38)) -> RenderMesh:
-    p = Plan(leg=0.3, girth=0.55, neck=0.2, neck_up=0.2, head=0.14, snout=0.12, tail=0.05, tail_r=0.04, ear=0.06)
+    p = Plan(leg=0.3, girth=0.55, neck=0.2, neck_up=0.2, head=0.14, snout=0.12, tail=0.05, tail_r=0.04, ear=0.06, leg_r=0.085)
     return quadruped(length_cm, p, color)
 
 
 @register("fox")
 def fox(length_cm: float = 70.0, color=(200, 100, 35)) -> RenderMesh:
-    p = Plan(leg=0.38, girth=0.35, neck=0.25, neck_up=0.45, head=0.12, snout=0.2, tail=0.6, tail_r=0.08, ear=0.18)
+    p = Plan(leg=0.38, girth=0.35, neck=0.25, neck_up=0.45, head=0.12, snout=0.2, tail=0.6, tail_r=0.08, ear=0.18, leg_r=0.035)
 
     def tail_tip(b: Builder, L, head_c, zc) -> None:
         b.sphere(0.07 * L, (245, 240, 230), at=(-1.08 * L, 0, zc - 0.25 * L))
@@ -72,7 +73,7 @@ def fox(length_cm: float = 70.0, color=(200, 100, 35)) -> RenderMesh:
 @register("dog")
 def dog(length_cm: float = 90.0, color=(110, 115, 125), belly=(235, 235, 235)) -> RenderMesh:
     """Husky-like dog: grey back, white belly, erect ears, curled-up tail."""
-    p = Plan(leg=0.5, girth=0.42, neck=0.28, neck_up=0.55, head=0.13, snout=0.16, tail=0.35, tail_r=0.07, ear=0.14)
+    p = Plan(leg=0.5, girth=0.42, neck=0.28, neck_up=0.55, head=0.13, snout=0.16, tail=0.35, tail_r=0.07, ear=0.14, leg_r=0.05)
 
     def curl(b: Builder, L, head_c, zc) -> None:
         b.capsule(0.06 * L, 0, color, (-0.5 * L, 0, zc + 0.1 * L), (-0.6 * L, 0, zc + 0.35 * L))
@@ -82,7 +83,7 @@ def dog(length_cm: float = 90.0, color=(110, 115, 125), belly=(235, 235, 235)) -
 
 @register("deer")
 def deer(length_cm: float = 160.0, color=(150, 100, 60), antlers: bool = True) -> RenderMesh:
-    p = Plan(leg=0.65, girth=0.38, neck=0.42, neck_up=0.75, head=0.09, snout=0.16, tail=0.08, tail_r=0.04, ear=0.12)
+    p = Plan(leg=0.65, girth=0.38, neck=0.42, neck_up=0.75, head=0.09, snout=0.16, tail=0.08, tail_r=0.04, ear=0.12, leg_r=0.03)
 
     def horns(b: Builder, L, head_c, zc) -> None:
         if not antlers:
@@ -99,7 +100,7 @@ def deer(length_cm: float = 160.0, color=(150, 100, 60), antlers: bool = True) -
 
 @register("camel")
 def camel(length_cm: float = 300.0, color=(190, 150, 100), humps: int = 1) -> RenderMesh:
-    p = Plan(leg=0.62, girth=0.36, neck=0.5, neck_up=0.6, head=0.08, snout=0.14, tail=0.15, tail_r=0.02, ear=0.05)
+    p = Plan(leg=0.62, girth=0.36, neck=0.5, neck_up=0.6, head=0.08, snout=0.14, tail=0.15, tail_r=0.02, ear=0.05, leg_r=0.035)
 
     def hump(b: Builder, L, head_c, zc) -> None:
         xs = (0.0,) if humps == 1 else (0.15, -0.18)

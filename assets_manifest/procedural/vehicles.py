@@ -73,10 +73,10 @@ def scooter(length_cm: float = 180.0, color=(150, 200, 190)) -> RenderMesh:
     b = Builder()
     for x in (0.36 * L, -0.33 * L):
         b.cyl(r, 0.07 * L, TYRE, at=(x, 0, r), rot=rot_x(90), sections=14)
-    b.sphere(0.5, color, at=(-0.25 * L, 0, 0.36 * L), scale=(0.5 * L, 0.3 * L, 0.32 * L))  # body
+    b.sphere(0.5, color, at=(-0.24 * L, 0, 0.32 * L), scale=(0.55 * L, 0.3 * L, 0.3 * L), subdiv=2)  # body
     b.box((0.45 * L, 0.22 * L, 0.05 * L), shade(color, 0.8), at=(0.05 * L, 0, 0.16 * L))  # floor
     b.box((0.07 * L, 0.3 * L, 0.42 * L), color, at=(0.3 * L, 0, 0.38 * L))              # shield
-    b.box((0.3 * L, 0.17 * L, 0.05 * L), (70, 50, 40), at=(-0.22 * L, 0, 0.54 * L))     # seat
+    b.box((0.36 * L, 0.17 * L, 0.05 * L), (70, 50, 40), at=(-0.22 * L, 0, 0.48 * L))    # seat
     b.rod(0.02 * L, CHROME, (0.33 * L, 0, 0.55 * L), (0.36 * L, 0, r))
     b.rod(0.018 * L, CHROME, (0.34 * L, -0.2 * L, 0.62 * L), (0.34 * L, 0.2 * L, 0.62 * L))
     b.sphere(0.04 * L, (250, 250, 230), at=(0.36 * L, 0, 0.6 * L))
