@@ -17,6 +17,8 @@ from scenarios.sparrta_record import load_record
 from scenarios.writers import assign_splits, atomic_write_json, write_table
 
 CARD_FILE = "dataset_card.json"
+FIRST_COLUMNS = ("file_name", "index", "env", "task", "triple_id", "unit_index", "label", "split", "source_class",
+                 "target_class", "viewpoint", "margin_deg", "angle_deg", "seed")
 RULES = ("f = source - observer, r = target - source (XY only, UE cm); a = unsigned angle(f, r); "
          "c = f.x*r.y - f.y*r.x, c > 0 => right; a < 45-m front (target beyond the source), a > 135+m back, "
          "45+m < a < 135-m left/right, otherwise ambiguous (rejected). Observer: camera (ego) or the human "
@@ -46,7 +48,8 @@ def with_splits(recs: list[dict]) -> list[dict]:
     for rows in groups.values():
         for row, s in zip(rows, assign_splits([row["label"] for row in rows])):
             split_of[row["index"]] = s
-    return [{**r["row"], "split": split_of[r["row"]["index"]]} for r in recs]
+    rows = [{**r["row"], "split": split_of[r["row"]["index"]]} for r in recs]
+    return [{k: row[k] for k in FIRST_COLUMNS} | {k: v for k, v in row.items() if k not in FIRST_COLUMNS} for row in rows]
 
 
 def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
