@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from assets_manifest import normalize
-from assets_manifest.licenses import attribution_line, matches_any
+from assets_manifest.licenses import attribution_line, is_share_alike, matches_any
 from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
 from engine.errors import AssetError, ConfigError
 from engine.meshes import RenderMesh
@@ -100,11 +100,15 @@ class AssetLibrary:
     def default(cls, cache_dir=None, licenses=None, extra_manifests=()) -> "AssetLibrary":
         """Built assets where the cache has them (per class), procedural for the other classes.
 
-        ``extra_manifests`` (user packs) are added like built assets. Procedural assets of a class
+        ``extra_manifests`` (user packs) are added like built assets. ``licenses`` (license
+        families, e.g. ``["cc0", "cc-by"]``) defaults to ``$SCENEFORGE_LICENSES`` (comma list), so
+        a render server started as a subprocess applies the same filter as its parent. Procedural assets of a class
         that has built or user variants stay resolvable by id (old configs keep working) but are
         left out of :meth:`ids` and :meth:`by_class`.
         """
         cache = cache_root(cache_dir)
+        if licenses is None and os.environ.get("SCENEFORGE_LICENSES"):
+            licenses = os.environ["SCENEFORGE_LICENSES"].split(",")   # reaches server subprocesses
         entries = []
         for path in BUILT_PACKS.values():
             m = load_manifest(path)
@@ -157,6 +161,10 @@ class AssetLibrary:
 
     def licenses(self, ids) -> list[str]:
         return sorted({self.info(i).license for i in ids})
+
+    def has_share_alike(self, ids) -> bool:
+        """True if any of the assets is CC-BY-SA: the dataset card must say so."""
+        return any(is_share_alike(self.info(i).license) for i in ids)
 
     def fingerprint(self) -> str:
         """Short hash of the active ids and their origins: record it so a dataset says which

@@ -175,6 +175,15 @@ def test_default_prefers_built_per_class_and_credits(tmp_path, proc):
     assert any("cc-by-3.0" in a for a in lib.attributions(["sh3d_truck", "proc_cone"]))
     assert lib.fingerprint() != AssetLibrary.default(cache_dir=tmp_path / "empty").fingerprint()
     assert [i.id for i in AssetLibrary.default(cache_dir=tmp_path, licenses=["cc0"]).by_class("truck")][0] == "proc_truck"
+    assert not lib.has_share_alike(lib.ids())
+
+
+def test_licenses_from_environment(tmp_path, proc, monkeypatch):
+    to_npz(proc.mesh("proc_bear"), built_path(tmp_path, "0ad_bear_brown"))
+    assert AssetLibrary.default(cache_dir=tmp_path).has_share_alike(["0ad_bear_brown"])
+    monkeypatch.setenv("SCENEFORGE_LICENSES", "cc0,cc-by")
+    lib = AssetLibrary.default(cache_dir=tmp_path)
+    assert "0ad_bear_brown" not in lib.ids() and lib.by_class("bear")[0].id == "proc_bear"
 
 
 def test_unknown_ids_and_classes(proc):
