@@ -16,6 +16,7 @@ Steps, in order (each is a small function so the builder and the library share t
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import numpy as np
@@ -174,7 +175,6 @@ def normalise(v, f, c, *, up: str, forward: str, units_cm: float, size=None,
 
 def to_npz(mesh: RenderMesh, path: Path) -> None:
     """Write a RenderMesh atomically (temp file + os.replace)."""
-    import os
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp.npz")
     np.savez_compressed(tmp, vertices=mesh.vertices, faces=mesh.faces, colors=mesh.colors)

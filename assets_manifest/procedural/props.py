@@ -3,7 +3,6 @@ background structures (buildings, houses, a bridge, fences, crates, signs)."""
 from __future__ import annotations
 
 import numpy as np
-import trimesh
 
 from assets_manifest.procedural import register
 from assets_manifest.procedural.shapes import Builder, ridge_prism, rot_x, rot_y, rot_z, shade
