@@ -105,6 +105,8 @@ class GLBackend(RenderBackend):
         for n in names:
             if n not in order:
                 raise ConfigError(f"pixel_counts: no actor named {n!r} in the scene")
+        if not names:
+            return {}
         with self._using():
             frame = self._frame(scene, camera)
             self._passes.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)
