@@ -36,6 +36,8 @@ from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_imag
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
 JOB_FILE = "job.json"
+# Rules that reject most candidates by design (drawing until the wanted label appears).
+CONDITIONING = ("label", "ambiguity", "scene_unusable")
 
 
 # --- contract -------------------------------------------------------------------------------------
@@ -70,12 +72,15 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
 
 def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
-    for idx in todo:
+    """Make samples in index order. Rejection sampling is deterministic, so after one sample
+    fails the rest of the shard is reported failed too (not retried) and the job stops early."""
+    for k, idx in enumerate(todo):
         unit, i = locate(units, idx)
         try:
             rec = session.make(unit, i)
         except PlacementError as e:
             result.failed[idx] = str(e)
+            result.failed.update({j: f"not attempted: sample {idx} failed first" for j in todo[k + 1:]})
             result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
             break
         result.done.append(idx)
@@ -249,11 +254,15 @@ class Session:
         return self.client.visibility(0, names)
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
-        rule, n = counts.most_common(1)[0] if counts else ("none", 0)
+        """The error names the rule that rejected most, leaving out the label rules (they turn
+        down most candidates by design) unless nothing else rejected anything."""
+        limiting = Counter({k: v for k, v in counts.items() if k not in CONDITIONING}) or counts
+        rule, n = limiting.most_common(1)[0] if limiting else ("none", 0)
         tries = sum(counts.values())
         return PlacementError(f"{unit.env}/{unit.task}/{unit.triple_id} sample {i} (label {want}): no valid sample in "
-                              f"{self.cfg.max_scenes} placements; rule {rule!r} rejected most ({n} of {tries}): "
-                              f"{dict(sorted(counts.items()))}", rule=rule, tries=tries, rejections=dict(counts))
+                              f"{self.cfg.max_scenes} placements; rule {rule!r} rejected most ({n} of {tries} "
+                              f"candidates, label rules aside): {dict(sorted(counts.items()))}",
+                              rule=rule, tries=tries, rejections=dict(counts))
 
     def write(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict, counts: Counter,
               renders: int) -> dict:

@@ -48,6 +48,12 @@ def run_generate(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     summary = _dispatch(config, Path(args.out), args)
+    failed = summary.get("failed") or {}
+    if failed:  # the farm reports failures instead of raising: make them the usual one line
+        from engine.errors import PlacementError
+        causes = [m for m in failed.values() if not m.startswith("not attempted")] or list(failed.values())
+        raise PlacementError(f"{len(failed)} of {summary.get('samples')} samples failed (rerun resumes); "
+                             f"{causes[0]}")
     stats = summary.get("finalize", {})
     print(f"{summary.get('samples')} samples in {args.out} ({summary.get('rendered', 0)} rendered this run, "
           f"{summary.get('samples_per_s', 0):.2f} labelled images/s); labels {stats.get('by_label')}")
