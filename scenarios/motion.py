@@ -107,6 +107,7 @@ class MotionSpec:
     obj_yaw_deg: float = 0.0         # subject's initial yaw (static/rotate)
     obj_turn_dps: float = 0.0        # signed: + turns clockwise seen from above
     subject_size: tuple[float, float, float] = (400.0, 200.0, 150.0)  # cm, local X/Y/Z extent
+    scale: float = 1.0               # size factor applied to distance, height and speeds
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -240,8 +241,9 @@ def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
                 scale: float = 1.0) -> MotionSpec:
     """Draw one clip's scalars for ``pattern`` (directions: a base direction + jitter).
 
-    ``scale`` multiplies the camera distance and both translation speeds, so a fox is filmed
-    from closer and moves slower than a truck while keeping the same on-screen motion."""
+    ``scale`` multiplies the camera distance, height (not below 60 cm) and both translation
+    speeds, so a fox is filmed from closer and moves slower than a truck while keeping a similar
+    on-screen size and motion."""
     cam_mode, obj_mode = parse_pattern(pattern)
     jit = lambda: float(rng.uniform(-cfg.dir_jitter_deg, cfg.dir_jitter_deg))  # noqa: E731
     sign = lambda: float(rng.choice([-1.0, 1.0]))  # noqa: E731
@@ -249,9 +251,9 @@ def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
                       anchor=(float(anchor[0]), float(anchor[1])),
                       bearing_deg=float(rng.uniform(-180, 180)),
                       distance_cm=scale * _uniform(rng, cfg.cam_distance_cm),
-                      height_cm=_uniform(rng, cfg.cam_height_cm),
+                      height_cm=max(60.0, scale * _uniform(rng, cfg.cam_height_cm)),
                       obj_yaw_deg=float(rng.uniform(-180, 180)),
-                      subject_size=tuple(float(s) for s in subject_size))
+                      subject_size=tuple(float(s) for s in subject_size), scale=float(scale))
     if cam_mode == "translate":
         base = CAM_DIRS[str(rng.choice(list(CAM_DIRS)))]
         spec = replace(spec, cam_dir_deg=base + jit(), cam_speed_cms=scale * _uniform(rng, cfg.cam_speed_cms))

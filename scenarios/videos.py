@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import ConfigError, PlacementError, SceneforgeError
+from engine.errors import ConfigError, PathSecurityError, PlacementError, SceneforgeError
 from engine.world import Actor, Ground, Transform
 from renderfarm.contract import JobPlan, Shard, ShardResult
 from scenarios import dsi
@@ -36,7 +37,11 @@ from scenarios.video_io import apply_aug, encode_mp4
 log = logging.getLogger(__name__)
 TASK = "videos"
 SUBJECT = "subject"
-ANCHOR_CM = 600.0  # subject start within ±this of the env centre (clutter rings start ~18 m out)
+# Classes that plausibly drive, walk or turn; the default subjects are the env triples' targets
+# among these (a rock that drives away would make the questions absurd).
+MOVABLE = ("truck", "car", "taxi", "bike", "vespa", "camel", "bear", "fox", "deer", "husky", "human")
+ANCHOR_CM = 600.0
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # subject start within ±this of the env centre (clutter rings start ~18 m out)
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ class VideoConfig:
     image_size: int | None = None          # default: the environment's
     fov_deg: float | None = None           # default: the environment's
     motion: mo.MotionConfig = field(default_factory=mo.MotionConfig)
-    subjects: tuple[str, ...] | None = None  # classes; default: the env triples' targets
+    subjects: tuple[str, ...] | None = None  # classes; default: the env triples' movable targets
     clutter: bool = True
     min_visible_ratio: float | None = None  # default: the environment's (0.8)
     min_bbox_px: float | None = None        # default: the environment's
@@ -111,9 +116,11 @@ def load_context(cfg: VideoConfig) -> Context:
     from scenarios.environments import load_env
 
     env = load_env(cfg.env)
+    relative_path(env.name, 0)  # validate the name before any work
     lib = env.library
     s = env.sampling
-    classes = cfg.subjects or tuple(dict.fromkeys(t.target_class for t in env.triples))
+    targets = [t.target_class for t in env.triples if t.target_class in MOVABLE]
+    classes = cfg.subjects or tuple(dict.fromkeys(targets)) or MOVABLE
     ids = sorted(i.id for c in classes for i in lib.by_class(c))
     if not ids:
         raise ConfigError(f"videos config: no assets for subject classes {list(classes)}")
@@ -138,7 +145,11 @@ def clip_rng(cfg: VideoConfig, env_name: str, index: int, stream: int = 0) -> np
 
 
 def relative_path(env_name: str, index: int) -> str:
-    """DSI's ``relative_path`` (joined onto ``videos/{aug}/``, so it carries the extension)."""
+    """DSI's ``relative_path`` (joined onto ``videos/{aug}/``, so it carries the extension).
+    The env name becomes a directory, so it must be a plain name (no path escapes)."""
+    if not _SAFE_NAME.fullmatch(env_name):
+        raise PathSecurityError(f"environment name {env_name!r} is not a plain name ([A-Za-z0-9_-]+); "
+                                "it would become a directory under videos/")
     return f"{env_name}/{index:06d}.mp4"
 
 
@@ -146,7 +157,7 @@ def _rules(ctx: Context) -> list:
     th = dsi.Thresholds()
     return [
         ("out_of_view", lambda c: mo.min_edge_margin_px(c, ctx.fov, ctx.size, ctx.size) >= ctx.cfg.edge_margin_px),
-        ("camera_too_close", lambda c: mo.min_clearance_cm(c) >= ctx.cfg.min_clearance_cm),
+        ("camera_too_close", lambda c: mo.min_clearance_cm(c) >= ctx.cfg.min_clearance_cm * c.spec.scale),
         ("object_label", lambda c: dsi.consistent(dsi.variant_answers(c, "obj", th))),
         ("camera_label", lambda c: dsi.consistent(dsi.variant_answers(c, "cam", th))),
     ]
@@ -158,7 +169,7 @@ def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: 
     from scenarios.sampling import resample_while
 
     size = ctx.lib.size_cm(asset_id)
-    scale = float(np.clip(max(size[0], size[1]) / 450.0, 0.4, 1.5))  # small animals: closer, slower
+    scale = float(np.clip(max(size[0], size[1]) / 450.0, 0.25, 1.5))  # small animals: closer, slower
     cx, cy = ctx.env.sampling.centre_cm
 
     def draw(r: np.random.Generator) -> mo.ClipMotion:
@@ -289,7 +300,9 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
                 made = make_clip(ctx, client, index, counts)
                 write_clip(out_dir, clip_record(ctx, index, made), made["frames"])
                 result.done.append(index)
+                log.debug("clip %d done (%s, %d render attempt(s))", index, made["clip"].pattern, made["attempts"])
             except PlacementError as e:
+                log.warning("clip %d failed: %s", index, e)
                 result.failed[index] = str(e)
     result.rejections, result.seconds = dict(counts), time.perf_counter() - t0
     return result

@@ -218,3 +218,19 @@ def test_cli_oracle_eval_and_clear_errors(dataset, tmp_path):
     assert r.returncode == 2 and "length mismatch in hflip" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = subprocess.run([*cmd, "videos", "--env", "city", "--out", str(tmp_path / "v")], capture_output=True, text=True)
     assert r.returncode == 2 and "--n is required" in r.stderr and not (tmp_path / "v").exists()
+
+
+def test_env_name_that_escapes_the_output_dir_is_refused(tmp_path):
+    from engine.errors import PathSecurityError
+    from scenarios.environments import env_path
+
+    text = env_path("city").read_text().replace("name: city", "name: ../evil")
+    (tmp_path / "evil.yaml").write_text(text)
+    with pytest.raises(PathSecurityError, match="plain name"):
+        videos.load_context(videos.VideoConfig.from_dict({"env": str(tmp_path / "evil.yaml"), "n": 1}))
+
+
+def test_default_subjects_are_movable_targets_of_the_env():
+    ctx = videos.load_context(videos.VideoConfig.from_dict({"env": "forest", "n": 1}))
+    classes = {ctx.lib.info(i).cls for i in ctx.subject_ids}
+    assert classes == {"bear", "fox"}  # forest targets: rock (not movable), bear, fox
