@@ -69,6 +69,34 @@ def build_scene(asset_ids: list[str], n: int = 25, seed: int = 0) -> Scene:
     return scene
 
 
+ENVS = ("forest", "desert", "city", "bridge", "winter_town")
+
+
+def make_scene(kind: str):
+    """(mesh provider, scene) for ``typical``, ``dense`` or an environment name.
+
+    An environment scene is what the SpaRRTa generator renders: the environment's ground, sun,
+    sky and background clutter (seeded) plus 10 objects 5-40 m in front of the camera.
+    """
+    if kind == "dense":
+        provider, ids = dense_provider()
+        return provider, build_scene(ids)
+    provider, ids = typical_provider()
+    if kind == "typical":
+        return provider, build_scene(ids)
+    from scenarios.environments import load_env
+
+    env = load_env(kind)
+    scene = build_scene(ids, n=10)
+    scene.ground, scene.sun, scene.sky, scene.env = env.ground, env.sun_obj, env.sky_obj, kind
+    for a in list(scene.actors.values()):
+        x, y, _ = a.transform.location
+        scene.replace_actor(a.name, transform=Transform((x, y, float(env.ground.height(x, y))), a.transform.rotation))
+    for i, actor in enumerate(env.clutter(np.random.default_rng(0), keep_out=[(2000.0, 0.0, 2000.0)])):
+        scene.add(Actor(f"clutter{i}", actor.asset_id, actor.transform, color=instance_color(10 + i)))
+    return provider, scene
+
+
 def cameras(size: int, k: int = 8) -> list[Camera]:
     """A few nearby poses (a small orbit) so no frame is trivially identical to the last."""
     out = []
@@ -108,9 +136,9 @@ def _worker(scene_kind: str, seconds: float, start, queue) -> None:
     os.environ["LP_NUM_THREADS"] = "1"
     from engine.server.gl_backend import GLBackend
 
-    provider, ids = typical_provider() if scene_kind == "typical" else dense_provider()
+    provider, scene = make_scene(scene_kind)
     backend = GLBackend(provider)
-    scene, cams = build_scene(ids), cameras(224)
+    cams = cameras(224)
     backend.render(scene, cams[0], ("lit", "depth", "instance_id"))
     start.wait()
     queue.put(bench_inprocess(backend, scene, cams, ("lit", "depth", "instance_id"), seconds))
@@ -137,15 +165,15 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=2.0, help="timing window per figure")
     ap.add_argument("--repeats", type=int, default=3, help="windows per figure; the best is kept")
-    ap.add_argument("--scene", choices=("typical", "dense"), default="typical")
+    ap.add_argument("--scene", choices=("typical", "dense") + ENVS, default="typical",
+                    help="typical: 25 procedural objects; dense: ~200k triangles; or an environment")
     ap.add_argument("--no-parallel", action="store_true", help="skip the 2-process measurement")
     args = ap.parse_args(argv)
     from engine.server.gl_backend import GLBackend
 
-    provider, ids = typical_provider() if args.scene == "typical" else dense_provider()
+    provider, scene = make_scene(args.scene)
     t0 = time.perf_counter()
     backend = GLBackend(provider)
-    scene = build_scene(ids)
     backend.render(scene, cameras(224)[0], ("lit",))
     results = {"scene": args.scene, "first_frame_s": time.perf_counter() - t0,
                "triangles": backend.triangle_count(scene), "actors": len(scene.actors),
