@@ -71,7 +71,7 @@ def raw_rates(client, session, cfg, reps: int) -> tuple[float, float]:
 
 def session_units(cfg):
     from scenarios import sparrta
-    return sparrta._units(cfg)
+    return sparrta.units_of(cfg)
 
 
 def end_to_end(address: str, cfg, out: Path):

@@ -43,7 +43,7 @@ CONDITIONING = ("label", "ambiguity", "scene_unusable")
 # --- contract -------------------------------------------------------------------------------------
 def plan(config: dict) -> JobPlan:
     cfg = parse_config(config)
-    units = _units(cfg)
+    units = units_of(cfg)
     n = sum(u.n for u in units)
     desc = f"{n} SpaRRTa samples: {', '.join(sorted({u.env for u in units}))} × {', '.join(cfg.tasks)}"
     return JobPlan(n_samples=n, fingerprint=cfg.fingerprint(), description=desc)
@@ -56,7 +56,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
     t0 = time.perf_counter()
     cfg = parse_config(config)
-    units = _units(cfg)
+    units = units_of(cfg)
     out = Path(out_dir)
     claim_output(cfg, out)
     result = ShardResult(shard.shard_id)
@@ -94,11 +94,11 @@ def finalize(config: dict, out_dir: Path) -> dict:
     from scenarios.sparrta_card import finalize_dataset
 
     cfg = parse_config(config)
-    return finalize_dataset(cfg, _units(cfg), Path(out_dir))
+    return finalize_dataset(cfg, units_of(cfg), Path(out_dir))
 
 
 # --- helpers ------------------------------------------------------------------------------------
-def _units(cfg: SparrtaConfig) -> list[Unit]:
+def units_of(cfg: SparrtaConfig) -> list[Unit]:
     from scenarios.environments import list_envs, load_env
     return resolve_units(cfg, load_env, list_envs)
 

@@ -34,7 +34,7 @@ def generate(config: dict, out_dir: Path, *, server: str | None = None, progress
     if server:
         check_reachable(server)
     sparrta.claim_output(cfg, out)
-    units = sparrta._units(cfg)
+    units = sparrta.units_of(cfg)
     done_before = sum(1 for g in range(plan.n_samples) if load_record(out, *locate(units, g)))
     with tqdm(total=plan.n_samples, initial=done_before, unit="img", desc="generate", disable=not progress,
               dynamic_ncols=True) as bar:
