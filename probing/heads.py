@@ -11,8 +11,9 @@ drawn over the image; rows sum to 1 over the P patches.
 
 * Linear: LayerNorm + Dropout + Linear on the mean of the patch tokens (or the CLS token).
   ``pool`` is separate from ``classify`` so the trainer pools once and trains on (N, D).
-* AbMILP (Ilse et al. 2018): one attention map ``a = softmax(w^T tanh(V x))`` over patches; the
-  pooled vector ``sum_i a_i x_i`` goes to the classifier.
+* AbMILP (Ilse et al. 2018, as used by the EP benchmark): one attention map
+  ``a = softmax(w^T x + b)`` over patches (optionally ``w^T tanh(V x)``); the pooled vector
+  ``sum_i a_i x_i`` goes to the classifier.
 * Efficient probing (Psomas et al. 2025): Q learned queries attend over the patch tokens used
   directly as keys (no W_q/W_k/W_o); one value projection to D/8 is split into Q chunks, chunk q
   pooled with query q's map; the concatenation (D/8) goes through LayerNorm to the classifier.
@@ -52,15 +53,24 @@ class LinearHead(nn.Module):
 
 
 class AbMILPHead(nn.Module):
-    """Attention-based MIL pooling: one learned attention map over the patches."""
+    """Attention-based MIL pooling: one learned attention map over the patches.
+
+    ``depth=1`` (default, as in the EP authors' AbMILP probe) scores each token with a single
+    linear map D → 1, so the head adds O(D) parameters; ``depth=2`` puts a tanh hidden layer of
+    width ``hidden`` (Ilse et al.'s V) in front.
+    """
 
     pre_pooled = False
 
-    def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, hidden: int = 128):
+    def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, depth: int = 1,
+                 hidden: int | None = None):
         super().__init__()
+        if depth == 1:
+            self.score = nn.Linear(dim, 1)
+        else:
+            width = hidden or dim
+            self.score = nn.Sequential(nn.Linear(dim, width), nn.Tanh(), nn.Linear(width, 1))
         self.norm = nn.LayerNorm(dim)
-        self.score = nn.Sequential(nn.Linear(dim, min(hidden, dim)), nn.Tanh(),
-                                   nn.Linear(min(hidden, dim), 1))
         self.drop = nn.Dropout(dropout)
         self.fc = nn.Linear(dim, num_classes)
 
@@ -101,17 +111,19 @@ class EfficientHead(nn.Module):
 
     def _attend(self, patches: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # Keys are the raw tokens, as in EP (see the module docstring for why no LayerNorm here).
+        # One GEMM gives both the query logits and the values: x is read once (memory-bound on CPU).
         x = patches.float()
-        attn = torch.matmul(x, (self.queries * self.scale).t()).transpose(1, 2).softmax(dim=-1)
-        return x, attn
+        proj = torch.matmul(x, torch.cat([self.queries * self.scale, self.v.weight]).t())
+        attn = proj[..., :self.num_queries].transpose(1, 2).softmax(dim=-1)  # (B, Q, P)
+        return proj[..., self.num_queries:], attn
 
     def attention(self, patches: torch.Tensor) -> torch.Tensor:
         return self._attend(patches)[1]
 
     def forward(self, patches: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
-        x, attn = self._attend(patches)
-        b, p, _ = x.shape
-        v = self.v(x).view(b, p, self.num_queries, self.chunk).transpose(1, 2)  # (B, Q, P, c)
+        values, attn = self._attend(patches)
+        b, p, _ = values.shape
+        v = values.reshape(b, p, self.num_queries, self.chunk).transpose(1, 2)  # (B, Q, P, c)
         pooled = torch.matmul(attn.unsqueeze(2), v).reshape(b, self.out_dim)
         return self.fc(self.drop(self.norm(pooled)))
 

@@ -1,0 +1,128 @@
+"""Probing throughput: feature extraction vs the raw backbone forward, and the head grid from cache.
+
+Run: ``python benchmarks/probe.py [--n-extract 256] [--n-grid 5000] [--epochs 10] [--threads 2]``
+(or ``sceneforge bench probe ...``).
+
+1. **Extraction**: ``extract_features`` end to end (PNG decode + preprocessing from the model's
+   config + forward + fp16 memmap writes + content hash) on synthetic 224² PNGs, against the bare
+   ``forward_intermediates`` call on the same images already decoded and in memory, same batch
+   size, measured in the same run. Target: ratio ≥ 0.90.
+2. **Grid**: wall time of the full 3 heads × 9 (lr × dropout) grid on one layer of a 5,000-image
+   dataset read from the feature cache (80/10/10 split, fp16 memmap, ViT-S/16 shape: 196 patch
+   tokens × 384), with the epochs stated on the command line. Target: ≤ 10 min on 2 cores.
+
+The backbone is a randomly initialised ``vit_small_patch16_224`` (no weights can be downloaded
+here; speed does not depend on the weights).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+
+def make_images(folder: Path, n: int, size: int = 224) -> list[str]:
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i in range(n):
+        img = rng.integers(0, 255, (size // 8, size // 8, 3), dtype=np.uint8)
+        p = folder / f"img_{i:05d}.png"
+        Image.fromarray(img).resize((size, size), Image.BILINEAR).save(p)
+        paths.append(str(p))
+    return paths
+
+
+def bench_extraction(tmp: Path, n: int, batch: int, layer: int) -> tuple[float, float]:
+    """(raw forward images/s, extract_features images/s)."""
+    import torch
+
+    from probing.backbones import create_backbone
+    from probing.features import extract_features
+    from probing.preprocess import load_batch
+
+    paths = make_images(tmp / "imgs", n)
+    bb = create_backbone("timm:vit_small_patch16_224", weights="random")
+    batches = [torch.from_numpy(load_batch(paths[s:s + batch], bb.preprocess)) for s in range(0, n, batch)]
+    bb.extract(batches[0][:2], [layer])  # warm-up (allocations, oneDNN kernels)
+    t0 = time.perf_counter()
+    with torch.inference_mode():
+        for x in batches:
+            bb.model.forward_intermediates(x, indices=[layer - 1], return_prefix_tokens=True,
+                                           output_fmt="NLC", norm=False, stop_early=True,
+                                           intermediates_only=True)
+    raw = n / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    extract_features(bb, paths, [layer], tmp / "cache", batch_size=batch, progress=False)
+    full = n / (time.perf_counter() - t0)
+    return raw, full
+
+
+def bench_grid(tmp: Path, n: int, epochs: int, warmup: int) -> dict[str, float]:
+    """Seconds per head for the 9-config grid on cached (memmap) ViT-S-shaped features."""
+    from probing.train import ProbeSplits, TrainConfig, run_grid
+
+    rng = np.random.default_rng(0)
+    patches = np.lib.format.open_memmap(tmp / "patches.npy", "w+", np.float16, (n, 196, 384))
+    for s in range(0, n, 500):
+        patches[s:s + 500] = rng.normal(0, 1, (min(500, n - s), 196, 384)).astype(np.float16)
+    patches.flush()
+    del patches
+    patches = np.load(tmp / "patches.npy", mmap_mode="r")
+    prefix = np.zeros((n, 1, 384), np.float16)
+    labels = rng.integers(0, 4, n)
+    cut = [int(n * 0.8), int(n * 0.9)]
+    idx = {"train": np.arange(cut[0]), "val": np.arange(cut[0], cut[1]), "test": np.arange(cut[1], n)}
+    cfg = TrainConfig(epochs=epochs, warmup=warmup)
+    times = {}
+    t0 = time.perf_counter()
+    splits = ProbeSplits.from_index(patches, prefix, labels, idx)
+    times["load from cache"] = time.perf_counter() - t0
+    for head in ("linear", "abmilp", "efficient"):
+        t0 = time.perf_counter()
+        run_grid(head, splits, cfg)
+        times[head] = time.perf_counter() - t0
+    return times
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n-extract", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--layer", type=int, default=12)
+    ap.add_argument("--n-grid", type=int, default=5000)
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--skip", choices=("extract", "grid"), action="append", default=[])
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        if "extract" not in args.skip:
+            raw, full = bench_extraction(Path(tmp) / "x", args.n_extract, args.batch, args.layer)
+            print(f"extraction (vit_small_patch16_224, layer {args.layer}, batch {args.batch}, "
+                  f"{args.n_extract} PNGs, {args.threads} threads)")
+            print(f"  raw forward        {raw:8.1f} images/s")
+            print(f"  extract_features   {full:8.1f} images/s   ratio {full / raw:.3f} (target >= 0.90)")
+        if "grid" not in args.skip:
+            times = bench_grid(Path(tmp), args.n_grid, args.epochs, args.warmup)
+            total = sum(times.values())
+            print(f"head grid from cache ({args.n_grid} images, 196x384 tokens, 3 heads x 9 configs, "
+                  f"{args.epochs} epochs, warmup {args.warmup}, batch 256, {args.threads} threads)")
+            for k, v in times.items():
+                print(f"  {k:16s} {v:8.1f} s")
+            print(f"  total            {total:8.1f} s   ({total / 60:.1f} min; target <= 10 min)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
