@@ -3,6 +3,7 @@ resume, and the CLI."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 from collections import Counter
@@ -21,7 +22,9 @@ from scenarios import dsi, videos
 from scenarios import motion as mo
 from scenarios.video_io import apply_aug, decode_mp4, encode_mp4, probe_mp4
 
-CONFIG = {"env": "city", "n": 4, "seed": 3, "motion": {"n_frames": 8, "fps": 4.0}}
+CONFIG = {"env": "city", "n": 4, "seed": 3,
+          "motion": {"n_frames": 8, "fps": 4.0, "patterns": ["cam_static-obj_translate", "cam_rotate-obj_static",
+                                                              "cam_translate-obj_static", "cam_rotate-obj_translate"]}}
 
 
 def _frames(t=6, h=64, w=96, seed=0) -> np.ndarray:
@@ -157,11 +160,32 @@ def test_dataset_layout_and_csvs(dataset):
             p = out / "videos" / aug / rel
             assert probe_mp4(p) == {"codec": "h264", "pix_fmt": "yuv420p", "width": 224, "height": 224,
                                     "frames": 8, "fps": 4.0}
+            cap = cv2.VideoCapture(str(p))
+            assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 8 and int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)) == 224
+            cap.release()
     std = frames["std"]
     for aug in dsi.AUGS:  # row i is the same question of the same clip in every variant
         assert frames[aug][["relative_path", "question", "options", "cate"]].equals(std[["relative_path", "question",
                                                                                          "options", "cate"]])
     assert set(std["GT"]) <= set("ABCD") and set(std["cate"]) <= set(range(6))
+
+
+@pytest.mark.render
+def test_direction_labels_agree_with_the_rendered_masks(dataset):
+    """Labels come from trajectories; the per-frame mask bboxes must move the way they say."""
+    out, _, _ = dataset
+    df = pd.read_parquet(out / "clips.parquet")
+    checked = 0
+    for _, r in df.iterrows():
+        boxes = np.stack(r["bbox"]).astype(float)
+        shift = (boxes[-1, 0] + boxes[-1, 2] - boxes[0, 0] - boxes[0, 2]) / 2
+        for q in json.loads(r["questions"]):
+            for aug, ans in q["answers"].items():
+                s = {"hflip": -shift, "reverse": -shift, "reverse_hflip": shift}.get(aug, shift)
+                if ans in ("dir_left", "dir_right"):
+                    assert (s < -2) if ans == "dir_left" else (s > 2), (r["pattern"], aug, ans, s)
+                    checked += 1
+    assert checked >= 8
 
 
 @pytest.mark.render
