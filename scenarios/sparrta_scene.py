@@ -149,7 +149,7 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
     rules += [("camera_clear", camera_clear(objects + group.clutter, CAMERA_CLEARANCE_CM)),
               ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
-              ("too_small", big_enough(objects, st.min_bbox_px))]
+              ("small_projection", big_enough(objects, st.min_bbox_px))]
     centroid = np.mean([o.centre() for o in objects], axis=0)
     base_z = float(np.mean([o.z for o in objects]))
     cam = resample_while(
