@@ -92,6 +92,10 @@ class VideoConfig:
             raise ConfigError(f"videos config: image_size must be even in 32..2048 (H.264 yuv420p), got {self.image_size}")
         if self.max_tries < 1 or self.max_render_tries < 1:
             raise ConfigError("videos config: max_tries and max_render_tries must be >= 1")
+        if self.fov_deg is not None and not 0 < self.fov_deg < 180:
+            raise ConfigError(f"videos config: fov_deg must be in (0, 180), got {self.fov_deg}")
+        if self.min_visible_ratio is not None and not 0 <= self.min_visible_ratio <= 1:
+            raise ConfigError(f"videos config: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
 
     def normalised(self) -> dict:
         return json.loads(json.dumps(asdict(self), sort_keys=True, default=list))
@@ -121,12 +125,15 @@ def load_context(cfg: VideoConfig) -> Context:
     s = env.sampling
     targets = [t.target_class for t in env.triples if t.target_class in MOVABLE]
     classes = cfg.subjects or tuple(dict.fromkeys(targets)) or MOVABLE
+    missing = [c for c in classes if not lib.by_class(c)]
+    if missing and cfg.subjects:
+        raise ConfigError(f"videos config: subjects {missing} have no asset (classes: {', '.join(lib.classes())})")
     ids = sorted(i.id for c in classes for i in lib.by_class(c))
     if not ids:
         raise ConfigError(f"videos config: no assets for subject classes {list(classes)}")
-    return Context(cfg, env, lib, env.ground, int(cfg.image_size or s.image_size),
-                   float(cfg.fov_deg or s.fov_deg), float(cfg.min_visible_ratio or s.min_visible_ratio),
-                   float(cfg.min_bbox_px if cfg.min_bbox_px is not None else s.min_bbox_px), ids)
+    pick = lambda ours, env_value: float(env_value if ours is None else ours)  # noqa: E731
+    return Context(cfg, env, lib, env.ground, int(pick(cfg.image_size, s.image_size)), pick(cfg.fov_deg, s.fov_deg),
+                   pick(cfg.min_visible_ratio, s.min_visible_ratio), pick(cfg.min_bbox_px, s.min_bbox_px), ids)
 
 
 def mirror_world(world: dict, plane_yaw: float) -> dict:
@@ -260,6 +267,7 @@ def clip_record(ctx: Context, index: int, made: dict) -> dict:
 def plan(config: dict) -> JobPlan:
     """Validate and fingerprint (resume refuses a different config)."""
     cfg = VideoConfig.from_dict(config)
+    load_context(cfg)  # env, subjects and names checked before any worker starts
     digest = hashlib.sha256(json.dumps(cfg.normalised(), sort_keys=True).encode()).hexdigest()[:16]
     return JobPlan(cfg.n, digest, f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})")
 

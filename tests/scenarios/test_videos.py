@@ -258,3 +258,10 @@ def test_default_subjects_are_movable_targets_of_the_env():
     ctx = videos.load_context(videos.VideoConfig.from_dict({"env": "forest", "n": 1}))
     classes = {ctx.lib.info(i).cls for i in ctx.subject_ids}
     assert classes == {"bear", "fox"}  # forest targets: rock (not movable), bear, fox
+
+
+def test_unknown_env_and_subjects_fail_at_plan_time():
+    with pytest.raises(ConfigError, match="nowhere"):
+        videos.plan({"env": "nowhere", "n": 2})
+    with pytest.raises(ConfigError, match=r"subjects \['unicorn'\]"):
+        videos.plan({"env": "city", "n": 2, "subjects": ["unicorn"]})
