@@ -16,6 +16,7 @@ import logging
 import multiprocessing as mp
 import os
 import signal
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
@@ -66,8 +67,11 @@ class LocalPool(WorkerPool):
 
     def submit(self, slot: str, item: WorkItem) -> None:
         info = self._slot(slot)
-        self._conns[slot].send(("run", item.shard_id, item.indices))
         info.state, info.item = "busy", item
+        try:
+            self._conns[slot].send(("run", item.shard_id, item.indices))
+        except OSError as e:  # died since the last wait: the sentinel reports it with this item
+            log.warning("worker %s: cannot send work (%s)", slot, e)
 
     def wait(self, timeout: float) -> list[Outcome]:
         live = [s for s in self.slots if s.state != "retired"]
@@ -134,24 +138,42 @@ class LocalPool(WorkerPool):
             _kill(slot.server_pid)
         slot.server_pid = None
 
+    def _interrupt(self, slot: SlotInfo, proc) -> None:
+        """SIGTERM a busy worker *and* its server. The worker's SystemExit can be swallowed if it
+        lands inside a ``__del__`` or a C callback; a server that is going away makes the
+        scenario's next request fail, so the worker still returns promptly and sees its stop flag."""
+        proc.terminate()
+        if slot.server_pid and _is_our_server(slot.server_pid):
+            _signal(slot.server_pid, signal.SIGTERM)
+
     def close(self) -> None:
         for slot in self.slots:
             proc = self._procs[slot.name]
             if not proc.is_alive():
                 continue
+            log.info("stopping worker %s (%s)", slot.name, slot.state)
             if slot.state == "idle":
                 _send(self._conns[slot.name], ("stop",))
             else:
-                proc.terminate()
+                self._interrupt(slot, proc)
+        deadline = time.monotonic() + STOP_GRACE_S  # one deadline for all: workers stop in parallel
         for slot in self.slots:
             proc = self._procs[slot.name]
-            proc.join(STOP_GRACE_S)
+            proc.join(max(0.0, deadline - time.monotonic()))
             if proc.is_alive():
                 log.warning("worker %s did not stop in %.0f s; killing it", slot.name, STOP_GRACE_S)
             self._reap(slot)
             proc.join(1.0)
             self._conns[slot.name].close()
             slot.state = "retired" if slot.state != "retired" else slot.state
+
+
+def _signal(pid: int | None, sig: int) -> None:
+    try:
+        if pid:
+            os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _send(conn, msg) -> None:

@@ -19,6 +19,8 @@ from engine.protocol import recv_frame, send_frame
 
 log = logging.getLogger(__name__)
 
+SERVER_STOP_GRACE_S = 5.0  # SIGTERM → SIGKILL; below the farm's 10 s grace for whole workers
+
 
 def parse_address(address: str) -> tuple[str, int]:
     """``"host:port"`` → ``(host, port)``; a bad address is a ConfigError naming it."""
@@ -95,6 +97,6 @@ class ServerSlot:
         handle, self._handle = self._handle, None
         if handle is not None:
             try:
-                handle.stop()
+                handle.stop(grace=SERVER_STOP_GRACE_S)
             except Exception as e:  # a dead server must not stop the shutdown of the others
                 log.warning("stopping render server pid %s: %s", getattr(handle, "pid", "?"), e)

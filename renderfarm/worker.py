@@ -7,9 +7,11 @@ writes them straight into the output directory.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import logging
 import os
 import signal
+import threading
 import time
 import traceback
 from dataclasses import asdict
@@ -84,7 +86,13 @@ def _die_with_parent() -> None:
         pass
 
 
+_STOPPING = threading.Event()
+
+
 def _raise_exit(signum, _frame) -> None:
+    """SIGTERM: leave now. The flag makes the worker quit even if library code between here and
+    the scenario catches the SystemExit and turns it into an ordinary error."""
+    _STOPPING.set()
     raise SystemExit(128 + signum)
 
 
@@ -97,6 +105,7 @@ def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str
     """
     os.setpgrp()
     _die_with_parent()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 PID`: dump stacks
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _raise_exit)
     if log_path:
@@ -122,7 +131,10 @@ def _serve(conn, core: WorkerCore) -> None:
         if msg[0] == "stop":
             return
         _, shard_id, indices = msg
-        conn.send(("done", core.execute(shard_id, indices)))
+        outcome = core.execute(shard_id, indices)
+        if _STOPPING.is_set():
+            return
+        conn.send(("done", outcome))
 
 
 def _send_quietly(conn, msg) -> None:

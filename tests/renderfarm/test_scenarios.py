@@ -29,3 +29,14 @@ def test_generate_with_two_workers_equals_one_worker_and_reports_status(tmp_path
     assert dataset_digest(tmp_path / "two") == dataset_digest(tmp_path / "one")
     status = sceneforge("farm", "status", str(tmp_path / "two"))
     assert status.returncode == 0 and "shards: done 8, pending 0, failed 0" in status.stdout
+
+
+def test_videos_with_two_workers_equal_one_worker(tmp_path):
+    pytest.importorskip("scenarios.videos")
+    config = {"env": "desert", "n": 3, "image_size": 64, "motion": {"n_frames": 4}}
+    one = run_job("scenarios.videos", config, tmp_path / "one", workers=1, progress=False)
+    assert one["finalized"] and one["complete"] == 3
+    done = sceneforge("videos", "--env", "desert", "--n", "3", "--size", "64", "--frames", "4",
+                      "--out", str(tmp_path / "two"), "--workers", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert dataset_digest(tmp_path / "two") == dataset_digest(tmp_path / "one")
