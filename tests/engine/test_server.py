@@ -307,10 +307,15 @@ def test_assets_flag_adds_a_user_pack_and_rejects_a_broken_one(tmp_path):
     assert bad.returncode == 2 and "mypack.yaml" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_cli_reports_bad_arguments_and_busy_port(server):
-    bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", "--port", "70000"],
-                         capture_output=True, text=True, timeout=60)
-    assert bad.returncode == 2 and "--port must be in 0..65535" in bad.stderr
+def test_cli_reports_bad_arguments_and_busy_port(server, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    for args, message in ((["--port", "70000"], "--port must be in 0..65535"),
+                          (["--threads", "0"], "--threads must be >= 1"),
+                          (["--output-dir", str(tmp_path / "afile")], "exists and is not a directory"),
+                          (["--port", "0", "--ready-file", str(tmp_path / "afile" / "r")], "cannot write --ready-file")):
+        bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", *args],
+                             capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and message in bad.stderr, (args, bad.stderr)
     busy = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", "--port", str(server.port)],
                           capture_output=True, text=True, timeout=60)
     assert busy.returncode == 2 and f"cannot listen on 127.0.0.1:{server.port}" in busy.stderr
