@@ -27,7 +27,7 @@ from pathlib import Path
 
 from engine.errors import ConfigError, PlacementError
 from renderfarm.contract import JobPlan, Shard, ShardResult
-from scenarios.sampling import sample_rng, visibility_failure
+from scenarios.sampling import Placed, sample_rng, visibility_failure
 from scenarios.sparrta_config import SparrtaConfig, Unit, locate, parse_config, resolve_units
 from scenarios.sparrta_record import build_params, build_row, file_names, load_record, objects_of, record_path
 from scenarios.sparrta_scene import Group, Setting, ShapeCache, build_group, sample_view
@@ -38,6 +38,7 @@ NEEDS_SERVER = True
 JOB_FILE = "job.json"
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "scene_unusable")
+PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when a scene is built
 
 
 # --- contract -------------------------------------------------------------------------------------
@@ -181,43 +182,39 @@ class Session:
         return self._groups[key]
 
     def show(self, unit: Unit, group: Group) -> None:
-        """Make the server hold exactly this group's actors (spawned in a fixed order)."""
+        """Make the server hold exactly this group's actors (spawned in a fixed order, the allo
+        figure last) with a shadow-cache state that does not depend on earlier scenes.
+
+        Our GL server caches the sun's shadow map for casters "unchanged since the previous lit
+        frame" and draws the others into a separate small map, so image bytes depend on what was
+        rendered before. Hence: a lit frame of the empty scene after the reset (the next frame
+        rebuilds the cache from scratch) and, for allo, a lit frame with the figure parked far
+        below the ground. From then on every sample's figure has moved since the previous lit
+        frame while the group has not: the cache always holds exactly the group, the figure is
+        always in the small map, whichever samples this worker rendered before.
+        """
         if self._world != unit.env:
             self.client.set_world(self.env(unit.env).world)
             self._world, self._scene_key = unit.env, None
         if self._scene_key == group.key:
             return
         self.client.reset()
-        if self.client.is_sceneforge:
-            # One lit frame of the empty scene: our GL server keeps in its cached shadow map the
-            # casters "unchanged since the previous frame", so without this the shadows (and the
-            # image bytes) would depend on which scene this worker rendered before.
+        sceneforge = self.client.is_sceneforge
+        if sceneforge:
             self.client.render(0, ("lit",))
-        self.client.spawn(group.actors)
-        self._colors = {n: self.client.object_color(n) for n in ("source", "target")}
+        actors = list(group.actors)
+        if group.viewpoint is not None:
+            parked = Placed("human", group.viewpoint, group.source.x, group.source.y, PARKED_Z, 0.0)
+            actors.append(parked.actor((0, 0, 0)))
+        self.client.spawn(actors)
+        if sceneforge and group.viewpoint is not None:
+            self.client.render(0, ("lit",))
+        names = ("source", "target") + (("human",) if group.viewpoint is not None else ())
+        self._colors = {n: self.client.object_color(n) for n in names}
         self._scene_key = group.key
 
     def place_human(self, human) -> None:
-        """Spawn the viewpoint figure (after the group's actors, so its instance colour is fixed)
-        or move it; the figure's asset is fixed per scene group."""
-        if "human" not in self._colors:
-            self.client.spawn([human.actor((0, 0, 0))])
-            self._colors["human"] = self.client.object_color("human")
-        else:
-            self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
-
-    def respawn(self, unit: Unit, group: Group, human) -> None:
-        """Rebuild the scene with the figure spawned at its final pose before the lit render.
-
-        Our GL server keeps shadows of actors that *moved* since the last frame in a separate,
-        lower-resolution layer, so a figure moved here by ``set_pose`` casts a slightly different
-        shadow than one spawned here: the image would depend on which samples this worker made
-        before. Respawning (after :meth:`show`'s empty frame) makes it a function of the sample
-        alone, with the same actor order and instance colours.
-        """
-        self._scene_key = None
-        self.show(unit, group)
-        self.place_human(human)
+        self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
 
     # ---- one sample ----------------------------------------------------------------------------
     def make(self, unit: Unit, i: int) -> dict:
@@ -269,8 +266,6 @@ class Session:
         """Render the accepted view and write image, params, optional mask/depth, then the record."""
         cfg = self.cfg
         kinds = ("lit",) + (("object_mask",) if cfg.masks else ()) + (("depth",) if cfg.depth else ())
-        if view.human is not None:
-            self.respawn(unit, group, view.human)
         img = self.client.render(0, kinds)
         files = file_names(unit, i, cfg)
         atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
