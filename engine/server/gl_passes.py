@@ -60,9 +60,10 @@ class _Program:
 
 
 class Passes:
+    """The GL objects of one context and the passes drawn with them (lit, ids, coverage)."""
+
     def __init__(self, ctx: moderngl.Context, shadow_map_size: int):
         self.ctx = ctx
-        self.shadow_size = shadow_map_size
         self.progs: dict[str, _Program] = {}
         self.meshes: dict[str, GpuMesh] = {}
         self.targets: dict[tuple[int, int], Targets] = {}
@@ -268,7 +269,11 @@ class Passes:
             m.release()
         for t in self.targets.values():
             t.release()
+        for vao in self._sky_vaos.values():
+            vao.release()
+        if self._noise is not None:
+            self._noise.release()
         self.shadows.release()
         for p in self.progs.values():
             p.prog.release()
-        self.meshes, self._ground, self.targets, self.progs = {}, [], {}, {}
+        self.meshes, self._ground, self.targets, self.progs, self._sky_vaos = {}, [], {}, {}, {}
