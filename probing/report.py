@@ -44,7 +44,8 @@ def atomic_write_npz(path: Path, **arrays) -> None:
 
 
 def write_runs(out: Path, records: list[dict], info: dict) -> None:
-    """``runs.jsonl`` (exact), ``runs.csv`` (lists as JSON text), ``run_info.json``."""
+    """``runs.jsonl`` (exact), ``runs.csv`` (lists as JSON text), ``run_info.json`` (timings and
+    cache keys: the only output that differs between two identical runs)."""
     out = Path(out)
     atomic_write_text(out / "runs.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
     df = pd.DataFrame(records)

@@ -102,7 +102,7 @@ def run_probe(job: ProbeJob) -> Path:
     extract_s = time.perf_counter() - t0
     labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
     base = {"backbone": bb.spec, "weights_hash": bb.weights_hash[:16], "data": str(job.data)}
-    records = []
+    records, seconds = [], {}
     for layer in layers:
         for g in groups:
             splits = ProbeSplits.from_index(feats[layer].patches, feats[layer].prefix, labels, g.idx)
@@ -112,10 +112,12 @@ def run_probe(job: ProbeJob) -> Path:
                             n_train=len(g.idx["train"]), n_val=len(g.idx["val"]),
                             n_test=len(g.idx["test"]), epochs=job.train.schedule(head)[0])
                 records += [_record(r, meta) for r in results]
+                seconds[head] = seconds.get(head, 0.0) + sum(r.seconds for r in results)
                 if head in ATTENTIVE and job.attention_samples:
                     _save_attention(out, head, meta, results, splits, table, feats[layer].grid,
                                     job.attention_samples)
-    write_runs(out, records, {"extract_seconds": extract_s, "layers": layers,
+    write_runs(out, records, {"extract_seconds": round(extract_s, 3), "layers": layers,
+                              "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
                               "cache_keys": {n: f.key for n, f in feats.items()}})
     write_report(out)
     return out
@@ -124,7 +126,7 @@ def run_probe(job: ProbeJob) -> Path:
 def _record(r, meta: dict) -> dict:
     return dict(meta, head=r.head, lr=r.lr, dropout=r.dropout, seed=r.seed, selected=r.selected,
                 val_acc=r.val_acc, test_acc=r.test_acc, per_class_acc=r.per_class,
-                confusion=r.confusion, train_seconds=round(r.seconds, 3))
+                confusion=r.confusion)  # no timings here: same inputs ⇒ byte-identical records
 
 
 def run_id(meta: dict, head: str) -> str:

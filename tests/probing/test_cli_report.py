@@ -79,6 +79,18 @@ def test_second_probe_reuses_cache_and_report_spans_runs(probed):
     assert (probed / "runs" / "report.html").is_file()
 
 
+def test_same_inputs_give_byte_identical_outputs(probed, tmp_path):
+    """Same data + config + seed ⇒ identical records, summary, attention maps and plots."""
+    out = tmp_path / "again"
+    assert main(probe_args(probed / "data", out, "--layers", "1,3", "--protocol", "within,loeo",
+                           "--runs", "2", "--cache", str(probed / "runs" / "a" / "cache"))) == 0
+    first = probed / "runs" / "a"
+    names = ["runs.jsonl", "runs.csv", "summary.csv", "report.html", "plots/confusion.png",
+             "attention/efficient_L3_within_forest_ego.npz"]
+    for name in names:
+        assert (out / name).read_bytes() == (first / name).read_bytes(), name
+
+
 @pytest.mark.parametrize("extra, message", [
     (["--heads", "mlp"], "--heads 'mlp'"),
     (["--layers", "9"], "--layers: 9 out of range"),
