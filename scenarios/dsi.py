@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,3 +262,31 @@ def csv_text(rows: list[dict]) -> str:
     for r in rows:
         w.writerow({k: r[k] for k in CSV_COLUMNS})
     return buf.getvalue()
+
+
+def clips_parquet(records: list[dict]) -> bytes:
+    """One row per clip (``clips.parquet``): trajectories as nested lists, questions/spec as JSON."""
+    import pandas as pd
+
+    rows = []
+    for r in records:
+        row = {k: v for k, v in r.items()
+               if k not in ("rows", "questions", "spec", "skipped_questions", "scenery_assets")}
+        row.update(spec=json.dumps(r["spec"], sort_keys=True), questions=json.dumps(r["questions"], sort_keys=True),
+                   skipped_questions=",".join(r["skipped_questions"]),
+                   scenery_assets=",".join(r["scenery_assets"]),
+                   bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]])
+        rows.append(row)
+    buf = io.BytesIO()
+    pd.DataFrame(rows).to_parquet(buf, index=False, engine="pyarrow")
+    return buf.getvalue()
+
+
+def dataset_stats(records: list[dict]) -> dict:
+    """Counts per pattern, category and answer (for the summary and docs)."""
+    cates = Counter(q["cate"] for r in records for q in r["questions"])
+    answers = Counter(q["answers"]["std"] for r in records for q in r["questions"])
+    return {"clips": len(records), "questions": sum(cates.values()),
+            "patterns": dict(sorted(Counter(r["pattern"] for r in records).items())),
+            "by_cate": {CATE_NAMES[c]: n for c, n in sorted(cates.items())},
+            "answers": dict(sorted(answers.items()))}

@@ -77,7 +77,7 @@ def encode_mp4(frames: np.ndarray, path: str | os.PathLike, fps: float) -> Path:
     f = _check_frames(frames)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
     rate = Fraction(fps).limit_denominator(1001)
     with av.open(str(tmp), mode="w", format="mp4") as out:
         stream = out.add_stream("libx264", rate=rate, options=x264_options())

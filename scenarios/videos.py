@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.errors import ConfigError, PathSecurityError, PlacementError, SceneforgeError
-from engine.world import Actor, Ground, Transform
+from engine.world import Actor, Ground
 from renderfarm.contract import JobPlan, Shard, ShardResult
 from scenarios import dsi
 from scenarios import motion as mo
@@ -40,8 +40,9 @@ SUBJECT = "subject"
 # Classes that plausibly drive, walk or turn; the default subjects are the env triples' targets
 # among these (a rock that drives away would make the questions absurd).
 MOVABLE = ("truck", "car", "taxi", "bike", "vespa", "camel", "bear", "fox", "deer", "husky", "human")
-ANCHOR_CM = 600.0
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # subject start within ±this of the env centre (clutter rings start ~18 m out)
+ANCHOR_CM = 600.0  # subject start within ±this of the env centre (clutter rings start ~18 m out)
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CARD_FILE = "dataset_card.json"
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
         fail = visibility_rule(ctx, vis)
         if fail is None:
             return {"clip": clip, "frames": frames["lit"], "vis": vis, "asset_id": asset_id,
-                    "attempts": attempt + 1, "n_scenery": len(scenery)}
+                    "attempts": attempt + 1, "scenery": scenery}
         counts[fail] += 1
     raise PlacementError(f"clip {index}: subject not visible enough in {ctx.cfg.max_render_tries} rendered "
                          f"attempts (last rule: {fail})", rule=fail, tries=ctx.cfg.max_render_tries)
@@ -250,7 +251,7 @@ def clip_record(ctx: Context, index: int, made: dict) -> dict:
         "subject_asset": made["asset_id"], "subject_class": cls, "subject_size_cm": list(clip.subject_size),
         "fps": clip.fps, "n_frames": clip.n_frames, "width": ctx.size, "height": ctx.size,
         "hfov_deg": ctx.fov, "focal_px": cam.focal_px, "render_attempts": made["attempts"],
-        "n_scenery": made["n_scenery"],
+        "n_scenery": len(made["scenery"]), "scenery_assets": sorted({a.asset_id for a in made["scenery"]}),
         "camera_location": clip.camera.location.tolist(), "camera_yaw": clip.camera.yaw.tolist(),
         "camera_pitch": clip.camera.pitch.tolist(), "subject_location": clip.subject.location.tolist(),
         "subject_yaw": clip.subject.yaw.tolist(),
@@ -268,8 +269,11 @@ def plan(config: dict) -> JobPlan:
     """Validate and fingerprint (resume refuses a different config)."""
     cfg = VideoConfig.from_dict(config)
     load_context(cfg)  # env, subjects and names checked before any worker starts
-    digest = hashlib.sha256(json.dumps(cfg.normalised(), sort_keys=True).encode()).hexdigest()[:16]
-    return JobPlan(cfg.n, digest, f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})")
+    return JobPlan(cfg.n, plan_digest(cfg), f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})")
+
+
+def plan_digest(cfg: VideoConfig) -> str:
+    return hashlib.sha256(json.dumps(cfg.normalised(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _paths(out_dir: Path, env_name: str, index: int) -> tuple[Path, dict[str, Path]]:
@@ -317,18 +321,35 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
-    """Merge records in index order: metadata/{aug}.csv and clips.parquet (atomic)."""
-    from scenarios.environments import load_env
-    from scenarios.writers import atomic_write_bytes
+    """Merge records in index order: metadata/{aug}.csv, clips.parquet and the dataset card."""
+    from scenarios.writers import atomic_write_bytes, atomic_write_json
 
     cfg, out_dir = VideoConfig.from_dict(config), Path(out_dir)
-    env_name = load_env(cfg.env).name
-    records = [_read_record(out_dir, env_name, i) for i in range(cfg.n)]
+    ctx = load_context(cfg)
+    records = [_read_record(out_dir, ctx.env.name, i) for i in range(cfg.n)]
+    for stale in out_dir.rglob(".*.tmp*"):  # temp files of killed workers; never a final name
+        stale.unlink(missing_ok=True)
     for aug in dsi.AUGS:
         rows = [r for rec in records for r in rec["rows"][aug]]
         atomic_write_bytes(out_dir / "metadata" / f"{aug}.csv", dsi.csv_text(rows).encode("utf-8"))
-    atomic_write_bytes(out_dir / "clips.parquet", clips_parquet(records))
-    return dataset_stats(records)
+    atomic_write_bytes(out_dir / "clips.parquet", dsi.clips_parquet(records))
+    stats = dsi.dataset_stats(records)
+    atomic_write_json(out_dir / CARD_FILE, dataset_card(ctx, records, stats))
+    return stats
+
+
+def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
+    """What the dataset is, how it was made, and the credits every used asset requires."""
+    from sceneforge import __version__
+
+    ids = sorted({r["subject_asset"] for r in records} | {a for r in records for a in r["scenery_assets"]})
+    return {"generator": f"sceneforge {__version__}", "format": "DSI-Bench (videos/{aug}/{relative_path}, "
+            "metadata/{aug}.csv) + clips.parquet", "config": ctx.cfg.normalised(), "fingerprint": plan_digest(ctx.cfg),
+            "variants": list(dsi.AUGS), "categories": dict(enumerate(dsi.CATE_NAMES)),
+            "question_templates": dsi.TEMPLATES, "answer_spaces": dsi.SPACES,
+            "label_transforms": {a: dict(sorted(m.items())) for a, m in dsi.AUG_MAPS.items()},
+            "stats": stats, "licenses": ctx.lib.licenses(ids), "share_alike": ctx.lib.has_share_alike(ids),
+            "attributions": ctx.lib.attributions(ids)}
 
 
 def _read_record(out_dir: Path, env_name: str, index: int) -> dict:
@@ -336,31 +357,3 @@ def _read_record(out_dir: Path, env_name: str, index: int) -> dict:
     if not is_complete(out_dir, env_name, index):
         raise SceneforgeError(f"finalize: clip {index} is not complete ({rec} or its videos missing)")
     return json.loads(rec.read_text())
-
-
-def clips_parquet(records: list[dict]) -> bytes:
-    """One row per clip; trajectories as nested lists, questions/spec as JSON text."""
-    import io
-
-    import pandas as pd
-
-    rows = []
-    for r in records:
-        row = {k: v for k, v in r.items() if k not in ("rows", "questions", "spec", "skipped_questions")}
-        row.update(spec=json.dumps(r["spec"], sort_keys=True), questions=json.dumps(r["questions"], sort_keys=True),
-                   skipped_questions=",".join(r["skipped_questions"]),
-                   bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]])
-        rows.append(row)
-    buf = io.BytesIO()
-    pd.DataFrame(rows).to_parquet(buf, index=False, engine="pyarrow")
-    return buf.getvalue()
-
-
-def dataset_stats(records: list[dict]) -> dict:
-    """Counts per pattern, category and answer (for the summary and docs)."""
-    cates = Counter(q["cate"] for r in records for q in r["questions"])
-    answers = Counter(q["answers"]["std"] for r in records for q in r["questions"])
-    return {"clips": len(records), "questions": sum(cates.values()),
-            "patterns": dict(sorted(Counter(r["pattern"] for r in records).items())),
-            "by_cate": {dsi.CATE_NAMES[c]: n for c, n in sorted(cates.items())},
-            "answers": dict(sorted(answers.items()))}

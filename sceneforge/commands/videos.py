@@ -101,7 +101,13 @@ def run_inline(config: dict, out_dir: Path) -> dict:
     from scenarios import videos
 
     plan = videos.plan(config)
+    job = out_dir / "job.json"
+    if job.is_file() and json.loads(job.read_text()).get("fingerprint") != plan.fingerprint:
+        raise ConfigError(f"{out_dir} holds a videos job with a different config ({job}); use another --out")
     out_dir.mkdir(parents=True, exist_ok=True)
+    from scenarios.writers import atomic_write_json
+
+    atomic_write_json(job, {"scenario": "scenarios.videos", "fingerprint": plan.fingerprint, "config": config})
     with start_server() as srv:
         result = videos.run(config, Shard(0, tuple(range(plan.n_samples))), out_dir, server=srv.address)
     if result.failed:

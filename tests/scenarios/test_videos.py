@@ -189,6 +189,16 @@ def test_direction_labels_agree_with_the_rendered_masks(dataset):
 
 
 @pytest.mark.render
+def test_dataset_card_credits_every_asset_used(dataset):
+    out, _, stats = dataset
+    card = json.loads((out / videos.CARD_FILE).read_text())
+    assert card["stats"] == stats and card["fingerprint"] == videos.plan(CONFIG).fingerprint
+    assert card["licenses"] and card["attributions"] and isinstance(card["share_alike"], bool)
+    assert card["label_transforms"]["hflip"]["obj_left"] == "obj_right"
+    assert not list(out.rglob(".*.tmp*"))
+
+
+@pytest.mark.render
 def test_variant_videos_are_transforms_of_the_std_video(dataset):
     out, _, _ = dataset
     rel = "city/000001.mp4"
@@ -265,3 +275,15 @@ def test_unknown_env_and_subjects_fail_at_plan_time():
         videos.plan({"env": "nowhere", "n": 2})
     with pytest.raises(ConfigError, match=r"subjects \['unicorn'\]"):
         videos.plan({"env": "city", "n": 2, "subjects": ["unicorn"]})
+
+
+@pytest.mark.render
+def test_cli_videos_inline_run_and_refuses_a_different_config_in_the_same_dir(tmp_path):
+    cmd = [sys.executable, "-m", "sceneforge.cli", "videos", "--env", "desert", "--n", "2", "--out", str(tmp_path),
+           "--inline", "--frames", "6", "--fps", "3", "--size", "128"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["clips"] == 2
+    assert probe_mp4(tmp_path / "videos" / "reverse" / "desert" / "000001.mp4")["width"] == 128
+    r = subprocess.run([*cmd, "--seed", "5"], capture_output=True, text=True)
+    assert r.returncode == 2 and "different config" in r.stderr
