@@ -108,11 +108,16 @@ def run_inline(config: dict, out_dir: Path) -> dict:
     from scenarios.writers import atomic_write_json
 
     atomic_write_json(job, {"scenario": "scenarios.videos", "fingerprint": plan.fingerprint, "config": config})
+    from tqdm import tqdm
+
+    failed: dict[int, str] = {}
     with start_server() as srv:
-        result = videos.run(config, Shard(0, tuple(range(plan.n_samples))), out_dir, server=srv.address)
-    if result.failed:
-        first = next(iter(result.failed.items()))
-        raise ConfigError(f"videos: {len(result.failed)} clip(s) failed, e.g. clip {first[0]}: {first[1]}")
+        for index in tqdm(range(plan.n_samples), desc="videos", unit="clip"):
+            failed.update(videos.run(config, Shard(index, (index,)), out_dir, server=srv.address).failed)
+    if failed:
+        first = next(iter(failed.items()))
+        raise ConfigError(f"videos: {len(failed)} clip(s) failed, e.g. clip {first[0]}: {first[1]}; "
+                          "rerun the same command to retry them")
     return videos.finalize(config, out_dir)
 
 
