@@ -127,10 +127,14 @@ class Placed:
 
 def sample_object(rng: np.random.Generator, name: str, shape: AssetShape, centre: Sequence[float],
                   sigma: float, ground: Ground, yaw: float | None = None) -> Placed:
-    """Gaussian XY around ``centre`` (σ cm), on the terrain, uniform random yaw unless given."""
+    """Gaussian XY around ``centre`` (σ cm), uniform random yaw unless given, standing on the
+    lowest terrain point under its footprint (so it never floats on a slope)."""
     x, y = rng.normal(centre[0], sigma), rng.normal(centre[1], sigma)
     yaw_deg = float(rng.uniform(-180.0, 180.0)) if yaw is None else float(yaw)
-    return Placed(name, shape, float(x), float(y), float(ground.height(x, y)), yaw_deg)
+    p = Placed(name, shape, float(x), float(y), 0.0, yaw_deg)
+    fp = p.footprint_world()
+    z = min(float(np.min(ground.height(fp[:, 0], fp[:, 1]))), float(ground.height(x, y)))
+    return Placed(name, shape, p.x, p.y, z, yaw_deg)
 
 
 def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Placed], bool]:

@@ -81,7 +81,11 @@ def test_sample_object_gaussian_on_terrain():
     ps = [sample_object(rng, "o", BOX, (1000, -500), 500.0, ground) for _ in range(2000)]
     xs, ys = np.array([p.x for p in ps]), np.array([p.y for p in ps])
     assert abs(xs.mean() - 1000) < 40 and abs(ys.mean() + 500) < 40 and abs(xs.std() - 500) < 30
-    assert all(p.z == pytest.approx(ground.height(p.x, p.y)) for p in ps[:50])
+    for p in ps[:50]:   # on the lowest terrain point under the footprint: never floating
+        fp = p.footprint_world()
+        assert p.z == pytest.approx(min(ground.height(fp[:, 0], fp[:, 1]).min(), ground.height(p.x, p.y)))
+        assert p.z <= ground.height(p.x, p.y)
+    assert any(p.z < ground.height(p.x, p.y) - 1.0 for p in ps[:50])   # slopes exist: base below the centre
     assert min(p.yaw for p in ps) < -170 and max(p.yaw for p in ps) > 170
     assert sample_object(rng, "o", BOX, (0, 0), 1.0, ground, yaw=12.0).yaw == 12.0
 
