@@ -402,6 +402,21 @@ def test_missing_asset_propagates_the_providers_error(backend):
     assert backend.render(_three_objects(), _camera(), ("instance_id",))["instance_id"].max() == 3
 
 
+def test_threads_sets_llvmpipe_threads_only_when_unset():
+    import os
+    import subprocess
+    import sys
+
+    code = ("from engine.server.gl_backend import GLBackend; "
+            "print(GLBackend(lambda a: None, threads=1).info()['lp_num_threads'])")
+    env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "1", out.stderr
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "LP_NUM_THREADS": "2"},
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "2", out.stderr
+
+
 def test_closed_backend_raises_render_error():
     b = GLBackend(MESHES.__getitem__, shadow_map_size=256)
     b.close()
