@@ -129,6 +129,21 @@ def test_ego_labels_match_mask_centroids_and_depth(dataset):
 
 
 @pytest.mark.render
+def test_allo_labels_match_the_figures_own_view(dataset):
+    """Independent of relations.py: a camera at the figure's eye looking at the source (the
+    engine's UE projection) sees the target right of the source for "right", farther for "front"."""
+    from engine.world import Camera, look_at_rotation
+    _, _, df = dataset
+    for _, r in df[df.task == "allo"].iterrows():
+        eye, src, tgt = (r.human_x, r.human_y, 160.0), (r.source_x, r.source_y, 160.0), (r.target_x, r.target_y, 160.0)
+        cam = Camera(eye, look_at_rotation(eye, src), 170.0, 1000, 1000)
+        d = cam.to_camera(np.array([src, tgt]))      # (forward, right, up) in the figure's frame
+        right, ahead = d[1, 1] - d[0, 1], d[1, 0] - d[0, 0]
+        expect = {"right": right > 0, "left": right < 0, "front": ahead > 0, "back": ahead < 0}[r.label]
+        assert expect, (r.index, r.label, right, ahead)
+
+
+@pytest.mark.render
 def test_visibility_thresholds_hold_on_stored_masks(dataset):
     out, _, df = dataset
     for _, r in df.iterrows():
@@ -250,3 +265,20 @@ def test_demo_makes_a_labelled_set_and_a_sheet(tmp_path, capsys):
     assert sorted(Counter(zip(df.task, df.label)).values()) == [1] * 8     # 4 ego + 4 allo, one per label
     assert Image.open(tmp_path / "demo" / "contact_sheet.png").size[0] == 3 * 224
     assert main(["demo", "--out", str(tmp_path / "demo"), "--n", "4", "--quiet"]) == 0   # rerun: resumes
+
+
+@pytest.mark.slow
+@pytest.mark.render
+def test_scale_two_workers_all_rules(tmp_path):
+    """400 samples, 2 envs x 2 tasks, through the render farm: complete, balanced, labels = rule."""
+    from renderfarm import run_job
+    cfg = {"envs": ["desert", "city"], "tasks": ["ego", "allo"], "n": 100, "seed": 11}
+    summary = run_job("scenarios.sparrta", cfg, tmp_path / "big", workers=2, progress=False)
+    assert summary["complete"] == 400 and summary["finalized"]
+    df = pd.read_parquet(tmp_path / "big" / "samples.parquet")
+    for (_, _, split), g in df.groupby(["env", "task", "split"]):
+        c = [int((g.label == lab).sum()) for lab in LABELS]
+        assert max(c) - min(c) <= 1
+    for _, r in df.iterrows():
+        obs = (r.camera_x, r.camera_y) if r.task == "ego" else (r.human_x, r.human_y)
+        assert relation(obs, (r.source_x, r.source_y), (r.target_x, r.target_y), r.margin_deg) == r.label
