@@ -67,6 +67,7 @@ class ShadowMaps:
         self._static_keys: dict[int, tuple] | None = None
         self._prev_keys: dict[int, tuple] = {}
         self._use_dynamic = False
+        self._dynamic_sig: tuple | None = None
         self.static_renders = 0  # counters for tests and benchmarks
         self.dynamic_renders = 0
 
@@ -74,20 +75,23 @@ class ShadowMaps:
         keys = {d.index: (d.mesh.vbo.glo, d.placed.model_bytes) for d in draws}
         to_sun = sun.direction_to_sun()
         if not draws or to_sun[2] <= 0.0:  # nothing casts, or the sun is below the horizon
-            self._static_keys, self._use_dynamic = None, False
+            self._static_keys, self._use_dynamic, self._dynamic_sig = None, False, None
             self._sun, self._prev_keys = sun, keys
             if self._static is not None:
                 self._static.state = OFF
             return
         if not self._static_valid(sun, keys):
             self._rebuild_static(sun, keys, draws, to_sun)
+            self._dynamic_sig = None
         movers = [d for d in draws if self._static_keys.get(d.index) != keys[d.index]]
         self._use_dynamic = bool(movers)
-        if movers:
+        sig = tuple((d.index, keys[d.index]) for d in movers)
+        if movers and sig != self._dynamic_sig:  # same movers, same poses: another camera
             if self._dynamic is None:
                 self._dynamic = _Layer(self.ctx, max(256, self.size // 4))  # fitted to movers only
             self._dynamic.draw(self._program(), movers, to_sun)
             self.dynamic_renders += 1
+        self._dynamic_sig = sig
         self._sun, self._prev_keys = sun, keys
 
     def _static_valid(self, sun: Sun, keys: dict[int, tuple]) -> bool:

@@ -369,6 +369,8 @@ def test_moving_actor_uses_dynamic_shadow_layer_with_same_result(backend):
     static, dynamic = shadows.static_renders, shadows.dynamic_renders
     frames = [backend.render(_video_frame(x), cam, ("lit",))["lit"] for x in (-100.0, -50.0, 0.0)]
     assert shadows.static_renders == static and shadows.dynamic_renders == dynamic + 3
+    backend.render(_video_frame(0.0), _camera(160, 120, rotation=Rotator(-12.0, 5.0, 0.0)), ("lit",))
+    assert shadows.dynamic_renders == dynamic + 3  # nothing moved, new camera: both layers reused
     fresh = GLBackend(MESHES.__getitem__, shadow_map_size=1024)  # one static map with everything
     try:
         reference = fresh.render(_video_frame(0.0), cam, ("lit",))["lit"]
