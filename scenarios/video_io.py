@@ -18,9 +18,10 @@ import numpy as np
 from engine.errors import ConfigError, RenderError
 
 # x264 CPU feature names for /proc/cpuinfo flags. AVX-512 is deliberately absent: measured on
-# this machine, x264's AVX-512 kernels read past the end of the input planes, so the bitstream
-# depended on leftover heap bytes (3-5 of 48 encodes differed; with glibc MALLOC_PERTURB_ or
-# without AVX-512: 0 of 240). Restricting ``asm`` to the detected non-512 features fixes it.
+# this machine, the bitstream for the same frames depended on leftover heap bytes (1-5 of 48
+# interleaved encodes differed; stable with glibc MALLOC_PERTURB_, with asm=0, or without
+# AVX-512: 0 of 240), i.e. an AVX-512 kernel reads memory it does not own. Restricting ``asm``
+# to the detected non-512 features keeps SIMD speed and makes the output reproducible.
 _X264_CPU = (("sse", "MMX2"), ("sse", "SSE"),  # every SSE CPU has MMX2 (MMXEXT)
              ("sse2", "SSE2"), ("pni", "SSE3"), ("ssse3", "SSSE3"),
              ("sse4_1", "SSE4.1"), ("sse4_2", "SSE4.2"), ("avx", "AVX"), ("fma", "FMA3"),
@@ -43,9 +44,10 @@ def x264_params() -> str:
 
 
 def x264_options() -> dict[str, str]:
-    """Single-threaded, fixed-parameter libx264 options; crf 18 keeps synthetic edges crisp at
-    224² while a 16-frame clip stays ~30-60 kB."""
-    return {"threads": "1", "preset": "medium", "crf": "18", "g": "32", "x264-params": x264_params()}
+    """Single-threaded, fixed-parameter libx264 options. Measured on 16-frame 224² clips:
+    ``veryfast`` encodes 2.6x faster than ``medium`` for +4 % size and -1 dB PSNR (44 dB at
+    crf 18, ~16 kB per clip)."""
+    return {"threads": "1", "preset": "veryfast", "crf": "18", "g": "32", "x264-params": x264_params()}
 
 
 def apply_aug(frames: np.ndarray, aug: str) -> np.ndarray:
