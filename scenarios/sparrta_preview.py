@@ -7,8 +7,6 @@ import io
 import math
 from pathlib import Path
 
-import numpy as np
-
 from engine.errors import ConfigError
 from scenarios.writers import atomic_write_bytes
 
@@ -27,15 +25,17 @@ def load_table(data_dir: Path):
 
 
 def pick_rows(df, n: int, split: str | None = None):
-    """``n`` rows spread evenly over the table (all envs/tasks/labels show up), in index order."""
+    """``n`` rows covering every (env, task, label) group round-robin, shown in index order."""
     if split:
         df = df[df["split"] == split]
     if n < 1:
         raise ConfigError(f"--n must be >= 1, got {n}")
     if len(df) == 0:
         raise ConfigError("no samples to show" + (f" in split {split!r}" if split else ""))
-    idx = np.unique(np.linspace(0, len(df) - 1, min(n, len(df))).round().astype(int))
-    return df.iloc[idx]
+    df = df.sort_values("index")
+    rank = df.groupby(["env", "task", "label"]).cumcount()
+    chosen = df.assign(_rank=rank).sort_values(["_rank", "index"]).head(n)
+    return chosen.sort_values("index").drop(columns="_rank")
 
 
 def tile(data_dir: Path, row, size: int):

@@ -282,3 +282,14 @@ def test_scale_two_workers_all_rules(tmp_path):
     for _, r in df.iterrows():
         obs = (r.camera_x, r.camera_y) if r.task == "ego" else (r.human_x, r.human_y)
         assert relation(obs, (r.source_x, r.source_y), (r.target_x, r.target_y), r.margin_deg) == r.label
+
+
+def test_preview_picks_every_label_of_every_task():
+    from scenarios.sparrta_preview import pick_rows
+    df = pd.DataFrame({"index": range(32), "env": "desert", "task": ["ego"] * 16 + ["allo"] * 16,
+                       "label": [LABELS[i % 4] for i in range(32)], "split": "train"})
+    rows = pick_rows(df, 8)
+    assert Counter(zip(rows.task, rows.label)) == Counter({(t, lab): 1 for t in ("ego", "allo") for lab in LABELS})
+    assert list(rows["index"]) == sorted(rows["index"])
+    with pytest.raises(ConfigError, match="no samples"):
+        pick_rows(df, 4, split="test")
