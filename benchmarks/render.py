@@ -212,7 +212,7 @@ def _figure(results: dict, key: str, args, measure) -> None:
 
 
 def _moving_fps(backend, scene: Scene, mode: str, seconds: float, clock=time.perf_counter) -> float:
-    """Lit frames/s while one actor moves (dynamic shadow layer: a DSI video) or while the sun
+    """Lit frames/s while one actor moves (shadow map redrawn each frame: a DSI video) or while the sun
     moves (the whole shadow map is redrawn every frame: the worst case)."""
     from engine.world import Sun
 

@@ -76,14 +76,14 @@ class Passes:
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
         """Programs by key, e.g. ``lit_ngsd``: base name + variant flags (n: normals, g: ground,
-        s: static shadow layer, d: dynamic shadow layer)."""
+        s: sun shadow map)."""
         if key not in self.progs:
             base = key.split("_")[0]
             vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
                       "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS), "shadow": (S.SHADOW_VS, S.SHADOW_FS)}[base]
             flags = key.split("_")[1] if "_" in key else ""
-            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"),
-                                           ("d", "SHADOW2")) if f in flags)
+            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"))
+                           if f in flags)
             self.progs[key] = _Program(self.ctx, vs, fs, defines)
         return self.progs[key]
 

@@ -7,7 +7,7 @@ rules. All programs work in **UE world coordinates** (cm, Z up): the only UE→G
 Programs:
 
 * ``LIT``     colour (location 0) + instance id (1) [+ world normal (2) with ``WITH_NORMAL``];
-              ``SHADOW`` / ``SHADOW2`` add the static / dynamic shadow-map lookups;
+              ``SHADOW`` adds the sun shadow-map lookup;
               the ``GROUND`` variant adds the procedural noise texture (kept out of the actor
               variant: on llvmpipe every tiny triangle shades a whole pixel block, so the
               actors' fragment shader must stay cheap);
@@ -15,7 +15,7 @@ Programs:
 * ``COVER``   coverage of up to 4 actors at once (one RGBA channel each, MAX blending, no
               depth test): the "unoccluded" pixel counts in one pass;
 * ``SKY``     zenith→horizon gradient on the pixels left empty by the geometry (lit only);
-* ``SHADOW``  depth-only pass from the sun (static and dynamic layers, see gl_shadow.py).
+* ``SHADOW``  depth-only pass from the sun (see gl_shadow.py).
 
 No face culling anywhere: the view matrix has det −1 and actors may be mirrored, so winding is
 meaningless. Normals are therefore turned to face the camera in the fragment shader.
@@ -52,15 +52,11 @@ uniform vec3 u_amb_side;        // ambient light from the horizon (normals facin
 uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
 uniform int u_id;               // 1 + actor index; 0 = ground
 uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
-// Shadow layers (gl_shadow.py): static (SHADOW) and dynamic (SHADOW2) variants.
+// Sun shadow map (gl_shadow.py), used by the SHADOW variant.
 uniform mat4 u_light_vp;
 uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
 uniform float u_shadow_bias;    // constant depth bias in map units (2 texels' worth of cm)
 uniform sampler2DShadow u_shadow_map;
-uniform mat4 u_light_vp2;
-uniform float u_shadow_texel2;
-uniform float u_shadow_bias2;
-uniform sampler2DShadow u_shadow_map2;
 in vec3 v_world;
 in vec3 v_normal;
 in vec3 v_color;
@@ -120,9 +116,6 @@ float shadow_visibility(vec3 n) {
     float vis = 1.0;
 #ifdef SHADOW
     vis = shadow_lookup(u_shadow_map, u_light_vp, u_shadow_texel, u_shadow_bias, n);
-#endif
-#ifdef SHADOW2
-    vis = min(vis, shadow_lookup(u_shadow_map2, u_light_vp2, u_shadow_texel2, u_shadow_bias2, n));
 #endif
     return vis;
 }

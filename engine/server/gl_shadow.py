@@ -1,14 +1,13 @@
-"""Sun shadow maps for the GL backend: a cached *static* layer plus a small *dynamic* layer.
+"""Sun shadow map for the GL backend, cached per scene.
 
 Drawing a 2048² shadow map costs about as much as a whole 224² frame on llvmpipe, so it is redrawn
-only when needed:
+only when its inputs change: the sun and every caster's mesh and transform (its *signature*). A
+static scene seen from many cameras draws it once; a frame in which anything moved redraws it.
 
-* a static scene seen from many cameras draws it once (signature: sun + every caster's mesh and
-  transform);
-* when a few actors move between frames (DSI videos), the static layer keeps everything that did
-  not move and only the movers are drawn, each frame, into a small map fitted to them; the
-  shader takes the darker of the two lookups;
-* anything else (new scene, sun change, a static caster moved) rebuilds the static layer.
+The map is a pure function of the scene: an image never depends on what the server rendered
+before (an earlier design kept "casters unchanged since the previous frame" in a cached layer
+and drew movers into a second, coarser map, which made pixels depend on render history and
+broke byte-identical datasets across workers; see docs/renderer.md).
 """
 from __future__ import annotations
 
@@ -57,76 +56,43 @@ class _Layer:
 
 
 class ShadowMaps:
-    """Static + dynamic shadow layers; ``bind`` sets the lit programs' shadow uniforms."""
+    """One sun shadow map cached by signature; ``bind`` sets the lit programs' shadow uniforms."""
 
     def __init__(self, ctx: moderngl.Context, shadow_program: Callable[[], object], size: int):
         self.ctx, self._program, self.size = ctx, shadow_program, size
-        self._static: _Layer | None = None
-        self._dynamic: _Layer | None = None
-        self._sun: Sun | None = None
-        self._static_keys: dict[int, tuple] | None = None
-        self._prev_keys: dict[int, tuple] = {}
-        self._use_dynamic = False
-        self._dynamic_sig: tuple | None = None
-        self.static_renders = 0  # counters for tests and benchmarks
-        self.dynamic_renders = 0
+        self._layer: _Layer | None = None
+        self._signature: tuple | None = None
+        self._active = False
+        self.static_renders = 0  # counter for tests and benchmarks
 
     def update(self, sun: Sun, draws: list["Draw"]) -> None:
-        keys = {d.index: (d.mesh.vbo.glo, d.placed.model_bytes) for d in draws}
         to_sun = sun.direction_to_sun()
-        if not draws or to_sun[2] <= 0.0:  # nothing casts, or the sun is below the horizon
-            self._static_keys, self._use_dynamic, self._dynamic_sig = None, False, None
-            self._sun, self._prev_keys = sun, keys
-            if self._static is not None:
-                self._static.state = OFF
+        self._active = bool(draws) and to_sun[2] > 0.0  # something casts, sun above the horizon
+        if not self._active:
             return
-        if not self._static_valid(sun, keys):
-            self._rebuild_static(sun, keys, draws, to_sun)
-            self._dynamic_sig = None
-        movers = [d for d in draws if self._static_keys.get(d.index) != keys[d.index]]
-        self._use_dynamic = bool(movers)
-        sig = tuple((d.index, keys[d.index]) for d in movers)
-        if movers and sig != self._dynamic_sig:  # same movers, same poses: another camera
-            if self._dynamic is None:
-                self._dynamic = _Layer(self.ctx, max(256, self.size // 4))  # fitted to movers only
-            self._dynamic.draw(self._program(), movers, to_sun)
-            self.dynamic_renders += 1
-        self._dynamic_sig = sig
-        self._sun, self._prev_keys = sun, keys
-
-    def _static_valid(self, sun: Sun, keys: dict[int, tuple]) -> bool:
-        return (self._static_keys is not None and sun == self._sun
-                and all(keys.get(i) == k for i, k in self._static_keys.items()))
-
-    def _rebuild_static(self, sun: Sun, keys: dict, draws: list["Draw"], to_sun: np.ndarray) -> None:
-        """Static = casters unchanged since the previous frame (all of them for a new scene)."""
-        same_sun = sun == self._sun
-        still = {i: k for i, k in keys.items() if same_sun and self._prev_keys.get(i) == k}
-        self._static_keys = still or dict(keys)
-        if self._static is None:
-            self._static = _Layer(self.ctx, self.size)
-        self._static.draw(self._program(), [d for d in draws if d.index in self._static_keys], to_sun)
+        signature = (sun, tuple((d.index, d.mesh.vbo.glo, d.placed.model_bytes) for d in draws))
+        if signature == self._signature:
+            return
+        if self._layer is None:
+            self._layer = _Layer(self.ctx, self.size)
+        self._layer.draw(self._program(), draws, to_sun)
+        self._signature = signature
         self.static_renders += 1
 
     def flags(self) -> str:
-        """Program variant flags: ``s`` when the static layer is in use, ``d`` for the dynamic."""
-        static = self._static is not None and bool(self._static_keys) and self._static.state[0]
-        return ("s" if static else "") + ("d" if self._use_dynamic else "")
+        """Program variant flags: ``s`` when the shadow map is in use."""
+        return "s" if self._active else ""
 
     def bind(self, prog) -> None:
-        """Set shadow uniforms; static map on texture unit 0, dynamic on unit 2."""
-        static = self._static.state if (self._static is not None and self._static_keys) else OFF
-        dynamic = self._dynamic.state if self._use_dynamic else OFF
-        for suffix, state, layer, unit in (("", static, self._static, 0), ("2", dynamic, self._dynamic, 2)):
-            use, light_vp, texel, bias = state
-            prog.set(f"u_light_vp{suffix}", light_vp)
-            prog.set(f"u_shadow_texel{suffix}", float(texel))
-            prog.set(f"u_shadow_bias{suffix}", float(bias))
-            prog.set(f"u_shadow_map{suffix}", unit)
-            if use:
-                layer.tex.use(unit)
+        """Set shadow uniforms; the map is bound to texture unit 0."""
+        use, light_vp, texel, bias = self._layer.state if (self._active and self._layer) else OFF
+        prog.set("u_light_vp", light_vp)
+        prog.set("u_shadow_texel", float(texel))
+        prog.set("u_shadow_bias", float(bias))
+        prog.set("u_shadow_map", 0)
+        if use:
+            self._layer.tex.use(0)
 
     def release(self) -> None:
-        for layer in (self._static, self._dynamic):
-            if layer is not None:
-                layer.release()
+        if self._layer is not None:
+            self._layer.release()
