@@ -12,7 +12,7 @@ drawn over the image; rows sum to 1 over the P patches.
 * Linear: LayerNorm + Dropout + Linear on the mean of the patch tokens (or the CLS token).
   ``pool`` is separate from ``classify`` so the trainer pools once and trains on (N, D).
 * AbMILP (Ilse et al. 2018, as used by the EP benchmark): one attention map
-  ``a = softmax(w^T x + b)`` over patches (optionally ``w^T tanh(V x)``); the pooled vector
+  ``a = softmax(w^T x)`` over patches (optionally ``w^T tanh(V x)``); the pooled vector
   ``sum_i a_i x_i`` goes to the classifier.
 * Efficient probing (Psomas et al. 2025): Q learned queries attend over the patch tokens used
   directly as keys (no W_q/W_k/W_o); one value projection to D/8 is split into Q chunks, chunk q
@@ -65,8 +65,8 @@ class AbMILPHead(nn.Module):
     def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, depth: int = 1,
                  hidden: int | None = None):
         super().__init__()
-        if depth == 1:
-            self.score = nn.Linear(dim, 1)
+        if depth == 1:  # no bias: softmax over patches ignores a constant (its gradient is noise)
+            self.score = nn.Linear(dim, 1, bias=False)
         else:
             width = hidden or dim
             self.score = nn.Sequential(nn.Linear(dim, width), nn.Tanh(), nn.Linear(width, 1))
@@ -74,18 +74,24 @@ class AbMILPHead(nn.Module):
         self.drop = nn.Dropout(dropout)
         self.fc = nn.Linear(dim, num_classes)
 
-    def _attend(self, patches: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        x = patches.float()
-        attn = self.score(x).squeeze(-1).softmax(dim=-1)  # (B, P)
-        return x, attn.unsqueeze(1)
+    @property
+    def stackable(self) -> bool:
+        return isinstance(self.score, nn.Linear)
+
+    def score_params(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W (1, D), b (1,)) with attention logits ``x @ W.T + b`` (depth 1 only; b = 0)."""
+        return self.score.weight, self.score.weight.new_zeros(1)
 
     def attention(self, patches: torch.Tensor) -> torch.Tensor:
-        return self._attend(patches)[1]
+        return self.score(patches.float()).squeeze(-1).softmax(dim=-1).unsqueeze(1)  # (B, 1, P)
+
+    def finish(self, z: torch.Tensor) -> torch.Tensor:
+        """Pooled (B, 1, D) → logits."""
+        return self.fc(self.drop(self.norm(z[:, 0])))
 
     def forward(self, patches: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
-        x, attn = self._attend(patches)
-        pooled = torch.bmm(attn, x).squeeze(1)
-        return self.fc(self.drop(self.norm(pooled)))
+        x = patches.float()
+        return self.finish(torch.bmm(self.attention(x), x))
 
 
 class EfficientHead(nn.Module):
@@ -109,23 +115,48 @@ class EfficientHead(nn.Module):
     def out_dim(self) -> int:
         return self.num_queries * self.chunk
 
-    def _attend(self, patches: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        # Keys are the raw tokens, as in EP (see the module docstring for why no LayerNorm here).
-        # One GEMM gives both the query logits and the values: x is read once (memory-bound on CPU).
-        x = patches.float()
-        proj = torch.matmul(x, torch.cat([self.queries * self.scale, self.v.weight]).t())
-        attn = proj[..., :self.num_queries].transpose(1, 2).softmax(dim=-1)  # (B, Q, P)
-        return proj[..., self.num_queries:], attn
+    stackable = True
+
+    def score_params(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(W (Q, D), b (Q,)) with attention logits ``x @ W.T + b``: the scaled queries, b = 0.
+
+        Keys are the raw tokens, as in EP (see the module docstring for why no LayerNorm).
+        """
+        w = self.queries * self.scale
+        return w, w.new_zeros(self.num_queries)
 
     def attention(self, patches: torch.Tensor) -> torch.Tensor:
-        return self._attend(patches)[1]
+        w, _ = self.score_params()
+        return torch.matmul(patches.float(), w.t()).transpose(1, 2).softmax(dim=-1)  # (B, Q, P)
+
+    def finish(self, z: torch.Tensor) -> torch.Tensor:
+        """Pooled tokens (B, Q, D) → logits: EP's ``sum_p a_qp (W_v x_p)[chunk q]`` computed as
+        ``W_v[chunk q] (sum_p a_qp x_p)``. Same numbers (W_v has no bias), but the projection
+        runs on Q pooled vectors instead of P tokens (test_efficient_pooling_order_...)."""
+        w = self.v.weight.view(self.num_queries, self.chunk, -1)  # (Q, c, D)
+        pooled = torch.einsum("bqd,qcd->bqc", z, w).reshape(z.shape[0], self.out_dim)
+        return self.fc(self.drop(self.norm(pooled)))
 
     def forward(self, patches: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
-        values, attn = self._attend(patches)
-        b, p, _ = values.shape
-        v = values.reshape(b, p, self.num_queries, self.chunk).transpose(1, 2)  # (B, Q, P, c)
-        pooled = torch.matmul(attn.unsqueeze(2), v).reshape(b, self.out_dim)
-        return self.fc(self.drop(self.norm(pooled)))
+        x = patches.float()
+        return self.finish(torch.bmm(self.attention(x), x))
+
+
+def stacked_logits(heads: list[nn.Module], x: torch.Tensor) -> list[torch.Tensor]:
+    """Logits of several attentive heads on the same batch with ONE pass over the tokens.
+
+    Why: on CPU these heads are memory-bound (a few FLOPs per token value), so training the
+    9-point lr × dropout grid one head at a time streams the tokens 9x as often. Here every
+    head's score matrix is concatenated into one GEMM and all pooled vectors come from one bmm;
+    each head then finishes on its own slice. Gradients stay separate (disjoint parameters).
+    """
+    params = [h.score_params() for h in heads]
+    w = torch.cat([p[0] for p in params])
+    b = torch.cat([p[1] for p in params])
+    attn = (torch.matmul(x, w.t()) + b).transpose(1, 2).softmax(dim=-1)  # (B, sum Q, P)
+    z = torch.bmm(attn, x)
+    sizes = [p[0].shape[0] for p in params]
+    return [h.finish(zk) for h, zk in zip(heads, z.split(sizes, dim=1))]
 
 
 def make_head(name: str, dim: int, dropout: float, num_classes: int = 4,

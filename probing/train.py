@@ -123,30 +123,44 @@ def _step_logits(head, inputs: tuple[torch.Tensor, ...], rows) -> torch.Tensor:
     return head(inputs[0][rows].float(), inputs[1][rows].float())
 
 
-def train_head(name: str, splits: ProbeSplits, lr: float, dropout: float, cfg: TrainConfig,
-               seed: int) -> torch.nn.Module:
-    """Train one head on ``splits.train``; returns it in eval mode."""
-    torch.manual_seed(seed)
+def train_heads(name: str, splits: ProbeSplits, configs: list[tuple[float, float]], cfg: TrainConfig,
+                seed: int) -> list[torch.nn.Module]:
+    """Train one head per (lr, dropout) on ``splits.train``, all on the same seeded batch order.
+
+    Every head starts from the same seeded init (as separate runs with this seed would).
+    Attentive heads share each batch's pass over the tokens (:func:`probing.heads.stacked_logits`);
+    the summed loss keeps each head's gradient its own. Returns heads in eval mode.
+    """
+    from probing.heads import stacked_logits
+
     gen = torch.Generator().manual_seed(seed)
     dim = splits.train.patches.shape[-1]
-    head = make_head(name, dim, dropout, NUM_CLASSES, use_cls=cfg.use_cls)
-    opt = torch.optim.AdamW(head.parameters(), lr=lr, weight_decay=cfg.weight_decay)
-    inputs, y = _inputs(head, splits.train), splits.train.y
-    n, bs = len(y), cfg.batch_size
+    heads = []
+    for _, dropout in configs:
+        torch.manual_seed(seed)
+        heads.append(make_head(name, dim, dropout, NUM_CLASSES, use_cls=cfg.use_cls).train())
+    opts = [torch.optim.AdamW(h.parameters(), lr=lr, weight_decay=cfg.weight_decay)
+            for h, (lr, _) in zip(heads, configs)]
+    stack = len(heads) > 1 and all(getattr(h, "stackable", False) for h in heads)
+    inputs, y = _inputs(heads[0], splits.train), splits.train.y
     epochs, warmup = cfg.schedule(name)
-    steps_per_epoch = max(1, math.ceil(n / bs))
+    steps_per_epoch = max(1, math.ceil(len(y) / cfg.batch_size))
     total, warm_steps, step = epochs * steps_per_epoch, warmup * steps_per_epoch, 0
-    head.train()
     for _ in range(epochs):
-        for rows in torch.randperm(n, generator=gen).split(bs):
-            for g in opt.param_groups:
-                g["lr"] = lr_at(step, total, warm_steps, lr)
-            loss = torch.nn.functional.cross_entropy(_step_logits(head, inputs, rows), y[rows])
-            opt.zero_grad(set_to_none=True)
+        for rows in torch.randperm(len(y), generator=gen).split(cfg.batch_size):
+            for opt, (lr, _) in zip(opts, configs):
+                for g in opt.param_groups:
+                    g["lr"] = lr_at(step, total, warm_steps, lr)
+            logits = (stacked_logits(heads, inputs[0][rows].float()) if stack
+                      else [_step_logits(h, inputs, rows) for h in heads])
+            loss = sum(torch.nn.functional.cross_entropy(lg, y[rows]) for lg in logits)
+            for opt in opts:
+                opt.zero_grad(set_to_none=True)
             loss.backward()
-            opt.step()
+            for opt in opts:
+                opt.step()
             step += 1
-    return head.eval()
+    return [h.eval() for h in heads]
 
 
 @torch.inference_mode()
@@ -168,28 +182,33 @@ def scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, list[float], 
 
 
 def run_grid(name: str, splits: ProbeSplits, cfg: TrainConfig) -> list[Result]:
-    """Full lr × dropout grid with ``cfg.seed``; select on val; test the selected config.
+    """Full lr × dropout grid with ``cfg.seed``; select on val; test numbers for every run.
 
     With ``cfg.runs > 1`` the selected configuration is retrained with seeds ``seed+1 ...``; those
     runs are also marked ``selected`` (they are the repeated measurements of the chosen config).
     """
-    results = [_fit(name, splits, lr, dr, cfg, cfg.seed) for lr in cfg.lrs for dr in cfg.dropouts]
+    configs = [(lr, dr) for lr in cfg.lrs for dr in cfg.dropouts]
+    results = _fit(name, splits, configs, cfg, cfg.seed)
     best = max(results, key=lambda r: (r.val_acc, -r.lr, r.dropout))  # ties: smaller lr, more dropout
-    chosen = [best] + [_fit(name, splits, best.lr, best.dropout, cfg, cfg.seed + k)
+    chosen = [best] + [_fit(name, splits, [(best.lr, best.dropout)], cfg, cfg.seed + k)[0]
                        for k in range(1, cfg.runs)]
     for r in chosen:
         r.selected = True
-    for r in results + chosen[1:]:  # test numbers for every run are reported; selection used val only
+    for r in results + chosen[1:]:  # selection above used val only
         r.test_acc, r.per_class, r.confusion = scores(splits.test.y.numpy(), predict(r.model, splits.test))
         if not r.selected:
             r.model = None  # free memory; only selected heads are kept (attention maps)
     return results + chosen[1:]
 
 
-def _fit(name: str, splits: ProbeSplits, lr: float, dropout: float, cfg: TrainConfig,
-         seed: int) -> Result:
+def _fit(name: str, splits: ProbeSplits, configs: list[tuple[float, float]], cfg: TrainConfig,
+         seed: int) -> list[Result]:
     t0 = time.perf_counter()
-    head = train_head(name, splits, lr, dropout, cfg, seed)
-    val_acc = scores(splits.val.y.numpy(), predict(head, splits.val))[0]
-    log.info("%s lr=%g dropout=%g seed=%d: val %.3f", name, lr, dropout, seed, val_acc)
-    return Result(name, lr, dropout, seed, val_acc, seconds=time.perf_counter() - t0, model=head)
+    heads = train_heads(name, splits, configs, cfg, seed)
+    seconds = (time.perf_counter() - t0) / len(configs)
+    out = []
+    for head, (lr, dropout) in zip(heads, configs):
+        val_acc = scores(splits.val.y.numpy(), predict(head, splits.val))[0]
+        log.info("%s lr=%g dropout=%g seed=%d: val %.3f", name, lr, dropout, seed, val_acc)
+        out.append(Result(name, lr, dropout, seed, val_acc, seconds=seconds, model=head))
+    return out

@@ -76,6 +76,18 @@ def test_attention_maps_shape_and_normalised():
         assert torch.allclose(a.sum(-1), torch.ones(5, q), atol=1e-5)
 
 
+def test_efficient_pooling_order_matches_ep_formula():
+    """Projecting pooled vectors equals EP's pooling of projected tokens (W_v has no bias)."""
+    torch.manual_seed(0)
+    head = EfficientHead(64).eval()
+    x = torch.randn(3, 16, 64)
+    attn = head.attention(x)                                          # (B, Q, P)
+    v = head.v(x).view(3, 16, 4, head.chunk).permute(0, 2, 1, 3)      # (B, Q, P, c)
+    pooled = torch.matmul(attn.unsqueeze(2), v).reshape(3, head.out_dim)
+    expected = head.fc(head.norm(pooled))
+    assert torch.allclose(head(x, x[:, :0]), expected, atol=1e-5)
+
+
 def test_efficient_output_dim_is_d_over_8():
     assert EfficientHead(384).out_dim == 48
     assert EfficientHead(384).fc.in_features == 48
