@@ -182,16 +182,11 @@ class Session:
         return self._groups[key]
 
     def show(self, unit: Unit, group: Group) -> None:
-        """Make the server hold exactly this group's actors (spawned in a fixed order, the allo
-        figure last) with a shadow-cache state that does not depend on earlier scenes.
+        """Make the server hold exactly this group's actors, spawned in a fixed order (the allo
+        figure last, parked far below the ground until ``place_human`` moves it).
 
-        Our GL server caches the sun's shadow map for casters "unchanged since the previous lit
-        frame" and draws the others into a separate small map, so image bytes depend on what was
-        rendered before. Hence: a lit frame of the empty scene after the reset (the next frame
-        rebuilds the cache from scratch) and, for allo, a lit frame with the figure parked far
-        below the ground. From then on every sample's figure has moved since the previous lit
-        frame while the group has not: the cache always holds exactly the group, the figure is
-        always in the small map, whichever samples this worker rendered before.
+        The server's images are a pure function of the scene (its shadow cache is keyed by the
+        scene, not by render history), so nothing here depends on earlier scenes.
         """
         if self._world != unit.env:
             self.client.set_world(self.env(unit.env).world)
@@ -199,16 +194,11 @@ class Session:
         if self._scene_key == group.key:
             return
         self.client.reset()
-        sceneforge = self.client.is_sceneforge
-        if sceneforge:
-            self.client.render(0, ("lit",))
         actors = list(group.actors)
         if group.viewpoint is not None:
             parked = Placed("human", group.viewpoint, group.source.x, group.source.y, PARKED_Z, 0.0)
             actors.append(parked.actor((0, 0, 0)))
         self.client.spawn(actors)
-        if sceneforge and group.viewpoint is not None:
-            self.client.render(0, ("lit",))
         names = ("source", "target") + (("human",) if group.viewpoint is not None else ())
         self._colors = {n: self.client.object_color(n) for n in names}
         self._scene_key = group.key
