@@ -89,6 +89,8 @@ def run_probe(job: ProbeJob) -> Path:
     """Run the whole job; returns the output directory."""
     from probing.backbones import create_backbone
     from probing.features import extract_features
+    from tqdm import tqdm
+
     from probing.report import write_report, write_runs
 
     out = Path(job.out)
@@ -103,11 +105,15 @@ def run_probe(job: ProbeJob) -> Path:
     labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
     base = {"backbone": bb.spec, "weights_hash": bb.weights_hash[:16], "data": str(job.data)}
     records, seconds = [], {}
+    bar = tqdm(total=len(layers) * len(groups) * len(job.heads), desc="probe grids", unit="grid",
+               disable=not job.progress)
     for layer in layers:
         for g in groups:
             splits = ProbeSplits.from_index(feats[layer].patches, feats[layer].prefix, labels, g.idx)
             for head in job.heads:
+                bar.set_postfix_str(f"L{layer} {g.protocol} {g.env}/{g.task} {head}")
                 results = run_grid(head, splits, job.train)
+                bar.update()
                 meta = dict(base, layer=layer, protocol=g.protocol, env=g.env, task=g.task,
                             n_train=len(g.idx["train"]), n_val=len(g.idx["val"]),
                             n_test=len(g.idx["test"]), epochs=job.train.schedule(head)[0])
@@ -116,6 +122,7 @@ def run_probe(job: ProbeJob) -> Path:
                 if head in ATTENTIVE and job.attention_samples:
                     _save_attention(out, head, meta, results, splits, table, feats[layer].grid,
                                     job.attention_samples)
+    bar.close()
     write_runs(out, records, {"extract_seconds": round(extract_s, 3), "layers": layers,
                               "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
                               "cache_keys": {n: f.key for n, f in feats.items()}})
