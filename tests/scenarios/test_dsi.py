@@ -41,6 +41,12 @@ CASES = {
     "subject turns clockwise (+yaw)": (
         clip("cam_static-obj_rotate", obj_yaw=(0, 90)), "obj",
         {"std": "obj_cw", "hflip": "obj_ccw", "reverse": "obj_ccw", "reverse_hflip": "obj_cw"}),
+    "camera and subject truck right together (subject still in the image, moving in the world)": (
+        clip("cam_translate-obj_translate", cam=((0, -150, 200), (0, 150, 200)), obj=((1000, -150, 0), (1000, 150, 0))),
+        "obj", {"std": "obj_right", "hflip": "obj_left", "reverse": "obj_left", "reverse_hflip": "obj_right"}),
+    "subject drives away while the camera dollies backward": (
+        clip("cam_translate-obj_translate", cam=((0, 0, 200), (-300, 0, 200)), obj=((1000, 0, 0), (1400, 0, 0))),
+        "obj", {"std": "obj_away", "hflip": "obj_away", "reverse": "obj_toward", "reverse_hflip": "obj_toward"}),
     "static subject, panning camera": (
         clip("cam_rotate-obj_static", cam_yaw=(-8, 8)), "obj",
         {a: "obj_static" for a in dsi.AUGS}),
@@ -65,6 +71,12 @@ CASES = {
     "camera pans right: subject drifts left in view": (
         clip("cam_rotate-obj_static", cam_yaw=(-8, 8)), "dir",
         {"std": "dir_left", "hflip": "dir_right", "reverse": "dir_right", "reverse_hflip": "dir_left"}),
+    "camera trucks right past a static subject: it drifts left in view": (
+        clip("cam_translate-obj_static", cam=((0, -150, 200), (0, 150, 200))), "dir",
+        {"std": "dir_left", "hflip": "dir_right", "reverse": "dir_right", "reverse_hflip": "dir_left"}),
+    "subject drives away: distance increases": (
+        clip("cam_static-obj_translate", obj=((800, 0, 0), (1300, 0, 0))), "dist",
+        {"std": "dist_inc", "hflip": "dist_inc", "reverse": "dist_dec", "reverse_hflip": "dist_dec"}),
     "subject turning in place: same direction": (
         clip("cam_static-obj_rotate", obj_yaw=(0, 120)), "dir", {a: "dir_flat" for a in dsi.AUGS}),
 }
