@@ -123,6 +123,19 @@ def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str
     finally:
         if core is not None:
             core.close()
+        _kill_stragglers()
+
+
+def _kill_stragglers() -> None:
+    """SIGTERM whatever is left in this worker's process group (e.g. a server caught mid-start
+    when the stop came), sparing the worker itself, so nothing outlives it."""
+    if os.getpgrp() != os.getpid():  # never signal a group we do not lead (the job's own)
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        os.killpg(os.getpgrp(), signal.SIGTERM)
+    except OSError:
+        pass
 
 
 def _serve(conn, core: WorkerCore) -> None:
