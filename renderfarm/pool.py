@@ -6,7 +6,7 @@ and journaling logic lives once, in :mod:`renderfarm.scheduler`.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from renderfarm.contract import ShardResult
 
@@ -47,7 +47,6 @@ class SlotInfo:
     items_done: int = 0
     deaths: int = 0
     note: str = ""
-    extra: dict = field(default_factory=dict)
 
     def describe(self) -> dict:
         return {"worker": self.name, "state": self.state, "pid": self.pid,
