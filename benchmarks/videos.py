@@ -6,7 +6,7 @@ Run: ``python benchmarks/videos.py [--clips 12] [--workers 2] [--env city]``
 Measures, in the same run and on the same clips:
 
 1. **baseline**: rendering the std frames only (one server, lit pass, no visibility checks,
-   no encoding) — the floor any video pipeline pays;
+   no encoding; after an untimed warm-up pass) — the floor any video pipeline pays;
 2. **inline**: the full per-clip pipeline on one worker and one server (sampling, rendering,
    per-frame visibility, 4 H.264 encodes, record), with a per-stage breakdown;
 3. **farm**: ``renderfarm.run_job`` with ``--workers`` local workers (one server each),
@@ -50,6 +50,10 @@ def bench_baseline(args, server: str) -> float:
         clip = videos.sample_clip(ctx, rng, pattern, ctx.subject_ids[i % len(ctx.subject_ids)], Counter())
         clips.append((clip, ctx.env.clutter(rng, keep_out=mo.keep_out(clip))))
     with RenderClient(server) as client:
+        for clip, scenery in clips:  # warm-up, untimed: mesh uploads, shader compiles, GL targets
+            subject = Actor("subject", ctx.subject_ids[0], mo.subject_transform(clip, 0))
+            videos.render_frames(client, clip, subject, scenery, ctx.env.world, ctx.fov, ctx.size,
+                                 ("lit",), visibility=False)
         t0 = time.perf_counter()
         for clip, scenery in clips:
             subject = Actor("subject", ctx.subject_ids[0], mo.subject_transform(clip, 0))
