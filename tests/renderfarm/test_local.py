@@ -11,6 +11,7 @@ from conftest import count_files, dataset_digest, live_workers, pid_alive, start
 from engine.errors import ConfigError
 from renderfarm import exit_code, run_job
 from renderfarm.jsonlog import read_log
+from renderfarm.status import format_status, job_status
 
 
 @pytest.mark.parametrize("workers", [2, 4])
@@ -88,6 +89,7 @@ def test_kill_9_of_the_whole_job_then_resume_is_identical(tmp_path, cpu_referenc
     workers = live_workers(tmp_path)
     os.killpg(job.pid, signal.SIGKILL)
     job.wait()
+    assert "ended without cleanup; re-run to resume" in format_status(job_status(tmp_path))
     assert count_files(tmp_path / "images") < 48  # really interrupted mid-run
     # workers notice their parent died (PR_SET_PDEATHSIG) and exit: no orphans
     wait_for(lambda: not any(pid_alive(w["pid"]) for w in workers), 20, "orphan workers to exit")
@@ -120,12 +122,15 @@ def test_sigterm_stops_workers_cleanly_and_resume_works(tmp_path, cpu_reference)
     wait_for(lambda: count_files(tmp_path / "images") >= 6, what="6 samples")
     workers = live_workers(tmp_path)
     assert workers
+    running = format_status(job_status(tmp_path))
+    assert f"job running (pid {job.pid})" in running and "  w0: " in running
     with pytest.raises(ConfigError, match="another farm job is running"):
         run_job("farm_toy_cpu", slow, tmp_path, workers=1, progress=False)
     job.send_signal(signal.SIGTERM)
     assert job.wait(60) == 130
     assert not any(pid_alive(w["pid"]) for w in workers)
     assert not (tmp_path / ".farm" / "workers.json").exists()
+    assert "no job running" in format_status(job_status(tmp_path))
     assert not list(tmp_path.rglob("*.tmp"))  # no half-written files left behind
     run_job("farm_toy_cpu", slow, tmp_path, workers=2, progress=False)
     assert dataset_digest(tmp_path) == reference
