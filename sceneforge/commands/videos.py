@@ -42,6 +42,7 @@ def register(subparsers) -> None:
     e.add_argument("--pred", type=Path, required=True, help="predictions dir with {aug}/{model}.csv")
     e.add_argument("--model", help="model name (file stem); default: the only CSV in PRED/std/")
     e.add_argument("--n-group", type=int, default=3, help="group counts as correct with >= N of 4 right (default 3)")
+    e.add_argument("--single", metavar="AUG", help="also print DSI's single-view accuracy of one variant")
     e.add_argument("--json", action="store_true", help="print the scores as JSON")
     e.set_defaults(func=run_eval)
 
@@ -125,10 +126,14 @@ def run_eval(args: argparse.Namespace) -> int:
     from scenarios import dsi_eval
 
     r = dsi_eval.evaluate(args.meta, args.pred, args.model, args.n_group)
+    if args.single:
+        r["single_view"] = dsi_eval.single_view(dsi_eval.load_all(args.meta, args.pred, r["model"]), args.single)
     if args.json:
         print(json.dumps({k: (v.__dict__ if hasattr(v, "__dict__") else v) for k, v in r.items()}, indent=2))
         return 0
     print(f"Model: {r['model']}")
     print(dsi_eval.format_scores("=== Method 1: Independent Samples ===", r["sample_wise"]))
     print(dsi_eval.format_scores(f"=== Method 2: Ensemble Voting (n>={args.n_group}) ===", r["group_wise"]))
+    if args.single:
+        print(dsi_eval.format_scores(f"=== Method 3: Single View Evaluation ({args.single}) ===", r["single_view"]))
     return 0

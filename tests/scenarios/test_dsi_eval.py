@@ -179,3 +179,15 @@ def test_printed_lines_follow_dsi_format():
     text = dsi_eval.format_scores("=== Method 1: Independent Samples ===", s)
     assert "category = 0 Obj:static cam       Acc = 50.00%" in text
     assert "Overall Acc = 75.00%" in text
+
+
+def test_single_view_scores_one_variant(tmp_path, dataset):
+    rows, _ = dataset
+    preds = {aug: [r["GT"] if aug == "hflip" else "Z" for r in rows[aug]] for aug in AUGS}
+    meta, pred = _write(tmp_path, rows, preds)
+    data = dsi_eval.load_all(meta, pred)
+    assert dsi_eval.single_view(data, "hflip").overall == 1.0
+    assert dsi_eval.single_view(data, "std").overall == 0.0
+    assert dsi_eval.sample_wise(data).overall == pytest.approx(0.25)
+    with pytest.raises(ConfigError, match="invalid augmentation"):
+        dsi_eval.single_view(data, "vflip")
