@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 import pytest
 
-from conftest import HERE, dataset_digest
+from conftest import HERE, dataset_digest, live_workers, wait_for
+from renderfarm.jsonlog import read_log
 from renderfarm import run_job
 
 ray = pytest.importorskip("ray")
@@ -39,3 +42,20 @@ def test_ray_actors_own_render_servers(tmp_path, local_ray):
                       shard_size=2, progress=False)
     assert summary["finalized"] and summary["workers"] == 2
     assert dataset_digest(tmp_path / "ray") == dataset_digest(tmp_path / "local")
+
+
+def test_a_killed_actor_is_replaced_and_nothing_is_lost(tmp_path, cpu_reference, local_ray):
+    config, reference = cpu_reference
+    slow = {**config, "sleep_s": 0.05}
+    summaries = []
+    job = threading.Thread(target=lambda: summaries.append(run_job(
+        "farm_toy_cpu", slow, tmp_path, backend="ray", workers=2, shard_size=8, progress=False)))
+    job.start()
+    wait_for(lambda: any(w["state"] == "busy" for w in live_workers(tmp_path)), 60, "a busy actor")
+    victim = next(w for w in live_workers(tmp_path) if w["state"] == "busy")
+    os.kill(victim["pid"], signal.SIGKILL)
+    job.join(120)
+    assert summaries and summaries[0]["finalized"] and summaries[0]["failed"] == {}
+    crashes = [e for e in read_log(tmp_path / ".farm" / "log.jsonl") if e.get("crashed")]
+    assert crashes and crashes[0]["worker"] == victim["worker"]
+    assert dataset_digest(tmp_path) == reference
