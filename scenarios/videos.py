@@ -57,6 +57,7 @@ class VideoConfig:
     motion: mo.MotionConfig = field(default_factory=mo.MotionConfig)
     subjects: tuple[str, ...] | None = None  # classes; default: the env triples' movable targets
     clutter: bool = True
+    questions: tuple[str, ...] = ("obj", "cam", "dist", "dir")  # kinds asked per clip (see scenarios.dsi)
     min_visible_ratio: float | None = None  # default: the environment's (0.8)
     min_bbox_px: float | None = None        # default: the environment's
     edge_margin_px: float = 2.0
@@ -76,8 +77,9 @@ class VideoConfig:
             if req not in d:
                 raise ConfigError(f"videos config: missing field '{req}'")
         d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
-        if d.get("subjects") is not None:
-            d["subjects"] = tuple(str(s) for s in d["subjects"])
+        for key in ("subjects", "questions"):
+            if d.get(key) is not None:
+                d[key] = tuple(str(s) for s in d[key])
         cfg = cls(**d)
         cfg.validate()
         return cfg
@@ -93,6 +95,10 @@ class VideoConfig:
             raise ConfigError(f"videos config: image_size must be even in 32..2048 (H.264 yuv420p), got {self.image_size}")
         if self.max_tries < 1 or self.max_render_tries < 1:
             raise ConfigError("videos config: max_tries and max_render_tries must be >= 1")
+        bad = [q for q in self.questions if q not in dsi.SPACES]
+        if bad or not self.questions:
+            raise ConfigError(f"videos config: questions must be a non-empty subset of {', '.join(dsi.SPACES)}, "
+                              f"got {list(self.questions)}")
         if self.fov_deg is not None and not 0 < self.fov_deg < 180:
             raise ConfigError(f"videos config: fov_deg must be in (0, 180), got {self.fov_deg}")
         if self.min_visible_ratio is not None and not 0 <= self.min_visible_ratio <= 1:
@@ -243,7 +249,8 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
 def clip_record(ctx: Context, index: int, made: dict) -> dict:
     """The JSON record of a clip: DSI rows for each variant + everything clips.parquet holds."""
     clip, cls = made["clip"], ctx.lib.info(made["asset_id"]).cls
-    qs, skipped = dsi.make_questions(clip, cls.replace("_", " "), clip_rng(ctx.cfg, ctx.env.name, index, 1))
+    qs, skipped = dsi.make_questions(clip, cls.replace("_", " "), clip_rng(ctx.cfg, ctx.env.name, index, 1),
+                                     kinds=ctx.cfg.questions)
     rel = relative_path(ctx.env.name, index)
     cam = mo.camera_at(clip, 0, ctx.fov, ctx.size, ctx.size)
     return {

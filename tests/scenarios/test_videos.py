@@ -287,3 +287,24 @@ def test_cli_videos_inline_run_and_refuses_a_different_config_in_the_same_dir(tm
     assert probe_mp4(tmp_path / "videos" / "reverse" / "desert" / "000001.mp4")["width"] == 128
     r = subprocess.run([*cmd, "--seed", "5"], capture_output=True, text=True)
     assert r.returncode == 2 and "different config" in r.stderr
+
+
+def test_question_kinds_are_configurable_and_validated():
+    with pytest.raises(ConfigError, match="questions must be"):
+        videos.plan({**CONFIG, "questions": ["obj", "colour"]})
+    clip = mo.build_clip(mo.sample_spec(np.random.default_rng(0), mo.MotionConfig(), "cam_rotate-obj_translate",
+                                        (0.0, 0.0), (400.0, 200.0, 150.0)), lambda x, y: np.zeros_like(x))
+    qs, _ = dsi.make_questions(clip, "taxi", np.random.default_rng(0), kinds=("cam",))
+    assert [q.cate for q in qs] == [3]
+
+
+@pytest.mark.slow
+@pytest.mark.render
+def test_farm_with_two_workers_writes_the_same_bytes_as_one_inline_shard(dataset, tmp_path):
+    from renderfarm.job import run_job
+
+    out, _, _ = dataset
+    summary = run_job("scenarios.videos", CONFIG, tmp_path, workers=2, progress=False)
+    assert summary["finalized"]
+    farm = {k: v for k, v in _sha(tmp_path).items() if not k.startswith(".farm")}
+    assert farm == _sha(out)
