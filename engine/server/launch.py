@@ -79,6 +79,16 @@ def serve_command(port: int, output_dir: str | os.PathLike | None, assets, threa
     return cmd
 
 
+def _wait_ready(proc: subprocess.Popen, ready: Path, log_path: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            tail = log_path.read_text(errors="replace")[-1500:]
+            raise ConnectionFailed(f"sceneforge serve did not become ready within {timeout:.0f}s "
+                                   f"(exit code {proc.poll()}): " + " | ".join(tail.strip().splitlines()[-8:]))
+        time.sleep(0.02)
+
+
 def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, assets=None,
                  threads: int = 1, env: dict | None = None, timeout: float = 60.0,
                  host: str = "127.0.0.1", extra_args: list[str] | None = None) -> ServerProcess:
@@ -92,16 +102,13 @@ def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, ass
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})})
-    deadline = time.monotonic() + timeout
-    while not ready.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            tail = log_path.read_text(errors="replace")[-1500:]
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            raise ConnectionFailed(f"sceneforge serve did not become ready within {timeout:.0f}s "
-                                   f"(exit code {proc.returncode}): " + " | ".join(tail.strip().splitlines()[-8:]))
-        time.sleep(0.02)
+    try:
+        _wait_ready(proc, ready, log_path, timeout)
+    except BaseException:  # timeout, dead server, or the caller interrupted: leave no orphan
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        raise
     bound = int(ready.read_text().strip())
     connect_host = "127.0.0.1" if host in ("0.0.0.0", "localhost") else host
     return ServerProcess(proc, connect_host, bound, log_path, workdir)

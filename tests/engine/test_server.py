@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import signal
 import socket
@@ -273,6 +274,34 @@ def test_sigint_max_frame_and_host_warning(tmp_path):
         srv.proc.send_signal(signal.SIGINT)
         assert srv.proc.wait(30) == 0
     assert "reachable from other machines" in srv.log_tail()
+
+
+def _serve_children() -> set[int]:
+    """Live `sceneforge serve` children of this test process (from /proc)."""
+    out = set()
+    for d in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read()
+        except (OSError, ValueError):
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and b"serve" in cmd:
+            out.add(int(d))
+    return out
+
+
+def test_start_server_failure_is_one_line_and_leaves_no_process():
+    from engine.errors import ConnectionFailed
+
+    before = _serve_children()
+    with pytest.raises(ConnectionFailed, match=r"exit code 2\).*--threads must be >= 1") as e:
+        start_server(port=0, extra_args=["--threads", "0"])  # the later flag wins in argparse
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConnectionFailed, match="within 0s"):
+        start_server(port=0, timeout=0.0)  # still starting when the deadline passes: killed
+    assert _serve_children() <= before
 
 
 def test_serve_import_path_stays_light():
