@@ -56,7 +56,7 @@ def build_config(args: argparse.Namespace) -> dict:
         try:
             cfg = yaml.safe_load(args.config.read_text()) or {}
         except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"{args.config}: cannot read videos config ({e})") from e
+            raise ConfigError(f"{args.config}: cannot read videos config ({' '.join(str(e).split())})") from e
         if not isinstance(cfg, dict):
             raise ConfigError(f"{args.config}: top level must be a mapping of videos config fields")
     for key, val in (("env", args.env), ("n", args.n), ("seed", args.seed), ("image_size", args.size)):
