@@ -89,27 +89,38 @@ def run_probe(job: ProbeJob) -> Path:
     """Run the whole job; returns the output directory."""
     from probing.backbones import create_backbone
     from probing.features import extract_features
-    from tqdm import tqdm
-
     from probing.report import write_report, write_runs
 
     out = Path(job.out)
     table = load_datasets(job.data)
-    groups = make_groups(table, job.protocols)
+    groups = make_groups(table, job.protocols)  # before the backbone: bad data fails fast
     bb = create_backbone(job.backbone, job.weights, job.model_kwargs)
     layers = bb.resolve_layers(job.layers)
     cache = Path(job.cache_dir) if job.cache_dir else out / "cache"
     t0 = time.perf_counter()
     feats = extract_features(bb, table["path"].tolist(), layers, cache, job.batch_size, job.progress)
     extract_s = time.perf_counter() - t0
-    labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
     base = {"backbone": bb.spec, "weights_hash": bb.weights_hash[:16], "data": str(job.data)}
-    records, seconds = [], {}
-    bar = tqdm(total=len(layers) * len(groups) * len(job.heads), desc="probe grids", unit="grid",
+    records, seconds = _train_all(job, table, groups, feats, base)
+    write_runs(out, records, {"extract_seconds": round(extract_s, 3), "layers": layers,
+                              "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
+                              "cache_keys": {n: f.key for n, f in feats.items()}})
+    write_report(out)
+    return out
+
+
+def _train_all(job: ProbeJob, table, groups: list[Group], feats: dict, base: dict):
+    """Every (layer, group, head) grid; returns run records and training seconds per head."""
+    from tqdm import tqdm
+
+    out = Path(job.out)
+    labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
+    records, seconds, written = [], {}, set()
+    bar = tqdm(total=len(feats) * len(groups) * len(job.heads), desc="probe grids", unit="grid",
                disable=not job.progress)
-    for layer in layers:
+    for layer, f in feats.items():
         for g in groups:
-            splits = ProbeSplits.from_index(feats[layer].patches, feats[layer].prefix, labels, g.idx)
+            splits = ProbeSplits.from_index(f.patches, f.prefix, labels, g.idx)
             for head in job.heads:
                 bar.set_postfix_str(f"L{layer} {g.protocol} {g.env}/{g.task} {head}")
                 results = run_grid(head, splits, job.train)
@@ -120,14 +131,20 @@ def run_probe(job: ProbeJob) -> Path:
                 records += [_record(r, meta) for r in results]
                 seconds[head] = seconds.get(head, 0.0) + sum(r.seconds for r in results)
                 if head in ATTENTIVE and job.attention_samples:
-                    _save_attention(out, head, meta, results, splits, table, feats[layer].grid,
-                                    job.attention_samples)
+                    written.add(_save_attention(out, head, meta, results, splits, table, f.grid,
+                                                job.attention_samples))
     bar.close()
-    write_runs(out, records, {"extract_seconds": round(extract_s, 3), "layers": layers,
-                              "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
-                              "cache_keys": {n: f.key for n, f in feats.items()}})
-    write_report(out)
-    return out
+    _remove_stale(out, written)
+    return records, seconds
+
+
+def _remove_stale(out: Path, written: set[str]) -> None:
+    """Attention maps / head weights left in OUT by an earlier, different run would end up in
+    this run's plots: remove those not written now."""
+    for sub, suffix in (("attention", ".npz"), ("heads", ".pt")):
+        for f in (out / sub).glob(f"*{suffix}"):
+            if f.name[:-len(suffix)] not in written:
+                f.unlink()
 
 
 def _record(r, meta: dict) -> dict:
@@ -142,7 +159,7 @@ def run_id(meta: dict, head: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", raw)
 
 
-def _save_attention(out: Path, head: str, meta: dict, results, splits, table, grid, k: int) -> None:
+def _save_attention(out: Path, head: str, meta: dict, results, splits, table, grid, k: int) -> str:
     """Attention maps of the selected head over the first ``k`` test images (+ the head weights)."""
     import torch
 
@@ -164,3 +181,4 @@ def _save_attention(out: Path, head: str, meta: dict, results, splits, table, gr
     torch.save({"state_dict": best.model.state_dict(), "meta": meta, "head": head,
                 "lr": best.lr, "dropout": best.dropout}, tmp)
     tmp.replace(out / "heads" / f"{name}.pt")
+    return name

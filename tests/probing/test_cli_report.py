@@ -89,6 +89,11 @@ def test_same_inputs_give_byte_identical_outputs(probed, tmp_path):
              "attention/efficient_L3_within_forest_ego.npz"]
     for name in names:
         assert (out / name).read_bytes() == (first / name).read_bytes(), name
+    # a different run into the same OUT leaves no stale attention maps for the plots
+    assert main(probe_args(probed / "data", out, "--layers", "3", "--heads", "efficient",
+                           "--cache", str(probed / "runs" / "a" / "cache"))) == 0
+    assert {p.name.split("_")[1] for p in (out / "attention").iterdir()} == {"L3"}
+    assert len(list((out / "heads").iterdir())) == 4
 
 
 @pytest.mark.parametrize("extra, message", [
