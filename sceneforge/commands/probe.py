@@ -107,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="extra model constructor argument (repeatable), e.g. img_size=224")
     p.add_argument("--layers", help="1-based blocks, comma list (-1 = last; default: last)")
     p.add_argument("--heads", default=",".join(HEADS), help="comma list of linear,abmilp,efficient")
-    p.add_argument("--protocol", default="within", help="within (per env/task), loeo (leave one env out), or both")
+    p.add_argument("--protocol", default="within", help="comma list of within (per env/task) and loeo (leave one env out)")
     p.add_argument("--out", required=True, help="output directory for runs, reports and (default) the cache")
     p.add_argument("--cache", help="feature cache directory (default: OUT/cache)")
     p.add_argument("--epochs", type=int, default=100)

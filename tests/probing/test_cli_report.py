@@ -114,3 +114,13 @@ def test_bad_options_are_one_line_exit_2(probed, capsys, tmp_path, extra, messag
 def test_probe_report_without_runs(tmp_path, capsys):
     assert main(["probe-report", str(tmp_path)]) == 2
     assert "no runs.jsonl found" in capsys.readouterr().err
+
+
+def test_cli_parser_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys; from sceneforge.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('torch', 'timm', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
