@@ -158,7 +158,8 @@ class Session:
     def shapes(self, env_name: str) -> ShapeCache:
         """Footprints from the environment's own asset library (default + its extra packs)."""
         if env_name not in self._shapes:
-            self._shapes[env_name] = ShapeCache(self.env(env_name).library)
+            env = self.env(env_name)
+            self._shapes[env_name] = ShapeCache(env.library, lambda cls: env.variants(cls, env.library))
         return self._shapes[env_name]
 
     # ---- scene groups ------------------------------------------------------------------------

@@ -79,10 +79,16 @@ class CachedLibrary:
 
 
 class ShapeCache:
-    """AssetShape per asset id (footprint hull + height), computed once per process."""
+    """AssetShape per asset id (footprint hull + height), computed once per process.
 
-    def __init__(self, lib):
+    ``variants(cls) -> ids`` chooses the asset ids a class may draw from; pass the environment's
+    ``env.variants`` so its style tags apply (snowy trees in Winter Town). Default: every active
+    variant of the library.
+    """
+
+    def __init__(self, lib, variants=None):
         self.lib = lib if isinstance(lib, CachedLibrary) else CachedLibrary(lib)
+        self._variants = variants or (lambda cls: [a.id for a in self.lib.by_class(cls)])
         self._shapes: dict[str, AssetShape] = {}
 
     def __call__(self, asset_id: str) -> AssetShape:
@@ -93,10 +99,10 @@ class ShapeCache:
         return self._shapes[asset_id]
 
     def pick(self, rng: np.random.Generator, cls: str) -> AssetShape:
-        variants = self.lib.by_class(cls)
+        variants = self._variants(cls)
         if not variants:
             raise ConfigError(f"no asset of class {cls!r} in the asset library")
-        return self(variants[int(rng.integers(len(variants)))].id)
+        return self(variants[int(rng.integers(len(variants)))])
 
 
 def build_group(rng: np.random.Generator, key: tuple, source_cls: str, target_cls: str, shapes: ShapeCache,

@@ -199,11 +199,7 @@ def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Act
     """Render every frame of ``clip``: {kind: (T,...) array} and per-frame PixelCount of the
     subject (empty when ``visibility`` is False)."""
     client.set_world(world)
-    client.reset()
-    # An empty-scene frame clears the renderer's per-scene caches (shadow layers depend on which
-    # actors moved since the previous frame), so a clip renders the same after any other clip.
-    client.set_camera(0, mo.camera_at(clip, 0, fov, size, size))
-    client.render(0, ("lit",))
+    client.reset()  # the server's images are a pure function of the scene: no history to clear
     client.spawn([*scenery, subject])
     frames, vis = {k: [] for k in kinds}, []
     for t in range(clip.n_frames):
