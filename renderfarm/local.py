@@ -103,6 +103,9 @@ class LocalPool(WorkerPool):
         if kind == "fatal":
             self._retire(slot, payload)
             return []
+        if kind == "progress":
+            self.on_progress(slot.name, int(payload))
+            return []
         item, slot.item, slot.state = slot.item, None, "idle"
         slot.server_pid = payload.get("server_pid", slot.server_pid)
         slot.items_done += 1

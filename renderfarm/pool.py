@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Callable
 
 from renderfarm.contract import ShardResult
 
@@ -68,6 +69,9 @@ class WorkerPool(ABC):
     """A set of named worker slots. All methods are called from the job's main thread."""
 
     slots: list[SlotInfo]
+    #: Called as ``on_progress(slot, n)`` when a worker reports ``n`` more samples finished in its
+    #: current item (backends that cannot report per sample simply never call it).
+    on_progress: Callable[[str, int], None] = staticmethod(lambda slot, n: None)
 
     def idle(self) -> list[str]:
         return [s.name for s in self.slots if s.state == "idle"]

@@ -70,9 +70,11 @@ class Scheduler:
         self.attempts: dict[int, int] = defaultdict(int)
         self.finished: list[ShardResult] = []
         self._journaled: set[int] = set()
+        self.ticks: dict[str, int] = defaultdict(int)  # slot -> samples reported by its item so far
 
     def run(self, pool: WorkerPool) -> list[ShardResult]:
         """Block until every shard is journaled; raises ConnectionFailed if no worker is left."""
+        pool.on_progress = self._tick
         while self.queue or pool.busy():
             for slot in pool.idle():
                 if not self.queue:
@@ -85,9 +87,14 @@ class Scheduler:
                 raise ConnectionFailed("no render worker could run: " + "; ".join(pool.retired_notes()))
         return self.finished
 
+    def _tick(self, slot: str, n: int) -> None:
+        """Per-sample progress inside a running item; settled when the item's outcome arrives."""
+        self.ticks[slot] += n
+        self.on_samples(n)
+
     def _handle(self, outcome: Outcome) -> None:
         st = self.state[outcome.item.shard_id]
-        before = len(st.complete()) + len(st.failed)
+        before = len(st.complete()) + len(st.failed) + self.ticks.pop(outcome.slot, 0)
         if outcome.result is not None:
             st.absorb(outcome.result, outcome.item)
             failures = {i: e for i, e in outcome.result.failed.items() if i in outcome.item.indices}

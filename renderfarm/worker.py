@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import inspect
 import logging
 import os
 import signal
@@ -49,6 +50,7 @@ class WorkerCore:
         self.config = config
         self.out_dir = Path(out_dir)
         self.needs_server = needs_server(self.module)
+        self.takes_progress = "progress" in inspect.signature(self.module.run).parameters
         self.slot = ServerSlot(Path(server_dir), external=external)
 
     def prepare(self) -> dict:
@@ -56,13 +58,17 @@ class WorkerCore:
         address = self.slot.ensure() if self.needs_server else ""
         return {"pid": os.getpid(), "server_pid": self.slot.pid, "address": address}
 
-    def execute(self, shard_id: int, indices: tuple[int, ...]) -> dict:
-        """Run the scenario on one item; never raises (the error is part of the outcome)."""
+    def execute(self, shard_id: int, indices: tuple[int, ...], progress=None) -> dict:
+        """Run the scenario on one item; never raises (the error is part of the outcome).
+
+        ``progress(n)`` is handed to scenarios whose ``run`` takes a ``progress`` keyword (called
+        after each finished sample), so the job's bar moves per sample, not per shard."""
         t0 = time.perf_counter()
+        extra = {"progress": progress} if progress is not None and self.takes_progress else {}
         try:
             server = self.slot.ensure() if self.needs_server else ""
             result = self.module.run(self.config, Shard(shard_id, tuple(indices)), self.out_dir,
-                                     server=server)
+                                     server=server, **extra)
             if not isinstance(result, ShardResult):
                 raise TypeError(f"run() returned {type(result).__name__}, not ShardResult")
             out = {"ok": True, "result": asdict(result)}
@@ -87,13 +93,26 @@ def _die_with_parent() -> None:
 
 
 _STOPPING = threading.Event()
+STOP_WATCHDOG_S = 5.0  # after SIGTERM, a worker still running by then kills its group and exits
 
 
 def _raise_exit(signum, _frame) -> None:
     """SIGTERM: leave now. The flag makes the worker quit even if library code between here and
-    the scenario catches the SystemExit and turns it into an ordinary error."""
-    _STOPPING.set()
+    the scenario catches the SystemExit and turns it into an ordinary error (or retries a
+    connection for a while); the watchdog bounds the time in any case."""
+    if not _STOPPING.is_set():
+        _STOPPING.set()
+        watchdog = threading.Timer(STOP_WATCHDOG_S, _hard_exit, args=(128 + signum,))
+        watchdog.daemon = True
+        watchdog.start()
     raise SystemExit(128 + signum)
+
+
+def _hard_exit(code: int) -> None:
+    """Last resort: SIGKILL this worker's process group (its server and itself)."""
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpgrp(), signal.SIGKILL)
+    os._exit(code)
 
 
 def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str,
@@ -144,7 +163,7 @@ def _serve(conn, core: WorkerCore) -> None:
         if msg[0] == "stop":
             return
         _, shard_id, indices = msg
-        outcome = core.execute(shard_id, indices)
+        outcome = core.execute(shard_id, indices, progress=lambda n=1: conn.send(("progress", n)))
         if _STOPPING.is_set():
             return
         conn.send(("done", outcome))

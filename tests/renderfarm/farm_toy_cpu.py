@@ -38,7 +38,7 @@ def sample_paths(out_dir: Path, index: int) -> tuple[Path, Path]:
     return out_dir / "images" / f"img_{index:05d}.png", out_dir / "records" / f"rec_{index:05d}.json"
 
 
-def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult:
+def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
     t0 = time.perf_counter()
     res = ShardResult(shard.shard_id)
     for index in shard.indices:
@@ -58,6 +58,8 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
         for rule, count in rejections.items():
             res.rejections[rule] = res.rejections.get(rule, 0) + count
         res.done.append(index)
+        if progress is not None:
+            progress(1)
     res.seconds = time.perf_counter() - t0
     return res
 
