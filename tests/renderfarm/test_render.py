@@ -83,3 +83,17 @@ def test_sigterm_stops_workers_and_their_servers(tmp_path):
     wait_for(lambda: not any(pid_alive(p) for p in pids), 15, "workers and servers to exit")
     summary = run_job("farm_toy_render", {**CONFIG, "n": 40}, tmp_path, workers=2, progress=False)
     assert summary["finalized"] and summary["failed"] == {}
+
+
+def test_kill_9_of_the_whole_job_leaves_no_server_and_resumes_identically(tmp_path, render_reference):
+    job = start_job("farm_toy_render", tmp_path, CONFIG, "--workers", "2", "--shard-size", "1")
+    wait_for(lambda: len(live_workers(tmp_path)) == 2 and count_files(tmp_path / "images") >= 2,
+             90, "two running workers")
+    workers = live_workers(tmp_path)
+    os.killpg(job.pid, signal.SIGKILL)  # the job only: workers lead their own process groups
+    job.wait()
+    pids = [w["pid"] for w in workers] + [w["server_pid"] for w in workers]
+    wait_for(lambda: not any(pid_alive(p) for p in pids), 20, "orphaned workers and servers to exit")
+    summary = run_job("farm_toy_render", CONFIG, tmp_path, workers=2, progress=False)
+    assert summary["finalized"]
+    assert dataset_digest(tmp_path) == render_reference
