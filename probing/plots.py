@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from probing.data import CLASSES
 
@@ -63,6 +64,7 @@ def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
             ax.plot(g["layer"], g["test_mean"], marker="o", label=_label({"backbone": bb, "head": head}, multi))
         ax.axhline(0.25, color="grey", ls=":", lw=1)
         ax.set(title=f"task {task}", xlabel="layer", ylabel="test accuracy", ylim=(0, 1))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8)
     return _save(fig, path)
 
@@ -112,8 +114,8 @@ def confusions(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> Path:
     plt = _plt()
     within = summary[summary["protocol"] == summary["protocol"].iloc[0]]
     best = _best_layer(within, ["head", "task"])
-    fig, axes = plt.subplots(1, len(best), figsize=(3.2 * len(best), 3.2), squeeze=False)
-    for ax, (_, b) in zip(axes[0], best.iterrows()):
+    fig, axes = plt.subplots(1, len(best), figsize=(3.4 * len(best), 3.4), squeeze=False)
+    for i, (ax, (_, b)) in enumerate(zip(axes[0], best.iterrows())):
         sel = runs[runs["selected"] & (runs["head"] == b["head"]) & (runs["task"] == b["task"])
                    & (runs["layer"] == b["layer"]) & (runs["protocol"] == within["protocol"].iloc[0])]
         conf = np.sum([np.asarray(c) for c in sel["confusion"]], axis=0)
@@ -122,7 +124,9 @@ def confusions(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> Path:
             ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8)
         ax.set_xticks(range(len(CLASSES)), CLASSES, rotation=45, fontsize=7)
         ax.set_yticks(range(len(CLASSES)), CLASSES, fontsize=7)
-        ax.set(title=f"{b['head']} L{b['layer']} {b['task']}", xlabel="predicted", ylabel="true")
+        ax.set(title=f"{b['head']} L{b['layer']} {b['task']}", xlabel="predicted",
+               ylabel="true" if i == 0 else "")
+    fig.tight_layout()
     return _save(fig, path)
 
 
