@@ -44,12 +44,34 @@ class TrainConfig:
         return tuple(self.epochs_by_head.get(head, (self.epochs, self.warmup)))  # type: ignore
 
 
+class LazyRows:
+    """Rows of a (memory-mapped) array, gathered only when indexed: ``lazy[rows]`` → tensor.
+
+    Used when a split does not fit in memory (e.g. leave-one-env-out on 40k ViT-L images =
+    21 GB of fp16 tokens): each batch then reads its rows from the page cache / disk.
+    """
+
+    def __init__(self, array, rows: np.ndarray):
+        self.array, self.rows = array, rows
+        self.shape = (len(rows), *array.shape[1:])
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, idx) -> torch.Tensor:
+        rows = self.rows[idx.numpy() if isinstance(idx, torch.Tensor) else idx]
+        order = np.argsort(rows, kind="stable")  # sequential reads, then restore the order
+        out = np.empty((len(rows), *self.array.shape[1:]), dtype=self.array.dtype)
+        out[order] = self.array[rows[order]]
+        return torch.from_numpy(out)
+
+
 @dataclass
 class Part:
-    """One split: fp16 tokens as torch tensors (converted to fp32 per batch) and labels."""
+    """One split: tokens (float32 or fp16 tensors, or :class:`LazyRows`) and labels."""
 
-    patches: torch.Tensor
-    prefix: torch.Tensor
+    patches: "torch.Tensor | LazyRows"
+    prefix: "torch.Tensor | LazyRows"
     y: torch.Tensor
     index: np.ndarray  # row numbers in the feature arrays (for attention-map samples)
     pooled: dict = field(default_factory=dict)  # cached GAP / CLS vectors for linear heads
@@ -63,18 +85,23 @@ class ProbeSplits:
 
     @classmethod
     def from_index(cls, patches, prefix, labels: np.ndarray, idx: dict[str, np.ndarray],
-                   fp32_budget_bytes: int = 4 << 30) -> "ProbeSplits":
+                   fp32_budget_bytes: int = 4 << 30, memory_budget_bytes: int = 8 << 30) -> "ProbeSplits":
         """Gather rows (memmap fancy indexing reads only those) for train/val/test.
 
         Tokens are converted to float32 once when they fit in ``fp32_budget_bytes`` (the per-step
-        fp16 → fp32 copy was ~20 % of a training step); otherwise they stay fp16 in memory.
+        fp16 → fp32 copy was ~20 % of a training step); else kept fp16 in memory when they fit in
+        ``memory_budget_bytes``; else read per batch from the cache (:class:`LazyRows`).
         """
         rows_total = sum(len(v) for v in idx.values())
         per_row = 4 * (int(np.prod(patches.shape[1:])) + int(np.prod(prefix.shape[1:])))
         dtype = np.float32 if rows_total * per_row <= fp32_budget_bytes else np.float16
+        lazy = rows_total * per_row // 2 > memory_budget_bytes
 
         def part(rows: np.ndarray) -> Part:
             rows = np.asarray(rows, dtype=np.int64)
+            if lazy:
+                return Part(LazyRows(patches, rows), LazyRows(prefix, rows),
+                            torch.from_numpy(labels[rows].astype(np.int64)), rows)
             return Part(torch.from_numpy(np.asarray(patches[rows], dtype=dtype)),
                         torch.from_numpy(np.asarray(prefix[rows], dtype=dtype)),
                         torch.from_numpy(labels[rows].astype(np.int64)), rows)

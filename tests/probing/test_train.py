@@ -71,3 +71,21 @@ def test_grid_heads_trained_together_match_heads_trained_alone(head):
         alone = train_heads(head, splits, [config], cfg, seed=5)[0]
         for (k, a), (_, b) in zip(model.state_dict().items(), alone.state_dict().items()):
             assert torch.allclose(a, b, atol=1e-4), (config, k)
+
+
+def test_splits_too_big_for_memory_are_read_per_batch_with_same_results():
+    from probing.train import LazyRows
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(0, 1, (120, 4, 16)).astype(np.float16)
+    pre, y = np.zeros((120, 1, 16), np.float16), rng.integers(0, 4, 120)
+    idx = {"train": rng.permutation(80), "val": np.arange(80, 100), "test": np.arange(100, 120)}
+    in_memory = ProbeSplits.from_index(x, pre, y, idx, fp32_budget_bytes=0)
+    lazy = ProbeSplits.from_index(x, pre, y, idx, fp32_budget_bytes=0, memory_budget_bytes=0)
+    assert isinstance(lazy.train.patches, LazyRows) and in_memory.train.patches.dtype == torch.float16
+    rows = torch.tensor([5, 0, 7])
+    assert torch.equal(lazy.train.patches[rows], in_memory.train.patches[rows])
+    cfg = TrainConfig(epochs=2, warmup=1, lrs=(1e-2,), dropouts=(0.2, 0.4))
+    for head in ("linear", "efficient"):
+        a, b = run_grid(head, in_memory, cfg), run_grid(head, lazy, cfg)
+        assert [(r.val_acc, r.confusion) for r in a] == [(r.val_acc, r.confusion) for r in b]
