@@ -62,6 +62,9 @@ def build_job(args: argparse.Namespace):
     from probing.sweep import ProbeJob
     from probing.train import TrainConfig
 
+    for name in ("data", "backbone", "out"):
+        if not getattr(args, name):
+            raise ConfigError(f"--{name} is required (on the command line or in --config)")
     epochs = _numbers(str(args.epochs), "--epochs", int, 1)[0]
     warmup = _numbers(str(args.warmup), "--warmup", int, 0, epochs + 1)[0]
     by_head = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)} if args.sparrta_schedule else {}
@@ -77,8 +80,47 @@ def build_job(args: argparse.Namespace):
                     train=train, attention_samples=args.attention_samples, progress=not args.no_progress)
 
 
+_PARSER: argparse.ArgumentParser | None = None  # set by register(); for --config defaults
+
+
+def apply_config(args: argparse.Namespace) -> argparse.Namespace:
+    """``--config probe.yaml``: keys are the long options (``epochs``, ``heads``, ``model_arg``...);
+    options given on the command line win. Unknown keys are an error naming file and key."""
+    if not args.config:
+        return args
+    try:
+        with open(args.config) as f:
+            data = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"--config {args.config}: cannot read ({type(e).__name__}: {e})") from e
+    if not isinstance(data, dict):
+        raise ConfigError(f"--config {args.config}: expected a mapping of option: value")
+    for key, value in data.items():
+        dest = str(key).replace("-", "_")
+        if dest in ("config", "func", "command") or not hasattr(args, dest):
+            raise ConfigError(f"--config {args.config}: unknown key {key!r}")
+        if getattr(args, dest) == _PARSER.get_default(dest):
+            setattr(args, dest, _config_value(args.config, key, dest, value))
+    return args
+
+
+def _config_value(path: str, key: str, dest: str, value):
+    """A YAML value in the form argparse would have produced for that option."""
+    action = next(a for a in _PARSER._actions if a.dest == dest)
+    if dest == "model_arg":
+        return [str(v) for v in (value if isinstance(value, list) else [value])]
+    if isinstance(value, list):
+        value = ",".join(map(str, value))
+    if isinstance(action, argparse._StoreTrueAction):
+        return bool(value)
+    try:
+        return action.type(value) if action.type else str(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"--config {path}: {key}: {value!r} is not a valid value") from None
+
+
 def run_probe(args: argparse.Namespace) -> int:
-    job = build_job(args)
+    job = build_job(apply_config(args))
     import torch
 
     from probing.sweep import run_probe as run
@@ -99,16 +141,19 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    global _PARSER
     p = sub.add_parser("probe", help="train Linear/AbMILP/Efficient probes on a frozen backbone's features")
-    p.add_argument("--data", required=True, help="dataset dir (metadata.parquet|csv) or a parent of several")
-    p.add_argument("--backbone", required=True, help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset name")
+    _PARSER = p
+    p.add_argument("--config", help="YAML file of option: value (command-line options win)")
+    p.add_argument("--data", help="dataset dir (samples.parquet|metadata.parquet|csv) or a parent of several")
+    p.add_argument("--backbone", help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset name")
     p.add_argument("--weights", help="local weights: timm file (.safetensors/.pth), hf directory, or 'random'")
     p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra model constructor argument (repeatable), e.g. img_size=224")
     p.add_argument("--layers", help="1-based blocks, comma list (-1 = last; default: last)")
     p.add_argument("--heads", default=",".join(HEADS), help="comma list of linear,abmilp,efficient")
     p.add_argument("--protocol", default="within", help="comma list of within (per env/task) and loeo (leave one env out)")
-    p.add_argument("--out", required=True, help="output directory for runs, reports and (default) the cache")
+    p.add_argument("--out", help="output directory for runs, reports and (default) the cache")
     p.add_argument("--cache", help="feature cache directory (default: OUT/cache)")
     p.add_argument("--epochs", type=int, default=100)
     p.add_argument("--warmup", type=int, default=20, help="warmup epochs (linear), then cosine")

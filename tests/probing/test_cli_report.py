@@ -124,3 +124,20 @@ def test_cli_parser_does_not_import_torch():
             "print(sorted(m for m in ('torch', 'timm', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_yaml_config(probed, tmp_path, capsys):
+    cfg = tmp_path / "probe.yaml"
+    cfg.write_text(f"data: {probed / 'data'}\nbackbone: timm:vit_small_patch16_224\nweights: random\n"
+                   f"model_arg: {[f'{k}={v}' for k, v in TINY_VIT.items()]}\nheads: [linear]\n"
+                   f"layers: 3\nepochs: 2\nwarmup: 1\nlrs: [0.01]\ndropouts: [0.2]\n"
+                   f"cache: {probed / 'runs' / 'a' / 'cache'}\n")
+    out = tmp_path / "o"
+    assert main(["probe", "--config", str(cfg), "--out", str(out), "--epochs", "3", "--no-progress"]) == 0
+    rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+    assert {(r["head"], r["layer"], r["lr"], r["epochs"]) for r in rows} == {("linear", 3, 0.01, 3)}
+    cfg.write_text("data: x\nepoch: 3\n")
+    assert main(["probe", "--config", str(cfg), "--out", str(out)]) == 2
+    assert f"--config {cfg}: unknown key 'epoch'" in capsys.readouterr().err
+    assert main(["probe", "--out", str(out)]) == 2
+    assert "--data is required" in capsys.readouterr().err
