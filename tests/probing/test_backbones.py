@@ -174,3 +174,16 @@ def test_timm_presets_name_real_timm_models(name):
     import timm
 
     assert timm.is_model(PRESETS[name].split(":", 1)[1])
+
+
+@pytest.mark.parametrize("spec, kwargs, prefix", [
+    ("dinov3-vits16", {"depth": 2, "embed_dim": 64, "num_heads": 2, "img_size": 64}, 5),  # EVA family
+    ("timm:convnext_atto", {}, 0),                                                      # CNN stages
+])
+def test_other_timm_families(spec, kwargs, prefix):
+    bb = create_backbone(spec, weights="random", model_kwargs=kwargs)
+    h, w = bb.preprocess.input_hw
+    toks = bb.extract(torch.randn(1, 3, h, w), [1, bb.num_layers])
+    last = toks[bb.num_layers]
+    assert last.prefix.shape[1] == prefix
+    assert last.patches.shape[1] == last.grid[0] * last.grid[1]
