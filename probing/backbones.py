@@ -54,6 +54,11 @@ PRESETS: dict[str, str] = {
     "hf-dinov2-large": "hf:facebook/dinov2-large",
     "hf-clip-vitb16": "hf:openai/clip-vit-base-patch16",
 }
+# Constructor defaults per preset. timm's DINOv2 configs say 518² input (1369 patches); SpaRRTa's
+# images are 224², so the presets build the model at 224 (the checkpoint filter resamples the
+# position embeddings) instead of upsampling every image 2.3x. --model-arg overrides.
+PRESET_KWARGS: dict[str, dict] = {name: {"img_size": 224} for name in PRESETS
+                                  if name.startswith(("dinov2-", "dinov2reg-"))}
 
 
 @dataclass
@@ -141,13 +146,14 @@ def create_backbone(spec: str, weights: str | None = None,
     (random initialisation, seeded: for tests and throughput benchmarks).
     """
     kind, name = parse_spec(spec)
+    kwargs = {**PRESET_KWARGS.get(spec.strip(), {}), **(model_kwargs or {})}
     if kind == "timm":
         from probing.timm_backbone import create_timm
 
-        return create_timm(name, weights, dict(model_kwargs or {}))
+        return create_timm(name, weights, kwargs)
     from probing.hf_backbone import create_hf
 
-    return create_hf(name, weights, dict(model_kwargs or {}))
+    return create_hf(name, weights, kwargs)
 
 
 def offline_error(name: str, err: Exception) -> ConfigError:

@@ -187,3 +187,20 @@ def test_other_timm_families(spec, kwargs, prefix):
     last = toks[bb.num_layers]
     assert last.prefix.shape[1] == prefix
     assert last.patches.shape[1] == last.grid[0] * last.grid[1]
+
+
+def test_dinov2_presets_build_at_224_and_load_518_weights(tmp_path):
+    """timm's DINOv2 weights are 518² (37x37 position embeddings); the preset builds a 224² model
+    and the checkpoint filter resamples them, so 224² images are not upsampled."""
+    from safetensors.torch import save_file
+
+    small = {"depth": 1, "embed_dim": 32, "num_heads": 2}
+    src = create_backbone("timm:vit_small_patch14_dinov2.lvd142m", weights="random", model_kwargs=small)
+    assert src.preprocess.input_hw == (518, 518)
+    path = tmp_path / "dinov2.safetensors"
+    save_file({k: v.contiguous() for k, v in src.model.state_dict().items()}, str(path))
+    bb = create_backbone("dinov2-vits14", weights=str(path), model_kwargs=small)
+    assert bb.preprocess.input_hw == (224, 224)
+    assert bb.extract(torch.randn(1, 3, 224, 224), [1])[1].grid == (16, 16)
+    assert torch.equal(bb.model.state_dict()["blocks.0.attn.qkv.weight"],
+                       src.model.state_dict()["blocks.0.attn.qkv.weight"])
