@@ -64,9 +64,14 @@ def command(*templates: str, raw: bool = False) -> Callable[[Handler], Handler]:
 
 
 def templates() -> list[str]:
-    """Every supported command template, one per line of ``vget /unrealcv/commands``."""
+    """Every supported command template, one per line of ``vget /unrealcv/commands``.
+
+    Extensions come first: the official client checks every request against this list in
+    order (~5 µs per template), and the batched extensions are what a generator sends per frame.
+    """
     _load_tables()
-    return [t for r in _ROUTES for t in r.templates]
+    listed = [t for r in _ROUTES for t in r.templates]
+    return [t for t in listed if "/sceneforge/" in t] + [t for t in listed if "/sceneforge/" not in t]
 
 
 def _short(text: str, n: int = 80) -> str:
