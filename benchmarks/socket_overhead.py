@@ -7,8 +7,9 @@ Same scene (the typical procedural scene of ``render.py``), same camera orbit, s
 
 * in-process: ``GLBackend.render`` in a fresh process (``LP_NUM_THREADS=1``);
 * socket: ``sceneforge serve --threads 1`` in a subprocess, driven by ``RenderClient`` — per
-  frame one ``vget /sceneforge/render`` (NPZ reply), and separately with the camera moved first
-  (one more round trip, ``vset /sceneforge/camera``), which is what a dataset generator does.
+  frame one ``vget /sceneforge/render`` (NPZ reply); with the camera moved every frame either in
+  the same request (``render(cam, kinds, camera=...)``) or by a separate ``set_camera`` first
+  (one more round trip), as a dataset generator does.
 
 Two figures per case, from interleaved short windows (the load of a shared machine changes from
 second to second; medians over rounds):
@@ -68,7 +69,7 @@ def _inprocess_worker(conn, size: int) -> None:
     conn.send("ready")
     while (msg := conn.recv()) is not None:
         mode, seconds = msg
-        use = cams[:1] if mode == "fixed" else cams
+        use = cams[:1] if mode == "fixed" else cams  # both moving modes orbit the same cameras
         conn.send(_measure(lambda j: backend.render(scene, use[j % len(use)], KINDS), seconds))
     backend.close()
 
@@ -111,8 +112,9 @@ def socket_overhead(seconds: float = 3.0, size: int = 224, rounds: int = 5) -> d
                 res["socket_first_frame_s"] = time.perf_counter() - t1
                 assert parent.recv() == "ready"
                 calls = {"fixed": lambda j: c.render(0, KINDS),
-                         "moving": lambda j: (c.set_camera(0, cams[j % len(cams)]), c.render(0, KINDS))}
-                for mode in ("fixed", "moving"):
+                         "moving": lambda j: c.render(0, KINDS, camera=cams[j % len(cams)]),
+                         "moving_vset": lambda j: (c.set_camera(0, cams[j % len(cams)]), c.render(0, KINDS))}
+                for mode in calls:
                     res.update(_interleave(parent, calls[mode], srv.pid, mode, rounds, max(0.5, seconds / rounds)))
     parent.send(None)
     worker.join()
@@ -124,7 +126,8 @@ def _print(res: dict, size: int) -> None:
     print(f"  socket vs in-process, {'+'.join(KINDS)} {size}x{size}, LP_NUM_THREADS=1, load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (medians of interleaved rounds):")
     for mode, what in (("fixed", "fixed camera, render only"),
-                       ("moving", "moving camera: set_camera (1 vset) + render")):
+                       ("moving", "moving camera, render(camera=...): one request"),
+                       ("moving_vset", "moving camera, set_camera + render: two requests")):
         print(f"    {what}: wall {res[f'fps_inprocess_{mode}']:.1f} -> {res[f'fps_socket_{mode}']:.1f} "
               f"frames/s ({100 * res[f'socket_overhead_{mode}']:+.1f}% time per frame); CPU "
               f"{res[f'cpu_ms_inprocess_{mode}']:.1f} -> {res[f'cpu_ms_socket_{mode}']:.1f} ms/frame "

@@ -231,37 +231,53 @@ class RenderClient:
         """Pose, horizontal FOV and resolution of camera ``cam_id``."""
         loc, rot = camera.location, camera.rotation.as_tuple()
         if self.is_sceneforge:  # one round trip
-            self.text(f"vset /sceneforge/camera {cam_id} " + compact_json(
-                {"location": list(loc), "rotation": list(rot), "fov": camera.fov_deg,
-                 "size": [camera.width, camera.height]}))
+            self.text(f"vset /sceneforge/camera {cam_id} {_camera_json(camera)}")
             return
         self.text(f"vset /camera/{cam_id}/location {loc[0]:.6f} {loc[1]:.6f} {loc[2]:.6f}")
         self.text(f"vset /camera/{cam_id}/rotation {rot[0]:.6f} {rot[1]:.6f} {rot[2]:.6f}")
         self.text(f"vset /camera/{cam_id}/fov {camera.fov_deg:.6f}")
         self.text(f"vrun r.setres {camera.width}x{camera.height}w")
 
-    def render(self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth")) -> dict[str, np.ndarray]:
-        """Render ``kinds`` (see engine/server/backend.py for shapes) → dict of arrays."""
+    def render(self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth"),
+               camera: Camera | None = None) -> dict[str, np.ndarray]:
+        """Render ``kinds`` (see engine/server/backend.py for shapes) → dict of arrays.
+
+        ``camera``: set camera ``cam_id`` first, in the same request on our server (one round
+        trip per frame instead of two).
+        """
         kinds = tuple(kinds)
         if self.is_sceneforge:
-            data = self.binary(f"vget /sceneforge/render {cam_id} {','.join(kinds)}")
+            extra = f" {_camera_json(camera)}" if camera is not None else ""
+            data = self.binary(f"vget /sceneforge/render {cam_id} {','.join(kinds)}{extra}")
             with np.load(io.BytesIO(data), allow_pickle=False) as npz:
                 return {k: npz[k] for k in kinds}
+        if camera is not None:
+            self.set_camera(cam_id, camera)
         from engine.client_stock import render_stock
         return render_stock(self, cam_id, kinds)
 
-    def visibility(self, cam_id: int, names: list[str]) -> dict[str, PixelCount]:
-        """Visible/unoccluded pixels and bbox per actor (one call on our server)."""
+    def visibility(self, cam_id: int, names: list[str], camera: Camera | None = None) -> dict[str, PixelCount]:
+        """Visible/unoccluded pixels and bbox per actor (one call on our server); ``camera`` as
+        in :meth:`render`."""
         if self.is_sceneforge:
-            raw = json.loads(self.text(f"vget /sceneforge/visibility {cam_id} {','.join(names)}"))
+            extra = f" {_camera_json(camera)}" if camera is not None else ""
+            listed = ",".join(names) or ","  # a placeholder keeps the camera the third argument
+            raw = json.loads(self.text(f"vget /sceneforge/visibility {cam_id} {listed}{extra}"))
             return {n: PixelCount(v["visible"], v["unoccluded"], tuple(v["bbox"]) if v["bbox"] else None)
                     for n, v in raw.items()}
+        if camera is not None:
+            self.set_camera(cam_id, camera)
         from engine.client_stock import visibility_stock
         return visibility_stock(self, cam_id, names)
 
     def _require_ext(self, what: str) -> None:
         if not self.is_sceneforge:
             raise CommandError(f"{what} needs a sceneforge server ({self.host}:{self.port} is stock UnrealCV)")
+
+
+def _camera_json(camera: Camera) -> str:
+    return compact_json({"location": list(camera.location), "rotation": list(camera.rotation.as_tuple()),
+                         "fov": camera.fov_deg, "size": [camera.width, camera.height]})
 
 
 def _triple(value) -> list[float]:

@@ -164,11 +164,9 @@ def set_poses(state: ServerState, args: list[str]) -> str:
 _CAMERA_KEYS = {"location", "rotation", "fov", "size"}
 
 
-@command("vset /sceneforge/camera [id] [json]", raw=True)
-def set_camera(state: ServerState, args: list[str]) -> str:
-    """Pose, fov and size in one round trip: ``{"location", "rotation", "fov", "size": [w, h]}``."""
-    cam_id = parse_int(args[0], "camera id")
-    data = _as_dict(_json(args[1], "camera"), "camera")
+def _apply_camera(state: ServerState, cam_id: int, text: str) -> None:
+    """Set camera ``cam_id`` from ``{"location", "rotation", "fov", "size": [w, h]}`` (any subset)."""
+    data = _as_dict(_json(text, "camera"), "camera")
     unknown = sorted(set(data) - _CAMERA_KEYS)
     if unknown:
         raise CommandError(f"camera: unknown field(s) {unknown} (known: {sorted(_CAMERA_KEYS)})")
@@ -185,6 +183,12 @@ def set_camera(state: ServerState, args: list[str]) -> str:
                                               fov_deg=float(fov), width=size[0], height=size[1])
     except SceneforgeError as e:
         raise CommandError(f"camera: {e}") from None
+
+
+@command("vset /sceneforge/camera [id] [json]", raw=True)
+def set_camera(state: ServerState, args: list[str]) -> str:
+    """Pose, fov and size in one round trip."""
+    _apply_camera(state, parse_int(args[0], "camera id"), args[1])
     return "ok"
 
 
@@ -197,9 +201,14 @@ def _names(state: ServerState, text: str | None) -> list[str]:
     return names
 
 
-@command("vget /sceneforge/visibility [cam]", "vget /sceneforge/visibility [cam] [names]")
+@command("vget /sceneforge/visibility [cam]", "vget /sceneforge/visibility [cam] [names]",
+         "vget /sceneforge/visibility [cam] [names] [camera]")
 def visibility(state: ServerState, args: list[str]) -> str:
-    cam = state.camera(parse_int(args[0], "camera id"))
+    """Optional third argument: camera JSON applied first (saves a round trip per frame)."""
+    cam_id = parse_int(args[0], "camera id")
+    if len(args) > 2:
+        _apply_camera(state, cam_id, args[2])
+    cam = state.camera(cam_id)
     names = _names(state, args[1] if len(args) > 1 else None)
     counts = state.backend().pixel_counts(state.scene, cam, names)
     out = {n: {"visible": int(c.visible), "unoccluded": int(c.unoccluded),
@@ -207,13 +216,17 @@ def visibility(state: ServerState, args: list[str]) -> str:
     return json.dumps(out, separators=(",", ":"))
 
 
-@command("vget /sceneforge/render [cam] [kinds]")
+@command("vget /sceneforge/render [cam] [kinds]", "vget /sceneforge/render [cam] [kinds] [camera]")
 def render_batch(state: ServerState, args: list[str]) -> bytes:
+    """Optional third argument: camera JSON applied first (saves a round trip per frame)."""
     kinds = tuple(k for k in args[1].split(",") if k)
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
         raise CommandError(f"render: unknown kind(s) {bad} (known: {', '.join(KINDS)})")
-    arrays = state.render(parse_int(args[0], "camera id"), kinds)
+    cam_id = parse_int(args[0], "camera id")
+    if len(args) > 2:
+        _apply_camera(state, cam_id, args[2])
+    arrays = state.render(cam_id, kinds)
     buf = io.BytesIO()
     np.savez(buf, **{k: arrays[k] for k in kinds})
     return buf.getvalue()

@@ -98,6 +98,25 @@ def test_render_returns_backend_arrays(render_client):
 
 
 @pytest.mark.render
+def test_camera_in_the_render_request_equals_set_camera(render_client):
+    c = render_client
+    c.spawn([Actor("box", "primitive_cube", Transform((600, 200, 0)))])
+    c.set_camera(0, CAM)
+    separate = c.render(0, ("object_mask", "depth"))
+    vis = c.visibility(0, ["box"])
+    moved = Camera((0.0, 0.0, 300.0), Rotator(-10, 5, 0), 70.0, 96, 64)
+    c.render(0, ("depth",), camera=moved)
+    assert c.text("vget /camera/0/size") == "96 64"  # the request moved the camera
+    combined = c.render(0, ("object_mask", "depth"), camera=CAM)
+    assert all(np.array_equal(separate[k], combined[k]) for k in separate)
+    assert c.visibility(0, ["box"], camera=moved) != vis
+    assert c.visibility(0, ["box"], camera=CAM) == vis
+    assert c.visibility(0, [], camera=CAM) == {}
+    with pytest.raises(CommandError, match="camera resolution"):  # validated before rendering
+        c.text('vget /sceneforge/render 0 depth {"size":[0,1]}')
+
+
+@pytest.mark.render
 def test_visibility_counts_occlusion(render_client):
     c = render_client
     eye = (0.0, 0.0, 50.0)
@@ -127,11 +146,11 @@ def test_stock_fallback_matches_extensions(render_client):
     ext_img = c.render(0, ("object_mask", "depth"))
     c.reset()
     stock = _stock(c)
-    stock.set_camera(0, cam)  # uses `vrun r.setres`, as on UE
+    stock.set_camera(0, Camera())  # uses `vrun r.setres`, as on UE; the real camera comes below
     stock.ue_classes = {"cube": "primitive_cube"}  # asset id -> UE class, used by stock spawn
     stock.spawn([Actor(a.name, "cube", a.transform) for a in actors])
     assert stock.objects() == ["far", "near"]
-    assert stock.visibility(0, ["far", "near"]) == ext_vis
+    assert stock.visibility(0, ["far", "near"], camera=cam) == ext_vis  # camera= via stock vsets
     img = stock.render(0, ("object_mask", "depth"))
     assert np.array_equal(img["object_mask"], ext_img["object_mask"])
     assert np.array_equal(img["depth"], ext_img["depth"])
