@@ -16,6 +16,7 @@ from renderfarm.journal import Journal
 from renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
 from renderfarm.local import LocalPool, WorkerSpec
 from renderfarm.manifest import JOURNAL, LOG, farm_dir, job_lock, make_shards, open_manifest
+from renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
 from renderfarm.scheduler import Scheduler
 from renderfarm.servers import parse_server_list
 from renderfarm.summary import add_throughput, format_summary, summarise, write_summary
@@ -28,7 +29,8 @@ BACKENDS = ("local", "ray")
 def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None = None,
             backend: str = "local", servers: list[str] | str | None = None,
             ray_address: str | None = None, shard_size: int | None = None,
-            progress: bool = True, max_attempts: int = 3) -> dict:
+            progress: bool = True, max_attempts: int = 3,
+            sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S) -> dict:
     """Run (or resume) a scenario job in ``out_dir`` and return its summary.
 
     Example::
@@ -38,7 +40,11 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
 
     Re-running the same call on the same ``out_dir`` continues where a killed run stopped; a
     different config is refused (ConfigError). ``finalize`` runs only once every sample is done.
+    A work item running longer than ``sample_timeout_s`` per sample has its worker killed and
+    counts as a failed attempt (a guard against hung renderers, not a performance limit).
     """
+    if not sample_timeout_s or sample_timeout_s <= 0:
+        raise ConfigError(f"sample_timeout_s must be > 0, got {sample_timeout_s}")
     out_dir = Path(out_dir)
     if backend not in BACKENDS:
         raise ConfigError(f"--backend: '{backend}' is not one of {', '.join(BACKENDS)}")
@@ -53,14 +59,15 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
         try:
             return _run(module, scenario, config, out_dir, manifest, events, progress=progress,
                         workers=workers, backend=backend, servers=servers,
-                        ray_address=ray_address, max_attempts=max_attempts)
+                        ray_address=ray_address, max_attempts=max_attempts,
+                        sample_timeout_s=sample_timeout_s)
         finally:
             detach_json_log(warn_handler, "renderfarm")
             detach_json_log(ev_handler, "renderfarm.events")
 
 
 def _run(module, scenario, config, out_dir, manifest, events, *, progress, workers, backend,
-         servers, ray_address, max_attempts) -> dict:
+         servers, ray_address, max_attempts, sample_timeout_s) -> dict:
     fdir = farm_dir(out_dir)
     t0 = time.perf_counter()
     with Journal(fdir / JOURNAL) as journal:
@@ -76,7 +83,7 @@ def _run(module, scenario, config, out_dir, manifest, events, *, progress, worke
             finished, n_workers = _dispatch(
                 todo, journal, spec, n_workers, backend=backend, servers=servers,
                 ray_address=ray_address, max_attempts=max_attempts, events=events,
-                progress=progress, total=manifest.n_samples)
+                progress=progress, total=manifest.n_samples, sample_timeout_s=sample_timeout_s)
         summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0,
                             workers=n_workers, backend=backend)
     add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
@@ -117,7 +124,7 @@ def _default_workers(backend: str) -> int | None:
 
 
 def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, max_attempts,
-              events, progress, total) -> tuple[list, int]:
+              events, progress, total, sample_timeout_s) -> tuple[list, int]:
     from tqdm import tqdm
 
     done_before = total - sum(len(s.indices) for s in todo)
@@ -130,6 +137,7 @@ def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, 
         try:
             with _sigterm_as_interrupt():
                 pool = _make_pool(backend, spec, n_workers, servers, ray_address, len(todo))
+                pool.sample_timeout_s = sample_timeout_s
                 return scheduler.run(pool), len(pool.slots)
         except KeyboardInterrupt:
             events.warning("job interrupted", extra={"event": "job_interrupted"})

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
-import os
 import signal
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
-from renderfarm.pool import MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem, outcome_from
+from renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
+                             outcome_from)
+from renderfarm.procs import is_our_server, kill_group, send_signal
 from renderfarm.worker import worker_main
 
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class LocalPool(WorkerPool):
     def submit(self, slot: str, item: WorkItem) -> None:
         info = self._slot(slot)
         info.state, info.item = "busy", item
+        self.start_clock(info, item)
         try:
             self._conns[slot].send(("run", item.shard_id, item.indices))
         except OSError as e:  # died since the last wait: the sentinel reports it with this item
@@ -84,6 +86,8 @@ class LocalPool(WorkerPool):
         for slot in live:
             if slot.state != "retired" and not self._procs[slot.name].is_alive():
                 outcomes += self._on_death(slot)
+        for slot in self.overdue():  # hung: kill it; the next wait reports the death
+            kill_group(slot.pid)
         return outcomes
 
     def _drain(self, slot: SlotInfo) -> list[Outcome]:
@@ -119,8 +123,8 @@ class LocalPool(WorkerPool):
         self._reap(slot)
         item, out = slot.item, []
         if item is not None:
-            out.append(Outcome(slot.name, item, None,
-                               f"worker died (exit code {proc.exitcode})", crashed=True))
+            why = "timed out (worker killed)" if slot.timed_out else f"worker died (exit code {proc.exitcode})"
+            out.append(Outcome(slot.name, item, None, why, crashed=True))
         slot.deaths += 1
         if slot.deaths >= MAX_CONSECUTIVE_DEATHS:
             self._retire(slot, f"worker died {slot.deaths} times in a row")
@@ -136,9 +140,9 @@ class LocalPool(WorkerPool):
 
     def _reap(self, slot: SlotInfo) -> None:
         """Kill what a dead worker may have left: its process group and its server."""
-        _kill_group(self._procs[slot.name].pid)
-        if slot.server_pid and _is_our_server(slot.server_pid):
-            _kill(slot.server_pid)
+        kill_group(self._procs[slot.name].pid)
+        if slot.server_pid and is_our_server(slot.server_pid):
+            send_signal(slot.server_pid)
         slot.server_pid = None
 
     def _interrupt(self, slot: SlotInfo, proc) -> None:
@@ -146,8 +150,8 @@ class LocalPool(WorkerPool):
         lands inside a ``__del__`` or a C callback; a server that is going away makes the
         scenario's next request fail, so the worker still returns promptly and sees its stop flag."""
         proc.terminate()
-        if slot.server_pid and _is_our_server(slot.server_pid):
-            _signal(slot.server_pid, signal.SIGTERM)
+        if slot.server_pid and is_our_server(slot.server_pid):
+            send_signal(slot.server_pid, signal.SIGTERM)
 
     def close(self) -> None:
         for slot in self.slots:
@@ -171,41 +175,8 @@ class LocalPool(WorkerPool):
             slot.state = "retired" if slot.state != "retired" else slot.state
 
 
-def _signal(pid: int | None, sig: int) -> None:
-    try:
-        if pid:
-            os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _send(conn, msg) -> None:
     try:
         conn.send(msg)
     except (OSError, EOFError):
         pass
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _kill_group(pgid: int | None) -> None:
-    if not pgid:
-        return
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _is_our_server(pid: int) -> bool:
-    """Guard against pid reuse: only kill a process that looks like a sceneforge server."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-    return b"sceneforge" in cmdline or b"engine.server" in cmdline or b"serve" in cmdline

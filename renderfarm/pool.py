@@ -5,14 +5,20 @@ and journaling logic lives once, in :mod:`renderfarm.scheduler`.
 """
 from __future__ import annotations
 
+import logging
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
 from renderfarm.contract import ShardResult
 
+log = logging.getLogger(__name__)
+
 #: A slot whose worker died this many times in a row (no item finished in between) is retired.
 MAX_CONSECUTIVE_DEATHS = 5
+#: Default time budget per sample of a work item before its worker is killed (hang guard).
+DEFAULT_SAMPLE_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,9 @@ class SlotInfo:
     items_done: int = 0
     deaths: int = 0
     note: str = ""
+    node: str = ""             # Ray node id of the actor (servers are reaped only on ours)
+    deadline: float = 0.0      # monotonic time by which the current item must finish
+    timed_out: bool = False
 
     def describe(self) -> dict:
         return {"worker": self.name, "state": self.state, "pid": self.pid,
@@ -84,6 +93,22 @@ class WorkerPool(ABC):
 
     def retired_notes(self) -> list[str]:
         return [f"{s.name}: {s.note}" for s in self.slots if s.state == "retired"]
+
+    def start_clock(self, info: SlotInfo, item: WorkItem) -> None:
+        """Arm the hang guard for ``item`` (``sample_timeout_s`` per sample, set by the job)."""
+        budget = getattr(self, "sample_timeout_s", DEFAULT_SAMPLE_TIMEOUT_S)
+        info.deadline = time.monotonic() + budget * max(1, len(item.indices))
+        info.timed_out = False
+
+    def overdue(self) -> list[SlotInfo]:
+        """Busy slots past their deadline (each reported once)."""
+        now = time.monotonic()
+        late = [s for s in self.slots if s.state == "busy" and not s.timed_out and now > s.deadline]
+        for s in late:
+            s.timed_out = True
+            log.error("worker %s: shard %d ran past its time budget; killing the worker",
+                      s.name, s.item.shard_id if s.item else -1)
+        return late
 
     def status(self) -> list[dict]:
         return [s.describe() for s in self.slots]

@@ -16,7 +16,9 @@ import logging
 from pathlib import Path
 
 from renderfarm.local import WorkerSpec
-from renderfarm.pool import MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem, outcome_from
+from renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
+                             outcome_from)
+from renderfarm.procs import is_our_server, send_signal
 from renderfarm.worker import WorkerCore
 
 log = logging.getLogger(__name__)
@@ -32,7 +34,9 @@ class FarmActor:
         self.core = WorkerCore(spec.scenario, spec.config, spec.out_dir, server_dir, external)
 
     def prepare(self) -> dict:
-        return self.core.prepare()
+        import ray
+
+        return {**self.core.prepare(), "node": ray.get_runtime_context().get_node_id()}
 
     def execute(self, shard_id: int, indices: tuple[int, ...]) -> dict:
         return self.core.execute(shard_id, indices)
@@ -54,6 +58,7 @@ class RayPool(WorkerPool):
             ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
                      ignore_reinit_error=True)
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(FarmActor)
+        self._node = ray.get_runtime_context().get_node_id()
         self.spec = spec
         n = n_workers or max(1, min(int(ray.cluster_resources().get("CPU", 1)), max_workers or 1 << 30))
         addresses = servers if servers else [None] * n
@@ -72,11 +77,14 @@ class RayPool(WorkerPool):
 
     def submit(self, slot: str, item: WorkItem) -> None:
         info = self._slot(slot)
+        self.start_clock(info, item)
         ref = self._actors[slot].execute.remote(item.shard_id, item.indices)
         self._pending[ref] = (slot, "execute")
         info.state, info.item = "busy", item
 
     def wait(self, timeout: float) -> list[Outcome]:
+        for slot in self.overdue():  # hung: kill the actor; its pending call then fails
+            self._ray.kill(self._actors[slot.name], no_restart=True)
         if not self._pending:
             return []
         ready, _ = self._ray.wait(list(self._pending), num_returns=1, timeout=timeout)
@@ -90,13 +98,14 @@ class RayPool(WorkerPool):
         try:
             payload = self._ray.get(ref)
         except self._ray.exceptions.RayActorError as e:
-            return self._on_death(slot, f"worker actor died ({type(e).__name__})")
+            why = "timed out (actor killed)" if slot.timed_out else f"worker actor died ({type(e).__name__})"
+            return self._on_death(slot, why)
         except self._ray.exceptions.RayTaskError as e:  # prepare() raised: no server, bad scenario
             self._retire(slot, str(e).strip().splitlines()[-1][:300])
             return []
         if kind == "prepare":
             slot.state, slot.server_pid, slot.address = "idle", payload["server_pid"], payload["address"]
-            slot.pid = payload["pid"]
+            slot.pid, slot.node = payload["pid"], payload["node"]
             return []
         item, slot.item, slot.state = slot.item, None, "idle"
         slot.items_done, slot.deaths = slot.items_done + 1, 0
@@ -104,6 +113,9 @@ class RayPool(WorkerPool):
 
     def _on_death(self, slot: SlotInfo, error: str) -> list[Outcome]:
         log.warning("ray worker %s: %s", slot.name, error)
+        if slot.node == self._node and slot.server_pid and is_our_server(slot.server_pid):
+            send_signal(slot.server_pid)  # the dead actor's server, when it ran on this node
+        slot.server_pid = None
         item = slot.item
         out = [Outcome(slot.name, item, None, error, crashed=True)] if item else []
         slot.deaths += 1

@@ -5,7 +5,7 @@ them against two named rules, paints a PNG and writes a JSON record — every fi
 temp name and ``os.replace``d, complete samples skipped — so it exercises exactly the properties
 the farm relies on (idempotent, atomic, per-sample RNG). ``finalize`` merges records in index
 order. Config knobs for tests: ``fail_on`` (indices that always raise, or with ``fail_mode:
-report`` are reported in ``failed`` and end the shard early), ``sleep_s`` (per-sample
+report`` are reported in ``failed`` and end the shard early), ``hang_on`` (indices that hang), ``sleep_s`` (per-sample
 delay so a test can interrupt a run mid-way; never affects outputs).
 """
 from __future__ import annotations
@@ -51,6 +51,8 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
                 res.failed[index] = f"toy sample {index} always fails"
                 break
             raise RuntimeError(f"toy sample {index} always fails")
+        if index in config.get("hang_on", ()):
+            time.sleep(3600)  # a hung renderer, as far as the farm can tell
         time.sleep(float(config.get("sleep_s", 0.0)))
         record, image, rejections = make_sample(config, index)
         _write_png(png, image)

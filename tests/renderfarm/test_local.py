@@ -56,6 +56,16 @@ def test_reported_failure_that_ends_a_shard_early_costs_the_rest_no_attempt(tmp_
     assert dataset_digest(tmp_path) == reference
 
 
+def test_hung_sample_is_killed_and_reported(tmp_path, cpu_reference):
+    config, reference = cpu_reference
+    hung = {**config, "hang_on": [3]}
+    summary = run_job("farm_toy_cpu", hung, tmp_path, workers=2, shard_size=2, progress=False,
+                      sample_timeout_s=1.5)
+    assert summary["failed"] == {"3": "timed out (worker killed)"} and summary["complete"] == 47
+    run_job("farm_toy_cpu", config, tmp_path, workers=2, progress=False)
+    assert dataset_digest(tmp_path) == reference
+
+
 def test_resume_of_a_complete_job_does_no_work(tmp_path, cpu_reference):
     config, reference = cpu_reference
     run_job("farm_toy_cpu", config, tmp_path, workers=2, progress=False)

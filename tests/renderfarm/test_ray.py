@@ -26,11 +26,12 @@ def local_ray():
 
 def test_ray_backend_equals_local_backend(tmp_path, cpu_reference, local_ray):
     config, reference = cpu_reference
-    summary = run_job("farm_toy_cpu", {**config, "fail_on": [3]}, tmp_path, backend="ray",
-                      workers=2, shard_size=6, progress=False)
-    assert summary["backend"] == "ray" and list(summary["failed"]) == ["3"]
+    summary = run_job("farm_toy_cpu", {**config, "fail_on": [3], "hang_on": [20]}, tmp_path,
+                      backend="ray", workers=2, shard_size=6, progress=False, sample_timeout_s=2)
+    assert summary["backend"] == "ray" and sorted(summary["failed"]) == ["20", "3"]
+    assert summary["failed"]["20"] == "timed out (actor killed)"
     summary = run_job("farm_toy_cpu", config, tmp_path, backend="ray", workers=2, progress=False)
-    assert summary["finalized"] and summary["rendered"] == 1
+    assert summary["finalized"] and summary["rendered"] == 2
     assert dataset_digest(tmp_path) == reference
 
 
