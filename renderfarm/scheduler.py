@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,7 @@ class Scheduler:
         self.finished: list[ShardResult] = []
         self._journaled: set[int] = set()
         self.ticks: dict[str, int] = defaultdict(int)  # slot -> samples reported by its item so far
+        self._status_written = float("-inf")
 
     def run(self, pool: WorkerPool) -> list[ShardResult]:
         """Block until every shard is journaled; raises ConnectionFailed if no worker is left."""
@@ -151,8 +153,10 @@ class Scheduler:
 
     def _write_status(self, pool: WorkerPool) -> None:
         """Per-worker status for ``farm status`` while the job runs (atomic replace)."""
-        if self.status_path is None:
+        now = time.monotonic()
+        if self.status_path is None or now - self._status_written < WAIT_S:
             return
+        self._status_written = now
         tmp = self.status_path.with_name(self.status_path.name + ".tmp")
         tmp.write_text(json.dumps({"pid": os.getpid(), "workers": pool.status()}, indent=1))
         os.replace(tmp, self.status_path)
