@@ -238,8 +238,7 @@ class Session:
         if view.human is not None:
             self.place_human(view.human)
             names.append("human")
-        self.client.set_camera(0, view.camera)
-        return self.client.visibility(0, names)
+        return self.client.visibility(0, names, camera=view.camera)  # camera set in the same request
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
         """The error names the rule that rejected most, leaving out the label rules (they turn

@@ -205,8 +205,7 @@ def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Act
     for t in range(clip.n_frames):
         client.set_poses({subject.name: {"location": tuple(clip.subject.location[t]),
                                          "rotation": clip.subject.rotator(t)}})
-        client.set_camera(0, mo.camera_at(clip, t, fov, size, size))
-        out = client.render(0, kinds)
+        out = client.render(0, kinds, camera=mo.camera_at(clip, t, fov, size, size))
         for k in kinds:
             frames[k].append(out[k])
         if visibility:
