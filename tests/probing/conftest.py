@@ -47,3 +47,13 @@ def make_image_dataset(root: Path, envs=("desert", "forest"), tasks=("ego",), n=
 @pytest.fixture
 def image_data(tmp_path) -> Path:
     return make_image_dataset(tmp_path / "data")
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_threads():
+    """`--threads 1` in CLI tests sets a process-wide torch setting; give it back afterwards."""
+    import torch
+
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)

@@ -39,7 +39,6 @@ def marker_splits():
 
 @pytest.fixture(scope="module")
 def marker_results(marker_splits):
-    torch.set_num_threads(1)
     cfg = TrainConfig(epochs=40, warmup=4, lrs=(1e-2,), dropouts=(0.2,))
     return {h: next(r for r in run_grid(h, marker_splits, cfg) if r.selected)
             for h in ("linear", "abmilp", "efficient")}
