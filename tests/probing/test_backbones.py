@@ -204,3 +204,33 @@ def test_dinov2_presets_build_at_224_and_load_518_weights(tmp_path):
     assert bb.extract(torch.randn(1, 3, 224, 224), [1])[1].grid == (16, 16)
     assert torch.equal(bb.model.state_dict()["blocks.0.attn.qkv.weight"],
                        src.model.state_dict()["blocks.0.attn.qkv.weight"])
+
+
+def _save_dinov2_reg(path):
+    from transformers import BitImageProcessor, Dinov2WithRegistersConfig, Dinov2WithRegistersModel
+
+    cfg = Dinov2WithRegistersConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                    intermediate_size=64, image_size=28, patch_size=14, num_register_tokens=4)
+    Dinov2WithRegistersModel(cfg).save_pretrained(path)
+    BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 28, "width": 28}, do_center_crop=True,
+                      image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]).save_pretrained(path)
+    return (28, 28), 4, 5, (32, 28)
+
+
+def _save_clip(path):
+    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
+
+    small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    CLIPModel(CLIPConfig(text_config=small, vision_config=dict(small, image_size=32, patch_size=8),
+                         projection_dim=16)).save_pretrained(path)
+    CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(path)
+    return (32, 32), 16, 1, (32, 32)
+
+
+@pytest.mark.parametrize("save", [_save_dinov2_reg, _save_clip], ids=["dinov2-registers", "clip"])
+def test_hf_families_registers_and_image_tower(tmp_path, save):
+    hw, patches, prefix, (shorter, crop) = save(tmp_path / "m")
+    bb = create_backbone(f"hf:{tmp_path / 'm'}")
+    assert bb.preprocess.resize_shorter == shorter and bb.preprocess.input_hw == (crop, crop)
+    tok = bb.extract(torch.randn(1, 3, *hw), [2])[2]
+    assert tok.patches.shape[1] == patches and tok.prefix.shape[1] == prefix  # CLS (+ 4 registers)
