@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from conftest import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
+from farm_helpers import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
 from engine.errors import ConfigError
 from renderfarm import exit_code, run_job
 from renderfarm.jsonlog import read_log

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from conftest import HERE, dataset_digest, live_workers, wait_for
+from farm_helpers import HERE, dataset_digest, live_workers, wait_for
 from renderfarm.jsonlog import read_log
 from renderfarm import run_job
 

@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from conftest import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
+from farm_helpers import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
 from renderfarm import run_job
 from renderfarm.jsonlog import read_log
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import dataset_digest
+from farm_helpers import dataset_digest
 from renderfarm import run_job
 
 pytestmark = pytest.mark.render

@@ -1,7 +1,7 @@
 """The scheduler on a real local pool: per-sample progress is settled exactly once per sample."""
 from __future__ import annotations
 
-from conftest import dataset_digest
+from farm_helpers import dataset_digest
 from renderfarm.journal import Journal
 from renderfarm.local import LocalPool, WorkerSpec
 from renderfarm.manifest import make_shards
