@@ -20,8 +20,8 @@ from engine.errors import ConfigError, SceneforgeError
 from engine.world import Camera
 
 # k-th sample of a label -> SPLIT_PATTERN[k % 10]: 80/10/10, with val and test early in the cycle so
-# even a small set (the demo's 8 per label) gets both.
-SPLIT_PATTERN = ("train", "train", "train", "val", "train", "train", "train", "test", "train", "train")
+# even a small set (the demo's 4 per label and task) has all three splits and can be probed.
+SPLIT_PATTERN = ("train", "train", "val", "test", "train", "train", "train", "train", "train", "train")
 SENSOR_WIDTH_MM = 50.0  # SpaRRTa: 50 mm lens on a 50 mm sensor (hfov 53.13 deg)
 
 
