@@ -27,6 +27,7 @@ from typing import Iterable
 import numpy as np
 
 from engine.errors import CommandError, ConnectionFailed, ProtocolError
+from engine.protocol import unpack_arrays
 from engine.server.backend import PixelCount
 from engine.world import Actor, Camera, Rotator
 
@@ -249,8 +250,11 @@ class RenderClient:
         if self.is_sceneforge:
             extra = f" {_camera_json(camera)}" if camera is not None else ""
             data = self.binary(f"vget /sceneforge/render {cam_id} {','.join(kinds)}{extra}")
-            with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-                return {k: npz[k] for k in kinds}
+            arrays = unpack_arrays(data)
+            missing = [k for k in kinds if k not in arrays]
+            if missing:
+                raise ProtocolError(f"render reply lacks {missing}")
+            return {k: arrays[k] for k in kinds}
         if camera is not None:
             self.set_camera(cam_id, camera)
         from engine.client_stock import render_stock

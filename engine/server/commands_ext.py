@@ -8,14 +8,12 @@ validated before the scene changes.
 """
 from __future__ import annotations
 
-import io
 import json
 import math
 from dataclasses import fields, replace
 
-import numpy as np
-
 from engine.errors import CommandError, SceneforgeError
+from engine.protocol import pack_arrays
 from engine.server.backend import KINDS
 from engine.server.commands import command, parse_int
 from engine.server.commands_stock import new_actor, server_version
@@ -227,9 +225,7 @@ def render_batch(state: ServerState, args: list[str]) -> bytes:
     if len(args) > 2:
         _apply_camera(state, cam_id, args[2])
     arrays = state.render(cam_id, kinds)
-    buf = io.BytesIO()
-    np.savez(buf, **{k: arrays[k] for k in kinds})
-    return buf.getvalue()
+    return pack_arrays({k: arrays[k] for k in kinds})
 
 
 @command("vget /sceneforge/assets")

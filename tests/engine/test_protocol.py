@@ -118,3 +118,40 @@ def test_split_request_rejects_missing_id(payload):
 def test_split_request_rejects_non_utf8():
     with pytest.raises(ProtocolError, match="request 5 is not valid UTF-8"):
         split_request(b"5:vget /\xff\xfe")
+
+
+# --- array bundles (vget /sceneforge/render) ------------------------------------------------------
+def test_array_bundle_roundtrip_keeps_dtype_shape_and_values():
+    import numpy as np
+
+    from engine.protocol import pack_arrays, unpack_arrays
+
+    rng = np.random.default_rng(0)
+    arrays = {"lit": rng.integers(0, 255, (5, 7, 3), dtype=np.uint8),
+              "depth": rng.random((5, 7), dtype=np.float32) * 1e4,
+              "instance_id": rng.integers(0, 9, (5, 7)).astype(np.int32),
+              "empty": np.zeros((0, 3), np.float64)}
+    out = unpack_arrays(pack_arrays(arrays))
+    assert list(out) == list(arrays)
+    for k, a in arrays.items():
+        assert out[k].dtype == a.dtype and out[k].shape == a.shape and np.array_equal(out[k], a)
+        assert out[k].flags.writeable
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda b: b"PK\x03\x04" + b[6:],                                       # not our magic
+    lambda b: b[:10],                                                      # header cut off
+    lambda b: b[: len(b) - 1],                                             # payload one byte short
+    lambda b: b.replace(b'"offset":0', b'"offset":-4', 1),                 # offset outside
+    lambda b: b.replace(b'"nbytes":24', b'"nbytes":25', 1),                # nbytes lies about shape
+    lambda b: b.replace(b'"dtype":"<f4"', b'"dtype":"|O"', 1),             # object dtype
+    lambda b: b.replace(b'{"arrays"', b'{"arrayz"', 1),                    # bad header JSON
+])
+def test_malformed_array_bundles_raise_protocol_error(mutate):
+    import numpy as np
+
+    from engine.protocol import pack_arrays, unpack_arrays
+
+    good = pack_arrays({"depth": np.ones((2, 3), np.float32)})
+    with pytest.raises(ProtocolError):
+        unpack_arrays(mutate(good))
