@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +143,8 @@ class Environment:
     def library(self):
         """The asset library clutter draws from: given, or default + the env's own manifests."""
         if self._library is None:
-            self._library = _library_for(tuple(str(self.path.parent / a) for a in self.spec.assets))
+            self._library = _library_for(tuple(str(self.path.parent / a) for a in self.spec.assets),
+                                         os.environ.get("SCENEFORGE_LICENSES"))
         return self._library
 
     @property
@@ -252,7 +254,9 @@ def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, placed: lis
 
 
 @functools.lru_cache(maxsize=8)
-def _library_for(extra_manifests: tuple[str, ...]):
+def _library_for(extra_manifests: tuple[str, ...], licenses_env: str | None):
+    """Cached per (user packs, license filter): ``AssetLibrary.default`` reads the filter from
+    ``$SCENEFORGE_LICENSES``, so it is part of the key."""
     from assets_manifest import AssetLibrary
 
     return AssetLibrary.default(extra_manifests=list(extra_manifests))

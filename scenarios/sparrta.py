@@ -28,7 +28,7 @@ from pathlib import Path
 from engine.errors import ConfigError, PlacementError
 from renderfarm.contract import JobPlan, Shard, ShardResult
 from scenarios.sampling import Placed, sample_rng, visibility_failure
-from scenarios.sparrta_config import SparrtaConfig, Unit, locate, parse_config, resolve_units
+from scenarios.sparrta_config import SparrtaConfig, Unit, apply_licenses, locate, parse_config, resolve_units
 from scenarios.sparrta_record import build_params, build_row, file_names, load_record, objects_of, record_path
 from scenarios.sparrta_scene import Group, Setting, ShapeCache, build_group, sample_view
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
@@ -57,6 +57,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
     t0 = time.perf_counter()
     cfg = parse_config(config)
+    apply_licenses(cfg)
     units = units_of(cfg)
     out = Path(out_dir)
     claim_output(cfg, out)

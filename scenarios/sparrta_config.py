@@ -43,6 +43,7 @@ class SparrtaConfig:
     max_tries: int = 4000           # geometric candidates per placement/camera search
     max_render_tries: int = 12      # visibility checks per scene before a fresh placement
     max_scenes: int = 6             # fresh placements per sample before giving up
+    licenses: tuple[str, ...] | None = None  # only assets of these license families (cc0, cc-by, ...)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -52,7 +53,7 @@ class SparrtaConfig:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-_LISTS = {"envs", "tasks", "triples"}
+_LISTS = {"envs", "tasks", "triples", "licenses"}
 
 
 def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
@@ -79,6 +80,8 @@ def _check(c: SparrtaConfig, src: str) -> None:
             raise ConfigError(f"{src}: {field} {what}, got {getattr(c, field)!r}")
 
     need(bool(c.envs), "envs", "must name at least one environment")
+    need(c.licenses is None or (bool(c.licenses) and all(x.strip() for x in c.licenses)), "licenses",
+         "must be a non-empty list of license families, e.g. [cc0, cc-by]")
     need(bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
          "tasks", f"must be distinct values of {TASKS}")
     for f in ("n", "size", "samples_per_scene", "max_tries", "max_render_tries", "max_scenes"):
@@ -160,3 +163,16 @@ def locate(units: list[Unit], index: int) -> tuple[Unit, int]:
         if u.start <= index < u.start + u.n:
             return u, index - u.start
     raise ConfigError(f"sample index {index} is outside the job (0..{units[-1].start + units[-1].n - 1})")
+
+
+def apply_licenses(cfg: SparrtaConfig) -> None:
+    """Make this process (and the render servers it starts) use only ``cfg.licenses`` assets.
+
+    The asset library reads ``$SCENEFORGE_LICENSES``; render servers started after this call
+    inherit it, so the scenario and the server draw from the same filtered library. Servers
+    started elsewhere (``--servers``, Ray nodes) must be started with the same variable.
+    """
+    import os
+
+    if cfg.licenses:
+        os.environ["SCENEFORGE_LICENSES"] = ",".join(cfg.licenses)

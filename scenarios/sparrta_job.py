@@ -13,7 +13,7 @@ from pathlib import Path
 from engine.errors import ConnectionFailed, PlacementError
 from renderfarm.contract import Shard
 from scenarios import sparrta
-from scenarios.sparrta_config import locate, parse_config
+from scenarios.sparrta_config import apply_licenses, locate, parse_config
 from scenarios.sparrta_record import load_record
 
 log = logging.getLogger(__name__)
@@ -31,6 +31,7 @@ def generate(config: dict, out_dir: Path, *, server: str | None = None, progress
     out = Path(out_dir)
     plan = sparrta.plan(config)
     cfg = parse_config(config)
+    apply_licenses(cfg)  # before the server starts: both sides use the same filtered library
     if server:
         check_reachable(server)
     sparrta.claim_output(cfg, out)

@@ -51,10 +51,25 @@ def test_units_split_n_over_triples_and_rotate_labels():
     ({"tasks": ["ego", "sideways"]}, "tasks"), ({"n": 0}, "n"), ({"size": 8}, "size"),
     ({"min_bbox_px": 300}, "larger than the image"), ({"margin_ego_deg": 45}, "margin_ego_deg"),
     ({"colour": 1}, "unknown field"), ({"image_format": "gif"}, "image_format"), ({"seed": -1}, "seed"),
+    ({"licenses": []}, "licenses"),
 ])
 def test_bad_config_is_one_clear_error(raw, match):
     with pytest.raises(ConfigError, match=match):
         parse_config(raw)
+
+
+@pytest.mark.render
+def test_licenses_restrict_the_assets_and_are_recorded(server, tmp_path, monkeypatch):
+    from scenarios.environments import load_env as load
+
+    monkeypatch.setenv("SCENEFORGE_LICENSES", "cc0")  # restored after the test (generate sets the same)
+    lib = load("desert").library
+    assert lib.licenses(lib.active_ids()) and all(x.upper().startswith("CC0") for x in lib.licenses(lib.active_ids()))
+    cfg = {"envs": ["desert"], "tasks": ["ego"], "n": 4, "seed": 3, "licenses": ["cc0"]}
+    generate(cfg, tmp_path / "cc0", server=server.address, progress=False)
+    card = json.loads((tmp_path / "cc0" / "dataset_card.json").read_text())
+    assert card["config"]["licenses"] == ["cc0"] and card["fingerprint"] != parse_config({**cfg, "licenses": None}).fingerprint()
+    assert card["licenses"] and all(x.upper().startswith("CC0") for x in card["licenses"])
 
 
 def test_unknown_env_and_triple():
