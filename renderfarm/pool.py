@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
-from renderfarm.contract import ShardResult
+from renderfarm.contract import Shard, ShardResult
 
 log = logging.getLogger(__name__)
 
@@ -21,12 +21,9 @@ MAX_CONSECUTIVE_DEATHS = 5
 DEFAULT_SAMPLE_TIMEOUT_S = 600.0
 
 
-@dataclass(frozen=True)
-class WorkItem:
-    """Some (or all) of one shard's sample indices, sent to one worker."""
-
-    shard_id: int
-    indices: tuple[int, ...]
+#: Some (or all) of one shard's sample indices, sent to one worker: itself a Shard of the
+#: contract (same id, a subset of its indices), so workers pass it to ``run`` unchanged.
+WorkItem = Shard
 
 
 @dataclass(frozen=True)

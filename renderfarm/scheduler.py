@@ -67,7 +67,7 @@ class Scheduler:
         self.on_samples = on_samples
         self.status_path = status_path
         self.state = {s.shard_id: _ShardState(s) for s in shards}
-        self.queue = deque(WorkItem(s.shard_id, s.indices) for s in shards)
+        self.queue = deque(shards)
         self.attempts: dict[int, int] = defaultdict(int)
         self.finished: list[ShardResult] = []
         self._journaled: set[int] = set()
