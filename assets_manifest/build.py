@@ -26,7 +26,8 @@ from assets_manifest import normalize, sh3d, zeroad
 from assets_manifest.library import BUILT_PACKS, budget_for, built_path, cache_root
 from assets_manifest.licenses import matches_any
 from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
-from engine.errors import AssetError, ConfigError
+from core.atomic import atomic_write_bytes, atomic_write_text
+from core.errors import AssetError, ConfigError
 
 log = logging.getLogger(__name__)
 SUPPORTED = {"sh3d": sh3d.PACKAGE, "0ad": zeroad.PACKAGE}
@@ -157,9 +158,7 @@ def _save(e: AssetEntry, mesh, record: dict, cache: Path) -> str:
     _write_glb(mesh, dest.with_suffix(".glb"))
     size = [round(float(x), 1) for x in (mesh.bounds()[1] - mesh.bounds()[0])]
     record = {"id": e.id, "class": e.cls, **record, "triangles": mesh.n_triangles, "size_cm": size}
-    tmp = dest.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(record, indent=1))
-    os.replace(tmp, dest.with_suffix(".json"))
+    atomic_write_text(dest.with_suffix(".json"), json.dumps(record, indent=1))
     return (f"{e.id}: built {record['source_file']} by {record['creator']} ({record['license']}), "
             f"{record['triangles_source']} → {mesh.n_triangles} triangles, {size} cm")
 
@@ -172,6 +171,4 @@ def _write_glb(mesh, path: Path) -> None:
     import trimesh
 
     tm = trimesh.Trimesh(mesh.vertices, mesh.faces, vertex_colors=mesh.colors, process=False)
-    tmp = path.with_suffix(".glb.tmp")
-    tmp.write_bytes(tm.export(file_type="glb"))
-    os.replace(tmp, path)
+    atomic_write_bytes(path, tm.export(file_type="glb"))

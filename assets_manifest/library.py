@@ -26,8 +26,8 @@ import numpy as np
 from assets_manifest import normalize
 from assets_manifest.licenses import attribution_line, is_share_alike, matches_any
 from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
-from engine.errors import AssetError, ConfigError
-from engine.meshes import RenderMesh
+from core.errors import AssetError, ConfigError
+from core.meshes import RenderMesh
 
 log = logging.getLogger(__name__)
 

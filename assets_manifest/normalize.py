@@ -22,8 +22,9 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
-from engine.errors import AssetError
-from engine.meshes import RenderMesh
+from core.atomic import atomic_path
+from core.errors import AssetError
+from core.meshes import RenderMesh
 
 log = logging.getLogger(__name__)
 
@@ -175,10 +176,8 @@ def normalise(v, f, c, *, up: str, forward: str, units_cm: float, size=None,
 
 def to_npz(mesh: RenderMesh, path: Path) -> None:
     """Write a RenderMesh atomically (temp file + os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(tmp, vertices=mesh.vertices, faces=mesh.faces, colors=mesh.colors)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, vertices=mesh.vertices, faces=mesh.faces, colors=mesh.colors)
 
 
 def from_npz(path: Path) -> RenderMesh:

@@ -21,7 +21,7 @@ A manifest is one YAML file describing an *asset pack*::
 
 An asset has exactly one geometry source: ``mesh`` (a file), ``procedural`` (a generator of
 :mod:`assets_manifest.procedural`), or ``build`` (a model converted by ``sceneforge assets build``
-into the local cache). Errors are :class:`engine.errors.ConfigError` and read
+into the local cache). Errors are :class:`core.errors.ConfigError` and read
 ``pack.yaml:12: assets[3].units: ...`` so the user can jump to the line.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 UNITS_TO_CM = {"cm": 1.0, "m": 100.0, "mm": 0.1, "in": 2.54, "ft": 30.48, "km": 1e5}
 AXES = ("+x", "-x", "+y", "-y", "+z", "-z")

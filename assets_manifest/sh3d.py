@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import AssetError
+from core.errors import AssetError
 
 PACKAGE = "sweethome3d-furniture"
 FURNITURE_DIR = Path("usr/share/sweethome3d/furniture")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import AssetError
+from core.errors import AssetError
 
 PACKAGE = "0ad-data"
 PUBLIC_ZIP = Path("usr/share/games/0ad/mods/public/public.zip")

@@ -48,9 +48,9 @@ def raw_rates(client, session, cfg, reps: int) -> tuple[float, float]:
     """Renders/s and visibility calls/s on the first scene of the job, same camera each time."""
     from collections import Counter as C
 
-    from scenarios import sparrta
+    from scenarios.sparrta import scenario as sparrta
     from scenarios.sampling import sample_rng
-    from scenarios.sparrta_scene import sample_view
+    from scenarios.sparrta.scene import sample_view
 
     unit = session_units(cfg)[0]
     st = sparrta.setting_for(cfg, session.env(unit.env), unit.task)
@@ -70,7 +70,7 @@ def raw_rates(client, session, cfg, reps: int) -> tuple[float, float]:
 
 
 def session_units(cfg):
-    from scenarios import sparrta
+    from scenarios.sparrta import scenario as sparrta
     return sparrta.units_of(cfg)
 
 
@@ -78,9 +78,9 @@ def end_to_end(address: str, cfg, out: Path):
     """Run every sample of the job through one Session; returns (seconds, records, TimedClient)."""
     from engine.client import RenderClient
     from renderfarm.contract import ShardResult
-    from scenarios import sparrta
-    from scenarios.sparrta_config import locate
-    from scenarios.sparrta_record import load_record
+    from scenarios.sparrta import scenario as sparrta
+    from scenarios.sparrta.config import locate
+    from scenarios.sparrta.record import load_record
 
     units = session_units(cfg)
     n = sum(u.n for u in units)
@@ -125,8 +125,8 @@ def main(argv=None) -> int:
 
     from engine.client import RenderClient
     from engine.server.launch import start_server
-    from scenarios import sparrta
-    from scenarios.sparrta_config import parse_config
+    from scenarios.sparrta import scenario as sparrta
+    from scenarios.sparrta.config import parse_config
 
     tasks = ["ego", "allo"] if args.task == "both" else [args.task]
     cfg = parse_config({"envs": [args.env], "tasks": tasks, "n": args.n, "size": args.size, "seed": 12345})

@@ -44,7 +44,7 @@ def dense_provider(subdiv: int = 4):
     """Heavier meshes (~7k triangles each) approximating decimated scanned assets."""
     import trimesh
 
-    from engine.meshes import RenderMesh
+    from core.meshes import RenderMesh
 
     meshes = {}
     for k, m in {"sphere": trimesh.creation.icosphere(subdivisions=subdiv, radius=80),
@@ -134,7 +134,7 @@ def best_of(repeats: int, fn) -> float:
 
 def _worker(scene_kind: str, seconds: float, start, queue) -> None:
     os.environ["LP_NUM_THREADS"] = "1"
-    from engine.server.gl_backend import GLBackend
+    from engine.server.gl.backend import GLBackend
 
     provider, scene = make_scene(scene_kind)
     backend = GLBackend(provider)
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> dict:
                     help="typical: 25 procedural objects; dense: ~200k triangles; or an environment")
     ap.add_argument("--no-parallel", action="store_true", help="skip the 2-process measurement")
     args = ap.parse_args(argv)
-    from engine.server.gl_backend import GLBackend
+    from engine.server.gl.backend import GLBackend
 
     provider, scene = make_scene(args.scene)
     t0 = time.perf_counter()

@@ -61,7 +61,7 @@ def _inprocess_worker(conn, size: int) -> None:
     """Owns an in-process GLBackend; answers ("fixed"|"moving", seconds) with _measure()."""
     os.environ["LP_NUM_THREADS"] = "1"
     import render as R
-    from engine.server.gl_backend import GLBackend
+    from engine.server.gl.backend import GLBackend
 
     provider, ids = R.typical_provider()
     backend = GLBackend(provider)

@@ -39,7 +39,7 @@ def bench_baseline(args, server: str) -> float:
     """Seconds per clip to render the std frames only."""
     from engine.client import RenderClient
     from engine.world import Actor
-    from scenarios import motion as mo
+    from scenarios.videos import motion as mo
     from scenarios import videos
 
     ctx = videos.load_context(videos.VideoConfig.from_dict(_config(args, args.clips)))

@@ -26,9 +26,9 @@ from typing import Iterable
 
 import numpy as np
 
-from engine.errors import CommandError, ConnectionFailed, ProtocolError
+from core.errors import CommandError, ConnectionFailed, ProtocolError
 from engine.protocol import unpack_arrays
-from engine.server.backend import PixelCount
+from core.types import PixelCount
 from engine.world import Actor, Camera, Rotator
 
 log = logging.getLogger(__name__)

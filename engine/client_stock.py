@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engine.errors import CommandError
-from engine.server.backend import PixelCount
+from core.errors import CommandError
+from core.types import PixelCount
 from engine.world import Actor
 
 if TYPE_CHECKING:

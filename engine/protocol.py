@@ -5,7 +5,7 @@ A frame is ``magic (uint32 LE, 0x9E2B83C1) | length (uint32 LE) | payload``. Req
 On connect the server sends one unsolicited frame starting with ``b"connected"``.
 
 These are pure functions on bytes/sockets so they can be tested without a server. Every failure
-raises :class:`~engine.errors.ProtocolError` (never returns ``None``).
+raises :class:`~core.errors.ProtocolError` (never returns ``None``).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import re
 import socket
 import struct
 
-from engine.errors import ProtocolError
+from core.errors import ProtocolError
 
 MAGIC = 0x9E2B83C1
 HEADER = struct.Struct("<II")

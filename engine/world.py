@@ -22,7 +22,7 @@ from typing import Iterable
 
 import numpy as np
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 Vec3 = tuple[float, float, float]
 RGB = tuple[int, int, int]

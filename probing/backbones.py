@@ -23,7 +23,7 @@ import hashlib
 import logging
 from dataclasses import dataclass
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from probing.preprocess import Preprocess
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ import logging
 import os
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from probing.backbones import Backbone, Tokens, offline_error
 from probing.preprocess import PIL_CODES, Preprocess
 

@@ -25,7 +25,7 @@ def _plt():
 
 
 def _save(fig, path: Path) -> Path:
-    from probing.report import atomic_write_bytes
+    from core.atomic import atomic_write_bytes
     import io
 
     buf = io.BytesIO()

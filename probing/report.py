@@ -20,21 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from engine.errors import ConfigError
+from core.atomic import atomic_write_bytes, atomic_write_text
+from core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 KEYS = ["run", "backbone", "layer", "head", "protocol", "env", "task"]  # run: dir below the report root
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
 
 
 def atomic_write_npz(path: Path, **arrays) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from probing.data import label_ids, load_datasets
 from probing.train import ProbeSplits, TrainConfig, run_grid
 

@@ -11,7 +11,7 @@ import inspect
 import logging
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from probing.backbones import Backbone, Tokens, offline_error
 from probing.hf_backbone import hub_cache_dir, hub_offline
 from probing.preprocess import Preprocess

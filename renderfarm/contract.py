@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 
 @dataclass(frozen=True)

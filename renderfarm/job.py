@@ -10,7 +10,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from renderfarm.contract import load_scenario
 from renderfarm.journal import Journal
 from renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger

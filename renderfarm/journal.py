@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from renderfarm.contract import Shard, ShardResult
 
 _SCHEMA = """

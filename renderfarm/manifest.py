@@ -21,7 +21,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.atomic import atomic_path
+from core.errors import ConfigError
 from renderfarm.contract import JobPlan, Shard
 
 log = logging.getLogger(__name__)
@@ -119,10 +120,8 @@ def _read(path: Path) -> JobManifest:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from engine.errors import ConnectionFailed
+from core.atomic import atomic_write_text
+from core.errors import ConnectionFailed
 from renderfarm.contract import Shard, ShardResult
 from renderfarm.journal import Journal
 from renderfarm.pool import Outcome, WorkerPool, WorkItem
@@ -157,6 +158,4 @@ class Scheduler:
         if self.status_path is None or now - self._status_written < WAIT_S:
             return
         self._status_written = now
-        tmp = self.status_path.with_name(self.status_path.name + ".tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "workers": pool.status()}, indent=1))
-        os.replace(tmp, self.status_path)
+        atomic_write_text(self.status_path, json.dumps({"pid": os.getpid(), "workers": pool.status()}, indent=1))

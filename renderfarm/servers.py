@@ -14,7 +14,7 @@ import logging
 import socket
 from pathlib import Path
 
-from engine.errors import ConfigError, ConnectionFailed, ProtocolError
+from core.errors import ConfigError, ConnectionFailed, ProtocolError
 from engine.protocol import recv_frame, send_frame
 
 log = logging.getLogger(__name__)

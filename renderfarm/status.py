@@ -9,7 +9,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from renderfarm.journal import Journal
 from renderfarm.manifest import JOURNAL, MANIFEST, farm_dir
 

@@ -6,6 +6,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from core.atomic import atomic_write_text
+
 from renderfarm.journal import Journal
 from renderfarm.manifest import JobManifest
 
@@ -68,6 +70,4 @@ def format_summary(summary: dict) -> str:
 
 
 def write_summary(fdir: Path, summary: dict) -> None:
-    tmp = Path(fdir) / (SUMMARY + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    os.replace(tmp, Path(fdir) / SUMMARY)
+    atomic_write_text(Path(fdir) / SUMMARY, json.dumps(summary, indent=2, default=str) + "\n")

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from engine.world import Actor, Ground, Rotator, Sky, Sun, Transform, instance_color
 
 ENVS_DIR = Path(__file__).parent / "envs"

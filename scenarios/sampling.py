@@ -3,7 +3,7 @@
 Every rule is a named predicate ``(candidate) -> bool`` (True = keep). :func:`resample_while`
 draws candidates until all rules pass, counts which rule rejected each candidate (first failing
 rule, so put cheap rules first), and after ``max_tries`` raises
-:class:`~engine.errors.PlacementError` naming the rule that rejected most.
+:class:`~core.errors.PlacementError` naming the rule that rejected most.
 
 Geometry is in UE units (cm, X forward / Y right / Z up, yaw in degrees, +yaw turns X towards Y).
 Nothing here talks to a renderer: the visibility rule takes pixel counts already fetched.
@@ -23,7 +23,7 @@ from typing import Callable, Iterable, Mapping, Sequence, TypeVar
 import numpy as np
 from shapely.geometry import Polygon
 
-from engine.errors import ConfigError, PlacementError
+from core.errors import ConfigError, PlacementError
 from engine.world import Actor, Camera, Ground, Rotator, Transform, look_at_rotation
 from scenarios.relations import relation
 

@@ -16,7 +16,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from engine.errors import ConfigError, SceneforgeError
+from core.atomic import atomic_write_bytes  # noqa: F401  (re-exported for the scenarios)
+from core.errors import ConfigError
 from engine.world import Camera
 
 # k-th sample of a label -> SPLIT_PATTERN[k % 10]: 80/10/10, with val and test early in the cycle so
@@ -26,21 +27,6 @@ SENSOR_WIDTH_MM = 50.0  # SpaRRTa: 50 mm lens on a 50 mm sensor (hfov 53.13 deg)
 
 
 # --- atomic files ---------------------------------------------------------------------------
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temp file + ``os.replace`` (same directory, same disk)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise SceneforgeError(f"cannot write {path}: {e.strerror or e}") from e
-    return path
-
-
 def dumps(obj) -> str:
     """Canonical JSON (sorted keys, 2-space indent, trailing newline): stable bytes."""
     return json.dumps(obj, sort_keys=True, indent=2, allow_nan=False, default=_jsonable) + "\n"

@@ -1,6 +1,6 @@
 """The ``sceneforge`` command: parses arguments and delegates to the packages.
 
-Any :class:`engine.errors.SceneforgeError` becomes one line on stderr and exit code 2;
+Any :class:`core.errors.SceneforgeError` becomes one line on stderr and exit code 2;
 Ctrl-C exits with 130.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import importlib
 import logging
 import sys
 
-from engine.errors import SceneforgeError
+from core.errors import SceneforgeError
 from sceneforge import __version__
 
 # Subcommand modules under sceneforge.commands; each has register(subparsers).

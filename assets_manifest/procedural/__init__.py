@@ -14,8 +14,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from engine.errors import ConfigError
-from engine.meshes import RenderMesh
+from core.errors import ConfigError
+from core.meshes import RenderMesh
 
 GENERATORS: dict[str, Callable[..., RenderMesh]] = {}
 

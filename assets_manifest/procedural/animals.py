@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from assets_manifest.procedural import register
 from assets_manifest.procedural.shapes import Builder, shade
-from engine.meshes import RenderMesh
+from core.meshes import RenderMesh
 
 
 @dataclass(frozen=True)

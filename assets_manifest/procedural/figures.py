@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from assets_manifest.procedural import register
 from assets_manifest.procedural.shapes import Builder
-from engine.errors import ConfigError
-from engine.meshes import RenderMesh
+from core.errors import ConfigError
+from core.meshes import RenderMesh
 
 POSES = ("stand", "walk", "arms_out", "wave")
 

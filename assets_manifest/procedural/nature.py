@@ -6,7 +6,7 @@ import trimesh
 
 from assets_manifest.procedural import register
 from assets_manifest.procedural.shapes import Builder, jitter, rot_z, shade
-from engine.meshes import RenderMesh
+from core.meshes import RenderMesh
 
 BARK = (101, 72, 45)
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from assets_manifest.procedural import register
 from assets_manifest.procedural.shapes import Builder, ridge_prism, rot_x, rot_y, rot_z, shade
-from engine.meshes import RenderMesh
+from core.meshes import RenderMesh
 
 METAL = (90, 92, 96)
 WHITE = (240, 240, 240)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from assets_manifest.procedural import register
 from assets_manifest.procedural.shapes import Builder, rot_x, shade
-from engine.meshes import RenderMesh
+from core.meshes import RenderMesh
 
 TYRE = (30, 30, 32)
 GLASS = (60, 80, 100)

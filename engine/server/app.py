@@ -21,9 +21,9 @@ import socket
 import threading
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 
-from engine.errors import ProtocolError
+from core.errors import ProtocolError
 from engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, recv_exact, send_frame, split_request
-from engine.server.commands import dispatch
+from engine.server.commands.table import dispatch
 from engine.server.state import ServerState
 
 log = logging.getLogger(__name__)

@@ -23,36 +23,18 @@ instance_id    int32 (H, W)           1 + index of the actor in ``scene.actors``
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-from engine.meshes import RenderMesh
+from core.meshes import RenderMesh
+from core.types import PixelCount  # noqa: F401  (backends return it)
 from engine.world import Camera, Scene
 
 KINDS = ("lit", "object_mask", "depth", "plane_depth", "normal", "instance_id")
 
 # Resolves an asset id to its normalised mesh (cached by the caller); raises AssetError.
 MeshProvider = Callable[[str], RenderMesh]
-
-
-@dataclass(frozen=True)
-class PixelCount:
-    """Visibility of one actor from one camera, in pixels at the camera's resolution.
-
-    visible:    pixels where the actor is the front-most surface in the full scene;
-    unoccluded: pixels it covers when rendered alone (no other actor, no ground occlusion);
-    bbox:       (x0, y0, x1, y1) inclusive pixel box of the *visible* pixels, or None.
-    """
-
-    visible: int
-    unoccluded: int
-    bbox: tuple[int, int, int, int] | None
-
-    @property
-    def ratio(self) -> float:
-        return self.visible / self.unoccluded if self.unoccluded else 0.0
 
 
 class RenderBackend(ABC):

@@ -2,9 +2,10 @@
 
 The render server only needs four things from an asset source: the ids it knows, each id's class
 and size, a way to turn ``vset /objects/spawn truck`` (a class *or* an id) into one asset id, and
-the :class:`~engine.meshes.RenderMesh` for an id. :class:`AssetCatalog` adapts
-``assets_manifest.AssetLibrary`` to exactly that, imported lazily so the server starts without it
-(and so the engine never imports the asset package at module level).
+the :class:`~core.meshes.RenderMesh` for an id. :class:`AssetCatalog` adapts
+an asset library (duck-typed like ``assets_manifest.AssetLibrary``) to exactly that. The library
+is *handed in* by the server's entry point (:mod:`engine.server.main`), so this module knows no
+asset package and tests can give it any object with ``ids/info/by_class/mesh``.
 
 Two primitives, ``primitive_cube`` (100 cm cube) and ``primitive_sphere`` (100 cm diameter), are
 always available, like UE's ``/Engine/BasicShapes``: tests and calibration scripts need geometry
@@ -19,8 +20,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engine.errors import AssetError
-from engine.meshes import RenderMesh
+from core.errors import AssetError
+from core.meshes import RenderMesh
 
 log = logging.getLogger(__name__)
 
@@ -65,21 +66,6 @@ PRIMITIVES = {
 }
 
 
-def _load_library(manifests: list[str] | None) -> Any | None:
-    """The default ``AssetLibrary`` plus the user packs ``manifests``; None if the package is
-    missing and no manifest was asked for (primitives only)."""
-    try:
-        from assets_manifest import AssetLibrary  # lazy: optional, and slow to import
-    except ImportError as e:
-        if manifests:
-            raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
-        log.warning("assets_manifest.AssetLibrary unavailable (%s): serving primitives only", e)
-        return None
-    # user packs are added to the default library (their classes take over from the procedural
-    # fallbacks), so environments that name built-in classes keep working
-    return AssetLibrary.default(extra_manifests=tuple(manifests or ()))
-
-
 class AssetCatalog:
     """Asset ids/classes/meshes for the server, backed by an optional ``AssetLibrary``.
 
@@ -98,15 +84,10 @@ class AssetCatalog:
         self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, manifests: list[str] | None = None) -> "AssetCatalog":
-        """Load now: the default library plus the user packs ``manifests``."""
-        return cls(_load_library(manifests))
-
-    @classmethod
-    def deferred(cls, manifests: list[str] | None = None) -> "AssetCatalog":
-        """Load on first use (or :meth:`warm`): importing the library pulls in trimesh, which
-        costs seconds, and ``sceneforge serve`` should be listening before that."""
-        return cls(loader=lambda: _load_library(manifests))
+    def deferred(cls, loader: Callable[[], Any]) -> "AssetCatalog":
+        """Load on first use (or :meth:`warm`): importing a library pulls in trimesh, which
+        costs seconds, and the server should be listening before that."""
+        return cls(loader=loader)
 
     def warm(self) -> None:
         """Load the library now (call from a background thread); errors surface on first use."""

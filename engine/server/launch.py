@@ -1,4 +1,4 @@
-"""Start ``sceneforge serve`` in a subprocess and wait until it listens.
+"""Start the render server (``python -m engine.server``) in a subprocess and wait until it listens.
 
 Used by tests, the demo, dataset generation and render-farm workers: each gets its own server
 on a free port (``--port 0``), learns the port from ``--ready-file``, and stops it with SIGTERM
@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from engine.errors import ConnectionFailed
+from core.errors import ConnectionFailed
 
 log = logging.getLogger(__name__)
 
 
 class ServerProcess:
-    """A running ``sceneforge serve`` subprocess; a context manager that stops it on exit."""
+    """A running render server subprocess (``python -m engine.server``); a context manager that stops it on exit."""
 
     def __init__(self, proc: subprocess.Popen, host: str, port: int, log_path: Path, workdir: Path):
         self.proc, self.host, self.port = proc, host, port
@@ -69,13 +69,18 @@ class ServerProcess:
 
 
 def serve_command(port: int, output_dir: str | os.PathLike | None, assets, threads: int,
-                  ready_file: Path, host: str = "127.0.0.1") -> list[str]:
-    cmd = [sys.executable, "-m", "sceneforge.cli", "serve", "--host", host, "--port", str(port),
+                  ready_file: Path, host: str = "127.0.0.1", licenses=None, renderer: str | None = None) -> list[str]:
+    """The argv of ``python -m engine.server`` with everything it serves passed as arguments."""
+    cmd = [sys.executable, "-m", "engine.server", "--host", host, "--port", str(port),
            "--threads", str(threads), "--ready-file", str(ready_file)]
     if output_dir is not None:
         cmd += ["--output-dir", str(output_dir)]
     if assets:
         cmd += ["--assets", *[str(a) for a in assets]]
+    if licenses:
+        cmd += ["--licenses", ",".join(licenses) if not isinstance(licenses, str) else licenses]
+    if renderer:
+        cmd += ["--renderer", renderer]
     return cmd
 
 
@@ -84,21 +89,22 @@ def _wait_ready(proc: subprocess.Popen, ready: Path, log_path: Path, timeout: fl
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             tail = log_path.read_text(errors="replace")[-1500:]
-            raise ConnectionFailed(f"sceneforge serve did not become ready within {timeout:.0f}s "
+            raise ConnectionFailed(f"the render server did not become ready within {timeout:.0f}s "
                                    f"(exit code {proc.poll()}): " + " | ".join(tail.strip().splitlines()[-8:]))
         time.sleep(0.02)
 
 
 def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, assets=None,
                  threads: int = 1, env: dict | None = None, timeout: float = 60.0,
-                 host: str = "127.0.0.1", extra_args: list[str] | None = None) -> ServerProcess:
+                 host: str = "127.0.0.1", extra_args: list[str] | None = None,
+                 licenses=None, renderer: str | None = None) -> ServerProcess:
     """Launch a server and block until it listens (or raise ConnectionFailed with its log).
 
-    ``extra_args`` go to ``sceneforge serve`` verbatim (e.g. ``["--max-frame", "4096"]``).
+    ``extra_args`` go to ``python -m engine.server`` verbatim (e.g. ``["--max-frame", "4096"]``).
     """
     workdir = Path(tempfile.mkdtemp(prefix="sceneforge-serve-"))
     ready, log_path = workdir / "ready", workdir / "server.log"
-    cmd = serve_command(port, output_dir, assets, threads, ready, host) + list(extra_args or [])
+    cmd = serve_command(port, output_dir, assets, threads, ready, host, licenses, renderer) + list(extra_args or [])
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})})

@@ -16,7 +16,7 @@ from typing import Callable
 
 import numpy as np
 
-from engine.errors import CommandError, PathSecurityError, RenderError
+from core.errors import CommandError, PathSecurityError, RenderError
 from engine.server.backend import MeshProvider, RenderBackend
 from engine.server.catalog import AssetCatalog
 from engine.world import Actor, Camera, Scene, instance_color
@@ -26,16 +26,11 @@ log = logging.getLogger(__name__)
 MAX_CAMERAS = 64
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
-BackendFactory = Callable[[MeshProvider, int], RenderBackend]
-
-
 def default_backend_factory(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
-    """The embedded moderngl renderer, imported only when the first image is asked for."""
-    try:
-        from engine.server.gl_backend import GLBackend
-    except ImportError as e:
-        raise RenderError(f"the embedded renderer is not available: {e}") from e
-    return GLBackend(mesh_provider, threads=threads)
+    """The default renderer of :mod:`engine.server.renderers` (the embedded GL rasteriser)."""
+    from engine.server.renderers import DEFAULT_RENDERER, backend_factory
+
+    return backend_factory(DEFAULT_RENDERER)(mesh_provider, threads)
 
 
 @dataclass
@@ -46,7 +41,7 @@ class ServerState:
     output_dir: Path | None = None
     threads: int = 1
     port: int = 0
-    backend_factory: BackendFactory = default_backend_factory
+    backend_factory: Callable[[MeshProvider, int], RenderBackend] = default_backend_factory
     scene: Scene = field(default_factory=Scene)
     spawned: int = 0  # instance colours are never reused within a scene (until reset)
     file_counter: int = 0

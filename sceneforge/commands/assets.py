@@ -89,7 +89,7 @@ def run_validate(args) -> int:
 
 
 def run_preview(args) -> int:
-    from engine.errors import ConfigError
+    from core.errors import ConfigError
 
     lib = open_library(args)
     ids = [i for i in lib.active_ids() if not args.cls or lib.info(i).cls in args.cls]
@@ -136,7 +136,7 @@ def contact_sheet(lib, ids: list[str], tile: int = TILE, cols: int | None = None
     import numpy as np
     from tqdm import tqdm
 
-    from engine.server.gl_backend import GLBackend
+    from engine.server.gl.backend import GLBackend
 
     cols = cols or min(len(ids), 8)
     rows = math.ceil(len(ids) / cols)
@@ -166,12 +166,9 @@ def caption(img, text: str):
 
 def save_png(img, out: Path) -> None:
     """Write atomically (temp file then os.replace)."""
-    import os
-
     from PIL import Image
 
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    Image.fromarray(img).save(tmp, format="PNG", optimize=True)
-    os.replace(tmp, out)
+    from core.atomic import atomic_path
+
+    with atomic_path(Path(out)) as tmp:
+        Image.fromarray(img).save(tmp, format="PNG", optimize=True)

@@ -11,7 +11,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 
 def _benchmarks_dir() -> Path:

@@ -15,8 +15,8 @@ def demo_config(n: int, env: str, seed: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scenarios.sparrta_job import generate, rejection_summary
-    from scenarios.sparrta_preview import contact_sheet
+    from scenarios.sparrta.job import generate, rejection_summary
+    from scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out)
     summary = generate(demo_config(args.n, args.env, args.seed), out, progress=not args.quiet)

@@ -46,7 +46,7 @@ def _mean_count(count) -> float:
 
 
 def run_preview(args) -> int:
-    from engine.errors import ConfigError
+    from core.errors import ConfigError
     from scenarios.environments import load_env
     from sceneforge.commands.assets import save_png
 
@@ -93,7 +93,7 @@ def _azimuths(views: int) -> list[float]:
 
 def render_views(env, views: int = 4, size: int = 256, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0):
     """Lit renders from ``views`` azimuths around the centre, 3 m up, aimed at the objects."""
-    from engine.server.gl_backend import GLBackend
+    from engine.server.gl.backend import GLBackend
     from engine.world import Camera, look_at_rotation
 
     scene = preview_scene(env, seed, triple, cam_dist, views)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 TASKS = {"ego": ["ego"], "allo": ["allo"], "both": ["ego", "allo"]}
 # CLI flag (dest) -> config field; None values mean "use the environment's default".
@@ -30,7 +30,7 @@ def config_from_args(args: argparse.Namespace) -> dict:
             raise ConfigError(f"--config {args.config}: cannot read: {e}") from None
         if not isinstance(cfg, dict):
             raise ConfigError(f"--config {args.config}: expected a mapping of config fields")
-        from scenarios.sparrta_config import parse_config
+        from scenarios.sparrta.config import parse_config
         parse_config(cfg, source=f"--config {args.config}")   # name the file in field errors
     for flag, key in FLAGS.items():
         value = getattr(args, flag)
@@ -44,15 +44,15 @@ def config_from_args(args: argparse.Namespace) -> dict:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from scenarios.sparrta_config import apply_licenses, parse_config
-    from scenarios.sparrta_job import rejection_summary
+    from scenarios.sparrta.config import apply_licenses, parse_config
+    from scenarios.sparrta.job import rejection_summary
 
     config = config_from_args(args)
     apply_licenses(parse_config(config, source="sceneforge generate"))  # before any server starts
     summary = _dispatch(config, Path(args.out), args)
     failed = summary.get("failed") or {}
     if failed:  # the farm reports failures instead of raising: make them the usual one line
-        from engine.errors import PlacementError
+        from core.errors import PlacementError
         causes = [m for m in failed.values() if not m.startswith("not attempted")] or list(failed.values())
         raise PlacementError(f"{len(failed)} of {summary.get('samples')} samples failed (rerun resumes); "
                              f"{causes[0]}")
@@ -67,7 +67,7 @@ def _dispatch(config: dict, out: Path, args: argparse.Namespace) -> dict:
     """Inline (one server) unless more workers, external servers or Ray are asked for."""
     farm = (args.workers or 1) > 1 or args.servers or args.backend != "local" or args.ray_address
     if not farm:
-        from scenarios.sparrta_job import generate
+        from scenarios.sparrta.job import generate
         return generate(config, out, server=args.server, progress=not args.quiet)
     from renderfarm import run_job
     return run_job("scenarios.sparrta", config, out, workers=args.workers, backend=args.backend,
@@ -75,7 +75,7 @@ def _dispatch(config: dict, out: Path, args: argparse.Namespace) -> dict:
 
 
 def run_preview(args: argparse.Namespace) -> int:
-    from scenarios.sparrta_preview import contact_sheet
+    from scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out) if args.out else Path(args.data_dir) / "contact_sheet.png"
     path = contact_sheet(Path(args.data_dir), out, n=args.n, size=args.size, split=args.split)

@@ -14,7 +14,7 @@ import argparse
 
 import yaml
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 HEADS = ("linear", "abmilp", "efficient")
 PROTOCOLS = ("within", "loeo")

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 
 
 def register(subparsers) -> None:
@@ -123,7 +123,7 @@ def run_inline(config: dict, out_dir: Path) -> dict:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from scenarios import dsi_eval
+    from scenarios.videos import dsi_eval
 
     r = dsi_eval.evaluate(args.meta, args.pred, args.model, args.n_group)
     if args.single:

@@ -14,7 +14,7 @@ from assets_manifest.build import build
 from assets_manifest.library import BUILT_PACKS, built_path, cache_root
 from assets_manifest.normalize import to_npz
 from assets_manifest.schema import load_manifest
-from engine.errors import AssetError, ConfigError
+from core.errors import AssetError, ConfigError
 
 CATALOG = """\
 id=SweetHome3D#Test

@@ -14,7 +14,7 @@ from assets_manifest.library import PROCEDURAL_PACK, built_path
 from assets_manifest.licenses import family_matches, is_share_alike
 from assets_manifest.normalize import axes_matrix, to_npz
 from assets_manifest.schema import SPARRTA_CLASSES, load_manifest
-from engine.errors import AssetError
+from core.errors import AssetError
 
 
 @pytest.fixture(scope="module")

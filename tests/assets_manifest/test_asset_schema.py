@@ -8,7 +8,7 @@ import trimesh
 
 from assets_manifest import AssetLibrary
 from assets_manifest.schema import load_manifest
-from engine.errors import AssetError, ConfigError
+from core.errors import AssetError, ConfigError
 
 GOOD = """\
 pack: mine

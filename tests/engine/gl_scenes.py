@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from engine.meshes import RenderMesh
+from core.meshes import RenderMesh
 from engine.world import Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.client import RenderClient, compact_json, parse_address, parse_color
-from engine.errors import CommandError, ConnectionFailed, ProtocolError
+from core.errors import CommandError, ConnectionFailed, ProtocolError
 from engine.world import Actor, Camera, Rotator, Transform, instance_color, look_at_rotation
 
 CAM = Camera((0.0, 0.0, 100.0), Rotator(0, 0, 0), 90.0, 160, 120)

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from engine.errors import ProtocolError
+from core.errors import ProtocolError
 from engine.protocol import MAGIC, frame, recv_frame
 from engine.server.launch import start_server
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import trimesh
 
-from engine.errors import ConfigError
-from engine.meshes import RenderMesh
+from core.errors import ConfigError
+from core.meshes import RenderMesh
 from engine.server.backend import KINDS
 from engine.world import Ground, Rotator
 from gl_scenes import MESHES, _actor, _camera, _centroid, _render_mesh, _scene, _three_objects
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.render
 
 # --- mesh preparation (no GL) -----------------------------------------------------------------
 def test_crease_split_gives_flat_box_faces_and_smooth_spheres():
-    from engine.server.gl_resources import crease_split
+    from engine.server.gl.resources import crease_split
 
     box, n = crease_split(MESHES["box"])
     assert len(box.vertices) == 24  # 8 corners x 3 faces
@@ -36,7 +36,7 @@ def test_crease_split_gives_flat_box_faces_and_smooth_spheres():
 
 
 def test_crease_split_handles_high_valence_fans():
-    from engine.server.gl_resources import crease_split
+    from engine.server.gl.resources import crease_split
 
     # Cap centres touch 2000 faces: pairwise smoothing is bounded there (flat per face), which
     # keeps the upload fast (all pairs took seconds) and is exact for planar caps.

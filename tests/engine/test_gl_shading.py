@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from engine.errors import RenderError
+from core.errors import RenderError
 from engine.server.backend import KINDS
-from engine.server.gl_backend import GLBackend
+from engine.server.gl.backend import GLBackend
 from engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
                           look_at_rotation)
 from gl_scenes import MESHES, _actor, _camera, _centroid, _scene, _three_objects
@@ -119,7 +119,7 @@ def test_threads_sets_llvmpipe_threads_only_when_unset():
     import subprocess
     import sys
 
-    code = ("from engine.server.gl_backend import GLBackend; "
+    code = ("from engine.server.gl.backend import GLBackend; "
             "print(GLBackend(lambda a: None, threads=1).info()['lp_num_threads'])")
     env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from engine.errors import ProtocolError
+from core.errors import ProtocolError
 from engine.protocol import (MAGIC, frame, join_reply, parse_header, recv_exact, recv_frame, send_frame,
                              split_request, unframe)
 

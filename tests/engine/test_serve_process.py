@@ -79,7 +79,7 @@ def _serve_children() -> set[int]:
 
 
 def test_start_server_failure_is_one_line_and_leaves_no_process():
-    from engine.errors import ConnectionFailed
+    from core.errors import ConnectionFailed
 
     before = _serve_children()
     with pytest.raises(ConnectionFailed, match=r"exit code 2\).*--threads must be >= 1") as e:

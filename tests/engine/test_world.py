@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
                           look_at_rotation)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from probing.backbones import PRESETS, create_backbone, parse_spec
 
 from conftest import TINY_VIT

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from probing.data import content_hash, find_datasets, load_datasets
 from probing.preprocess import Preprocess
 

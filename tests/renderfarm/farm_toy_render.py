@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from renderfarm.contract import JobPlan, Shard, ShardResult
 
 ASSETS = ("rock", "barrel", "tree")

@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from farm_helpers import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from renderfarm import exit_code, run_job
 from renderfarm.jsonlog import read_log
 from renderfarm.status import format_status, job_status

@@ -45,7 +45,7 @@ def test_external_server_list_of_our_own_servers(tmp_path, render_reference):
 def test_unreachable_external_server_is_a_clear_error(tmp_path):
     import socket
 
-    from engine.errors import ConnectionFailed
+    from core.errors import ConnectionFailed
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from engine.world import Ground
-from scenarios import dsi
-from scenarios import motion as mo
+from scenarios.videos import dsi
+from scenarios.videos import motion as mo
 
 T, FPS = 16, 8.0
 SIZE = (400.0, 200.0, 150.0)

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from engine.world import Ground
-from scenarios import dsi, dsi_eval
-from scenarios import motion as mo
+from scenarios.videos import dsi, dsi_eval
+from scenarios.videos import motion as mo
 
 AUGS = dsi.AUGS
 

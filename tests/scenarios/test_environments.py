@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from assets_manifest import AssetLibrary
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from scenarios.environments import list_envs, load_env
 
 SPARRTA_TRIPLES = {

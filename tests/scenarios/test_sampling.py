@@ -4,7 +4,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from engine.errors import ConfigError, PlacementError
+from core.errors import ConfigError, PlacementError
 from engine.server.backend import PixelCount
 from engine.world import Camera, Ground, look_at_rotation
 from scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,

@@ -10,15 +10,15 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from engine.errors import ConfigError, PlacementError
+from core.errors import ConfigError, PlacementError
 from renderfarm.contract import Shard
-from scenarios import sparrta
+from scenarios.sparrta import scenario as sparrta
 from scenarios.environments import list_envs, load_env
 from scenarios.relations import LABELS, relation
 from scenarios.sampling import sample_rng
-from scenarios.sparrta_config import locate, parse_config, resolve_units
-from scenarios.sparrta_job import generate
-from scenarios.sparrta_scene import ShapeCache, build_group, sample_view
+from scenarios.sparrta.config import locate, parse_config, resolve_units
+from scenarios.sparrta.job import generate
+from scenarios.sparrta.scene import ShapeCache, build_group, sample_view
 
 CFG = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 20, "seed": 7, "masks": True, "depth": True}
 
@@ -301,7 +301,7 @@ def test_scale_two_workers_all_rules(tmp_path):
 
 
 def test_preview_picks_every_label_of_every_task():
-    from scenarios.sparrta_preview import pick_rows
+    from scenarios.sparrta.preview import pick_rows
     df = pd.DataFrame({"index": range(32), "env": "desert", "task": ["ego"] * 16 + ["allo"] * 16,
                        "label": [LABELS[i % 4] for i in range(32)], "split": "train"})
     rows = pick_rows(df, 8)

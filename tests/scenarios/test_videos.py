@@ -15,12 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from engine.world import Actor
 from renderfarm.contract import Shard
-from scenarios import dsi, videos
-from scenarios import motion as mo
-from scenarios.video_io import apply_aug, decode_mp4, encode_mp4, probe_mp4
+from scenarios.videos import dsi
+from scenarios.videos import scenario as videos
+from scenarios.videos import motion as mo
+from scenarios.videos.video_io import apply_aug, decode_mp4, encode_mp4, probe_mp4
 
 CONFIG = {"env": "city", "n": 4, "seed": 3,
           "motion": {"n_frames": 8, "fps": 4.0, "patterns": ["cam_static-obj_translate", "cam_rotate-obj_static",
@@ -255,7 +256,7 @@ def test_cli_oracle_eval_and_clear_errors(dataset, tmp_path):
 
 
 def test_env_name_that_escapes_the_output_dir_is_refused(tmp_path):
-    from engine.errors import PathSecurityError
+    from core.errors import PathSecurityError
     from scenarios.environments import env_path
 
     text = env_path("city").read_text().replace("name: city", "name: ../evil")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from engine.errors import ConfigError, SceneforgeError
+from core.errors import ConfigError, SceneforgeError
 from engine.world import Camera, Rotator
 from scenarios.writers import (SPLIT_PATTERN, assign_splits, atomic_write_bytes, atomic_write_json, display_label,
                                dumps, encode_image, flatten, intrinsics, npy_bytes, params_json, write_table)

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from scenarios.relations import TASK_OBSERVER
-from scenarios.sparrta_config import SparrtaConfig, Unit
+from scenarios.sparrta.config import SparrtaConfig, Unit
 from scenarios.writers import display_label, flatten, intrinsics, params_json
 
 LABELLED = ("source", "target", "human")

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import CommandError
-from engine.server.commands import command, parse_int
+from core.atomic import atomic_write_bytes
+from core.errors import CommandError
+from engine.server.commands.table import command, parse_int
 from engine.server.state import ServerState
 
 IMAGE_KINDS = ("lit", "object_mask", "normal")
@@ -52,10 +53,7 @@ def encode(kind: str, array: np.ndarray, fmt: str) -> bytes:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write to a temp name then rename, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, data)
 
 
 def _target(state: ServerState, kind: str, args: list[str]) -> tuple[str, str | None]:

@@ -12,11 +12,11 @@ import json
 import math
 from dataclasses import fields, replace
 
-from engine.errors import CommandError, SceneforgeError
+from core.errors import CommandError, SceneforgeError
 from engine.protocol import pack_arrays
 from engine.server.backend import KINDS
-from engine.server.commands import command, parse_int
-from engine.server.commands_stock import new_actor, server_version
+from engine.server.commands.table import command, parse_int
+from engine.server.commands.stock import new_actor, server_version
 from engine.server.state import ServerState
 from engine.world import Ground, Rotator, Sky, Sun, Transform
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from engine.world import Actor, Camera, Ground, instance_color
 from scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, sample_camera, sample_object, within_distance)

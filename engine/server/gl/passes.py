@@ -1,7 +1,7 @@
-"""GL draw passes for :class:`engine.server.gl_backend.GLBackend`.
+"""GL draw passes for :class:`engine.server.gl.backend.GLBackend`.
 
 Owns the GL objects (programs, uploaded meshes, ground, targets, shadow map) and issues the draw
-calls; per-frame maths lives in :mod:`engine.server.gl_frame`. Per frame only uniforms change:
+calls; per-frame maths lives in :mod:`engine.server.gl.frame`. Per frame only uniforms change:
 no buffer or texture is allocated once assets and the resolution have been seen.
 """
 from __future__ import annotations
@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 import moderngl
 import numpy as np
 
-from engine.server import gl_frame as F
-from engine.server import gl_shaders as S
-from engine.server.gl_resources import GpuMesh, Targets, ground_tiles, noise_image, upload
-from engine.server.gl_shadow import ShadowMaps
+from engine.server.gl import frame as F
+from engine.server.gl import shaders as S
+from engine.server.gl.resources import GpuMesh, Targets, ground_tiles, noise_image, upload
+from engine.server.gl.shadow import ShadowMaps
 from engine.world import Camera, Ground, Scene
 
 if TYPE_CHECKING:
-    from engine.server.gl_backend import Draw, Frame
+    from engine.server.gl.backend import Draw, Frame
 
 log = logging.getLogger(__name__)
 

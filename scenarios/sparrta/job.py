@@ -10,11 +10,11 @@ import logging
 from collections import Counter
 from pathlib import Path
 
-from engine.errors import ConnectionFailed, PlacementError
+from core.errors import ConnectionFailed, PlacementError
 from renderfarm.contract import Shard
-from scenarios import sparrta
-from scenarios.sparrta_config import apply_licenses, locate, parse_config
-from scenarios.sparrta_record import load_record
+from scenarios.sparrta import scenario as sparrta
+from scenarios.sparrta.config import apply_licenses, locate, parse_config
+from scenarios.sparrta.record import load_record
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from typing import Callable
 
 import numpy as np
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from engine.world import Camera, Rotator, Transform
 
 CAM_MODES = ("static", "translate", "rotate")

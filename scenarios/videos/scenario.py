@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import ConfigError, PathSecurityError, PlacementError, SceneforgeError
+from core.errors import ConfigError, PathSecurityError, PlacementError, SceneforgeError
 from engine.world import Actor, Ground
 from renderfarm.contract import JobPlan, Shard, ShardResult
-from scenarios import dsi
-from scenarios import motion as mo
-from scenarios.video_io import apply_aug, encode_mp4
+from scenarios.videos import dsi
+from scenarios.videos import motion as mo
+from scenarios.videos.video_io import apply_aug, encode_mp4
 
 log = logging.getLogger(__name__)
 TASK = "videos"
@@ -57,7 +57,7 @@ class VideoConfig:
     motion: mo.MotionConfig = field(default_factory=mo.MotionConfig)
     subjects: tuple[str, ...] | None = None  # classes; default: the env triples' movable targets
     clutter: bool = True
-    questions: tuple[str, ...] = ("obj", "cam", "dist", "dir")  # kinds asked per clip (see scenarios.dsi)
+    questions: tuple[str, ...] = ("obj", "cam", "dist", "dir")  # kinds asked per clip (see scenarios.videos.dsi)
     min_visible_ratio: float | None = None  # default: the environment's (0.8)
     min_bbox_px: float | None = None        # default: the environment's
     edge_margin_px: float = 2.0
@@ -342,7 +342,7 @@ def finalize(config: dict, out_dir: Path) -> dict:
 
 def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
     """What the dataset is, how it was made, and the credits every used asset requires."""
-    from sceneforge import __version__
+    from core.version import __version__
 
     ids = sorted({r["subject_asset"] for r in records} | {a for r in records for a in r["scenery_assets"]})
     return {"generator": f"sceneforge {__version__}", "format": "DSI-Bench (videos/{aug}/{relative_path}, "

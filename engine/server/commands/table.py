@@ -7,7 +7,7 @@ part of a template becomes a regex (``[name]`` → one path segment); the argume
 counted, so a handler is called only with one of its templates' argument counts. Handlers marked
 ``raw`` get their last argument as the whole rest of the line (JSON may contain spaces).
 
-:func:`dispatch` never raises: a :class:`~engine.errors.SceneforgeError` becomes ``error <msg>``,
+:func:`dispatch` never raises: a :class:`~core.errors.SceneforgeError` becomes ``error <msg>``,
 anything else ``error internal ...`` (logged with its traceback), so no command can take the
 server down.
 """
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.errors import CommandError, SceneforgeError
+from core.errors import CommandError, SceneforgeError
 from engine.server.state import ServerState
 
 log = logging.getLogger(__name__)
@@ -111,7 +111,7 @@ def dispatch(state: ServerState, command_line: str) -> "str | bytes":
 def _load_tables() -> None:
     """Import the modules that register handlers (once; they import this module)."""
     if not _ROUTES:
-        from engine.server import commands_ext, commands_image, commands_stock  # noqa: F401
+        from engine.server.commands import ext, image, stock  # noqa: F401
 
 
 # --- argument helpers shared by the handler modules ------------------------------------------

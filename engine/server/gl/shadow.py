@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Callable
 import moderngl
 import numpy as np
 
-from engine.server import gl_frame as F
+from engine.server.gl import frame as F
 from engine.world import Sun
 
 if TYPE_CHECKING:
-    from engine.server.gl_backend import Draw
+    from engine.server.gl.backend import Draw
 
 OFF = (0, F.gl_bytes(np.eye(4)), 1.0, 0.0)  # (use, light_vp bytes, texel cm, depth bias)
 

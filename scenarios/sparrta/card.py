@@ -10,10 +10,10 @@ from collections import Counter, defaultdict
 from importlib import metadata
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from scenarios.relations import LABELS
-from scenarios.sparrta_config import SparrtaConfig, Unit
-from scenarios.sparrta_record import load_record
+from scenarios.sparrta.config import SparrtaConfig, Unit
+from scenarios.sparrta.record import load_record
 from scenarios.writers import assign_splits, atomic_write_json, write_table
 
 CARD_FILE = "dataset_card.json"
@@ -69,7 +69,7 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
 
 def remove_stale_temps(out: Path, units: list[Unit]) -> int:
     """Delete temp files a killed worker left (``.<name>.tmp<pid>``, never a final name)."""
-    from scenarios.sparrta_record import unit_dir
+    from scenarios.sparrta.record import unit_dir
 
     dirs = {out, *(out / unit_dir(u) for u in units), *(out / "records" / unit_dir(u) for u in units)}
     stale = [p for d in dirs if d.is_dir() for p in d.glob(".*.tmp*") if p.is_file()]

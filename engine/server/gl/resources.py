@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import moderngl
 import numpy as np
 
-from engine.meshes import RenderMesh
+from core.meshes import RenderMesh
 from engine.world import Ground
 
 # Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad) = 28 B.

@@ -1,4 +1,4 @@
-"""GLSL sources for the embedded moderngl renderer (:mod:`engine.server.gl_backend`).
+"""GLSL sources for the embedded moderngl renderer (:mod:`engine.server.gl.backend`).
 
 Kept as Python strings (not ``.glsl`` files) so they ship inside the wheel without package-data
 rules. All programs work in **UE world coordinates** (cm, Z up): the only UE→GL conversion is
@@ -15,7 +15,7 @@ Programs:
 * ``COVER``   coverage of up to 4 actors at once (one RGBA channel each, MAX blending, no
               depth test): the "unoccluded" pixel counts in one pass;
 * ``SKY``     zenith→horizon gradient on the pixels left empty by the geometry (lit only);
-* ``SHADOW``  depth-only pass from the sun (see gl_shadow.py).
+* ``SHADOW``  depth-only pass from the sun (see gl/shadow.py).
 
 No face culling anywhere: the view matrix has det −1 and actors may be mirrored, so winding is
 meaningless. Normals are therefore turned to face the camera in the fragment shader.
@@ -52,7 +52,7 @@ uniform vec3 u_amb_side;        // ambient light from the horizon (normals facin
 uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
 uniform int u_id;               // 1 + actor index; 0 = ground
 uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
-// Sun shadow map (gl_shadow.py), used by the SHADOW variant.
+// Sun shadow map (gl/shadow.py), used by the SHADOW variant.
 uniform mat4 u_light_vp;
 uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
 uniform float u_shadow_bias;    // constant depth bias in map units (2 texels' worth of cm)

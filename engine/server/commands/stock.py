@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from engine.errors import CommandError
-from engine.server.commands import command, fmt_vec, parse_floats, parse_int, templates
+from core.errors import CommandError
+from engine.server.commands.table import command, fmt_vec, parse_floats, parse_int, templates
 from engine.server.state import ServerState
 from engine.world import Actor, Rotator, Transform
 

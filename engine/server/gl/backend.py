@@ -6,7 +6,7 @@ on llvmpipe, installs in 2 MB, and gives colour + integer instance ids + depth f
 
 Example::
 
-    from engine.server.gl_backend import GLBackend
+    from engine.server.gl.backend import GLBackend
     backend = GLBackend(library.mesh)                   # any MeshProvider: asset id -> RenderMesh
     out = backend.render(scene, camera, ("lit", "object_mask", "depth"))
     counts = backend.pixel_counts(scene, camera, ["car_0", "tree_3"])
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import ConfigError, RenderError
-from engine.server import gl_frame as F
+from core.errors import ConfigError, RenderError
+from engine.server.gl import frame as F
 from engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
-from engine.server.gl_passes import Passes
+from engine.server.gl.passes import Passes
 from engine.world import Camera, Scene
 
 log = logging.getLogger(__name__)

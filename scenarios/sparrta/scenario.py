@@ -25,12 +25,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from engine.errors import ConfigError, PlacementError
+from core.errors import ConfigError, PlacementError
 from renderfarm.contract import JobPlan, Shard, ShardResult
 from scenarios.sampling import Placed, sample_rng, visibility_failure
-from scenarios.sparrta_config import SparrtaConfig, Unit, apply_licenses, locate, parse_config, resolve_units
-from scenarios.sparrta_record import build_params, build_row, file_names, load_record, objects_of, record_path
-from scenarios.sparrta_scene import Group, Setting, ShapeCache, build_group, sample_view
+from scenarios.sparrta.config import SparrtaConfig, Unit, apply_licenses, locate, parse_config, resolve_units
+from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, record_path
+from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: Sh
 
 def finalize(config: dict, out_dir: Path) -> dict:
     """Table (``samples.parquet`` + ``metadata.csv``) with splits, and ``dataset_card.json``."""
-    from scenarios.sparrta_card import finalize_dataset
+    from scenarios.sparrta.card import finalize_dataset
 
     cfg = parse_config(config)
     return finalize_dataset(cfg, units_of(cfg), Path(out_dir))

@@ -1,6 +1,6 @@
 """DSI-Bench questions: answers from trajectories, variant label transforms, the CSV layout.
 
-Every answer is computed from world-frame trajectories (:mod:`scenarios.motion`), expressed in
+Every answer is computed from world-frame trajectories (:mod:`scenarios.videos.motion`), expressed in
 the frame the question names (the camera's *initial* frame for "left/right/toward/away"),
 never from pixels. A variant's answer is recomputed by answering the *transformed* motion; the
 table :data:`AUG_MAPS` states what that must equal, and the sampler rejects any clip where the
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.errors import ConfigError
-from scenarios import motion as mo
+from core.errors import ConfigError
+from scenarios.videos import motion as mo
 
 AUGS = ("std", "hflip", "reverse", "reverse_hflip")
 CATE_NAMES = ("Obj:static cam", "Obj:moving cam", "Cam:static scene", "Cam:dynamic scene",

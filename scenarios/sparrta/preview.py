@@ -7,7 +7,7 @@ import io
 import math
 from pathlib import Path
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from scenarios.writers import atomic_write_bytes
 
 COLORS = {"source": (40, 220, 60), "target": (235, 50, 40), "human": (40, 120, 255)}

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.errors import ConfigError, RenderError
+from core.atomic import atomic_path
+
+from core.errors import ConfigError, RenderError
 
 # x264 CPU feature names for /proc/cpuinfo flags. AVX-512 is deliberately absent: measured on
 # this machine, the bitstream for the same frames depended on leftover heap bytes (1-5 of 48
@@ -78,21 +80,19 @@ def encode_mp4(frames: np.ndarray, path: str | os.PathLike, fps: float) -> Path:
 
     f = _check_frames(frames)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    rate = Fraction(fps).limit_denominator(1001)
-    with av.open(str(tmp), mode="w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=rate, options=x264_options())
-        stream.width, stream.height, stream.pix_fmt = f.shape[2], f.shape[1], "yuv420p"
-        stream.thread_count = 1
-        stream.thread_type = "SLICE"
-        stream.codec_context.time_base = 1 / rate
-        for i, img in enumerate(f):
-            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
-            frame.pts = i  # explicit timestamps: rate control must not see missing/guessed pts
-            out.mux(stream.encode(frame))
-        out.mux(stream.encode(None))
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        rate = Fraction(fps).limit_denominator(1001)
+        with av.open(str(tmp), mode="w", format="mp4") as out:
+            stream = out.add_stream("libx264", rate=rate, options=x264_options())
+            stream.width, stream.height, stream.pix_fmt = f.shape[2], f.shape[1], "yuv420p"
+            stream.thread_count = 1
+            stream.thread_type = "SLICE"
+            stream.codec_context.time_base = 1 / rate
+            for i, img in enumerate(f):
+                frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
+                frame.pts = i  # explicit timestamps: rate control must not see missing/guessed pts
+                out.mux(stream.encode(frame))
+            out.mux(stream.encode(None))
     return path
 
 

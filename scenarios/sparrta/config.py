@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Callable
 
-from engine.errors import ConfigError
+from core.errors import ConfigError
 from scenarios.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")

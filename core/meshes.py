@@ -1,0 +1,107 @@
+"""The mesh record passed from the asset library to the renderer.
+
+Assets are normalised once at load (see ``assets_manifest``): centimetres, UE axes (X forward,
+Y right, Z up), base on z = 0, centred in XY. The renderer only ever sees :class:`RenderMesh`, so
+a new mesh source (another pack format, procedural shapes) needs no renderer change.
+
+A mesh always has per-vertex ``colors`` (the flat fallback every renderer can draw). It may also
+carry what the source had: ``uvs`` + ``materials`` (PBR textures: albedo with alpha for
+alpha-tested foliage, tangent-space normal map, roughness/metallic) assigned per face by
+``face_materials``, and smooth vertex ``normals``. Textures are sRGB ``uint8`` images, never
+baked into vertex colours when UVs exist.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True, eq=False)
+class Material:
+    """A metal/roughness PBR material (glTF's model). Texture arrays are row 0 = top (v = 1 - row).
+
+    albedo:        (H, W, 3|4) uint8 sRGB base colour; a 4th channel is alpha (cut at ``alpha_cutoff``).
+    normal_map:    (H, W, 3) uint8 tangent-space normal map (OpenGL convention, +Y up) or None.
+    orm_map:       (H, W, 3) uint8 occlusion/roughness/metallic (glTF ORM packing) or None.
+    base_color:    linear RGBA factor multiplied with ``albedo`` (or used alone without it).
+    """
+
+    name: str = "default"
+    base_color: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)
+    albedo: np.ndarray | None = None
+    normal_map: np.ndarray | None = None
+    orm_map: np.ndarray | None = None
+    roughness: float = 0.8
+    metallic: float = 0.0
+    alpha_cutoff: float | None = None
+    double_sided: bool = False
+    license: str | None = None      # licence of the textures when they differ from the mesh's
+
+
+@dataclass(frozen=True, eq=False)
+class RenderMesh:
+    """Triangle mesh in an asset's local UE frame (cm).
+
+    vertices: (N, 3) float32, cm, UE local frame, base at z = 0.
+    faces:    (M, 3) int32 indices into ``vertices``. Winding is not relied on (no culling).
+    colors:   (N, 3) uint8 sRGB albedo per vertex: the flat fallback (white-ish where textured).
+    normals:  (N, 3) float32 smooth unit normals, or None (the renderer uses face normals).
+    uvs:      (N, 2) float32 texture coordinates (glTF convention, v down from the top) or None.
+    materials / face_materials: the mesh's materials and, per face, an index into them
+              (None = every face uses ``materials[0]``; no materials = vertex colours only).
+    """
+
+    vertices: np.ndarray
+    faces: np.ndarray
+    colors: np.ndarray
+    meta: dict = field(default_factory=dict)
+    normals: np.ndarray | None = None
+    uvs: np.ndarray | None = None
+    materials: tuple[Material, ...] = ()
+    face_materials: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        v = np.ascontiguousarray(self.vertices, dtype=np.float32)
+        f = np.ascontiguousarray(self.faces, dtype=np.int32)
+        c = np.ascontiguousarray(self.colors, dtype=np.uint8)
+        if v.ndim != 2 or v.shape[1] != 3:
+            raise ValueError(f"vertices must be (N,3), got {v.shape}")
+        if f.ndim != 2 or f.shape[1] != 3:
+            raise ValueError(f"faces must be (M,3), got {f.shape}")
+        if c.shape != v.shape:
+            raise ValueError(f"colors must be (N,3) like vertices, got {c.shape}")
+        if len(f) and (f.min() < 0 or f.max() >= len(v)):
+            raise ValueError("face index out of range")
+        object.__setattr__(self, "vertices", v)
+        object.__setattr__(self, "faces", f)
+        object.__setattr__(self, "colors", c)
+        if self.normals is not None:
+            n = np.ascontiguousarray(self.normals, dtype=np.float32)
+            if n.shape != v.shape:
+                raise ValueError(f"normals must be (N,3) like vertices, got {n.shape}")
+            object.__setattr__(self, "normals", n)
+        if self.uvs is not None:
+            uv = np.ascontiguousarray(self.uvs, dtype=np.float32)
+            if uv.shape != (len(v), 2):
+                raise ValueError(f"uvs must be (N,2), got {uv.shape}")
+            object.__setattr__(self, "uvs", uv)
+        object.__setattr__(self, "materials", tuple(self.materials))
+        if self.face_materials is not None:
+            fm = np.ascontiguousarray(self.face_materials, dtype=np.int32)
+            if fm.shape != (len(f),) or (len(fm) and (fm.min() < 0 or fm.max() >= max(1, len(self.materials)))):
+                raise ValueError("face_materials must be (M,) indices into materials")
+            object.__setattr__(self, "face_materials", fm)
+
+    @property
+    def textured(self) -> bool:
+        """UVs and at least one material with an albedo texture."""
+        return self.uvs is not None and any(m.albedo is not None for m in self.materials)
+
+    @property
+    def n_triangles(self) -> int:
+        return int(len(self.faces))
+
+    def bounds(self) -> np.ndarray:
+        """(2, 3) min/max corner in cm."""
+        return np.stack([self.vertices.min(axis=0), self.vertices.max(axis=0)])

@@ -1,0 +1,153 @@
+"""The render server's entry point: ``python -m engine.server [--port N] [--assets PACK ...] ...``.
+
+This is the server's composition root: it parses the arguments, builds the asset library that
+the server serves (default library + ``--assets`` packs, filtered by ``--licenses``) and hands it
+to :class:`~engine.server.catalog.AssetCatalog`, picks the renderer from the registry
+(``--renderer``), and runs the socket loop until SIGTERM/SIGINT. Everything a server needs comes
+in as arguments, never through the process environment, so servers started by the farm, on Ray
+nodes or by hand all serve the same library when given the same flags.
+
+``sceneforge serve`` is this same entry point with the CLI's one-line error handling.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from core.errors import AssetError, ConfigError, SceneforgeError
+
+log = logging.getLogger(__name__)
+DESCRIPTION = "Headless render server speaking the UnrealCV protocol (embedded renderer by default)."
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The server's flags (shared by ``python -m engine.server`` and ``sceneforge serve``)."""
+    from engine.server.renderers import DEFAULT_RENDERER, renderer_names
+
+    p.add_argument("--host", default="127.0.0.1",
+                   help="bind address (default 127.0.0.1; others are reachable from the network)")
+    p.add_argument("--port", type=int, default=9000, help="TCP port; 0 picks a free one (default 9000)")
+    p.add_argument("--output-dir", type=Path, default=None,
+                   help="where commands given a file name write images (none: file outputs are refused)")
+    p.add_argument("--assets", nargs="+", default=None, metavar="PACK.yaml",
+                   help="extra asset packs (manifests) served beside the default library")
+    p.add_argument("--licenses", default=None, metavar="FAMILIES",
+                   help="serve only assets of these license families, comma-separated (e.g. cc0,cc-by)")
+    p.add_argument("--renderer", default=DEFAULT_RENDERER, choices=renderer_names(),
+                   help=f"render backend (default {DEFAULT_RENDERER})")
+    p.add_argument("--threads", type=int, default=1, help="renderer threads (llvmpipe), default 1")
+    p.add_argument("--ready-file", type=Path, default=None, help="write the bound port here once listening")
+    p.add_argument("--max-frame", type=int, default=None, metavar="BYTES",
+                   help="largest request frame accepted (default 64 MiB)")
+
+
+def parse_licenses(value: str | Sequence[str] | None) -> list[str] | None:
+    """``"cc0,cc-by"`` or a list → ``["cc0", "cc-by"]``; None/empty → None (no filter)."""
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    items = [str(x).strip() for x in items if str(x).strip()]
+    return items or None
+
+
+def load_library(packs: Sequence[str] | None, licenses: Sequence[str] | None) -> Any | None:
+    """The default ``AssetLibrary`` plus user ``packs``, filtered by ``licenses``; None (primitives
+    only) if the asset package is not installed and no pack was asked for."""
+    try:
+        from assets_manifest import AssetLibrary  # slow to import (trimesh): called off the listen path
+    except ImportError as e:
+        if packs:
+            raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
+        log.warning("assets_manifest unavailable (%s): serving primitives only", e)
+        return None
+    return AssetLibrary.default(licenses=list(licenses) if licenses else None,
+                                extra_manifests=tuple(str(p) for p in packs or ()))
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port must be in 0..65535, got {args.port}")
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be >= 1, got {args.threads}")
+    if args.max_frame is not None and args.max_frame < 64:
+        raise ConfigError(f"--max-frame must be >= 64 bytes, got {args.max_frame}")
+    if args.output_dir is not None and args.output_dir.exists() and not args.output_dir.is_dir():
+        raise ConfigError(f"--output-dir {args.output_dir} exists and is not a directory")
+    for pack in args.assets or ():
+        if not Path(pack).is_file():
+            raise ConfigError(f"--assets: {pack}: no such asset pack file")
+
+
+def build_server(args: argparse.Namespace):
+    """Validated args → an unstarted RenderServer (the asset library warms in the background)."""
+    from engine.protocol import DEFAULT_MAX_FRAME
+    from engine.server.app import RenderServer
+    from engine.server.catalog import AssetCatalog
+    from engine.server.renderers import backend_factory
+    from engine.server.state import ServerState
+
+    _validate(args)
+    factory = backend_factory(args.renderer)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("serve: binding %s: the server is reachable from other machines and has no authentication",
+                    args.host)
+    output_dir = args.output_dir.resolve() if args.output_dir else None
+    if output_dir is not None:
+        output_dir.mkdir(parents=True, exist_ok=True)
+    packs, licenses = args.assets, parse_licenses(args.licenses)
+    if packs or licenses:  # explicit choices are validated before listening (bad input → exit 2)
+        catalog = AssetCatalog(load_library(packs, licenses))
+    else:  # the default library loads in the background so the port is ready in well under a second
+        catalog = AssetCatalog.deferred(lambda: load_library(None, None))
+    threading.Thread(target=catalog.warm, name="sceneforge-assets", daemon=True).start()
+    state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory)
+    return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Listen until SIGTERM/SIGINT; publish the bound port in ``--ready-file``."""
+    from core.atomic import atomic_write_text
+
+    server = build_server(args)
+    try:
+        host, port = server.start()
+    except OSError as e:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        if args.ready_file:
+            try:
+                atomic_write_text(args.ready_file, f"{port}\n")
+            except SceneforgeError as e:
+                raise ConfigError(f"cannot write --ready-file {args.ready_file}: {e}") from None
+        print(f"listening on {host}:{port}", flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        log.info("serve: shutting down")
+        server.shutdown()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m engine.server``: errors as one line on stderr, exit 2."""
+    parser = argparse.ArgumentParser(prog="python -m engine.server", description=DESCRIPTION)
+    add_arguments(parser)
+    parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return run(args)
+    except SceneforgeError as e:
+        print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

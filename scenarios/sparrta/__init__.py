@@ -1,0 +1,10 @@
+"""SpaRRTa-style egocentric / allocentric relation images: the ``sparrta`` scenario.
+
+Modules: :mod:`.config` (the config, its fingerprint, index → sample mapping), :mod:`.scene`
+(placement groups and views), :mod:`.scenario` (plan/run/finalize and the per-worker session),
+:mod:`.record` (params and table rows), :mod:`.card` (table, splits, dataset card),
+:mod:`.job` (the inline runner), :mod:`.preview` (contact sheets).
+"""
+from scenarios.sparrta.scenario import (  # noqa: F401  (the scenario contract and its helpers)
+    JOB_FILE, NEEDS_SERVER, Session, claim_output, finalize, plan, run, setting_for, units_of,
+)
