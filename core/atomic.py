@@ -26,7 +26,7 @@ def temp_path(path: Path) -> Path:
     name = f".{path.name}"
     # keep the temp name below NAME_MAX (255) even for long final names
     if len(name.encode()) + len(suffix) > 250:
-        name = name[: 250 - len(suffix)]
+        name = name.encode()[: 250 - len(suffix)].decode(errors="ignore")  # bytes: NAME_MAX counts bytes
     return path.with_name(name + suffix)
 
 

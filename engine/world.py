@@ -23,6 +23,7 @@ from typing import Iterable
 import numpy as np
 
 from core.errors import ConfigError
+from engine import limits
 
 Vec3 = tuple[float, float, float]
 RGB = tuple[int, int, int]
@@ -47,7 +48,7 @@ class Rotator:
     roll: float = 0.0
 
     def __post_init__(self) -> None:
-        _finite3("rotation", (self.pitch, self.yaw, self.roll))
+        limits.check_rotation("rotation", _finite3("rotation", (self.pitch, self.yaw, self.roll)))
 
     def matrix(self) -> np.ndarray:
         """3x3 rotation whose columns are the local X (forward), Y (right), Z (up) axes.
@@ -80,6 +81,8 @@ class Transform:
             object.__setattr__(self, "rotation", Rotator(*self.rotation))
         if any(s == 0 for s in self.scale):
             raise ConfigError(f"scale must be non-zero, got {self.scale}")
+        limits.check_location("location", self.location)
+        limits.check_scale("scale", self.scale)
 
     def matrix(self) -> np.ndarray:
         """4x4 local→world matrix (column vectors): world = R @ (scale * local) + location."""
@@ -125,6 +128,7 @@ class Camera:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "location", _finite3("camera location", self.location))
+        limits.check_location("camera location", self.location)
         if isinstance(self.rotation, (tuple, list)):
             object.__setattr__(self, "rotation", Rotator(*self.rotation))
         if not (0.0 < float(self.fov_deg) < 180.0):

@@ -37,9 +37,10 @@ class _Strict(BaseModel):
 class GroundSpec(_Strict):
     color: RGBList = (120, 140, 90)
     texture: str | None = None
-    relief_amplitude_cm: float = Field(0.0, ge=0)
-    relief_wavelength_cm: float = Field(3000.0, gt=0)
-    extent_cm: float = Field(20000.0, gt=0)
+    # bounds: engine.limits.WORLD_BOUNDS (the server refuses the same values)
+    relief_amplitude_cm: float = Field(0.0, ge=0, le=1.0e5)
+    relief_wavelength_cm: float = Field(3000.0, ge=10, le=1.0e7)
+    extent_cm: float = Field(20000.0, ge=100, le=1.0e6)
 
 
 class SkySpec(_Strict):

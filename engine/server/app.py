@@ -54,7 +54,7 @@ class RenderServer:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind((self.host, self.port))
-            sock.listen(16)
+            sock.listen(socket.SOMAXCONN)  # a burst of clients must not overflow the queue
         except OSError:
             sock.close()
             raise

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from engine.world import Actor, Camera, Scene, instance_color
 log = logging.getLogger(__name__)
 
 MAX_CAMERAS = 64
+T = TypeVar("T")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 def default_backend_factory(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
@@ -57,7 +58,32 @@ class ServerState:
 
     def render(self, cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         camera = self.camera(cam_id)  # a bad id fails before the renderer starts
-        return self.backend().render(self.scene, camera, kinds)
+        return self.with_backend(lambda b: b.render(self.scene, camera, kinds))
+
+    def with_backend(self, call: Callable[[RenderBackend], T]) -> T:
+        """Run ``call(backend)``; if it fails unexpectedly, drop the renderer so the next command
+        gets a fresh one.
+
+        Why: a render that dies half-way (out of memory, a GL error) can leave GL objects in a
+        dead state, and every later render of every client would fail until a restart while
+        ``vget /unrealcv/status`` still answers. Rebuilding the context costs ~1 s once.
+        """
+        backend = self.backend()
+        try:
+            return call(backend)
+        except (CommandError, PathSecurityError):
+            raise
+        except Exception as e:  # noqa: BLE001 - any renderer failure: recover, then report it
+            log.exception("render failed; recreating the renderer")
+            try:
+                backend.close()
+            except Exception:  # noqa: BLE001 - the context may already be unusable
+                log.exception("closing the failed renderer")
+            self._backend = None
+            if isinstance(e, MemoryError):
+                raise RenderError("render failed: out of memory (scene or image too large)") from None
+            raise RenderError(f"render failed ({type(e).__name__}: {str(e)[:200]}); "
+                              "the renderer was reset") from None
 
     def close(self) -> None:
         if self._backend is not None:
@@ -105,6 +131,8 @@ class ServerState:
         parts = filename.replace("\\", "/").split("/")
         if filename.startswith(("/", "~")) or os.path.isabs(filename) or ".." in parts:
             raise PathSecurityError(f"file name {filename!r} must be relative, without '..'")
+        if any(len(p) > 255 for p in parts):
+            raise PathSecurityError(f"file name {filename[:40]!r}...: a path component is longer than 255 characters")
         if not all(_SAFE_NAME.match(p) for p in parts):
             raise PathSecurityError(f"file name {filename!r}: use letters, digits, '_', '-', '.', '/' only")
         root = self.output_dir.resolve()

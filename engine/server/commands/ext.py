@@ -12,7 +12,8 @@ import json
 import math
 from dataclasses import fields, replace
 
-from core.errors import CommandError, SceneforgeError
+from core.errors import CommandError, ConfigError, SceneforgeError
+from engine import limits
 from engine.protocol import pack_arrays
 from engine.server.backend import KINDS
 from engine.server.commands.table import command, parse_int
@@ -46,7 +47,10 @@ def _coerce(section: str, name: str, default, value):
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise CommandError(f"{where}: expected a finite number, got {value!r}")
-        return float(value)
+        try:
+            return float(limits.check_world_field(section, name, value))
+        except ConfigError as e:
+            raise CommandError(str(e)) from None
     if value is not None and not isinstance(value, str):
         raise CommandError(f"{where}: expected a string or null, got {value!r}")
     return value
@@ -129,12 +133,19 @@ def spawn_batch(state: ServerState, args: list[str]) -> str:
     items = _json(args[0], "spawn")
     if not isinstance(items, list):
         raise CommandError("spawn: expected a JSON list of objects")
-    spawned_before, actors = state.spawned, []
+    if len(items) > limits.MAX_SPAWN_BATCH:
+        raise CommandError(f"spawn: {len(items)} objects in one batch; at most {limits.MAX_SPAWN_BATCH} "
+                           "(send several batches)")
+    if len(state.scene.actors) + len(items) > limits.MAX_ACTORS:
+        raise CommandError(f"spawn: the scene would hold {len(state.scene.actors) + len(items)} objects; "
+                           f"at most {limits.MAX_ACTORS}")
+    spawned_before, actors, names = state.spawned, [], set()
     try:
         for i, item in enumerate(items):
             actor = _spawn_actor(state, item, i)
-            if any(a.name == actor.name for a in actors):
+            if actor.name in names:  # a set: the check stays linear in the batch size
                 raise CommandError(f"spawn[{i}]: duplicate name {actor.name!r} in this batch")
+            names.add(actor.name)
             actors.append(actor)
     except SceneforgeError:
         state.spawned = spawned_before  # all-or-nothing, colours included
@@ -208,7 +219,7 @@ def visibility(state: ServerState, args: list[str]) -> str:
         _apply_camera(state, cam_id, args[2])
     cam = state.camera(cam_id)
     names = _names(state, args[1] if len(args) > 1 else None)
-    counts = state.backend().pixel_counts(state.scene, cam, names)
+    counts = state.with_backend(lambda b: b.pixel_counts(state.scene, cam, names))
     out = {n: {"visible": int(c.visible), "unoccluded": int(c.unoccluded),
                "bbox": list(map(int, c.bbox)) if c.bbox is not None else None} for n, c in counts.items()}
     return json.dumps(out, separators=(",", ":"))

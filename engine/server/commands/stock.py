@@ -9,6 +9,7 @@ import re
 from dataclasses import replace
 
 from core.errors import CommandError
+from engine import limits
 from engine.server.commands.table import command, fmt_vec, parse_floats, parse_int, templates
 from engine.server.state import ServerState
 from engine.world import Actor, Rotator, Transform
@@ -63,6 +64,8 @@ def check_name(name: str) -> str:
 def new_actor(state: ServerState, asset: str, name: str | None, transform: Transform) -> Actor:
     """Build (not add) an actor with the next instance colour; name defaults to asset_N."""
     asset_id = state.catalog.resolve(asset)
+    if len(state.scene.actors) >= limits.MAX_ACTORS:
+        raise CommandError(f"spawn: the scene already holds {limits.MAX_ACTORS} objects (the limit)")
     if name is None:
         n = state.spawned
         while f"{asset_id}_{n}" in state.scene.actors:

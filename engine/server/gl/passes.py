@@ -95,10 +95,11 @@ class Passes:
 
     def ground(self, ground: Ground) -> list[GpuMesh]:
         if ground != self._ground_key:
+            # build the new tiles before releasing the old ones: a failure leaves a usable cache
+            tiles = [upload(self.ctx, mesh, normals) for mesh, normals in ground_tiles(ground)]
             for m in self._ground:
                 m.release()
-            self._ground = [upload(self.ctx, mesh, normals) for mesh, normals in ground_tiles(ground)]
-            self._ground_key = ground
+            self._ground, self._ground_key = tiles, ground
         return self._ground
 
     def ground_triangles(self, ground: Ground) -> int:

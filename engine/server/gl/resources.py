@@ -13,6 +13,7 @@ import moderngl
 import numpy as np
 
 from core.meshes import RenderMesh
+from engine.limits import MAX_GROUND_CELLS
 from engine.world import Ground
 
 # Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad) = 28 B.
@@ -147,8 +148,8 @@ def ground_tiles(ground: Ground) -> list[tuple[RenderMesh, np.ndarray]]:
         f = np.array([[0, 1, 2], [0, 2, 3]], dtype=np.int32)
         n = np.tile(np.array([0, 0, 1], np.float32), (4, 1))
         return [(RenderMesh(v, f, np.tile(color, (4, 1))), n)]
-    step = max(min(ground.relief_wavelength / 10.0, e / 32.0), 1.0)
-    cells = int(math.ceil(2 * e / step))
+    step = max(min(ground.relief_wavelength / 10.0, e / 32.0), 1.0, 2 * e / MAX_GROUND_CELLS)
+    cells = int(math.ceil(2 * e / step))  # at most MAX_GROUND_CELLS per side (memory stays bounded)
     tiles_per_side = max(1, min(8, cells // 8))
     per_tile = int(math.ceil(cells / tiles_per_side))
     xs = np.linspace(-e, e, per_tile * tiles_per_side + 1)

@@ -1,0 +1,65 @@
+"""Bounds on every world / actor / camera value a client or a config file can set.
+
+Why: a value the renderer accepts but cannot handle turns into memory or time, not an error. A
+ground ``extent`` of 1e30 cm made the ground grid allocation fail and, before the renderer
+recovered from failed renders, left every later render of every client broken; an extent of
+1e6 cm with relief took 5.6 GB and 50 s for one frame. The limits are generous for real scenes
+(SpaRRTa's scenes are ~100 m across; a camera at 100 km sees nothing useful) and are checked at
+the boundaries: the server's ``vset`` commands and the environment loader, so a bad value is one
+``error ...`` line naming the field, never a broken server.
+
+Units: cm, degrees (as everywhere, see :mod:`engine.world`).
+"""
+from __future__ import annotations
+
+import math
+
+from core.errors import ConfigError
+
+MAX_COORD_CM = 1.0e7          # |x|, |y|, |z| of actors and cameras: 100 km
+MAX_ANGLE_DEG = 36000.0       # |pitch|, |yaw|, |roll|: 100 turns (angles wrap; bigger is a bug)
+SCALE_RANGE = (1.0e-3, 1.0e3)  # |scale| per axis (negative = mirrored, still allowed)
+MAX_SPAWN_BATCH = 4096        # actors per ``vset /sceneforge/spawn`` request
+MAX_ACTORS = 65536            # actors in one scene
+MAX_GROUND_CELLS = 1024       # ground grid cells per side (the renderer coarsens the grid beyond)
+
+# (section, field) -> (low, high), inclusive; checked for the world dict / environment files.
+WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
+    ("sun", "pitch"): (-90.0, 90.0),
+    ("sun", "yaw"): (-MAX_ANGLE_DEG, MAX_ANGLE_DEG),
+    ("sun", "intensity"): (0.0, 100.0),
+    ("sky", "ambient"): (0.0, 10.0),
+    ("ground", "relief_amplitude"): (-1.0e5, 1.0e5),   # 1 km
+    ("ground", "relief_wavelength"): (10.0, 1.0e7),
+    ("ground", "extent"): (100.0, 1.0e6),             # half-size 1 m .. 10 km
+}
+
+
+def check_range(where: str, value: float, low: float, high: float) -> float:
+    """``value`` as a float if finite and within ``[low, high]``, else ConfigError naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+    if not low <= value <= high:
+        raise ConfigError(f"{where}: {value!r} is outside the allowed range [{low:g}, {high:g}]")
+    return float(value)
+
+
+def check_world_field(section: str, name: str, value):
+    """Bounds-check one world value when the field has bounds; other values pass unchanged."""
+    bounds = WORLD_BOUNDS.get((section, name))
+    return value if bounds is None else check_range(f"world.{section}.{name}", value, *bounds)
+
+
+def check_location(where: str, xyz) -> None:
+    for axis, v in zip("xyz", xyz):
+        check_range(f"{where}.{axis}", v, -MAX_COORD_CM, MAX_COORD_CM)
+
+
+def check_rotation(where: str, pyr) -> None:
+    for axis, v in zip(("pitch", "yaw", "roll"), pyr):
+        check_range(f"{where}.{axis}", v, -MAX_ANGLE_DEG, MAX_ANGLE_DEG)
+
+
+def check_scale(where: str, scale) -> None:
+    for axis, v in zip("xyz", scale):
+        check_range(f"{where}.{axis} (absolute value)", abs(v), *SCALE_RANGE)
