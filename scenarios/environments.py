@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.errors import ConfigError
+from core.paths import check_component
 from engine.world import Actor, Ground, Rotator, Sky, Sun, Transform, instance_color
 
 ENVS_DIR = Path(__file__).parent / "envs"
@@ -93,6 +94,11 @@ class Triple(_Strict):
     target_class: str = Field(alias="target")
     viewpoint_class: str = Field("human", alias="viewpoint")
 
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_directory_name(cls, v: str) -> str:
+        return _path_component(v, "triple id")
+
 
 class SamplingParams(_Strict):
     """SpaRRTa's sampling: Gaussian objects around ``centre_cm``, camera box, lens, margins."""
@@ -117,6 +123,14 @@ class SamplingParams(_Strict):
         return v
 
 
+def _path_component(v: str, what: str) -> str:
+    """Names that become dataset directories (issue 13: ``id: ../../x`` escaped ``--out``)."""
+    try:
+        return check_component(v, what)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+
+
 class EnvSpec(_Strict):
     name: str
     description: str = ""
@@ -129,6 +143,11 @@ class EnvSpec(_Strict):
     sampling: SamplingParams = SamplingParams()
     assets: list[str] = Field(default_factory=list)   # extra manifest files, relative to the YAML
     style_tags: list[str] = Field(default_factory=list)  # prefer variants with these tags (e.g. snow)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_directory_name(cls, v: str) -> str:
+        return _path_component(v, "environment name")
 
 
 class Environment:
@@ -274,7 +293,11 @@ def env_path(name_or_path: str | Path) -> Path:
         return p
     shipped = ENVS_DIR / f"{name_or_path}.yaml"
     if not shipped.exists():
-        raise ConfigError(f"unknown environment {str(name_or_path)!r}; shipped: {', '.join(list_envs())} "
+        import difflib
+
+        close = difflib.get_close_matches(str(name_or_path), list_envs(), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(f"unknown environment {str(name_or_path)!r}; {hint}shipped: {', '.join(list_envs())} "
                           "(or give a path to a .yaml file)")
     return shipped
 

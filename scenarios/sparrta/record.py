@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from core.paths import check_component
 from scenarios.relations import TASK_OBSERVER
 from scenarios.sparrta.config import SparrtaConfig, Unit
 from scenarios.writers import display_label, flatten, intrinsics, params_json
@@ -21,7 +22,9 @@ LABELLED = ("source", "target", "human")
 
 
 def unit_dir(unit: Unit) -> str:
-    return f"{unit.env}/{unit.task}/{unit.triple_id}"
+    """``env/task/triple``: each part checked as one path component (they come from user files)."""
+    return "/".join(check_component(v, what) for v, what in
+                    ((unit.env, "environment name"), (unit.task, "task"), (unit.triple_id, "triple id")))
 
 
 def file_names(unit: Unit, i: int, cfg: SparrtaConfig) -> dict[str, str]:

@@ -31,6 +31,7 @@ from scenarios.sampling import Placed, sample_rng, visibility_failure
 from scenarios.sparrta.config import SparrtaConfig, Unit, apply_licenses, locate, parse_config, resolve_units
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, record_path
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
+from core.paths import confined
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
 log = logging.getLogger(__name__)
@@ -259,16 +260,16 @@ class Session:
         kinds = ("lit",) + (("object_mask",) if cfg.masks else ()) + (("depth",) if cfg.depth else ())
         img = self.client.render(0, kinds)
         files = file_names(unit, i, cfg)
-        atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
+        atomic_write_bytes(confined(self.out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
         if cfg.masks:
-            atomic_write_bytes(self.out / files["mask"], encode_image(img["object_mask"], "png"))
+            atomic_write_bytes(confined(self.out, files["mask"]), encode_image(img["object_mask"], "png"))
         if cfg.depth:
-            atomic_write_bytes(self.out / files["depth"], npy_bytes(img["depth"].astype("float32")))
+            atomic_write_bytes(confined(self.out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
         colors = {n: self._colors[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors)
-        atomic_write_bytes(self.out / files["params"], dumps(params).encode())
+        atomic_write_bytes(confined(self.out, files["params"]), dumps(params).encode())
         rec = {"index": unit.start + i, "row": build_row(cfg, unit, i, st, group, view, vis, files), "files": files,
                "rejections": dict(sorted(counts.items())), "renders": renders,
                "assets": sorted({a.asset_id for a in group.actors} | ({view.human.shape.asset_id} if view.human else set()))}
-        atomic_write_json(record_path(self.out, unit, i), rec)
+        atomic_write_json(confined(self.out, record_path(Path("."), unit, i)), rec)
         return rec
