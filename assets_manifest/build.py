@@ -52,7 +52,9 @@ def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False
 
 
 def _done(cache: Path, asset_id: str) -> bool:
-    return built_path(cache, asset_id).exists() and built_path(cache, asset_id).with_suffix(".json").exists()
+    """Built with the current mesh layout (older builds lack textures and are redone)."""
+    p = built_path(cache, asset_id)
+    return p.with_suffix(".json").exists() and normalize.npz_version(p) >= normalize.CACHE_VERSION
 
 
 def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -118,10 +120,11 @@ def _build_sh3d(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]
 def _convert(e: AssetEntry, sh3f: Path, cat: sh3d.CatalogEntry, lic: str, deb: str, cache: Path) -> str:
     work = cache / "sources" / "extracted" / cat.library
     obj = sh3d.extract_model(sh3f, cat.model, work)
-    v, f, c = normalize.load_scene_faces(obj)
+    raw = normalize.load_scene(obj)
     if e.build.recolor is not None:
-        c = sh3d.recolor(c, e.build.recolor)
-    mesh = normalize.normalise(v, f, c, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units], size=e.size,
+        raw = sh3d.recolor_raw(raw, e.build.recolor)
+    f = raw.faces
+    mesh = normalize.normalise_raw(raw, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units], size=e.size,
                                budget=budget_for(e), ground_offset_cm=e.ground_offset_cm,
                                pre_rotation=cat.rotation, axis_scale=(cat.width, cat.height, cat.depth))
     record = {"package": deb, "library": cat.library, "source_file": cat.model, "name": cat.name,
@@ -139,8 +142,9 @@ def _build_0ad(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]:
         if lic != e.license:
             raise AssetError(f"{BUILT_PACKS['0ad']}: asset {e.id!r}: manifest license {e.license!r} but "
                              f"the package's copyright file says {lic!r}")
-        v, f, c = zeroad.read_model(root / zeroad.PUBLIC_ZIP, e.build.model, e.build.texture)
-        mesh = normalize.normalise(v, f, c, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
+        raw = zeroad.read_raw(root / zeroad.PUBLIC_ZIP, e.build.model, e.build.texture)
+        f = raw.faces
+        mesh = normalize.normalise_raw(raw, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
                                    size=e.size, budget=budget_for(e), ground_offset_cm=e.ground_offset_cm)
         name = Path(e.build.model).name.split(".")[0].replace("_mesh", "").capitalize()
         record = {"package": deb, "library": "public.zip", "source_file": e.build.model,

@@ -214,13 +214,14 @@ class AssetLibrary:
         if not path.is_file():
             raise AssetError(f"{info.manifest}: asset {e.id!r}: field mesh: file not found: {path}")
         st = path.stat()
-        key = hashlib.sha1(json.dumps([str(path), st.st_size, st.st_mtime_ns, e.model_dump(mode="json")],
+        key = hashlib.sha1(json.dumps([normalize.CACHE_VERSION, str(path), st.st_size, st.st_mtime_ns,
+                                       e.model_dump(mode="json")],
                                       sort_keys=True).encode()).hexdigest()[:20]
         cached = self.cache_dir / "meshes" / f"{key}.npz"
         if cached.exists():
             return normalize.from_npz(cached)
-        v, f, c = normalize.load_scene_faces(path)
-        mesh = normalize.normalise(v, f, c, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
+        raw = normalize.load_scene(path)
+        mesh = normalize.normalise_raw(raw, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
                                    size=e.size, budget=budget_for(e), ground_offset_cm=e.ground_offset_cm)
         try:
             normalize.to_npz(mesh, cached)

@@ -113,3 +113,24 @@ def recolor(colors: np.ndarray, rgb) -> np.ndarray:
     shade = (c[near].max(axis=1) / max(paint.max(), 1))[:, None]
     out[near] = (np.asarray(rgb, float)[None, :] * np.clip(shade, 0.4, 1.2)).clip(0, 255).astype(np.uint8)
     return out
+
+
+def recolor_raw(raw, rgb):
+    """:func:`recolor` on a loaded mesh: the fallback face colours and the untextured materials
+    whose colour is the paint (the car body) get ``rgb``; textured materials stay as they are."""
+    from dataclasses import replace
+
+    from assets_manifest.materials import material_srgb, srgb_to_linear
+
+    new_fc = recolor(raw.face_colors, rgb)
+    changed = np.any(new_fc != raw.face_colors, axis=1)
+    mats = list(raw.materials)
+    if raw.face_materials is not None and changed.any():
+        for i, m in enumerate(mats):
+            sel = raw.face_materials == i
+            if m.albedo is None and sel.any() and changed[sel].mean() > 0.5:
+                shade = float(material_srgb(m).max()) / max(float(np.max(raw.face_colors[sel & changed])), 1.0)
+                paint = np.clip(np.asarray(rgb, float) / 255 * np.clip(shade, 0.4, 1.2), 0, 1)
+                mats[i] = replace(m, base_color=tuple(srgb_to_linear(paint).tolist()) + (m.base_color[3],))
+    raw.face_colors, raw.materials = new_fc, mats
+    return raw

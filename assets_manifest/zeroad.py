@@ -51,21 +51,8 @@ def parse_pmd(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def read_model(public_zip: Path, mesh: str, texture: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(vertices, faces, per-face colours) for a PMD mesh and its DDS skin inside public.zip."""
-    from PIL import Image
-
-    from assets_manifest.normalize import GREY, _sample_texture
-
-    with zipfile.ZipFile(public_zip) as z:
-        try:
-            pos, faces, uv = parse_pmd(z.read(mesh))
-            img = Image.open(io.BytesIO(z.read(texture))) if texture else None
-        except KeyError as e:
-            raise AssetError(f"{public_zip.name}: {e.args[0]}") from None
-    if img is None:
-        return pos, faces, np.tile(GREY, (len(faces), 1))
-    # PMD UVs have v pointing down the image (DirectX convention), the opposite of OpenGL's.
-    centroid = uv[faces].mean(axis=1) * np.array([1.0, -1.0]) + np.array([0.0, 1.0])
-    return pos, faces, _sample_texture(img, centroid)
+    raw = read_raw(public_zip, mesh, texture)
+    return raw.vertices, raw.faces, raw.face_colors
 
 
 def copyright_license(root: Path) -> str:
@@ -94,3 +81,27 @@ def copyright_holder(root: Path) -> str:
         elif line.startswith("Copyright:") and files == "*":
             return re.sub(r"^[\d\s,\-]+", "", line.split(":", 1)[1]).strip() or "Wildfire Games"
     return "Wildfire Games"
+
+
+def read_raw(public_zip: Path, mesh: str, texture: str | None):
+    """The PMD mesh with its UVs and DDS skin as a textured :class:`normalize.RawMesh`."""
+    from PIL import Image
+
+    from assets_manifest import materials as M
+    from assets_manifest.normalize import GREY, RawMesh
+
+    with zipfile.ZipFile(public_zip) as z:
+        try:
+            pos, faces, uv = parse_pmd(z.read(mesh))
+            img = Image.open(io.BytesIO(z.read(texture))) if texture else None
+        except KeyError as e:
+            raise AssetError(f"{public_zip.name}: {e.args[0]}") from None
+    if img is None:
+        return RawMesh(pos, faces, np.tile(GREY, (len(faces), 1)))
+    # PMD UVs have v pointing down the image (DirectX convention), the opposite of OpenGL's.
+    uv = uv * np.array([1.0, -1.0]) + np.array([0.0, 1.0])
+    mat = M.Material(name=Path(texture).stem, albedo=M.image_array(img, keep_alpha=False), roughness=0.85)
+    raw = RawMesh(pos, faces, np.zeros((len(faces), 3), np.uint8), uv, [mat], np.zeros(len(faces), np.int32))
+    from assets_manifest.normalize import bake_face_colors
+    raw.face_colors = bake_face_colors(uv, faces, raw.face_materials, raw.materials)
+    return raw

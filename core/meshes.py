@@ -45,9 +45,12 @@ class RenderMesh:
 
     vertices: (N, 3) float32, cm, UE local frame, base at z = 0.
     faces:    (M, 3) int32 indices into ``vertices``. Winding is not relied on (no culling).
-    colors:   (N, 3) uint8 sRGB albedo per vertex: the flat fallback (white-ish where textured).
+    colors:   (N, 3) uint8 sRGB albedo per vertex: the flat fallback for renderers that ignore
+              materials (a textured face carries its texture's colour at the face's UV centroid);
+              a material-aware renderer uses ``materials`` instead and must not multiply this in.
     normals:  (N, 3) float32 smooth unit normals, or None (the renderer uses face normals).
-    uvs:      (N, 2) float32 texture coordinates (glTF convention, v down from the top) or None.
+    uvs:      (N, 2) float32 texture coordinates, OpenGL convention: v = 1 is the texture's row 0
+              (top), like :class:`Material`'s arrays; trimesh flips glTF's v at import. Or None.
     materials / face_materials: the mesh's materials and, per face, an index into them
               (None = every face uses ``materials[0]``; no materials = vertex colours only).
     """

@@ -1,0 +1,180 @@
+"""Decimation that keeps textures: quadric simplification per material, then UVs re-projected.
+
+``fast-simplification`` only moves positions, so after it every new corner looks up the closest
+point on the *original* triangles of the same material and takes that point's interpolated UV.
+A decimated face may straddle a UV seam (its corners land in different UV islands, which would
+smear the whole atlas across it); such corners are instead extrapolated in the plane of the
+original face under the new face's centroid, so each face samples one island. Alpha-cut
+materials (leaf cards) are never simplified — collapsing a card's quad destroys it — but thinned:
+a deterministic subset of whole cards is kept and grown so the canopy keeps its coverage.
+Smooth normals are computed afterwards with a crease angle, so hard edges stay hard.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+
+CREASE_DEG = 50.0
+
+
+def weld(v: np.ndarray, f: np.ndarray, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """Merge vertices at the same position (OBJ/glTF split them at UV seams)."""
+    scale = max(float(np.abs(v).max(initial=1.0)), 1e-9)
+    key = np.round(v / (scale * tol)).astype(np.int64)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    return v[first], inv.reshape(-1)[f]
+
+
+def closest_on_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Barycentric (N, 3) of the closest point on triangle (a, b, c) to p (all (N, 3)); Ericson's
+    region tests, vectorised."""
+    ab, ac, ap = b - a, c - a, p - a
+    d1, d2 = (ab * ap).sum(1), (ac * ap).sum(1)
+    bp = p - b
+    d3, d4 = (ab * bp).sum(1), (ac * bp).sum(1)
+    cp = p - c
+    d5, d6 = (ab * cp).sum(1), (ac * cp).sum(1)
+    va, vb, vc = d3 * d6 - d5 * d4, d5 * d2 - d1 * d6, d1 * d4 - d3 * d2
+    denom = va + vb + vc
+    denom = np.where(np.abs(denom) < 1e-20, 1e-20, denom)
+    v = vb / denom
+    w = vc / denom
+    out = np.stack([1 - v - w, v, w], 1)
+
+    def put(mask, bary):
+        out[mask] = bary[mask]
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.zeros_like(d1)
+        # edge regions
+        t = np.nan_to_num(d1 / (d1 - d3))
+        put((vc <= 0) & (d1 >= 0) & (d3 <= 0), np.stack([1 - t, t, z], 1))
+        t = np.nan_to_num(d2 / (d2 - d6))
+        put((vb <= 0) & (d2 >= 0) & (d6 <= 0), np.stack([1 - t, z, t], 1))
+        t = np.nan_to_num((d4 - d3) / ((d4 - d3) + (d5 - d6)))
+        put((va <= 0) & (d4 - d3 >= 0) & (d5 - d6 >= 0), np.stack([z, 1 - t, t], 1))
+        # vertex regions
+        one = np.ones_like(d1)
+        put((d1 <= 0) & (d2 <= 0), np.stack([one, z, z], 1))
+        put((d3 >= 0) & (d4 <= d3), np.stack([z, one, z], 1))
+        put((d6 >= 0) & (d5 <= d6), np.stack([z, z, one], 1))
+    return out
+
+
+def _plane_bary(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Unclamped barycentric coordinates of p projected into the triangle's plane."""
+    v0, v1, v2 = b - a, c - a, p - a
+    d00, d01, d11 = (v0 * v0).sum(1), (v0 * v1).sum(1), (v1 * v1).sum(1)
+    d20, d21 = (v2 * v0).sum(1), (v2 * v1).sum(1)
+    den = d00 * d11 - d01 * d01
+    den = np.where(np.abs(den) < 1e-20, 1e-20, den)
+    v = (d11 * d20 - d01 * d21) / den
+    w = (d00 * d21 - d01 * d20) / den
+    return np.stack([1 - v - w, v, w], 1)
+
+
+def uv_islands(f: np.ndarray, n_vertices: int) -> np.ndarray:
+    """Island label per face: faces sharing a vertex index (UV seams split vertices) connect."""
+    m = len(f)
+    rows = np.repeat(np.arange(m), 3)
+    g = coo_matrix((np.ones(3 * m), (rows, f.reshape(-1) + m)), shape=(m + n_vertices,) * 2)
+    _, labels = connected_components(g, directed=False)
+    return labels[:m]
+
+
+def locate(points: np.ndarray, v: np.ndarray, f: np.ndarray, tree: cKDTree, k: int = 8):
+    """(face index, barycentric) of the closest point on the mesh (v, f) to each point, searching
+    the ``k`` faces with the nearest centroids (exact enough after decimation, which moves
+    vertices by a fraction of an edge)."""
+    k = min(k, len(f))
+    _, cand = tree.query(points, k=k)
+    cand = cand.reshape(len(points), k)
+    best_d = np.full(len(points), np.inf)
+    best_f = cand[:, 0].copy()
+    best_b = np.zeros((len(points), 3))
+    for j in range(k):
+        fi = cand[:, j]
+        tri = v[f[fi]]
+        bary = closest_on_triangles(points, tri[:, 0], tri[:, 1], tri[:, 2])
+        q = (bary[:, :, None] * tri).sum(1)
+        d = ((q - points) ** 2).sum(1)
+        better = d < best_d
+        best_d[better], best_f[better], best_b[better] = d[better], fi[better], bary[better]
+    return best_f, best_b
+
+
+def simplify_group(v: np.ndarray, f: np.ndarray, uv: np.ndarray | None, target: int):
+    """Decimate one material group to about ``target`` faces.
+
+    Returns (corner positions (T, 3, 3), corner uvs (T, 3, 2) or None, source face per new face).
+    """
+    import fast_simplification
+
+    wv, wf = weld(v, f)
+    reduction = 1.0 - target / len(f)
+    v2, f2 = fast_simplification.simplify(wv.astype(np.float32), wf.astype(np.int32), target_reduction=reduction)
+    v2, f2 = np.asarray(v2, float), np.asarray(f2, np.int64)
+    if len(f2) == 0:
+        return v[f], (uv[f] if uv is not None else None), np.arange(len(f))
+    corners = v2[f2]                                             # (T, 3, 3)
+    tree = cKDTree(v[f].mean(axis=1))
+    cent_face, cent_bary = locate(corners.mean(axis=1), v, f, tree)
+    if uv is None:
+        return corners, None, cent_face
+    src_face, bary = locate(corners.reshape(-1, 3), v, f, tree)
+    src_face, bary = src_face.reshape(-1, 3), bary.reshape(-1, 3, 3)
+    uvs = (bary[..., None] * uv[f[src_face]]).sum(axis=2)        # (T, 3, 2)
+    island = uv_islands(f, len(v))
+    seam = island[src_face] != island[cent_face][:, None]
+    if seam.any():
+        t, c = np.nonzero(seam)
+        tri = v[f[cent_face[t]]]
+        pb = _plane_bary(corners[t, c], tri[:, 0], tri[:, 1], tri[:, 2])
+        uvs[t, c] = (pb[:, :, None] * uv[f[cent_face[t]]]).sum(axis=1)
+    return corners, uvs, cent_face
+
+
+def thin_cards(v: np.ndarray, f: np.ndarray, keep: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A deterministic subset (fraction ``keep``) of whole cards (connected pieces): returns the
+    kept face indices and every face's card label."""
+    labels = uv_islands(f, len(v))
+    chosen = np.random.default_rng(seed).random(labels.max() + 1) < keep
+    return np.nonzero(chosen[labels])[0], labels
+
+
+def corner_normals(corners: np.ndarray, crease_deg: float = CREASE_DEG) -> np.ndarray:
+    """Smooth per-corner normals (T, 3, 3): area-weighted face normals of the faces around the
+    same position whose normal is within ``crease_deg`` of this face's (hard edges stay hard)."""
+    T = len(corners)
+    fn = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])   # area-weighted
+    unit = fn / np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-12)
+    flat = corners.reshape(-1, 3)
+    _, vid = weld(flat, np.arange(len(flat)).reshape(-1, 3))
+    vid = vid.reshape(-1)
+    face_of = np.repeat(np.arange(T), 3)
+    order = np.argsort(vid, kind="stable")
+    sv, sf = vid[order], face_of[order]
+    starts = np.r_[0, np.nonzero(np.diff(sv))[0] + 1]
+    counts = np.diff(np.r_[starts, len(sv)])
+    maxc = int(counts.max(initial=1))
+    # (groups, maxc) table of faces around each welded vertex, -1 padded
+    table = np.full((len(starts), maxc), -1, np.int64)
+    col = np.arange(len(sv)) - np.repeat(starts, counts)
+    grp = np.repeat(np.arange(len(starts)), counts)
+    table[grp, col] = sf
+    group_of_corner = np.empty(len(sv), np.int64)
+    group_of_corner[order] = grp
+    cos_t = np.cos(np.radians(crease_deg))
+    out = np.zeros((len(flat), 3))
+    for j in range(maxc):
+        g = table[group_of_corner, j]
+        ok = g >= 0
+        gi = np.where(ok, g, 0)
+        same = ok & ((unit[gi] * unit[face_of]).sum(1) >= cos_t)
+        out += fn[gi] * same[:, None]
+    bad = np.linalg.norm(out, axis=1) < 1e-12
+    out[bad] = unit[face_of[bad]]
+    out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+    return out.reshape(T, 3, 3)
