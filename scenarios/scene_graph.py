@@ -1,0 +1,194 @@
+"""A metric 3-D scene graph of one rendered view: every object's pose, oriented 3-D box, 2-D box
+and visibility, the camera, the lighting, and pairwise relations. Pure (no renderer): built from
+the actors the scenario spawned, their assets' sizes, the camera and the server's pixel counts.
+
+Units and frames are UnrealCV's (cm; left-handed X forward, Y right, Z up; degrees). An asset's
+mesh is normalised with its base on z = 0 and centred in XY (core.meshes), so its local box is
+``[-L/2, L/2] × [-W/2, W/2] × [0, H]`` for ``size_cm = (L, W, H)``, scaled per axis by the actor.
+
+Relations, for every ordered pair (a, b) — "where is b relative to a":
+
+* ``distance_cm``: between 3-D box centres; ``horizontal_cm``: the same in the ground plane (XY);
+* ``camera``: b's offset from a in the camera frame (right / up / farther, cm) and its dominant
+  words ("left"/"right", "above"/"below", "closer"/"farther");
+* ``object``: b's offset in a's own frame (forward / right / up, cm) and SpaRRTa's 4-way label
+  from a's facing direction (front / back / left / right, 45° sectors);
+* size ratios b/a of volume, height and longest side.
+
+Example::
+
+    g = scene_graph(objects, camera, world=env.world, visibility=vis)
+    g["objects"][0]["box3d"]["corners"]; g["relations"][0]["object"]["label"]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from engine.world import Actor, Camera
+
+SCHEMA = "sceneforge.scene_graph/1"
+
+
+@dataclass(frozen=True)
+class SceneObject:
+    """One actor plus what the graph needs about its asset (class, unscaled size)."""
+
+    actor: Actor
+    cls: str
+    size_cm: tuple[float, float, float]
+    role: str = "clutter"   # source / target / human / clutter: the scenario's name for it
+
+    @property
+    def name(self) -> str:
+        return self.actor.name
+
+    def extent_cm(self) -> np.ndarray:
+        """Scaled (L, W, H) along the object's own axes."""
+        return np.abs(np.asarray(self.size_cm, float) * np.asarray(self.actor.transform.scale, float))
+
+    def local_corners(self) -> np.ndarray:
+        l, w, h = (float(v) for v in self.size_cm)
+        xs, ys, zs = (-l / 2, l / 2), (-w / 2, w / 2), (0.0, h)
+        return np.array([[x, y, z] for x in xs for y in ys for z in zs])
+
+    def corners(self) -> np.ndarray:
+        """(8, 3) world corners of the oriented box; order: x-major, then y, then z."""
+        return self.actor.transform.apply(self.local_corners())
+
+    def centre(self) -> np.ndarray:
+        return self.corners().mean(axis=0)
+
+
+def _r(v, nd: int = 4):
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return [_r(x, nd) for x in np.asarray(v, dtype=float).tolist()]
+    return round(float(v), nd)
+
+
+def projected_box(obj: SceneObject, cam: Camera) -> list[float] | None:
+    """Image box of the projected 3-D box corners, clipped to the frame; None if the box is
+    (partly) behind the camera's near plane or entirely outside the frame."""
+    uv, depth = cam.project(obj.corners())
+    if np.any(depth <= 1.0):
+        return None
+    x0, y0 = max(uv[:, 0].min(), 0.0), max(uv[:, 1].min(), 0.0)
+    x1, y1 = min(uv[:, 0].max(), float(cam.width)), min(uv[:, 1].max(), float(cam.height))
+    return _r([x0, y0, x1, y1], 3) if x1 > x0 and y1 > y0 else None
+
+
+def camera_block(cam: Camera) -> dict:
+    """Intrinsics (K, fov) and extrinsics (UE pose; world→camera rotation with rows forward,
+    right, up; OpenGL view matrix) of the view."""
+    axes = cam.rotation.matrix()
+    return {"location": _r(cam.location), "rotation": _r(cam.rotation.as_tuple()), "fov_deg": _r(cam.fov_deg, 6),
+            "width": int(cam.width), "height": int(cam.height), "focal_px": _r(cam.focal_px, 6),
+            "K": _r(cam.intrinsics(), 6), "world_to_camera_axes": _r(axes.T, 8),
+            "view_matrix_gl": _r(cam.view_matrix(), 6)}
+
+
+def object_node(i: int, obj: SceneObject, cam: Camera, vis: Mapping | None) -> dict:
+    t = obj.actor.transform
+    centre = obj.centre()
+    cam_c = cam.to_camera(centre[None])[0]
+    ext = obj.extent_cm()
+    node = {"id": i, "name": obj.name, "role": obj.role, "class": obj.cls, "asset": obj.actor.asset_id,
+            "location": _r(t.location), "rotation": _r(t.rotation.as_tuple()), "scale": _r(t.scale, 6),
+            "color": list(obj.actor.color),
+            "box3d": {"centre": _r(centre), "size_cm": _r(ext), "yaw_deg": _r(t.rotation.yaw),
+                      "axes": _r(t.rotation.matrix().T, 8), "corners": _r(obj.corners(), 3)},
+            "volume_m3": _r(float(np.prod(ext)) / 1e6, 6),
+            "camera_frame": {"forward": _r(cam_c[0]), "right": _r(cam_c[1]), "up": _r(cam_c[2])},
+            "distance_to_camera_cm": _r(float(np.linalg.norm(centre - np.asarray(cam.location)))),
+            "box2d_projected": projected_box(obj, cam)}
+    if vis is not None:
+        node.update({"visible_px": int(vis.get("visible", 0)), "unoccluded_px": int(vis.get("unoccluded", 0)),
+                     "visible_ratio": _r(_ratio(vis), 6), "box2d": list(vis["bbox"]) if vis.get("bbox") else None})
+    return node
+
+
+def _ratio(vis: Mapping) -> float:
+    u = int(vis.get("unoccluded", 0))
+    return int(vis.get("visible", 0)) / u if u > 0 else 0.0
+
+
+def four_way(forward: float, right: float) -> str:
+    """front / back / left / right by 45° sectors around the +forward axis."""
+    a = math.degrees(math.atan2(right, forward))
+    if -45 <= a <= 45:
+        return "front"
+    if a >= 135 or a <= -135:
+        return "back"
+    return "right" if a > 0 else "left"
+
+
+def relation(a: SceneObject, b: SceneObject, cam: Camera) -> dict:
+    ca, cb = a.centre(), b.centre()
+    d = cb - ca
+    cam_d = cam.to_camera(cb[None])[0] - cam.to_camera(ca[None])[0]
+    own = d @ a.actor.transform.rotation.matrix()   # (forward, right, up) in a's frame
+    ea, eb = a.extent_cm(), b.extent_cm()
+    return {"a": a.name, "b": b.name,
+            "distance_cm": _r(np.linalg.norm(d)), "horizontal_cm": _r(math.hypot(d[0], d[1])),
+            "camera": {"right": _r(cam_d[1]), "up": _r(cam_d[2]), "farther": _r(cam_d[0]),
+                       "horizontal": "right" if cam_d[1] > 0 else "left",
+                       "vertical": "above" if cam_d[2] > 0 else "below",
+                       "depth": "farther" if cam_d[0] > 0 else "closer",
+                       "label": four_way(cam_d[0], cam_d[1])},
+            "object": {"forward": _r(own[0]), "right": _r(own[1]), "up": _r(own[2]),
+                       "azimuth_deg": _r(math.degrees(math.atan2(own[1], own[0]))),
+                       "label": four_way(own[0], own[1])},
+            "size_ratio": {"volume": _r(np.prod(eb) / np.prod(ea), 6), "height": _r(eb[2] / ea[2], 6),
+                           "longest": _r(eb.max() / ea.max(), 6)}}
+
+
+def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mapping | None = None,
+                visibility: Mapping[str, Mapping] | None = None, extra: Mapping | None = None) -> dict:
+    """The graph of one view (JSON-ready). ``visibility``: ``{name: {"visible", "unoccluded",
+    "bbox"}}`` from the server; objects without an entry get no pixel fields."""
+    objs = list(objects)
+    vis = visibility or {}
+    nodes = [object_node(i, o, camera, vis.get(o.name)) for i, o in enumerate(objs)]
+    rels = [relation(a, b, camera) for a in objs for b in objs if a is not b]
+    return {"schema": SCHEMA, "camera": camera_block(camera), "world": dict(world or {}), **dict(extra or {}),
+            "objects": nodes, "relations": rels}
+
+
+def graph_rows(graph: Mapping, sample: Mapping) -> list[dict]:
+    """One flat table row per object (the scene table), prefixed by the sample's identifiers."""
+    rows = []
+    for o in graph["objects"]:
+        row = dict(sample)
+        row.update({"object_id": o["id"], "name": o["name"], "role": o["role"], "class": o["class"],
+                    "asset": o["asset"], "distance_to_camera_cm": o["distance_to_camera_cm"],
+                    "visible_px": o.get("visible_px"), "visible_ratio": o.get("visible_ratio"),
+                    "volume_m3": o["volume_m3"]})
+        row.update({f"{k}_{ax}": v for k in ("location", "scale") for ax, v in zip("xyz", o[k])})
+        row.update({f"rotation_{ax}": v for ax, v in zip(("pitch", "yaw", "roll"), o["rotation"])})
+        row.update({f"size_{ax}": v for ax, v in zip("lwh", o["box3d"]["size_cm"])})
+        box = o.get("box2d") or [None] * 4
+        row.update({f"bbox_{k}": v for k, v in zip(("x0", "y0", "x1", "y1"), box)})
+        rows.append(row)
+    return rows
+
+
+def coco_annotations(mask_rgb: np.ndarray, graph: Mapping, image_id: int, categories: Mapping[str, int],
+                     first_id: int = 1) -> list[dict]:
+    """COCO instance annotations (RLE masks) of the graph's objects from the instance mask:
+    an object's pixels are those of its instance colour."""
+    from scenarios import coco_rle
+
+    anns = []
+    m = np.asarray(mask_rgb)[..., :3]
+    for k, o in enumerate(graph["objects"]):
+        sel = (m == np.asarray(o["color"], dtype=m.dtype)).all(-1)
+        if not sel.any():
+            continue
+        rle = coco_rle.encode(sel)
+        anns.append({"id": first_id + k, "image_id": int(image_id), "category_id": int(categories[o["class"]]),
+                     "segmentation": rle, "area": coco_rle.area(rle), "bbox": coco_rle.bbox(sel), "iscrowd": 0,
+                     "sceneforge_object": o["name"]})
+    return anns

@@ -1,0 +1,69 @@
+"""Scene graph and COCO RLE with hand-checkable geometry."""
+import math
+
+import numpy as np
+import pytest
+
+from engine.world import Actor, Camera, Rotator, Transform
+from scenarios import coco_rle
+from scenarios.scene_graph import SceneObject, coco_annotations, graph_rows, projected_box, scene_graph
+
+CAM = Camera((0, 0, 0), Rotator(0, 0, 0), 90.0, 224, 224)  # f_px = 112, looking along +X
+
+
+def obj(name, loc, yaw=0.0, size=(200, 100, 50), scale=(1, 1, 1), cls="car", color=(10, 20, 30)):
+    return SceneObject(Actor(name, f"{cls}_01", Transform(loc, Rotator(0, yaw, 0), scale), color=color), cls, size)
+
+
+def test_rle_matches_cocos_format_by_hand():
+    m = np.array([[0, 1], [1, 1]], bool)          # column-major: 0,1,1,1 -> counts [1, 3]
+    assert coco_rle.encode(m) == {"size": [2, 2], "counts": "13"}
+    assert coco_rle.encode(np.ones((2, 2), bool))["counts"] == "04"   # leading empty background run
+    assert coco_rle.string_to_counts(coco_rle.counts_to_string([0, 1000, 3, 7, 2])) == [0, 1000, 3, 7, 2]
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        m = rng.random((int(rng.integers(1, 40)), int(rng.integers(1, 40)))) < rng.random()
+        rle = coco_rle.encode(m)
+        assert np.array_equal(coco_rle.decode(rle), m) and coco_rle.area(rle) == int(m.sum())
+    assert coco_rle.bbox(np.pad(np.ones((2, 3), bool), ((1, 0), (4, 0)))) == [4.0, 1.0, 3.0, 2.0]
+
+
+def test_object_box_pose_and_projection():
+    a = obj("a", (1000, 0, 0), yaw=90.0)
+    c = a.corners()
+    assert c[:, 0].min() == pytest.approx(950) and c[:, 0].max() == pytest.approx(1050)   # W along X
+    assert c[:, 1].min() == pytest.approx(-100) and c[:, 1].max() == pytest.approx(100)   # L along Y
+    box = projected_box(a, CAM)
+    assert box == pytest.approx([112 - 112 * 100 / 950, 112 - 112 * 50 / 950, 112 + 112 * 100 / 950, 112], abs=1e-3)
+    g = scene_graph([a], CAM, world={"sun": {"pitch": 40}})
+    n = g["objects"][0]
+    assert n["distance_to_camera_cm"] == pytest.approx(math.hypot(1000, 25), abs=1e-3)
+    assert n["box3d"]["size_cm"] == [200, 100, 50] and n["volume_m3"] == pytest.approx(1.0)
+    assert n["camera_frame"] == {"forward": 1000.0, "right": 0.0, "up": 25.0}
+    assert g["camera"]["K"][0] == [112.0, 0.0, 112.0] and g["world"]["sun"]["pitch"] == 40
+
+
+def test_pairwise_relations_in_camera_and_object_frames():
+    a = obj("a", (1000, 0, 0), yaw=90.0)              # facing +Y (the camera's right)
+    b = obj("b", (1000, 300, 0), size=(100, 100, 100), scale=(2, 2, 2))
+    g = scene_graph([a, b], CAM, visibility={"a": {"visible": 80, "unoccluded": 100, "bbox": [1, 2, 3, 4]}})
+    ab = next(r for r in g["relations"] if r["a"] == "a" and r["b"] == "b")
+    assert ab["distance_cm"] == pytest.approx(math.hypot(300, 75), abs=1e-3)   # centres z 25 vs 100
+    assert ab["camera"]["horizontal"] == "right" and ab["camera"]["vertical"] == "above"
+    assert ab["object"]["label"] == "front" and ab["object"]["forward"] == pytest.approx(300)
+    ba = next(r for r in g["relations"] if r["a"] == "b" and r["b"] == "a")
+    assert ba["object"]["label"] == "left" and ba["camera"]["label"] == "left"   # b faces +X
+    assert ab["size_ratio"]["volume"] == pytest.approx(8.0) and ab["size_ratio"]["height"] == pytest.approx(4.0)
+    na, nb = g["objects"]
+    assert na["visible_ratio"] == 0.8 and na["box2d"] == [1, 2, 3, 4] and "visible_px" not in nb
+    rows = graph_rows(g, {"sample": 7})
+    assert rows[1]["scale_x"] == 2 and rows[1]["size_h"] == 200 and rows[0]["sample"] == 7
+
+
+def test_coco_annotations_from_the_instance_mask():
+    a, b = obj("a", (1000, 0, 0), color=(255, 0, 0)), obj("b", (1000, 300, 0), color=(0, 255, 0), cls="tree")
+    mask = np.zeros((8, 8, 3), np.uint8)
+    mask[2:4, 1:5] = (255, 0, 0)
+    anns = coco_annotations(mask, scene_graph([a, b], CAM), image_id=3, categories={"car": 1, "tree": 2})
+    assert len(anns) == 1 and anns[0]["bbox"] == [1.0, 2.0, 4.0, 2.0] and anns[0]["area"] == 8
+    assert np.array_equal(coco_rle.decode(anns[0]["segmentation"]), (mask == (255, 0, 0)).all(-1))
