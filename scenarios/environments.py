@@ -114,6 +114,7 @@ class SamplingParams(_Strict):
     margin_allo_deg: float = Field(10.0, ge=0, lt=45)
     min_visible_ratio: float = Field(0.8, ge=0, le=1)
     min_bbox_px: float = Field(12.0, ge=0)
+    perceptual_check: bool = True   # ego: reject views whose pixels contradict the label (scenarios/consistency.py)
 
     @field_validator("cam_height_range_cm")
     @classmethod

@@ -42,8 +42,10 @@ def generate(config: dict, out_dir: Path, *, server: str | None = None, progress
         result = _run(config, out, plan.n_samples, server, bar.update)
     elapsed = result.seconds  # excludes starting the server
     if result.failed:
-        idx, msg = next(iter(result.failed.items()))
-        raise PlacementError(f"sample {idx}: {msg}", rule=None, tries=0, rejections=result.rejections)
+        idx, msg = next(iter(sorted(result.failed.items())))
+        more = f" ({len(result.failed)} samples failed, {len(result.done) + len(result.skipped)} done)" \
+            if len(result.failed) > 1 else ""
+        raise PlacementError(f"sample {idx}: {msg}{more}", rule=None, tries=0, rejections=result.rejections)
     stats = sparrta.finalize(config, out)
     return {"samples": plan.n_samples, "rendered": len(result.done), "skipped": len(result.skipped),
             "seconds": round(elapsed, 3), "samples_per_s": round(len(result.done) / elapsed, 3) if elapsed else 0.0,

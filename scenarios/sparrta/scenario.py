@@ -32,6 +32,7 @@ from scenarios.sparrta.config import SparrtaConfig, Unit, apply_licenses, locate
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, record_path
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
 from core.paths import confined
+from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ NEEDS_SERVER = True
 JOB_FILE = "job.json"
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "scene_unusable")
+HARD_SAMPLE_FACTOR = 4  # see scene_budget
 PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when a scene is built
 
 
@@ -75,17 +77,17 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
 
 def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
-    """Make samples in index order. Rejection sampling is deterministic, so after one sample
-    fails the rest of the shard is reported failed too (not retried) and the job stops early."""
-    for k, idx in enumerate(todo):
+    """Make samples in index order. A sample that exhausts its placement budget
+    (:func:`scene_budget`) is reported failed and the others still run: one hard sample must
+    not cost the rest of the job (a rerun resumes only the failed ones)."""
+    for idx in todo:
         unit, i = locate(units, idx)
         try:
             rec = session.make(unit, i)
         except PlacementError as e:
             result.failed[idx] = str(e)
-            result.failed.update({j: f"not attempted: sample {idx} failed first" for j in todo[k + 1:]})
             result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
-            break
+            continue
         result.done.append(idx)
         result.rejections = dict(Counter(result.rejections) + Counter(rec["rejections"]))
         if progress is not None:
@@ -101,6 +103,18 @@ def finalize(config: dict, out_dir: Path) -> dict:
 
 
 # --- helpers ------------------------------------------------------------------------------------
+def scene_budget(cfg: SparrtaConfig) -> int:
+    """Placements one sample may try before it fails: ``HARD_SAMPLE_FACTOR × max_scenes``.
+
+    Most samples succeed in the first placement; a hard one (an allo "front" whose scenes leave
+    no room for the figure) used to abort a whole job after ``max_scenes`` (6). The extra
+    placements come from the sample's own seed stream (``sample_rng(..., i, stream=1+attempt)``),
+    so the result is still a pure function of (config, index) and samples that succeeded before
+    are unchanged.
+    """
+    return cfg.max_scenes * HARD_SAMPLE_FACTOR
+
+
 def units_of(cfg: SparrtaConfig) -> list[Unit]:
     from scenarios.environments import list_envs, load_env
     return resolve_units(cfg, load_env, list_envs)
@@ -216,7 +230,8 @@ class Session:
         st = setting_for(cfg, env, unit.task)
         want, counts, renders = unit.label(i), Counter(), 0
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
-        for attempt in range(cfg.max_scenes):
+        perceptual = unit.task == "ego" and getattr(env.sampling, "perceptual_check", True)
+        for attempt in range(scene_budget(cfg)):
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
@@ -231,7 +246,12 @@ class Session:
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
-                    return self.write(unit, i, st, group, view, vis, counts, renders)
+                    img = self.render_sample(perceptual)
+                    if perceptual and ego_label_disagrees(want, img["object_mask"], img["depth"],
+                                                          self._colors["source"], self._colors["target"]):
+                        counts[PERCEPTUAL_RULE] += 1
+                        continue
+                    return self.write(unit, i, st, group, view, vis, counts, renders, img)
                 counts[fail] += 1
         raise self._give_up(unit, i, want, counts)
 
@@ -249,16 +269,22 @@ class Session:
         rule, n = limiting.most_common(1)[0] if limiting else ("none", 0)
         tries = sum(counts.values())
         return PlacementError(f"{unit.env}/{unit.task}/{unit.triple_id} sample {i} (label {want}): no valid sample in "
-                              f"{self.cfg.max_scenes} placements; rule {rule!r} rejected most ({n} of {tries} "
+                              f"{scene_budget(self.cfg)} placements; rule {rule!r} rejected most ({n} of {tries} "
                               f"candidates, label rules aside): {dict(sorted(counts.items()))}",
                               rule=rule, tries=tries, rejections=dict(counts))
 
-    def write(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict, counts: Counter,
-              renders: int) -> dict:
-        """Render the accepted view and write image, params, optional mask/depth, then the record."""
+    def render_sample(self, perceptual: bool) -> dict:
+        """Render the accepted view (camera already set by ``visibility``); the mask and depth
+        are also needed by the perceptual-consistency rule (they do not change the lit image)."""
         cfg = self.cfg
-        kinds = ("lit",) + (("object_mask",) if cfg.masks else ()) + (("depth",) if cfg.depth else ())
-        img = self.client.render(0, kinds)
+        kinds = ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
+            (("depth",) if cfg.depth or perceptual else ())
+        return self.client.render(0, kinds)
+
+    def write(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict, counts: Counter,
+              renders: int, img: dict) -> dict:
+        """Write the rendered image, params, optional mask/depth, then the record."""
+        cfg = self.cfg
         files = file_names(unit, i, cfg)
         atomic_write_bytes(confined(self.out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
         if cfg.masks:

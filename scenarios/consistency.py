@@ -1,0 +1,45 @@
+"""Perceptual-consistency rules: a label a viewer of the image would not dispute.
+
+Why: SpaRRTa's egocentric label is decided in the ground plane (``relations.relation`` from the
+camera's XY position). With near-top-down cameras (pitch down to -81 deg) a pair labelled
+"front" can appear with the target *nearer* in the depth image than the source: the rule was
+applied correctly, yet the picture says otherwise (2 of 150 audited ego samples). This rule
+checks the rendered pixels themselves, the way a viewer (and ``tests/scenarios/test_sparrta.py``)
+reads them:
+
+* ``left`` / ``right``: the horizontal order of the two objects' mask centroids;
+* ``front`` / ``back``: the order of their median depths (the target farther for ``front``).
+
+A sample failing it is rejected like any other rule (counted as ``perceptual`` in the dataset
+card's rejections) and the sampler draws another view from the sample's own RNG stream, so the
+output stays deterministic. Allocentric labels are relative to the figure, not the camera, so
+the rule does not apply to them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+PERCEPTUAL_RULE = "perceptual"
+
+
+def object_pixels(mask_rgb: np.ndarray, color) -> np.ndarray:
+    """Boolean (H, W) of the pixels of one instance colour in an ``object_mask`` image."""
+    return np.all(mask_rgb[..., :3] == np.asarray(color, dtype=mask_rgb.dtype), axis=-1)
+
+
+def ego_label_disagrees(label: str, mask_rgb: np.ndarray, depth: np.ndarray, source_color, target_color) -> bool:
+    """True when the rendered image contradicts an egocentric ``label`` (see module docstring).
+
+    ``depth`` is the (H, W) depth image in cm (ray or planar: only the order matters).
+    An object with no pixel cannot be judged and counts as a disagreement.
+    """
+    src, tgt = object_pixels(mask_rgb, source_color), object_pixels(mask_rgb, target_color)
+    if not src.any() or not tgt.any():
+        return True
+    if label in ("left", "right"):
+        du = float(np.nonzero(tgt)[1].mean() - np.nonzero(src)[1].mean())
+        return not (du > 0 if label == "right" else du < 0)
+    if label in ("front", "back"):
+        dz = float(np.median(depth[tgt]) - np.median(depth[src]))
+        return not (dz > 0 if label == "front" else dz < 0)
+    raise ValueError(f"unknown egocentric label {label!r}")
