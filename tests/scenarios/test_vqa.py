@@ -1,0 +1,135 @@
+"""Template VQA on a hand-built scene (every answer checkable on paper) and its scoring."""
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from core.errors import ConfigError
+from engine.world import Actor, Camera, Rotator, Transform
+from scenarios.scene_graph import SceneObject, scene_graph
+from scenarios.vqa import evaluate, templates
+from scenarios.vqa.templates import Rules, askable, letter_options, questions
+
+CAM = Camera((0, 0, 0), Rotator(0, 0, 0), 90.0, 224, 224)   # at the origin looking along +X
+OK = {"visible": 900, "unoccluded": 1000, "bbox": [10, 10, 60, 60]}
+
+
+def so(name, cls, loc, size=(100, 100, 100)):
+    return SceneObject(Actor(name, cls + "_01", Transform(loc)), cls, size)
+
+
+def scene(vis_overrides=None):
+    """Seen from above (X up the page = away from the camera, Y to the right):
+
+        house (2000, 0)                      tree (2000, 1500)
+        car   (1000, 0)     rock (1000, 800)
+                    camera (0, 0)
+    """
+    objs = [so("car", "car", (1000, 0, 0), (400, 200, 150)), so("house", "house", (2000, 0, 0), (800, 600, 500)),
+            so("rock", "rock", (1000, 800, 0)), so("tree", "tree", (2000, 1500, 0), (100, 100, 600))]
+    vis = {o.name: dict(OK) for o in objs}
+    vis.update(vis_overrides or {})
+    return scene_graph(objs, CAM, visibility=vis)
+
+
+def by_cat(qs, cat):
+    return [q for q in qs if q.category == cat]
+
+
+def find(qs, cat, objects):
+    return next(q for q in qs if q.category == cat and q.objects == objects)
+
+
+def test_crisp_visibility_rule_and_unique_names():
+    g = scene({"rock": {"visible": 790, "unoccluded": 1000, "bbox": [0, 0, 80, 80]},        # 0.79 visible
+               "tree": {"visible": 900, "unoccluded": 1000, "bbox": [0, 0, 39, 20]}})       # 39 px box
+    assert [o["name"] for o in askable(g, Rules())] == ["car", "house"]
+    qs = questions(g)
+    assert all(set(q.objects) <= {"car", "house"} for q in qs if q.category != "counting")
+    # two cars in view: neither may be named "the car"
+    objs = [so("car", "car", (1000, 0, 0)), so("car2", "car", (1000, 300, 0))]
+    g2 = scene_graph(objs, CAM, visibility={"car": OK, "car2": OK})
+    assert askable(g2, Rules()) == [] and [q.answer for q in questions(g2)] == [2]   # only counting
+
+
+def test_numerical_templates_hand_values():
+    qs = questions(scene())
+    assert [q.answer for q in by_cat(qs, "counting")] == [1, 1, 1, 1]
+    assert find(qs, "object_size", ["car"]).answer == 400.0
+    assert find(qs, "object_size", ["tree"]).answer == 600.0
+    # centres: car (1000, 0, 75), house (2000, 0, 250)
+    assert find(qs, "object_distance", ["car", "house"]).answer == round(math.hypot(1000, 175) / 100, 2)
+    assert find(qs, "camera_distance", ["car"]).answer == round(math.hypot(1000, 75) / 100, 2)
+
+
+def test_counting_needs_every_instance_visible_enough():
+    objs = [so("t1", "tree", (1000, 0, 0)), so("t2", "tree", (1000, 300, 0))]
+    g = scene_graph(objs, CAM, visibility={"t1": OK, "t2": {"visible": 10, "unoccluded": 1000, "bbox": [0, 0, 50, 50]}})
+    assert by_cat(questions(g), "counting") == []
+
+
+def test_direction_templates_hand_values():
+    qs = questions(scene())
+    W = templates.DIRECTION_WORDS
+    # camera → car line of sight is +X; the house lies beyond the car: SpaRRTa "front" = behind it
+    assert find(qs, "direction_ego", ["car", "house"]).answer == W["front"]
+    assert find(qs, "direction_ego", ["house", "car"]).answer == W["back"]
+    assert find(qs, "direction_ego", ["car", "rock"]).answer == W["right"]   # +Y is right in UE
+    # from the rock (1000, 800) looking at the car (1000, 0) (towards -Y): the house (+X) is on its right
+    assert find(qs, "direction_allo", ["rock", "car", "house"]).answer == W["right"]
+    # standing at the car facing the house (+X), the rock (+Y) is to your right, the camera side is behind
+    assert find(qs, "view_transformation", ["car", "house", "rock"]).answer == "to your right"
+    assert find(qs, "view_transformation", ["house", "car", "tree"]).answer == "to your left"   # facing -X
+    # ambiguous directions are not asked: tree from car is at atan2(1500, 1000) = 56 deg from +X,
+    # within 15 deg of the 45 deg boundary
+    assert not [q for q in qs if q.category == "view_transformation" and q.objects == ["car", "house", "tree"]]
+
+
+def test_ranking_and_multi_hop_hand_values():
+    qs = questions(scene())
+    # distances to the camera: car 10.0 m, rock 12.8 m, house 20.2 m, tree 25.3 m
+    closest = by_cat(qs, "relative_ranking")[0]
+    assert closest.question.endswith("closest to the camera?") and closest.answer == "car"
+    farthest = by_cat(qs, "relative_ranking")[1]
+    assert farthest.answer == "tree"
+    # nearest to the house is the car (10.2 m; rock 12.9 m): relative to the rock the car is on the left
+    q = find(qs, "multi_hop", ["house", "car", "rock"])
+    assert q.answer == "left"
+
+
+def test_balanced_answer_positions_and_determinism():
+    qs = [q for q in questions(scene()) if q.kind == "choice"] * 5
+    counters = Counter()
+    a = letter_options(qs, np.random.default_rng(0), counters)
+    b = letter_options(qs, np.random.default_rng(0))
+    assert a == b
+    for cat in {q["category"] for q in a}:
+        pos = Counter(q["answer"] for q in a if q["category"] == cat)
+        assert max(pos.values()) - min(pos.values()) <= 1, (cat, pos)
+    for q in a:
+        assert q["options"][" ABCD".index(q["answer"]) - 1].endswith(q["answer_text"])
+
+
+def test_mra_and_scoring():
+    assert evaluate.mra(10.0, 10.0) == 1.0
+    assert evaluate.mra(12.0, 10.0) == pytest.approx(0.6)      # rel 0.2 < 1-θ for θ ≤ 0.75: 6 of 10
+    assert evaluate.mra(20.0, 10.0) == 0.0 and evaluate.mra(None, 3.0) == 0.0
+    qs = [{"id": "1", "category": "object_size", "kind": "numerical", "answer": 100.0},
+          {"id": "2", "category": "direction_ego", "kind": "choice", "answer": "B",
+           "options": ["A. to its left", "B. to its right"]},
+          {"id": "3", "category": "direction_ego", "kind": "choice", "answer": "A",
+           "options": ["A. to its left", "B. to its right"]}]
+    r = evaluate.score(qs, {"1": "about 110 cm", "2": "(b) right", "3": "to its right"})
+    assert r["categories"]["object_size"]["score"] == pytest.approx(0.8)
+    assert r["categories"]["direction_ego"]["score"] == 0.5 and r["overall"] == pytest.approx(0.65)
+    assert evaluate.parse_choice("to its left", qs[2]["options"]) == "A"
+
+
+def test_bad_prediction_files(tmp_path):
+    p = tmp_path / "p.jsonl"
+    p.write_text('{"id": "1"}\n')
+    with pytest.raises(ConfigError, match="needs 'id' and 'prediction'"):
+        evaluate.load_predictions(p)
+    with pytest.raises(ConfigError, match="not found"):
+        evaluate.load_predictions(tmp_path / "none.jsonl")
