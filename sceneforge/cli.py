@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "envs",       # sceneforge envs list|preview
     "generate",   # sceneforge generate / preview         (SpaRRTa-style images)
     "videos",     # sceneforge videos / dsi-eval          (DSI-style videos)
+    "degrade",    # sceneforge degrade                    (SpaceDG-style degraded variants)
+    "vqa",        # sceneforge vqa-eval                   (template VQA scoring)
     "probe",      # sceneforge probe / probe-report       (probing)
     "farm",       # sceneforge farm status                (renderfarm)
     "bench",      # sceneforge bench <name>               (benchmarks/)

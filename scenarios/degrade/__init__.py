@@ -19,7 +19,6 @@ from typing import Callable
 import numpy as np
 
 from core.errors import ConfigError
-from scenarios.degrade import optics, sensor, weather
 
 TYPES = ("defocus", "motion_blur", "haze", "water_drops", "low_light", "over_exposure", "jpeg",
          "low_resolution", "distortion")
@@ -79,6 +78,8 @@ def degrade(kind: str, level: int, image: np.ndarray, *, depth: np.ndarray | Non
     """Apply one degradation at one level. ``depth``: ray depth in cm (needed by
     :data:`NEEDS_DEPTH`); ``mask``: instance mask (warped along by distortion); ``key`` makes
     random draws differ between samples (use the image's path)."""
+    from scenarios.degrade import optics, sensor, weather  # OpenCV: only when degrading
+
     check(kind, level)
     img = np.ascontiguousarray(np.asarray(image, dtype=np.uint8)[..., :3])
     if kind in NEEDS_DEPTH:

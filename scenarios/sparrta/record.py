@@ -75,9 +75,16 @@ def build_params(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: d
         "assets": {n: p.shape.asset_id for n, p in objs.items()},
         "mask_colors": {n: list(c) for n, c in colors.items()},
         "visibility": {n: _vis(v) for n, v in vis.items()},
-        "clutter": [{"asset": c.shape.asset_id, "location": list(c.location), "yaw": c.yaw} for c in group.clutter],
+        "clutter": [clutter_entry(a) for a in group.actors[2:]],
     }
     return params_json(unit.env, unit.triple_id, view.camera, actors, extra)
+
+
+def clutter_entry(actor) -> dict:
+    """Everything needed to spawn a clutter actor again (its scale too: environments scale clutter)."""
+    t = actor.transform
+    return {"name": actor.name, "asset": actor.asset_id, "location": list(t.location), "yaw": t.rotation.yaw,
+            "rotation": list(t.rotation.as_tuple()), "scale": list(t.scale), "color": list(actor.color)}
 
 
 def _vis(pc) -> dict:

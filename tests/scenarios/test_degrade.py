@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from core.errors import ConfigError
-from scenarios.degrade import LEVELS, TYPES, degrade, focus_distance, optics, sensor, weather
+from scenarios.degrade import LEVELS, TYPES, degrade, focus_distance
+from scenarios.degrade import optics, sensor, weather
 from scenarios.degrade.color import to_linear
 
 FOV = 90.0  # f_px = W/2: easy hand geometry
@@ -207,3 +208,64 @@ def test_water_drops_change_only_pixels_inside_drops():
 def test_levels_are_monotone_tables():
     for kind, vals in LEVELS.items():
         assert len(vals) == 5, kind
+
+
+# --- a dataset on disk ------------------------------------------------------------------------------
+def _tiny_dataset(root):
+    """A two-sample dataset in sceneforge's layout with depth, masks and params."""
+    import json
+
+    import pandas as pd
+    from PIL import Image
+
+    rows = []
+    for i in range(2):
+        d = root / "desert" / "ego" / "t"
+        d.mkdir(parents=True, exist_ok=True)
+        img, depth = checker(64), row_depth(64)
+        mask = np.zeros((64, 64, 3), np.uint8)
+        mask[10:30, 12 + i:40] = (200, 10, 10)
+        Image.fromarray(img).save(d / f"img_{i:04d}.jpg", quality=95)
+        Image.fromarray(mask).save(d / f"mask_{i:04d}.png")
+        np.save(d / f"depth_{i:04d}.npy", depth)
+        (d / f"params_{i:04d}.json").write_text(json.dumps({"mask_colors": {"source": [200, 10, 10]}}))
+        rows.append({"file_name": f"desert/ego/t/img_{i:04d}.jpg", "label": "left", "split": "train", "env": "desert",
+                     "task": "ego", "triple_id": "t", "camera_hfov_deg": FOV,
+                     "mask_file": f"desert/ego/t/mask_{i:04d}.png", "depth_file": f"desert/ego/t/depth_{i:04d}.npy",
+                     "params_file": f"desert/ego/t/params_{i:04d}.json",
+                     "source_bbox_x0": 12 + i, "source_bbox_y0": 10, "source_bbox_x1": 40, "source_bbox_y1": 30})
+    pd.DataFrame(rows).to_parquet(root / "samples.parquet")
+    return rows
+
+
+def test_degrade_command_writes_variants_table_and_warped_boxes(tmp_path, capsys):
+    import pandas as pd
+
+    from sceneforge.cli import main
+
+    _tiny_dataset(tmp_path)
+    assert main(["degrade", str(tmp_path), "--types", "haze", "distortion", "--levels", "2", "5"]) == 0
+    t = pd.read_parquet(tmp_path / "degraded.parquet")
+    assert len(t) == 8 and set(t["degradation"]) == {"haze", "distortion"} and (t["label"] == "left").all()
+    assert all((tmp_path / f).is_file() for f in t["file_name"])
+    d = t[(t["degradation"] == "distortion") & (t["level"] == 5)].iloc[0]
+    from PIL import Image
+    wm = np.asarray(Image.open(tmp_path / d["mask_file"]))
+    ys, xs = np.nonzero((wm == (200, 10, 10)).all(-1))
+    assert [d["source_bbox_x0"], d["source_bbox_y0"]] == [xs.min(), ys.min()] and d["source_bbox_x0"] != 12
+    before = {f: (tmp_path / f).stat().st_mtime_ns for f in t["file_name"]}
+    assert main(["degrade", str(tmp_path), "--types", "haze", "distortion", "--levels", "2", "5"]) == 0
+    assert "0 written" in capsys.readouterr().out
+    assert before == {f: (tmp_path / f).stat().st_mtime_ns for f in t["file_name"]}
+
+
+def test_degrade_command_errors_are_one_line(tmp_path, capsys):
+    import pandas as pd
+
+    from sceneforge.cli import main
+
+    rows = _tiny_dataset(tmp_path)
+    pd.DataFrame([{k: v for k, v in r.items() if k != "depth_file"} for r in rows]).to_parquet(tmp_path / "samples.parquet")
+    assert main(["degrade", str(tmp_path), "--types", "defocus"]) == 2
+    assert "make the dataset with --depth" in capsys.readouterr().err
+    assert main(["degrade", str(tmp_path / "nope"), "--types", "jpeg"]) == 2

@@ -133,3 +133,19 @@ def test_bad_prediction_files(tmp_path):
         evaluate.load_predictions(p)
     with pytest.raises(ConfigError, match="not found"):
         evaluate.load_predictions(tmp_path / "none.jsonl")
+
+
+def test_vqa_eval_command(tmp_path, capsys):
+    import json
+
+    from sceneforge.cli import main
+
+    qs = [dict(q, id=f"q{i}") for i, q in enumerate(letter_options(questions(scene()), np.random.default_rng(0)))]
+    (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
+    # an oracle: the right letter / the exact number for every question
+    (tmp_path / "pred.jsonl").write_text("".join(json.dumps({"id": q["id"], "prediction": q["answer"]}) + "\n" for q in qs))
+    assert main(["vqa-eval", "--questions", str(tmp_path / "questions.jsonl"), "--pred", str(tmp_path / "pred.jsonl"),
+                 "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["overall"] == 1.0 and set(r["categories"]) == set(templates.CATEGORIES)
+    assert main(["vqa-eval", "--questions", str(tmp_path / "none.jsonl"), "--pred", str(tmp_path / "pred.jsonl")]) == 2

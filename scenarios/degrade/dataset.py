@@ -1,0 +1,163 @@
+"""Degraded variants of a finished dataset, written beside its clean images.
+
+For every row of ``samples.parquet`` (or ``metadata.csv``) and every (type, level)::
+
+    <dir>/img_NNNN.<type>_<level>.png     the variant (PNG: the degradation's exact pixels;
+                                          re-encoding as JPEG would add a second degradation)
+    <dir>/mask_NNNN.distortion_<level>.png  the warped instance mask (distortion only)
+
+and one table for all variants, ``degraded.parquet`` + ``degraded.csv`` at the dataset root: the
+clean row (labels unchanged) with ``file_name`` pointing at the variant, plus ``degradation``,
+``level``, ``clean_file_name`` and ``degradation_params`` (JSON). For distortion the 2-D box
+columns (``*_bbox_x0..y1``) are recomputed from the warped mask when the dataset has masks, else
+mapped through the lens model. The table is *not* named ``samples.parquet`` so that probing a
+dataset root does not silently mix clean and degraded images.
+
+Deterministic (random draws keyed by (seed, type, level, clean file name)) and restartable: every
+file is written atomically and a variant file that exists is not written again (the variant is
+still recomputed, cheaply, to fill its table row).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from core.errors import ConfigError
+from scenarios.degrade import NEEDS_DEPTH, check, degrade
+from scenarios.writers import atomic_write_bytes, encode_image
+
+TABLES = ("samples.parquet", "metadata.csv")
+BOX_KEYS = ("x0", "y0", "x1", "y1")
+
+
+def read_table(root: Path):
+    import pandas as pd
+
+    for name in TABLES:
+        p = Path(root) / name
+        if p.is_file():
+            try:
+                return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+            except Exception as e:
+                raise ConfigError(f"{p}: cannot read the dataset table ({type(e).__name__}: {e})") from None
+    raise ConfigError(f"{root}: no samples.parquet or metadata.csv (is this a finished sceneforge dataset?)")
+
+
+def variant_name(file_name: str, kind: str, level: int) -> str:
+    p = Path(file_name)
+    return str(p.with_name(f"{p.stem}.{kind}_{level}.png").as_posix())
+
+
+def _load_image(path: Path) -> np.ndarray:
+    from PIL import Image
+
+    try:
+        with Image.open(path) as im:
+            return np.asarray(im.convert("RGB"))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read image ({e})") from None
+
+
+def _mask_names(row) -> list[str]:
+    return sorted({c[: -len("_bbox_x0")] for c in row.index if c.endswith("_bbox_x0")})
+
+
+def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int = 0, progress=None) -> dict:
+    """Write every variant and the ``degraded`` table; returns counts."""
+    import pandas as pd
+
+    root = Path(root)
+    for k in types:
+        for lv in levels:
+            check(k, lv)
+    table = read_table(root)
+    if "file_name" not in table.columns:
+        raise ConfigError(f"{root}: the table has no file_name column")
+    needs_depth = [k for k in types if k in NEEDS_DEPTH]
+    if needs_depth and "depth_file" not in table.columns:
+        raise ConfigError(f"{root}: {', '.join(needs_depth)} need depth maps; make the dataset with --depth "
+                          f"(no depth_file column)")
+    rows, written, kept = [], 0, 0
+    for _, row in table.iterrows():
+        clean = str(row["file_name"])
+        img = depth = mask = None
+        for kind in types:
+            for lv in levels:
+                name = variant_name(clean, kind, lv)
+                mask_name = None
+                if kind == "distortion" and "mask_file" in row.index and isinstance(row["mask_file"], str):
+                    mask_name = variant_name(str(row["mask_file"]), kind, lv)
+                out = root / name
+                done = out.is_file() and (mask_name is None or (root / mask_name).is_file())
+                if img is None:
+                    img = _load_image(root / clean)
+                if kind in NEEDS_DEPTH and depth is None:
+                    dp = root / str(row["depth_file"])
+                    try:
+                        depth = np.load(dp, allow_pickle=False)
+                    except (OSError, ValueError) as e:
+                        raise ConfigError(f"{dp}: cannot read depth ({e})") from None
+                if mask_name and mask is None:
+                    mask = _load_image(root / str(row["mask_file"]))
+                fov = float(row.get("camera_hfov_deg", 53.13))
+                res = degrade(kind, lv, img, depth=depth, mask=mask if mask_name else None, fov_deg=fov, seed=seed,
+                              key=clean)
+                if done:
+                    kept += 1
+                else:
+                    atomic_write_bytes(out, encode_image(res.image, "png"))
+                    if mask_name:
+                        atomic_write_bytes(root / mask_name, encode_image(res.mask, "png"))
+                    written += 1
+                params = res.params
+                new = row.to_dict()
+                new.update({"file_name": name, "clean_file_name": clean, "degradation": kind, "level": int(lv),
+                            "degradation_params": json.dumps(params, sort_keys=True)})
+                if kind == "distortion":
+                    new.update(_warped_boxes(row, res, mask, mask_name, root, params))
+                    if mask_name:
+                        new["mask_file"] = mask_name
+                rows.append(new)
+                if progress is not None:
+                    progress(1)
+    _write(rows, root)
+    return {"variants": len(rows), "written": written, "kept": kept, "table": str(root / "degraded.parquet")}
+
+
+def _warped_boxes(row, res, mask, mask_name, root: Path, params) -> dict:
+    """Box columns of the labelled objects after distortion: from the warped mask (exact) when
+    the dataset has masks and mask colours, else through the lens model."""
+    colors = {}
+    if mask_name and "params_file" in row.index and isinstance(row["params_file"], str):
+        try:
+            colors = json.loads((root / str(row["params_file"])).read_text()).get("mask_colors", {})
+        except (OSError, ValueError):
+            colors = {}
+    out = {}
+    for name in _mask_names(row):
+        box = [row[f"{name}_bbox_{k}"] for k in BOX_KEYS]
+        if any(b is None or (isinstance(b, float) and np.isnan(b)) for b in box):
+            continue
+        if name in colors and res.mask is not None:
+            sel = (res.mask[..., :3] == np.asarray(colors[name], dtype=np.uint8)).all(-1)
+            ys, xs = np.nonzero(sel)
+            new = [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1] if len(xs) else None
+        else:
+            new = res.box(box)
+        out.update({f"{name}_bbox_{k}": (v if new else None) for k, v in zip(BOX_KEYS, new or [None] * 4)})
+    return out
+
+
+def _write(rows: list[dict], root: Path) -> None:
+    import io
+
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False, engine="pyarrow")
+    atomic_write_bytes(root / "degraded.parquet", buf.getvalue())
+    atomic_write_bytes(root / "degraded.csv", df.to_csv(index=False, lineterminator="\n",
+                                                        float_format="%.6f").encode("utf-8"))
