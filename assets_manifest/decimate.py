@@ -136,12 +136,46 @@ def simplify_group(v: np.ndarray, f: np.ndarray, uv: np.ndarray | None, target: 
     return corners, uvs, cent_face
 
 
-def thin_cards(v: np.ndarray, f: np.ndarray, keep: float, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """A deterministic subset (fraction ``keep``) of whole cards (connected pieces): returns the
-    kept face indices and every face's card label."""
+def thin_cards(v: np.ndarray, f: np.ndarray, keep: float, diag: float, seed: int = 0):
+    """Keep a deterministic subset (about ``keep`` of the faces) of whole cards/leaves; pieces
+    larger than 8 % of the object (a trunk, a branch) are always kept. Returns (corners (T, 3, 3)
+    with every dropped-for piece's survivors grown about their centre so the canopy keeps its
+    coverage, kept face indices)."""
     labels = uv_islands(f, len(v))
-    chosen = np.random.default_rng(seed).random(labels.max() + 1) < keep
-    return np.nonzero(chosen[labels])[0], labels
+    n = int(labels.max()) + 1
+    pts = v[f].reshape(-1, 3)
+    lab3 = np.repeat(labels, 3)
+    lo, hi = np.full((n, 3), np.inf), np.full((n, 3), -np.inf)
+    np.minimum.at(lo, lab3, pts)
+    np.maximum.at(hi, lab3, pts)
+    big = np.linalg.norm(hi - lo, axis=1) >= 0.08 * diag
+    faces_per = np.bincount(labels, minlength=n)
+    small_faces = faces_per[~big].sum()
+    room = keep * len(f) - faces_per[big].sum()
+    p = float(np.clip(room / max(small_faces, 1), 0.02, 1.0))
+    chosen = big | (np.random.default_rng(seed).random(n) < p)
+    kept = np.nonzero(chosen[labels])[0]
+    corners = v[f[kept]]
+    grow = np.where(big, 1.0, min(1 / np.sqrt(p), 2.5))[labels[kept]]
+    cen = ((lo + hi) / 2)[labels[kept]]
+    corners = cen[:, None, :] + (corners - cen[:, None, :]) * grow[:, None, None]
+    return corners, kept
+
+
+def is_foliage(v: np.ndarray, f: np.ndarray, diag: float) -> bool:
+    """Many small separate pieces (leaves, needles, blades of grass: typically under 8 % of the
+    object's size): thin them whole, a quadric collapse would erase them."""
+    labels = uv_islands(f, len(v))
+    n = int(labels.max()) + 1
+    if n < 200 or len(f) / n > 64:
+        return False
+    lo = np.full((n, 3), np.inf)
+    hi = np.full((n, 3), -np.inf)
+    pts = v[f].reshape(-1, 3)
+    lab = np.repeat(labels, 3)
+    np.minimum.at(lo, lab, pts)
+    np.maximum.at(hi, lab, pts)
+    return float(np.median(np.linalg.norm(hi - lo, axis=1))) < 0.08 * diag
 
 
 def corner_normals(corners: np.ndarray, crease_deg: float = CREASE_DEG) -> np.ndarray:

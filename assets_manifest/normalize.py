@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 _AXIS = {"x": 0, "y": 1, "z": 2}
 # Triangle budgets per class (foreground objects a few thousand, clutter less).
 BUDGETS = {"human": 4000, "truck": 5000, "taxi": 5000, "car": 3000, "bike": 4000, "vespa": 4000,
-           "bear": 4000, "fox": 3000, "husky": 3000, "deer": 4000, "camel": 4000, "tree": 3000,
-           "cactus": 2000, "rock": 1500, "bush": 800, "building": 1500, "house": 1500,
+           "bear": 4000, "fox": 3000, "husky": 3000, "deer": 4000, "camel": 4000, "tree": 8000,
+           "cactus": 2000, "rock": 1500, "bush": 3000, "building": 1500, "house": 1500,
            "bridge": 2000}
 DEFAULT_BUDGET = 2500
 GREY = materials_mod.GREY
@@ -173,40 +173,36 @@ def decimate_raw(raw: RawMesh, budget: int) -> RawMesh:
     n = len(f)
     if n <= budget:
         return raw
-    cut = np.array([m.alpha_cutoff is not None for m in mats])[fm]
-    n_cut = int(cut.sum())
-    # leaf cards get at most half the budget; the rest is shared by solid groups in proportion
-    cut_budget = min(n_cut, budget // 2) if n_cut else 0
-    solid_budget = max(budget - cut_budget, 1)
-    n_solid = n - n_cut
-    pos, uvs, fms, fcs = [], [], [], []
+    diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0)))
+    groups = []                      # (material, face indices, is card-like)
     for i in range(len(mats)):
         sel = np.nonzero(fm == i)[0]
-        if len(sel) == 0:
-            continue
+        if len(sel):
+            cards = mats[i].alpha_cutoff is not None or dec.is_foliage(v, f[sel], diag)
+            groups.append((i, sel, cards))
+    n_cut = sum(len(sel) for _, sel, c in groups if c)
+    n_solid = n - n_cut
+    # solid parts (trunks, bodies) first, at least half the budget; leaves/cards share the rest
+    solid_budget = min(n_solid, max(budget // 2, budget - n_cut)) if n_cut else budget
+    cut_budget = max(budget - solid_budget, 0)
+    pos, uvs, fms, fcs = [], [], [], []
+    for i, sel, cards in groups:
         sub_f = f[sel]
         used, sub_f = np.unique(sub_f, return_inverse=True)
         sub_f = sub_f.reshape(-1, 3)
         sub_v = v[used]
         sub_uv = raw.uvs[used] if raw.uvs is not None else None
-        if mats[i].alpha_cutoff is not None:
-            keep = cut_budget / n_cut if n_cut else 1.0
+        share = (cut_budget / n_cut) if cards else (solid_budget / max(n_solid, 1))
+        target = max(4, int(round(share * len(sel))))
+        if cards:
+            keep = target / len(sel)
             if keep < 1.0:
-                kept, labels = dec.thin_cards(sub_v, sub_f, keep, seed=i)
-                corners = sub_v[sub_f[kept]]
-                # grow every kept card about its centre so the canopy keeps its coverage
-                lab = labels[kept]
-                cen = np.zeros((labels.max() + 1, 3))
-                np.add.at(cen, lab, corners.mean(axis=1))
-                cnt = np.bincount(lab, minlength=len(cen))[:, None]
-                cen = cen / np.maximum(cnt, 1)
-                corners = cen[lab][:, None, :] + (corners - cen[lab][:, None, :]) / np.sqrt(max(keep, 1e-3))
+                corners, kept = dec.thin_cards(sub_v, sub_f, keep, diag, seed=i)
                 cuv = sub_uv[sub_f[kept]] if sub_uv is not None else None
                 src = sel[kept]
             else:
                 corners, cuv, src = sub_v[sub_f], (sub_uv[sub_f] if sub_uv is not None else None), sel
         else:
-            target = max(4, int(round(solid_budget * len(sel) / max(n_solid, 1))))
             if len(sel) > target and len(sel) > 16:
                 corners, cuv, local = dec.simplify_group(sub_v, sub_f, sub_uv, target)
                 src = sel[local]
