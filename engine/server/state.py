@@ -19,6 +19,7 @@ import numpy as np
 from core.errors import CommandError, PathSecurityError, RenderError
 from engine.server.backend import MeshProvider, RenderBackend
 from engine.server.catalog import AssetCatalog
+from engine.server.unrealcv_state import UnrealcvState
 from engine.world import Actor, Camera, Scene, instance_color
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class ServerState:
     scene: Scene = field(default_factory=Scene)
     spawned: int = 0  # instance colours are never reused within a scene (until reset)
     file_counter: int = 0
+    unrealcv: UnrealcvState = field(default_factory=UnrealcvState)  # compat-only settings
     _backend: RenderBackend | None = None
 
     # --- renderer --------------------------------------------------------------------------
@@ -95,13 +97,13 @@ class ServerState:
         try:
             return self.scene.actors[name]
         except KeyError:
-            raise CommandError(f"no object named {name!r}") from None
+            raise CommandError(f"Cannot find object {name!r}") from None  # the plugin's wording
 
     def camera(self, cam_id: int) -> Camera:
         try:
             return self.scene.cameras[cam_id]
         except KeyError:
-            raise CommandError(f"no camera {cam_id} (cameras: {sorted(self.scene.cameras)})") from None
+            raise CommandError(f"Invalid sensor id {cam_id} (cameras: {sorted(self.scene.cameras)})") from None
 
     def camera_for_update(self, cam_id: int) -> Camera:
         """Existing camera, or the next one (copying camera 0's optics). Ids stay contiguous
@@ -109,7 +111,7 @@ class ServerState:
         if cam_id in self.scene.cameras:
             return self.scene.cameras[cam_id]
         if cam_id != len(self.scene.cameras) or cam_id >= MAX_CAMERAS:
-            raise CommandError(f"no camera {cam_id}: create cameras in order (next id "
+            raise CommandError(f"Invalid sensor id {cam_id}: create cameras in order (next id "
                                f"{len(self.scene.cameras)}, at most {MAX_CAMERAS}) or with vset /cameras/spawn")
         base = self.scene.cameras.get(0, Camera())
         return Camera(fov_deg=base.fov_deg, width=base.width, height=base.height)
@@ -122,6 +124,8 @@ class ServerState:
     def reset(self) -> None:
         self.scene.actors.clear()
         self.spawned = 0
+        self.unrealcv.labels.clear()
+        self.unrealcv.previous_frame.clear()
 
     # --- file outputs ------------------------------------------------------------------------
     def output_path(self, filename: str) -> Path:

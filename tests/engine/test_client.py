@@ -57,7 +57,7 @@ def test_server_death_raises_connection_failed(tmp_path):
 def test_extensions_detected_and_errors_raise(render_client):
     assert render_client.is_sceneforge
     assert "Is Listening" in render_client.status()
-    with pytest.raises(CommandError, match="no object named 'ghost'"):
+    with pytest.raises(CommandError, match="Cannot find object 'ghost'"):
         render_client.object_color("ghost")
     ids = {a["id"] for a in render_client.assets()}
     assert {"primitive_cube", "primitive_sphere"} <= ids

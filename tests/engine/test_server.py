@@ -58,7 +58,7 @@ def test_commands_lists_templates_the_client_accepts(uclient):
     templates = uclient.request("vget /unrealcv/commands").splitlines()
     assert "vget /unrealcv/commands" in templates
     assert "vset /object/[name]/location [x] [y] [z]" in templates
-    assert all(re.fullmatch(r"v(get|set|run) \S+( \[\w+\])*", t) for t in templates), templates
+    assert all(re.fullmatch(r"v(get|set|run|exec|bp) \S+( \[\w+\])*", t) for t in templates), templates
     assert uclient._command_capabilities_available  # the official client parsed them
 
 
@@ -71,7 +71,7 @@ def test_status_and_version(uclient, server):
 def test_unadvertised_command_warns_in_official_client(uclient):
     with pytest.warns(UserWarning, match="may not support"):
         reply = uclient.request("vget /no/such/thing")
-    assert reply.startswith("error unknown command")
+    assert reply.startswith("error No handler found for URI 'vget /no/such/thing'")  # the plugin's wording
 
 
 # --- objects ---------------------------------------------------------------------------------
@@ -111,13 +111,13 @@ def test_colors_are_distinct_settable_and_in_unrealcv_format(uclient):
 
 
 @pytest.mark.parametrize("command, message", [
-    ("vget /object/nobody/location", "error no object named 'nobody'"),
+    ("vget /object/nobody/location", "error Cannot find object 'nobody'"),
     ("vset /objects/spawn no_such_asset x", "error unknown asset or class 'no_such_asset'"),
-    ("vset /object/nobody/location 1 2", "error wrong arguments"),
+    ("vset /object/nobody/location 1 2", "error No handler found for URI 'vset /object/nobody/location 1 2': wrong arguments"),
     ("vset /objects/spawn primitive_cube bad/name", "error object name 'bad/name'"),
     ("vset /camera/0/fov 200", "error camera fov_deg must be in (0, 180)"),
     ("vset /camera/0/location 1 2 x", "error camera location: expected numbers"),
-    ("vget /camera/99/location", "error no camera 99"),
+    ("vget /camera/99/location", "error Invalid sensor id 99"),
     ("vset /sceneforge/spawn [{\"name\":\"x\"}]", "error spawn[0]: needs 'name' and 'asset'"),
     ("vset /sceneforge/world {\"sun\":{\"pitch\":\"high\"}}", "error world.sun.pitch: expected a finite number"),
 ])
@@ -149,7 +149,7 @@ def test_camera_get_set(uclient):
     assert before == [str(i) for i in range(len(before))]  # contiguous, as the official API assumes
     new = uclient.request("vset /cameras/spawn")
     assert new == str(len(before)) and uclient.request("vget /cameras").split() == before + [new]
-    assert uclient.request(f"vset /camera/{int(new) + 2}/location 0 0 100").startswith("error no camera")
+    assert uclient.request(f"vset /camera/{int(new) + 2}/location 0 0 100").startswith("error Invalid sensor id")
     assert uclient.request(f"vset /camera/{int(new) + 1}/location 0 0 100") == "ok"  # the next id: created
     assert uclient.request("vrun r.setres 320x240w") == "ok"
     assert uclient.request(f"vget /camera/{new}/size") == "320 240"
@@ -189,7 +189,7 @@ def test_huge_length_gets_error_then_disconnect(raw):
 def test_request_without_id_or_non_utf8_keeps_connection(raw):
     assert ask(raw, b"vget /objects").startswith(b"error request is not of the form")
     assert ask(raw, b"9:vget /\xff\xfe").startswith(b"9:error request 9 is not valid UTF-8")
-    assert ask(raw, b"10:").startswith(b"10:error cannot parse")
+    assert ask(raw, b"10:").startswith(b"10:error No handler found")
     assert ask(raw, b"11:vget /unrealcv/status").startswith(b"11:Is Listening")
 
 
@@ -263,7 +263,8 @@ def test_lit_mask_depth_normal_decode_and_agree_with_camera_model(uclient):
     _setup_box_scene(uclient)
     col, row, dist = _front_face_pixel()
     lit = dec.decode_png(uclient.request("vget /camera/0/lit png"))[..., ::-1]  # decoder gives BGR
-    bmp = dec.decode_bmp(uclient.request("vget /camera/0/lit bmp"))[..., ::-1]
+    raw_bmp = np.frombuffer(uclient.request("vget /camera/0/lit bmp"), np.uint8)  # gym-unrealcv's decode
+    bmp = raw_bmp[-240 * 320 * 4:].reshape(240, 320, 4)[..., 2::-1]
     mask = dec.decode_png(uclient.request("vget /camera/0/object_mask png"))[..., ::-1]
     depth = dec.decode_depth(uclient.request("vget /camera/0/depth npy"))[..., 0]
     plane = dec.decode_npy(uclient.request("vget /camera/0/plane_depth npy"))[..., 0]

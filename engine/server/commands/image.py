@@ -1,54 +1,53 @@
-"""Image commands: ``vget /camera/[id]/<kind> [format|filename]``.
+"""Image commands: ``vget /camera/[id]/<kind> [format|filename]`` and ``vget /screenshot``.
 
-Formats as UnrealCV: ``png`` (RGBA, what the official decoder expects), ``bmp`` (BGR, the
-official ``get_image`` default) and ``npy`` (``np.save`` bytes: uint8 images, float32 depth in cm).
-``lit``/``object_mask``/``normal`` accept all three; ``depth``/``plane_depth`` only ``npy``.
-A file name ending in one of those extensions writes the file into the server's output
-directory (never outside it) and replies with its absolute path; no argument writes an
-auto-numbered PNG/NPY there, as UE's plugin does.
+Formats as the UnrealCV plugin (byte layouts in :mod:`engine.server.image_codecs`): ``png``
+(RGBA), ``bmp`` (the plugin's 32-bit BGRA top-down BMP) and ``npy`` (``np.save`` bytes: uint8 RGB
+images, float32 depth in cm, float32 (H, W, 2) flow in pixels). Depth also as ``exr`` (float32)
+and ``png`` (16-bit cm). ``seg`` is the plugin's alias of ``object_mask``; ``optical_flow`` is the
+motion since this camera's previous image request (:mod:`engine.server.optical_flow`).
+A file name ending in a format's extension writes the file into the server's output directory
+(never outside it) and replies with its absolute path; no argument writes an auto-numbered file
+there, as older plugins did. An unsupported format gets the plugin's ``Invalid filename type``.
 """
 from __future__ import annotations
 
-import io
-import os
 from pathlib import Path
 
 import numpy as np
 
 from core.atomic import atomic_write_bytes
 from core.errors import CommandError
+from engine.server import image_codecs as codecs
 from engine.server.commands.table import command, parse_int
+from engine.server.optical_flow import optical_flow, snapshot
 from engine.server.state import ServerState
 
 IMAGE_KINDS = ("lit", "object_mask", "normal")
 DEPTH_KINDS = ("depth", "plane_depth")
-FORMATS = ("png", "bmp", "npy")
+FLOW_KIND = "optical_flow"
+ALIASES = {"seg": "object_mask"}
+FORMATS = ("png", "bmp", "npy", "exr")
+_ALLOWED = {**{k: ("png", "bmp", "npy") for k in IMAGE_KINDS + (FLOW_KIND,)},
+            **{k: ("npy", "exr", "png") for k in DEPTH_KINDS}}
 
 
 def to_uint8(kind: str, array: np.ndarray) -> np.ndarray:
-    """RGB uint8 view of a rendered array (normals map [-1, 1] → [0, 255])."""
+    """RGB uint8 view of a rendered array (normals map [-1, 1] → [0, 255]; flow colour-coded)."""
     if kind == "normal":
         return np.clip(np.rint((array + 1.0) * 127.5), 0, 255).astype(np.uint8)
+    if kind == FLOW_KIND:
+        return codecs.flow_rgb(array)
     return np.ascontiguousarray(array, dtype=np.uint8)
 
 
 def encode(kind: str, array: np.ndarray, fmt: str) -> bytes:
     """Encode one rendered array in an UnrealCV format."""
     if fmt == "npy":
-        buf = io.BytesIO()
-        np.save(buf, array, allow_pickle=False)
-        return buf.getvalue()
-    import cv2  # lazy: keeps `sceneforge serve` start-up fast
-
+        return codecs.npy_bytes(array)
+    if kind in DEPTH_KINDS:
+        return codecs.exr_bytes(array) if fmt == "exr" else codecs.depth_png_bytes(array)
     rgb = to_uint8(kind, array)
-    if fmt == "png":
-        alpha = np.full(rgb.shape[:2] + (1,), 255, np.uint8)
-        ok, data = cv2.imencode(".png", np.concatenate([rgb[..., ::-1], alpha], axis=2))
-    else:
-        ok, data = cv2.imencode(".bmp", np.ascontiguousarray(rgb[..., ::-1]))
-    if not ok:
-        raise CommandError(f"could not encode {kind} as {fmt}")
-    return data.tobytes()
+    return codecs.png_rgba_bytes(rgb) if fmt == "png" else codecs.bmp_bytes(rgb)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -56,42 +55,107 @@ def write_atomic(path: Path, data: bytes) -> None:
     atomic_write_bytes(path, data)
 
 
+def _invalid(arg: str) -> CommandError:
+    return CommandError(f"Invalid filename type, filename {arg}")
+
+
 def _target(state: ServerState, kind: str, args: list[str]) -> tuple[str, str | None]:
     """(format, filename or None) for the optional argument."""
-    allowed = ("npy",) if kind in DEPTH_KINDS else FORMATS
+    allowed = _ALLOWED[kind]
     if not args:
-        fmt = allowed[0]
-        return fmt, state.auto_filename(kind, fmt)
+        return allowed[0], state.auto_filename(kind, allowed[0])
     arg = args[0]
     if arg in FORMATS:
         if arg not in allowed:
-            raise CommandError(f"{kind}: format {arg!r} not supported (use {', '.join(allowed)})")
+            raise _invalid(arg)
         return arg, None
     ext = arg.rsplit(".", 1)[-1].lower() if "." in arg else ""
     if ext not in allowed:
-        raise CommandError(f"{kind}: expected a format ({', '.join(allowed)}) or a file name ending in one")
+        raise _invalid(arg)
     return ext, arg
+
+
+def _exposed(state: ServerState, cam_id: int, lit: np.ndarray) -> np.ndarray:
+    """Apply ``vset /camera/[id]/exposure_bias`` (EV) as a linear gain on the sRGB lit image."""
+    ev = state.unrealcv.camera(cam_id).exposure_bias
+    if ev == 0.0:
+        return lit
+    c = lit.astype(np.float64) / 255.0
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4) * 2.0 ** ev
+    srgb = np.where(linear <= 0.0031308, 12.92 * linear, 1.055 * np.power(np.clip(linear, 0, None), 1 / 2.4) - 0.055)
+    return np.clip(np.rint(srgb * 255.0), 0, 255).astype(np.uint8)
+
+
+def render_kind(state: ServerState, cam_id: int, kind: str) -> np.ndarray:
+    """One stock image of camera ``cam_id``; records the frame for the next optical flow."""
+    camera = state.camera(cam_id)
+    settings = state.unrealcv.camera(cam_id)
+    if kind == FLOW_KIND:
+        arrays = state.render(cam_id, ("plane_depth", "instance_id"))
+        out = optical_flow(state.unrealcv.previous_frame.get(cam_id), state.scene, camera,
+                           arrays["plane_depth"], arrays["instance_id"])
+    elif kind == "lit" and settings.lit_source == "normal":
+        out = to_uint8("normal", state.render(cam_id, ("normal",))["normal"])
+    elif kind == "lit":
+        out = _exposed(state, cam_id, state.render(cam_id, ("lit",))["lit"])
+    else:
+        out = state.render(cam_id, (kind,))[kind]
+    state.unrealcv.previous_frame[cam_id] = snapshot(state.scene, camera)
+    return out
 
 
 def image_reply(state: ServerState, cam: str, kind: str, args: list[str]) -> "str | bytes":
     fmt, filename = _target(state, kind, args)
     cam_id = parse_int(cam, "camera id")
+    state.camera(cam_id)  # a bad id fails before anything else
     path = state.output_path(filename) if filename else None  # refuse bad paths before rendering
-    array = state.render(cam_id, (kind,))[kind]
-    data = encode(kind, array, fmt)
+    data = encode(kind, render_kind(state, cam_id, kind), fmt)
     if path is None:
         return data
     write_atomic(path, data)
     return str(path)
 
 
-def _register(kind: str) -> None:
+def _register(name: str, kind: str) -> None:
     def handler(state: ServerState, args: list[str], id: str) -> "str | bytes":
         return image_reply(state, id, kind, args)
 
-    handler.__name__ = f"get_{kind}"
-    command(f"vget /camera/[id]/{kind}", f"vget /camera/[id]/{kind} [format]")(handler)
+    handler.__name__ = f"get_{name}"
+    handler.__doc__ = f"Get {kind.replace('_', ' ')} from camera [id] as {'/'.join(_ALLOWED[kind])} bytes or a file"
+    command(f"vget /camera/[id]/{name}", f"vget /camera/[id]/{name} [format]")(handler)
 
 
-for _kind in IMAGE_KINDS + DEPTH_KINDS:
-    _register(_kind)
+for _kind in IMAGE_KINDS + DEPTH_KINDS + (FLOW_KIND,):
+    _register(_kind, _kind)
+for _alias, _kind in ALIASES.items():
+    _register(_alias, _kind)
+
+_VIEWMODE_KIND = {"lit": "lit", "unlit": "lit", "base_color": "lit", "vertex_color": "lit",
+                  "no_transparency": "lit", "wireframe": "lit", "debug": "lit",
+                  "object_mask": "object_mask", "normal": "normal", "optical_flow": FLOW_KIND}
+
+
+@command("vget /screenshot [filename]")
+def screenshot(state: ServerState, args: list[str]) -> "str | bytes":
+    """Get a screenshot of the game viewport (camera 0 in the current view mode) as png/bmp bytes or a file"""
+    mode = state.unrealcv.viewmode
+    if mode == "depth":  # the viewport shows depth as colour; use 1/depth-normalised grey
+        depth = state.render(0, ("depth",))["depth"]
+        finite = np.isfinite(depth)
+        grey = np.zeros(depth.shape, np.uint8)
+        if finite.any():
+            grey[finite] = np.clip(255.0 * depth[finite].min() / np.maximum(depth[finite], 1e-6), 0, 255).astype(np.uint8)
+        rgb = np.repeat(grey[..., None], 3, axis=2)
+    else:
+        kind = _VIEWMODE_KIND.get(mode, "lit")
+        rgb = to_uint8(kind, render_kind(state, 0, kind))
+    arg = args[0]
+    ext = arg.rsplit(".", 1)[-1].lower() if "." in arg else arg
+    if ext not in ("png", "bmp"):
+        raise _invalid(arg)
+    data = codecs.png_rgba_bytes(rgb) if ext == "png" else codecs.bmp_bytes(rgb)
+    if arg == ext:
+        return data
+    path = state.output_path(arg)
+    write_atomic(path, data)
+    return str(path)

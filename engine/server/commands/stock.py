@@ -10,11 +10,15 @@ from dataclasses import replace
 
 from core.errors import CommandError
 from engine import limits
-from engine.server.commands.table import command, fmt_vec, parse_floats, parse_int, templates
+from engine.server.commands.table import command, fmt_vec, help_line, parse_floats, parse_int, templates
 from engine.server.state import ServerState
 from engine.world import Actor, Rotator, Transform
 
-UNREALCV_COMPAT = "v1.1.0"  # the protocol generation we speak (capability report, framing)
+# What `vget /unrealcv/version` says: the plugin generation whose commands we speak. Clients parse
+# it strictly (UnrealCV's own test suite does `[int(v) for v in res.lstrip('v').split('.')]`, the
+# official client needs >= 1.1.0 to use `vget /unrealcv/commands`), so nothing else goes in it;
+# "sceneforge X.Y.Z" is in `vget /unrealcv/status` and `vget /sceneforge/info`.
+UNREALCV_COMPAT = "v1.1.0"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 _SETRES_RE = re.compile(r"^(\d{1,5})x(\d{1,5})[wf]?$")
 
@@ -36,12 +40,37 @@ def status(state: ServerState, args: list[str]) -> str:
         "Is Listening", "Client Connected", str(state.port), "Configuration",
         "Config file: (sceneforge embedded server)", f"Port: {state.port}",
         f"Width: {w}", f"Height: {h}", f"FOV: {fov:.6f}", "EnableInput: false", "EnableRightEye: false",
+        f"Server: sceneforge {server_version()}",
     ])
 
 
 @command("vget /unrealcv/version")
 def version_cmd(state: ServerState, args: list[str]) -> str:
-    return f"{UNREALCV_COMPAT} (sceneforge {server_version()})"
+    return UNREALCV_COMPAT
+
+
+@command("vget /unrealcv/echo [message]")
+def echo(state: ServerState, args: list[str]) -> str:
+    """The plugin's debug echo: the first argument back."""
+    return args[0]
+
+
+@command("vget /unrealcv/help")
+def help_cmd(state: ServerState, args: list[str]) -> str:
+    """As the plugin: each template on one line, followed by its help line."""
+    return "".join(f"{t}\n{help_line(t)}\n" for t in templates())
+
+
+@command("vget /scene/name")
+def scene_name(state: ServerState, args: list[str]) -> str:
+    """UE replies with the project name."""
+    return "sceneforge"
+
+
+@command("vget /level/name")
+def level_name(state: ServerState, args: list[str]) -> str:
+    """The level opened with `vset /action/game/level`, else the environment, else `default`."""
+    return state.unrealcv.level or state.scene.env or "default"
 
 
 @command("vget /unrealcv/commands")
@@ -144,7 +173,9 @@ def get_uclass(state: ServerState, args: list[str], name: str) -> str:
 
 @command("vget /object/[name]/color")
 def get_color(state: ServerState, args: list[str], name: str) -> str:
-    r, g, b = state.actor(name).color
+    """An empty name (``vget /object//color``, what a client asks after splitting the empty
+    ``vget /objects`` of an empty scene on ' ') is the background: black in ``object_mask``."""
+    r, g, b = state.actor(name).color if name else (0, 0, 0)
     return f"(R={r},G={g},B={b},A=255)"
 
 

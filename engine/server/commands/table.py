@@ -44,7 +44,7 @@ def _path_regex(path: str) -> re.Pattern:
     out, pos = [], 0
     for m in _PLACEHOLDER.finditer(path):
         out.append(re.escape(path[pos:m.start()]))
-        out.append(f"(?P<{m.group(1)}>[^/\\s]+)")
+        out.append(f"(?P<{m.group(1)}>[^/\\s]*)")  # may be empty, as the plugin's [str]
         pos = m.end()
     out.append(re.escape(path[pos:]))
     return re.compile("".join(out))
@@ -74,6 +74,16 @@ def templates() -> list[str]:
     return [t for t in listed if "/sceneforge/" in t] + [t for t in listed if "/sceneforge/" not in t]
 
 
+def help_line(template: str) -> str:
+    """The first line of the handler's docstring (``vget /unrealcv/help`` prints it under the
+    template, as the plugin prints its help strings)."""
+    for route in _ROUTES:
+        if template in route.templates:
+            doc = (route.handler.__doc__ or "").strip()
+            return " ".join(doc.split("\n\n")[0].split()) if doc else route.handler.__name__.replace("_", " ")
+    return ""
+
+
 def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
@@ -81,7 +91,7 @@ def _short(text: str, n: int = 80) -> str:
 def _match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:
     head = command_line.strip().split(maxsplit=2)
     if len(head) < 2:
-        raise CommandError(f"cannot parse {_short(command_line)!r}: expected '<verb> <path> [args]'")
+        raise CommandError(unknown_command(command_line))
     verb, path, rest = head[0], head[1], (head[2] if len(head) > 2 else "")
     for route in _ROUTES:
         m = route.path_re.fullmatch(path) if route.verb == verb else None
@@ -90,9 +100,17 @@ def _match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:
         # raw routes: the last argument is the rest of the line (JSON may contain spaces)
         args = rest.split(maxsplit=max(route.arg_counts) - 1) if route.raw and rest else rest.split()
         if len(args) not in route.arg_counts:
-            raise CommandError(f"wrong arguments for {verb} {path}; usage: " + " | ".join(route.templates))
+            raise CommandError(f"No handler found for URI {_short(command_line.strip())!r}: wrong arguments; "
+                               "usage: " + " | ".join(route.templates))
         return route, m.groupdict(), args
-    raise CommandError(f"unknown command {_short(verb + ' ' + path)!r} (see vget /unrealcv/commands)")
+    raise CommandError(unknown_command(command_line))
+
+
+def unknown_command(command_line: str) -> str:
+    """The plugin's wording (``No handler found for URI``) plus the older plugins' (``Can not find
+    a handler``), so client code that looks for either recognises an unsupported command."""
+    return (f"No handler found for URI {_short(command_line.strip())!r} "
+            "(Can not find a handler for this command; see vget /unrealcv/help)")
 
 
 def dispatch(state: ServerState, command_line: str) -> "str | bytes":
@@ -112,6 +130,7 @@ def _load_tables() -> None:
     """Import the modules that register handlers (once; they import this module)."""
     if not _ROUTES:
         from engine.server.commands import ext, image, stock  # noqa: F401
+        from engine.server.commands import unrealcv  # noqa: F401  (catch-all vrun/vexec/vbp: last)
 
 
 # --- argument helpers shared by the handler modules ------------------------------------------

@@ -1,0 +1,64 @@
+"""Optical flow between two consecutive image requests of one camera.
+
+UE's optical-flow view mode shows the velocity buffer: how far each pixel's surface point moved on
+screen since the previous frame. We have no frames, so "previous" is the camera's previous image
+request (:class:`~engine.server.unrealcv_state.FrameSnapshot`: camera pose and every actor's
+transform then). For each pixel now, its surface point (from planar depth) is carried back to
+where it was at t-1 (through its actor's old transform when the actor moved; static otherwise;
+sky pixels are directions, moved by rotation only) and projected with the old camera:
+``flow = uv_now - uv_then`` in pixels, x right, y down. The first request of a camera has no t-1:
+zero flow.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from engine.server.unrealcv_state import FrameSnapshot
+from engine.world import Camera, Scene
+
+_SKY_CM = 1e9  # far enough that camera translation moves sky pixels by < 1e-3 px
+
+
+def snapshot(scene: Scene, camera: Camera) -> FrameSnapshot:
+    return FrameSnapshot(camera, {n: a.transform for n, a in scene.actors.items()})
+
+
+def pixel_grid(camera: Camera) -> np.ndarray:
+    """(H, W, 2) pixel centres (u + 0.5, v + 0.5)."""
+    v, u = np.mgrid[0:camera.height, 0:camera.width].astype(np.float64)
+    return np.stack([u + 0.5, v + 0.5], axis=-1)
+
+
+def world_points(camera: Camera, plane_depth: np.ndarray) -> np.ndarray:
+    """(H, W, 3) world points of every pixel; sky (inf) at ``_SKY_CM`` along its ray."""
+    uv = pixel_grid(camera)
+    f = camera.focal_px
+    right = (uv[..., 0] - camera.width / 2.0) / f
+    up = -(uv[..., 1] - camera.height / 2.0) / f
+    d = np.where(np.isfinite(plane_depth), plane_depth, _SKY_CM).astype(np.float64)
+    local = np.stack([d, d * right, d * up], axis=-1)  # (forward, right, up)
+    return local @ camera.rotation.matrix().T + np.asarray(camera.location)
+
+
+def optical_flow(previous: FrameSnapshot | None, scene: Scene, camera: Camera,
+                 plane_depth: np.ndarray, instance_id: np.ndarray) -> np.ndarray:
+    """(H, W, 2) float32 flow in pixels from ``previous`` to now."""
+    if previous is None:
+        return np.zeros((camera.height, camera.width, 2), np.float32)
+    points = world_points(camera, plane_depth)
+    names = list(scene.actors)
+    for k in np.unique(instance_id):
+        if k <= 0 or k > len(names):
+            continue
+        name = names[k - 1]
+        before, now = previous.transforms.get(name), scene.actors[name].transform
+        if before is None or before == now:
+            continue
+        mask = instance_id == k
+        m_now = now.matrix()
+        local = (np.linalg.inv(m_now) @ np.c_[points[mask], np.ones(mask.sum())].T).T
+        points[mask] = (before.matrix() @ local.T).T[:, :3]
+    then, depth_then = previous.camera.project(points.reshape(-1, 3))
+    flow = pixel_grid(camera) - then.reshape(camera.height, camera.width, 2)
+    flow[(depth_then <= 0).reshape(camera.height, camera.width)] = 0.0  # was behind the old camera
+    return flow.astype(np.float32)
