@@ -92,6 +92,9 @@ def build_server(args: argparse.Namespace):
     from engine.server.state import ServerState
 
     _validate(args)
+    from engine.server.gl import llvm_order
+
+    llvm_order.PRELOAD = False  # a render server never imports triton (see llvm_order)
     factory = backend_factory(args.renderer)
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serve: binding %s: the server is reachable from other machines and has no authentication",

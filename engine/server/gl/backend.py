@@ -73,6 +73,10 @@ class GLBackend(RenderBackend):
             os.environ["LP_NUM_THREADS"] = str(int(threads))
         import moderngl  # heavy-ish; keep it out of modules that only need the interface
 
+        from engine.server.gl.llvm_order import preload_before_gl
+
+        preload_before_gl()  # triton's LLVM before Mesa's: else a later `import timm` segfaults
+
         try:
             self._ctx = moderngl.create_standalone_context(backend="egl")
         except Exception as e:  # noqa: BLE001 - any EGL/driver failure is the same user problem
