@@ -1,0 +1,268 @@
+"""``--renderer cycles``: path-traced ``lit`` from Blender Cycles, everything else from GL.
+
+Hybrid by design: visibility checks, pixel counts, masks, ids, depth and normals stay on the fast
+embedded GL backend (rejection sampling calls them many times per accepted sample; they do not
+depend on shading), and only ``lit`` is path-traced, by a persistent Blender worker process
+(:mod:`.client`). :meth:`CyclesBackend.render_cycles` also returns Cycles' own object-index and
+depth passes, used to check that both renderers see the same geometry (tests: ids equal on every
+pixel, depth within 1%).
+
+Frames: UE is left-handed, Blender right-handed; the single conversion is ``S = diag(1, -1, 1)``
+(flip Y): mesh vertices are uploaded as ``S v``, actor matrices as ``S M S`` and the camera's
+axes as ``S`` (right, up, -forward), so the image is the same as GL's, not mirrored.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.errors import ConfigError
+from core.meshes import RenderMesh
+from engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
+from engine.server.cycles import install
+from engine.server.cycles.client import BlenderWorker, decode_png
+from engine.world import Camera, Ground, Scene
+
+log = logging.getLogger(__name__)
+
+FLIP = np.diag([1.0, -1.0, 1.0, 1.0])  # UE (left-handed) ↔ Blender (right-handed)
+SKY_DEPTH = 1.0e9  # Cycles writes ~1e10 cm where a ray hits nothing
+
+
+@dataclass(frozen=True)
+class CyclesSettings:
+    """What determines a Cycles image besides the scene (all part of a dataset's identity)."""
+
+    samples: int = 16
+    seed: int = 0
+    threads: int = 1
+    denoise: bool = True
+    filter_width: float = 1.5  # pixels (Blackman-Harris); ids/depth passes use the first sample
+    sun_strength: float = 5.0  # Blender sun irradiance (W/m²) per unit of Sun.intensity
+    sky_strength: float = 0.35  # sky light (not its look) at Sky.ambient = 0.35
+    view_transform: str = "Standard"  # Blender colour management ("AgX" looks more filmic)
+    exposure: float = 0.0  # stops
+
+    @classmethod
+    def from_env(cls, threads: int) -> "CyclesSettings":
+        """Defaults, overridable with ``SCENEFORGE_CYCLES_SAMPLES`` / ``_SEED`` / ``_DENOISE``."""
+        def num(name: str, default, cast):
+            raw = os.environ.get(f"SCENEFORGE_CYCLES_{name}")
+            if raw is None or raw == "":
+                return default
+            try:
+                return cast(raw)
+            except ValueError:
+                raise ConfigError(f"SCENEFORGE_CYCLES_{name}: expected a number, got {raw!r}") from None
+        samples = num("SAMPLES", cls.samples, int)
+        if samples < 1:
+            raise ConfigError(f"SCENEFORGE_CYCLES_SAMPLES must be >= 1, got {samples}")
+        return cls(samples=samples, seed=num("SEED", cls.seed, int), threads=max(1, int(threads)),
+                   denoise=bool(num("DENOISE", 1, int)))
+
+    def worker_settings(self) -> dict:
+        return {"samples": self.samples, "seed": self.seed, "threads": self.threads,
+                "denoise": self.denoise, "filter_width": self.filter_width,
+                "view_transform": self.view_transform, "exposure": self.exposure}
+
+
+class CyclesBackend(RenderBackend):
+    """Path-traced ``lit`` (Cycles, CPU, OpenImageDenoise) + the GL backend for everything else."""
+
+    name = "cycles"
+
+    def __init__(self, mesh_provider: MeshProvider, *, threads: int = 1, settings: CyclesSettings | None = None,
+                 root: Path | None = None, gl: RenderBackend | None = None, timeout_s: float = 600.0) -> None:
+        inst = install.require(root)  # fails with the install hint before anything starts
+        self.settings = settings or CyclesSettings(threads=threads)
+        self._provider = mesh_provider
+        if gl is None:
+            from engine.server.gl.backend import GLBackend
+
+            gl = GLBackend(mesh_provider, threads=threads)
+        self.gl = gl
+        log_dir = inst.root / "logs"
+        self.worker = BlenderWorker(inst.python, self.settings.worker_settings(), timeout_s=timeout_s,
+                                    log_path=log_dir / f"worker-{os.getpid()}.log")
+        self._uploaded: set[str] = set()
+        self._generation = -1
+        self.last_frame: dict = {}  # the worker's wall/CPU seconds of the last path-traced frame
+
+    # --- RenderBackend ----------------------------------------------------------------------
+    def render(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
+        kinds = tuple(kinds)
+        for k in kinds:
+            if k not in KINDS:
+                raise ConfigError(f"unknown render kind {k!r}; expected one of {', '.join(KINDS)}")
+        out: dict[str, np.ndarray] = {}
+        rest = tuple(k for k in kinds if k != "lit")
+        if rest:
+            out.update(self.gl.render(scene, camera, rest))
+        if "lit" in kinds:
+            out["lit"] = self._frame(scene, camera, ("lit",))["lit"]
+        return {k: out[k] for k in kinds}
+
+    def pixel_counts(self, scene: Scene, camera: Camera, names: list[str]) -> dict[str, PixelCount]:
+        return self.gl.pixel_counts(scene, camera, names)
+
+    def triangle_count(self, scene: Scene) -> int:
+        return self.gl.triangle_count(scene)
+
+    def info(self) -> dict:
+        s = self.settings
+        return {"backend": self.name, "blender": self.worker.blender_version or "not started",
+                "samples": s.samples, "seed": s.seed, "threads": s.threads, "denoiser":
+                "OpenImageDenoise" if s.denoise else "none", "worker_pid": self.worker.pid,
+                "gl": self.gl.info()}
+
+    def close(self) -> None:
+        self.worker.close()
+        self.gl.close()
+
+    # --- Cycles' own passes (checks against GL) ---------------------------------------------
+    def render_cycles(self, scene: Scene, camera: Camera,
+                      kinds: tuple[str, ...] = ("lit", "instance_id", "depth")) -> dict[str, np.ndarray]:
+        """Everything from Cycles: ``lit``, ``instance_id`` (object-index pass), ``plane_depth``
+        and ``depth`` (Z pass, planar → ray like GL). Ids and depth come from each pixel's
+        first sample, so they are exact only when ``filter_width`` is small."""
+        passes = {"lit"} if "lit" in kinds else set()
+        if {"instance_id", "object_mask"} & set(kinds):
+            passes.add("index")
+        if {"depth", "plane_depth"} & set(kinds):
+            passes.add("depth")
+        raw = self._frame(scene, camera, tuple(sorted(passes)))
+        out = {}
+        if "lit" in raw:
+            out["lit"] = raw["lit"]
+        if "index" in raw:
+            ids = np.rint(raw["index"]).astype(np.int32)
+            out["instance_id"] = ids
+            if "object_mask" in kinds:
+                pal = np.zeros((len(scene.actors) + 1, 3), dtype=np.uint8)
+                for i, a in enumerate(scene.actors.values()):
+                    pal[i + 1] = a.color
+                out["object_mask"] = pal[np.clip(ids, 0, len(scene.actors))]
+        if "plane_depth" in raw:
+            from engine.server.gl.frame import ray_factor
+
+            planar = raw["plane_depth"].astype(np.float32)
+            planar[planar >= SKY_DEPTH] = np.inf
+            out["plane_depth"] = planar
+            out["depth"] = planar * ray_factor(camera.width, camera.height, camera.focal_px)
+        return {k: out[k] for k in kinds if k in out}
+
+    # --- scene → worker ---------------------------------------------------------------------
+    def _frame(self, scene: Scene, camera: Camera, passes: tuple[str, ...]) -> dict[str, np.ndarray]:
+        self.worker.ensure()
+        if self.worker.generation != self._generation:  # a (re)started worker has no meshes
+            self._uploaded.clear()
+            self._generation = self.worker.generation
+        objects, matrices = [], []
+        ground_key = self._ensure_ground(scene.ground)
+        objects.append({"name": "__sf_ground", "mesh": ground_key, "pass_index": 0, "tint": None})
+        matrices.append(np.eye(4))
+        for i, actor in enumerate(scene.actors.values()):
+            if actor.hidden:
+                continue
+            key = self._ensure_mesh(actor.asset_id)
+            if key is None:
+                continue
+            objects.append({"name": actor.name, "mesh": key, "pass_index": i + 1,
+                            "tint": list(actor.tint) if actor.tint is not None else None})
+            matrices.append(FLIP @ actor.transform.matrix() @ FLIP)
+        header = {"op": "frame", "world": self._world(scene), "objects": objects,
+                  "camera": {"fov_deg": camera.fov_deg, "width": camera.width, "height": camera.height},
+                  "passes": list(passes)}
+        reply, arrays = self.worker.call(header, {"matrices": np.asarray(matrices, dtype=np.float64),
+                                                  "camera_matrix": camera_matrix(camera)})
+        self.last_frame = {k: reply[k] for k in ("render_wall_s", "render_cpu_s") if k in reply}
+        out = dict(arrays)
+        if "lit_png" in out:
+            out["lit"] = decode_png(out.pop("lit_png"))
+        return out
+
+    def _world(self, scene: Scene) -> dict:
+        s = self.settings
+        sun, sky = scene.sun, scene.sky
+        return {"to_sun": (np.diag([1.0, -1.0, 1.0]) @ sun.direction_to_sun()).tolist(),
+                "sun_strength": s.sun_strength * float(sun.intensity), "sun_color": list(sun.color),
+                "sky_zenith": list(sky.zenith), "sky_horizon": list(sky.horizon),
+                "sky_strength": s.sky_strength * float(sky.ambient) / 0.35}
+
+    def _ensure_mesh(self, asset_id: str) -> str | None:
+        key = f"asset:{asset_id}"
+        if key in self._uploaded:
+            return key
+        mesh = self._provider(asset_id)
+        if mesh.n_triangles == 0:
+            return None
+        self._upload(key, mesh)
+        return key
+
+    def _ensure_ground(self, ground: Ground) -> str:
+        sig = repr((ground.color, ground.texture, ground.relief_amplitude, ground.relief_wavelength, ground.extent))
+        key = "ground:" + hashlib.sha1(sig.encode()).hexdigest()[:16]
+        if key not in self._uploaded:
+            self._upload(key, ground_mesh(ground), ground=True)
+        return key
+
+    def _upload(self, key: str, mesh: RenderMesh, ground: bool = False) -> None:
+        header, arrays = mesh_message(key, mesh, ground=ground)
+        self.worker.call(header, arrays)
+        self._uploaded.add(key)
+
+
+def camera_matrix(camera: Camera) -> np.ndarray:
+    """Blender camera-to-world 4x4 (camera looks down its -Z, +Y up) in Blender's frame."""
+    axes = camera.rotation.matrix()  # columns: forward, right, up (UE world)
+    flip = np.diag([1.0, -1.0, 1.0])
+    m = np.eye(4)
+    m[:3, 0] = flip @ axes[:, 1]
+    m[:3, 1] = flip @ axes[:, 2]
+    m[:3, 2] = -(flip @ axes[:, 0])
+    m[:3, 3] = flip @ np.asarray(camera.location, dtype=np.float64)
+    return m
+
+
+def mesh_message(key: str, mesh: RenderMesh, ground: bool = False) -> tuple[dict, dict]:
+    """A ``mesh`` request: geometry in Blender's frame (Y flipped), colours, optional PBR data."""
+    flip = np.array([1.0, -1.0, 1.0], dtype=np.float32)
+    arrays = {"vertices": mesh.vertices * flip, "faces": mesh.faces[:, ::-1].copy(), "colors": mesh.colors}
+    if mesh.normals is not None:
+        arrays["normals"] = mesh.normals * flip
+    materials = []
+    if mesh.uvs is not None and mesh.materials:
+        arrays["uvs"] = mesh.uvs
+        for i, m in enumerate(mesh.materials):
+            materials.append({"roughness": m.roughness, "metallic": m.metallic,
+                              "base_color": [float(x) for x in m.base_color],
+                              "alpha_cutoff": m.alpha_cutoff})
+            for name, img in (("albedo", m.albedo), ("normal", m.normal_map), ("orm", m.orm_map)):
+                if img is not None:
+                    arrays[f"{name}{i}"] = np.asarray(img, dtype=np.uint8)
+        if mesh.face_materials is not None:
+            arrays["face_materials"] = mesh.face_materials
+    luma = mesh.colors.astype(np.float64) @ np.array([0.2126, 0.7152, 0.0722]) / 255.0
+    header = {"op": "mesh", "key": key, "ground": ground, "materials": materials or None,
+              "max_luma": float(max(luma.max() if len(luma) else 1.0, 1e-3))}
+    return header, arrays
+
+
+def ground_mesh(ground: Ground) -> RenderMesh:
+    """The GL backend's ground tiles merged into one mesh (same heights, same extent)."""
+    from engine.server.gl.resources import ground_tiles
+
+    verts, faces, colors, normals, off = [], [], [], [], 0
+    for mesh, n in ground_tiles(ground):
+        verts.append(mesh.vertices)
+        faces.append(mesh.faces + off)
+        colors.append(mesh.colors)
+        normals.append(n)
+        off += len(mesh.vertices)
+    return RenderMesh(np.concatenate(verts), np.concatenate(faces), np.concatenate(colors),
+                      normals=np.concatenate(normals))
