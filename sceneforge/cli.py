@@ -16,6 +16,7 @@ from sceneforge import __version__
 # Subcommand modules under sceneforge.commands; each has register(subparsers).
 COMMAND_MODULES = (
     "serve",      # sceneforge serve                      (engine)
+    "renderers",  # sceneforge renderers list|install      (engine.server.cycles)
     "demo",       # sceneforge demo                       (scenarios, README's first command)
     "assets",     # sceneforge assets list|validate|preview|build
     "envs",       # sceneforge envs list|preview

@@ -88,7 +88,7 @@ def build_server(args: argparse.Namespace):
     from engine.protocol import DEFAULT_MAX_FRAME
     from engine.server.app import RenderServer
     from engine.server.catalog import AssetCatalog
-    from engine.server.renderers import backend_factory
+    from engine.server.renderers import backend_factory, check_renderer
     from engine.server.state import ServerState
 
     _validate(args)
@@ -96,6 +96,7 @@ def build_server(args: argparse.Namespace):
 
     llvm_order.PRELOAD = False  # a render server never imports triton (see llvm_order)
     factory = backend_factory(args.renderer)
+    check_renderer(args.renderer)  # e.g. cycles not installed: one line before listening
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         log.warning("serve: binding %s: the server is reachable from other machines and has no authentication",
                     args.host)

@@ -16,14 +16,29 @@ BackendFactory = Callable[[MeshProvider, int], RenderBackend]
 DEFAULT_RENDERER = "gl"
 
 _RENDERERS: dict[str, tuple[BackendFactory, str]] = {}
+_CHECKS: dict[str, Callable[[], None]] = {}
 
 
-def register_renderer(name: str, description: str) -> Callable[[BackendFactory], BackendFactory]:
-    """Decorator: make ``factory(mesh_provider, threads)`` available as ``--renderer name``."""
+def register_renderer(name: str, description: str,
+                      check: Callable[[], None] | None = None) -> Callable[[BackendFactory], BackendFactory]:
+    """Decorator: make ``factory(mesh_provider, threads)`` available as ``--renderer name``.
+
+    ``check()`` (optional, cheap) raises a one-line error when the renderer cannot work here
+    (e.g. not installed); servers call it before listening (:func:`check_renderer`).
+    """
     def deco(factory: BackendFactory) -> BackendFactory:
         _RENDERERS[name] = (factory, description)
+        if check is not None:
+            _CHECKS[name] = check
         return factory
     return deco
+
+
+def check_renderer(name: str) -> None:
+    """Raise the renderer's own one-line error if it is unknown or cannot run on this machine."""
+    backend_factory(name)
+    if name in _CHECKS:
+        _CHECKS[name]()
 
 
 def renderer_names() -> list[str]:
@@ -50,3 +65,18 @@ def gl_backend(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
     except ImportError as e:
         raise RenderError(f"the embedded renderer is not available: {e}") from e
     return GLBackend(mesh_provider, threads=threads)
+
+
+def _cycles_installed() -> None:
+    from engine.server.cycles.install import require
+
+    require()
+
+
+@register_renderer("cycles", "Blender Cycles path tracer (CPU, OpenImageDenoise) for lit; GL for masks, depth, "
+                   "visibility; needs `sceneforge renderers install cycles`", check=_cycles_installed)
+def cycles_backend(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
+    """Path-traced ``lit`` from a persistent Blender worker process (its own venv)."""
+    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+
+    return CyclesBackend(mesh_provider, threads=threads, settings=CyclesSettings.from_env(threads))
