@@ -59,10 +59,12 @@ def ping(address: str, timeout: float = 10.0) -> bool:
 class ServerSlot:
     """One worker's server: started on demand, health-checked before work, restarted if dead."""
 
-    def __init__(self, output_dir: Path, external: str | None = None, threads: int = 1):
+    def __init__(self, output_dir: Path, external: str | None = None, threads: int = 1,
+                 renderer: str | None = None):
         self.output_dir = Path(output_dir)
         self.external = external
         self.threads = threads
+        self.renderer = renderer
         self._handle = None
         self.restarts = 0
 
@@ -90,7 +92,7 @@ class ServerSlot:
         from engine.server.launch import start_server  # heavy: imported only in workers
 
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        return start_server(port=0, output_dir=self.output_dir, threads=self.threads)
+        return start_server(port=0, output_dir=self.output_dir, threads=self.threads, renderer=self.renderer)
 
     def close(self) -> None:
         """Stop our server (never an external one)."""

@@ -51,7 +51,7 @@ class WorkerCore:
         self.out_dir = Path(out_dir)
         self.needs_server = needs_server(self.module)
         self.takes_progress = "progress" in inspect.signature(self.module.run).parameters
-        self.slot = ServerSlot(Path(server_dir), external=external)
+        self.slot = ServerSlot(Path(server_dir), external=external, renderer=config.get("renderer"))
 
     def prepare(self) -> dict:
         """Start (or reach) the server before the first item; raises if that is impossible."""

@@ -38,8 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="extra asset packs (manifests) served beside the default library")
     p.add_argument("--licenses", default=None, metavar="FAMILIES",
                    help="serve only assets of these license families, comma-separated (e.g. cc0,cc-by)")
-    p.add_argument("--renderer", default=DEFAULT_RENDERER, choices=renderer_names(),
-                   help=f"render backend (default {DEFAULT_RENDERER})")
+    p.add_argument("--renderer", default=DEFAULT_RENDERER, metavar="NAME[:OPTIONS]",
+                   help=f"render backend: {', '.join(renderer_names())} (default {DEFAULT_RENDERER}); "
+                        "e.g. cycles:samples=32 (see `sceneforge renderers list`)")
     p.add_argument("--threads", type=int, default=1, help="renderer threads (llvmpipe), default 1")
     p.add_argument("--ready-file", type=Path, default=None, help="write the bound port here once listening")
     p.add_argument("--max-frame", type=int, default=None, metavar="BYTES",

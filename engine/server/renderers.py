@@ -7,6 +7,7 @@ starts servers list their choices from :func:`renderer_names`.
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 from core.errors import ConfigError, RenderError
@@ -17,26 +18,45 @@ DEFAULT_RENDERER = "gl"
 
 _RENDERERS: dict[str, tuple[BackendFactory, str]] = {}
 _CHECKS: dict[str, Callable[[], None]] = {}
+_OPTIONS: dict[str, tuple[str, ...]] = {}
 
 
-def register_renderer(name: str, description: str,
-                      check: Callable[[], None] | None = None) -> Callable[[BackendFactory], BackendFactory]:
+def register_renderer(name: str, description: str, check: Callable[[], None] | None = None,
+                      options: tuple[str, ...] = ()) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: make ``factory(mesh_provider, threads)`` available as ``--renderer name``.
 
     ``check()`` (optional, cheap) raises a one-line error when the renderer cannot work here
     (e.g. not installed); servers call it before listening (:func:`check_renderer`).
+    ``options``: keys accepted in a spec ``name:key=value,...``; the factory then gets
+    ``options={key: value}`` (strings; the factory validates them).
     """
     def deco(factory: BackendFactory) -> BackendFactory:
         _RENDERERS[name] = (factory, description)
         if check is not None:
             _CHECKS[name] = check
+        _OPTIONS[name] = tuple(options)
         return factory
     return deco
 
 
-def check_renderer(name: str) -> None:
+def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """``"cycles:samples=32,seed=1"`` → ``("cycles", {"samples": "32", "seed": "1"})``; validated."""
+    name, _, rest = str(spec).strip().partition(":")
+    if name not in _RENDERERS:
+        raise ConfigError(f"renderer: unknown renderer {name!r}; choose one of {', '.join(renderer_names())}")
+    options: dict[str, str] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or key.strip() not in _OPTIONS[name]:
+            allowed = ", ".join(_OPTIONS[name]) or "none"
+            raise ConfigError(f"renderer {spec!r}: bad option {item!r} (options of {name}: {allowed})")
+        options[key.strip()] = value.strip()
+    return name, options
+
+
+def check_renderer(spec: str) -> None:
     """Raise the renderer's own one-line error if it is unknown or cannot run on this machine."""
-    backend_factory(name)
+    name, _ = parse_spec(spec)
     if name in _CHECKS:
         _CHECKS[name]()
 
@@ -49,12 +69,12 @@ def renderer_descriptions() -> dict[str, str]:
     return {k: v[1] for k, v in sorted(_RENDERERS.items())}
 
 
-def backend_factory(name: str) -> BackendFactory:
-    """The factory registered as ``name``; a ConfigError listing the choices otherwise."""
-    try:
-        return _RENDERERS[name][0]
-    except KeyError:
-        raise ConfigError(f"renderer: unknown renderer {name!r}; choose one of {', '.join(renderer_names())}") from None
+def backend_factory(spec: str) -> BackendFactory:
+    """The factory of ``spec`` (a name, or ``name:key=value,...``); a ConfigError listing the
+    choices otherwise."""
+    name, options = parse_spec(spec)
+    factory = _RENDERERS[name][0]
+    return functools.partial(factory, options=options) if options else factory
 
 
 @register_renderer("gl", "embedded rasteriser: moderngl on EGL/llvmpipe (CPU), lit + depth + ids in one pass")
@@ -74,9 +94,10 @@ def _cycles_installed() -> None:
 
 
 @register_renderer("cycles", "Blender Cycles path tracer (CPU, OpenImageDenoise) for lit; GL for masks, depth, "
-                   "visibility; needs `sceneforge renderers install cycles`", check=_cycles_installed)
-def cycles_backend(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
+                   "visibility; options cycles:samples=16,seed=0,denoise=1; needs `sceneforge renderers install "
+                   "cycles`", check=_cycles_installed, options=("samples", "seed", "denoise"))
+def cycles_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """Path-traced ``lit`` from a persistent Blender worker process (its own venv)."""
     from engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
-    return CyclesBackend(mesh_provider, threads=threads, settings=CyclesSettings.from_env(threads))
+    return CyclesBackend(mesh_provider, threads=threads, settings=CyclesSettings.from_options(options or {}, threads))

@@ -44,9 +44,12 @@ class SparrtaConfig:
     max_render_tries: int = 12      # visibility checks per scene before a fresh placement
     max_scenes: int = 6             # fresh placements per sample before giving up
     licenses: tuple[str, ...] | None = None  # only assets of these license families (cc0, cc-by, ...)
+    renderer: str | None = None     # server renderer spec (None = gl), e.g. "cycles" or "cycles:samples=32"
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        if d["renderer"] is None:  # datasets made before the field existed keep their identity
+            del d["renderer"]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     def fingerprint(self) -> str:
@@ -97,6 +100,12 @@ def _check(c: SparrtaConfig, src: str) -> None:
                 check_margin(getattr(c, f))
             except ConfigError as e:
                 raise ConfigError(f"{src}: {f}: {e}") from None
+    if c.renderer is not None:
+        from engine.server.renderers import parse_spec
+        try:
+            parse_spec(c.renderer)
+        except ConfigError as e:
+            raise ConfigError(f"{src}: renderer: {e}") from None
     need(c.min_visible_ratio is None or 0.0 <= c.min_visible_ratio <= 1.0, "min_visible_ratio", "must be in [0, 1]")
     need(c.min_bbox_px is None or 0 <= c.min_bbox_px <= c.size, "min_bbox_px",
          f"must be in [0, size={c.size}] (an object cannot be larger than the image)")

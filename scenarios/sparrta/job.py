@@ -58,7 +58,7 @@ def _run(config: dict, out: Path, n: int, server: str | None, progress):
         return sparrta.run(config, shard, out, server=server, progress=progress)
     from engine.server.launch import start_server
 
-    with start_server(port=0) as srv:
+    with start_server(port=0, renderer=config.get("renderer")) as srv:
         return sparrta.run(config, shard, out, server=srv.address, progress=progress)
 
 

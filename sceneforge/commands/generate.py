@@ -16,7 +16,7 @@ TASKS = {"ego": ["ego"], "allo": ["allo"], "both": ["ego", "allo"]}
 FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "size", "triples": "triples", "format": "image_format",
          "masks": "masks", "depth": "depth", "margin_ego": "margin_ego_deg", "margin_allo": "margin_allo_deg",
          "min_visible_ratio": "min_visible_ratio", "min_bbox_px": "min_bbox_px",
-         "samples_per_scene": "samples_per_scene", "licenses": "licenses"}
+         "samples_per_scene": "samples_per_scene", "licenses": "licenses", "renderer": "renderer"}
 
 
 def config_from_args(args: argparse.Namespace) -> dict:
@@ -48,7 +48,11 @@ def run_generate(args: argparse.Namespace) -> int:
     from scenarios.sparrta.job import rejection_summary
 
     config = config_from_args(args)
-    apply_licenses(parse_config(config, source="sceneforge generate"))  # before any server starts
+    parsed = parse_config(config, source="sceneforge generate")
+    apply_licenses(parsed)  # before any server starts
+    if parsed.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
+        from engine.server.renderers import check_renderer
+        check_renderer(parsed.renderer)
     summary = _dispatch(config, Path(args.out), args)
     failed = summary.get("failed") or {}
     if failed:  # the farm reports failures instead of raising: make them the usual one line
@@ -104,6 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples-per-scene", type=int, help="samples sharing one placement (default 4)")
     p.add_argument("--licenses", type=lambda v: [x.strip() for x in v.split(",") if x.strip()],
                    help="only assets of these license families, e.g. cc0,cc-by (no CC-BY-SA renders)")
+    p.add_argument("--renderer", help="renderer of the servers this job starts: gl (default) or cycles "
+                   "(path-traced lit; `sceneforge renderers install cycles`), e.g. cycles:samples=32")
     p.add_argument("--config", help="YAML file of config fields (flags override it)")
     p.add_argument("--server", help="use this running render server (host:port) instead of starting one")
     p.add_argument("--workers", type=int, help="parallel workers, each with its own server (render farm)")

@@ -49,21 +49,24 @@ class CyclesSettings:
     exposure: float = 0.0  # stops
 
     @classmethod
-    def from_env(cls, threads: int) -> "CyclesSettings":
-        """Defaults, overridable with ``SCENEFORGE_CYCLES_SAMPLES`` / ``_SEED`` / ``_DENOISE``."""
-        def num(name: str, default, cast):
-            raw = os.environ.get(f"SCENEFORGE_CYCLES_{name}")
-            if raw is None or raw == "":
+    def from_options(cls, options: dict, threads: int) -> "CyclesSettings":
+        """From a renderer spec's options (``cycles:samples=32,seed=1,denoise=0``), all strings."""
+        def integer(key: str, default: int, lo: int) -> int:
+            raw = options.get(key)
+            if raw is None:
                 return default
             try:
-                return cast(raw)
+                value = int(raw)
             except ValueError:
-                raise ConfigError(f"SCENEFORGE_CYCLES_{name}: expected a number, got {raw!r}") from None
-        samples = num("SAMPLES", cls.samples, int)
-        if samples < 1:
-            raise ConfigError(f"SCENEFORGE_CYCLES_SAMPLES must be >= 1, got {samples}")
-        return cls(samples=samples, seed=num("SEED", cls.seed, int), threads=max(1, int(threads)),
-                   denoise=bool(num("DENOISE", 1, int)))
+                raise ConfigError(f"renderer cycles: {key} must be an integer, got {raw!r}") from None
+            if value < lo:
+                raise ConfigError(f"renderer cycles: {key} must be >= {lo}, got {value}")
+            return value
+        denoise = integer("denoise", 1, 0)
+        if denoise > 1:
+            raise ConfigError(f"renderer cycles: denoise must be 0 or 1, got {denoise}")
+        return cls(samples=integer("samples", cls.samples, 1), seed=integer("seed", cls.seed, 0),
+                   threads=max(1, int(threads)), denoise=bool(denoise))
 
     def worker_settings(self) -> dict:
         return {"samples": self.samples, "seed": self.seed, "threads": self.threads,
