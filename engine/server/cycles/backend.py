@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 FLIP = np.diag([1.0, -1.0, 1.0, 1.0])  # UE (left-handed) ↔ Blender (right-handed)
 SKY_DEPTH = 1.0e9  # Cycles writes ~1e10 cm where a ray hits nothing
+ID_FILTER_WIDTH = 0.01  # px, Blender's minimum: first samples within ±0.005 px of pixel centres
 
 
 @dataclass(frozen=True)
@@ -89,9 +91,10 @@ class CyclesBackend(RenderBackend):
 
             gl = GLBackend(mesh_provider, threads=threads)
         self.gl = gl
-        log_dir = inst.root / "logs"
+        # Blender's own output (progress, warnings, tracebacks): quoted in errors, removed on close
+        self._log_path = Path(tempfile.gettempdir()) / f"sceneforge-cycles-{os.getpid()}-{id(self):x}.log"
         self.worker = BlenderWorker(inst.python, self.settings.worker_settings(), timeout_s=timeout_s,
-                                    log_path=log_dir / f"worker-{os.getpid()}.log")
+                                    log_path=self._log_path)
         self._uploaded: set[str] = set()
         self._generation = -1
         self.last_frame: dict = {}  # the worker's wall/CPU seconds of the last path-traced frame
@@ -126,19 +129,23 @@ class CyclesBackend(RenderBackend):
     def close(self) -> None:
         self.worker.close()
         self.gl.close()
+        self._log_path.unlink(missing_ok=True)
 
     # --- Cycles' own passes (checks against GL) ---------------------------------------------
     def render_cycles(self, scene: Scene, camera: Camera,
                       kinds: tuple[str, ...] = ("lit", "instance_id", "depth")) -> dict[str, np.ndarray]:
         """Everything from Cycles: ``lit``, ``instance_id`` (object-index pass), ``plane_depth``
         and ``depth`` (Z pass, planar → ray like GL). Ids and depth come from each pixel's
-        first sample, so they are exact only when ``filter_width`` is small."""
+        first sample, so when they are asked for the frame uses a 0.01 px pixel filter (the
+        first sample then lies within ±0.005 px of the pixel centre, where GL samples)."""
         passes = {"lit"} if "lit" in kinds else set()
         if {"instance_id", "object_mask"} & set(kinds):
             passes.add("index")
         if {"depth", "plane_depth"} & set(kinds):
             passes.add("depth")
-        raw = self._frame(scene, camera, tuple(sorted(passes)))
+        # ids/depth come from each pixel's first sample: a narrow filter keeps it at the centre
+        exact = passes & {"index", "depth"}
+        raw = self._frame(scene, camera, tuple(sorted(passes)), filter_width=ID_FILTER_WIDTH if exact else None)
         out = {}
         if "lit" in raw:
             out["lit"] = raw["lit"]
@@ -160,7 +167,8 @@ class CyclesBackend(RenderBackend):
         return {k: out[k] for k in kinds if k in out}
 
     # --- scene → worker ---------------------------------------------------------------------
-    def _frame(self, scene: Scene, camera: Camera, passes: tuple[str, ...]) -> dict[str, np.ndarray]:
+    def _frame(self, scene: Scene, camera: Camera, passes: tuple[str, ...],
+               filter_width: float | None = None) -> dict[str, np.ndarray]:
         self.worker.ensure()
         if self.worker.generation != self._generation:  # a (re)started worker has no meshes
             self._uploaded.clear()
@@ -180,7 +188,7 @@ class CyclesBackend(RenderBackend):
             matrices.append(FLIP @ actor.transform.matrix() @ FLIP)
         header = {"op": "frame", "world": self._world(scene), "objects": objects,
                   "camera": {"fov_deg": camera.fov_deg, "width": camera.width, "height": camera.height},
-                  "passes": list(passes)}
+                  "passes": list(passes), "filter_width": filter_width or self.settings.filter_width}
         reply, arrays = self.worker.call(header, {"matrices": np.asarray(matrices, dtype=np.float64),
                                                   "camera_matrix": camera_matrix(camera)})
         self.last_frame = {k: reply[k] for k in ("render_wall_s", "render_cpu_s") if k in reply}

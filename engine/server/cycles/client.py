@@ -119,8 +119,13 @@ class BlenderWorker:
             wire.write_message(self._req, header, arrays)
             reply, out = self._read(timeout_s)
         except (OSError, EOFError, TimeoutError) as e:
+            code = None
+            if self.proc is not None and not isinstance(e, TimeoutError):
+                try:  # a closed pipe means it is exiting: wait briefly for its exit code
+                    code = self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    pass
             tail = self.log_tail()
-            code = self.proc.poll() if self.proc is not None else None
             self._cleanup()
             what = "hung (no reply in %.0f s)" % timeout_s if isinstance(e, TimeoutError) else \
                 f"exited (code {code})" if code is not None else f"failed ({e})"
@@ -151,7 +156,8 @@ class BlenderWorker:
                 text = fh.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        keep = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("Fra:", "| "))]
+        keep = [ln.strip() for ln in text.splitlines()
+                if ln.strip() and not ln.startswith(("Fra:", "| ")) and "CUEW" not in ln]
         return " | ".join(keep[-lines:])
 
     @property

@@ -345,6 +345,7 @@ class Worker:
         self.camera.data.angle = math.radians(float(cam["fov_deg"]))
         scene.render.resolution_x, scene.render.resolution_y = int(cam["width"]), int(cam["height"])
         passes = set(h.get("passes", ["lit"]))
+        scene.cycles.filter_width = float(h.get("filter_width", self.settings.get("filter_width", 1.5)))
         t0, c0 = time.perf_counter(), time.process_time()
         bpy.ops.render.render(write_still=False)
         render_wall, render_cpu = time.perf_counter() - t0, time.process_time() - c0
