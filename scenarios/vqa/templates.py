@@ -68,8 +68,9 @@ class Rules:
 
 
 def box_longest(o: Mapping) -> float:
+    """Longest edge in pixels of the visible-pixel box (the server's box is inclusive)."""
     b = o.get("box2d")
-    return max(b[2] - b[0], b[3] - b[1]) if b else 0.0
+    return float(max(b[2] - b[0], b[3] - b[1]) + 1) if b else 0.0
 
 
 def passes(o: Mapping, rules: Rules) -> bool:
@@ -91,8 +92,13 @@ def noun(o: Mapping) -> str:
     return "the " + o["class"].replace("_", " ")
 
 
+IRREGULAR = {"cactus": "cacti", "person": "people", "human": "people", "bush": "bushes", "fish": "fish"}
+
+
 def plural(cls: str) -> str:
     word = cls.replace("_", " ")
+    if word in IRREGULAR:
+        return IRREGULAR[word]
     return word + ("es" if word.endswith(("s", "sh", "ch", "x")) else "s")
 
 

@@ -43,7 +43,7 @@ def find(qs, cat, objects):
 
 def test_crisp_visibility_rule_and_unique_names():
     g = scene({"rock": {"visible": 790, "unoccluded": 1000, "bbox": [0, 0, 80, 80]},        # 0.79 visible
-               "tree": {"visible": 900, "unoccluded": 1000, "bbox": [0, 0, 39, 20]}})       # 39 px box
+               "tree": {"visible": 900, "unoccluded": 1000, "bbox": [0, 0, 38, 20]}})       # 39 px box (inclusive)
     assert [o["name"] for o in askable(g, Rules())] == ["car", "house"]
     qs = questions(g)
     assert all(set(q.objects) <= {"car", "house"} for q in qs if q.category != "counting")

@@ -1,0 +1,286 @@
+"""Template-VQA images as a render-farm scenario: plan / run / finalize (renderfarm.contract).
+
+Sample ``i`` of environment ``e`` is a scene of 3–6 labelled objects (classes of the
+environment's triples, Gaussian around the centre, no overlaps) plus the environment's clutter,
+seen by a camera drawn until at least ``min_askable`` objects pass CRISP's visibility rule. Its
+RNG comes from ``(seed, env, "vqa", i)``, so output does not depend on workers or shards.
+
+Per sample (``<env>/``): ``img_NNNNNN.<fmt>``, ``mask_NNNNNN.png`` (instance colours),
+optional ``depth_NNNNNN.npy``, and ``scene_NNNNNN.json`` — the complete scene record (world,
+every actor with asset/pose/scale/colour, camera, renderer) and its metric scene graph — written
+last, so its presence marks the sample complete. ``finalize`` asks the template questions in index
+order (balanced answer positions across the dataset) and writes ``questions.jsonl``,
+``samples.parquet`` (one row per image), ``objects.parquet`` (one row per object and image) and
+``annotations.coco.json`` (COCO instances, RLE masks).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from core.errors import ConfigError, PlacementError
+from renderfarm.contract import JobPlan, Shard, ShardResult
+
+log = logging.getLogger(__name__)
+NEEDS_SERVER = True
+JOB_FILE = "job.json"
+OBJECT_GAP_CM = 30.0
+
+
+@dataclass(frozen=True)
+class VqaConfig:
+    envs: tuple[str, ...] = ("desert",)
+    n: int = 8                       # images per environment
+    seed: int = 0
+    size: int = 448
+    min_objects: int = 3
+    max_objects: int = 6
+    min_askable: int = 3
+    clutter: bool = True
+    image_format: str = "jpg"
+    jpeg_quality: int = 95
+    depth: bool = False
+    max_scenes: int = 30
+    max_views: int = 20
+    max_tries: int = 200
+    max_per_category: int = 2        # questions per category and image
+    min_visible_ratio: float = 0.8   # CRISP
+    min_box_px: float = 40.0         # CRISP (longest edge of the visible box)
+    margin_deg: float = 15.0
+    rank_gap: float = 0.15
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def parse_config(config: dict) -> VqaConfig:
+    if not isinstance(config, dict):
+        raise ConfigError(f"vqa config must be a mapping, got {type(config).__name__}")
+    known = {f.name for f in fields(VqaConfig)}
+    cfg = dict(config)
+    if "env" in cfg:
+        cfg["envs"] = cfg.pop("env")
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise ConfigError(f"vqa config: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    if isinstance(cfg.get("envs"), str):
+        cfg["envs"] = (cfg["envs"],)
+    if "envs" in cfg:
+        cfg["envs"] = tuple(str(e) for e in cfg["envs"])
+    c = VqaConfig(**cfg)
+    for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
+                     ("max_objects", c.max_objects >= c.min_objects), ("image_format", c.image_format in ("jpg", "png")),
+                     ("min_askable", 1 <= c.min_askable <= c.max_objects), ("max_per_category", c.max_per_category >= 1)):
+        if not ok:
+            raise ConfigError(f"vqa config: invalid {name} = {getattr(c, name)!r}")
+    return c
+
+
+def locate(cfg: VqaConfig, index: int) -> tuple[str, int]:
+    return cfg.envs[index // cfg.n], index % cfg.n
+
+
+def file_names(cfg: VqaConfig, env: str, i: int) -> dict[str, str]:
+    n = f"{i:06d}"
+    files = {"image": f"{env}/img_{n}.{cfg.image_format}", "mask": f"{env}/mask_{n}.png"}
+    if cfg.depth:
+        files["depth"] = f"{env}/depth_{n}.npy"
+    return files
+
+
+def scene_path(out: Path, env: str, i: int) -> Path:
+    return Path(out) / env / f"scene_{i:06d}.json"
+
+
+def load_scene(out: Path, env: str, i: int) -> dict | None:
+    try:
+        rec = json.loads(scene_path(out, env, i).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if all((Path(out) / f).is_file() for f in rec.get("files", {}).values()) else None
+
+
+# --- contract ---------------------------------------------------------------------------------------
+def plan(config: dict) -> JobPlan:
+    cfg = parse_config(config)
+    return JobPlan(n_samples=cfg.n * len(cfg.envs), fingerprint=cfg.fingerprint(),
+                   description=f"{cfg.n * len(cfg.envs)} VQA scenes: {', '.join(cfg.envs)}")
+
+
+def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+    from engine.client import RenderClient
+
+    t0 = time.perf_counter()
+    cfg, out = parse_config(config), Path(out_dir)
+    claim_output(cfg, out)
+    result = ShardResult(shard.shard_id)
+    todo = []
+    for idx in sorted(shard.indices):
+        env, i = locate(cfg, idx)
+        (result.skipped if load_scene(out, env, i) else todo).append(idx)
+    if todo:
+        with RenderClient(server) as client:
+            maker = Maker(cfg, client, out)
+            for k, idx in enumerate(todo):
+                try:
+                    maker.make(*locate(cfg, idx))
+                except PlacementError as e:
+                    result.failed[idx] = str(e)
+                    continue
+                result.done.append(idx)
+                if progress is not None:
+                    progress(1)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def finalize(config: dict, out_dir: Path) -> dict:
+    from scenarios.vqa.dataset import write_dataset
+
+    cfg = parse_config(config)
+    return write_dataset(cfg, Path(out_dir), [locate(cfg, k) for k in range(cfg.n * len(cfg.envs))])
+
+
+def claim_output(cfg: VqaConfig, out: Path) -> None:
+    from scenarios.writers import atomic_write_json
+
+    job = out / JOB_FILE
+    if job.exists():
+        try:
+            old = json.loads(job.read_text())
+        except ValueError as e:
+            raise ConfigError(f"{job}: unreadable ({e})") from None
+        if old.get("fingerprint") != cfg.fingerprint():
+            raise ConfigError(f"{out} holds a dataset made with a different config; use a new --out or the same options")
+        return
+    atomic_write_json(job, {"scenario": "scenarios.vqa.scenario", "fingerprint": cfg.fingerprint(),
+                            "config": asdict(cfg)})
+
+
+# --- making one scene ----------------------------------------------------------------------------------
+class Maker:
+    def __init__(self, cfg: VqaConfig, client, out: Path):
+        from scenarios.environments import load_env
+
+        self.cfg, self.client, self.out = cfg, client, out
+        self._load_env, self._envs, self._shapes, self._world = load_env, {}, {}, None
+
+    def env(self, name: str):
+        if name not in self._envs:
+            from scenarios.sparrta.scene import ShapeCache
+
+            env = self._load_env(name)
+            self._envs[name] = env
+            self._shapes[name] = ShapeCache(env.library, lambda cls, e=env: e.variants(cls, e.library))
+        return self._envs[name]
+
+    def make(self, env_name: str, i: int) -> dict:
+        from scenarios.sampling import sample_rng
+
+        env = self.env(env_name)
+        rng = sample_rng(self.cfg.seed, env_name, "vqa", "scene", i)
+        counts: Counter = Counter()
+        for _ in range(self.cfg.max_scenes):
+            try:
+                placed, actors = self.place(env, env_name, rng, counts)
+            except PlacementError:
+                counts["placement"] += 1
+                continue
+            rec = self.view(env, env_name, i, rng, placed, actors, counts)
+            if rec is not None:
+                return rec
+        raise PlacementError(f"{env_name} vqa scene {i}: no view with {self.cfg.min_askable} askable objects in "
+                             f"{self.cfg.max_scenes} scenes: {dict(sorted(counts.items()))}",
+                             rule=(counts.most_common(1) or [("none", 0)])[0][0], tries=sum(counts.values()),
+                             rejections=dict(counts))
+
+    def place(self, env, env_name: str, rng, counts):
+        from dataclasses import replace
+
+        from engine.world import instance_color
+        from scenarios.sampling import no_overlap, resample_while, sample_object
+
+        s, shapes = env.sampling, self._shapes[env_name]
+        classes = sorted({c for t in env.triples for c in (t.source_class, t.target_class)})
+        k = int(rng.integers(self.cfg.min_objects, self.cfg.max_objects + 1))
+        chosen = [classes[j] for j in rng.permutation(len(classes))[:k]]
+        placed = []
+        for j, cls in enumerate(chosen):
+            shape = shapes.pick(rng, cls)
+            placed.append(resample_while(lambda r, sh=shape, n=f"obj_{j}": sample_object(r, n, sh, s.centre_cm,
+                                                                                          s.sigma_cm, env.ground),
+                                         [("overlap", no_overlap(placed, OBJECT_GAP_CM))], rng, self.cfg.max_tries,
+                                         counts, what=f"placing {cls}"))
+        actors = [p.actor(instance_color(j)) for j, p in enumerate(placed)]
+        if self.cfg.clutter:
+            keep = [(p.x, p.y, float(np.max(np.hypot(*p.shape.footprint.T))) + 150.0) for p in placed]
+            actors += [replace(a, color=instance_color(100 + n)) for n, a in
+                       enumerate(env.clutter(rng, keep, library=shapes.lib))]
+        return placed, actors
+
+    def view(self, env, env_name, i, rng, placed, actors, counts) -> dict | None:
+        from scenarios.sampling import camera_clear, in_frame, resample_while, sample_camera
+        from scenarios.vqa.templates import Rules, passes
+
+        s, cfg = env.sampling, self.cfg
+        if self._world != env_name:
+            self.client.set_world(env.world)
+            self._world = env_name
+        self.client.reset()
+        self.client.spawn(actors)
+        colors = {a.name: self.client.object_color(a.name) for a in actors}
+        centroid = np.mean([p.centre() for p in placed], axis=0)
+        base_z = float(np.mean([p.z for p in placed]))
+        rules = Rules(cfg.min_visible_ratio, cfg.min_box_px, cfg.margin_deg, cfg.rank_gap)
+        names = [a.name for a in actors]
+        for _ in range(cfg.max_views):
+            try:
+                cam = resample_while(lambda r: sample_camera(r, s.centre_cm, s.cam_xy_range_cm, s.cam_height_range_cm,
+                                                             base_z, tuple(centroid), s.fov_deg, cfg.size),
+                                     [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0))],
+                                     rng, cfg.max_tries, counts, what="vqa camera")
+            except PlacementError:
+                return None
+            vis = {n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
+                   for n, v in self.client.visibility(0, names, camera=cam).items()}
+            graph = self.graph(env_name, actors, colors, cam, vis)
+            n_ok = sum(passes(o, rules) for o in graph["objects"] if o["role"] == "object")
+            if n_ok >= cfg.min_askable:
+                return self.write(env, env_name, i, actors, colors, cam, graph)
+            counts["too_few_askable"] += 1
+        return None
+
+    def graph(self, env_name, actors, colors, cam, vis) -> dict:
+        from dataclasses import replace
+
+        from scenarios.scene_graph import SceneObject, scene_graph
+
+        env, lib = self._envs[env_name], self._shapes[env_name].lib
+        objs = [SceneObject(replace(a, color=colors[a.name]), lib.info(a.asset_id).cls,
+                            tuple(float(v) for v in lib.size_cm(a.asset_id)),
+                            "object" if a.name.startswith("obj_") else "clutter") for a in actors]
+        return scene_graph(objs, cam, world=env.world, visibility=vis)
+
+    def write(self, env, env_name, i, actors, colors, cam, graph) -> dict:
+        from scenarios.vqa.record import scene_record
+        from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes
+
+        cfg = self.cfg
+        kinds = ("lit", "object_mask") + (("depth",) if cfg.depth else ())
+        img = self.client.render(0, kinds, camera=cam)
+        files = file_names(cfg, env_name, i)
+        atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
+        atomic_write_bytes(self.out / files["mask"], encode_image(img["object_mask"], "png"))
+        if cfg.depth:
+            atomic_write_bytes(self.out / files["depth"], npy_bytes(img["depth"].astype("float32")))
+        rec = scene_record(env_name, i, cfg.seed, env.world, actors, colors, cam, files, cfg.image_format,
+                           cfg.jpeg_quality, graph)
+        atomic_write_json(scene_path(self.out, env_name, i), rec)
+        return rec
