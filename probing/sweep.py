@@ -23,11 +23,12 @@ import numpy as np
 
 from core.errors import ConfigError
 from probing.data import label_ids, load_datasets
+from probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
 from probing.train import ProbeSplits, TrainConfig, run_grid
 
 log = logging.getLogger(__name__)
 ATTENTIVE = ("abmilp", "efficient")
-PROTOCOLS = ("within", "loeo")
+PROTOCOLS = tuple(REGISTERED_PROTOCOLS)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.errors import ConfigError
 from probing.backbones import Backbone, Tokens, offline_error
-from probing.hf_backbone import hub_cache_dir, hub_offline
+from probing.hf_backbone import hub_cache_dir, hub_offline, hub_usable
 from probing.preprocess import Preprocess
 
 log = logging.getLogger(__name__)
@@ -85,8 +85,9 @@ def _create_model(timm, name: str, weights: str | None, kwargs: dict):
         model = timm.create_model(name, pretrained=False, **kwargs)
         _load_file(timm, model, Path(cached), f"cached weights {cached}")
         return model
-    if hub_offline():
-        raise offline_error(f"timm:{name}", FileNotFoundError(f"not in HF cache {hub_cache_dir()}"))
+    if not hub_usable():
+        why = "HF_HUB_OFFLINE is set" if hub_offline() else "hub unreachable"
+        raise offline_error(f"timm:{name}", FileNotFoundError(f"not in HF cache {hub_cache_dir()}; {why}"))
     try:
         return timm.create_model(name, pretrained=True, **kwargs)
     except Exception as e:  # hub unreachable: huggingface_hub, urllib, OSError ...
@@ -100,22 +101,12 @@ def _load_file(timm, model, path: Path, what: str) -> None:
     loads non-strictly whenever num_classes differs from the pretrained config (always, with our
     num_classes=0), so a wrong file would only log a warning and leave random weights.
     """
-    import sys
-
     try:
         state = timm.models.load_state_dict(str(path))
     except Exception as e:
         raise ConfigError(f"{what}: cannot read ({type(e).__name__}: {str(e)[:200]})") from e
-    filter_fn = getattr(sys.modules.get(type(model).__module__), "checkpoint_filter_fn", None)
-    if filter_fn is not None:
-        try:
-            state = filter_fn(state, model)
-        except Exception as e:  # foreign layout the family filter cannot map
-            raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
-                              f"({type(e).__name__}: {str(e)[:200]})") from e
-    classifier = model.pretrained_cfg.get("classifier") or ()
-    heads = (classifier,) if isinstance(classifier, str) else tuple(classifier)
-    state = {k: v for k, v in state.items() if not k.startswith(tuple(h + "." for h in heads))}
+    state = _filtered_state(timm, model, state, what)
+    heads = _classifier_names(model)
     try:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as e:  # shape mismatch
@@ -126,6 +117,27 @@ def _load_file(timm, model, path: Path, what: str) -> None:
         raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
                           f"(missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
                           f"unexpected {result.unexpected_keys[:3]})")
+
+
+def _classifier_names(model) -> tuple[str, ...]:
+    classifier = model.pretrained_cfg.get("classifier") or ()
+    return (classifier,) if isinstance(classifier, str) else tuple(classifier)
+
+
+def _filtered_state(timm, model, state: dict, what: str) -> dict:
+    """``state`` through the model family's ``checkpoint_filter_fn`` (key layout, position-embedding
+    resampling), classifier keys dropped (the backbones are built with ``num_classes=0``)."""
+    import sys
+
+    filter_fn = getattr(sys.modules.get(type(model).__module__), "checkpoint_filter_fn", None)
+    if filter_fn is not None:
+        try:
+            state = filter_fn(state, model)
+        except Exception as e:  # foreign layout the family filter cannot map
+            raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
+                              f"({type(e).__name__}: {str(e)[:200]})") from e
+    heads = _classifier_names(model)
+    return {k: v for k, v in state.items() if not k.startswith(tuple(h + "." for h in heads))}
 
 
 def _cached_weights(timm, name: str) -> str | None:

