@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "generate",   # sceneforge generate / preview         (SpaRRTa-style images)
     "videos",     # sceneforge videos / dsi-eval          (DSI-style videos)
     "degrade",    # sceneforge degrade                    (SpaceDG-style degraded variants)
+    "export",     # sceneforge export --layout sparrta    (other projects' layouts)
     "vqa",        # sceneforge vqa-eval                   (template VQA scoring)
     "probe",      # sceneforge probe / probe-report       (probing)
     "farm",       # sceneforge farm status                (renderfarm)
