@@ -30,10 +30,11 @@ from core.atomic import atomic_write_bytes, atomic_write_text
 from core.errors import AssetError, ConfigError
 
 log = logging.getLogger(__name__)
-SUPPORTED = {"sh3d": sh3d.PACKAGE, "0ad": zeroad.PACKAGE}
+SUPPORTED = {"sh3d": sh3d.PACKAGE, "0ad": zeroad.PACKAGE, "looks": "blender-data, sweethome3d, npm @pmndrs/assets"}
+DEFAULT_SOURCES = ("sh3d", "looks")     # what `sceneforge demo` / `generate` fetch on first use
 
 
-def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False) -> list[str]:
+def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False, progress: bool = True) -> list[str]:
     """Build the given sources; returns one report line per asset."""
     bad = sorted(set(sources) - set(SUPPORTED))
     if bad:
@@ -41,6 +42,10 @@ def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False
     cache = cache_root(cache_dir)
     report = []
     for src in sources:
+        if src == "looks":
+            from assets_manifest.looks import build_looks
+            report += build_looks(cache, licenses, progress=progress)
+            continue
         manifest = BUILT_PACKS[src]
         entries = [e for e in load_manifest(manifest).assets if licenses is None or matches_any(e.license, licenses)]
         todo = [e for e in entries if force or not _done(cache, e.id)]
@@ -99,7 +104,7 @@ def _build_sh3d(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]
     licenses = sh3d.copyright_licenses(root)
     catalogs: dict[str, dict] = {}
     out = []
-    for e in tqdm(entries, desc="assets build", disable=len(entries) < 3):
+    for e in tqdm(entries, desc="assets build", disable=len(entries) < 3, leave=False):
         lib = e.build.library
         sh3f = root / sh3d.FURNITURE_DIR / f"{lib}.sh3f"
         if not sh3f.exists():
@@ -176,3 +181,40 @@ def _write_glb(mesh, path: Path) -> None:
 
     tm = trimesh.Trimesh(mesh.vertices, mesh.faces, vertex_colors=mesh.colors, process=False)
     atomic_write_bytes(path, tm.export(file_type="glb"))
+
+
+def missing_defaults(cache_dir=None) -> bool:
+    """True when the default real assets (Sweet Home 3D pack, textures, HDRIs) are not all built."""
+    from assets_manifest.looks import looks_complete
+
+    cache = cache_root(cache_dir)
+    return (not all(_done(cache, e.id) for e in load_manifest(BUILT_PACKS["sh3d"]).assets)
+            or not looks_complete(cache))
+
+
+def ensure_defaults(cache_dir=None, progress: bool = True, say=None) -> bool:
+    """Build the default real assets on first use (once; a lock serialises parallel callers).
+
+    Returns True when they are ready. When they cannot be built (offline, no apt-get, a full
+    disk) it says ONE line and returns False: the caller goes on with the procedural pack.
+    """
+    import fcntl
+    import sys
+
+    say = say or (lambda line: print(line, file=sys.stderr))
+    cache = cache_root(cache_dir)
+    if not missing_defaults(cache):
+        return True
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        with open(cache / ".build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if missing_defaults(cache):
+                say(f"sceneforge: first use: fetching real assets, textures and HDRIs into {cache} "
+                    "(~190 MB download, about a minute, once)")
+                build(list(DEFAULT_SOURCES), cache, progress=progress)
+        return True
+    except (AssetError, ConfigError, OSError) as e:
+        say(f"sceneforge: real assets unavailable ({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+            "using the procedural pack (retry with `sceneforge assets build`)")
+        return False

@@ -77,6 +77,7 @@ class AssetLibrary:
             self._infos[entry.id] = _info(entry, manifest, pack)
         self._shadowed = set(shadowed or ())
         self.cache_dir = cache_dir
+        self.license_filter = None      # licence families for HDRIs/textures (set by default())
         self._meshes: dict[str, RenderMesh] = {}
         self._footprints: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
@@ -121,7 +122,9 @@ class AssetLibrary:
         proc = load_manifest(PROCEDURAL_PACK)
         proc_entries = [(e, PROCEDURAL_PACK, proc.pack) for e in proc.assets if _license_ok(e, licenses)]
         shadowed = {e.id for e, _, _ in proc_entries if e.cls in real_classes}
-        return cls(entries + proc_entries, cache, shadowed)
+        lib = cls(entries + proc_entries, cache, shadowed)
+        lib.license_filter = licenses
+        return lib
 
     # ---- queries ----------------------------------------------------------------------------
     def ids(self) -> list[str]:
@@ -171,6 +174,36 @@ class AssetLibrary:
         library (procedural only, or with built meshes) produced its images."""
         items = [(i, self._infos[i].origin, self._infos[i].source) for i in self.active_ids()]
         return hashlib.sha1(json.dumps(items).encode()).hexdigest()[:12]
+
+    # ---- HDRIs and surface textures (assets_manifest/looks.py) --------------------------------
+    def hdri_ids(self) -> list[str]:
+        """HDRIs present in the cache (built from the registries), sorted; [] before a build."""
+        from assets_manifest import looks
+        return looks.hdri_ids(self.cache_dir, self.license_filter)
+
+    def hdri(self, hdri_id: str) -> np.ndarray:
+        """float32 (H, W, 3) linear equirectangular radiance (row 0 = up), read once per process."""
+        from assets_manifest import looks
+        return looks.hdri(self.cache_dir, hdri_id)
+
+    def hdri_info(self, hdri_id: str) -> dict:
+        from assets_manifest import looks
+        return looks.hdri_info(hdri_id)
+
+    def surface_ids(self) -> list[str]:
+        from assets_manifest import looks
+        return looks.surface_ids()
+
+    def surface(self, surface_id: str):
+        """A ground/facade surface as a core.meshes.Material: albedo + normal map, ``tile_cm``,
+        ``license`` and ``attribution``. Always resolves (procedural albedo when not built)."""
+        from assets_manifest import looks
+        return looks.surface(self.cache_dir, surface_id, self.license_filter)
+
+    def look_attributions(self, hdris=(), surfaces=()) -> list[dict]:
+        """Card entries (kind, id, license, attribution) for the HDRIs and surfaces used."""
+        from assets_manifest import looks
+        return looks.attributions_for(hdris, surfaces, self.cache_dir, self.license_filter)
 
     # ---- geometry ---------------------------------------------------------------------------
     def mesh(self, asset_id: str) -> RenderMesh:

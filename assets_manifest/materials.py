@@ -124,7 +124,8 @@ def sample(img: np.ndarray, uv: np.ndarray) -> np.ndarray:
 
 # ---- cache serialisation -------------------------------------------------------------------
 _TEXTURES = ("albedo", "normal_map", "orm_map")
-_SCALARS = ("name", "base_color", "roughness", "metallic", "alpha_cutoff", "double_sided", "license")
+_SCALARS = ("name", "base_color", "roughness", "metallic", "alpha_cutoff", "double_sided", "license", "tile_cm",
+            "attribution")
 
 
 def png_bytes(a: np.ndarray) -> np.ndarray:
@@ -158,5 +159,6 @@ def unpack(z) -> tuple[Material, ...]:
     for i, d in enumerate(json.loads(str(z["materials_json"]))):
         tex = {t: from_png(z[f"mat{i}_{t}"]) for t in _TEXTURES if f"mat{i}_{t}" in z}
         d["base_color"] = tuple(d["base_color"])
+        d = {k: v for k, v in d.items() if k in _SCALARS}
         out.append(Material(**d, **tex))
     return tuple(out)

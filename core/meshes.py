@@ -37,6 +37,8 @@ class Material:
     alpha_cutoff: float | None = None
     double_sided: bool = False
     license: str | None = None      # licence of the textures when they differ from the mesh's
+    tile_cm: float | None = None    # surfaces (ground, facades): world size of one texture repeat
+    attribution: str = ""           # credit line(s) of the textures, for dataset cards
 
 
 @dataclass(frozen=True, eq=False)

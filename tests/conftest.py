@@ -13,7 +13,12 @@ Example::
 """
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# Tests never download: `sceneforge demo` / `generate` fetch real assets on first use otherwise.
+os.environ.setdefault("SCENEFORGE_NO_FETCH", "1")
 
 from engine.client import RenderClient
 from engine.server.launch import start_server

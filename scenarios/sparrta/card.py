@@ -112,10 +112,26 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
         "load": {"pandas": "pd.read_parquet('samples.parquet')",
                  "datasets": "load_dataset('imagefolder', data_dir=DIR, split='train')  # column 'split' holds ours"},
     }
+    looks = lib.look_attributions(**looks_used(units))
+    if looks:
+        card["textures_and_hdris"] = looks
+        card["licenses"] = licenses = sorted(set(licenses) | {x["license"] for x in looks})
+        card["attributions"] = sorted(set(card["attributions"]) | {x["attribution"] for x in looks})
+    if any(l.lower().startswith("gpl") for l in licenses):
+        card["texture_notice"] = ("Some ground/facade textures come from Sweet Home 3D (GPL-2.0-or-later); "
+                                  "redistributing images that show them may carry GPL obligations. "
+                                  "Generate with --licenses cc0,cc-by to use procedural (CC0) textures instead.")
     if any("BY-SA" in l.upper() for l in licenses):
         card["notice"] = ("Some rendered assets are licensed CC-BY-SA: images derived from them should be shared "
                           "under CC-BY-SA with the attributions above.")
     return card
+
+
+def looks_used(units: list[Unit]) -> dict:
+    """HDRI and surface ids the environments of these units can show (their world dicts)."""
+    from assets_manifest.looks import looks_in
+    from scenarios.environments import load_env
+    return looks_in([load_env(e).world for e in sorted({u.env for u in units})])
 
 
 def _library(units: list[Unit]):

@@ -351,7 +351,14 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
             "question_templates": dsi.TEMPLATES, "answer_spaces": dsi.SPACES,
             "label_transforms": {a: dict(sorted(m.items())) for a, m in dsi.AUG_MAPS.items()},
             "stats": stats, "licenses": ctx.lib.licenses(ids), "share_alike": ctx.lib.has_share_alike(ids),
-            "attributions": ctx.lib.attributions(ids)}
+            "attributions": ctx.lib.attributions(ids),
+            "textures_and_hdris": _looks(ctx)}
+
+
+def _looks(ctx) -> list[dict]:
+    """Licence and credit of every HDRI/texture the environment can show (dataset card)."""
+    from assets_manifest.looks import looks_in
+    return ctx.lib.look_attributions(**looks_in([ctx.env.world]))
 
 
 def _read_record(out_dir: Path, env_name: str, index: int) -> dict:

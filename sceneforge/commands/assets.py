@@ -3,7 +3,7 @@
     sceneforge assets list [--licenses cc0,cc-by] [--manifest pack.yaml]
     sceneforge assets validate my_pack.yaml          # exit 2 with file:line: field: message
     sceneforge assets preview --class truck --out sheet.png
-    sceneforge assets build [--sources sh3d] [--licenses cc0,cc-by]
+    sceneforge assets build [--sources sh3d,looks] [--licenses cc0,cc-by]
 """
 from __future__ import annotations
 
@@ -36,8 +36,9 @@ def register(subparsers) -> None:
     pv.add_argument("--one-per-class", action="store_true", help="first variant of each class only")
     pv.set_defaults(func=run_preview)
     bd = sub.add_parser("build", help="fetch Debian packages and convert the named models to the cache")
-    bd.add_argument("--sources", default="sh3d", help="comma list of sh3d (Sweet Home 3D furniture, 120 MB) and "
-                    "0ad (0 A.D. animals, 1.4 GB download, ~3 min unpack, CC-BY-SA)")
+    bd.add_argument("--sources", default="sh3d,looks", help="comma list of sh3d (Sweet Home 3D furniture, 120 MB), "
+                    "looks (HDRIs + ground/facade textures: Debian blender-data, sweethome3d, npm @pmndrs/assets) "
+                    "and 0ad (0 A.D. animals, 1.4 GB download, ~3 min unpack, CC-BY-SA)")
     bd.add_argument("--licenses", default=None, help="only assets of these license families, e.g. cc0,cc-by")
     bd.add_argument("--cache-dir", type=Path, default=None, help="default $SCENEFORGE_CACHE or ~/.cache/sceneforge")
     bd.add_argument("--force", action="store_true", help="rebuild assets already in the cache")

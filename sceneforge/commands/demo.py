@@ -7,6 +7,7 @@ where everything is. Rerunning it resumes (and then just re-prints).
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 
@@ -19,6 +20,9 @@ def run(args: argparse.Namespace) -> int:
     from scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out)
+    if not args.no_fetch and not os.environ.get("SCENEFORGE_NO_FETCH"):
+        from assets_manifest.build import ensure_defaults
+        ensure_defaults(progress=not args.quiet)     # real models on first use; one line if offline
     summary = generate(demo_config(args.n, args.env, args.seed), out, progress=not args.quiet)
     sheet = contact_sheet(out, out / "contact_sheet.png", n=min(16, 2 * args.n))
     stats = summary["finalize"]
@@ -43,4 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env", default="desert", help="environment (default desert)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-fetch", action="store_true",
+                   help="do not fetch the real assets on first use (also: SCENEFORGE_NO_FETCH=1); "
+                        "the procedural pack stands in")
     p.set_defaults(func=run)

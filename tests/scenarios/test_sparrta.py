@@ -280,6 +280,9 @@ def test_demo_makes_a_labelled_set_and_a_sheet(tmp_path, capsys):
     df = pd.read_parquet(tmp_path / "demo" / "samples.parquet")
     assert sorted(Counter(zip(df.task, df.label)).values()) == [1] * 8     # 4 ego + 4 allo, one per label
     assert Image.open(tmp_path / "demo" / "contact_sheet.png").size[0] == 3 * 224
+    card = json.loads((tmp_path / "demo" / "dataset_card.json").read_text())
+    looks = card["textures_and_hdris"]          # every texture/HDRI the env shows, with its licence
+    assert "sand" in {x["id"] for x in looks} and all(x["license"] in card["licenses"] for x in looks)
     assert main(["demo", "--out", str(tmp_path / "demo"), "--n", "4", "--quiet"]) == 0   # rerun: resumes
 
 

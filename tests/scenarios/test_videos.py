@@ -197,6 +197,7 @@ def test_dataset_card_credits_every_asset_used(dataset):
     assert card["licenses"] and card["attributions"] and isinstance(card["share_alike"], bool)
     assert card["label_transforms"]["hflip"]["obj_left"] == "obj_right"
     assert not list(out.rglob(".*.tmp*"))
+    assert all(x["license"] and x["attribution"] for x in card["textures_and_hdris"])   # ground texture credited
 
 
 @pytest.mark.render
