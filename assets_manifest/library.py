@@ -101,7 +101,8 @@ class AssetLibrary:
     def default(cls, cache_dir=None, licenses=None, extra_manifests=()) -> "AssetLibrary":
         """Built assets where the cache has them (per class), procedural for the other classes.
 
-        ``extra_manifests`` (user packs) are added like built assets. ``licenses`` (license
+        ``extra_manifests`` (user packs) add variants to their classes (and may declare new
+        classes); unlike built assets they do not hide the procedural variants of a class. ``licenses`` (license
         families, e.g. ``["cc0", "cc-by"]``) defaults to ``$SCENEFORGE_LICENSES`` (comma list), so
         a render server started as a subprocess applies the same filter as its parent. Procedural assets of a class
         that has built or user variants stay resolvable by id (old configs keep working) but are
@@ -115,10 +116,13 @@ class AssetLibrary:
             m = load_manifest(path)
             entries += [(_with_record(e, cache), path, m.pack) for e in m.assets
                         if built_path(cache, e.id).exists() and _license_ok(e, licenses)]
+        # Built meshes replace the procedural stand-ins of their class; a user pack's assets *join*
+        # their class instead (one user truck must not become the only truck of every scene: an
+        # environment that wants exactly that asset names its id, see docs/environments.md).
+        real_classes = {e.cls for e, _, _ in entries}
         for p in extra_manifests:
             m = load_manifest(p)
             entries += [(e, Path(p), m.pack) for e in m.assets if _license_ok(e, licenses)]
-        real_classes = {e.cls for e, _, _ in entries}
         proc = load_manifest(PROCEDURAL_PACK)
         proc_entries = [(e, PROCEDURAL_PACK, proc.pack) for e in proc.assets if _license_ok(e, licenses)]
         shadowed = {e.id for e, _, _ in proc_entries if e.cls in real_classes}

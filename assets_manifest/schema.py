@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from core.errors import ConfigError
 
@@ -49,6 +49,21 @@ CLUTTER_CLASSES = (
 )
 KNOWN_CLASSES = SPARRTA_CLASSES + CLUTTER_CLASSES
 _ID_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_CLASS_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# Label text of classes declared by packs (``classes:``), filled by load_manifest; see class_label.
+_DECLARED_LABELS: dict[str, tuple[str, str]] = {}   # class -> (label, manifest that declared it)
+
+
+def default_label(cls: str) -> str:
+    """SpaRRTa-style actor label: ``fire_hydrant`` -> ``FireHydrant``, ``rock`` -> ``Rock``."""
+    return "".join(w.capitalize() for w in cls.replace("-", "_").split("_"))
+
+
+def class_label(cls: str) -> str:
+    """The text written into SpaRRTa records for ``cls``: the label a pack declared for it (in any
+    manifest this process loaded), else :func:`default_label`."""
+    declared = _DECLARED_LABELS.get(cls)
+    return declared[0] if declared else default_label(cls)
 
 
 class _Strict(BaseModel):
@@ -113,9 +128,11 @@ class AssetEntry(_Strict):
 
     @field_validator("cls")
     @classmethod
-    def _cls(cls, v: str) -> str:
-        if v not in KNOWN_CLASSES:
-            raise ValueError(f"unknown class {v!r}; known: {', '.join(KNOWN_CLASSES)}")
+    def _cls(cls, v: str, info: ValidationInfo) -> str:
+        declared = set((info.context or {}).get("classes", ()))
+        if v not in KNOWN_CLASSES and v not in declared:
+            raise ValueError(f"unknown class {v!r}; declare it under 'classes:' (with its label) or use one of: "
+                             f"{', '.join(KNOWN_CLASSES)}")
         return v
 
     @field_validator("units")
@@ -154,11 +171,29 @@ class AssetEntry(_Strict):
         return self
 
 
+class ClassSpec(_Strict):
+    """A class a pack adds (``classes: {lighthouse: {label: Lighthouse}}``)."""
+
+    label: str = Field(min_length=1, max_length=64)   # text in SpaRRTa records (actors' "label")
+    description: str = ""
+
+
 class Manifest(_Strict):
     pack: str
     version: int = 1
     defaults: dict[str, Any] = Field(default_factory=dict)
+    classes: dict[str, ClassSpec] = Field(default_factory=dict)   # new object classes of this pack
     assets: list[AssetEntry]
+
+    @field_validator("classes")
+    @classmethod
+    def _class_names(cls, v: dict) -> dict:
+        for name in v:
+            if not _CLASS_RE.match(name):
+                raise ValueError(f"class {name!r}: use lower-case letters, digits and '_' (starting with a letter)")
+            if name in KNOWN_CLASSES:
+                raise ValueError(f"class {name!r} is built in; declare only new classes")
+        return v
 
     @model_validator(mode="before")
     @classmethod
@@ -173,10 +208,13 @@ class Manifest(_Strict):
     @model_validator(mode="after")
     def _unique(self) -> "Manifest":
         seen: set[str] = set()
-        for a in self.assets:
+        known = set(KNOWN_CLASSES) | set(self.classes)
+        for i, a in enumerate(self.assets):
             if a.id in seen:
                 raise ValueError(f"duplicate asset id {a.id!r}")
             seen.add(a.id)
+            if a.cls not in known:  # validated without load_manifest's context
+                raise ValueError(f"assets[{i}] ({a.id}): unknown class {a.cls!r}; declare it under 'classes:'")
         return self
 
 
@@ -249,6 +287,13 @@ def load_manifest(path: str | Path) -> Manifest:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a manifest must be a mapping with 'pack' and 'assets'")
     try:
-        return Manifest.model_validate(data)
+        declared = data.get("classes") if isinstance(data.get("classes"), dict) else {}
+        manifest = Manifest.model_validate(data, context={"classes": [str(k) for k in declared]})
     except ValidationError as e:
         raise ConfigError(validation_message(path, e, root, data)) from None
+    for name, spec in manifest.classes.items():
+        old = _DECLARED_LABELS.get(name)
+        if old is not None and old[0] != spec.label and old[1] != str(path):
+            raise ConfigError(f"{path}: classes.{name}: label {spec.label!r} differs from {old[0]!r} declared in {old[1]}")
+        _DECLARED_LABELS[name] = (spec.label, str(path))
+    return manifest

@@ -245,7 +245,10 @@ def _ground_z(ground: Ground, x: float, y: float, r: float) -> float:
 
 
 def pick_variants(lib, cls: str, tags) -> list[str]:
-    """Active asset ids of ``cls``, narrowed to those with any of ``tags`` when some have them."""
+    """Active asset ids of ``cls``, narrowed to those with any of ``tags`` when some have them.
+    ``cls`` may also be an asset id: the environment pins that asset (``[cls]``)."""
+    if cls in set(lib.ids()) and cls not in set(lib.classes()):
+        return [cls]
     infos = lib.by_class(cls)
     if not infos:
         raise ConfigError(f"class {cls!r} has no asset in the library")
@@ -318,6 +321,9 @@ def load_env(name_or_path: str | Path, library=None) -> Environment:
     env = Environment(spec, path, library)
     lib_classes = set(env.library.classes()) if library is not None or spec.assets else set(KNOWN_CLASSES)
     unknown = sorted(env.classes() - lib_classes)
+    if unknown:  # names that are not classes may pin asset ids (``source: proc_truck_blue``)
+        unknown = sorted(set(unknown) - set(env.library.ids()))
     if unknown:
-        raise ConfigError(f"{path}: unknown class(es) {', '.join(unknown)}; known: {', '.join(sorted(lib_classes))}")
+        raise ConfigError(f"{path}: unknown class(es) or asset id(s) {', '.join(unknown)}; known classes: "
+                          f"{', '.join(sorted(lib_classes))}")
     return env

@@ -82,8 +82,11 @@ def pose_block(location: Sequence[float], rotation: Sequence[float]) -> dict:
 
 
 def display_label(cls: str) -> str:
-    """SpaRRTa-style actor label: ``fire_hydrant`` -> ``FireHydrant``, ``rock`` -> ``Rock``."""
-    return "".join(w.capitalize() for w in cls.replace("-", "_").split("_"))
+    """SpaRRTa-style actor label: ``fire_hydrant`` -> ``FireHydrant``, ``rock`` -> ``Rock``; a class
+    declared by an asset pack uses its declared ``label`` (``assets_manifest.schema.class_label``)."""
+    from assets_manifest.schema import class_label
+
+    return class_label(cls)
 
 
 def params_json(env: str, triple_id: str, cam: Camera, actors: Mapping[str, dict], extra: Mapping) -> dict:

@@ -69,8 +69,9 @@ def build_params(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: d
               for n, p in objs.items()}
     extra = {
         "task": unit.task, "label": unit.label(i), "margin_deg": st.margin_deg,
-        "source_label": display_label(unit.source_class), "target_label": display_label(unit.target_class),
-        "viewpoint_label": "Camera" if unit.task == "ego" else display_label(unit.viewpoint_class),
+        # labels of the drawn assets' classes (a triple may pin an asset id instead of a class)
+        "source_label": display_label(group.source.shape.cls), "target_label": display_label(group.target.shape.cls),
+        "viewpoint_label": "Camera" if view.human is None else display_label(view.human.shape.cls),
         "angle_deg": view.angle_deg, "seed": cfg.seed, "index": i,
         "assets": {n: p.shape.asset_id for n, p in objs.items()},
         "mask_colors": {n: list(c) for n, c in colors.items()},
