@@ -18,6 +18,7 @@ from scenarios.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
 FORMATS = ("jpg", "png")
+LAYOUTS = ("sceneforge", "sparrta")  # sparrta: also OUT/sparrta/<env>[_N]/mid-objects (scenarios/sparrta/layout.py)
 
 
 @dataclass(frozen=True)
@@ -45,11 +46,14 @@ class SparrtaConfig:
     max_scenes: int = 6             # fresh placements per sample before giving up
     licenses: tuple[str, ...] | None = None  # only assets of these license families (cc0, cc-by, ...)
     renderer: str | None = None     # server renderer spec (None = gl), e.g. "cycles" or "cycles:samples=32"
+    layout: str = "sceneforge"      # "sparrta": finalize also writes SpaRRTa's training layout
 
     def to_dict(self) -> dict:
         d = asdict(self)
         if d["renderer"] is None:  # datasets made before the field existed keep their identity
             del d["renderer"]
+        if d["layout"] == "sceneforge":  # likewise
+            del d["layout"]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     def fingerprint(self) -> str:
@@ -93,6 +97,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
     need(isinstance(c.seed, int) and 0 <= c.seed < 2**63, "seed", "must be an integer in [0, 2**63)")
     need(16 <= c.size <= 4096, "size", "must be in 16..4096 pixels")
     need(c.image_format in FORMATS, "image_format", f"must be one of {FORMATS}")
+    need(c.layout in LAYOUTS, "layout", f"must be one of {LAYOUTS}")
     need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
     for f in ("margin_ego_deg", "margin_allo_deg"):
         if getattr(c, f) is not None:

@@ -84,13 +84,14 @@ def _jpeg_bytes(src: Path) -> bytes:
     return buf.getvalue()
 
 
-def export_sparrta(data: Path, out: Path) -> dict[str, int]:
+def export_sparrta(data: Path, out: Path, *, replace: bool = False) -> dict[str, int]:
     """Write ``data`` (a finished ``sceneforge generate`` output) to ``out`` in SpaRRTa's layout.
 
-    Returns ``{folder: samples}``. ``out`` must not exist yet (or be an empty directory).
+    Returns ``{folder: samples}``. ``out`` must not exist yet (or be an empty directory) unless
+    ``replace`` (what ``generate --layout sparrta`` uses: a resumed job rewrites it whole).
     """
     data, out = Path(data), Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and not replace and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"{out}: exists and is not empty (export writes a fresh directory)")
     table = _read_table(data)
     needed = {"file_name", "env", "task", "triple_id", "source_class", "target_class", "unit_index"}
@@ -117,9 +118,13 @@ def export_sparrta(data: Path, out: Path) -> dict[str, int]:
             dest.mkdir(parents=True, exist_ok=True)
             (dest / f"img_{k:04d}.jpg").write_bytes(_jpeg_bytes(image))
             (dest / f"params_{k:04d}.json").write_text(json.dumps(_relabel(params, label_of), indent=1))
+        old = None
         if out.exists():
-            out.rmdir()
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / "x")
         os.replace(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -99,7 +99,11 @@ def finalize(config: dict, out_dir: Path) -> dict:
     from scenarios.sparrta.card import finalize_dataset
 
     cfg = parse_config(config)
-    return finalize_dataset(cfg, units_of(cfg), Path(out_dir))
+    stats = finalize_dataset(cfg, units_of(cfg), Path(out_dir))
+    if cfg.layout == "sparrta":  # SpaRRTa's own layout beside ours: SPARRTA_DATA_ROOT=OUT/sparrta
+        from scenarios.sparrta.layout import export_sparrta
+        stats["sparrta_layout"] = export_sparrta(Path(out_dir), Path(out_dir) / "sparrta", replace=True)
+    return stats
 
 
 # --- helpers ------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ TASKS = {"ego": ["ego"], "allo": ["allo"], "both": ["ego", "allo"]}
 FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "size", "triples": "triples", "format": "image_format",
          "masks": "masks", "depth": "depth", "margin_ego": "margin_ego_deg", "margin_allo": "margin_allo_deg",
          "min_visible_ratio": "min_visible_ratio", "min_bbox_px": "min_bbox_px",
-         "samples_per_scene": "samples_per_scene", "licenses": "licenses", "renderer": "renderer"}
+         "samples_per_scene": "samples_per_scene", "licenses": "licenses", "renderer": "renderer",
+         "layout": "layout"}
 
 
 def config_from_args(args: argparse.Namespace) -> dict:
@@ -98,6 +99,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--size", type=int, help="square image size in pixels (default 224)")
     p.add_argument("--triples", nargs="+", help="only these triple ids, e.g. rock_truck")
     p.add_argument("--format", choices=["jpg", "png"], help="image format (default jpg, as SpaRRTa)")
+    p.add_argument("--layout", choices=["sceneforge", "sparrta"],
+                   help="sparrta: also write OUT/sparrta/<env>[_N]/mid-objects for SpaRRTa's train.py")
     p.add_argument("--masks", action="store_true", help="also write instance masks (mask_NNNN.png)")
     p.add_argument("--depth", action="store_true", help="also write depth (depth_NNNN.npy, cm)")
     p.add_argument("--no-clutter", action="store_true", help="leave out the environment's background objects")

@@ -16,7 +16,7 @@ from core.errors import ConfigError
 from scenarios.sparrta.job import generate
 from scenarios.sparrta.layout import export_sparrta
 
-CFG = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3}
+CFG = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "layout": "sparrta"}
 THEIR_LABELS = {"city": ("Cone", "Vespa"), "city_2": ("Hydrant", "Taxi"), "city_3": ("Cone", "Bike")}
 
 
@@ -70,6 +70,24 @@ def test_their_loader_finds_every_sample_with_our_label(exported):
         # and with their configured ambiguity margins nothing is thrown away (ours are larger)
         assert all(l != "Ambiguous" for _, l in their_samples(out, env, ref, tgt, "camera", amb=10)
                    if _["task"] == "ego")
+
+
+def test_generate_layout_sparrta_writes_the_same_tree_as_export(exported):
+    data, out, _ = exported
+    inline = data / "sparrta"
+    files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(inline) for p in inline.rglob("*") if p.is_file()) and files
+    assert all((out / f).read_bytes() == (inline / f).read_bytes() for f in files)
+
+
+def test_layout_field_keeps_old_dataset_identity():
+    from scenarios.sparrta.config import parse_config
+
+    plain = {k: v for k, v in CFG.items() if k != "layout"}
+    assert parse_config(plain).fingerprint() == parse_config({**plain, "layout": "sceneforge"}).fingerprint()
+    assert parse_config(plain).fingerprint() != parse_config(CFG).fingerprint()
+    with pytest.raises(ConfigError, match="layout"):
+        parse_config({**plain, "layout": "kitti"})
 
 
 def test_hydrant_is_named_as_in_their_city_2_config(exported):
