@@ -146,13 +146,17 @@ def relation(a: SceneObject, b: SceneObject, cam: Camera) -> dict:
 
 
 def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mapping | None = None,
-                visibility: Mapping[str, Mapping] | None = None, extra: Mapping | None = None) -> dict:
+                visibility: Mapping[str, Mapping] | None = None, extra: Mapping | None = None,
+                relate: Iterable[str] | None = None) -> dict:
     """The graph of one view (JSON-ready). ``visibility``: ``{name: {"visible", "unoccluded",
-    "bbox"}}`` from the server; objects without an entry get no pixel fields."""
+    "bbox"}}`` from the server; objects without an entry get no pixel fields. ``relate``: names
+    whose ordered pairs get relations (default: every object; n² grows fast with clutter)."""
     objs = list(objects)
     vis = visibility or {}
     nodes = [object_node(i, o, camera, vis.get(o.name)) for i, o in enumerate(objs)]
-    rels = [relation(a, b, camera) for a in objs for b in objs if a is not b]
+    keep = None if relate is None else set(relate)
+    rel_objs = [o for o in objs if keep is None or o.name in keep]
+    rels = [relation(a, b, camera) for a in rel_objs for b in rel_objs if a is not b]
     return {"schema": SCHEMA, "camera": camera_block(camera), "world": dict(world or {}), **dict(extra or {}),
             "objects": nodes, "relations": rels}
 

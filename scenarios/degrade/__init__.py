@@ -29,11 +29,11 @@ NEEDS_DEPTH = ("defocus", "motion_blur", "haze")
 LEVELS: dict[str, tuple] = {
     "defocus": (0.004, 0.008, 0.015, 0.025, 0.04),          # CoC at infinity, fraction of width
     "motion_blur": (1 / 60, 1 / 30, 1 / 15, 1 / 8, 1 / 4),  # exposure s at 3 m/s and 8 deg/s
-    "haze": (400.0, 200.0, 100.0, 50.0, 25.0),              # meteorological visibility, m
+    "haze": (1000.0, 500.0, 250.0, 120.0, 60.0),            # meteorological visibility, m
     "water_drops": (3, 6, 10, 16, 24),                       # number of drops
     "low_light": (1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128),  # fraction of the scene's light
-    "over_exposure": (1.0, 1.5, 2.0, 2.5, 3.0),             # +EV stops
-    "jpeg": (30, 18, 10, 6, 3),                              # libjpeg quality
+    "over_exposure": (0.5, 1.0, 1.5, 2.0, 2.5),             # +EV stops
+    "jpeg": (40, 25, 15, 10, 5),                             # libjpeg quality
     "low_resolution": (2, 3, 4, 6, 8),                       # downsampling factor
     "distortion": (-0.05, -0.1, -0.15, -0.22, -0.3),         # Brown–Conrady k1 (barrel), r=1 at the corner
 }

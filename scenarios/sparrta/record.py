@@ -30,7 +30,8 @@ def unit_dir(unit: Unit) -> str:
 def file_names(unit: Unit, i: int, cfg: SparrtaConfig) -> dict[str, str]:
     """Relative paths (POSIX) of a sample's files, by kind."""
     d, n = unit_dir(unit), f"{i:04d}"
-    files = {"image": f"{d}/img_{n}.{cfg.image_format}", "params": f"{d}/params_{n}.json"}
+    files = {"image": f"{d}/img_{n}.{cfg.image_format}", "params": f"{d}/params_{n}.json",
+             "scene": f"{d}/scene_{n}.json"}
     if cfg.masks:
         files["mask"] = f"{d}/mask_{n}.png"
     if cfg.depth:

@@ -220,8 +220,8 @@ class Session:
             parked = Placed("human", group.viewpoint, group.source.x, group.source.y, PARKED_Z, 0.0)
             actors.append(parked.actor((0, 0, 0)))
         self.client.spawn(actors)
-        names = ("source", "target") + (("human",) if group.viewpoint is not None else ())
-        self._colors = {n: self.client.object_color(n) for n in names}
+        names = [a.name for a in group.actors] + (["human"] if group.viewpoint is not None else [])
+        self._colors = {n: self.client.object_color(n) for n in names}   # clutter too: the scene graph
         self._scene_key = group.key
 
     def place_human(self, human) -> None:
@@ -298,6 +298,10 @@ class Session:
         colors = {n: self._colors[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors)
         atomic_write_bytes(confined(self.out, files["params"]), dumps(params).encode())
+        from scenarios.sparrta.graph import sample_graph
+        graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self._colors, self.env(unit.env).world,
+                             {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i})
+        atomic_write_bytes(confined(self.out, files["scene"]), dumps(graph).encode())
         rec = {"index": unit.start + i, "row": build_row(cfg, unit, i, st, group, view, vis, files), "files": files,
                "rejections": dict(sorted(counts.items())), "renders": renders,
                "assets": sorted({a.asset_id for a in group.actors} | ({view.human.shape.asset_id} if view.human else set()))}

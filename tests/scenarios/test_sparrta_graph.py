@@ -1,0 +1,30 @@
+"""SpaRRTa samples carry a complete scene record: the metric scene graph beside params, with
+every clutter object's scale, and instance colours that match the mask."""
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from scenarios.sparrta.job import generate
+
+
+@pytest.mark.render
+def test_sparrta_sample_has_a_scene_graph(server, tmp_path):
+    cfg = {"envs": ["desert"], "tasks": ["allo"], "n": 1, "seed": 3, "masks": True}
+    generate(cfg, tmp_path, server=server.address, progress=False)
+    scene = next(tmp_path.glob("desert/allo/*/scene_0000.json"))
+    g = json.loads(scene.read_text())
+    params = json.loads(scene.with_name("params_0000.json").read_text())
+    roles = [o["role"] for o in g["objects"]]
+    assert roles[:2] == ["source", "target"] and roles[-1] == "human" and "clutter" in roles
+    clutter = [o for o in g["objects"] if o["role"] == "clutter"]
+    assert [c["scale"] for c in clutter] == [pytest.approx(c["scale"]) for c in params["clutter"]]
+    assert [c["asset"] for c in clutter] == [c["asset"] for c in params["clutter"]]
+    assert len(g["relations"]) == 6    # ordered pairs of source, target, human
+    src = g["objects"][0]
+    assert src["visible_ratio"] == pytest.approx(params["visibility"]["source"]["ratio"], abs=1e-6)
+    # the source's instance colour covers exactly its visible pixels in the mask
+    mask = np.asarray(Image.open(scene.with_name("mask_0000.png")).convert("RGB"))
+    assert int((mask == src["color"]).all(-1).sum()) == src["visible_px"]
+    assert g["camera"]["width"] == 224 and g["world"]["sun"]
