@@ -103,14 +103,12 @@ class AssetLibrary:
 
         ``extra_manifests`` (user packs) add variants to their classes (and may declare new
         classes); unlike built assets they do not hide the procedural variants of a class. ``licenses`` (license
-        families, e.g. ``["cc0", "cc-by"]``) defaults to ``$SCENEFORGE_LICENSES`` (comma list), so
-        a render server started as a subprocess applies the same filter as its parent. Procedural assets of a class
+        families, e.g. ``["cc0", "cc-by"]``; None = all) is always explicit: render servers get the
+        same filter as ``--licenses`` arguments, never through the environment. Procedural assets of a class
         that has built or user variants stay resolvable by id (old configs keep working) but are
         left out of :meth:`ids` and :meth:`by_class`.
         """
         cache = cache_root(cache_dir)
-        if licenses is None and os.environ.get("SCENEFORGE_LICENSES"):
-            licenses = os.environ["SCENEFORGE_LICENSES"].split(",")   # reaches server subprocesses
         entries = []
         for path in BUILT_PACKS.values():
             m = load_manifest(path)

@@ -4,7 +4,7 @@
     sceneforge bench farm --n 160
 
 Runs the same ``scenarios.sparrta`` job four times in fresh temp dirs, in one process:
-  0. baseline: inline, no farm (``scenarios.sparrta.job.generate``: one server, one process),
+  0. baseline: inline, no farm (``run_job(..., backend="inline")``: one server, one process),
   1. one farm worker (farm overhead = 0 vs 1), 2. ``--workers`` workers (target: >= 1.7x on 2
   free cores), 3. the finished job of (2) again (time-to-resume: manifest + journal check, no
   workers started).
@@ -54,10 +54,8 @@ def timed_job(config: dict, out_dir: Path, workers: int) -> tuple[float, dict]:
 
 
 def timed_inline(config: dict, out_dir: Path) -> float:
-    from scenarios.sparrta.job import generate
-
     t0 = time.perf_counter()
-    generate(config, out_dir, progress=False)
+    run_job("sparrta", config, out_dir, backend="inline", progress=False)
     return time.perf_counter() - t0
 
 

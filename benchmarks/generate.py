@@ -77,14 +77,17 @@ def session_units(cfg):
 def end_to_end(address: str, cfg, out: Path):
     """Run every sample of the job through one Session; returns (seconds, records, TimedClient)."""
     from engine.client import RenderClient
-    from renderfarm.contract import ShardResult
+    from scenarios.contract import ShardResult
     from scenarios.sparrta import scenario as sparrta
     from scenarios.sparrta.config import locate
     from scenarios.sparrta.record import load_record
 
     units = session_units(cfg)
     n = sum(u.n for u in units)
-    sparrta.claim_output(cfg, out)
+    from renderfarm.manifest import claim_output
+
+    out.mkdir(parents=True, exist_ok=True)
+    claim_output(out, "scenarios.sparrta", sparrta.plan(cfg.to_dict()))
     with RenderClient(address) as raw:
         client = TimedClient(raw)
         session = sparrta.Session(cfg, client, out)

@@ -1,8 +1,8 @@
 """Shards scenario jobs over workers (local processes or Ray), with crash-safe resume.
 
-Front door: :func:`run_job`; the scenario side of the seam is :mod:`renderfarm.contract`.
+Front door: :func:`run_job`; the scenario side of the seam is :mod:`scenarios.contract`.
 """
-from renderfarm.contract import JobPlan, Scenario, Shard, ShardResult, load_scenario
+from scenarios.contract import JobPlan, Scenario, Shard, ShardResult, load_scenario
 from renderfarm.job import run_job
 from renderfarm.summary import exit_code, format_summary
 

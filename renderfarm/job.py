@@ -11,11 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import ConfigError
-from renderfarm.contract import load_scenario
+from scenarios.contract import load_scenario
+from scenarios.registry import module_path
 from renderfarm.journal import Journal
 from renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
 from renderfarm.local import LocalPool, WorkerSpec
-from renderfarm.manifest import JOURNAL, LOG, farm_dir, job_lock, make_shards, open_manifest
+from renderfarm.manifest import JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards, open_manifest
 from renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
 from renderfarm.scheduler import Scheduler
 from renderfarm.servers import parse_server_list
@@ -23,20 +24,27 @@ from renderfarm.summary import add_throughput, format_summary, summarise, write_
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("local", "ray")
+BACKENDS = ("inline", "local", "ray")
 
 
 def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None = None,
             backend: str = "local", servers: list[str] | str | None = None,
             ray_address: str | None = None, shard_size: int | None = None,
             progress: bool = True, max_attempts: int = 3,
-            sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S) -> dict:
+            sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S, server: str | None = None) -> dict:
     """Run (or resume) a scenario job in ``out_dir`` and return its summary.
 
     Example::
 
-        summary = run_job("scenarios.sparrta", cfg, Path("data"), workers=2)
+        summary = run_job("sparrta", cfg, Path("data"), workers=2)    # or backend="inline"/"ray"
         if summary["failed"]: ...   # {sample index: error}; the CLI exits non-zero
+
+    ``scenario`` is a registry name (:mod:`scenarios.registry`) or an import path. This is the
+    only runner: it validates the config (``plan``), takes the output directory's lock, claims it
+    (``OUT/job.json``), starts render servers with the scenario's
+    :class:`~scenarios.contract.ServerSpec` as arguments, and finalizes a complete job.
+    ``backend="inline"`` runs every sample in this process on one server (``server=`` uses a
+    running one instead); ``local``/``ray`` shard the job over workers.
 
     Re-running the same call on the same ``out_dir`` continues where a killed run stopped; a
     different config is refused (ConfigError). ``finalize`` runs only once every sample is done.
@@ -45,13 +53,19 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
     """
     if not sample_timeout_s or sample_timeout_s <= 0:
         raise ConfigError(f"sample_timeout_s must be > 0, got {sample_timeout_s}")
-    out_dir = Path(out_dir)
     if backend not in BACKENDS:
         raise ConfigError(f"--backend: '{backend}' is not one of {', '.join(BACKENDS)}")
+    scenario = module_path(scenario)
     module = load_scenario(scenario)
     plan = module.plan(config)
+    if plan.config is not None:  # workers get the normalised config (the one job.json records)
+        config = plan.config
     servers = parse_server_list(servers)
+    out_dir = check_out_dir(out_dir)
     with job_lock(out_dir):
+        claim_output(out_dir, scenario, plan)
+        if backend == "inline":
+            return _run_inline(module, scenario, config, out_dir, plan, server=server, progress=progress)
         manifest = open_manifest(out_dir, scenario, plan, shard_size)
         fdir = farm_dir(out_dir)
         events, ev_handler = event_logger(fdir / LOG)
@@ -64,6 +78,18 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
         finally:
             detach_json_log(warn_handler, "renderfarm")
             detach_json_log(ev_handler, "renderfarm.events")
+
+
+def _run_inline(module, scenario, config, out_dir, plan, *, server, progress) -> dict:
+    from renderfarm.inline import run_inline
+
+    t0 = time.perf_counter()
+    summary = run_inline(module, scenario, config, out_dir, plan.n_samples, server=server, progress=progress)
+    if summary["complete"] == summary["samples"]:
+        summary["finalize"] = module.finalize(config, out_dir)
+        summary["finalized"] = True
+    summary["seconds"] = round(time.perf_counter() - t0, 3)
+    return summary
 
 
 def _run(module, scenario, config, out_dir, manifest, events, *, progress, workers, backend,

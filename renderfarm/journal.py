@@ -7,7 +7,7 @@ transaction either committed or it did not. Only the job's parent process writes
 results back to it, so there is exactly one writer.
 
 A shard row is ``pending`` until all its samples are either complete or permanently failed; it
-then becomes ``done`` or ``failed`` with its :class:`~renderfarm.contract.ShardResult` as JSON.
+then becomes ``done`` or ``failed`` with its :class:`~scenarios.contract.ShardResult` as JSON.
 Re-running a job retries ``failed`` shards (the error may have been transient or fixed).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from core.errors import ConfigError
-from renderfarm.contract import Shard, ShardResult
+from scenarios.contract import Shard, ShardResult
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS shards (

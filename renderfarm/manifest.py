@@ -1,4 +1,8 @@
-"""The job manifest (``OUT/.farm/job.json``) and the shard layout it fixes.
+"""Claiming an output directory (``OUT/job.json``), the farm manifest (``OUT/.farm/job.json``)
+and the shard layout it fixes.
+
+:func:`claim_output` is the only place that decides whether ``OUT`` may be written: every runner
+(inline, local farm, Ray) calls it under :func:`job_lock` before any sample is made.
 
 Why a manifest: re-running a command on an existing output directory must either continue the
 *same* job or refuse loudly. The scenario's fingerprint (a hash of its normalised config) and the
@@ -23,7 +27,7 @@ from pathlib import Path
 
 from core.atomic import atomic_path
 from core.errors import ConfigError
-from renderfarm.contract import JobPlan, Shard
+from scenarios.contract import JobPlan, Shard
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +65,48 @@ def make_shards(n_samples: int, shard_size: int) -> list[Shard]:
     """Contiguous shards of global indices ``0..n-1`` in order."""
     return [Shard(k, tuple(range(start, min(start + shard_size, n_samples))))
             for k, start in enumerate(range(0, n_samples, shard_size))]
+
+
+JOB_FILE = "job.json"  # OUT/job.json: the dataset's identity (scenario, fingerprint, config)
+
+
+def check_out_dir(out_dir: Path) -> Path:
+    """``out_dir`` usable as a dataset directory (created); one ConfigError line otherwise."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir}: exists and is not a directory")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--out {out_dir}: cannot create the directory ({e.strerror or e})") from None
+    return out_dir
+
+
+def claim_output(out_dir: Path, scenario: str, plan: JobPlan) -> None:
+    """Write ``OUT/job.json`` on a fresh job, or refuse a directory made with another config.
+
+    The file records the scenario's import path, the config fingerprint and the normalised
+    config, so a dataset says how it was made and a resume with other options is refused.
+    """
+    from core.atomic import atomic_write_json
+
+    job = Path(out_dir) / JOB_FILE
+    config = plan.config if plan.config is not None else {}
+    if job.exists():
+        try:
+            old = json.loads(job.read_text())
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{job}: unreadable ({e}); is this a sceneforge dataset directory?") from None
+        if not isinstance(old, dict) or old.get("scenario") != scenario:
+            raise ConfigError(f"{out_dir} holds a '{old.get('scenario') if isinstance(old, dict) else '?'}' "
+                              f"dataset, not '{scenario}'; use another --out")
+        if old.get("fingerprint") != plan.fingerprint:
+            changed = sorted(k for k in set(config) | set(old.get("config") or {})
+                             if (old.get("config") or {}).get(k) != config.get(k))
+            raise ConfigError(f"{out_dir} holds a dataset made with a different config (changed: "
+                              f"{', '.join(changed) or 'fingerprint'}); use a new --out or the same options to resume")
+        return
+    atomic_write_json(job, {"scenario": scenario, "fingerprint": plan.fingerprint, "config": config})
 
 
 def open_manifest(out_dir: Path, scenario: str, plan: JobPlan, shard_size: int | None) -> JobManifest:

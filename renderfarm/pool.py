@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
-from renderfarm.contract import Shard, ShardResult
+from scenarios.contract import Shard, ShardResult
 
 log = logging.getLogger(__name__)
 

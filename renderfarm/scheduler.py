@@ -19,7 +19,7 @@ from typing import Callable
 
 from core.atomic import atomic_write_text
 from core.errors import ConnectionFailed
-from renderfarm.contract import Shard, ShardResult
+from scenarios.contract import Shard, ShardResult
 from renderfarm.journal import Journal
 from renderfarm.pool import Outcome, WorkerPool, WorkItem
 

@@ -56,15 +56,51 @@ def ping(address: str, timeout: float = 10.0) -> bool:
         return False
 
 
+def check_serves(address: str, spec) -> None:
+    """Refuse (one line) an external sceneforge server that lacks the job's packs, licence filter
+    or renderer: it would render other assets than the sampler placed. A real UE5 + UnrealCV
+    server has no ``/sceneforge/info`` and is trusted (its level defines the assets)."""
+    from engine.client import RenderClient
+
+    with RenderClient(address, timeout=10) as client:
+        if not client.is_sceneforge:
+            return
+        info = client.info()
+    problems = []
+    missing = sorted(set(spec.assets) - set(info.get("packs") or ()))
+    if missing:
+        problems.append(f"asset packs {', '.join(missing)} (start it with --assets ...)")
+    theirs = sorted(info.get("licenses") or []) or None
+    if sorted(spec.licenses or []) != (theirs or []):
+        problems.append(f"licences {','.join(spec.licenses) if spec.licenses else 'all'} "
+                        f"(it serves {','.join(theirs) if theirs else 'all'}; start it with --licenses ...)")
+    if str(info.get("renderer", "gl")).split(":")[0] != spec.renderer.split(":")[0]:
+        problems.append(f"renderer {spec.renderer} (it runs {info.get('renderer')})")
+    if problems:
+        raise ConfigError(f"--servers {address}: this job needs " + "; ".join(problems))
+
+
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast, in one line, when a user-given server does not accept connections (the
+    client would otherwise retry for its whole connect timeout)."""
+    host, port = parse_address(address)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as e:
+        raise ConnectionFailed(f"--server {address}: cannot connect ({e.strerror or e})") from None
+
+
 class ServerSlot:
     """One worker's server: started on demand, health-checked before work, restarted if dead."""
 
-    def __init__(self, output_dir: Path, external: str | None = None, threads: int = 1,
-                 renderer: str | None = None):
+    def __init__(self, output_dir: Path, external: str | None = None, threads: int = 1, spec=None):
+        from scenarios.contract import ServerSpec
+
         self.output_dir = Path(output_dir)
         self.external = external
         self.threads = threads
-        self.renderer = renderer
+        self.spec = spec or ServerSpec()
+        self._checked = False
         self._handle = None
         self.restarts = 0
 
@@ -77,6 +113,9 @@ class ServerSlot:
         if self.external is not None:
             if not ping(self.external):
                 raise ConnectionFailed(f"external server {self.external} does not answer")
+            if not self._checked:
+                check_serves(self.external, self.spec)
+                self._checked = True
             return self.external
         if self._handle is not None and ping(self._handle.address):
             return self._handle.address
@@ -92,7 +131,9 @@ class ServerSlot:
         from engine.server.launch import start_server  # heavy: imported only in workers
 
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        return start_server(port=0, output_dir=self.output_dir, threads=self.threads, renderer=self.renderer)
+        return start_server(port=0, output_dir=self.output_dir, threads=self.threads,
+                            assets=list(self.spec.assets), licenses=self.spec.licenses,
+                            renderer=self.spec.renderer)
 
     def close(self) -> None:
         """Stop our server (never an external one)."""

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
 
-from renderfarm.contract import Shard, ShardResult, load_scenario, needs_server
+from scenarios.contract import Shard, ShardResult, load_scenario, needs_server, server_spec
 from renderfarm.servers import ServerSlot
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,8 @@ class WorkerCore:
         self.out_dir = Path(out_dir)
         self.needs_server = needs_server(self.module)
         self.takes_progress = "progress" in inspect.signature(self.module.run).parameters
-        self.slot = ServerSlot(Path(server_dir), external=external, renderer=config.get("renderer"))
+        spec = server_spec(self.module, config) if self.needs_server else None
+        self.slot = ServerSlot(Path(server_dir), external=external, spec=spec)
 
     def prepare(self) -> dict:
         """Start (or reach) the server before the first item; raises if that is impossible."""

@@ -154,8 +154,9 @@ class EnvSpec(_Strict):
 class Environment:
     """A loaded environment; see the module docstring."""
 
-    def __init__(self, spec: EnvSpec, path: Path, library=None):
+    def __init__(self, spec: EnvSpec, path: Path, library=None, licenses=None):
         self.spec, self.path, self._library = spec, path, library
+        self.licenses = tuple(licenses) if licenses else None
         self.name = spec.name
         self.triples = list(spec.triples)
         self.sampling = spec.sampling
@@ -164,9 +165,12 @@ class Environment:
     def library(self):
         """The asset library clutter draws from: given, or default + the env's own manifests."""
         if self._library is None:
-            self._library = _library_for(tuple(str(self.path.parent / a) for a in self.spec.assets),
-                                         os.environ.get("SCENEFORGE_LICENSES"))
+            self._library = _library_for(tuple(self.asset_packs()), self.licenses)
         return self._library
+
+    def asset_packs(self) -> list[str]:
+        """The environment's own asset-pack manifests as absolute paths (what servers must load)."""
+        return [str((self.path.parent / a).resolve()) for a in self.spec.assets]
 
     @property
     def ground(self) -> Ground:
@@ -278,12 +282,12 @@ def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, placed: lis
 
 
 @functools.lru_cache(maxsize=8)
-def _library_for(extra_manifests: tuple[str, ...], licenses_env: str | None):
-    """Cached per (user packs, license filter): ``AssetLibrary.default`` reads the filter from
-    ``$SCENEFORGE_LICENSES``, so it is part of the key."""
+def _library_for(extra_manifests: tuple[str, ...], licenses: tuple[str, ...] | None):
+    """The default library + user packs, filtered by licence families; cached per both."""
     from assets_manifest import AssetLibrary
 
-    return AssetLibrary.default(extra_manifests=list(extra_manifests))
+    return AssetLibrary.default(extra_manifests=list(extra_manifests),
+                                licenses=list(licenses) if licenses else None)
 
 
 def list_envs() -> list[str]:
@@ -306,7 +310,7 @@ def env_path(name_or_path: str | Path) -> Path:
     return shipped
 
 
-def load_env(name_or_path: str | Path, library=None) -> Environment:
+def load_env(name_or_path: str | Path, library=None, licenses=None) -> Environment:
     """Load a shipped environment by name or a user YAML by path; errors name file:line: field."""
     from assets_manifest.schema import KNOWN_CLASSES, read_yaml, validation_message
 
@@ -318,7 +322,7 @@ def load_env(name_or_path: str | Path, library=None) -> Environment:
         spec = EnvSpec.model_validate(data)
     except ValidationError as e:
         raise ConfigError(validation_message(path, e, root, data)) from None
-    env = Environment(spec, path, library)
+    env = Environment(spec, path, library, licenses)
     lib_classes = set(env.library.classes()) if library is not None or spec.assets else set(KNOWN_CLASSES)
     unknown = sorted(env.classes() - lib_classes)
     if unknown:  # names that are not classes may pin asset ids (``source: proc_truck_blue``)

@@ -16,8 +16,8 @@ ALLOWED = {
     "core": set(),
     "assets_manifest": {"core"},
     "engine": {"core", "assets_manifest"},
-    "scenarios": {"core", "assets_manifest", "engine", "renderfarm"},
-    "renderfarm": {"core", "engine", "scenarios"},
+    "scenarios": {"core", "assets_manifest", "engine"},
+    "renderfarm": {"core", "engine", "scenarios"},  # runs scenarios (contract in scenarios.contract)
     "probing": {"core"},
     "sceneforge": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing"},
 }

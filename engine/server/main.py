@@ -110,7 +110,10 @@ def build_server(args: argparse.Namespace):
     else:  # the default library loads in the background so the port is ready in well under a second
         catalog = AssetCatalog.deferred(lambda: load_library(None, None))
     threading.Thread(target=catalog.warm, name="sceneforge-assets", daemon=True).start()
-    state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory)
+    serving = {"packs": sorted(str(Path(p).resolve()) for p in packs or ()), "licenses": licenses,
+               "renderer": args.renderer}
+    state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory,
+                        serving=serving)
     return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME)
 
 

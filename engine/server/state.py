@@ -44,6 +44,7 @@ class ServerState:
     threads: int = 1
     port: int = 0
     backend_factory: Callable[[MeshProvider, int], RenderBackend] = default_backend_factory
+    serving: dict = field(default_factory=dict)  # what the server was started with: packs, licenses, renderer
     scene: Scene = field(default_factory=Scene)
     spawned: int = 0  # instance colours are never reused within a scene (until reset)
     file_counter: int = 0

@@ -6,5 +6,5 @@ Modules: :mod:`.config` (the config, its fingerprint, index → sample mapping),
 :mod:`.job` (the inline runner), :mod:`.preview` (contact sheets).
 """
 from scenarios.sparrta.scenario import (  # noqa: F401  (the scenario contract and its helpers)
-    JOB_FILE, NEEDS_SERVER, Session, claim_output, finalize, plan, run, setting_for, units_of,
+    NAME, NEEDS_SERVER, Config, Session, finalize, plan, run, server_spec, setting_for, units_of,
 )

@@ -145,3 +145,12 @@ def _version(pkg: str) -> str | None:
         return metadata.version(pkg)
     except metadata.PackageNotFoundError:
         return None
+
+
+def rejection_summary(stats: dict) -> str:
+    """Human-readable rejection line for the end of a run."""
+    rej = Counter(stats.get("rejections", {}))
+    n = max(1, stats.get("samples", 1))
+    rules = ", ".join(f"{k} {v}" for k, v in rej.most_common()) or "none"
+    return (f"rejected candidates: {sum(rej.values())} ({sum(rej.values()) / n:.1f} per sample; "
+            f"{stats.get('visibility_checks_per_sample', 0):.2f} visibility renders per sample) — {rules}")

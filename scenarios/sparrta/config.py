@@ -48,6 +48,11 @@ class SparrtaConfig:
     renderer: str | None = None     # server renderer spec (None = gl), e.g. "cycles" or "cycles:samples=32"
     layout: str = "sceneforge"      # "sparrta": finalize also writes SpaRRTa's training layout
 
+    @classmethod
+    def from_dict(cls, raw: dict, source: str = "config") -> "SparrtaConfig":
+        """Validate a plain dict (YAML file + flags); errors name ``source`` and the field."""
+        return parse_config(raw, source)
+
     def to_dict(self) -> dict:
         d = asdict(self)
         if d["renderer"] is None:  # datasets made before the field existed keep their identity
@@ -177,16 +182,3 @@ def locate(units: list[Unit], index: int) -> tuple[Unit, int]:
         if u.start <= index < u.start + u.n:
             return u, index - u.start
     raise ConfigError(f"sample index {index} is outside the job (0..{units[-1].start + units[-1].n - 1})")
-
-
-def apply_licenses(cfg: SparrtaConfig) -> None:
-    """Make this process (and the render servers it starts) use only ``cfg.licenses`` assets.
-
-    The asset library reads ``$SCENEFORGE_LICENSES``; render servers started after this call
-    inherit it, so the scenario and the server draw from the same filtered library. Servers
-    started elsewhere (``--servers``, Ray nodes) must be started with the same variable.
-    """
-    import os
-
-    if cfg.licenses:
-        os.environ["SCENEFORGE_LICENSES"] = ",".join(cfg.licenses)

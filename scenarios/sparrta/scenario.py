@@ -1,22 +1,21 @@
 """SpaRRTa-style egocentric / allocentric relation datasets, as a render-farm scenario.
 
-Implements the contract of :mod:`renderfarm.contract`::
+Implements the contract of :mod:`scenarios.contract`::
 
     plan(config) -> JobPlan            validate, count samples, fingerprint the config
     run(config, shard, out_dir, *, server) -> ShardResult   make the shard's samples
     finalize(config, out_dir) -> dict  table + splits + dataset card, in index order
+    server_spec(config) -> ServerSpec  asset packs + licences every server must serve
 
 Sample ``i`` of an (env, task, triple) unit has its label fixed up front (labels rotate along
 the (env, task) group, so classes are balanced ±1) and its own RNG from
 ``(seed, env, task, triple, i)``; the sampler retries until a valid sample *with that label*
 exists. Output is therefore independent of shard boundaries and worker count.
 
-Example (inline, one server)::
+Example (the runner claims ``out``, starts the server with :func:`server_spec`'s arguments)::
 
-    from engine.server.launch import start_server
-    with start_server(port=0) as srv:
-        run({"envs": ["desert"], "tasks": ["ego"], "n": 8}, Shard(0, tuple(range(8))), out, server=srv.address)
-    finalize({"envs": ["desert"], "tasks": ["ego"], "n": 8}, out)
+    from renderfarm import run_job
+    run_job("sparrta", {"envs": ["desert"], "tasks": ["ego"], "n": 8}, out, backend="inline")
 """
 from __future__ import annotations
 
@@ -26,9 +25,9 @@ from collections import Counter
 from pathlib import Path
 
 from core.errors import ConfigError, PlacementError
-from renderfarm.contract import JobPlan, Shard, ShardResult
+from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from scenarios.sampling import Placed, sample_rng, visibility_failure
-from scenarios.sparrta.config import SparrtaConfig, Unit, apply_licenses, locate, parse_config, resolve_units
+from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config, resolve_units
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, record_path
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
 from core.paths import confined
@@ -36,8 +35,9 @@ from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
 log = logging.getLogger(__name__)
+NAME = "sparrta"
+Config = SparrtaConfig
 NEEDS_SERVER = True
-JOB_FILE = "job.json"
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "scene_unusable")
 HARD_SAMPLE_FACTOR = 4  # see scene_budget
@@ -50,7 +50,17 @@ def plan(config: dict) -> JobPlan:
     units = units_of(cfg)
     n = sum(u.n for u in units)
     desc = f"{n} SpaRRTa samples: {', '.join(sorted({u.env for u in units}))} × {', '.join(cfg.tasks)}"
-    return JobPlan(n_samples=n, fingerprint=cfg.fingerprint(), description=desc)
+    return JobPlan(n_samples=n, fingerprint=cfg.fingerprint(), description=desc, config=cfg.to_dict())
+
+
+def server_spec(config: dict) -> ServerSpec:
+    """Servers serve the default library + every selected environment's asset packs, filtered
+    by the config's licences (passed as server arguments, so sampler and server agree)."""
+    cfg = parse_config(config)
+    packs: list[str] = []
+    for name in {u.env for u in units_of(cfg)}:
+        packs += [p for p in load_env_cached(cfg, name).asset_packs() if p not in packs]
+    return ServerSpec(assets=tuple(sorted(packs)), licenses=cfg.licenses, renderer=cfg.renderer or "gl")
 
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
@@ -60,10 +70,8 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
     t0 = time.perf_counter()
     cfg = parse_config(config)
-    apply_licenses(cfg)
     units = units_of(cfg)
     out = Path(out_dir)
-    claim_output(cfg, out)
     result = ShardResult(shard.shard_id)
     todo = []
     for idx in sorted(shard.indices):
@@ -120,25 +128,16 @@ def scene_budget(cfg: SparrtaConfig) -> int:
 
 
 def units_of(cfg: SparrtaConfig) -> list[Unit]:
-    from scenarios.environments import list_envs, load_env
-    return resolve_units(cfg, load_env, list_envs)
+    from scenarios.environments import list_envs
+
+    return resolve_units(cfg, lambda name: load_env_cached(cfg, name), list_envs)
 
 
-def claim_output(cfg: SparrtaConfig, out: Path) -> None:
-    """Write ``job.json`` (config + fingerprint) or refuse a directory made with another config."""
-    job = out / JOB_FILE
-    if job.exists():
-        import json
-        try:
-            old = json.loads(job.read_text())
-        except ValueError as e:
-            raise ConfigError(f"{job}: unreadable ({e}); is this a sceneforge dataset directory?") from None
-        if old.get("fingerprint") != cfg.fingerprint():
-            changed = sorted(k for k, v in cfg.to_dict().items() if old.get("config", {}).get(k) != v)
-            raise ConfigError(f"{out} holds a dataset made with a different config (changed: {', '.join(changed)}); "
-                              f"use a new --out or the same options to resume")
-        return
-    atomic_write_json(job, {"scenario": "scenarios.sparrta", "fingerprint": cfg.fingerprint(), "config": cfg.to_dict()})
+def load_env_cached(cfg: SparrtaConfig, name: str):
+    """The environment ``name`` with its asset library filtered by the config's licences."""
+    from scenarios.environments import load_env
+
+    return load_env(name, licenses=cfg.licenses)
 
 
 def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
@@ -159,11 +158,9 @@ class Session:
     """One worker's state: its server connection, the scene currently on the server, caches."""
 
     def __init__(self, cfg: SparrtaConfig, client, out: Path):
-        from scenarios.environments import load_env
-
         self.cfg, self.client, self.out = cfg, client, out
         self._shapes: dict[str, ShapeCache] = {}
-        self._load_env = load_env
+        self._load_env = lambda name: load_env_cached(cfg, name)
         self._envs: dict = {}
         self._groups: dict[tuple, Group] = {}
         self._world = None

@@ -29,7 +29,7 @@ import numpy as np
 
 from core.errors import ConfigError, PathSecurityError, PlacementError, SceneforgeError
 from engine.world import Actor, Ground
-from renderfarm.contract import JobPlan, Shard, ShardResult
+from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from scenarios.videos import dsi
 from scenarios.videos import motion as mo
 from scenarios.videos.video_io import apply_aug, encode_mp4
@@ -43,6 +43,7 @@ MOVABLE = ("truck", "car", "taxi", "bike", "vespa", "camel", "bear", "fox", "dee
 ANCHOR_CM = 600.0  # subject start within ±this of the env centre (clutter rings start ~18 m out)
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 CARD_FILE = "dataset_card.json"
+NAME = "videos"
 
 
 @dataclass(frozen=True)
@@ -66,16 +67,16 @@ class VideoConfig:
     max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "VideoConfig":
+    def from_dict(cls, d: dict, source: str = "videos config") -> "VideoConfig":
         if not isinstance(d, dict):
-            raise ConfigError(f"videos config must be a mapping, got {type(d).__name__}")
+            raise ConfigError(f"{source}: must be a mapping, got {type(d).__name__}")
         d = dict(d)
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
-            raise ConfigError(f"videos config: unknown field(s) {sorted(unknown)}")
+            raise ConfigError(f"{source}: unknown field(s) {sorted(unknown)}; known: {', '.join(cls.__dataclass_fields__)}")
         for req in ("env", "n"):
             if req not in d:
-                raise ConfigError(f"videos config: missing field '{req}'")
+                raise ConfigError(f"{source}: missing field '{req}' (--{req} is required, or set '{req}' in --config)")
         d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
         for key in ("subjects", "questions"):
             if d.get(key) is not None:
@@ -106,6 +107,9 @@ class VideoConfig:
 
     def normalised(self) -> dict:
         return json.loads(json.dumps(asdict(self), sort_keys=True, default=list))
+
+
+Config = VideoConfig  # the registry's name for a scenario's config class
 
 
 @dataclass
@@ -271,7 +275,16 @@ def plan(config: dict) -> JobPlan:
     """Validate and fingerprint (resume refuses a different config)."""
     cfg = VideoConfig.from_dict(config)
     load_context(cfg)  # env, subjects and names checked before any worker starts
-    return JobPlan(cfg.n, plan_digest(cfg), f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})")
+    return JobPlan(cfg.n, plan_digest(cfg), f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})",
+                   config=cfg.normalised())
+
+
+def server_spec(config: dict) -> ServerSpec:
+    """Servers serve the default library + the environment's own asset packs."""
+    cfg = VideoConfig.from_dict(config)
+    from scenarios.environments import load_env
+
+    return ServerSpec(assets=tuple(load_env(cfg.env).asset_packs()))
 
 
 def plan_digest(cfg: VideoConfig) -> str:

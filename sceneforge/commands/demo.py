@@ -16,14 +16,20 @@ def demo_config(n: int, env: str, seed: int) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scenarios.sparrta.job import generate, rejection_summary
+    from renderfarm import run_job
+    from scenarios.sparrta.card import rejection_summary
     from scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out)
     if not args.no_fetch and not os.environ.get("SCENEFORGE_NO_FETCH"):
         from assets_manifest.build import ensure_defaults
         ensure_defaults(progress=not args.quiet)     # real models on first use; one line if offline
-    summary = generate(demo_config(args.n, args.env, args.seed), out, progress=not args.quiet)
+    summary = run_job("sparrta", demo_config(args.n, args.env, args.seed), out, backend="inline",
+                      progress=not args.quiet)
+    if summary["failed"]:
+        from core.errors import PlacementError
+
+        raise PlacementError(f"demo: {len(summary['failed'])} samples failed; e.g. {next(iter(summary['failed'].values()))}")
     sheet = contact_sheet(out, out / "contact_sheet.png", n=min(16, 2 * args.n))
     stats = summary["finalize"]
     print(f"sceneforge demo: {stats['samples']} labelled images ({args.n} ego + {args.n} allo, {args.env}) "

@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.errors import ConfigError
-
 TASKS = {"ego": ["ego"], "allo": ["allo"], "both": ["ego", "allo"]}
 # CLI flag (dest) -> config field; None values mean "use the environment's default".
 FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "size", "triples": "triples", "format": "image_format",
@@ -20,63 +18,37 @@ FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "size", "triples": "tr
          "layout": "layout"}
 
 
-def config_from_args(args: argparse.Namespace) -> dict:
-    """YAML ``--config`` (optional) overridden by the flags given on the command line."""
-    cfg: dict = {}
-    if args.config:
-        import yaml
-        try:
-            cfg = yaml.safe_load(Path(args.config).read_text()) or {}
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"--config {args.config}: cannot read: {e}") from None
-        if not isinstance(cfg, dict):
-            raise ConfigError(f"--config {args.config}: expected a mapping of config fields")
-        from scenarios.sparrta.config import parse_config
-        parse_config(cfg, source=f"--config {args.config}")   # name the file in field errors
-    for flag, key in FLAGS.items():
-        value = getattr(args, flag)
-        if value is not None and value is not False:
-            cfg[key] = value
+def config_from_args(args: argparse.Namespace):
+    """``--config`` YAML overridden by the flags given on the command line → (config, plain dict)."""
+    from scenarios.config_loader import load_config
+    from scenarios.sparrta.config import SparrtaConfig
+
+    overrides = {key: getattr(args, flag) for flag, key in FLAGS.items()}
+    overrides = {k: v for k, v in overrides.items() if v is not None and v is not False}
     if args.task:
-        cfg["tasks"] = TASKS[args.task]
+        overrides["tasks"] = TASKS[args.task]
     if args.no_clutter:
-        cfg["clutter"] = False
-    return cfg
+        overrides["clutter"] = False
+    return load_config(SparrtaConfig.from_dict, command="sceneforge generate", config_file=args.config,
+                       overrides=overrides)
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from scenarios.sparrta.config import apply_licenses, parse_config
-    from scenarios.sparrta.job import rejection_summary
+    from scenarios.sparrta.card import rejection_summary
+    from sceneforge.commands.common import run_scenario
 
-    config = config_from_args(args)
-    parsed = parse_config(config, source="sceneforge generate")
-    apply_licenses(parsed)  # before any server starts
-    if parsed.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
+    cfg, config = config_from_args(args)
+    if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
         from engine.server.renderers import check_renderer
-        check_renderer(parsed.renderer)
-    summary = _dispatch(config, Path(args.out), args)
-    failed = summary.get("failed") or {}
-    if failed:  # the farm reports failures instead of raising: make them the usual one line
-        from core.errors import PlacementError
-        causes = [m for m in failed.values() if not m.startswith("not attempted")] or list(failed.values())
-        raise PlacementError(f"{len(failed)} of {summary.get('samples')} samples failed (rerun resumes); "
-                             f"{causes[0]}")
+
+        check_renderer(cfg.renderer)
+    summary = run_scenario("sparrta", config, Path(args.out), args)
     stats = summary.get("finalize", {})
     print(f"{summary.get('samples')} samples in {args.out} ({summary.get('rendered', 0)} rendered this run, "
           f"{summary.get('samples_per_s', 0):.2f} labelled images/s); labels {stats.get('by_label')}")
     print(rejection_summary(stats))
-    return 0 if summary.get("finalized", True) and not summary.get("failed") else 1
+    return 0
 
-
-def _dispatch(config: dict, out: Path, args: argparse.Namespace) -> dict:
-    """Inline (one server) unless more workers, external servers or Ray are asked for."""
-    farm = (args.workers or 1) > 1 or args.servers or args.backend != "local" or args.ray_address
-    if not farm:
-        from scenarios.sparrta.job import generate
-        return generate(config, out, server=args.server, progress=not args.quiet)
-    from renderfarm import run_job
-    return run_job("scenarios.sparrta", config, out, workers=args.workers, backend=args.backend,
-                   servers=args.servers, ray_address=args.ray_address, progress=not args.quiet)
 
 
 def run_preview(args: argparse.Namespace) -> int:
@@ -88,7 +60,10 @@ def run_preview(args: argparse.Namespace) -> int:
     return 0
 
 
+
 def register(sub: argparse._SubParsersAction) -> None:
+    from sceneforge.commands.common import add_runner_flags
+
     p = sub.add_parser("generate", help="SpaRRTa-style ego/allo relation images with labels",
                        description="Generate (or resume) a labelled relation dataset in --out.")
     p.add_argument("--env", nargs="+", help="environment name(s), a YAML path, or 'all' (default desert)")
@@ -114,12 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--renderer", help="renderer of the servers this job starts: gl (default) or cycles "
                    "(path-traced lit; `sceneforge renderers install cycles`), e.g. cycles:samples=32")
     p.add_argument("--config", help="YAML file of config fields (flags override it)")
-    p.add_argument("--server", help="use this running render server (host:port) instead of starting one")
-    p.add_argument("--workers", type=int, help="parallel workers, each with its own server (render farm)")
-    p.add_argument("--backend", choices=["local", "ray"], default="local", help="render-farm backend")
-    p.add_argument("--servers", help="comma-separated external UnrealCV servers, one worker each")
-    p.add_argument("--ray-address", help="Ray cluster address (with --backend ray)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_runner_flags(p)
     p.set_defaults(func=run_generate)
 
     q = sub.add_parser("preview", help="contact sheet of a generated dataset with labels drawn")

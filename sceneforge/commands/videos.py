@@ -11,10 +11,11 @@ import argparse
 import json
 from pathlib import Path
 
-from core.errors import ConfigError
 
 
 def register(subparsers) -> None:
+    from sceneforge.commands.common import add_runner_flags
+
     v = subparsers.add_parser("videos", help="render DSI-Bench-style dynamic clips (std/hflip/reverse/reverse_hflip)",
                               description="Render dynamic clips with 9 camera/object motion patterns, their "
                                           "hflip/reverse/reverse_hflip variants and DSI-Bench metadata CSVs.")
@@ -28,11 +29,8 @@ def register(subparsers) -> None:
     v.add_argument("--size", type=int, help="square frame size in pixels (default: the env's, 224)")
     v.add_argument("--patterns", nargs="+", help="subset of the 9 motion patterns (cam_X-obj_Y)")
     v.add_argument("--no-clutter", action="store_true", help="no background objects")
-    v.add_argument("--workers", type=int, help="worker processes, one render server each (default: CPUs)")
-    v.add_argument("--backend", default="local", choices=("local", "ray"), help="render farm backend")
-    v.add_argument("--servers", help="comma-separated external UnrealCV servers host:port (one worker each)")
-    v.add_argument("--ray-address", help="ray.init address for --backend ray")
-    v.add_argument("--inline", action="store_true", help="no farm: one in-process worker and one server")
+    v.add_argument("--inline", action="store_true", help="same as --backend inline: one server in this process")
+    add_runner_flags(v)
     v.set_defaults(func=run_videos)
 
     e = subparsers.add_parser("dsi-eval", help="DSI-Bench sample-wise and group-wise accuracy",
@@ -47,79 +45,27 @@ def register(subparsers) -> None:
     e.set_defaults(func=run_eval)
 
 
-def build_config(args: argparse.Namespace) -> dict:
-    """Config dict from --config YAML overridden by flags (validated later by the scenario)."""
-    cfg: dict = {}
-    if args.config:
-        import yaml
+def build_config(args: argparse.Namespace):
+    """``--config`` YAML overridden by flags → (VideoConfig, plain dict)."""
+    from scenarios.config_loader import load_config
+    from scenarios.videos import VideoConfig
 
-        try:
-            cfg = yaml.safe_load(args.config.read_text()) or {}
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"{args.config}: cannot read videos config ({' '.join(str(e).split())})") from e
-        if not isinstance(cfg, dict):
-            raise ConfigError(f"{args.config}: top level must be a mapping of videos config fields")
-    for key, val in (("env", args.env), ("n", args.n), ("seed", args.seed), ("image_size", args.size)):
-        if val is not None:
-            cfg[key] = val
-    motion = dict(cfg.get("motion") or {})
-    for key, val in (("n_frames", args.frames), ("fps", args.fps), ("patterns", args.patterns)):
-        if val is not None:
-            motion[key] = val
-    if motion:
-        cfg["motion"] = motion
-    if args.no_clutter:
-        cfg["clutter"] = False
-    for req in ("env", "n"):
-        if req not in cfg:
-            raise ConfigError(f"videos: --{req} is required (or set '{req}' in --config)")
-    return cfg
+    overrides = {"env": args.env, "n": args.n, "seed": args.seed, "image_size": args.size,
+                 "motion.n_frames": args.frames, "motion.fps": args.fps, "motion.patterns": args.patterns,
+                 "clutter": False if args.no_clutter else None}
+    return load_config(VideoConfig.from_dict, command="sceneforge videos", config_file=args.config,
+                       overrides=overrides)
 
 
 def run_videos(args: argparse.Namespace) -> int:
-    from scenarios import videos
+    from sceneforge.commands.common import run_scenario
 
-    config = build_config(args)
-    videos.plan(config)  # validate before touching the output dir
+    _, config = build_config(args)
     if args.inline:
-        stats = run_inline(config, args.out)
-    else:
-        from renderfarm.job import run_job
-
-        summary = run_job("scenarios.videos", config, args.out, workers=args.workers, backend=args.backend,
-                          servers=args.servers, ray_address=args.ray_address)
-        if not summary.get("finalized"):
-            return 1
-        stats = summary["finalize"]
-    print(json.dumps(stats, indent=2))
-    return 0
-
-
-def run_inline(config: dict, out_dir: Path) -> dict:
-    """One shard with all indices on one embedded server (no farm journal)."""
-    from engine.server.launch import start_server
-    from renderfarm.contract import Shard
-    from scenarios import videos
-
-    plan = videos.plan(config)
-    job = out_dir / "job.json"
-    if job.is_file() and json.loads(job.read_text()).get("fingerprint") != plan.fingerprint:
-        raise ConfigError(f"{out_dir} holds a videos job with a different config ({job}); use another --out")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    from scenarios.writers import atomic_write_json
-
-    atomic_write_json(job, {"scenario": "scenarios.videos", "fingerprint": plan.fingerprint, "config": config})
-    from tqdm import tqdm
-
-    failed: dict[int, str] = {}
-    with start_server() as srv:
-        for index in tqdm(range(plan.n_samples), desc="videos", unit="clip"):
-            failed.update(videos.run(config, Shard(index, (index,)), out_dir, server=srv.address).failed)
-    if failed:
-        first = next(iter(failed.items()))
-        raise ConfigError(f"videos: {len(failed)} clip(s) failed, e.g. clip {first[0]}: {first[1]}; "
-                          "rerun the same command to retry them")
-    return videos.finalize(config, out_dir)
+        args.backend = "inline"
+    summary = run_scenario("videos", config, args.out, args)
+    print(json.dumps(summary.get("finalize", {}), indent=2))
+    return 0 if summary.get("finalized") else 1
 
 
 def run_eval(args: argparse.Namespace) -> int:

@@ -178,12 +178,13 @@ def test_default_prefers_built_per_class_and_credits(tmp_path, proc):
     assert not lib.has_share_alike(lib.ids())
 
 
-def test_licenses_from_environment(tmp_path, proc, monkeypatch):
+def test_licenses_are_explicit_never_from_the_environment(tmp_path, proc, monkeypatch):
     to_npz(proc.mesh("proc_bear"), built_path(tmp_path, "0ad_bear_brown"))
     assert AssetLibrary.default(cache_dir=tmp_path).has_share_alike(["0ad_bear_brown"])
-    monkeypatch.setenv("SCENEFORGE_LICENSES", "cc0,cc-by")
-    lib = AssetLibrary.default(cache_dir=tmp_path)
+    lib = AssetLibrary.default(cache_dir=tmp_path, licenses=["cc0", "cc-by"])
     assert "0ad_bear_brown" not in lib.ids() and lib.by_class("bear")[0].id == "proc_bear"
+    monkeypatch.setenv("SCENEFORGE_LICENSES", "cc0,cc-by")   # the old variable has no effect any more
+    assert "0ad_bear_brown" in AssetLibrary.default(cache_dir=tmp_path).ids()
 
 
 def test_unknown_ids_and_classes(proc):

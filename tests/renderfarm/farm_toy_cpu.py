@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from core.errors import ConfigError
-from renderfarm.contract import JobPlan, Shard, ShardResult
+from scenarios.contract import JobPlan, Shard, ShardResult
 
 NEEDS_SERVER = False
 

@@ -6,7 +6,7 @@ import sqlite3
 import pytest
 
 from core.errors import ConfigError
-from renderfarm.contract import JobPlan, ShardResult, load_scenario
+from scenarios.contract import JobPlan, ShardResult, load_scenario
 from renderfarm.journal import Journal
 from renderfarm.manifest import default_shard_size, make_shards, open_manifest
 

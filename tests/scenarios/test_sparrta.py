@@ -11,21 +11,37 @@ import pytest
 from PIL import Image
 
 from core.errors import ConfigError, PlacementError
-from renderfarm.contract import Shard
+from scenarios.contract import Shard
 from scenarios.sparrta import scenario as sparrta
 from scenarios.environments import list_envs, load_env
 from scenarios.relations import LABELS, relation
 from scenarios.sampling import sample_rng
 from scenarios.sparrta.config import locate, parse_config, resolve_units
-from scenarios.sparrta.job import generate
+from renderfarm import run_job
+from renderfarm.manifest import claim_output
 from scenarios.sparrta.scene import ShapeCache, build_group, sample_view
 
 CFG = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 20, "seed": 7, "masks": True, "depth": True}
 
 
+def generate(config: dict, out: Path, *, server: str | None = None, progress: bool = False) -> dict:
+    """The inline runner as ``sceneforge generate`` uses it; a failed sample raises like the CLI."""
+    summary = run_job("sparrta", config, out, backend="inline", server=server, progress=progress)
+    if summary["failed"]:
+        raise PlacementError(next(iter(summary["failed"].values())), rejections=summary["rejections"])
+    return summary
+
+
+def claim(config: dict, out: Path) -> None:
+    """What the runner does before handing shards to workers."""
+    out.mkdir(parents=True, exist_ok=True)
+    claim_output(out, "scenarios.sparrta", sparrta.plan(config))
+
+
 def tree_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every dataset file (the runner's bookkeeping under .farm/ excluded)."""
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+            for p in sorted(root.rglob("*")) if p.is_file() and p.relative_to(root).parts[0] != ".farm"}
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +75,15 @@ def test_bad_config_is_one_clear_error(raw, match):
 
 
 @pytest.mark.render
-def test_licenses_restrict_the_assets_and_are_recorded(server, tmp_path, monkeypatch):
+def test_licenses_restrict_the_assets_and_are_recorded(server, tmp_path):
     from scenarios.environments import load_env as load
 
-    monkeypatch.setenv("SCENEFORGE_LICENSES", "cc0")  # restored after the test (generate sets the same)
-    lib = load("desert").library
+    lib = load("desert", licenses=["cc0"]).library
     assert lib.licenses(lib.active_ids()) and all(x.upper().startswith("CC0") for x in lib.licenses(lib.active_ids()))
     cfg = {"envs": ["desert"], "tasks": ["ego"], "n": 4, "seed": 3, "licenses": ["cc0"]}
-    generate(cfg, tmp_path / "cc0", server=server.address, progress=False)
+    with pytest.raises(ConfigError, match="licences cc0"):   # a shared server serving everything is refused
+        generate(cfg, tmp_path / "cc0", server=server.address, progress=False)
+    generate(cfg, tmp_path / "cc0", progress=False)          # its own server, started with --licenses cc0
     card = json.loads((tmp_path / "cc0" / "dataset_card.json").read_text())
     assert card["config"]["licenses"] == ["cc0"] and card["fingerprint"] != parse_config({**cfg, "licenses": None}).fingerprint()
     assert card["licenses"] and all(x.upper().startswith("CC0") for x in card["licenses"])
@@ -212,6 +229,7 @@ def test_deterministic_with_a_fresh_server(dataset, tmp_path):
 def test_resume_after_interrupted_shards(dataset, server, tmp_path):
     out, _, df = dataset
     part = tmp_path / "part"
+    claim(CFG, part)
     sparrta.run(CFG, Shard(1, tuple(range(21, 40, 2))), part, server=server.address)   # a worker, then killed
     with pytest.raises(ConfigError, match="missing"):
         sparrta.finalize(CFG, part)

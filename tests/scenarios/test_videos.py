@@ -17,7 +17,7 @@ import pytest
 
 from core.errors import ConfigError
 from engine.world import Actor
-from renderfarm.contract import Shard
+from scenarios.contract import Shard
 from scenarios.videos import dsi
 from scenarios.videos import scenario as videos
 from scenarios.videos import motion as mo

@@ -246,7 +246,8 @@ def assets(state: ServerState, args: list[str]) -> str:
 
 @command("vget /sceneforge/info")
 def info(state: ServerState, args: list[str]) -> str:
-    out = {"version": server_version(), "actors": len(state.scene.actors), "env": state.scene.env}
+    out = {"version": server_version(), "actors": len(state.scene.actors), "env": state.scene.env,
+           "packs": [], "licenses": None, "renderer": "gl", **state.serving}
     try:
         backend = state.backend()
         out.update({"backend": backend.name, "triangles": int(backend.triangle_count(state.scene))})

@@ -1,4 +1,4 @@
-"""The one contract between the render farm and every scenario (images, videos, future ones).
+"""The one contract between the runner (inline, local farm, Ray) and every scenario.
 
 A *job* is a scenario name + its config (a plain dict, validated by the scenario) + a seed + a
 sample count. The farm splits the sample indices into :class:`Shard` s and calls the scenario's
@@ -13,7 +13,13 @@ A scenario module (e.g. ``scenarios.sparrta``) provides::
     def finalize(config: dict, out_dir: Path) -> dict   # tables, splits, dataset card; returns stats
 
 Optionally a scenario sets ``NEEDS_SERVER = False`` (pure CPU work such as re-encoding); the
-farm then starts no render server and passes ``server=""``.
+farm then starts no render server and passes ``server=""``. A scenario that needs more than the
+default library on its servers defines ``server_spec(config) -> ServerSpec`` (asset packs,
+licence filter, renderer): the runner passes it to every server it starts *as arguments* and
+checks external servers against it.
+
+Scenarios are found by name through :mod:`scenarios.registry`; the output directory is claimed
+(``OUT/job.json``: scenario + fingerprint + normalised config) by the runner alone.
 
 ``run`` must be idempotent: a sample whose files are complete is skipped, each file is written
 to a temporary name and renamed, so a killed worker never leaves a half-written sample.
@@ -44,6 +50,21 @@ class JobPlan:
     n_samples: int
     fingerprint: str  # hash of the normalised config; resume refuses a different one
     description: str = ""
+    config: dict | None = None  # the normalised config recorded in OUT/job.json
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What a scenario's render servers must serve; handed to each server as arguments.
+
+    assets:   extra asset-pack manifests (absolute paths) beside the default library;
+    licenses: licence families to serve (None = all), e.g. ("cc0", "cc-by");
+    renderer: a name from :mod:`engine.server.renderers` (``gl`` = the embedded rasteriser).
+    """
+
+    assets: tuple[str, ...] = ()
+    licenses: tuple[str, ...] | None = None
+    renderer: str = "gl"
 
 
 @dataclass
@@ -70,12 +91,21 @@ def load_scenario(name: str) -> ModuleType:
         module = importlib.import_module(name)
     except ModuleNotFoundError as e:
         if e.name and name.startswith(e.name):
-            raise ConfigError(f"scenario '{name}': no such module") from e
+            from scenarios.registry import scenario_names
+
+            raise ConfigError(f"scenario '{name}': not a registered scenario ({', '.join(scenario_names())}) "
+                              "nor an importable module: no such module") from e
         raise
     missing = [f for f in ("plan", "run", "finalize") if not callable(getattr(module, f, None))]
     if missing:
         raise ConfigError(f"scenario '{name}' lacks {', '.join(missing)}() of the farm contract")
     return module
+
+
+def server_spec(module: ModuleType, config: dict) -> ServerSpec:
+    """The scenario's :class:`ServerSpec` for ``config`` (default: the plain default library)."""
+    fn = getattr(module, "server_spec", None)
+    return fn(config) if callable(fn) else ServerSpec()
 
 
 def needs_server(module: ModuleType) -> bool:

@@ -1,0 +1,50 @@
+"""What every scenario command shares: the runner flags and the one path flags → runner.
+
+Each scenario command (``generate``, ``videos``, ...) is: its own flags → a validated config (via
+:func:`scenarios.config_loader.load_config`) → :func:`run_scenario`. Nothing here knows a
+scenario; adding one adds a command module, not a branch here.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_runner_flags(p: argparse.ArgumentParser) -> None:
+    """Flags every scenario command shares: where to render and how to parallelise."""
+    p.add_argument("--server", help="use this running render server (host:port) instead of starting one")
+    p.add_argument("--workers", type=int, help="parallel workers, each with its own server (render farm)")
+    p.add_argument("--backend", choices=["inline", "local", "ray"], default=None,
+                   help="inline (default with one worker), local worker processes, or a Ray cluster")
+    p.add_argument("--servers", help="comma-separated external UnrealCV servers, one worker each")
+    p.add_argument("--ray-address", help="Ray cluster address (with --backend ray)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def backend_of(args: argparse.Namespace) -> str:
+    """Inline (one server, this process) unless more workers, external servers or Ray are asked for."""
+    if args.backend:
+        return args.backend
+    if args.ray_address:
+        return "ray"
+    if (args.workers or 1) > 1 or args.servers:
+        return "local"
+    return "inline"
+
+
+def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -> dict:
+    """The CLI's one path to the runner: flags → :func:`renderfarm.run_job`; failures → one line."""
+    from core.errors import ConfigError, PlacementError
+    from renderfarm import run_job
+
+    backend = backend_of(args)
+    if args.server and backend != "inline":
+        raise ConfigError("--server runs inline on one server; use --servers a:1,b:2 for several workers")
+    summary = run_job(name, config, out, workers=args.workers, backend=backend, servers=args.servers,
+                      ray_address=args.ray_address, progress=not args.quiet, server=args.server)
+    failed = summary.get("failed") or {}
+    if failed:  # the runner reports failures instead of raising: make them the usual one line
+        causes = [m for m in failed.values() if not m.startswith("not attempted")] or list(failed.values())
+        raise PlacementError(f"{len(failed)} of {summary.get('samples')} samples failed (rerun resumes); "
+                             f"{causes[0]}")
+    return summary
