@@ -58,7 +58,7 @@ def _independent_check(out: Path, row) -> bool:
 @pytest.mark.render
 def test_steep_cameras_give_labels_that_agree_with_the_pixels(server, tmp_path, monkeypatch):
     import scenarios.environments as environments
-    from scenarios.sparrta.job import generate
+    from sparrta_helpers import generate
 
     envs = tmp_path / "envs"
     envs.mkdir()

@@ -37,7 +37,7 @@ def test_env_name_with_a_path_is_refused(tmp_path):
 
 
 def test_generate_with_an_escaping_triple_writes_nothing(tmp_path):
-    from scenarios.sparrta.job import generate
+    from sparrta_helpers import generate
 
     out = tmp_path / "a" / "b" / "out"
     with pytest.raises(ConfigError, match="triple id"):
@@ -63,7 +63,7 @@ def test_confined_refuses_symlinks_leaving_the_root(tmp_path):
 
 
 def test_generate_does_not_follow_a_symlinked_env_dir_out_of_out(server, tmp_path):
-    from scenarios.sparrta.job import generate
+    from sparrta_helpers import generate
 
     out, outside = tmp_path / "out", tmp_path / "elsewhere"
     out.mkdir()

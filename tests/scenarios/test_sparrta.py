@@ -17,19 +17,11 @@ from scenarios.environments import list_envs, load_env
 from scenarios.relations import LABELS, relation
 from scenarios.sampling import sample_rng
 from scenarios.sparrta.config import locate, parse_config, resolve_units
-from renderfarm import run_job
 from renderfarm.manifest import claim_output
+from sparrta_helpers import generate
 from scenarios.sparrta.scene import ShapeCache, build_group, sample_view
 
 CFG = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 20, "seed": 7, "masks": True, "depth": True}
-
-
-def generate(config: dict, out: Path, *, server: str | None = None, progress: bool = False) -> dict:
-    """The inline runner as ``sceneforge generate`` uses it; a failed sample raises like the CLI."""
-    summary = run_job("sparrta", config, out, backend="inline", server=server, progress=progress)
-    if summary["failed"]:
-        raise PlacementError(next(iter(summary["failed"].values())), rejections=summary["rejections"])
-    return summary
 
 
 def claim(config: dict, out: Path) -> None:
