@@ -26,6 +26,7 @@ from core.errors import ConfigError
 BUILTIN: dict[str, str] = {
     "sparrta": "scenarios.sparrta",   # SpaRRTa ego/allo relation images
     "videos": "scenarios.videos",     # DSI-Bench-style dynamic clips + variants
+    "vqa": "scenarios.vqa.scenario",  # template VQA over metric scene graphs (CRISP/SpaCE-10 style)
 }
 _REGISTRY: dict[str, str] = dict(BUILTIN)
 

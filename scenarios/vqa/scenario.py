@@ -1,4 +1,4 @@
-"""Template-VQA images as a render-farm scenario: plan / run / finalize (renderfarm.contract).
+"""Template-VQA images as a render-farm scenario: plan / run / finalize (scenarios.contract).
 
 Sample ``i`` of environment ``e`` is a scene of 3–6 labelled objects (classes of the
 environment's triples, Gaussian around the centre, no overlaps) plus the environment's clutter,
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import ConfigError, PlacementError
-from renderfarm.contract import JobPlan, Shard, ShardResult
+from scenarios.contract import JobPlan, Shard, ShardResult
 
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from renderfarm.contract import Shard
+from scenarios.contract import Shard
 from scenarios.consistency import ego_label_disagrees
 
 

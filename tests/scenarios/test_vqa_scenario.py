@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from core.errors import ConfigError
-from renderfarm.contract import Shard
+from scenarios.contract import Shard
 from scenarios import coco_rle
 from scenarios.vqa import scenario
 from scenarios.vqa.record import rerender
