@@ -32,6 +32,14 @@ WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
     ("ground", "relief_amplitude"): (-1.0e5, 1.0e5),   # 1 km
     ("ground", "relief_wavelength"): (10.0, 1.0e7),
     ("ground", "extent"): (100.0, 1.0e6),             # half-size 1 m .. 10 km
+    ("ground", "tile_cm"): (1.0, 1.0e5),
+    ("sun", "angular_diameter_deg"): (0.0, 30.0),
+    ("sky", "intensity"): (0.0, 100.0),
+    ("sky", "rotation_deg"): (-MAX_ANGLE_DEG, MAX_ANGLE_DEG),
+    ("sky", "turbidity"): (1.0, 20.0),
+    ("fog", "density"): (0.0, 1000.0),                # extinction per km at z = 0
+    ("fog", "height_falloff_m"): (1.0, 1.0e5),
+    ("look", "exposure_ev"): (-20.0, 20.0),
 }
 
 

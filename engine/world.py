@@ -17,7 +17,7 @@ Nothing here imports a renderer; the render server reads these objects.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Iterable
 
 import numpy as np
@@ -215,12 +215,17 @@ def look_at_rotation(eye: Vec3, target: Vec3) -> Rotator:
 @dataclass(frozen=True)
 class Sun:
     """Directional light. ``pitch`` is the sun's elevation (degrees above the horizon),
-    ``yaw`` the direction the sun is *in* (same convention as a rotator's yaw)."""
+    ``yaw`` the direction the sun is *in* (same convention as a rotator's yaw).
+
+    ``intensity`` scales the sun's irradiance: 1 lights a white surface facing the sun to
+    radiance 1 before exposure. ``angular_diameter_deg`` sizes the sun disk drawn in the sky.
+    """
 
     pitch: float = 50.0
     yaw: float = -30.0
     intensity: float = 1.0
     color: RGB = (255, 250, 240)
+    angular_diameter_deg: float = 0.53
 
     def direction_to_sun(self) -> np.ndarray:
         p, y = math.radians(self.pitch), math.radians(self.yaw)
@@ -229,20 +234,40 @@ class Sun:
 
 @dataclass(frozen=True)
 class Sky:
+    """The sky: a procedural gradient (``zenith``/``horizon``, sRGB) or an HDRI by id.
+
+    ``ambient`` is sky light relative to sun light (the mean radiance of the upper sky, in units
+    of the sun's): the same meaning for the procedural sky and for an HDRI, which the renderer
+    normalises to it, so HDRIs are interchangeable under randomisation. ``intensity`` scales the
+    sky (background and image-based light) further; ``rotation_deg`` turns the HDRI about Z
+    (UE yaw). ``turbidity`` (2 = clear .. 10 = hazy) widens the glow around the sun.
+    """
+
     zenith: RGB = (110, 160, 225)
     horizon: RGB = (200, 220, 240)
     ambient: float = 0.35
+    hdri: str | None = None
+    intensity: float = 1.0
+    rotation_deg: float = 0.0
+    turbidity: float = 3.0
 
 
 @dataclass(frozen=True)
 class Ground:
-    """The ground plane at ``z = 0`` plus an optional relief (heights in cm)."""
+    """The ground plane at ``z = 0`` plus an optional relief (heights in cm).
+
+    ``texture`` names a procedural pattern (grass, sand, asphalt, snow, noise; "flat" for none);
+    ``surface`` a ground material id of the asset library (``AssetLibrary.surface``), repeated
+    every ``tile_cm`` (the renderer falls back to the procedural pattern when the id is unknown).
+    """
 
     color: RGB = (120, 140, 90)
     texture: str | None = None  # optional texture id/path understood by the renderer
     relief_amplitude: float = 0.0  # cm
     relief_wavelength: float = 3000.0  # cm
     extent: float = 20000.0  # half-size of the ground square, cm
+    surface: str | None = None  # asset-library surface id (textured PBR ground)
+    tile_cm: float = 300.0  # world size of one repeat of the surface texture
 
     def height(self, x: np.ndarray | float, y: np.ndarray | float) -> np.ndarray | float:
         """Terrain height (cm) at world XY: a smooth sum of sines, 0 when amplitude is 0."""
@@ -254,6 +279,35 @@ class Ground:
         return self.relief_amplitude * h
 
 
+@dataclass(frozen=True)
+class Fog:
+    """Height fog / aerial perspective: extinction ``density`` per km at z = 0, thinning
+    exponentially with height (``height_falloff_m``: the height over which it falls by e).
+    ``color`` None = the sky's horizon colour. 0 density = no fog."""
+
+    density: float = 0.0
+    height_falloff_m: float = 150.0
+    color: RGB | None = None
+
+
+LOOKS = ("pbr", "flat")
+
+
+@dataclass(frozen=True)
+class Look:
+    """How ``lit`` is shaded. ``style`` "pbr" (default): linear HDR, GGX materials, image-based
+    light, fog, ACES tone mapping at ``exposure_ev``, FXAA when ``fxaa``; "flat": the original
+    Lambert + gradient look (kept for speed comparisons). Never changes masks, ids or depth."""
+
+    style: str = "pbr"
+    exposure_ev: float = 0.0
+    fxaa: bool = True
+
+    def __post_init__(self) -> None:
+        if self.style not in LOOKS:
+            raise ConfigError(f"look.style must be one of {', '.join(LOOKS)}, got {self.style!r}")
+
+
 @dataclass
 class Scene:
     """Mutable container the server edits in response to ``vset`` commands."""
@@ -263,6 +317,8 @@ class Scene:
     sun: Sun = field(default_factory=Sun)
     sky: Sky = field(default_factory=Sky)
     ground: Ground = field(default_factory=Ground)
+    fog: Fog = field(default_factory=Fog)
+    look: Look = field(default_factory=Look)
     env: str | None = None
 
     def add(self, actor: Actor) -> None:
@@ -275,6 +331,84 @@ class Scene:
             raise ConfigError(f"no actor named {name!r}")
         self.actors[name] = replace(self.actors[name], **changes)
         return self.actors[name]
+
+
+WORLD_SECTIONS: dict[str, type] = {"sun": Sun, "sky": Sky, "ground": Ground, "fog": Fog, "look": Look}
+
+
+def _coerce_field(where: str, kind: str, value):
+    """Convert a JSON/YAML value to a world field's annotated type; ConfigError names ``where``."""
+    optional = kind.endswith("| None")
+    if value is None and optional:
+        return None
+    base = kind.replace("| None", "").strip()
+    if base == "RGB":
+        ok = isinstance(value, (list, tuple)) and len(value) == 3 and all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in value)
+        if not ok:
+            raise ConfigError(f"{where}: expected [r, g, b] ints in 0..255, got {value!r}")
+        return tuple(value)
+    if base == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+        section, name = where.split(".")[1:3]
+        return float(limits.check_world_field(section, name, value))
+    if base == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: expected a string{' or null' if optional else ''}, got {value!r}")
+    return value
+
+
+def world_section(name: str, data) -> object:
+    """One world section (``sun``, ``sky``, ``ground``, ``fog``, ``look``) from a mapping, type-checked
+    field by field; unknown fields and bad values raise :class:`ConfigError` naming ``world.<name>.<field>``.
+    ``look`` may also be given as just its style string (``"look": "flat"``)."""
+    cls = WORLD_SECTIONS[name]
+    if name == "look" and isinstance(data, str):
+        data = {"style": data}
+    if not isinstance(data, dict):
+        raise ConfigError(f"world.{name}: expected a mapping, got {type(data).__name__}")
+    known = {f.name: str(f.type) for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"world.{name}: unknown field(s) {unknown} (known: {sorted(known)})")
+    return cls(**{k: _coerce_field(f"world.{name}.{k}", known[k], v) for k, v in data.items()})
+
+
+def world_from_dict(data) -> dict:
+    """The world dict of ``vset /sceneforge/world`` → ``{"env": str|None, "sun": Sun, ...}``; every
+    section not given gets its defaults (so a world is a pure function of the dict)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"world: expected a mapping, got {type(data).__name__}")
+    unknown = sorted(set(data) - {"env", *WORLD_SECTIONS})
+    if unknown:
+        raise ConfigError(f"world: unknown field(s) {unknown} (known: env, {', '.join(WORLD_SECTIONS)})")
+    env = data.get("env")
+    if env is not None and not isinstance(env, str):
+        raise ConfigError(f"world.env: expected a string, got {env!r}")
+    out: dict = {"env": env}
+    for k, cls in WORLD_SECTIONS.items():
+        out[k] = world_section(k, data[k]) if k in data else cls()
+    return out
+
+
+def world_to_dict(env: str | None = None, **sections) -> dict:
+    """JSON-ready world dict from section objects (missing sections are left out = defaults)."""
+    out: dict = {"env": env}
+    for k in WORLD_SECTIONS:
+        if sections.get(k) is not None:
+            out[k] = {f: list(v) if isinstance(v, tuple) else v for f, v in asdict(sections[k]).items()}
+    return out
+
+
+def apply_world(scene: "Scene", data) -> None:
+    """Replace the scene's env and every world section from a world dict (validated first)."""
+    w = world_from_dict(data)
+    scene.env, scene.sun, scene.sky, scene.ground, scene.fog, scene.look = (
+        w["env"], w["sun"], w["sky"], w["ground"], w["fog"], w["look"])
 
 
 def instance_color(index: int) -> RGB:

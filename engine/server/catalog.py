@@ -80,6 +80,7 @@ class AssetCatalog:
         self._load_error: str | None = None
         self._load_lock = threading.Lock()
         self._meshes: dict[str, RenderMesh] = {}
+        self._world_content: dict[tuple[str, str], object] = {}
         self._lib_ids: set[str] | None = None
         self._lock = threading.Lock()
 
@@ -152,6 +153,34 @@ class AssetCatalog:
             if asset_id not in self._meshes:
                 self._meshes[asset_id] = self._load_mesh(asset_id)
             return self._meshes[asset_id]
+
+    # --- world content (issue 14): HDRIs and ground surfaces by id ---------------------------
+    def hdri(self, hdri_id: str):
+        """Linear float32 (H, W, 3) equirect image, or None when the library has no such HDRI (or
+        no HDRIs at all): the renderer then falls back to its procedural sky."""
+        return self._content("hdri", hdri_id)
+
+    def surface(self, surface_id: str):
+        """A ground :class:`~core.meshes.Material`, or None (the renderer's procedural fallback)."""
+        return self._content("surface", surface_id)
+
+    def hdri_ids(self) -> list[str]:
+        fn = getattr(self.library, "hdri_ids", None) if self.library is not None else None
+        return list(fn()) if fn is not None else []
+
+    def _content(self, kind: str, ident: str):
+        fn = getattr(self.library, kind, None) if self.library is not None else None
+        if fn is None:
+            return None
+        with self._lock:
+            key = (kind, ident)
+            if key not in self._world_content:
+                try:
+                    self._world_content[key] = fn(ident)
+                except (KeyError, AssetError, FileNotFoundError) as e:
+                    log.warning("%s %r not available: %s", kind, ident, e)
+                    self._world_content[key] = None
+            return self._world_content[key]
 
     def _load_mesh(self, asset_id: str) -> RenderMesh:
         if self._in_library(asset_id):

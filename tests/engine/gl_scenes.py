@@ -6,7 +6,7 @@ import numpy as np
 import trimesh
 
 from core.meshes import RenderMesh
-from engine.world import Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color
+from engine.world import Actor, Camera, Ground, Look, Rotator, Scene, Sun, Transform, instance_color
 
 
 def _render_mesh(m: trimesh.Trimesh, rgb) -> RenderMesh:
@@ -40,8 +40,8 @@ def _camera(width=160, height=120, **kw) -> Camera:
                   fov_deg=kw.get("fov_deg", 60.0), width=width, height=height)
 
 
-def _scene(*actors: Actor, ground: Ground | None = None, sun: Sun | None = None) -> Scene:
-    s = Scene(ground=ground or Ground(), sun=sun or Sun())
+def _scene(*actors: Actor, ground: Ground | None = None, sun: Sun | None = None, look: Look | None = None) -> Scene:
+    s = Scene(ground=ground or Ground(), sun=sun or Sun(), look=look or Look())
     for a in actors:
         s.add(a)
     return s

@@ -9,19 +9,16 @@ validated before the scene changes.
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import fields, replace
+from dataclasses import replace
 
-from core.errors import CommandError, ConfigError, SceneforgeError
+from core.errors import CommandError, SceneforgeError
 from engine import limits
 from engine.protocol import pack_arrays
 from engine.server.backend import KINDS
 from engine.server.commands.table import command, parse_int
 from engine.server.commands.stock import new_actor, server_version
 from engine.server.state import ServerState
-from engine.world import Ground, Rotator, Sky, Sun, Transform
-
-_SECTIONS = {"sun": Sun, "sky": Sky, "ground": Ground}
+from engine.world import Rotator, Transform, apply_world
 
 
 def _json(text: str, what: str):
@@ -37,48 +34,15 @@ def _as_dict(value, what: str) -> dict:
     return value
 
 
-def _coerce(section: str, name: str, default, value):
-    """Convert a JSON value to the type of the dataclass default; reject non-finite numbers."""
-    where = f"world.{section}.{name}"
-    if isinstance(default, tuple):
-        if not (isinstance(value, list) and len(value) == 3 and all(isinstance(v, int) and 0 <= v <= 255 for v in value)):
-            raise CommandError(f"{where}: expected [r, g, b] ints in 0..255, got {value!r}")
-        return tuple(value)
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise CommandError(f"{where}: expected a finite number, got {value!r}")
-        try:
-            return float(limits.check_world_field(section, name, value))
-        except ConfigError as e:
-            raise CommandError(str(e)) from None
-    if value is not None and not isinstance(value, str):
-        raise CommandError(f"{where}: expected a string or null, got {value!r}")
-    return value
-
-
-def _section(name: str, data) -> object:
-    cls = _SECTIONS[name]
-    data = _as_dict(data, f"world.{name}")
-    known = {f.name: f.default for f in fields(cls)}
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise CommandError(f"world.{name}: unknown field(s) {unknown} (known: {sorted(known)})")
-    return cls(**{k: _coerce(name, k, known[k], v) for k, v in data.items()})
-
-
 @command("vset /sceneforge/world [json]", raw=True)
 def set_world(state: ServerState, args: list[str]) -> str:
-    """Replace sun/sky/ground/env; sections not given get their defaults (deterministic)."""
+    """Replace env and every world section (sun, sky, ground, fog, look); sections not given get
+    their defaults (deterministic). Validation lives with the types (``engine.world.world_from_dict``)."""
     data = _as_dict(_json(args[0], "world"), "world")
-    unknown = sorted(set(data) - {"env", *_SECTIONS})
-    if unknown:
-        raise CommandError(f"world: unknown field(s) {unknown} (known: env, sun, sky, ground)")
-    env = data.get("env")
-    if env is not None and not isinstance(env, str):
-        raise CommandError(f"world.env: expected a string, got {env!r}")
-    built = {k: _section(k, data[k]) if k in data else _SECTIONS[k]() for k in _SECTIONS}
-    state.scene.sun, state.scene.sky, state.scene.ground = built["sun"], built["sky"], built["ground"]
-    state.scene.env = env
+    try:
+        apply_world(state.scene, data)
+    except SceneforgeError as e:
+        raise CommandError(str(e)) from None
     return "ok"
 
 

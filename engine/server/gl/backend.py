@@ -68,7 +68,7 @@ class GLBackend(RenderBackend):
     name = "moderngl"
 
     def __init__(self, mesh_provider: MeshProvider, *, shadow_map_size: int = 2048,
-                 threads: int | None = None):
+                 threads: int | None = None, content=None):
         if threads is not None and "LP_NUM_THREADS" not in os.environ:
             os.environ["LP_NUM_THREADS"] = str(int(threads))
         import moderngl  # heavy-ish; keep it out of modules that only need the interface
@@ -83,6 +83,10 @@ class GLBackend(RenderBackend):
             raise RenderError(f"cannot create a headless EGL OpenGL context ({e}); "
                               "install Mesa's EGL/GL drivers (libegl1, libgl1-mesa-dri)") from e
         self._provider = mesh_provider
+        # World content by id (HDRIs, ground surfaces): an object with ``hdri(id)`` and
+        # ``surface(id)`` (the server's AssetCatalog). Default: the object whose bound method
+        # is the mesh provider (``catalog.mesh``), so the registry's factory signature stays.
+        self._content = content if content is not None else getattr(mesh_provider, "__self__", None)
         self._lock = threading.RLock()
         self._passes = Passes(self._ctx, int(shadow_map_size))
         log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
@@ -99,7 +103,7 @@ class GLBackend(RenderBackend):
             p = self._passes
             if "lit" in kinds or "normal" in kinds:
                 p.update_shadow(scene, frame.draws)
-                p.lit_pass(scene, frame, with_normal="normal" in kinds)
+                p.lit_pass(scene, frame, with_normal="normal" in kinds, content=self._content)
             else:
                 p.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)
             return self._read(scene, frame, kinds)

@@ -13,9 +13,12 @@ import moderngl
 import numpy as np
 
 from engine.server.gl import frame as F
+from engine.server.gl import pbr_shaders as P
 from engine.server.gl import shaders as S
-from engine.server.gl.resources import GpuMesh, Targets, ground_tiles, noise_image, upload
+from engine.server.gl.resources import (PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, ground_tiles,
+                                        noise_image, upload)
 from engine.server.gl.shadow import ShadowMaps
+from engine.server.gl.surfaces import TextureCache
 from engine.world import Camera, Ground, Scene
 
 if TYPE_CHECKING:
@@ -69,23 +72,63 @@ class Passes:
         self.targets: dict[tuple[int, int], Targets] = {}
         self._ground_key: Ground | None = None
         self._ground: list[GpuMesh] = []
-        self.shadows = ShadowMaps(ctx, lambda: self.program("shadow"), shadow_map_size)
+        self.shadows = ShadowMaps(ctx, lambda: self.program("shadow"), shadow_map_size,
+                                  draw_parts=lambda d, prog, key, light_vp: self.draw_mesh(
+                                      d.mesh, prog, key, False, "ashadow", alpha_setup=lambda ap: (
+                                          ap.set("u_light_vp", F.gl_bytes(light_vp)),
+                                          ap.set("u_model", d.placed.model_bytes))))
         self._noise: moderngl.Texture | None = None
         self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
+        self.textures = TextureCache(ctx)
+        self._pbr = None  # engine.server.gl.pbr.PbrLook, created on the first PBR frame
 
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
-        """Programs by key, e.g. ``lit_ngsd``: base name + variant flags (n: normals, g: ground,
-        s: sun shadow map)."""
+        """Programs by key, e.g. ``lit_ngs``: base name + variant flags (n: normals, g: ground,
+        s: sun shadow map, a: alpha test, t/m/o: albedo/normal/ORM maps, f: fog)."""
         if key not in self.progs:
             base = key.split("_")[0]
             vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
-                      "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS), "shadow": (S.SHADOW_VS, S.SHADOW_FS)}[base]
+                      "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS),
+                      "shadow": (S.SHADOW_VS, S.SHADOW_FS),
+                      "aids": (P.ALPHA_VS, P.ALPHA_IDS_FS), "acover": (P.ALPHA_VS, P.ALPHA_COVER_FS),
+                      "ashadow": (P.ALPHA_SHADOW_VS, P.ALPHA_SHADOW_FS),
+                      "pbr": (P.PBR_VS, P.COMMON + P.PBR_FS), "pbrsky": (S.SKY_VS, P.COMMON + P.SKY_FS),
+                      "fxaa": (P.POST_VS, P.FXAA_FS)}[base]
             flags = key.split("_")[1] if "_" in key else ""
-            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"))
-                           if f in flags)
+            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"), ("a", "ALPHA_TEST"),
+                                           ("t", "ALBEDO_MAP"), ("m", "NORMAL_MAP"), ("o", "ORM_MAP"), ("f", "FOG"))
+                            if f in flags)
             self.progs[key] = _Program(self.ctx, vs, fs, defines)
         return self.progs[key]
+
+    def draw_mesh(self, mesh: GpuMesh, prog: _Program, key: str, with_attrs: bool, alpha_base: str,
+                  alpha_setup=None) -> None:
+        """Draw a mesh with ``prog``; alpha-tested parts with ``alpha_base`` + the same flags
+        (the cut-out must be identical in every pass). A mesh without alpha-tested parts is one
+        draw call, exactly as before materials existed."""
+        if not mesh.alpha_tested:
+            mesh.vao(self.ctx, prog.prog, key, with_attrs).render()
+            return
+        flags = key.split("_")[1] if "_" in key else ""
+        for part in mesh.parts:
+            if part.alpha_tested:
+                akey = f"{alpha_base}_{flags}a"
+                aprog = self.program(akey)
+                if alpha_setup is not None:
+                    alpha_setup(aprog)
+                self.bind_alpha(aprog, part)
+                fmt = PBR_FORMAT if with_attrs else POS_UV_FORMAT
+                mesh.vao(self.ctx, aprog.prog, akey, fmt).render(vertices=part.count, first=part.first)
+            else:
+                mesh.vao(self.ctx, prog.prog, key, with_attrs).render(vertices=part.count, first=part.first)
+
+    def bind_alpha(self, prog: _Program, part: Part) -> None:
+        """The albedo's alpha on texture unit 2 and the cut-off, for an alpha-tested part."""
+        self.textures.get(part.material, "albedo").use(2)
+        prog.set("u_albedo", 2)
+        prog.set("u_alpha_cutoff", float(part.material.alpha_cutoff))
+        prog.set("u_base_alpha", float(part.material.base_color[3]))
 
     def mesh(self, asset_id: str, provider) -> GpuMesh:
         if asset_id not in self.meshes:
@@ -113,7 +156,7 @@ class Passes:
             self.targets[key] = Targets(self.ctx, *key)
         return self.targets[key]
 
-    def _noise_texture(self) -> moderngl.Texture:
+    def noise_texture(self) -> moderngl.Texture:
         if self._noise is None:
             self._noise = self.ctx.texture((256, 256), 1, noise_image(256).tobytes())
             self._noise.build_mipmaps()
@@ -126,7 +169,14 @@ class Passes:
         self.shadows.update(scene.sun, draws)
 
     # --- colour pass --------------------------------------------------------------------------
-    def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool) -> None:
+    def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content=None) -> None:
+        if scene.look.style == "pbr":
+            if self._pbr is None:
+                from engine.server.gl.pbr import PbrLook
+                self._pbr = PbrLook(self)
+            self._pbr.lit_pass(scene, frame, with_normal, content)
+            return
+        self.target(frame.camera).post_valid = False
         t = self.target(frame.camera)
         fbo = t.lit_normal if with_normal else t.lit
         fbo.use()
@@ -139,7 +189,8 @@ class Passes:
         for d, vis in zip(frame.draws, frame.visible):
             if vis:
                 self._set_actor(prog, d)
-                d.mesh.vao(self.ctx, prog.prog, key, True).render()
+                self.draw_mesh(d.mesh, prog, key, True, "lit",
+                               alpha_setup=lambda ap, d=d: (self._set_lit_uniforms(ap, scene, frame), self._set_actor(ap, d)))
         gkey = "lit_g" + flags  # after the actors: occluded ground is skipped
         gprog = self.program(gkey)
         self._set_lit_uniforms(gprog, scene, frame)
@@ -175,7 +226,7 @@ class Passes:
             prog.set("u_normal_mat", IDENTITY3)
             prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
             prog.set("u_noise_scale", scales or (0.0, 0.0))
-            self._noise_texture().use(1)
+            self.noise_texture().use(1)
             prog.set("u_noise", 1)
         tiles = self.ground(ground)
         if len(tiles) > 1:  # relief grid: draw only the tiles in the frustum
@@ -215,7 +266,9 @@ class Passes:
             if vis:
                 prog.set("u_model", d.placed.model_bytes)
                 prog.set("u_id", d.index + 1)
-                d.mesh.vao(self.ctx, prog.prog, "ids", False).render()
+                self.draw_mesh(d.mesh, prog, "ids", False, "aids", alpha_setup=lambda ap, d=d: (
+                    ap.set("u_view_proj", F.gl_bytes(frame.view_proj)), ap.set("u_model", d.placed.model_bytes),
+                    ap.set("u_id", d.index + 1)))
 
     def coverage(self, frame: "Frame", draws: list["Draw"]) -> list[int]:
         """Pixels each actor covers with nothing else drawn (no other actor, no ground).
@@ -235,9 +288,12 @@ class Passes:
             self.ctx.enable(moderngl.BLEND)
             self.ctx.blend_equation = moderngl.MAX
             for k, d in enumerate(chunk):
+                channel = tuple(1.0 if j == k else 0.0 for j in range(4))
                 prog.set("u_model", d.placed.model_bytes)
-                prog.set("u_channel", tuple(1.0 if j == k else 0.0 for j in range(4)))
-                d.mesh.vao(self.ctx, prog.prog, "cover", False).render()
+                prog.set("u_channel", channel)
+                self.draw_mesh(d.mesh, prog, "cover", False, "acover", alpha_setup=lambda ap, d=d, c=channel: (
+                    ap.set("u_view_proj", F.gl_bytes(frame.view_proj)), ap.set("u_model", d.placed.model_bytes),
+                    ap.set("u_channel", c)))
             self.ctx.blend_equation = moderngl.FUNC_ADD
             self.ctx.disable(moderngl.BLEND)
             cover = np.frombuffer(t.color.read(), np.uint8).reshape(-1, 4)
@@ -247,6 +303,9 @@ class Passes:
     # --- read-back (GL rows are bottom-up: flip so row 0 is the top) -------------------------
     def read_color(self, camera: Camera) -> np.ndarray:
         t = self.target(camera)
+        if t.post_valid:  # FXAA output (PBR look): the colour attachment itself is untouched
+            raw = t.post_fbo.read(components=3)
+            return np.frombuffer(raw, np.uint8).reshape(camera.height, camera.width, 3)[::-1].copy()
         raw = t.lit.read(components=3, attachment=0)  # the driver drops alpha: 2x faster
         return np.frombuffer(raw, np.uint8).reshape(camera.height, camera.width, 3)[::-1].copy()
 
@@ -274,6 +333,9 @@ class Passes:
             vao.release()
         if self._noise is not None:
             self._noise.release()
+        if self._pbr is not None:
+            self._pbr.release()
+        self.textures.release()
         self.shadows.release()
         for p in self.progs.values():
             p.prog.release()

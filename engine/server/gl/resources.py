@@ -16,14 +16,44 @@ from core.meshes import RenderMesh
 from engine.limits import MAX_GROUND_CELLS
 from engine.world import Ground
 
-# Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad) = 28 B.
-LIT_FORMAT = "3f 3f 3f1 x"
-POS_FORMAT = "3f 16x"
-VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3), ("pad", "u1")])
+# Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad), uv (2 f4)
+# = 36 B. Programs bind the subset they read (a VAO per program variant).
+LIT_FORMAT = "3f 3f 3f1 x 8x"          # flat look: position, normal, colour
+PBR_FORMAT = "3f 3f 3f1 x 2f"          # pbr look: + uv
+POS_FORMAT = "3f 24x"                  # ids / shadow / coverage
+POS_UV_FORMAT = "3f 16x 2f"            # ids / shadow / coverage of alpha-tested parts
+VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3), ("pad", "u1"),
+                         ("uv", "<f4", 2)])
+_ATTRS = {LIT_FORMAT: ("in_pos", "in_normal", "in_color"), PBR_FORMAT: ("in_pos", "in_normal", "in_color", "in_uv"),
+          POS_FORMAT: ("in_pos",), POS_UV_FORMAT: ("in_pos", "in_uv")}
 
 
 CREASE_COS = math.cos(math.radians(40.0))  # faces meeting at a sharper angle get a hard edge
 MAX_GROUP = 48  # faces around one vertex considered pairwise (bigger fans: flat per face)
+
+
+_SIZES = {"f": 4, "f1": 1}
+
+
+def _used(prog: moderngl.Program, fmt: str) -> tuple[str, ...]:
+    """``fmt`` and its attribute names with the attributes ``prog`` does not read (the GLSL
+    compiler drops unused inputs) turned into padding."""
+    tokens, names, out = fmt.split(), list(_ATTRS[fmt]), []
+    members = set(prog)
+    for tok in tokens:
+        if tok.endswith("x"):
+            out.append(tok)
+            continue
+        name = names.pop(0)
+        n, kind = int(tok[0]), tok[1:]
+        if name in members:
+            out.append(tok)
+            out.append(name)
+        else:
+            out.append(f"{n * _SIZES[kind]}x")
+    fmt_tokens = [t for t in out if not t.startswith("in_")]
+    used = [t for t in out if t.startswith("in_")]
+    return (" ".join(fmt_tokens), *used)
 
 
 def vertex_normals(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -85,14 +115,33 @@ def crease_split(mesh: RenderMesh) -> tuple[RenderMesh, np.ndarray]:
     src = uniq[:, 0].astype(np.int64)
     first = np.zeros(len(uniq), dtype=np.int64)
     first[inverse.ravel()[::-1]] = np.arange(len(inverse))[::-1]
-    split = RenderMesh(mesh.vertices[src], inverse.reshape(-1, 3).astype(np.int32), mesh.colors[src], mesh.meta)
+    split = RenderMesh(mesh.vertices[src], inverse.reshape(-1, 3).astype(np.int32), mesh.colors[src], mesh.meta,
+                       uvs=None if mesh.uvs is None else mesh.uvs[src], materials=mesh.materials,
+                       face_materials=mesh.face_materials)
     return split, normals[first]
 
 
-def interleave(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray) -> bytes:
+def interleave(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray, uvs: np.ndarray | None = None) -> bytes:
     data = np.zeros(len(vertices), dtype=VERTEX_DTYPE)
     data["pos"], data["nrm"], data["col"] = vertices, normals, colors
+    if uvs is not None:
+        data["uv"] = uvs
     return data.tobytes()
+
+
+@dataclass
+class Part:
+    """A run of the index buffer drawn with one material (faces are sorted by material at upload)."""
+
+    first: int  # first index (3 per triangle)
+    count: int  # number of indices
+    material: object | None  # core.meshes.Material, or None = vertex colours only
+
+    @property
+    def alpha_tested(self) -> bool:
+        m = self.material
+        return m is not None and m.alpha_cutoff is not None and m.albedo is not None \
+            and m.albedo.ndim == 3 and m.albedo.shape[2] == 4
 
 
 @dataclass
@@ -105,13 +154,19 @@ class GpuMesh:
     center: np.ndarray  # local bounding-sphere centre, cm
     radius: float
     max_luma: float  # brightest vertex colour (0..1): a tint maps it to exactly the tint colour
+    parts: list = field(default_factory=list)  # list[Part]; empty = one untextured part
     vaos: dict = field(default_factory=dict)
 
-    def vao(self, ctx: moderngl.Context, prog: moderngl.Program, key: str, with_attrs: bool):
+    @property
+    def alpha_tested(self) -> bool:
+        return any(p.alpha_tested for p in self.parts)
+
+    def vao(self, ctx: moderngl.Context, prog: moderngl.Program, key: str, with_attrs: bool | str):
+        """The VAO of ``prog`` (``key`` names the program). ``with_attrs``: True = flat-look
+        attributes, False = position only, or a format string (PBR_FORMAT, POS_UV_FORMAT)."""
         if key not in self.vaos:
-            content = ([(self.vbo, LIT_FORMAT, "in_pos", "in_normal", "in_color")] if with_attrs
-                       else [(self.vbo, POS_FORMAT, "in_pos")])
-            self.vaos[key] = ctx.vertex_array(prog, content, self.ibo)
+            fmt = with_attrs if isinstance(with_attrs, str) else (LIT_FORMAT if with_attrs else POS_FORMAT)
+            self.vaos[key] = ctx.vertex_array(prog, [(self.vbo, *_used(prog, fmt))], self.ibo)
         return self.vaos[key]
 
     def release(self) -> None:
@@ -124,15 +179,35 @@ class GpuMesh:
 def upload(ctx: moderngl.Context, mesh: RenderMesh, normals: np.ndarray | None = None) -> GpuMesh:
     """Upload a :class:`RenderMesh` (and compute its smooth normals) once."""
     if normals is None:
-        mesh, normals = crease_split(mesh)
+        if mesh.normals is not None:  # the source's smooth normals win over our crease split
+            normals = mesh.normals
+        else:
+            mesh, normals = crease_split(mesh)
     v, f, n = mesh.vertices, mesh.faces, normals
+    f, parts = _material_parts(mesh, f)
     lo, hi = v.min(axis=0), v.max(axis=0)
     center = 0.5 * (lo + hi).astype(np.float64)
     radius = float(np.max(np.linalg.norm(v - center, axis=1))) if len(v) else 0.0
     luma = mesh.colors.astype(np.float64) @ np.array([0.299, 0.587, 0.114]) / 255.0
-    return GpuMesh(vbo=ctx.buffer(interleave(v, n, mesh.colors)), ibo=ctx.buffer(f.tobytes()),
+    return GpuMesh(vbo=ctx.buffer(interleave(v, n, mesh.colors, mesh.uvs)), ibo=ctx.buffer(f.tobytes()),
                    n_triangles=len(f), center=center, radius=radius,
-                   max_luma=max(float(luma.max()) if len(luma) else 1.0, 1e-3))
+                   max_luma=max(float(luma.max()) if len(luma) else 1.0, 1e-3), parts=parts)
+
+
+def _material_parts(mesh: RenderMesh, faces: np.ndarray) -> tuple[np.ndarray, list[Part]]:
+    """Faces sorted (stably) by material, and one :class:`Part` per material used. Materials
+    without UVs on the mesh keep their factors (base colour, roughness) but no textures."""
+    if not mesh.materials:
+        return faces, [Part(0, 3 * len(faces), None)]
+    mats = mesh.materials
+    if mesh.uvs is None:  # textures cannot be mapped: keep factors only
+        from dataclasses import replace
+        mats = tuple(replace(m, albedo=None, normal_map=None, orm_map=None) for m in mats)
+    fm = mesh.face_materials if mesh.face_materials is not None else np.zeros(len(faces), np.int32)
+    order = np.argsort(fm, kind="stable")
+    faces = np.ascontiguousarray(faces[order])
+    used, starts, counts = np.unique(fm[order], return_index=True, return_counts=True)
+    return faces, [Part(3 * int(s), 3 * int(c), mats[int(u)]) for u, s, c in zip(used, starts, counts)]
 
 
 def ground_tiles(ground: Ground) -> list[tuple[RenderMesh, np.ndarray]]:
@@ -204,6 +279,17 @@ class Targets:
         self.cover = ctx.framebuffer([self.color])
         self._normal = None
         self._lit_normal = None
+        self._post = None
+        self._post_fbo = None
+        self.post_valid = False  # True when the last lit frame's colour is in ``post`` (FXAA)
+
+    @property
+    def post_fbo(self) -> moderngl.Framebuffer:
+        """Second colour texture for the FXAA output (allocated on first use)."""
+        if self._post_fbo is None:
+            self._post = self.ctx.texture(self.size, 4)
+            self._post_fbo = self.ctx.framebuffer([self._post])
+        return self._post_fbo
 
     @property
     def lit_normal(self) -> moderngl.Framebuffer:
@@ -214,6 +300,7 @@ class Targets:
         return self._lit_normal
 
     def release(self) -> None:
-        for obj in (self.lit, self.id_only, self.cover, self._lit_normal, self.color, self.ids, self.depth, self._normal):
+        for obj in (self.lit, self.id_only, self.cover, self._lit_normal, self._post_fbo, self.color, self.ids,
+                    self.depth, self._normal, self._post):
             if obj is not None:
                 obj.release()

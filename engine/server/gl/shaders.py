@@ -34,8 +34,15 @@ in vec3 in_color;
 out vec3 v_world;
 out vec3 v_normal;
 out vec3 v_color;
+#ifdef ALPHA_TEST
+in vec2 in_uv;
+out vec2 v_uv;
+#endif
 void main() {
     vec4 w = u_model * vec4(in_pos, 1.0);
+#ifdef ALPHA_TEST
+    v_uv = in_uv;
+#endif
     v_world = w.xyz;
     v_normal = u_normal_mat * in_normal;
     v_color = in_color;
@@ -68,6 +75,13 @@ layout(location = 2) out vec4 f_normal;
 
 #ifdef GROUND
 uniform sampler2D u_noise;      // tileable value noise in [0, 1], mipmapped (no distant aliasing)
+#endif
+#ifdef ALPHA_TEST
+// Cut-out foliage: the same test as every other pass, so ids/depth agree across looks and passes.
+uniform sampler2D u_albedo;
+uniform float u_alpha_cutoff;
+uniform float u_base_alpha;
+in vec2 v_uv;
 #endif
 
 vec3 surface_normal(vec3 to_cam) {
@@ -121,6 +135,9 @@ float shadow_visibility(vec3 n) {
 }
 
 void main() {
+#ifdef ALPHA_TEST
+    if (texture(u_albedo, v_uv).a * u_base_alpha < u_alpha_cutoff) discard;
+#endif
     vec3 to_cam = normalize(u_cam_pos - v_world);
     vec3 n = surface_normal(to_cam);
     vec3 albedo = v_color;

@@ -36,7 +36,7 @@ class _Layer:
         self.fbo = ctx.framebuffer(depth_attachment=self.tex)
         self.state = OFF
 
-    def draw(self, prog, draws: list["Draw"], to_sun: np.ndarray) -> None:
+    def draw(self, prog, draws: list["Draw"], to_sun: np.ndarray, draw_parts=None) -> None:
         centers = np.array([d.center for d in draws])
         radii = np.array([d.radius for d in draws])
         light_vp, extent, depth_range = F.light_view_proj(to_sun, centers, radii)
@@ -46,7 +46,10 @@ class _Layer:
         prog.set("u_light_vp", F.gl_bytes(light_vp))
         for d in draws:
             prog.set("u_model", d.placed.model_bytes)
-            d.mesh.vao(self.ctx, prog.prog, "shadow", False).render()
+            if draw_parts is not None and d.mesh.alpha_tested:  # cut-out foliage casts cut-out shadows
+                draw_parts(d, prog, "shadow", light_vp)
+            else:
+                d.mesh.vao(self.ctx, prog.prog, "shadow", False).render()
         texel = extent / self.size
         self.state = (1, F.gl_bytes(light_vp), texel, 2.0 * texel / depth_range)
 
@@ -58,8 +61,10 @@ class _Layer:
 class ShadowMaps:
     """One sun shadow map cached by signature; ``bind`` sets the lit programs' shadow uniforms."""
 
-    def __init__(self, ctx: moderngl.Context, shadow_program: Callable[[], object], size: int):
+    def __init__(self, ctx: moderngl.Context, shadow_program: Callable[[], object], size: int,
+                 draw_parts: Callable | None = None):
         self.ctx, self._program, self.size = ctx, shadow_program, size
+        self._draw_parts = draw_parts  # (draw, prog, key, light_vp) -> None, for alpha-tested meshes
         self._layer: _Layer | None = None
         self._signature: tuple | None = None
         self._active = False
@@ -75,7 +80,7 @@ class ShadowMaps:
             return
         if self._layer is None:
             self._layer = _Layer(self.ctx, self.size)
-        self._layer.draw(self._program(), draws, to_sun)
+        self._layer.draw(self._program(), draws, to_sun, self._draw_parts)
         self._signature = signature
         self.static_renders += 1
 

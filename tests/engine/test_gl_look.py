@@ -1,0 +1,203 @@
+"""The PBR look (issue 14): labels stay exact whatever the look, textures survive, look
+parameters change only ``lit``, and the world sections validate. Expected values come from the
+scene's construction (texture colours, hand geometry), never from the renderer."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from core.errors import ConfigError
+from core.meshes import Material, RenderMesh
+from engine.server.gl.backend import GLBackend
+from engine.world import (Fog, Ground, Look, Rotator, Sky, Sun, apply_world, world_from_dict,
+                          world_to_dict)
+from gl_scenes import MESHES, _actor, _camera, _scene, _three_objects
+
+LABELS = ("instance_id", "depth", "object_mask", "normal")
+
+
+def _textured_quad(albedo: np.ndarray, cutoff: float | None = None) -> RenderMesh:
+    """A 200 x 200 cm vertical card facing -X (towards the camera), UVs spanning the texture."""
+    v = np.array([[0, -100, 0], [0, 100, 0], [0, 100, 200], [0, -100, 200]], np.float32)
+    uv = np.array([[0, 1], [1, 1], [1, 0], [0, 0]], np.float32)  # glTF: v = 0 at the top
+    f = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    mat = Material(name="tex", albedo=albedo, alpha_cutoff=cutoff, roughness=0.9)
+    return RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv, materials=(mat,))
+
+
+def _stripes() -> np.ndarray:
+    """Vertical red / blue stripes (sRGB), 64 x 64: mean is purple, both halves distinct."""
+    img = np.zeros((64, 64, 3), np.uint8)
+    img[:, (np.arange(64) // 8) % 2 == 0] = (220, 40, 30)
+    img[:, (np.arange(64) // 8) % 2 == 1] = (30, 60, 220)
+    return img
+
+
+def _cutout() -> np.ndarray:
+    """RGBA: opaque green left half, transparent right half."""
+    img = np.zeros((32, 32, 4), np.uint8)
+    img[..., 1] = 200
+    img[:, :16, 3] = 255
+    return img
+
+
+MESHES_LOOK = {**MESHES, "stripes": _textured_quad(_stripes()), "leaf": _textured_quad(_cutout(), cutoff=0.5)}
+
+
+class Content:
+    """Stands in for the asset catalogue: one synthetic HDRI (warm horizon, dark top) and no surfaces."""
+
+    def hdri(self, ident: str):
+        if ident != "warm":
+            raise KeyError(ident)
+        v = np.linspace(0, 1, 64)[:, None, None]
+        return np.broadcast_to(np.concatenate([1.5 - v, 0.8 - 0.5 * v, 0.2 + 0 * v], -1), (64, 128, 3)).astype(np.float32)
+
+    def surface(self, ident: str):
+        return None
+
+
+@pytest.fixture(scope="module")
+def look_backend():
+    b = GLBackend(MESHES_LOOK.__getitem__, shadow_map_size=512, content=Content())
+    yield b
+    b.close()
+
+
+def _labels(out: dict) -> dict:
+    return {k: out[k] for k in LABELS if k in out}
+
+
+def _assert_same_labels(a: dict, b: dict) -> None:
+    for k in LABELS:
+        if k in a:
+            assert np.array_equal(a[k], b[k]), k
+
+
+pytestmark = pytest.mark.render
+
+
+def test_labels_identical_with_and_without_post_processing(look_backend):
+    scene, cam = _three_objects(), _camera(128, 96, rotation=Rotator(-8.0, 0.0, 0.0))
+    kinds = ("lit",) + LABELS
+    on = look_backend.render(replace_look(scene, Look("pbr", fxaa=True)), cam, kinds)
+    off = look_backend.render(replace_look(scene, Look("pbr", fxaa=False)), cam, kinds)
+    _assert_same_labels(on, off)
+    assert not np.array_equal(on["lit"], off["lit"])  # FXAA did smooth some edges
+    diff = np.abs(on["lit"].astype(int) - off["lit"].astype(int)).max(-1)
+    assert np.mean(diff > 0) < 0.25  # ... and only edges
+
+
+def test_labels_identical_to_the_flat_look(look_backend):
+    for ground in (Ground(), Ground(relief_amplitude=80.0, relief_wavelength=2500.0)):
+        scene = _three_objects()
+        scene.ground = ground
+        scene.actors["leaf"] = _actor("leaf", "leaf", (900.0, -150.0, 0.0), 3)
+        cam = _camera(128, 96, rotation=Rotator(-8.0, 10.0, 0.0))
+        flat = look_backend.render(replace_look(scene, Look("flat")), cam, ("lit",) + LABELS)
+        pbr = look_backend.render(replace_look(scene, Look("pbr")), cam, ("lit",) + LABELS)
+        _assert_same_labels(flat, pbr)
+        alone = look_backend.render(replace_look(scene, Look("pbr")), cam, ("instance_id", "depth"))  # id pass
+        _assert_same_labels(alone, pbr)
+
+
+def test_textured_mesh_keeps_its_texture(look_backend):
+    grey_sky = Sky(zenith=(200, 200, 200), horizon=(200, 200, 200), ambient=0.35)
+    scene = _scene(_actor("card", "stripes", (600.0, 0.0, 0.0), rotation=Rotator(0, 0, 0)),
+                   sun=Sun(pitch=30.0, yaw=180.0, color=(255, 255, 255)))
+    scene.sky = grey_sky
+    cam = _camera(128, 128, location=(0.0, 0.0, 100.0))
+    out = look_backend.render(scene, cam, ("lit", "instance_id"))
+    region = out["lit"][out["instance_id"] == 1].astype(float)
+    assert len(region) > 500
+    reddish = region[:, 0] > region[:, 2] + 30
+    bluish = region[:, 2] > region[:, 0] + 30
+    assert 0.3 < reddish.mean() < 0.7 and 0.3 < bluish.mean() < 0.7  # both stripes, about half each
+    tex = _stripes().reshape(-1, 3).astype(float)
+    chroma = lambda c: c / c.sum()  # noqa: E731 - hue and saturation independent of tone mapping
+    np.testing.assert_allclose(chroma(region.mean(0)), chroma(tex.mean(0)), atol=0.08)
+
+
+def test_alpha_tested_card_is_cut_out_in_every_pass(look_backend):
+    scene = _scene(_actor("leaf", "leaf", (600.0, 0.0, 0.0)))
+    cam = _camera(128, 128, location=(0.0, 0.0, 100.0))
+    out = look_backend.render(scene, cam, ("lit", "instance_id"))
+    ids = out["instance_id"] == 1
+    cols = np.nonzero(ids.any(axis=0))[0]
+    centre = cam.project(np.array([[600.0, 0.0, 100.0]]))[0][0]
+    assert ids.sum() > 200 and cols.max() < centre[0] + 1  # only the opaque left half (image left = -Y)
+    only_ids = look_backend.render(scene, cam, ("instance_id",))["instance_id"] == 1
+    assert np.array_equal(ids, only_ids)
+    counts = look_backend.pixel_counts(scene, cam, ["leaf"])["leaf"]
+    assert counts.visible == ids.sum() == counts.unoccluded
+
+
+def test_look_parameters_change_lit_only(look_backend):
+    base = _three_objects()
+    cam = _camera(96, 72, rotation=Rotator(-5.0, 0.0, 0.0))
+    kinds = ("lit",) + LABELS
+    ref = look_backend.render(base, cam, kinds)
+    variants = {
+        "hdri": dict(sky=Sky(hdri="warm")),
+        "hdri_rotated": dict(sky=Sky(hdri="warm", rotation_deg=90.0)),
+        "exposure": dict(look=Look(exposure_ev=1.0)),
+        "fog": dict(fog=Fog(density=3.0)),
+        "sun": dict(sun=Sun(pitch=20.0, yaw=100.0)),
+        "surface": dict(ground=Ground(surface="no_such_surface", texture="sand")),
+    }
+    for name, change in variants.items():
+        scene = _three_objects()
+        for k, v in change.items():
+            setattr(scene, k, v)
+        out = look_backend.render(scene, cam, kinds)
+        _assert_same_labels(ref, out)
+        assert np.mean(np.abs(out["lit"].astype(int) - ref["lit"].astype(int))) > 1.0, name
+    bright = _three_objects()
+    bright.look = Look(exposure_ev=1.0)
+    assert look_backend.render(bright, cam, ("lit",))["lit"].mean() > ref["lit"].mean() + 5
+    warm = _three_objects()
+    warm.sky = Sky(hdri="warm")
+    sky = ref["instance_id"] == 0
+    sky &= ~np.isfinite(ref["depth"])
+    w = look_backend.render(warm, cam, ("lit",))["lit"][sky].astype(float).mean(0)
+    assert w[0] > w[2] + 20  # the HDRI's warm colours replaced the blue gradient
+
+
+def test_pbr_frames_are_pure_functions_of_the_scene(look_backend):
+    cam = _camera(96, 72)
+    scene = _three_objects()
+    scene.fog = Fog(density=1.0)
+    first = look_backend.render(scene, cam, ("lit", "instance_id"))
+    other = _three_objects()
+    other.sky = Sky(hdri="warm")
+    look_backend.render(other, _camera(64, 48), ("lit",))
+    again = look_backend.render(scene, cam, ("lit", "instance_id"))
+    assert np.array_equal(first["lit"], again["lit"]) and np.array_equal(first["instance_id"], again["instance_id"])
+
+
+def replace_look(scene, look):
+    scene.look = look
+    return scene
+
+
+# --- the world dict (no GL) ---------------------------------------------------------------------
+def test_world_dict_round_trip_and_errors():
+    w = world_from_dict({"env": "x", "sky": {"hdri": "park", "rotation_deg": 30}, "fog": {"density": 0.5},
+                         "look": "flat"})
+    assert w["sky"].hdri == "park" and w["sky"].rotation_deg == 30.0 and w["look"].style == "flat"
+    assert w["fog"].density == 0.5 and w["sun"] == Sun()
+    d = world_to_dict(w["env"], **{k: w[k] for k in ("sun", "sky", "ground", "fog", "look")})
+    again = world_from_dict(d)
+    assert all(again[k] == w[k] for k in w)
+    for bad, msg in [({"fog": {"density": "thick"}}, "world.fog.density"),
+                     ({"look": {"style": "cinematic"}}, "look.style"),
+                     ({"look": {"fxaa": 1}}, "world.look.fxaa"),
+                     ({"sky": {"hdri": 3}}, "world.sky.hdri"),
+                     ({"weather": {}}, "unknown field")]:
+        with pytest.raises(ConfigError, match=msg):
+            world_from_dict(bad)
+    scene = _scene()
+    apply_world(scene, {"fog": {"density": 1.0, "color": [200, 200, 210]}})
+    assert scene.fog.color == (200, 200, 210) and scene.look == Look()
