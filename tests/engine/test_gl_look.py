@@ -21,7 +21,7 @@ LABELS = ("instance_id", "depth", "object_mask", "normal")
 def _textured_quad(albedo: np.ndarray, cutoff: float | None = None) -> RenderMesh:
     """A 200 x 200 cm vertical card facing -X (towards the camera), UVs spanning the texture."""
     v = np.array([[0, -100, 0], [0, 100, 0], [0, 100, 200], [0, -100, 200]], np.float32)
-    uv = np.array([[0, 1], [1, 1], [1, 0], [0, 0]], np.float32)  # glTF: v = 0 at the top
+    uv = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32)  # OpenGL: v = 1 is the top row
     f = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
     mat = Material(name="tex", albedo=albedo, alpha_cutoff=cutoff, roughness=0.9)
     return RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv, materials=(mat,))
@@ -43,7 +43,15 @@ def _cutout() -> np.ndarray:
     return img
 
 
-MESHES_LOOK = {**MESHES, "stripes": _textured_quad(_stripes()), "leaf": _textured_quad(_cutout(), cutoff=0.5)}
+def _top_red() -> np.ndarray:
+    img = np.zeros((16, 16, 3), np.uint8)
+    img[:8] = (220, 40, 30)   # row 0 = top
+    img[8:] = (30, 60, 220)
+    return img
+
+
+MESHES_LOOK = {**MESHES, "stripes": _textured_quad(_stripes()), "leaf": _textured_quad(_cutout(), cutoff=0.5),
+               "top_red": _textured_quad(_top_red())}
 
 
 class Content:
@@ -118,6 +126,16 @@ def test_textured_mesh_keeps_its_texture(look_backend):
     tex = _stripes().reshape(-1, 3).astype(float)
     chroma = lambda c: c / c.sum()  # noqa: E731 - hue and saturation independent of tone mapping
     np.testing.assert_allclose(chroma(region.mean(0)), chroma(tex.mean(0)), atol=0.08)
+
+
+def test_texture_row_zero_is_the_top(look_backend):
+    scene = _scene(_actor("card", "top_red", (600.0, 0.0, 0.0)), sun=Sun(pitch=30.0, yaw=180.0))
+    cam = _camera(64, 64, location=(0.0, 0.0, 100.0))
+    out = look_backend.render(scene, cam, ("lit", "instance_id"))
+    rows = np.nonzero((out["instance_id"] == 1).any(axis=1))[0]
+    top = out["lit"][rows[:3]][out["instance_id"][rows[:3]] == 1].astype(float).mean(0)
+    bottom = out["lit"][rows[-3:]][out["instance_id"][rows[-3:]] == 1].astype(float).mean(0)
+    assert top[0] > top[2] + 40 and bottom[2] > bottom[0] + 40
 
 
 def test_alpha_tested_card_is_cut_out_in_every_pass(look_backend):

@@ -186,6 +186,7 @@ class PbrLook:
 
     def _bind_material(self, prog: "_Program", m: Material | None) -> None:
         tex = self.p.textures
+        prog.set("u_vertex_color", 1.0 if m is None else 0.0)  # RenderMesh: colours are the fallback only
         if m is None:
             prog.set("u_base_color", (1.0, 1.0, 1.0, 1.0))
             prog.set("u_roughness", DEFAULT_ROUGHNESS)
@@ -213,9 +214,10 @@ class PbrLook:
             prog.set("u_id", d.index + 1)
             if d.tint is None:
                 prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
-            else:
-                k = 1.0 / mesh.max_luma
-                prog.set("u_tint", tuple(min(float(c) / 255.0 * k, 4.0) for c in d.tint) + (1.0,))
+            else:  # tint × albedo luminance / the mesh's brightest (linear): the brightest part = the tint
+                k = 1.0 / max(mesh.max_luma ** 2.2, 1e-3) if m is None else 1.0 / 0.5
+                prog.set("u_tint", tuple(float(c) / 255.0 for c in d.tint) + (1.0,))
+                prog.set("u_tint_gain", min(k, 20.0))
             self._bind_material(prog, m)
             vao = mesh.vao(self.ctx, prog.prog, key, PBR_FORMAT)
             if len(mesh.parts) == 1:

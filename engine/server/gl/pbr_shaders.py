@@ -110,12 +110,14 @@ vec3 fog_color(vec3 view_dir) {  // + sun in-scattering towards the sun
 """
 
 PBR_FS = """
-uniform vec4 u_tint;             // rgb = tint / max luma of the mesh, a = 1 to use it
+uniform vec4 u_tint;             // rgb = tint (sRGB), a = 1 to use it
+uniform float u_tint_gain;       // 1 / the mesh's brightest albedo luminance (linear)
 uniform int u_id;
 uniform vec4 u_base_color;       // linear factor
 uniform float u_roughness;
 uniform float u_metallic;
 uniform float u_alpha_cutoff;
+uniform float u_vertex_color;    // 1: vertex colours are the albedo (no material); 0: the material's
 uniform sampler2D u_albedo;
 uniform sampler2D u_normal_map;
 uniform sampler2D u_orm;
@@ -187,7 +189,7 @@ void main() {
     base.rgb *= mix(a1, a2, w) * (0.75 + 0.5 * macro);
 #ifdef NORMAL_MAP
     vec3 tn = mix(texture(u_normal_map, uv1).xyz, texture(u_normal_map, uv2).xyz, w) * 2.0 - 1.0;
-    n = normalize(mat3(vec3(1, 0, 0), vec3(0, -1, 0), n) * tn);  // uv.y = world y: flip bitangent (row 0 = top)
+    n = normalize(mat3(vec3(1, 0, 0), vec3(0, 1, 0), n) * tn);  // u = world x, v = world y
 #endif
 #ifdef ORM_MAP
     vec3 orm = texture(u_orm, uv1).rgb;
@@ -204,18 +206,20 @@ void main() {
         n = dot(ns, ng) > 0.4 ? ns : ng;
     }
     vec3 n_label = n;
-    base.rgb *= srgb_to_linear(v_color);
-    if (u_tint.a > 0.5) base.rgb = srgb_to_linear(u_tint.rgb) * dot(srgb_to_linear(v_color), vec3(0.2126, 0.7152, 0.0722));
+    base.rgb *= mix(vec3(1.0), srgb_to_linear(v_color), u_vertex_color);
 #ifdef ALBEDO_MAP
     vec4 tex = texture(u_albedo, v_uv);
     base *= tex;
 #endif
+    // A tint keeps the albedo's brightness pattern and replaces its hue (as in the flat look).
+    if (u_tint.a > 0.5)
+        base.rgb = srgb_to_linear(u_tint.rgb) * min(dot(base.rgb, vec3(0.2126, 0.7152, 0.0722)) * u_tint_gain, 1.5);
 #ifdef ALPHA_TEST
     if (base.a < u_alpha_cutoff) discard;
 #endif
 #ifdef NORMAL_MAP
     vec3 tn = texture(u_normal_map, v_uv).xyz * 2.0 - 1.0;
-    n = normalize(cotangent_frame(n, v_world, vec2(v_uv.x, -v_uv.y)) * tn);
+    n = normalize(cotangent_frame(n, v_world, v_uv) * tn);
 #endif
 #ifdef ORM_MAP
     vec3 orm = texture(u_orm, v_uv).rgb;

@@ -107,8 +107,9 @@ class TextureCache:
         if img.ndim == 2:
             img = np.repeat(img[..., None], 3, axis=-1)
         h, w, c = img.shape
-        # Rows are top-first; GL's first row is t = 0, and uvs follow glTF (v down from the top),
-        # so uploading as-is makes texture(uv) hit row v * h: no flip needed.
+        # Rows are top-first and RenderMesh uvs are OpenGL's (v = 1 is row 0): GL's first row is
+        # t = 0, so upload bottom row first.
+        img = np.ascontiguousarray(img[::-1])
         tex = self.ctx.texture((w, h), c, img.tobytes(), internal_format=(
             {3: 0x8C41, 4: 0x8C43}[c] if srgb else None))  # GL_SRGB8 / GL_SRGB8_ALPHA8
         tex.build_mipmaps()
