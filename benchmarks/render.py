@@ -88,7 +88,7 @@ def make_scene(kind: str):
 
     env = load_env(kind)
     scene = build_scene(ids, n=10)
-    scene.ground, scene.sun, scene.sky, scene.env = env.ground, env.sun_obj, env.sky_obj, kind
+    env.apply_to(scene)  # ground, sun, sky, fog, look
     for a in list(scene.actors.values()):
         x, y, _ = a.transform.location
         scene.replace_actor(a.name, transform=Transform((x, y, float(env.ground.height(x, y))), a.transform.rotation))

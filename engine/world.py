@@ -374,7 +374,8 @@ def world_section(name: str, data) -> object:
     known = {f.name: str(f.type) for f in fields(cls)}
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ConfigError(f"world.{name}: unknown field(s) {unknown} (known: {sorted(known)})")
+        raise ConfigError(f"{', '.join(f'world.{name}.{u}' for u in unknown)}: unknown field "
+                          f"(known: {', '.join(sorted(known))})")
     return cls(**{k: _coerce_field(f"world.{name}.{k}", known[k], v) for k, v in data.items()})
 
 

@@ -24,37 +24,40 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import ConfigError
 from core.paths import check_component
-from engine.world import Actor, Ground, Rotator, Sky, Sun, Transform, instance_color
+from engine.world import (WORLD_SECTIONS, Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, apply_world,
+                          instance_color, world_section, world_to_dict)
+from scenarios.look import LookRandomization
 
 ENVS_DIR = Path(__file__).parent / "envs"
 CLUTTER_COLOR_BASE = 1000   # instance_color index offset for clutter (labelled objects use 0..)
-RGBList = tuple[int, int, int]
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
-class GroundSpec(_Strict):
-    color: RGBList = (120, 140, 90)
-    texture: str | None = None
-    # bounds: engine.limits.WORLD_BOUNDS (the server refuses the same values)
-    relief_amplitude_cm: float = Field(0.0, ge=0, le=1.0e5)
-    relief_wavelength_cm: float = Field(3000.0, ge=10, le=1.0e7)
-    extent_cm: float = Field(20000.0, ge=100, le=1.0e6)
+# The look sections (ground, sky, sun, fog, look) are engine.world's own types, validated by
+# engine.world.world_section: one schema for environment files and the server's world dict
+# (same fields, bounds from engine.limits). Ground lengths are cm; the ``_cm``-suffixed names of
+# older environment files are still accepted.
+_LEGACY_GROUND = {"relief_amplitude_cm": "relief_amplitude", "relief_wavelength_cm": "relief_wavelength",
+                  "extent_cm": "extent"}
 
 
-class SkySpec(_Strict):
-    zenith: RGBList = (110, 160, 225)
-    horizon: RGBList = (200, 220, 240)
-    ambient: float = Field(0.35, ge=0, le=1)
-
-
-class SunSpec(_Strict):
-    pitch: float = Field(50.0, gt=0, le=90)
-    yaw: float = -30.0
-    intensity: float = Field(1.0, ge=0)
-    color: RGBList = (255, 250, 240)
+def _world_section(name: str, value):
+    if isinstance(value, WORLD_SECTIONS[name]):
+        return value
+    if name == "ground" and isinstance(value, dict):
+        value = {_LEGACY_GROUND.get(k, k): v for k, v in value.items()}
+    try:
+        section = world_section(name, value)
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
+    if name == "ground" and section.relief_amplitude < 0:
+        raise ValueError(f"world.ground.relief_amplitude must be >= 0, got {section.relief_amplitude}")
+    if name == "sun" and section.pitch <= 0:
+        raise ValueError(f"world.sun.pitch must be > 0 (the sun above the horizon), got {section.pitch}")
+    return section
 
 
 class ClutterGroup(_Strict):
@@ -135,9 +138,12 @@ def _path_component(v: str, what: str) -> str:
 class EnvSpec(_Strict):
     name: str
     description: str = ""
-    ground: GroundSpec = GroundSpec()
-    sky: SkySpec = SkySpec()
-    sun: SunSpec = SunSpec()
+    ground: Ground = Ground()
+    sky: Sky = Sky()
+    sun: Sun = Sun()
+    fog: Fog = Fog()
+    look: Look = Look()
+    randomize: LookRandomization | None = None   # per-sample look draws (scenarios/look.py)
     clutter: list[ClutterGroup] = Field(default_factory=list)
     landmarks: list[Landmark] = Field(default_factory=list)
     triples: list[Triple] = Field(min_length=1)
@@ -149,6 +155,11 @@ class EnvSpec(_Strict):
     @classmethod
     def _name_is_a_directory_name(cls, v: str) -> str:
         return _path_component(v, "environment name")
+
+    @field_validator("ground", "sky", "sun", "fog", "look", mode="before")
+    @classmethod
+    def _look_section(cls, v, info):
+        return _world_section(info.field_name, v)
 
 
 class Environment:
@@ -174,28 +185,26 @@ class Environment:
 
     @property
     def ground(self) -> Ground:
-        g = self.spec.ground
-        return Ground(tuple(g.color), g.texture, g.relief_amplitude_cm, g.relief_wavelength_cm, g.extent_cm)
+        return self.spec.ground
 
     @property
     def sun_obj(self) -> Sun:
-        s = self.spec.sun
-        return Sun(s.pitch, s.yaw, s.intensity, tuple(s.color))
+        return self.spec.sun
 
     @property
     def sky_obj(self) -> Sky:
-        s = self.spec.sky
-        return Sky(tuple(s.zenith), tuple(s.horizon), s.ambient)
+        return self.spec.sky
 
     @property
     def world(self) -> dict:
-        """JSON-able dict for ``vset /sceneforge/world`` (field names of engine.world)."""
-        g, s, k = self.ground, self.sun_obj, self.sky_obj
-        return {"env": self.name,
-                "sun": {"pitch": s.pitch, "yaw": s.yaw, "intensity": s.intensity, "color": list(s.color)},
-                "sky": {"zenith": list(k.zenith), "horizon": list(k.horizon), "ambient": k.ambient},
-                "ground": {"color": list(g.color), "texture": g.texture, "relief_amplitude": g.relief_amplitude,
-                           "relief_wavelength": g.relief_wavelength, "extent": g.extent}}
+        """JSON-able dict for ``vset /sceneforge/world`` (engine.world's sections and field names);
+        per-sample looks: :func:`scenarios.look.draw_look`."""
+        s = self.spec
+        return world_to_dict(self.name, sun=s.sun, sky=s.sky, ground=s.ground, fog=s.fog, look=s.look)
+
+    def apply_to(self, scene) -> None:
+        """Give an in-process :class:`engine.world.Scene` this environment's world."""
+        apply_world(scene, self.world)
 
     def classes(self) -> set[str]:
         """Every asset class the environment uses (triples, clutter, landmarks)."""

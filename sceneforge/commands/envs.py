@@ -74,7 +74,8 @@ def preview_scene(env, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0,
 
     lib, t = env.library, env.triples[triple]
     g = env.ground
-    scene = Scene(sun=env.sun_obj, sky=env.sky_obj, ground=g, env=env.name)
+    scene = Scene()
+    env.apply_to(scene)  # sun, sky, ground, fog, look
     placed = [("source", t.source_class, (-250.0, -200.0), 20.0), ("target", t.target_class, (300.0, 250.0), -60.0),
               ("viewpoint", t.viewpoint_class, (-100.0, 450.0), 200.0)]
     for k, (name, cls, (x, y), yaw) in enumerate(placed):

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 
 EXPOSURE_BASE = 0.7   # linear scale at exposure_ev = 0
 MAX_ENVS = 8
-SKY_BRIGHTNESS = 2.0      # the visible sky vs its light: the upper sky is ~2x brighter than its mean
+SKY_BRIGHTNESS = 1.4      # the visible sky vs its light (brighter reads washed out after ACES)
 DEFAULT_ROUGHNESS = 0.65  # meshes without materials (vertex colours only)
 GROUND_BOUNCE = 0.8       # fraction of the ground colour's radiance seen as bounce light
 SKY_LIGHT = 0.6           # Sky.ambient was tuned for the flat look's fake ambient; physically
