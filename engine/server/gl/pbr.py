@@ -235,6 +235,7 @@ class PbrLook:
         prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
         self._bind_material(prog, m)
         prog.set("u_tile", float(scene.ground.tile_cm))
+        prog.set("u_macro", 0.0 if m.name == "flat" else 1.0)
         self.p.noise_texture().use(1)
         prog.set("u_noise", 1)
         tiles = self.p.ground(scene.ground)

@@ -128,6 +128,7 @@ uniform sampler2DShadow u_shadow_map;
 #ifdef GROUND
 uniform sampler2D u_noise;       // tileable value noise, mipmapped (macro variation)
 uniform float u_tile;            // cm per texture repeat
+uniform float u_macro;           // 1: macro variation on; 0: uniform ground ("flat", mirror-symmetric)
 #endif
 in vec3 v_world;
 in vec3 v_normal;
@@ -183,10 +184,10 @@ void main() {
     // variation: no visible repeat from 1 to 15 m above the ground.
     vec2 uv1 = v_world.xy / u_tile;
     vec2 uv2 = mat2(0.8, 0.6, -0.6, 0.8) * v_world.xy / (u_tile * 3.7) + vec2(0.37, 0.71);
-    float w = smoothstep(0.3, 0.7, texture(u_noise, v_world.yx / 2400.0).r);
+    float w = u_macro * smoothstep(0.3, 0.7, texture(u_noise, v_world.yx / 2400.0).r);
     float macro = texture(u_noise, v_world.xy / 9000.0 + vec2(0.5, 0.1)).r;
     vec3 a1 = texture(u_albedo, uv1).rgb, a2 = texture(u_albedo, uv2).rgb;
-    base.rgb *= mix(a1, a2, w) * (0.75 + 0.5 * macro);
+    base.rgb *= mix(a1, a2, w) * (1.0 + u_macro * (0.5 * macro - 0.25));
 #ifdef NORMAL_MAP
     vec3 tn = mix(texture(u_normal_map, uv1).xyz, texture(u_normal_map, uv2).xyz, w) * 2.0 - 1.0;
     n = normalize(mat3(vec3(1, 0, 0), vec3(0, 1, 0), n) * tn);  // u = world x, v = world y
