@@ -94,7 +94,7 @@ def test_env_uses_a_user_class_and_pins_asset_ids(pack, tmp_path, monkeypatch):
 def test_dataset_with_a_user_class_writes_its_label(pack, tmp_path, monkeypatch):
     import scenarios.environments as environments
     from engine.server.launch import start_server
-    from scenarios.sparrta.job import generate
+    from renderfarm import run_job
 
     monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
     envs = tmp_path / "envs"
@@ -105,8 +105,9 @@ def test_dataset_with_a_user_class_writes_its_label(pack, tmp_path, monkeypatch)
     out = tmp_path / "ds"
     with start_server(port=0, assets=[str(envs / "harbour_pack.yaml")],
                       env={"SCENEFORGE_CACHE": str(tmp_path / "cache")}) as srv:
-        generate({"envs": ["harbour"], "tasks": ["ego"], "n": 2, "seed": 1, "size": 64}, out,
-                 server=srv.address, progress=False)
+        summary = run_job("sparrta", {"envs": ["harbour"], "tasks": ["ego"], "n": 2, "seed": 1, "size": 64}, out,
+                          backend="inline", server=srv.address, progress=False)
+    assert not summary["failed"], summary["failed"]
     params = [json.loads(p.read_text()) for p in sorted(out.rglob("params_*.json"))]
     assert len(params) == 2
     for prm in params:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scenarios.sparrta.job import generate
+from sparrta_helpers import generate
 
 
 @pytest.mark.render

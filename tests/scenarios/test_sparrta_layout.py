@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import ConfigError
-from scenarios.sparrta.job import generate
+from sparrta_helpers import generate
 from scenarios.sparrta.layout import export_sparrta
 
 CFG = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "layout": "sparrta"}
