@@ -274,7 +274,9 @@ def _finish(raw: RenderMesh, e: AssetEntry) -> RenderMesh:
     v = raw.vertices.astype(float) * UNITS_TO_CM[e.units]
     v = v @ normalize.axes_matrix(e.up, e.forward).T
     v = v * normalize.size_scale(v.max(axis=0) - v.min(axis=0), e.size)
-    return RenderMesh(normalize.ground_and_center(v, e.ground_offset_cm), raw.faces, raw.colors)
+    from assets_manifest.procedural import pbr
+    mesh = RenderMesh(normalize.ground_and_center(v, e.ground_offset_cm), raw.faces, raw.colors)
+    return pbr.apply(mesh, e.cls)      # noise albedo + roughness per part, facades on buildings
 
 
 def _with_record(e: AssetEntry, cache: Path) -> AssetEntry:

@@ -103,13 +103,15 @@ def lamp_post(height_cm: float = 450.0, color=(45, 50, 55)) -> RenderMesh:
 
 @register("building")
 def building(height_cm: float = 1500.0, width_cm: float = 1200.0, depth_cm: float = 1000.0,
-             color=(175, 165, 150), floors: int = 0) -> RenderMesh:
-    """Block with rows of dark windows on the four sides and a flat roof edge."""
+             color=(175, 165, 150), floors: int = 0, window_bands: bool = False) -> RenderMesh:
+    """Block with a flat roof edge and a ground-floor plinth; windows come from the facade
+    material (procedural/pbr.py); ``window_bands`` adds them as dark geometry bands instead."""
     H, W, D = height_cm, width_cm, depth_cm
     b = Builder().box((D, W, H), color, at=(0, 0, H / 2))
     b.box((D * 1.02, W * 1.02, 0.03 * H), shade(color, 0.7), at=(0, 0, H))
+    b.box((D * 1.01, W * 1.01, 60), shade(color, 0.55), at=(0, 0, 30))
     n_floors = floors or max(1, int(H // 350))
-    for i in range(n_floors):
+    for i in range(n_floors if window_bands else 0):
         z = (i + 0.55) * H / n_floors
         b.box((D * 1.01, W * 0.8, 0.35 * H / n_floors), (60, 70, 85), at=(0, 0, z))
         b.box((D * 0.8, W * 1.01, 0.35 * H / n_floors), (60, 70, 85), at=(0, 0, z))
