@@ -187,3 +187,12 @@ def test_dead_or_hung_worker_is_a_clear_error_then_restarts(cycles):
     os.kill(pid2, signal.SIGKILL)  # crashed
     with pytest.raises(RenderError, match="Blender worker exited"):
         cycles.render(scene, cam, ("lit",))
+
+
+def test_renderers_list_says_how_to_install(tmp_path):
+    env = {**os.environ, "SCENEFORGE_CYCLES_HOME": str(tmp_path / "nothing"), "PYTHONPATH": os.getcwd()}
+    proc = subprocess.run([sys.executable, "-m", "sceneforge.cli", "renderers", "list"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0
+    assert "gl       built in" in proc.stdout
+    assert f"cycles   not installed (sceneforge renderers install cycles → {tmp_path / 'nothing'})" in proc.stdout
