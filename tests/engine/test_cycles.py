@@ -196,3 +196,36 @@ def test_renderers_list_says_how_to_install(tmp_path):
     assert proc.returncode == 0
     assert "gl       built in" in proc.stdout
     assert f"cycles   not installed (sceneforge renderers install cycles → {tmp_path / 'nothing'})" in proc.stdout
+
+
+@pytest.mark.cycles
+@pytest.mark.render
+def test_textured_material_and_alpha_cutout(cycles):
+    """A wall quad facing the camera with a red|blue albedo: both halves appear; a second quad
+    whose albedo alpha is 0 on the right half is cut there (the ground shows through)."""
+    from core.meshes import Material, RenderMesh
+
+    v = np.array([[0, -100, 0], [0, 100, 0], [0, 100, 200], [0, -100, 200]], np.float32)
+    f = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
+    uv = np.array([[0, 1], [1, 1], [1, 0], [0, 0]], np.float32)  # glTF: v down from the top
+    albedo = np.zeros((8, 8, 4), np.uint8)
+    albedo[:, :4] = (230, 20, 20, 255)
+    albedo[:, 4:] = (20, 20, 230, 255)
+    cut = albedo.copy()
+    cut[:, 4:, 3] = 0
+    meshes = {"wall": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv, materials=(Material(albedo=albedo),)),
+              "cut": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv,
+                                materials=(Material(albedo=cut, alpha_cutoff=0.5),))}
+    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+
+    b = CyclesBackend(meshes.__getitem__, settings=CyclesSettings(samples=4, threads=1), gl=cycles.gl)
+    try:
+        cam = Camera((-400.0, 0.0, 100.0), Rotator(0, 0, 0), 60.0, 32, 32)
+        wall = b.render(_scene(_actor("w", "wall", (0.0, 0.0, 0.0))), cam, ("lit",))["lit"].astype(int)
+        cutout = b.render(_scene(_actor("w", "cut", (0.0, 0.0, 0.0))), cam, ("lit",))["lit"].astype(int)
+    finally:
+        b.worker.close()
+    left, right = wall[12:20, 10:15].mean(axis=(0, 1)), wall[12:20, 18:23].mean(axis=(0, 1))
+    assert left[0] > left[2] + 60 and right[2] > right[0] + 60  # image left = texture left (u = 0)
+    assert np.abs(cutout[12:20, 10:15].mean(axis=(0, 1)) - left).max() < 25
+    assert np.abs(cutout[12:20, 18:23].mean(axis=(0, 1)) - right).max() > 60  # cut: not the blue wall
