@@ -254,6 +254,9 @@ def test_moveto_stops_at_geometry_but_location_teleports(uclient):
     assert uclient.request("vget /camera/0/location") == "400.000 300.000 50.000"
     assert uclient.request("vset /camera/0/location 1000 0 50") == "ok"  # teleport ignores it
     assert uclient.request("vget /camera/0/location").startswith("1000.000")
+    assert uclient.request("vset /camera/0/moveto 1000 0 -200") == "ok"  # flat ground at z = 0
+    z = float(uclient.request("vget /camera/0/location").split()[2])
+    assert 35.0 <= z <= 40.0  # the sphere stops within one 5 cm step above the ground
 
 
 def test_object_extras_rename_label_vertices(uclient):

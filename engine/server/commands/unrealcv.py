@@ -246,17 +246,28 @@ def _segment_hits_box(p0: np.ndarray, p1: np.ndarray, lo: np.ndarray, hi: np.nda
     return t0
 
 
+def _ground_hit(state: ServerState, start: np.ndarray, target: np.ndarray, r: float) -> float:
+    """First t in [0, 1] where the swept sphere would dip into the terrain (5 cm steps), else 1."""
+    dist = float(np.linalg.norm(target - start))
+    t = np.linspace(0.0, 1.0, max(2, min(4000, int(dist / 5.0) + 2)))
+    p = start[None, :] + t[:, None] * (target - start)[None, :]
+    below = p[:, 2] - r < np.asarray(state.scene.ground.height(p[:, 0], p[:, 1])) - 1e-6
+    if below[0] or not below.any():
+        return 1.0  # starting inside the ground: let it out, as a sweep from an overlap
+    return float(t[max(0, int(np.argmax(below)) - 1)])
+
+
 @command("vset /camera/[id]/moveto [x] [y] [z]")
 def moveto(state: ServerState, args: list[str], id: str) -> str:
     """Move camera to location [x, y, z], will be blocked by objects (a 35 cm sphere swept
-    against every visible actor's bounding box; it stops where it first touches one)"""
+    against every visible actor's bounding box and the terrain; it stops where it first touches)"""
     if id != "0":
         raise CommandError("MoveTo only supports the player camera with id 0")
     target = np.array(_finite(args, "moveto"))
     cam = state.camera(0)
     start = np.array(cam.location, dtype=np.float64)
     r = MOVETO_RADIUS_CM
-    hit = 1.0
+    hit = _ground_hit(state, start, target, r)
     for actor in state.scene.actors.values():
         if actor.hidden:
             continue
