@@ -128,7 +128,8 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
 
 def _warped_boxes(row, res, mask, mask_name, root: Path, params) -> dict:
     """Box columns of the labelled objects after distortion: from the warped mask (exact) when
-    the dataset has masks and mask colours, else through the lens model."""
+    the dataset has masks and mask colours, else through the lens model. Boxes are inclusive pixel
+    boxes ``[x0, y0, x1, y1]``, as the server's visibility boxes in the clean rows."""
     colors = {}
     if mask_name and "params_file" in row.index and isinstance(row["params_file"], str):
         try:
@@ -143,9 +144,11 @@ def _warped_boxes(row, res, mask, mask_name, root: Path, params) -> dict:
         if name in colors and res.mask is not None:
             sel = (res.mask[..., :3] == np.asarray(colors[name], dtype=np.uint8)).all(-1)
             ys, xs = np.nonzero(sel)
-            new = [int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1] if len(xs) else None
-        else:
-            new = res.box(box)
+            new = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())] if len(xs) else None
+        else:   # inclusive pixel box -> continuous box -> lens -> pixels whose centres fall inside
+            cont = res.box([box[0], box[1], box[2] + 1, box[3] + 1])
+            new = None if cont is None else [int(np.floor(cont[0] + 0.5)), int(np.floor(cont[1] + 0.5)),
+                                             int(np.ceil(cont[2] - 0.5)) - 1, int(np.ceil(cont[3] - 0.5)) - 1]
         out.update({f"{name}_bbox_{k}": (v if new else None) for k, v in zip(BOX_KEYS, new or [None] * 4)})
     return out
 

@@ -233,7 +233,7 @@ def _tiny_dataset(root):
                      "task": "ego", "triple_id": "t", "camera_hfov_deg": FOV,
                      "mask_file": f"desert/ego/t/mask_{i:04d}.png", "depth_file": f"desert/ego/t/depth_{i:04d}.npy",
                      "params_file": f"desert/ego/t/params_{i:04d}.json",
-                     "source_bbox_x0": 12 + i, "source_bbox_y0": 10, "source_bbox_x1": 40, "source_bbox_y1": 30})
+                     "source_bbox_x0": 12 + i, "source_bbox_y0": 10, "source_bbox_x1": 39, "source_bbox_y1": 29})
     pd.DataFrame(rows).to_parquet(root / "samples.parquet")
     return rows
 
@@ -252,7 +252,8 @@ def test_degrade_command_writes_variants_table_and_warped_boxes(tmp_path, capsys
     from PIL import Image
     wm = np.asarray(Image.open(tmp_path / d["mask_file"]))
     ys, xs = np.nonzero((wm == (200, 10, 10)).all(-1))
-    assert [d["source_bbox_x0"], d["source_bbox_y0"]] == [xs.min(), ys.min()] and d["source_bbox_x0"] != 12
+    assert [d["source_bbox_x0"], d["source_bbox_y0"], d["source_bbox_x1"], d["source_bbox_y1"]] == \
+        [xs.min(), ys.min(), xs.max(), ys.max()] and d["source_bbox_x0"] != 12   # inclusive, like the clean rows
     before = {f: (tmp_path / f).stat().st_mtime_ns for f in t["file_name"]}
     assert main(["degrade", str(tmp_path), "--types", "haze", "distortion", "--levels", "2", "5"]) == 0
     assert "0 written" in capsys.readouterr().out
@@ -269,3 +270,22 @@ def test_degrade_command_errors_are_one_line(tmp_path, capsys):
     assert main(["degrade", str(tmp_path), "--types", "defocus"]) == 2
     assert "make the dataset with --depth" in capsys.readouterr().err
     assert main(["degrade", str(tmp_path / "nope"), "--types", "jpeg"]) == 2
+
+
+def test_distortion_boxes_without_masks_follow_the_lens(tmp_path):
+    import pandas as pd
+    from PIL import Image
+
+    from sceneforge.cli import main
+
+    rows = _tiny_dataset(tmp_path)
+    pd.DataFrame([{k: v for k, v in r.items() if k != "mask_file"} for r in rows]).to_parquet(tmp_path / "samples.parquet")
+    assert main(["degrade", str(tmp_path), "--types", "distortion", "--levels", "5"]) == 0
+    d = pd.read_parquet(tmp_path / "degraded.parquet").iloc[0]
+    # the warped mask of the same object (made here) bounds the same pixels within a pixel
+    lens_mask = Image.open(tmp_path / "desert/ego/t/mask_0000.png")
+    from scenarios.degrade import degrade
+    wm = degrade("distortion", 5, np.asarray(lens_mask), mask=np.asarray(lens_mask), fov_deg=FOV).mask
+    ys, xs = np.nonzero((wm == (200, 10, 10)).all(-1))
+    got = [d[f"source_bbox_{k}"] for k in ("x0", "y0", "x1", "y1")]
+    assert np.allclose(got, [xs.min(), ys.min(), xs.max(), ys.max()], atol=1.0), got
