@@ -1,20 +1,23 @@
 """Benchmark: labelled SpaRRTa images per second, end to end, vs the raw render rate.
 
-    python benchmarks/generate.py [--n 60] [--task ego|allo|both] [--env desert] [--size 224]
-    sceneforge bench generate --n 60
+    python benchmarks/generate.py [--n 40] [--task ego|allo|both] [--env all|desert,city] [--size 224] [--detail]
+    sceneforge bench generate --n 40
 
-Starts one embedded server, warms it up, then measures in the same run:
-  1. raw render rate: ``lit`` renders/s of a typical scene (source, target, clutter) at SIZE²;
-  2. visibility calls/s (full + per-object-alone passes, one call);
-  3. end to end: ``scenarios.sparrta`` samples/s with every rule on (visibility included),
+Starts one embedded server; for every (environment, task) it warms up on 4 samples, then
+measures in the same run:
+  1. raw render rate: ``lit`` renders/s of a typical scene of that unit (source, target,
+     clutter, the figure for allo) at SIZE², same camera each time;
+  2. end to end: ``scenarios.sparrta`` samples/s with every rule on (visibility included),
      written to a temp dir (JPEG + params + records);
-and prints the ratio end-to-end / raw, plus where the time goes (per-call timing of the client
-and rejections / visibility renders per accepted sample). Timings on a shared machine are noisy:
-compare the ratio, not the absolute numbers.
+and prints one row: labelled images/s, renders/s and their ratio, by wall clock and by CPU time
+(client process with all its threads + the server process, from /proc), and visibility calls
+per image. On a shared machine wall-clock numbers follow the load (printed at start and end);
+CPU-time figures are steadier. ``--detail`` adds rejections and where the time goes per row.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -44,8 +47,35 @@ class TimedClient:
         return timed
 
 
-def raw_rates(client, session, cfg, reps: int) -> tuple[float, float]:
-    """Renders/s and visibility calls/s on the first scene of the job, same camera each time."""
+def server_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system, all threads) the server process has used so far."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Clock:
+    """Wall seconds and CPU seconds (this process, every thread, + the render server)."""
+
+    def __init__(self, server_pid: int | None):
+        self.pid = server_pid
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time() + server_cpu(self.pid)
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() + server_cpu(self.pid) - self.cpu
+
+
+def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
+    """Renders/s (wall, CPU) and visibility calls/s on the first scene of the job's first unit,
+    same camera each time (the allo figure placed as in a sample)."""
     from collections import Counter as C
 
     from scenarios.sparrta import scenario as sparrta
@@ -56,17 +86,23 @@ def raw_rates(client, session, cfg, reps: int) -> tuple[float, float]:
     st = sparrta.setting_for(cfg, session.env(unit.env), unit.task)
     group = session.group(unit, 0, 0, st)
     session.show(unit, group)
-    view = sample_view(sample_rng(0, "bench", "ego", "x", 0), group, "ego", "left", st,
-                       session.env(unit.env).ground, None, C())
+    for k in range(64):   # a view of this scene that passes the geometric rules
+        try:
+            view = sample_view(sample_rng(0, "bench", unit.task, "x", k), group, unit.task, "left", st,
+                               session.env(unit.env).ground, group.viewpoint, C())
+            break
+        except Exception:  # noqa: BLE001 - this scene may not allow "left": try another draw
+            continue
+    if view.human is not None:
+        session.place_human(view.human)
     client.set_camera(0, view.camera)
-    t = time.perf_counter()
-    for _ in range(reps):
-        client.render(0, ("lit",))
-    render_rate = reps / (time.perf_counter() - t)
-    t = time.perf_counter()
-    for _ in range(reps):
-        client.visibility(0, ["source", "target"])
-    return render_rate, reps / (time.perf_counter() - t)
+    with Clock(server_pid) as render:
+        for _ in range(reps):
+            client.render(0, ("lit",))
+    with Clock(server_pid) as vis:
+        for _ in range(reps):
+            client.visibility(0, ["source", "target"])
+    return reps / render.wall, reps / render.cpu, reps / vis.wall
 
 
 def session_units(cfg):
@@ -74,8 +110,8 @@ def session_units(cfg):
     return sparrta.units_of(cfg)
 
 
-def end_to_end(address: str, cfg, out: Path):
-    """Run every sample of the job through one Session; returns (seconds, records, TimedClient)."""
+def end_to_end(address: str, cfg, out: Path, server_pid: int | None = None):
+    """Run every sample of the job through one Session; returns (Clock, records, TimedClient)."""
     from engine.client import RenderClient
     from scenarios.contract import ShardResult
     from scenarios.sparrta import scenario as sparrta
@@ -91,58 +127,80 @@ def end_to_end(address: str, cfg, out: Path):
     with RenderClient(address) as raw:
         client = TimedClient(raw)
         session = sparrta.Session(cfg, client, out)
-        t = time.perf_counter()
-        sparrta._run_todo(session, units, list(range(n)), ShardResult(0), None)
-        seconds = time.perf_counter() - t
+        with Clock(server_pid) as clock:
+            sparrta._run_todo(session, units, list(range(n)), ShardResult(0), None)
     recs = [load_record(out, *locate(units, g)) for g in range(n)]
-    return seconds, recs, client
+    return clock, recs, client
 
 
-def report(n, seconds, recs, client, render_rate, vis_rate) -> None:
+def report_detail(n, seconds, recs, client) -> None:
     done = [r for r in recs if r]
-    rate = len(done) / seconds
     rej = Counter()
     for r in done:
         rej.update(r["rejections"])
     vis_per = sum(r["renders"] for r in done) / max(1, len(done))
-    print(f"raw render rate (lit, one scene):   {render_rate:7.1f} renders/s")
-    print(f"visibility calls:                   {vis_rate:7.1f} calls/s")
-    print(f"end to end (labelled, all rules):   {rate:7.1f} images/s   ({len(done)}/{n} samples in {seconds:.1f} s)")
-    print(f"ratio end-to-end / raw render:      {rate / render_rate:7.2f}")
-    print(f"per accepted sample: {vis_per:.2f} visibility calls, {sum(rej.values()) / max(1, len(done)):.1f} "
-          f"rejected candidates ({', '.join(f'{k} {v / len(done):.1f}' for k, v in rej.most_common())})")
+    print(f"    per accepted sample: {vis_per:.2f} visibility calls, {sum(rej.values()) / max(1, len(done)):.1f} "
+          f"rejected candidates ({', '.join(f'{k} {v / len(done):.1f}' for k, v in rej.most_common(6))})")
     server = sum(client.seconds.values())
-    print(f"time split: client calls {server / seconds:.0%} of wall time "
-          f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in sorted(client.seconds.items(), key=lambda kv: -kv[1]))}); "
+    print(f"    time split: client calls {server / seconds:.0%} of wall time "
+          f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in sorted(client.seconds.items(), key=lambda kv: -kv[1])[:4])}); "
           f"sampling + encoding + writing {1 - server / seconds:.0%}")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--n", type=int, default=60, help="samples per task")
-    p.add_argument("--task", choices=["ego", "allo", "both"], default="ego")
-    p.add_argument("--env", default="desert")
+    p.add_argument("--n", type=int, default=40, help="samples per (environment, task)")
+    p.add_argument("--task", choices=["ego", "allo", "both"], default="both")
+    p.add_argument("--env", default="all", help="an environment, a comma list, or 'all' (the five)")
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--reps", type=int, default=40, help="renders for the raw rate")
+    p.add_argument("--detail", action="store_true", help="rejections and time split per row")
     args = p.parse_args(argv)
 
     from engine.client import RenderClient
     from engine.server.launch import start_server
+    from scenarios.environments import list_envs
     from scenarios.sparrta import scenario as sparrta
     from scenarios.sparrta.config import parse_config
 
     tasks = ["ego", "allo"] if args.task == "both" else [args.task]
-    cfg = parse_config({"envs": [args.env], "tasks": tasks, "n": args.n, "size": args.size, "seed": 12345})
+    envs = list(list_envs()) if args.env == "all" else args.env.split(",")
+    load0 = os.getloadavg()
+    rows = []
+    print(f"sceneforge bench generate: {', '.join(envs)} x {', '.join(tasks)}, {args.size}x{args.size}, n={args.n} "
+          f"per row, 1 server + 1 client process, {os.cpu_count()} CPUs, load average {load0[0]:.1f} at start")
+    print(f"{'env':12s} {'task':4s} | {'wall: img/s':>11s} {'renders/s':>9s} {'ratio':>5s} | "
+          f"{'CPU: img/cpu-s':>14s} {'renders/cpu-s':>13s} {'ratio':>5s} | vis/img")
     with tempfile.TemporaryDirectory() as tmp, start_server(port=0) as srv:
-        warm = parse_config({"envs": [args.env], "tasks": tasks, "n": 4, "size": args.size, "seed": 1})
-        end_to_end(srv.address, warm, Path(tmp) / "warm")
-        with RenderClient(srv.address) as c:
-            render_rate, vis_rate = raw_rates(c, sparrta.Session(cfg, c, Path(tmp) / "raw"), cfg, args.reps)
-        seconds, recs, client = end_to_end(srv.address, cfg, Path(tmp) / "run")
-    print(f"sceneforge bench generate: env {args.env}, task {args.task}, {args.size}x{args.size}, "
-          f"1 server + 1 client process")
-    report(sum(u.n for u in session_units(cfg)), seconds, recs, client, render_rate, vis_rate)
+        pid = getattr(srv, "pid", None)
+        for env in envs:
+            for task in tasks:
+                cfg = parse_config({"envs": [env], "tasks": [task], "n": args.n, "size": args.size, "seed": 12345})
+                warm = parse_config({"envs": [env], "tasks": [task], "n": 4, "size": args.size, "seed": 1})
+                end_to_end(srv.address, warm, Path(tmp) / f"warm_{env}_{task}", pid)
+                with RenderClient(srv.address) as c:
+                    r_wall, r_cpu, _ = raw_rates(c, sparrta.Session(cfg, c, Path(tmp) / "raw"), cfg, args.reps, pid)
+                clock, recs, client = end_to_end(srv.address, cfg, Path(tmp) / f"run_{env}_{task}", pid)
+                done = [r for r in recs if r]
+                i_wall, i_cpu = len(done) / clock.wall, len(done) / clock.cpu
+                vis = sum(r["renders"] for r in done) / max(1, len(done))
+                rows.append((env, task, i_wall, r_wall, i_cpu, r_cpu))
+                print(f"{env:12s} {task:4s} | {i_wall:11.1f} {r_wall:9.1f} {i_wall / r_wall:5.2f} | "
+                      f"{i_cpu:14.1f} {r_cpu:13.1f} {i_cpu / r_cpu:5.2f} | {vis:.2f}", flush=True)
+                if args.detail:
+                    report_detail(len(recs), clock.wall, recs, client)
+    for task in tasks:
+        sel = [r for r in rows if r[1] == task]
+        gw = _gmean([r[2] / r[3] for r in sel])
+        gc = _gmean([r[4] / r[5] for r in sel])
+        print(f"{task}: geometric mean ratio over {len(sel)} environments: wall {gw:.2f}, CPU {gc:.2f}")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (1-minute; {os.cpu_count()} CPUs)")
     return 0
+
+
+def _gmean(xs):
+    import math
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 if __name__ == "__main__":

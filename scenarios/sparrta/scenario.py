@@ -26,6 +26,7 @@ from pathlib import Path
 
 from core.errors import ConfigError, PlacementError
 from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from scenarios.background import BackgroundWriter
 from scenarios.sampling import Placed, sample_rng, visibility_failure
 from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config, resolve_units
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, record_path
@@ -39,7 +40,7 @@ NAME = "sparrta"
 Config = SparrtaConfig
 NEEDS_SERVER = True
 # Rules that reject most candidates by design (drawing until the wanted label appears).
-CONDITIONING = ("label", "ambiguity", "scene_unusable")
+CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
 HARD_SAMPLE_FACTOR = 4  # see scene_budget
 PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when a scene is built
 
@@ -87,7 +88,13 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
     """Make samples in index order. A sample that exhausts its placement budget
     (:func:`scene_budget`) is reported failed and the others still run: one hard sample must
-    not cost the rest of the job (a rerun resumes only the failed ones)."""
+    not cost the rest of the job (a rerun resumes only the failed ones). Files are written by
+    the session's background writer; all are on disk when this returns."""
+    with session.writer:
+        _make_all(session, units, todo, result, progress)
+
+
+def _make_all(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
     for idx in todo:
         unit, i = locate(units, idx)
         try:
@@ -166,6 +173,7 @@ class Session:
         self._world = None
         self._scene_key = None
         self._colors: dict[str, tuple[int, int, int]] = {}
+        self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
 
     def env(self, name: str):
         if name not in self._envs:
@@ -287,20 +295,24 @@ class Session:
         """Write the rendered image, params, optional mask/depth, then the record."""
         cfg = self.cfg
         files = file_names(unit, i, cfg)
-        atomic_write_bytes(confined(self.out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
-        if cfg.masks:
-            atomic_write_bytes(confined(self.out, files["mask"]), encode_image(img["object_mask"], "png"))
-        if cfg.depth:
-            atomic_write_bytes(confined(self.out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
         colors = {n: self._colors[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors)
-        atomic_write_bytes(confined(self.out, files["params"]), dumps(params).encode())
         from scenarios.sparrta.graph import sample_graph
         graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self._colors, self.env(unit.env).world,
                              {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i})
-        atomic_write_bytes(confined(self.out, files["scene"]), dumps(graph).encode())
         rec = {"index": unit.start + i, "row": build_row(cfg, unit, i, st, group, view, vis, files), "files": files,
                "rejections": dict(sorted(counts.items())), "renders": renders,
                "assets": sorted({a.asset_id for a in group.actors} | ({view.human.shape.asset_id} if view.human else set()))}
-        atomic_write_json(confined(self.out, record_path(Path("."), unit, i)), rec)
+        out, record = self.out, record_path(Path("."), unit, i)
+
+        def encode_and_write() -> None:   # on the writer thread: the record last (resume relies on it)
+            atomic_write_bytes(confined(out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
+            if cfg.masks:
+                atomic_write_bytes(confined(out, files["mask"]), encode_image(img["object_mask"], "png"))
+            if cfg.depth:
+                atomic_write_bytes(confined(out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
+            atomic_write_bytes(confined(out, files["params"]), dumps(params).encode())
+            atomic_write_bytes(confined(out, files["scene"]), dumps(graph).encode())
+            atomic_write_json(confined(out, record), rec)
+        self.writer.submit(encode_and_write)
         return rec

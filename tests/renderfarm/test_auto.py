@@ -1,0 +1,28 @@
+"""``--workers auto`` (renderfarm.auto): free cores, memory and sample count decide."""
+import pytest
+
+from core.errors import ConfigError
+from renderfarm.auto import WORKER_MEMORY_BYTES, auto_workers, resolve_workers, usable_cpus
+
+
+@pytest.mark.parametrize("cpus,load,memory,n,want", [
+    (2, 8.0, None, 1000, 1),          # the loaded 2-core box: inline, two workers were slower
+    (2, 0.1, None, 1000, 2),          # idle 2 cores: two workers, ~1 core each
+    (2, 0.6, None, 1000, 1),          # 1.4 cores free: one
+    (16, 0.5, None, 1000, 15),        # idle 16 cores (15.5 free)
+    (16, 12.0, None, 1000, 4),        # busy 16 cores: only what is free
+    (16, 0.0, 3 * WORKER_MEMORY_BYTES, 1000, 3),   # memory caps it
+    (16, 0.0, None, 5, 5),            # never more workers than samples
+    (1.5, 0.0, None, 10, 1),          # fractional cgroup quota
+])
+def test_auto_workers(cpus, load, memory, n, want):
+    assert auto_workers(n, cpus=cpus, load=load, memory=memory) == want
+
+
+def test_resolve_workers():
+    assert resolve_workers(3, 100) == 3 and resolve_workers("2", 100) == 2
+    assert 1 <= resolve_workers("auto", 100) <= 100 and resolve_workers(" AUTO ", 1) == 1
+    assert usable_cpus() >= 1
+    for bad in (0, -1, "many", None, 1.5):
+        with pytest.raises(ConfigError, match="workers"):
+            resolve_workers(bad, 10)
