@@ -131,10 +131,15 @@ def sample_object(rng: np.random.Generator, name: str, shape: AssetShape, centre
     lowest terrain point under its footprint (so it never floats on a slope)."""
     x, y = rng.normal(centre[0], sigma), rng.normal(centre[1], sigma)
     yaw_deg = float(rng.uniform(-180.0, 180.0)) if yaw is None else float(yaw)
-    p = Placed(name, shape, float(x), float(y), 0.0, yaw_deg)
+    return standing(name, shape, float(x), float(y), yaw_deg, ground)
+
+
+def standing(name: str, shape: AssetShape, x: float, y: float, yaw: float, ground: Ground) -> Placed:
+    """``shape`` at (x, y) with ``yaw``, its base on the lowest terrain point under its footprint."""
+    p = Placed(name, shape, float(x), float(y), 0.0, float(yaw))
     fp = p.footprint_world()
     z = min(float(np.min(ground.height(fp[:, 0], fp[:, 1]))), float(ground.height(x, y)))
-    return Placed(name, shape, p.x, p.y, z, yaw_deg)
+    return Placed(name, shape, p.x, p.y, z, p.yaw)
 
 
 def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Placed], bool]:
@@ -157,6 +162,11 @@ def sample_camera(rng: np.random.Generator, centre_xy: Sequence[float], xy_range
     x = float(rng.uniform(centre_xy[0] - xy_range, centre_xy[0] + xy_range))
     y = float(rng.uniform(centre_xy[1] - xy_range, centre_xy[1] + xy_range))
     z = float(base_z + rng.uniform(height_range[0], height_range[1]))
+    return aimed_camera(x, y, z, aim, fov_deg, size)
+
+
+def aimed_camera(x: float, y: float, z: float, aim: Sequence[float], fov_deg: float, size: int) -> Camera:
+    """A square camera at (x, y, z) looking at ``aim`` (roll 0)."""
     if (x, y, z) == tuple(float(a) for a in aim):
         z += 1.0  # look_at needs a direction; probability ~0 but keep the sampler total
     return Camera((x, y, z), look_at_rotation((x, y, z), tuple(aim)), fov_deg, size, size)

@@ -4,7 +4,9 @@ the human figure for the allocentric task). Pure: no renderer, only rules from `
 A scene group (source, target, background clutter) is shared by ``samples_per_scene``
 consecutive indices of a unit and has its own RNG, so it is the same whichever worker builds
 it; each sample then draws its camera (and human) from its own RNG until the cheap geometric
-rules pass: label ambiguity and class balance first, then camera clearance and in-frame.
+rules pass. Draws are conditioned on the sample's label (``scenarios.conditioned``: the observer
+is drawn from its prior restricted to the label's sector), so the label rules, still applied,
+almost never reject; camera clearance, in-frame and projected size are rejection rules.
 """
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from core.errors import ConfigError
+from core.errors import ConfigError, PlacementError
 from engine.world import Actor, Camera, Ground, instance_color
-from scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
-                                resample_while, sample_camera, sample_object, within_distance)
+from scenarios.conditioned import (ConvexRegion, Sector, gaussian_in_box, max_useful_distance, observer_sector,
+                                   square_sector_region)
+from scenarios.sampling import (AssetShape, Placed, aimed_camera, big_enough, camera_clear, in_frame, label_rules,
+                                no_overlap, resample_while, sample_camera, sample_object, standing, within_distance)
 
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
@@ -52,6 +56,7 @@ class Group:
     actors: list[Actor]
     counts: Counter = field(default_factory=Counter)
     viewpoint: AssetShape | None = None   # the allo figure's asset (spawned after ``actors``)
+    regions: dict = field(default_factory=dict)   # per-group caches: label regions, rules
 
 
 @dataclass(frozen=True)
@@ -111,10 +116,21 @@ def build_group(rng: np.random.Generator, key: tuple, source_cls: str, target_cl
     counts: Counter = Counter()
     src_shape, tgt_shape = shapes.pick(rng, source_cls), shapes.pick(rng, target_cls)
     source = sample_object(rng, "source", src_shape, st.centre, st.sigma_cm, ground)
+    near, no_source = within_distance([source], st.max_pair_dist_cm), no_overlap([source], OBJECT_GAP_CM)
+    R = st.max_pair_dist_cm
+    bounds = (source.x - R, source.y - R, source.x + R, source.y + R)   # the distance rule's disc, boxed
+
+    def draw_target(r: np.random.Generator):   # the Gaussian prior restricted to the disc (exact)
+        p = gaussian_in_box(r, st.centre, st.sigma_cm, bounds)
+        yaw = float(r.uniform(-180.0, 180.0))
+        if p is None or math.hypot(p[0] - source.x, p[1] - source.y) > R:
+            return None, False          # the "proposal" rule rejects it before anything looks at it
+        return standing("target", tgt_shape, p[0], p[1], yaw, ground), True
+
     target = resample_while(
-        lambda r: sample_object(r, "target", tgt_shape, st.centre, st.sigma_cm, ground),
-        [("overlap", no_overlap([source], OBJECT_GAP_CM)), ("distance", within_distance([source], st.max_pair_dist_cm))],
-        rng, st.max_tries, counts, what=f"placing {target_cls} near {source_cls}")
+        draw_target,
+        [("proposal", lambda c: c[1]), ("overlap", lambda c: no_source(c[0])), ("distance", lambda c: near(c[0]))],
+        rng, st.max_tries, counts, what=f"placing {target_cls} near {source_cls}")[0]
     clutter = _clutter(rng, clutter_fn, [source, target], shapes)
     actors = [source.actor(instance_color(0)), target.actor(instance_color(1))] + [c for _, c in clutter]
     return Group(key, source, target, [p for p, _ in clutter], actors, counts)
@@ -144,7 +160,9 @@ def _radius(p: Placed) -> float:
 
 def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st: Setting, ground: Ground,
                 human_shape: AssetShape | None, counts: Counter) -> View:
-    """Camera (ego: with the label rules) and, for allo, the human figure placed for the label."""
+    """Camera (ego: drawn inside the label's region) and, for allo, the human figure placed for
+    the label. The label rules still run on every candidate (a check that almost never fires:
+    only on floating-point boundaries), then clearance, in-frame and projected size."""
     src, tgt = group.source, group.target
     human = None
     if task == "allo":
@@ -153,34 +171,94 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
     rules = []
     if task == "ego":
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
-    rules += [("camera_clear", camera_clear(objects + group.clutter, CAMERA_CLEARANCE_CM)),
+    clear_of_scene = _cached(group, "camera_clear", lambda: camera_clear([src, tgt] + group.clutter, CAMERA_CLEARANCE_CM))
+    clear = clear_of_scene if human is None else _both(clear_of_scene, camera_clear([human], CAMERA_CLEARANCE_CM))
+    rules += [("too_far", _cached(group, ("too_far", st.min_bbox_px, st.fov_deg, st.size), lambda: _near_enough(group, st))),
+              ("camera_clear", clear),
               ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
               ("small_projection", big_enough(objects, st.min_bbox_px))]
-    centroid = np.mean([o.centre() for o in objects], axis=0)
+    centroid = tuple(np.mean([o.centre() for o in objects], axis=0))
     base_z = float(np.mean([o.z for o in objects]))
-    cam = resample_while(
-        lambda r: sample_camera(r, st.centre, st.cam_xy_range_cm, st.cam_height_range_cm, base_z,
-                                tuple(centroid), st.fov_deg, st.size),
-        rules, rng, st.max_tries, counts, what=f"{task} camera for label {want!r}")
+    lo, hi = st.cam_height_range_cm
+    region = _camera_region(group, want if task == "ego" else None, st)
+    if region.area <= 0.0:   # (ego) the label's sector misses the camera square
+        counts["label"] += 1
+        raise PlacementError(f"{task} camera for label {want!r}: the label's sector misses the camera square",
+                             rule="label", tries=1, rejections={"label": 1})
+
+    def draw(r: np.random.Generator):   # uniform on the region = the prior given what it excludes
+        x, y = region.sample(r)
+        return aimed_camera(x, y, float(base_z + r.uniform(lo, hi)), centroid, st.fov_deg, st.size)
+    cam = resample_while(draw, rules, rng, st.max_tries, counts, what=f"{task} camera for label {want!r}")
     observer = cam.location if task == "ego" else human.location
     return View(cam, human, _angle(observer, src.location, tgt.location))
 
 
+def _cached(group: Group, key, make):
+    """A rule (or region) that depends only on the scene group: built once per group."""
+    if key not in group.regions:
+        group.regions[key] = make()
+    return group.regions[key]
+
+
+def _both(a, b):
+    return lambda c: a(c) and b(c)
+
+
+def _camera_region(group: Group, want: str | None, st: Setting) -> ConvexRegion:
+    """Where the camera's prior may put it, computed once per (scene, label, setting): the
+    square of its prior ∩ (ego) the label's sector. Uniform on it is the prior given the label."""
+    def make() -> ConvexRegion:
+        sector = None
+        if want is not None:
+            sector = observer_sector(group.source.location, group.target.location, st.margin_deg, want)
+        return square_sector_region(st.centre, st.cam_xy_range_cm, sector)
+    return _cached(group, ("camera_region", want, st.margin_deg, st.centre, st.cam_xy_range_cm), make)
+
+
+def _near_enough(group: Group, st: Setting):
+    """Rule ``too_far``: the camera is within the distance (XY) beyond which source or target
+    would certainly fail ``small_projection`` (``conditioned.max_useful_distance``, a provable
+    bound): two hypot()s instead of projecting every prism, and it never rejects a view the
+    projection rules would keep."""
+    discs = [max_useful_distance(o.corners(), st.min_bbox_px, st.fov_deg, st.size, st.size)
+             for o in (group.source, group.target)]
+    return lambda cam: all(math.hypot(cam.location[0] - x, cam.location[1] - y) <= d for (x, y), d in discs)
+
+
 def _sample_human(rng, group: Group, want: str, st: Setting, ground: Ground, shape: AssetShape,
                   counts: Counter) -> Placed:
-    """The viewpoint figure: Gaussian around the centre, facing the source (its yaw is not part
-    of the label, but a figure looking at the source reads naturally)."""
+    """The viewpoint figure: Gaussian around the centre restricted to the label's sector within
+    the distance limit of the source (exact: see ``conditioned.gaussian_in_box`` + membership), facing the
+    source (its yaw is not part of the label, but a figure looking at the source reads naturally)."""
     src, tgt = group.source, group.target
+    R = st.max_pair_dist_cm
+    sector = observer_sector(src.location, tgt.location, st.margin_deg, want)
+    sector = Sector(sector.apex, sector.centre_deg, sector.half_deg, R)
+    bounds = _cached(group, ("human_box", want, st.margin_deg, R), lambda: _human_bounds(sector, tgt, R))
 
-    def draw(r: np.random.Generator) -> Placed:
-        p = sample_object(r, "human", shape, st.centre, st.sigma_cm, ground, yaw=0.0)
-        yaw = math.degrees(math.atan2(src.y - p.y, src.x - p.x))
-        return Placed("human", shape, p.x, p.y, p.z, yaw)
+    def draw(r: np.random.Generator):   # the Gaussian prior restricted to sector ∩ both discs (exact)
+        p = None if bounds is None else gaussian_in_box(r, st.centre, st.sigma_cm, bounds)
+        if p is None or not sector.contains(p) or math.hypot(p[0] - tgt.x, p[1] - tgt.y) > R:
+            return None, False          # the "proposal" rule rejects it before anything looks at it
+        h = standing("human", shape, p[0], p[1], 0.0, ground)
+        yaw = math.degrees(math.atan2(src.y - h.y, src.x - h.x))
+        return Placed("human", shape, h.x, h.y, h.z, yaw), True
 
-    rules = label_rules(lambda h: h.location, src.location, tgt.location, st.margin_deg, want)
-    rules += [("overlap", no_overlap([src, tgt] + group.clutter, OBJECT_GAP_CM)),
-              ("distance", within_distance([src, tgt], st.max_pair_dist_cm))]
-    return resample_while(draw, rules, rng, st.max_tries, counts, what=f"allo viewpoint for label {want!r}")
+    rules = [("proposal", lambda c: c[1])]
+    rules += [(name, lambda c, ok=ok: ok(c[0]))
+              for name, ok in label_rules(lambda h: h.location, src.location, tgt.location, st.margin_deg, want)]
+    overlap = _cached(group, "human_overlap", lambda: no_overlap([src, tgt] + group.clutter, OBJECT_GAP_CM))
+    distance = within_distance([src, tgt], st.max_pair_dist_cm)
+    rules += [("overlap", lambda c: overlap(c[0])), ("distance", lambda c: distance(c[0]))]
+    return resample_while(draw, rules, rng, st.max_tries, counts, what=f"allo viewpoint for label {want!r}")[0]
+
+
+def _human_bounds(sector: Sector, target: Placed, radius: float):
+    """Bounding box of the label's sector (cut at the distance limit) ∩ the target's disc, or
+    None when they do not meet (the label is impossible within the distance rule)."""
+    region = sector.polygon().intersection(Sector((target.x, target.y), 0.0, 180.0, radius).polygon())
+    return None if region.is_empty else tuple(region.bounds)
 
 
 def _angle(observer, source, target) -> float:

@@ -1,0 +1,247 @@
+"""Label-conditioned proposals (scenarios.conditioned) and the statistical proof that the new
+SpaRRTa sampler draws the same distribution as the plain rejection sampler it replaces.
+
+Statistical design: on one fixed desert scene, N = 1200 accepted samples from each sampler
+(independent seeded streams; 800 allo figures), a two-sample Kolmogorov-Smirnov test per
+marginal (camera x, y, z, yaw, pitch and the label angle for ego views; figure x, y, z, yaw,
+angle, distance to the source; target x, y, yaw, distance; whole allo views with ``-m slow``),
+family-wise
+significance α = 0.01 per test function, Bonferroni-split over its marginals. Seeds are fixed,
+so the outcome is deterministic; ``test_the_ks_check_has_power`` shows the same check rejects a
+plausible bug (a proposal that forgets the Gaussian weight), so the equality tests can fail.
+"""
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from scipy import stats
+from shapely.geometry import Point, Polygon
+
+from scenarios.conditioned import (ConvexRegion, Sector, gaussian_in_box, max_useful_distance, observer_sector,
+                                   square_sector_region, truncated_normal)
+from scenarios.sampling import AssetShape, Placed, big_enough, in_frame, aimed_camera
+from scenarios.environments import load_env
+from scenarios.relations import LABELS, angle_and_cross, relation
+from scenarios.sampling import sample_rng
+from scenarios.sparrta import scene
+from scenarios.sparrta import scenario as sparrta
+from scenarios.sparrta.config import parse_config
+from scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+
+from reference_sampler import reference_human, reference_target, reference_view
+
+N = 1200
+ALPHA = 0.01
+
+
+# --- the pieces -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("margin", [0.0, 10.0, 15.0, 44.0])
+def test_observer_sector_is_exactly_the_label_region(margin):
+    rng = np.random.default_rng(0)
+    checked = Counter()
+    for _ in range(4000):
+        s, t, o = rng.normal(0, 500, 2), rng.normal(0, 500, 2), rng.uniform(-3000, 3000, 2)
+        lab = relation(o, s, t, margin)
+        for want in LABELS:
+            sec = observer_sector(s, t, margin, want)
+            off = math.degrees(math.atan2(o[1] - s[1], o[0] - s[0])) - sec.centre_deg
+            off = (off + 180.0) % 360.0 - 180.0
+            if abs(abs(off) - sec.half_deg) < 1e-6:
+                continue                      # on a boundary: the rule decides (strict bounds)
+            assert (abs(off) < sec.half_deg) == (lab == want), (s, t, o, want, lab)
+            checked[want] += abs(off) < sec.half_deg
+    assert min(checked.values()) > 0.5 * 4000 * 2 * (45 - margin) / 360   # each sector was hit
+
+
+def test_sector_distance_matches_shapely():
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        sec = Sector(tuple(rng.normal(0, 100, 2)), float(rng.uniform(-180, 180)), float(rng.uniform(5, 80)),
+                     float(rng.uniform(100, 1000)))
+        arc = [sec.point(sec.centre_deg - sec.half_deg + 2 * sec.half_deg * k / 400, sec.radius) for k in range(401)]
+        poly = Polygon([sec.apex] + arc)
+        p = rng.normal(0, 1000, 2)
+        assert sec.distance(p) == pytest.approx(poly.distance(Point(p)), abs=sec.radius * (1 - math.cos(math.radians(sec.half_deg / 400))) + 1e-6)  # chord sag
+
+
+def test_square_sector_region_is_uniform_on_the_intersection():
+    sec = observer_sector((300.0, -200.0), (500.0, 100.0), 15.0, "left")
+    region = square_sector_region((0.0, 0.0), 2500.0, sec)
+    rng = np.random.default_rng(2)
+    new = np.array([region.sample(rng) for _ in range(3000)])
+    ref = []
+    while len(ref) < 3000:   # rejection from the square: the reference
+        p = rng.uniform(-2500, 2500, 2)
+        if relation(p, (300.0, -200.0), (500.0, 100.0), 15.0) == "left":
+            ref.append(p)
+    ref = np.array(ref)
+    assert all(relation(p, (300.0, -200.0), (500.0, 100.0), 15.0) == "left" for p in new)
+    for k in range(2):
+        assert stats.ks_2samp(new[:, k], ref[:, k]).pvalue > ALPHA / 2
+    assert ConvexRegion(np.zeros((0, 2))).area == 0.0
+
+
+def test_truncated_normal_and_gaussian_in_box():
+    rng = np.random.default_rng(3)
+    for lo, hi in [(-100.0, 300.0), (600.0, 1400.0), (-1400.0, -600.0), (2500.0, 2600.0)]:
+        xs = np.array([truncated_normal(rng, 0.0, 500.0, lo, hi) for _ in range(2000)])
+        assert lo <= xs.min() and xs.max() <= hi
+        assert stats.kstest(xs, stats.truncnorm(lo / 500, hi / 500, scale=500).cdf).pvalue > ALPHA / 4
+    assert truncated_normal(rng, 0.0, 1.0, 60.0, 61.0) is None       # probability underflows: no draw
+    sec = Sector((400.0, 300.0), 120.0, 30.0, 1000.0)
+    new, ref = [], []
+    while len(new) < 3000:
+        p = gaussian_in_box(rng, (0.0, 0.0), 500.0, sec.polygon().bounds)
+        new.append(p) if sec.contains(p) else None
+    while len(ref) < 3000:
+        p = rng.normal(0, 500, 2)
+        ref.append(p) if sec.contains(p) else None
+    new, ref = np.array(new), np.array(ref)
+    for k in range(2):
+        assert stats.ks_2samp(new[:, k], ref[:, k]).pvalue > ALPHA / 2
+
+
+def test_max_useful_distance_never_drops_a_view_the_rules_keep():
+    rng = np.random.default_rng(4)
+    dropped = 0
+    for _ in range(3000):
+        fp = rng.uniform(20, 200, 2)
+        shape = AssetShape("a", "a", np.array([[-fp[0], -fp[1]], [fp[0], -fp[1]], [fp[0], fp[1]], [-fp[0], fp[1]]]),
+                           float(rng.uniform(20, 300)))
+        obj = Placed("a", shape, 0.0, 0.0, 0.0, float(rng.uniform(-180, 180)))
+        (cx, cy), dmax = max_useful_distance(obj.corners(), 12.0, 53.13, 224, 224)
+        d, b = rng.uniform(0.5, 3) * dmax, rng.uniform(-180, 180)
+        eye = (cx + d * math.cos(math.radians(b)), cy + d * math.sin(math.radians(b)), float(rng.uniform(0, 1500)))
+        aim = obj.centre() + rng.normal(0, 0.2, 3) * shape.height
+        cam = aimed_camera(*eye, aim, 53.13, 224)
+        keeps = in_frame([obj], 4.48)(cam) and big_enough([obj], 12.0)(cam)
+        if d > dmax:                      # the region leaves it out: the rules must reject it too
+            assert not keeps, (fp, shape.height, d, dmax)
+            dropped += 1
+    assert dropped > 1000
+
+
+# --- the SpaRRTa sampler vs the reference rejection sampler -----------------------------------------
+@pytest.fixture(scope="module")
+def desert():
+    env = load_env("desert")
+    shapes = ShapeCache(env.library)
+    return env, shapes, shapes.pick(np.random.default_rng(0), "human")
+
+
+def _group(desert, task, g=0):
+    env, shapes, _ = desert
+    st = sparrta.setting_for(parse_config({"tasks": [task]}), env, task)
+    group = build_group(sample_rng(5, "desert", task, "rock_truck", g, 1), ("k", g), "rock", "truck", shapes, st,
+                        env.ground, env.clutter)
+    return st, group
+
+
+def _views(fn, seed, desert, st, group, task, want, n=N):
+    env, _, human = desert
+    rng, counts, out = np.random.default_rng(seed), Counter(), []
+    while len(out) < n:
+        out.append(fn(rng, group, task, want, st, env.ground, human, counts))
+    return out, counts
+
+
+def _humans(fn, seed, desert, st, group, want, n):
+    """Only the allo figure (the part of an allo view that the label conditions): n draws."""
+    env, _, human = desert
+    rng, counts = np.random.default_rng(seed), Counter()
+    return [fn(rng, group, want, st, env.ground, human, counts) for _ in range(n)], counts
+
+
+def _marginals(views, group, task):
+    cols = {"cam_x": [v.camera.location[0] for v in views], "cam_y": [v.camera.location[1] for v in views],
+            "cam_z": [v.camera.location[2] for v in views], "cam_yaw": [v.camera.rotation.yaw for v in views],
+            "cam_pitch": [v.camera.rotation.pitch for v in views], "angle": [v.angle_deg for v in views]}
+    if task == "allo":
+        cols |= {"human_x": [v.human.x for v in views], "human_y": [v.human.y for v in views],
+                 "human_yaw": [v.human.yaw for v in views]}
+    return {k: np.asarray(v) for k, v in cols.items()}
+
+
+def _human_marginals(humans, group):
+    src, tgt = group.source.location, group.target.location
+    return {"x": np.array([h.x for h in humans]), "y": np.array([h.y for h in humans]),
+            "z": np.array([h.z for h in humans]), "yaw": np.array([h.yaw for h in humans]),
+            "angle": np.array([angle_and_cross(h.location, src, tgt)[0] for h in humans]),
+            "dist": np.array([math.hypot(h.x - src[0], h.y - src[1]) for h in humans])}
+
+
+def _ks(a: dict, b: dict) -> dict:
+    return {k: stats.ks_2samp(a[k], b[k]).pvalue for k in a}
+
+
+def _check_views(desert, task, want, n):
+    st, group = _group(desert, task)
+    new, new_counts = _views(sample_view, 11, desert, st, group, task, want, n)
+    ref, ref_counts = _views(reference_view, 12, desert, st, group, task, want, n)
+    for v in new:   # the labelling rule, on the final poses, agrees with the label asked for
+        obs = v.camera.location if task == "ego" else v.human.location
+        assert relation(obs, group.source.location, group.target.location, st.margin_deg) == want
+    pvals = _ks(_marginals(new, group, task), _marginals(ref, group, task))
+    assert min(pvals.values()) > ALPHA / len(pvals), pvals
+    # and the point of it: label and ambiguity rejections all but vanish
+    assert (new_counts["label"] + new_counts["ambiguity"]) / n < 0.01
+    assert (ref_counts["label"] + ref_counts["ambiguity"]) / n > 1.0
+
+
+@pytest.mark.parametrize("want", ["front", "right"])
+def test_ego_views_have_the_reference_distribution(desert, want):
+    _check_views(desert, "ego", want, N)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("want", ["back", "left"])
+def test_allo_views_have_the_reference_distribution(desert, want):
+    """Whole allo views (figure, then camera): ~2 min under load, hence slow; the figure alone
+    is checked by default below."""
+    _check_views(desert, "allo", want, N)
+
+
+N_HUMAN = 800
+
+
+@pytest.fixture(scope="module")
+def reference_humans(desert):
+    st, group = _group(desert, "allo")
+    return st, group, _humans(reference_human, 12, desert, st, group, "back", N_HUMAN)
+
+
+def test_allo_figure_has_the_reference_distribution(desert, reference_humans):
+    st, group, (ref, ref_counts) = reference_humans
+    new, counts = _humans(scene._sample_human, 11, desert, st, group, "back", N_HUMAN)
+    assert all(relation(h.location, group.source.location, group.target.location, st.margin_deg) == "back" for h in new)
+    pvals = _ks(_human_marginals(new, group), _human_marginals(ref, group))
+    assert min(pvals.values()) > ALPHA / len(pvals), pvals
+    assert counts["label"] + counts["ambiguity"] == 0 and ref_counts["label"] + ref_counts["ambiguity"] > N_HUMAN
+    assert counts["proposal"] < 0.5 * (ref_counts["label"] + ref_counts["ambiguity"])
+
+
+def test_the_ks_check_has_power(desert, reference_humans, monkeypatch):
+    """A plausible bug, a proposal that forgets the Gaussian weight (uniform on the box), is
+    caught by the same check at the same N and α: so the equality tests above can fail."""
+    st, group, (ref, _) = reference_humans
+    monkeypatch.setattr(scene, "gaussian_in_box", lambda r, c, s, b: (r.uniform(b[0], b[2]), r.uniform(b[1], b[3])))
+    bad, _ = _humans(scene._sample_human, 11, desert, st, group, "back", N_HUMAN)
+    pvals = _ks(_human_marginals(bad, group), _human_marginals(ref, group))
+    assert min(pvals.values()) < ALPHA / len(pvals), pvals
+
+
+def test_target_placement_has_the_reference_distribution(desert):
+    env, shapes, _ = desert
+    st, _ = _group(desert, "ego")
+    rng_new, rng_ref = np.random.default_rng(21), np.random.default_rng(22)
+    rows_new, rows_ref = [], []
+    for k in range(N):
+        g = build_group(rng_new, ("k", k), "rock", "truck", shapes, st, env.ground, None)
+        rows_new.append((g.target.x, g.target.y, g.target.yaw, math.hypot(g.target.x - g.source.x, g.target.y - g.source.y)))
+        src = g.source                        # same source, reference target draw
+        t = reference_target(rng_ref, src, g.target.shape, st, env.ground, Counter())
+        rows_ref.append((t.x, t.y, t.yaw, math.hypot(t.x - src.x, t.y - src.y)))
+    a, b = np.array(rows_new), np.array(rows_ref)
+    pvals = [stats.ks_2samp(a[:, k], b[:, k]).pvalue for k in range(4)]
+    assert min(pvals) > ALPHA / 4, pvals
