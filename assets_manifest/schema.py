@@ -254,6 +254,11 @@ def read_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
         raise ConfigError(f"{path}: file not found") from e
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: cannot read ({e})") from e
+    return read_yaml_text(text, path)
+
+
+def read_yaml_text(text: str, path: Path) -> tuple[Any, yaml.Node | None]:
+    """Parse YAML ``text`` (the content of ``path``); syntax errors name file and line."""
     try:
         return yaml.safe_load(text), yaml.compose(text)
     except yaml.YAMLError as e:

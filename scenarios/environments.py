@@ -319,12 +319,52 @@ def env_path(name_or_path: str | Path) -> Path:
     return shipped
 
 
-def load_env(name_or_path: str | Path, library=None, licenses=None) -> Environment:
-    """Load a shipped environment by name or a user YAML by path; errors name file:line: field."""
-    from assets_manifest.schema import KNOWN_CLASSES, read_yaml, validation_message
+def freeze_envs(refs, source: str = "envs") -> dict[str, dict]:
+    """Environment references (names, paths, or ``["all"]``) → their *content*, keyed by name.
 
-    path = env_path(name_or_path)
-    data, root = read_yaml(path)
+    ``{name: {"source": ref, "sha256": hex, "dir": absolute dir of the file, "yaml": text}}``.
+    A job records this in its config, so an environment is its file's content everywhere: the
+    fingerprint changes when the file does, and workers (local or on Ray nodes) rebuild the
+    environment from the text instead of looking a name up (a user file named like a shipped
+    environment can never be swapped for it). ``dir`` resolves the file's relative asset packs.
+    """
+    import hashlib
+
+    refs = list(list_envs()) if list(refs) == ["all"] else list(refs)
+    out: dict[str, dict] = {}
+    for ref in refs:
+        path = env_path(ref)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{source}: {path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+        env = load_env(ref, text=text)
+        if env.name in out:
+            raise ConfigError(f"{source}: two environments are named {env.name!r} ({out[env.name]['source']} "
+                              f"and {ref}); rename one (its 'name:' field)")
+        out[env.name] = {"source": str(ref), "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                         "dir": str(path.resolve().parent), "yaml": text}
+    return out
+
+
+def load_frozen_env(frozen: dict, key: str, library=None, licenses=None) -> Environment:
+    """The environment ``key`` (its name or the reference it was given as) from :func:`freeze_envs`."""
+    entry = frozen.get(key) or next((e for e in frozen.values() if e.get("source") == key), None)
+    if entry is None:
+        raise ConfigError(f"environment {key!r} is not part of this job (it has {', '.join(sorted(frozen))})")
+    name = key if key in frozen else next(n for n, e in frozen.items() if e is entry)
+    return load_env(Path(entry["dir"]) / f"{name}.yaml", library, licenses, text=entry["yaml"])
+
+
+def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str | None = None) -> Environment:
+    """Load a shipped environment by name or a user YAML by path; errors name file:line: field.
+
+    With ``text`` the YAML is parsed from it and the path only names the file in messages and
+    anchors relative asset packs (what :func:`load_frozen_env` does in workers)."""
+    from assets_manifest.schema import KNOWN_CLASSES, read_yaml, read_yaml_text, validation_message
+
+    path = Path(name_or_path) if text is not None else env_path(name_or_path)
+    data, root = read_yaml_text(text, path) if text is not None else read_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: an environment must be a mapping (name, triples, ...)")
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Callable
 
 from core.errors import ConfigError
@@ -47,6 +47,9 @@ class SparrtaConfig:
     licenses: tuple[str, ...] | None = None  # only assets of these license families (cc0, cc-by, ...)
     renderer: str | None = None     # server renderer spec (None = gl), e.g. "cycles" or "cycles:samples=32"
     layout: str = "sceneforge"      # "sparrta": finalize also writes SpaRRTa's training layout
+    # The environments' content, filled in by parse_config from ``envs`` (see
+    # scenarios.environments.freeze_envs): the job's identity and what workers rebuild them from.
+    env_files: dict | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def from_dict(cls, raw: dict, source: str = "config") -> "SparrtaConfig":
@@ -83,7 +86,24 @@ def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
         vals[k] = v
     cfg = SparrtaConfig(**vals)
     _check(cfg, source)
+    from scenarios.environments import freeze_envs
+
+    if cfg.env_files is None:  # the first parse (CLI, Python API): read the files once
+        cfg = replace(cfg, env_files=freeze_envs(cfg.envs, f"{source}: envs"))
+    else:
+        _check_frozen(cfg.env_files, source)
     return cfg
+
+
+def _check_frozen(files, source: str) -> None:
+    """A recorded ``env_files`` (job.json, or a worker's config) must be intact."""
+    import hashlib
+
+    ok = isinstance(files, dict) and files and all(
+        isinstance(e, dict) and isinstance(e.get("yaml"), str)
+        and hashlib.sha256(e["yaml"].encode()).hexdigest() == e.get("sha256") for e in files.values())
+    if not ok:
+        raise ConfigError(f"{source}: env_files is damaged (it records the environments' YAML and their sha256)")
 
 
 def _check(c: SparrtaConfig, src: str) -> None:

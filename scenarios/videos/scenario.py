@@ -22,7 +22,7 @@ import logging
 import re
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +65,9 @@ class VideoConfig:
     min_clearance_cm: float = 150.0
     max_tries: int = 400                   # geometric candidates per render attempt
     max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
+    # the environment's content (scenarios.environments.freeze_envs), filled in by from_dict:
+    # the job's identity and what workers rebuild the environment from
+    env_file: dict | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "videos config") -> "VideoConfig":
@@ -83,7 +86,20 @@ class VideoConfig:
                 d[key] = tuple(str(s) for s in d[key])
         cfg = cls(**d)
         cfg.validate()
+        if cfg.env_file is None:
+            from scenarios.environments import freeze_envs
+
+            (name, entry), = freeze_envs([cfg.env], f"{source}: env").items()
+            cfg = replace(cfg, env_file={name: entry})
+        elif not (isinstance(cfg.env_file, dict) and len(cfg.env_file) == 1):
+            raise ConfigError(f"{source}: env_file is damaged (it records the environment's YAML)")
         return cfg
+
+    def load_env(self):
+        """The environment rebuilt from the recorded content (never looked up by name)."""
+        from scenarios.environments import load_frozen_env
+
+        return load_frozen_env(self.env_file, next(iter(self.env_file)))
 
     def validate(self) -> None:
         if not isinstance(self.env, str) or not self.env:
@@ -128,9 +144,7 @@ class Context:
 
 
 def load_context(cfg: VideoConfig) -> Context:
-    from scenarios.environments import load_env
-
-    env = load_env(cfg.env)
+    env = cfg.load_env()
     relative_path(env.name, 0)  # validate the name before any work
     lib = env.library
     s = env.sampling
@@ -282,9 +296,7 @@ def plan(config: dict) -> JobPlan:
 def server_spec(config: dict) -> ServerSpec:
     """Servers serve the default library + the environment's own asset packs."""
     cfg = VideoConfig.from_dict(config)
-    from scenarios.environments import load_env
-
-    return ServerSpec(assets=tuple(load_env(cfg.env).asset_packs()))
+    return ServerSpec(assets=tuple(cfg.load_env().asset_packs()))
 
 
 def plan_digest(cfg: VideoConfig) -> str:

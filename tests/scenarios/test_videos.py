@@ -257,12 +257,12 @@ def test_cli_oracle_eval_and_clear_errors(dataset, tmp_path):
 
 
 def test_env_name_that_escapes_the_output_dir_is_refused(tmp_path):
-    from core.errors import PathSecurityError
+    from core.errors import SceneforgeError
     from scenarios.environments import env_path
 
     text = env_path("city").read_text().replace("name: city", "name: ../evil")
     (tmp_path / "evil.yaml").write_text(text)
-    with pytest.raises(PathSecurityError, match="plain name"):
+    with pytest.raises(SceneforgeError, match="environment name|plain name"):
         videos.load_context(videos.VideoConfig.from_dict({"env": str(tmp_path / "evil.yaml"), "n": 1}))
 
 
