@@ -229,3 +229,47 @@ def test_textured_material_and_alpha_cutout(cycles):
     assert left[0] > left[2] + 60 and right[2] > right[0] + 60  # image left = texture left (u = 0)
     assert np.abs(cutout[12:20, 10:15].mean(axis=(0, 1)) - left).max() < 25
     assert np.abs(cutout[12:20, 18:23].mean(axis=(0, 1)) - right).max() > 60  # cut: not the blue wall
+
+
+@pytest.mark.cycles
+@pytest.mark.render
+def test_hdri_sky_ground_surface_and_exposure(cycles):
+    """World content by id (as the server's catalogue serves it): a red HDRI replaces the
+    gradient sky, a checker surface textures the ground, exposure_ev brightens the image."""
+    from core.meshes import Material
+    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from engine.world import Ground, Look, Sky
+
+    checker = np.zeros((2, 2, 3), np.uint8)
+    checker[0, 0] = checker[1, 1] = 230
+
+    class Content:
+        def hdri(self, ident):
+            return np.tile(np.array([1.0, 0.2, 0.1], np.float32), (16, 32, 1)) if ident == "red" else None
+
+        def surface(self, ident):
+            return Material(albedo=checker) if ident == "checker" else None
+
+    b = CyclesBackend(MESHES.__getitem__, settings=CyclesSettings(samples=4, threads=1), gl=cycles.gl,
+                      content=Content())
+    try:
+        cam = Camera((0.0, 0.0, 300.0), Rotator(-20.0, 0, 0), 70.0, 48, 32)
+        scene = _scene(ground=Ground(surface="checker", tile_cm=400.0))
+        plain = b.render(_scene(), cam, ("lit",))["lit"].astype(float)
+        world = b.render(replace_world(scene, sky=Sky(hdri="red")), cam, ("lit",))["lit"].astype(float)
+        brighter = b.render(replace_world(_scene(), look=Look(exposure_ev=1.0)), cam, ("lit",))["lit"].astype(float)
+        unknown = b.render(replace_world(_scene(), sky=Sky(hdri="nope")), cam, ("lit",))["lit"]
+    finally:
+        b.worker.close()
+    sky, ground = slice(0, 4), slice(24, 32)
+    assert plain[sky].mean(axis=(0, 1))[2] > plain[sky].mean(axis=(0, 1))[0]      # gradient: blue
+    assert world[sky].mean(axis=(0, 1))[0] > world[sky].mean(axis=(0, 1))[2] + 50  # HDRI: red
+    assert world[ground].mean(axis=2).std() > plain[ground].mean(axis=2).std() + 15  # checker ground
+    assert brighter.mean() > plain.mean() + 20
+    assert np.array_equal(unknown, plain.astype(np.uint8))  # unknown HDRI: the gradient sky
+
+
+def replace_world(scene, **changes):
+    for k, v in changes.items():
+        setattr(scene, k, v)
+    return scene

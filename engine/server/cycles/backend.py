@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
 import tempfile
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from engine.world import Camera, Ground, Scene
 log = logging.getLogger(__name__)
 
 FLIP = np.diag([1.0, -1.0, 1.0, 1.0])  # UE (left-handed) ↔ Blender (right-handed)
+HDRI_LIGHT = 0.55  # a normalised HDRI lights like the gradient sky (mean luminance ~0.55 at ambient 1)
 SKY_DEPTH = 1.0e9  # Cycles writes ~1e10 cm where a ray hits nothing
 ID_FILTER_WIDTH = 0.01  # px, Blender's minimum: first samples within ±0.005 px of pixel centres
 
@@ -82,10 +84,14 @@ class CyclesBackend(RenderBackend):
     name = "cycles"
 
     def __init__(self, mesh_provider: MeshProvider, *, threads: int = 1, settings: CyclesSettings | None = None,
-                 root: Path | None = None, gl: RenderBackend | None = None, timeout_s: float = 600.0) -> None:
+                 root: Path | None = None, gl: RenderBackend | None = None, timeout_s: float = 600.0,
+                 content=None) -> None:
         inst = install.require(root)  # fails with the install hint before anything starts
         self.settings = settings or CyclesSettings(threads=threads)
         self._provider = mesh_provider
+        # HDRIs and ground surfaces by id: the server's AssetCatalog (whose bound ``mesh`` is the
+        # provider), as for the GL backend; None → gradient sky / procedural ground.
+        self._content = content if content is not None else getattr(mesh_provider, "__self__", None)
         if gl is None:
             from engine.server.gl.backend import GLBackend
 
@@ -200,10 +206,30 @@ class CyclesBackend(RenderBackend):
     def _world(self, scene: Scene) -> dict:
         s = self.settings
         sun, sky = scene.sun, scene.sky
-        return {"to_sun": (np.diag([1.0, -1.0, 1.0]) @ sun.direction_to_sun()).tolist(),
-                "sun_strength": s.sun_strength * float(sun.intensity), "sun_color": list(sun.color),
-                "sky_zenith": list(sky.zenith), "sky_horizon": list(sky.horizon),
-                "sky_strength": s.sky_strength * float(sky.ambient) / 0.35}
+        level = float(sky.intensity) * float(sun.intensity)
+        w = {"to_sun": (np.diag([1.0, -1.0, 1.0]) @ sun.direction_to_sun()).tolist(),
+             "sun_strength": s.sun_strength * float(sun.intensity), "sun_color": list(sun.color),
+             "sun_angle_deg": float(sun.angular_diameter_deg),
+             "sky_zenith": list(sky.zenith), "sky_horizon": list(sky.horizon),
+             "sky_strength": s.sky_strength * float(sky.ambient) / 0.35 * level, "sky_camera": level,
+             "exposure_ev": float(scene.look.exposure_ev), "hdri": None}
+        key = self._ensure_hdri(sky.hdri) if sky.hdri else None
+        if key is not None:  # normalised (upper-hemisphere mean 1) like GL: ``ambient`` means the same
+            w.update(hdri=key, hdri_rotation=math.radians(float(sky.rotation_deg)),
+                     sky_strength=HDRI_LIGHT * float(sky.ambient) * level, sky_camera=HDRI_LIGHT * level)
+        return w
+
+    def _ensure_hdri(self, hdri_id: str) -> str | None:
+        key = f"hdri:{hdri_id}"
+        if key in self._uploaded:
+            return key
+        img = _content(self._content, "hdri", hdri_id)
+        if img is None:
+            log.warning("HDRI %r not available: using the gradient sky", hdri_id)
+            return None
+        self.worker.call({"op": "hdri", "key": key}, {"image": hdri_for_blender(np.asarray(img, np.float32))})
+        self._uploaded.add(key)
+        return key
 
     def _ensure_mesh(self, asset_id: str) -> str | None:
         key = f"asset:{asset_id}"
@@ -216,10 +242,12 @@ class CyclesBackend(RenderBackend):
         return key
 
     def _ensure_ground(self, ground: Ground) -> str:
-        sig = repr((ground.color, ground.texture, ground.relief_amplitude, ground.relief_wavelength, ground.extent))
+        sig = repr((ground.color, ground.texture, ground.relief_amplitude, ground.relief_wavelength, ground.extent,
+                    ground.surface, ground.tile_cm))
         key = "ground:" + hashlib.sha1(sig.encode()).hexdigest()[:16]
         if key not in self._uploaded:
-            self._upload(key, ground_mesh(ground), ground=True)
+            surface = _content(self._content, "surface", ground.surface) if ground.surface else None
+            self._upload(key, ground_mesh(ground, surface), ground=True)
         return key
 
     def _upload(self, key: str, mesh: RenderMesh, ground: bool = False) -> None:
@@ -264,8 +292,34 @@ def mesh_message(key: str, mesh: RenderMesh, ground: bool = False) -> tuple[dict
     return header, arrays
 
 
-def ground_mesh(ground: Ground) -> RenderMesh:
-    """The GL backend's ground tiles merged into one mesh (same heights, same extent)."""
+def _content(content, what: str, ident: str):
+    """``content.hdri(id)`` / ``content.surface(id)`` or None (no catalogue, unknown id, error)."""
+    fn = getattr(content, what, None)
+    if fn is None:
+        return None
+    try:
+        return fn(ident)
+    except Exception as e:  # noqa: BLE001 - a missing texture falls back, it does not fail the frame
+        log.warning("%s %r unavailable (%s): fallback", what, ident, e)
+        return None
+
+
+def hdri_for_blender(img: np.ndarray) -> np.ndarray:
+    """Our equirect (row 0 = zenith, u = atan2(y, x)/2π + 1/2 in UE axes, see gl/envlight.py) →
+    Blender's (u = 1/2 - atan2(y_b, -x_b)/2π with y_b = -y): mirror the columns, turn by half a
+    turn. Normalised so the upper hemisphere's mean luminance is 1, the HDRI's own sun clamped
+    (the sun lamp lights and shadows separately), exactly as the GL backend prepares it."""
+    from engine.server.gl.envlight import CLAMP_MEAN, upper_mean
+
+    img = np.nan_to_num(np.asarray(img, np.float32), nan=0.0, posinf=0.0, neginf=0.0).clip(0.0)
+    img = img / max(upper_mean(img), 1e-6)
+    img = np.minimum(img, CLAMP_MEAN)
+    return np.roll(img[:, ::-1], img.shape[1] // 2, axis=1)
+
+
+def ground_mesh(ground: Ground, surface=None) -> RenderMesh:
+    """The GL backend's ground tiles merged into one mesh (same heights, same extent); with a
+    ``surface`` material, UVs repeat it every ``tile_cm``."""
     from engine.server.gl.resources import ground_tiles
 
     verts, faces, colors, normals, off = [], [], [], [], 0
@@ -275,5 +329,11 @@ def ground_mesh(ground: Ground) -> RenderMesh:
         colors.append(mesh.colors)
         normals.append(n)
         off += len(mesh.vertices)
-    return RenderMesh(np.concatenate(verts), np.concatenate(faces), np.concatenate(colors),
-                      normals=np.concatenate(normals))
+    v = np.concatenate(verts)
+    if surface is None:
+        return RenderMesh(v, np.concatenate(faces), np.concatenate(colors), normals=np.concatenate(normals))
+    tile = float(getattr(surface, "tile_cm", None) or ground.tile_cm or 300.0)
+    uvs = (v[:, :2] / tile).astype(np.float32)
+    white = np.full((len(v), 3), 255, np.uint8)
+    return RenderMesh(v, np.concatenate(faces), white, normals=np.concatenate(normals), uvs=uvs,
+                      materials=(surface,))

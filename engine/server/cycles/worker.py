@@ -46,6 +46,7 @@ class Worker:
         self.meshes: dict[str, bpy.types.Mesh] = {}
         self.mesh_info: dict[str, dict] = {}
         self.objects: dict[str, bpy.types.Object] = {}
+        self.images: dict[str, bpy.types.Image] = {}
         self.matrices: dict[str, tuple] = {}
         self.tmp = tempfile.mkdtemp(prefix="sceneforge-cycles-")
         atexit.register(shutil.rmtree, self.tmp, True)
@@ -103,8 +104,19 @@ class Worker:
         out = nt.nodes.new("ShaderNodeOutputWorld")
         nt.links.new(coord.outputs["Generated"], sep.inputs[0])
         nt.links.new(sep.outputs["Z"], ramp.inputs["Fac"])
-        nt.links.new(ramp.outputs["Color"], bg.inputs["Color"])
+        # An HDRI (equirect, already in Blender's orientation) replaces the gradient when set
+        env = nt.nodes.new("ShaderNodeTexEnvironment")
+        mapping = nt.nodes.new("ShaderNodeMapping")
+        nt.links.new(coord.outputs["Generated"], mapping.inputs["Vector"])
+        nt.links.new(mapping.outputs["Vector"], env.inputs["Vector"])
+        pick = nt.nodes.new("ShaderNodeMix")
+        pick.data_type = "RGBA"
+        pick.inputs["Factor"].default_value = 0.0
+        nt.links.new(ramp.outputs["Color"], pick.inputs[6])
+        nt.links.new(env.outputs["Color"], pick.inputs[7])
+        nt.links.new(pick.outputs[2], bg.inputs["Color"])
         nt.links.new(bg.outputs["Background"], out.inputs["Surface"])
+        self.sky_env, self.sky_mapping, self.sky_pick = env, mapping, pick
         # The camera sees the sky at full brightness; as a light it counts ``sky_strength``.
         path = nt.nodes.new("ShaderNodeLightPath")
         strength = nt.nodes.new("ShaderNodeMix")
@@ -280,6 +292,20 @@ class Worker:
         nt.links.new(rng.outputs["Result"], mul.inputs[7])
         return mul.outputs[2]
 
+    def hdri(self, h: dict, a: dict) -> tuple[dict, dict]:
+        """A linear float equirect (H, W, 3), row 0 = zenith, already in Blender's orientation."""
+        key = h["key"]
+        if key not in self.images:
+            px = a["image"].astype(np.float32)
+            hh, ww = px.shape[:2]
+            rgba = np.ones((hh, ww, 4), dtype=np.float32)
+            rgba[..., :3] = px
+            img = bpy.data.images.new(key, ww, hh, alpha=False, float_buffer=True)
+            img.pixels.foreach_set(rgba[::-1].ravel())
+            img.pack()
+            self.images[key] = img
+        return {"ok": True}, {}
+
     # --- per frame --------------------------------------------------------------------------
     def _set_world(self, w: dict) -> None:
         key = repr(sorted(w.items()))
@@ -292,6 +318,13 @@ class Worker:
         elems[0].position, elems[0].color = 0.0, (*hor, 1.0)
         elems[1].position, elems[1].color = 1.0, (*zen, 1.0)
         self.sky_light.inputs[2].default_value = float(w["sky_strength"])
+        self.sky_light.inputs[3].default_value = float(w.get("sky_camera", 1.0))
+        hdri = w.get("hdri")
+        if hdri is not None:
+            self.sky_env.image = self.images[hdri]
+            self.sky_mapping.inputs["Rotation"].default_value = (0.0, 0.0, float(w.get("hdri_rotation", 0.0)))
+        self.sky_pick.inputs["Factor"].default_value = 1.0 if hdri is not None else 0.0
+        self.scene.view_settings.exposure = float(w.get("exposure_ev", 0.0))
         to_sun = np.asarray(w["to_sun"], dtype=np.float64)
         from mathutils import Vector
         self.sun.rotation_mode = "QUATERNION"
@@ -390,7 +423,7 @@ def main() -> int:
             wire.write_message(rep_fd, {"ok": True})
             return 0
         try:
-            handler = {"hello": worker.hello, "mesh": worker.mesh, "frame": worker.frame}[op]
+            handler = {"hello": worker.hello, "mesh": worker.mesh, "hdri": worker.hdri, "frame": worker.frame}[op]
             reply, out = handler(header, arrays)
         except Exception as e:  # noqa: BLE001 - reported to the client, which raises RenderError
             traceback.print_exc()
