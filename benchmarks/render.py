@@ -1,6 +1,10 @@
 """Renderer throughput: frames/s of the embedded GL backend, in-process and with 2 processes.
 
-Run: ``python benchmarks/render.py [--seconds 2] [--repeats 3] [--scene typical|dense]``
+Run: ``python benchmarks/render.py [--seconds 2] [--repeats 3] [--scene typical|dense|ENV] [--looks scene|all|only]``
+
+First prints frames/s of the new PBR look (with and without FXAA) beside the old flat look for
+lit + depth + ids at 224² with the triangle count (``--looks only``: that table for the typical
+scene and all five environments, nothing else), then the figures below in the scene's own look.
 
 Prints frames/s for lit, object_mask and depth (and the one-pass lit+depth+ids bundle) at 224²
 and 512², the scene's triangle count beside each figure, pixel_counts calls/s, lit frames/s while
@@ -157,6 +161,42 @@ def parallel_fps(n_procs: int, scene_kind: str, seconds: float) -> float:
     return float(sum(rates))
 
 
+LOOKS = (("pbr", {}), ("pbr_no_fxaa", {"fxaa": False}), ("flat", {"style": "flat"}))
+
+
+def look_comparison(kinds_of_scene: list[str], seconds: float, repeats: int) -> dict:
+    """Frames/s of lit + depth + ids at 224² for the PBR look (with and without FXAA) and the old
+    flat look, side by side per scene, in one process; windows interleaved look by look so load
+    changes hit all looks alike. Returns {scene: {look: (wall fps, cpu-fps), "triangles": n}}."""
+    from engine.server.gl.backend import GLBackend
+    from engine.world import Look
+
+    out: dict = {}
+    kinds = ("lit", "depth", "instance_id")
+    print(f"  looks, lit+depth+ids 224x224 (best of {repeats} interleaved windows of {seconds:g} s): "
+          "frames/s wall / cpu-fps")
+    print(f"  {'scene':<12} {'triangles':>9}  " + "  ".join(f"{name:>18}" for name, _ in LOOKS))
+    for kind in kinds_of_scene:
+        provider, scene = make_scene(kind)
+        backend = GLBackend(provider)
+        base = scene.look
+        best = {name: [0.0, 0.0] for name, _ in LOOKS}
+        for name, change in LOOKS:  # warm: compile the variants, build the environment light
+            scene.look = Look(**{**base.__dict__, **change})
+            backend.render(scene, cameras(224)[0], kinds)
+        for _ in range(repeats):
+            for name, change in LOOKS:
+                scene.look = Look(**{**base.__dict__, **change})
+                best[name][0] = max(best[name][0], bench_inprocess(backend, scene, cameras(224), kinds, seconds))
+                best[name][1] = max(best[name][1], bench_inprocess(backend, scene, cameras(224), kinds, seconds,
+                                                                   clock=time.process_time))
+        tris = backend.triangle_count(scene)
+        backend.close()
+        out[kind] = {"triangles": tris, **{k: tuple(v) for k, v in best.items()}}
+        print(f"  {kind:<12} {tris:>9}  " + "  ".join(f"{best[n][0]:8.1f} /{best[n][1]:7.1f}" for n, _ in LOOKS))
+    return out
+
+
 FIGURES = (("lit", ("lit",)), ("object_mask", ("object_mask",)), ("depth", ("depth",)),
            ("lit+depth+ids", ("lit", "depth", "instance_id")))
 
@@ -168,7 +208,14 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--scene", choices=("typical", "dense") + ENVS, default="typical",
                     help="typical: 25 procedural objects; dense: ~200k triangles; or an environment")
     ap.add_argument("--no-parallel", action="store_true", help="skip the 2-process measurement")
+    ap.add_argument("--looks", choices=("scene", "all", "only"), default="scene",
+                    help="new (PBR) vs old (flat) look: for --scene (default), for the typical scene and every "
+                         "environment ('all'), or only that comparison for every scene ('only')")
     args = ap.parse_args(argv)
+    if args.looks != "scene":
+        looks = look_comparison(["typical", *ENVS], args.seconds, args.repeats)
+        if args.looks == "only":
+            return {"looks": looks, "load_avg_1min": os.getloadavg()[0]}
     from engine.server.gl.backend import GLBackend
 
     provider, scene = make_scene(args.scene)
@@ -183,6 +230,9 @@ def main(argv: list[str] | None = None) -> dict:
           f"LP_NUM_THREADS={results['lp_num_threads']}; load average {results['load_avg_1min']:.1f} "
           f"on {results['cpus']} CPUs")
     print("  frames/s = wall clock; cpu-fps = frames per CPU-second of this process (best of windows)")
+    if args.looks == "scene":
+        results["looks"] = look_comparison([args.scene], args.seconds, args.repeats)
+    print(f"  figures below: the scene's own look ({scene.look.style})")
     for size in (224, 512):
         for label, kinds in FIGURES:
             _figure(results, f"{label}_{size}", args, lambda c: bench_inprocess(

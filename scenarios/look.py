@@ -112,3 +112,13 @@ def draw_look(env, rng: np.random.Generator) -> dict:
 def server_world(world: dict) -> dict:
     """The part of a drawn world the render server takes (without the camera entry)."""
     return {k: v for k, v in world.items() if k != "camera"}
+
+
+LOOK_STREAM = 7919  # seed stream of a sample's look (scene groups use streams 1 + attempt)
+
+
+def card_worlds(env) -> list[dict]:
+    """World dicts naming every HDRI/surface a dataset of ``env`` can show (for licences in cards):
+    the environment's own world plus its randomisation choices."""
+    spec = getattr(env.spec, "randomize", None)
+    return [env.world] + ([{"randomize": spec.model_dump(exclude_none=True)}] if spec is not None else [])

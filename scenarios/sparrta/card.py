@@ -131,7 +131,8 @@ def looks_used(units: list[Unit]) -> dict:
     """HDRI and surface ids the environments of these units can show (their world dicts)."""
     from assets_manifest.looks import looks_in
     from scenarios.environments import load_env
-    return looks_in([load_env(e).world for e in sorted({u.env for u in units})])
+    from scenarios.look import card_worlds
+    return looks_in([w for e in sorted({u.env for u in units}) for w in card_worlds(load_env(e))])
 
 
 def _library(units: list[Unit]):

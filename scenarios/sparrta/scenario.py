@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 from core.errors import ConfigError, PlacementError
@@ -33,6 +34,7 @@ from scenarios.sparrta.record import build_params, build_row, file_names, load_r
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
 from core.paths import confined
 from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
+from scenarios.look import LOOK_STREAM, draw_look, server_world
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
 log = logging.getLogger(__name__)
@@ -172,6 +174,8 @@ class Session:
         self._envs: dict = {}
         self._groups: dict[tuple, Group] = {}
         self._world = None
+        self._look: dict = {}
+        self._sent_look: dict | None = None
         self._scene_key = None
         self._colors: dict[str, tuple[int, int, int]] = {}
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
@@ -217,7 +221,7 @@ class Session:
         """
         if self._world != unit.env:
             self.client.set_world(self.env(unit.env).world)
-            self._world, self._scene_key = unit.env, None
+            self._world, self._scene_key, self._sent_look = unit.env, None, None
         if self._scene_key == group.key:
             return
         self.client.reset()
@@ -230,6 +234,14 @@ class Session:
         self._colors = {n: self.client.object_color(n) for n in names}   # clutter too: the scene graph
         self._scene_key = group.key
 
+    def set_look(self, world: dict) -> None:
+        """Send the sample's world (sun, sky, fog, exposure...) when it differs from the server's;
+        it changes ``lit`` only, so the spawned scene stays."""
+        sent = server_world(world)
+        if sent != self._sent_look:
+            self.client.set_world(sent)
+            self._sent_look = sent
+
     def place_human(self, human) -> None:
         self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
 
@@ -238,6 +250,10 @@ class Session:
         """Find a valid sample with index ``i``'s label, render it, write its files and record."""
         cfg, env = self.cfg, self.env(unit.env)
         st = setting_for(cfg, env, unit.task)
+        # this sample's look (issue 14): drawn from its own seed stream, recorded in its params
+        self._look = draw_look(env, sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=LOOK_STREAM))
+        if "camera" in self._look:  # randomised lens (camera intrinsics)
+            st = replace(st, fov_deg=float(self._look["camera"]["fov_deg"]))
         want, counts, renders = unit.label(i), Counter(), 0
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
         perceptual = unit.task == "ego" and getattr(env.sampling, "perceptual_check", True)
@@ -246,6 +262,7 @@ class Session:
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
             self.show(unit, group)
+            self.set_look(self._look)
             for _ in range(cfg.max_render_tries):
                 try:
                     view = sample_view(rng, group, unit.task, want, st, env.ground, group.viewpoint, counts)
@@ -298,8 +315,9 @@ class Session:
         files = file_names(unit, i, cfg)
         colors = {n: self._colors[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors)
+        params["world"] = self._look  # every drawn look value (issue 14 item 5)
         from scenarios.sparrta.graph import sample_graph
-        graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self._colors, self.env(unit.env).world,
+        graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self._colors, server_world(self._look),
                              {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i})
         rec = {"index": unit.start + i, "row": build_row(cfg, unit, i, st, group, view, vis, files), "files": files,
                "rejections": dict(sorted(counts.items())), "renders": renders,

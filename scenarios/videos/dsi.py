@@ -271,8 +271,9 @@ def clips_parquet(records: list[dict]) -> bytes:
     rows = []
     for r in records:
         row = {k: v for k, v in r.items()
-               if k not in ("rows", "questions", "spec", "skipped_questions", "scenery_assets")}
+               if k not in ("rows", "questions", "spec", "skipped_questions", "scenery_assets", "world")}
         row.update(spec=json.dumps(r["spec"], sort_keys=True), questions=json.dumps(r["questions"], sort_keys=True),
+                   world=json.dumps(r.get("world"), sort_keys=True),  # the clip's drawn look
                    skipped_questions=",".join(r["skipped_questions"]),
                    scenery_assets=",".join(r["scenery_assets"]),
                    bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]])

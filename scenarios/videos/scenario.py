@@ -33,6 +33,7 @@ from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from scenarios.videos import dsi
 from scenarios.videos import motion as mo
 from scenarios.videos.video_io import apply_aug, encode_mp4
+from scenarios.look import LOOK_STREAM, draw_look, server_world
 
 log = logging.getLogger(__name__)
 TASK = "videos"
@@ -243,17 +244,20 @@ def visibility_rule(ctx: Context, vis: list) -> str | None:
 def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
     """Sample, render and check one clip; returns the frames and the record fields."""
     rng = clip_rng(ctx.cfg, ctx.env.name, index)
+    # the clip's look (issue 14): one draw per clip from its own stream, recorded in the clip record
+    world = draw_look(ctx.env, clip_rng(ctx.cfg, ctx.env.name, index, LOOK_STREAM))
+    fov = float(world.get("camera", {}).get("fov_deg", ctx.fov))
     pattern = ctx.cfg.motion.patterns[index % len(ctx.cfg.motion.patterns)]
     asset_id = str(rng.choice(ctx.subject_ids))
     for attempt in range(ctx.cfg.max_render_tries):
         clip = sample_clip(ctx, rng, pattern, asset_id, counts)
         subject = Actor(SUBJECT, asset_id, mo.subject_transform(clip, 0))
         scenery = ctx.env.clutter(rng, keep_out=mo.keep_out(clip)) if ctx.cfg.clutter else []
-        frames, vis = render_frames(client, clip, subject, scenery, ctx.env.world, ctx.fov, ctx.size)
+        frames, vis = render_frames(client, clip, subject, scenery, server_world(world), fov, ctx.size)
         fail = visibility_rule(ctx, vis)
         if fail is None:
             return {"clip": clip, "frames": frames["lit"], "vis": vis, "asset_id": asset_id,
-                    "attempts": attempt + 1, "scenery": scenery}
+                    "attempts": attempt + 1, "scenery": scenery, "world": world, "fov": fov}
         counts[fail] += 1
     raise PlacementError(f"clip {index}: subject not visible enough in {ctx.cfg.max_render_tries} rendered "
                          f"attempts (last rule: {fail})", rule=fail, tries=ctx.cfg.max_render_tries)
@@ -265,12 +269,14 @@ def clip_record(ctx: Context, index: int, made: dict) -> dict:
     qs, skipped = dsi.make_questions(clip, cls.replace("_", " "), clip_rng(ctx.cfg, ctx.env.name, index, 1),
                                      kinds=ctx.cfg.questions)
     rel = relative_path(ctx.env.name, index)
-    cam = mo.camera_at(clip, 0, ctx.fov, ctx.size, ctx.size)
+    fov = made.get("fov", ctx.fov)
+    cam = mo.camera_at(clip, 0, fov, ctx.size, ctx.size)
     return {
         "index": index, "relative_path": rel, "env": ctx.env.name, "pattern": clip.pattern,
         "subject_asset": made["asset_id"], "subject_class": cls, "subject_size_cm": list(clip.subject_size),
         "fps": clip.fps, "n_frames": clip.n_frames, "width": ctx.size, "height": ctx.size,
-        "hfov_deg": ctx.fov, "focal_px": cam.focal_px, "render_attempts": made["attempts"],
+        "hfov_deg": fov, "focal_px": cam.focal_px, "render_attempts": made["attempts"],
+        "world": made.get("world"),
         "n_scenery": len(made["scenery"]), "scenery_assets": sorted({a.asset_id for a in made["scenery"]}),
         "camera_location": clip.camera.location.tolist(), "camera_yaw": clip.camera.yaw.tolist(),
         "camera_pitch": clip.camera.pitch.tolist(), "subject_location": clip.subject.location.tolist(),
@@ -383,7 +389,8 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
 def _looks(ctx) -> list[dict]:
     """Licence and credit of every HDRI/texture the environment can show (dataset card)."""
     from assets_manifest.looks import looks_in
-    return ctx.lib.look_attributions(**looks_in([ctx.env.world]))
+    from scenarios.look import card_worlds
+    return ctx.lib.look_attributions(**looks_in(card_worlds(ctx.env)))
 
 
 def _read_record(out_dir: Path, env_name: str, index: int) -> dict:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EXPOSURE_BASE = 0.7   # linear scale at exposure_ev = 0
-MAX_ENVS = 8
+MAX_ENVS = 24  # environments kept on the GPU (~2 MB each with an HDRI background)
 SKY_BRIGHTNESS = 1.4      # the visible sky vs its light (brighter reads washed out after ACES)
 DEFAULT_ROUGHNESS = 0.65  # meshes without materials (vertex colours only)
 GROUND_BOUNCE = 0.8       # fraction of the ground colour's radiance seen as bounce light
@@ -73,6 +73,7 @@ class PbrLook:
         self.p = passes
         self.ctx = passes.ctx
         self._envs: dict[tuple, _EnvTextures] = {}
+        self._missing: set[str] = set()  # HDRI ids the catalogue does not have
         self._dummy2d = self.ctx.texture((1, 1), 4, bytes([255, 255, 255, 255]))
         self._post_vao: dict = {}
 
@@ -80,12 +81,13 @@ class PbrLook:
     def environment(self, scene: Scene, content) -> tuple[_EnvTextures, bool]:
         """(textures, is_hdri): the scene's HDRI when the catalogue has it, else the procedural sky."""
         sky = scene.sky
-        if sky.hdri:
+        if sky.hdri and sky.hdri not in self._missing:
             key = ("hdri", sky.hdri)
             if key not in self._envs:
                 img = _lookup(content, "hdri", sky.hdri)
-                if img is None:
+                if img is None:  # remembered: a frame is the same whether or not it was asked before
                     log.warning("HDRI %r not available: using the procedural sky", sky.hdri)
+                    self._missing.add(sky.hdri)
                     key = None
                 else:
                     self._store(key, E.from_image(img, background=True))
