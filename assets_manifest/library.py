@@ -235,7 +235,7 @@ class AssetLibrary:
         if e.procedural is not None:
             from assets_manifest.procedural import generate
             raw = generate(e.procedural.generator, e.procedural.params)
-            return _finish(raw, e)
+            return _finish(raw, e, self.surface)
         if e.build is not None:
             path = built_path(self.cache_dir, e.id)
             if not path.exists():
@@ -269,14 +269,14 @@ def budget_for(e: AssetEntry) -> int:
     return e.triangle_budget or normalize.BUDGETS.get(e.cls, normalize.DEFAULT_BUDGET)
 
 
-def _finish(raw: RenderMesh, e: AssetEntry) -> RenderMesh:
+def _finish(raw: RenderMesh, e: AssetEntry, surface=None) -> RenderMesh:
     """Procedural meshes are already in UE cm; apply only the manifest's size and offset."""
     v = raw.vertices.astype(float) * UNITS_TO_CM[e.units]
     v = v @ normalize.axes_matrix(e.up, e.forward).T
     v = v * normalize.size_scale(v.max(axis=0) - v.min(axis=0), e.size)
     from assets_manifest.procedural import pbr
     mesh = RenderMesh(normalize.ground_and_center(v, e.ground_offset_cm), raw.faces, raw.colors)
-    return pbr.apply(mesh, e.cls)      # noise albedo + roughness per part, facades on buildings
+    return pbr.apply(mesh, e.cls, surface)   # noise albedo + roughness per part, facades, surfaces
 
 
 def _with_record(e: AssetEntry, cache: Path) -> AssetEntry:

@@ -89,6 +89,7 @@ class Landmark(_Strict):
     location_cm: tuple[float, float]
     yaw: float = 0.0
     scale: float = Field(1.0, gt=0)
+    flat: bool = False      # a ground feature (street, pond): walkable, does not block clutter
 
 
 class Triple(_Strict):
@@ -227,7 +228,8 @@ class Environment:
         placed: list[tuple[float, float, float]] = [tuple(map(float, k)) for k in keep_out]
         actors = [self._landmark(lm, k, lib) for k, lm in enumerate(self.spec.landmarks)]
         for lm, a in zip(self.spec.landmarks, actors):
-            placed.append((*lm.location_cm, _radius(lib, a.asset_id) * lm.scale))
+            if not lm.flat:
+                placed.append((*lm.location_cm, _radius(lib, a.asset_id) * lm.scale))
         for group in self.spec.clutter:
             for asset_id, x, y, yaw, s in _place_group(group, rng, lib, placed, self.spec.sampling.centre_cm,
                                                        self.spec.style_tags):
@@ -235,6 +237,10 @@ class Environment:
         return actors
 
     def _landmark(self, lm: Landmark, k: int, lib) -> Actor:
+        if lm.flat:     # lies on the ground as it is: no footprint search, z = 0
+            return Actor(f"clutter_{k:03d}", lib.resolve(lm.cls),
+                         Transform((*lm.location_cm, 0.0), Rotator(0.0, lm.yaw, 0.0), (lm.scale,) * 3),
+                         color=instance_color(CLUTTER_COLOR_BASE + k))
         return self._actor(k, lib.resolve(lm.cls), *lm.location_cm, lm.yaw, lm.scale, lib)
 
     def _actor(self, k: int, asset_id: str, x: float, y: float, yaw: float, s: float, lib) -> Actor:

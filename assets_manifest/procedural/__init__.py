@@ -48,4 +48,4 @@ def names() -> list[str]:
 
 def _load() -> None:
     """Import the generator modules (registration happens at import)."""
-    from assets_manifest.procedural import animals, figures, nature, props, vehicles  # noqa: F401
+    from assets_manifest.procedural import animals, figures, ground, nature, props, vehicles  # noqa: F401

@@ -70,8 +70,14 @@ def box_uvs(corners: np.ndarray, tile_u: float, tile_v: float) -> np.ndarray:
     return np.stack([u / tile_u, v / tile_v], -1)
 
 
-def apply(mesh: RenderMesh, cls: str) -> RenderMesh:
-    """The mesh with unshared faces, UVs, smooth-free normals and one material per part colour."""
+# Part colours of procedural/ground.py that stand for library surfaces (world-projected UVs).
+SURFACE_COLOURS = {(64, 64, 68): "asphalt", (150, 146, 140): "paving", (170, 168, 162): "stone_tiles",
+                   (40, 70, 86): "water", (110, 98, 76): "dirt"}
+
+
+def apply(mesh: RenderMesh, cls: str, surface=None) -> RenderMesh:
+    """The mesh with unshared faces, UVs, crease normals and one material per part colour.
+    ``surface(id) -> Material`` (the library's) textures the parts listed in SURFACE_COLOURS."""
     from assets_manifest.decimate import corner_normals
 
     corners = mesh.vertices[mesh.faces].astype(float)
@@ -90,7 +96,12 @@ def apply(mesh: RenderMesh, cls: str) -> RenderMesh:
     mats, uvs = [], np.zeros((len(corners), 3, 2))
     for k, c in enumerate(colours):
         sel = fm == k
-        if k == wall:
+        sid = SURFACE_COLOURS.get(tuple(int(x) for x in c)) if surface is not None else None
+        if sid is not None:
+            m = surface(sid)
+            mats.append(m)
+            uvs[sel] = box_uvs(corners[sel], m.tile_cm or 300.0, m.tile_cm or 300.0)
+        elif k == wall:
             mats.append(Material(name=f"facade_{k}", albedo=facade(tuple(int(x) for x in c)), roughness=0.85,
                                  license="cc0-1.0"))
             uvs[sel] = box_uvs(corners[sel], BAY_CM, STOREY_CM)
