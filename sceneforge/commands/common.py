@@ -13,12 +13,46 @@ from pathlib import Path
 def add_runner_flags(p: argparse.ArgumentParser) -> None:
     """Flags every scenario command shares: where to render and how to parallelise."""
     p.add_argument("--server", help="use this running render server (host:port) instead of starting one")
-    p.add_argument("--workers", type=int, help="parallel workers, each with its own server (render farm)")
+    p.add_argument("--workers", type=_workers, help="parallel workers, each with its own server (render farm); "
+                   "'auto' = the free CPU cores (1 = inline on a small or busy machine)")
     p.add_argument("--backend", choices=["inline", "local", "ray"], default=None,
                    help="inline (default with one worker), local worker processes, or a Ray cluster")
     p.add_argument("--servers", help="comma-separated external UnrealCV servers, one worker each")
     p.add_argument("--ray-address", help="Ray cluster address (with --backend ray)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _workers(text: str):
+    """``--workers``: an integer >= 1, or ``auto`` (resolved per job by :func:`resolve_auto_workers`)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1 or 'auto', got {text!r}")
+    return n
+
+
+def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> None:
+    """Replace ``--workers auto`` by the count :mod:`renderfarm.auto` picks for this job (said on
+    stderr); external servers or Ray decide the count themselves, so ``auto`` leaves it unset."""
+    if args.workers != "auto":
+        return
+    import os
+    import sys
+
+    from renderfarm.auto import auto_workers, usable_cpus
+    from scenarios.registry import get_scenario
+
+    if args.servers or args.ray_address or args.backend == "ray":
+        args.workers = None
+        return
+    n = get_scenario(name).plan(config).n_samples
+    args.workers = auto_workers(n)
+    print(f"--workers auto: {args.workers} ({usable_cpus():g} usable CPUs, load average {os.getloadavg()[0]:.1f})",
+          file=sys.stderr)
 
 
 def backend_of(args: argparse.Namespace) -> str:
@@ -37,6 +71,7 @@ def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -
     from core.errors import ConfigError, PlacementError
     from renderfarm import run_job
 
+    resolve_auto_workers(name, config, args)
     backend = backend_of(args)
     if args.server and backend != "inline":
         raise ConfigError("--server runs inline on one server; use --servers a:1,b:2 for several workers")

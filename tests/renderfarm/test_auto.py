@@ -26,3 +26,22 @@ def test_resolve_workers():
     for bad in (0, -1, "many", None, 1.5):
         with pytest.raises(ConfigError, match="workers"):
             resolve_workers(bad, 10)
+
+
+def test_cli_workers_auto_is_resolved_per_job(capsys):
+    import argparse
+
+    from sceneforge.commands.common import _workers, backend_of, resolve_auto_workers
+
+    assert _workers("auto") == "auto" and _workers("3") == 3
+    for bad in ("0", "two"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _workers(bad)
+    args = argparse.Namespace(workers="auto", servers=None, ray_address=None, backend=None)
+    resolve_auto_workers("sparrta", {"envs": ["desert"], "tasks": ["ego"], "n": 3}, args)
+    assert isinstance(args.workers, int) and 1 <= args.workers <= 3
+    assert backend_of(args) == ("inline" if args.workers == 1 else "local")
+    assert "--workers auto:" in capsys.readouterr().err
+    ray = argparse.Namespace(workers="auto", servers=None, ray_address="ray://x:1", backend="ray")
+    resolve_auto_workers("sparrta", {"n": 3}, ray)
+    assert ray.workers is None      # the cluster decides
