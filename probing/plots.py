@@ -45,11 +45,42 @@ def make_all(runs: pd.DataFrame, summary: pd.DataFrame, root: Path, out: Path) -
     attn = attention_maps(root, out / "attention.png")
     if attn is not None:
         figs.append(("Attention maps of the best AbMILP / Efficient heads", attn))
+    flows = sorted(root.rglob("attention_flow.json"))
+    if flows:
+        figs.append(("Attention flow between objects per layer (SpaRRTa mechanism 2)",
+                     attention_flow(flows, out / "attention_flow.png")))
     return figs
 
 
+def _backbones(summary: pd.DataFrame) -> str:
+    return ", ".join(sorted(map(str, summary["backbone"].unique())))
+
+
+def attention_flow(files: list[Path], path: Path) -> Path:
+    """One row per backbone, one panel per query object: share of its attention per sink vs layer."""
+    import json
+
+    plt = _plt()
+    flows = [json.loads(f.read_text()) for f in files]
+    roles = ("source", "target", "viewpoint")
+    fig, axes = plt.subplots(len(flows), 3, figsize=(14, 3.4 * len(flows)), squeeze=False)
+    for row, flow in zip(axes, flows):
+        for ax, role in zip(row, roles):
+            shares = np.asarray(flow["roles"][role], dtype=float)  # (layers, sinks)
+            for j, sink in enumerate(flow["sinks"]):
+                if sink == role or np.all(np.isnan(shares[:, j])) or np.nanmax(shares[:, j]) == 0:
+                    continue
+                ax.plot(flow["layers"], shares[:, j], marker="o", ms=3, label=sink)
+            ax.set(title=f"{flow['backbone']}: from {role} patches ({flow['images']} images)",
+                   xlabel="layer", ylabel="share of attention", ylim=(0, 1))
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
 def _label(row, multi_backbone: bool) -> str:
-    return f"{row['backbone']} {row['head']}" if multi_backbone else str(row["head"])
+    return f"{row['backbone']} {row['head']}"
 
 
 def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
@@ -63,7 +94,7 @@ def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
         for (bb, head), g in t.groupby(["backbone", "head"]):
             ax.plot(g["layer"], g["test_mean"], marker="o", label=_label({"backbone": bb, "head": head}, multi))
         ax.axhline(0.25, color="grey", ls=":", lw=1)
-        ax.set(title=f"task {task}", xlabel="layer", ylabel="test accuracy", ylim=(0, 1))
+        ax.set(title=f"{_backbones(summary)} · task {task}", xlabel="layer", ylabel="test accuracy", ylim=(0, 1))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8)
     return _save(fig, path)
@@ -89,10 +120,12 @@ def _bars(ax, table: pd.DataFrame, groups: list[str], series: list[str], col: st
 def ego_vs_allo(summary: pd.DataFrame, path: Path) -> Path:
     """Best-layer test accuracy per head, one bar per task (ego / allo), mean over envs."""
     plt = _plt()
-    best = _best_layer(summary, ["head", "task"]).set_index(["head", "task"])["test_mean"]
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    _bars(ax, best, sorted(summary["head"].unique()), sorted(summary["task"].unique()), "test accuracy")
-    ax.set_title("best layer per head and task")
+    summary = summary.assign(series=summary["backbone"].astype(str) + " " + summary["head"].astype(str))
+    best = _best_layer(summary, ["series", "task"]).set_index(["series", "task"])["test_mean"]
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * summary["series"].nunique()), 3.6))
+    _bars(ax, best, sorted(summary["series"].unique()), sorted(summary["task"].unique()), "test accuracy")
+    ax.tick_params(axis="x", labelsize=7, rotation=20)
+    ax.set_title(f"{_backbones(summary)}: best layer per head and task")
     return _save(fig, path)
 
 
@@ -103,9 +136,10 @@ def per_env(summary: pd.DataFrame, path: Path) -> Path:
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 3.6), squeeze=False)
     for ax, (protocol, task) in zip(axes[0], panels):
         s = summary[(summary["protocol"] == protocol) & (summary["task"] == task)]
-        best = _best_layer(s, ["env", "head"]).set_index(["env", "head"])["test_mean"]
-        _bars(ax, best, sorted(s["env"].unique()), sorted(s["head"].unique()), "test accuracy")
-        ax.set_title(f"{protocol} · task {task}" + (" (held-out env)" if protocol == "loeo" else ""))
+        s = s.assign(series=s["backbone"].astype(str) + " " + s["head"].astype(str))
+        best = _best_layer(s, ["env", "series"]).set_index(["env", "series"])["test_mean"]
+        _bars(ax, best, sorted(s["env"].unique()), sorted(s["series"].unique()), "test accuracy")
+        ax.set_title(f"{_backbones(s)}: {protocol} · task {task}" + (" (held-out env)" if protocol == "loeo" else ""))
     return _save(fig, path)
 
 
@@ -113,10 +147,11 @@ def confusions(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> Path:
     """Summed confusion matrices of the selected runs at each head's best layer, per task."""
     plt = _plt()
     within = summary[summary["protocol"] == summary["protocol"].iloc[0]]
-    best = _best_layer(within, ["head", "task"])
+    best = _best_layer(within, ["backbone", "head", "task"])
     fig, axes = plt.subplots(1, len(best), figsize=(3.4 * len(best), 3.4), squeeze=False)
     for i, (ax, (_, b)) in enumerate(zip(axes[0], best.iterrows())):
-        sel = runs[runs["selected"] & (runs["head"] == b["head"]) & (runs["task"] == b["task"])
+        sel = runs[runs["selected"] & (runs["backbone"] == b["backbone"]) & (runs["head"] == b["head"])
+                   & (runs["task"] == b["task"])
                    & (runs["layer"] == b["layer"]) & (runs["protocol"] == within["protocol"].iloc[0])]
         conf = np.sum([np.asarray(c) for c in sel["confusion"]], axis=0)
         ax.imshow(conf, cmap="Blues")
@@ -124,7 +159,7 @@ def confusions(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> Path:
             ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8)
         ax.set_xticks(range(len(CLASSES)), CLASSES, rotation=45, fontsize=7)
         ax.set_yticks(range(len(CLASSES)), CLASSES, fontsize=7)
-        ax.set(title=f"{b['head']} L{b['layer']} {b['task']}", xlabel="predicted",
+        ax.set(title=f"{b['backbone']}\n{b['head']} L{b['layer']} {b['task']}", xlabel="predicted",
                ylabel="true" if i == 0 else "")
     fig.tight_layout()
     return _save(fig, path)
@@ -134,8 +169,9 @@ def attention_maps(root: Path, path: Path, max_images: int = 4) -> Path | None:
     """Overlay the best (highest test acc) AbMILP and Efficient maps on their sample images."""
     best: dict[str, tuple[float, Path]] = {}
     for f in root.rglob("attention/*.npz"):
-        head = f.name.split("_L")[0]
-        acc = float(np.load(f)["test_acc"])
+        d = np.load(f)
+        head = f"{d['backbone']} {f.name.split('_L')[0]}" if "backbone" in d.files else f.name.split("_L")[0]
+        acc = float(d["test_acc"])
         if head not in best or acc > best[head][0]:
             best[head] = (acc, f)
     if not best:
@@ -160,7 +196,7 @@ def _draw_row(axes, loaded, i: int) -> None:
             img = np.asarray(im.convert("RGB"))
         h, w = img.shape[:2]
         axes[col].imshow(img)
-        axes[col].set_title(f"{head}: true {CLASSES[int(d['labels'][i])]}", fontsize=8)
+        axes[col].set_title(f"{head}\ntrue {CLASSES[int(d['labels'][i])]}", fontsize=7)
         col += 1
         for q in range(d["maps"].shape[1]):
             axes[col].imshow(img)

@@ -29,6 +29,7 @@ from probing.train import ProbeSplits, TrainConfig, run_grid
 log = logging.getLogger(__name__)
 ATTENTIVE = ("abmilp", "efficient")
 PROTOCOLS = tuple(REGISTERED_PROTOCOLS)
+SMALL_TEST, SMALL_TRAIN = 100, 200  # warn below these (95% CI ±0.1 at 100 test images)
 
 
 @dataclass
@@ -45,6 +46,7 @@ class ProbeJob:
     batch_size: int = 64
     train: TrainConfig = field(default_factory=TrainConfig)
     attention_samples: int = 4
+    attention_flow: int = 0  # test images per task for the object attention-flow analysis (ViTs)
     progress: bool = True
 
 
@@ -78,6 +80,10 @@ def make_groups(table, protocols: tuple[str, ...]) -> list[Group]:
     for g in groups:
         if all(len(v) for v in g.idx.values()):
             usable.append(g)
+            if len(g.idx["test"]) < SMALL_TEST or len(g.idx["train"]) < SMALL_TRAIN:
+                log.warning("%s %s/%s: small split (train %d, test %d): accuracies will have wide "
+                            "confidence intervals (see the report)", g.protocol, g.env, g.task,
+                            len(g.idx["train"]), len(g.idx["test"]))
         else:
             log.warning("%s %s/%s has an empty split (%s); skipped", g.protocol, g.env, g.task,
                         {k: len(v) for k, v in g.idx.items()})
@@ -102,12 +108,43 @@ def run_probe(job: ProbeJob) -> Path:
     feats = extract_features(bb, table["path"].tolist(), layers, cache, job.batch_size, job.progress)
     extract_s = time.perf_counter() - t0
     base = {"backbone": bb.spec, "weights_hash": bb.weights_hash[:16], "data": str(job.data)}
+    if job.attention_flow:
+        _write_attention_flow(out, bb, table, job.attention_flow)
     records, seconds = _train_all(job, table, groups, feats, base)
     write_runs(out, records, {"extract_seconds": round(extract_s, 3), "layers": layers,
                               "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
                               "cache_keys": {n: f.key for n, f in feats.items()}})
     write_report(out)
     return out
+
+
+def flow_rows(table, per_task: int):
+    """Test rows with instance masks, the first ``per_task`` of each task (table order)."""
+    if "mask_file" not in table or "params_file" not in table:
+        raise ConfigError("--attention-flow needs instance masks: generate the data with --masks")
+    t = table[(table["split"] == "test") & table["mask_file"].notna() & (table["mask_file"].astype(str) != "")]
+    t = t.groupby("task", sort=True).head(per_task).copy()
+    if t.empty:
+        raise ConfigError("--attention-flow: no test rows with a mask_file (generate with --masks)")
+    t["mask_path"] = [str(Path(d) / f) for d, f in zip(t["dataset"], t["mask_file"])]
+    t["params_path"] = [str(Path(d) / f) for d, f in zip(t["dataset"], t["params_file"])]
+    return t
+
+
+def _write_attention_flow(out: Path, bb, table, per_task: int) -> None:
+    import json
+
+    from core.atomic import atomic_write_text
+    from probing.attention_flow import attention_flow
+
+    t0 = time.perf_counter()
+    flow = {task: attention_flow(bb, rows) for task, rows in flow_rows(table, per_task).groupby("task")}
+    merged = dict(next(iter(flow.values())))
+    merged["by_task"] = {k: {"images": v["images"], "roles": v["roles"]} for k, v in flow.items()}
+    main_task = "allo" if "allo" in flow else sorted(flow)[0]  # only allo images have a viewpoint object
+    merged.update(images=flow[main_task]["images"], roles=flow[main_task]["roles"], task=main_task)
+    merged["seconds"] = round(time.perf_counter() - t0, 2)
+    atomic_write_text(out / "attention_flow.json", json.dumps(merged, indent=1))
 
 
 def _train_all(job: ProbeJob, table, groups: list[Group], feats: dict, base: dict):
@@ -176,7 +213,8 @@ def _save_attention(out: Path, head: str, meta: dict, results, splits, table, gr
     name = run_id(meta, head)
     atomic_write_npz(out / "attention" / f"{name}.npz", maps=attn.reshape(n, attn.shape[1], *grid),
                      paths=np.asarray(table["path"].to_numpy()[rows], dtype=str),
-                     labels=part.y[:n].numpy(), preds=pred, test_acc=np.float64(best.test_acc))
+                     labels=part.y[:n].numpy(), preds=pred, test_acc=np.float64(best.test_acc),
+                     backbone=np.asarray(meta["backbone"]))
     tmp = out / "heads" / f".{name}.pt.tmp"
     tmp.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": best.model.state_dict(), "meta": meta, "head": head,

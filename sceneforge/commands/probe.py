@@ -81,7 +81,8 @@ def build_job(args: argparse.Namespace):
                     model_kwargs=_model_args(args.model_arg), layers=_layers(args.layers),
                     heads=_csv(args.heads, "--heads", HEADS), protocols=_csv(args.protocol, "--protocol", PROTOCOLS),
                     cache_dir=args.cache, batch_size=_numbers(str(args.extract_batch), "--extract-batch", int, 1)[0],
-                    train=train, attention_samples=args.attention_samples, progress=not args.no_progress)
+                    train=train, attention_samples=args.attention_samples,
+                    attention_flow=args.attention_flow, progress=not args.no_progress)
 
 
 _PARSER: argparse.ArgumentParser | None = None  # set by register(); for --config defaults
@@ -175,6 +176,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cls", action="store_true", help="linear head on the CLS token instead of GAP")
     p.add_argument("--threads", type=int, help="torch CPU threads (torch.set_num_threads)")
     p.add_argument("--attention-samples", type=int, default=4, help="test images whose attention maps are saved")
+    p.add_argument("--attention-flow", type=int, default=0, metavar="N",
+                   help="ViTs: per-layer attention flow between source/target/viewpoint objects on N test "
+                        "images per task (needs data generated with --masks); plotted in the report")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run_probe)
     r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs")

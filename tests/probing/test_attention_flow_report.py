@@ -1,0 +1,83 @@
+"""Attention flow between objects (masks → patch grid → per-layer shares) and report quality:
+bootstrap CIs, small-split warnings, layer × head tables, backbone names on plots."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from PIL import Image
+
+from probing.attention_flow import SINKS, attention_flow, object_grid
+from probing.backbones import create_backbone
+from probing.preprocess import Preprocess
+from probing.report import bootstrap_ci, layer_head_tables, small_splits
+
+COLORS = {"source": [200, 0, 0], "target": [0, 200, 0], "human": [0, 0, 200]}
+
+
+def _scene(path_img, path_mask, path_params, size=32):
+    """Black image/mask with three 8x8 objects at known patches of a 4x4 grid (8 px patches)."""
+    mask = np.zeros((size, size, 3), np.uint8)
+    mask[0:8, 0:8] = COLORS["source"]      # patch 0
+    mask[0:8, 24:32] = COLORS["target"]    # patch 3
+    mask[24:32, 8:16] = COLORS["human"]    # patch 13
+    mask[16:20, 16:24] = (50, 50, 50)      # clutter, half a patch (10)
+    Image.fromarray(mask).save(path_mask)
+    Image.fromarray(np.clip(mask.astype(int) + 30, 0, 255).astype(np.uint8)).save(path_img)
+    path_params.write_text(json.dumps({"mask_colors": COLORS}))
+
+
+def test_object_grid_pools_masks_to_patches(tmp_path):
+    _scene(tmp_path / "i.png", tmp_path / "m.png", tmp_path / "p.json")
+    pre = Preprocess(mean=(0.5,) * 3, std=(0.5,) * 3, interpolation="bilinear", resize_hw=(32, 32))
+    lab = object_grid(np.asarray(Image.open(tmp_path / "m.png")), COLORS, pre, (4, 4))
+    expected = np.zeros(16, int)
+    expected[[0, 3, 13, 10]] = [1, 2, 3, 4]
+    assert lab.tolist() == expected.tolist()
+
+
+def test_attention_flow_shares_sum_to_one_per_layer(tmp_path):
+    rows = []
+    for i in range(3):
+        _scene(tmp_path / f"i{i}.png", tmp_path / f"m{i}.png", tmp_path / f"p{i}.json")
+        rows.append({"path": str(tmp_path / f"i{i}.png"), "mask_path": str(tmp_path / f"m{i}.png"),
+                     "params_path": str(tmp_path / f"p{i}.json")})
+    bb = create_backbone("timm:vit_small_patch16_224", weights="random",
+                         model_kwargs={"img_size": 32, "patch_size": 8, "depth": 3, "embed_dim": 32, "num_heads": 2})
+    flow = attention_flow(bb, pd.DataFrame(rows))
+    assert flow["layers"] == [1, 2, 3] and flow["sinks"] == list(SINKS) and flow["images"] == 3
+    assert flow["patches_per_role"] == {"source": 3, "target": 3, "viewpoint": 3}
+    for role, shares in flow["roles"].items():
+        s = np.asarray(shares)
+        assert s.shape == (3, len(SINKS))
+        np.testing.assert_allclose(s.sum(1), 1.0, atol=1e-4)
+        assert s[:, SINKS.index(role)].sum() == 0  # "self" is its own column
+    # the flow follows the attention: make block 1 attend only to itself (identity) → self share 1
+    blk = bb.model.blocks[0].attn
+    with torch.no_grad():
+        blk.qkv.weight[:64].zero_()   # q = k = bias only → uniform attention over the 17 tokens
+        blk.qkv.bias[:64].zero_()
+    flat = attention_flow(bb, pd.DataFrame(rows))
+    np.testing.assert_allclose(flat["roles"]["source"][0][0], 1 / 17, atol=1e-4)
+
+
+def test_bootstrap_ci_is_seeded_and_narrows_with_more_test_images():
+    lo1, hi1 = bootstrap_ci(np.array([0.6, 0.62]), np.array([20, 20]))
+    assert (lo1, hi1) == bootstrap_ci(np.array([0.6, 0.62]), np.array([20, 20]))
+    lo2, hi2 = bootstrap_ci(np.array([0.6, 0.62]), np.array([2000, 2000]))
+    assert lo1 < lo2 < 0.61 < hi2 < hi1 and hi2 - lo2 < 0.05 < hi1 - lo1
+
+
+def test_small_split_warning_and_layer_head_tables():
+    summary = pd.DataFrame([
+        dict(backbone=bb, layer=layer, head=h, protocol="within", env="desert", task="ego",
+             test_mean=0.5 + 0.01 * layer, n_test=n, ci_lo=0.4, ci_hi=0.7)
+        for bb, n in (("a", 16), ("b", 16)) for layer in (4, 8) for h in ("linear", "efficient")])
+    warns = small_splits(summary)
+    assert len(warns) == 1 and "only 16 test images" in warns[0]
+    tables = layer_head_tables(summary)
+    assert set(tables) == {"a", "b"} and tables["a"].loc[8, "efficient"] == pytest.approx(0.58)
+    assert small_splits(summary.assign(n_test=500)) == []
