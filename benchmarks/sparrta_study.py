@@ -48,12 +48,30 @@ def generate(out: Path, n: int, seed: int) -> Path:
     return data
 
 
+def subset(data: Path, out: Path, train: int) -> Path:
+    """A view of ``data`` keeping the first ``train`` train rows per (env, task) and every val/test row
+    (same images through symlinks, so cached features of the full set are not reused but pixels are)."""
+    t = pd.read_parquet(data / "samples.parquet")
+    keep = pd.concat([t[t["split"] != "train"],
+                      t[t["split"] == "train"].groupby(["env", "task"], sort=False).head(train)]).sort_index()
+    sub = out / f"data_train{train}"
+    sub.mkdir(parents=True, exist_ok=True)
+    for env in sorted(t["env"].unique()):
+        link = sub / env
+        if not link.exists():
+            link.symlink_to((data / env).resolve(), target_is_directory=True)
+    keep.to_parquet(sub / "samples.parquet", index=False)
+    return sub
+
+
 def probe(data: Path, out: Path, backbone: str, layers: list[int], args) -> float:
     from probing.sweep import ProbeJob, run_probe
     from probing.train import TrainConfig
 
     train = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, runs=args.runs, seed=0)
+    kwargs = {"img_size": args.vit_size} if backbone in VITS and args.vit_size != 224 else {}
     job = ProbeJob(data=str(data), backbone=backbone, out=str(out / "runs" / backbone), layers=layers,
+                   model_kwargs=kwargs,
                    heads=("linear", "abmilp", "efficient"), protocols=("within",),
                    cache_dir=str(out / "cache"), train=train, attention_samples=4,
                    attention_flow=args.flow_images if backbone in VITS else 0, progress=False)
@@ -223,7 +241,7 @@ def write_study(out: Path, data: Path, seconds: dict, args) -> Path:
         f = out / "runs" / bb / "attention_flow.json"
         if f.is_file():
             flows[bb] = json.loads(f.read_text())
-    md = [f"Scale: `--n {args.n}` per (env, task) = {int(counts.values.sum())} images "
+    md = [f"Scale: `--n {args.n}` per (env, task), ViT input {args.vit_size}², = {int(counts.values.sum())} images "
           f"(per env and task: train {int(counts['train'].iloc[0] / 5)}, val {int(counts['val'].iloc[0] / 5)}, "
           f"test {int(counts['test'].iloc[0] / 5)}); epochs {args.epochs} (warm-up {args.epochs // 5}), "
           f"{args.runs} seeds. Wall time per backbone (s): "
@@ -263,6 +281,9 @@ def main(argv=None) -> int:
     ap.add_argument("--backbones", default=",".join(BACKBONES))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--report-only", action="store_true", help="only rebuild study.md from OUT/runs")
+    ap.add_argument("--train-per-group", type=int, default=0,
+                    help="use only this many train images per (env, task) (0 = all; val/test always all)")
+    ap.add_argument("--vit-size", type=int, default=224, help="ViT input size (224 = SpaRRTa's)")
     args = ap.parse_args(argv)
     import torch
 
@@ -270,6 +291,8 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     data = Path(args.data) if args.data else (out / "data" if args.report_only else generate(out, args.n, args.seed))
+    if args.train_per_group:
+        data = subset(data, out, args.train_per_group)
     seconds_file = out / "seconds.json"
     seconds = json.loads(seconds_file.read_text()) if seconds_file.is_file() else {}
     if not args.report_only:
