@@ -26,11 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import ConfigError, PlacementError
-from scenarios.contract import JobPlan, Shard, ShardResult
+from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
-JOB_FILE = "job.json"
 OBJECT_GAP_CM = 30.0
 
 
@@ -57,29 +56,45 @@ class VqaConfig:
     rank_gap: float = 0.15
 
     def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["envs"] = list(self.envs)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "vqa config") -> "VqaConfig":
+        return parse_config(d, source)
 
 
-def parse_config(config: dict) -> VqaConfig:
+NAME = "vqa"
+Config = VqaConfig  # the registry's name for a scenario's config class
+
+
+def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
     if not isinstance(config, dict):
-        raise ConfigError(f"vqa config must be a mapping, got {type(config).__name__}")
+        raise ConfigError(f"{source}: must be a mapping, got {type(config).__name__}")
     known = {f.name for f in fields(VqaConfig)}
     cfg = dict(config)
     if "env" in cfg:
         cfg["envs"] = cfg.pop("env")
     unknown = sorted(set(cfg) - known)
     if unknown:
-        raise ConfigError(f"vqa config: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if isinstance(cfg.get("envs"), str):
         cfg["envs"] = (cfg["envs"],)
     if "envs" in cfg:
         cfg["envs"] = tuple(str(e) for e in cfg["envs"])
-    c = VqaConfig(**cfg)
+    try:
+        c = VqaConfig(**cfg)
+    except TypeError as e:
+        raise ConfigError(f"{source}: {e}") from None
     for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
                      ("max_objects", c.max_objects >= c.min_objects), ("image_format", c.image_format in ("jpg", "png")),
                      ("min_askable", 1 <= c.min_askable <= c.max_objects), ("max_per_category", c.max_per_category >= 1)):
         if not ok:
-            raise ConfigError(f"vqa config: invalid {name} = {getattr(c, name)!r}")
+            raise ConfigError(f"{source}: invalid {name} = {getattr(c, name)!r}")
     return c
 
 
@@ -111,15 +126,25 @@ def load_scene(out: Path, env: str, i: int) -> dict | None:
 def plan(config: dict) -> JobPlan:
     cfg = parse_config(config)
     return JobPlan(n_samples=cfg.n * len(cfg.envs), fingerprint=cfg.fingerprint(),
-                   description=f"{cfg.n * len(cfg.envs)} VQA scenes: {', '.join(cfg.envs)}")
+                   description=f"{cfg.n * len(cfg.envs)} VQA scenes: {', '.join(cfg.envs)}", config=cfg.to_dict())
+
+
+def server_spec(config: dict) -> ServerSpec:
+    """Servers serve the default library + every selected environment's asset packs."""
+    from scenarios.environments import load_env
+
+    cfg = parse_config(config)
+    packs: list[str] = []
+    for name in cfg.envs:
+        packs += [p for p in load_env(name).asset_packs() if p not in packs]
+    return ServerSpec(assets=tuple(packs))
 
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
     from engine.client import RenderClient
 
     t0 = time.perf_counter()
-    cfg, out = parse_config(config), Path(out_dir)
-    claim_output(cfg, out)
+    cfg, out = parse_config(config), Path(out_dir)   # the runner has claimed ``out``
     result = ShardResult(shard.shard_id)
     todo = []
     for idx in sorted(shard.indices):
@@ -146,22 +171,6 @@ def finalize(config: dict, out_dir: Path) -> dict:
 
     cfg = parse_config(config)
     return write_dataset(cfg, Path(out_dir), [locate(cfg, k) for k in range(cfg.n * len(cfg.envs))])
-
-
-def claim_output(cfg: VqaConfig, out: Path) -> None:
-    from scenarios.writers import atomic_write_json
-
-    job = out / JOB_FILE
-    if job.exists():
-        try:
-            old = json.loads(job.read_text())
-        except ValueError as e:
-            raise ConfigError(f"{job}: unreadable ({e})") from None
-        if old.get("fingerprint") != cfg.fingerprint():
-            raise ConfigError(f"{out} holds a dataset made with a different config; use a new --out or the same options")
-        return
-    atomic_write_json(job, {"scenario": "scenarios.vqa.scenario", "fingerprint": cfg.fingerprint(),
-                            "config": asdict(cfg)})
 
 
 # --- making one scene ----------------------------------------------------------------------------------

@@ -46,8 +46,10 @@ def register_generate(subparsers) -> None:
     g.add_argument("--depth", action="store_true", help="also write depth (for `sceneforge degrade`)")
     g.add_argument("--no-clutter", action="store_true", help="leave out the environment's background objects")
     g.add_argument("--per-category", type=int, default=2, help="questions per category and image (default 2)")
-    g.add_argument("--workers", type=int, default=1, help="parallel workers, each with its own server")
-    g.add_argument("--quiet", action="store_true", help="no progress bar")
+    g.add_argument("--min-box-px", type=float, default=40.0,
+                   help="CRISP's rule: visible box longest edge >= this many px (default 40; scale with --size)")
+    from sceneforge.commands.common import add_runner_flags
+    add_runner_flags(g)
     g.set_defaults(func=run_generate)
 
     r = subparsers.add_parser("render-record", help="re-render a sample from its scene record and compare the bytes",
@@ -60,17 +62,14 @@ def register_generate(subparsers) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from renderfarm import exit_code, run_job
+    from renderfarm import exit_code
     from scenarios.vqa.scenario import parse_config
+    from sceneforge.commands.common import run_scenario
 
     cfg = {"envs": list(args.env), "n": args.n, "seed": args.seed, "size": args.size, "depth": args.depth,
-           "clutter": not args.no_clutter, "max_per_category": args.per_category}
-    parse_config(cfg)
-    summary = run_job("scenarios.vqa.scenario", cfg, args.out, workers=args.workers, progress=not args.quiet)
-    if summary.get("failed"):
-        from core.errors import PlacementError
-        raise PlacementError(f"{len(summary['failed'])} scene(s) failed (rerun resumes): "
-                             f"{next(iter(summary['failed'].values()))}")
+           "clutter": not args.no_clutter, "max_per_category": args.per_category, "min_box_px": args.min_box_px}
+    parse_config(cfg, "sceneforge vqa")
+    summary = run_scenario("vqa", cfg, args.out, args)
     fin = summary.get("finalize", {})
     print(f"{fin.get('images')} images, {fin.get('questions')} questions in {args.out}: {fin.get('by_category')}")
     return exit_code(summary)
@@ -92,7 +91,9 @@ def run_render_record(args: argparse.Namespace) -> int:
         address = args.server
         if not address:
             from engine.server.launch import start_server
-            address = stack.enter_context(start_server(port=0)).address
+            from scenarios.environments import load_env
+            packs = list(load_env(rec["env"]).asset_packs())   # what the job's servers served
+            address = stack.enter_context(start_server(port=0, assets=packs or None)).address
         with RenderClient(address) as client:
             data = rerender(rec, client)
     if args.out:

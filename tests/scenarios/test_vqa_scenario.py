@@ -40,11 +40,9 @@ def test_vqa_scenario_end_to_end(tmp_path, server, render_client):
         assert np.array_equal(coco_rle.decode(a["segmentation"]), sel) and a["area"] == int(sel.sum())
     objs = pd.read_parquet(tmp_path / "objects.parquet")
     assert len(objs) == sum(len(g["objects"]) for g in graphs.values())
-    # resume: nothing redone; another config is refused
+    # resume: nothing redone
     again = scenario.run(CFG, Shard(0, (0, 1)), tmp_path, server=server.address)
     assert sorted(again.skipped) == [0, 1] and not again.done
-    with pytest.raises(ConfigError, match="different config"):
-        scenario.run(dict(CFG, seed=2), Shard(0, (0,)), tmp_path, server=server.address)
 
 
 def test_vqa_config_errors():
@@ -52,3 +50,22 @@ def test_vqa_config_errors():
         scenario.parse_config({"envs": ["desert"], "n": 1, "bogus": 1})
     with pytest.raises(ConfigError, match="invalid n"):
         scenario.parse_config({"n": 0})
+
+
+def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
+    from sceneforge.cli import main
+
+    out = tmp_path / "v"
+    assert main(["vqa", "--env", "desert", "--n", "1", "--size", "160", "--out", str(out), "--seed", "4",
+                 "--server", server.address, "--quiet", "--per-category", "1", "--min-box-px", "16"]) == 0
+    assert "1 images" in capsys.readouterr().out
+    assert main(["render-record", str(out / "desert" / "scene_000000.json"), "--server", server.address]) == 0
+    assert "identical" in capsys.readouterr().out
+    qs = [json.loads(line) for line in (out / "questions.jsonl").read_text().splitlines()]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps({"id": q["id"], "prediction": "A"}) + "\n" for q in qs))
+    assert main(["vqa-eval", "--questions", str(out / "questions.jsonl"), "--pred", str(tmp_path / "p.jsonl")]) == 0
+    assert "overall (macro)" in capsys.readouterr().out
+    # a different config in the same directory is refused by the runner, in one line
+    assert main(["vqa", "--env", "desert", "--n", "1", "--size", "160", "--out", str(out), "--seed", "5",
+                 "--server", server.address, "--quiet", "--min-box-px", "16"]) == 2
+    assert "different config" in capsys.readouterr().err
