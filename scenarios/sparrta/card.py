@@ -96,7 +96,7 @@ def statistics(recs: list[dict], rows: list[dict]) -> dict:
 def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -> dict:
     """The JSON dataset card: config, counts, rejection stats, software, assets and licenses."""
     ids = sorted({a for r in recs for a in r.get("assets", [])})
-    lib = _library(units)
+    lib = _library(cfg, units)
     licenses = lib.licenses(ids)
     card = {
         "name": "sceneforge SpaRRTa-style spatial relations",
@@ -112,7 +112,7 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
         "load": {"pandas": "pd.read_parquet('samples.parquet')",
                  "datasets": "load_dataset('imagefolder', data_dir=DIR, split='train')  # column 'split' holds ours"},
     }
-    looks = lib.look_attributions(**looks_used(units))
+    looks = lib.look_attributions(**looks_used(cfg, units))
     if looks:
         card["textures_and_hdris"] = looks
         card["licenses"] = licenses = sorted(set(licenses) | {x["license"] for x in looks})
@@ -127,18 +127,16 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
     return card
 
 
-def looks_used(units: list[Unit]) -> dict:
+def looks_used(cfg: SparrtaConfig, units: list[Unit]) -> dict:
     """HDRI and surface ids the environments of these units can show (their world dicts)."""
     from assets_manifest.looks import looks_in
-    from scenarios.environments import load_env
     from scenarios.look import card_worlds
-    return looks_in([w for e in sorted({u.env for u in units}) for w in card_worlds(load_env(e))])
+    return looks_in([w for e in sorted({u.env for u in units}) for w in card_worlds(cfg.env(e))])
 
 
-def _library(units: list[Unit]):
+def _library(cfg: SparrtaConfig, units: list[Unit]):
     """The asset library the samples were made with (the first environment's: default + its packs)."""
-    from scenarios.environments import load_env
-    return load_env(units[0].env).library
+    return cfg.env(units[0].env).library
 
 
 def _version(pkg: str) -> str | None:

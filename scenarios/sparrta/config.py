@@ -51,6 +51,13 @@ class SparrtaConfig:
     # scenarios.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
 
+    def env(self, name: str):
+        """The environment ``name`` (or the reference it was given as), rebuilt from the recorded
+        content, with its asset library filtered by :attr:`licenses`."""
+        from scenarios.environments import load_frozen_env
+
+        return load_frozen_env(self.env_files, name, licenses=self.licenses)
+
     @classmethod
     def from_dict(cls, raw: dict, source: str = "config") -> "SparrtaConfig":
         """Validate a plain dict (YAML file + flags); errors name ``source`` and the field."""

@@ -145,9 +145,7 @@ def units_of(cfg: SparrtaConfig) -> list[Unit]:
 def load_env_cached(cfg: SparrtaConfig, name: str):
     """The environment ``name`` (or the reference it was given as), rebuilt from the content the
     config recorded, with its asset library filtered by the config's licences."""
-    from scenarios.environments import load_frozen_env
-
-    return load_frozen_env(cfg.env_files, name, licenses=cfg.licenses)
+    return cfg.env(name)
 
 
 def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
