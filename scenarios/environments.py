@@ -344,7 +344,7 @@ def freeze_envs(refs, source: str = "envs") -> dict[str, dict]:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             raise ConfigError(f"{source}: {path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-        env = load_env(ref, text=text)
+        env = load_env(path, text=text)
         if env.name in out:
             raise ConfigError(f"{source}: two environments are named {env.name!r} ({out[env.name]['source']} "
                               f"and {ref}); rename one (its 'name:' field)")
