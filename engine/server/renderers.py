@@ -94,8 +94,8 @@ def _cycles_installed() -> None:
 
 
 @register_renderer("cycles", "Blender Cycles path tracer (CPU, OpenImageDenoise) for lit; GL for masks, depth, "
-                   "visibility; options cycles:samples=16,seed=0,denoise=1; needs `sceneforge renderers install "
-                   "cycles`", check=_cycles_installed, options=("samples", "seed", "denoise"))
+                   "visibility; options cycles:samples=16,seed=0,denoise=1,prefilter=fast|accurate; needs `sceneforge renderers install "
+                   "cycles`", check=_cycles_installed, options=("samples", "seed", "denoise", "prefilter"))
 def cycles_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """Path-traced ``lit`` from a persistent Blender worker process (its own venv)."""
     from engine.server.cycles.backend import CyclesBackend, CyclesSettings
