@@ -66,6 +66,7 @@ class VideoConfig:
     min_clearance_cm: float = 150.0
     max_tries: int = 400                   # geometric candidates per render attempt
     max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
+    renderer: str | None = None            # server renderer spec (None = gl), e.g. "cycles:samples=16"
     # the environment's content (scenarios.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
@@ -119,11 +120,20 @@ class VideoConfig:
                               f"got {list(self.questions)}")
         if self.fov_deg is not None and not 0 < self.fov_deg < 180:
             raise ConfigError(f"videos config: fov_deg must be in (0, 180), got {self.fov_deg}")
+        if self.renderer is not None:
+            from engine.server.renderers import parse_spec
+            try:
+                parse_spec(self.renderer)
+            except ConfigError as e:
+                raise ConfigError(f"videos config: renderer: {e}") from None
         if self.min_visible_ratio is not None and not 0 <= self.min_visible_ratio <= 1:
             raise ConfigError(f"videos config: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
 
     def normalised(self) -> dict:
-        return json.loads(json.dumps(asdict(self), sort_keys=True, default=list))
+        d = asdict(self)
+        if d["renderer"] is None:  # jobs made before the field existed keep their identity
+            del d["renderer"]
+        return json.loads(json.dumps(d, sort_keys=True, default=list))
 
 
 Config = VideoConfig  # the registry's name for a scenario's config class
@@ -302,7 +312,7 @@ def plan(config: dict) -> JobPlan:
 def server_spec(config: dict) -> ServerSpec:
     """Servers serve the default library + the environment's own asset packs."""
     cfg = VideoConfig.from_dict(config)
-    return ServerSpec(assets=tuple(cfg.load_env().asset_packs()))
+    return ServerSpec(assets=tuple(cfg.load_env().asset_packs()), renderer=cfg.renderer or "gl")
 
 
 def plan_digest(cfg: VideoConfig) -> str:

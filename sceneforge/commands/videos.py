@@ -29,6 +29,8 @@ def register(subparsers) -> None:
     v.add_argument("--size", type=int, help="square frame size in pixels (default: the env's, 224)")
     v.add_argument("--patterns", nargs="+", help="subset of the 9 motion patterns (cam_X-obj_Y)")
     v.add_argument("--no-clutter", action="store_true", help="no background objects")
+    v.add_argument("--renderer", help="renderer of the servers: gl (default) or cycles[:samples=N] "
+                   "(path-traced frames; `sceneforge renderers install cycles`)")
     v.add_argument("--inline", action="store_true", help="same as --backend inline: one server in this process")
     add_runner_flags(v)
     v.set_defaults(func=run_videos)
@@ -52,7 +54,7 @@ def build_config(args: argparse.Namespace):
 
     overrides = {"env": args.env, "n": args.n, "seed": args.seed, "image_size": args.size,
                  "motion.n_frames": args.frames, "motion.fps": args.fps, "motion.patterns": args.patterns,
-                 "clutter": False if args.no_clutter else None}
+                 "clutter": False if args.no_clutter else None, "renderer": args.renderer}
     return load_config(VideoConfig.from_dict, command="sceneforge videos", config_file=args.config,
                        overrides=overrides)
 
@@ -60,7 +62,10 @@ def build_config(args: argparse.Namespace):
 def run_videos(args: argparse.Namespace) -> int:
     from sceneforge.commands.common import run_scenario
 
-    _, config = build_config(args)
+    cfg, config = build_config(args)
+    if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
+        from engine.server.renderers import check_renderer
+        check_renderer(cfg.renderer)
     if args.inline:
         args.backend = "inline"
     summary = run_scenario("videos", config, args.out, args)
