@@ -6,6 +6,8 @@ Run: ``python benchmarks/look_sheet.py [--out docs/img] [--size 224]``
 the old flat look, the PBR look with the environment's own world, and two per-sample looks drawn
 from its ``randomize`` section (seeds 1 and 2). ``look_labels.png``: lit (PBR), lit (flat),
 object_mask and depth of one view: the labels are the same pixels in both looks.
+``look_hdris.png`` (only when the library has HDRIs, ``sceneforge assets build --sources looks``):
+the bridge scene under the procedural sky and five HDRIs.
 """
 from __future__ import annotations
 
@@ -79,11 +81,42 @@ def main(argv: list[str] | None = None) -> None:
                                 f"drawn: sun {w['sun']['pitch']:.0f}/{w['sun']['yaw']:.0f} fog {w['fog']['density']:.1f} "
                                 f"ev {w['look']['exposure_ev']:+.1f}"))
         rows.append(np.concatenate(tiles, 1))
+    hdris = _hdri_strip(args.size)
     backend.close()
     args.out.mkdir(parents=True, exist_ok=True)
+    if hdris is not None:
+        Image.fromarray(hdris).save(args.out / "look_hdris.png", optimize=True)
+        print(f"wrote {args.out / 'look_hdris.png'}")
     Image.fromarray(np.concatenate(rows, 0)).save(args.out / "look_envs.png", optimize=True)
     Image.fromarray(labels_row).save(args.out / "look_labels.png", optimize=True)
     print(f"wrote {args.out / 'look_envs.png'} and {args.out / 'look_labels.png'}")
+
+
+def _hdri_strip(size: int) -> np.ndarray | None:
+    """The bridge scene under the procedural sky and five library HDRIs (None without HDRIs)."""
+    from engine.server.catalog import AssetCatalog
+    from engine.server.gl.backend import GLBackend
+    from engine.world import Camera, look_at_rotation
+    from scenarios.environments import load_env
+    from sceneforge.commands.envs import _azimuths, preview_scene
+
+    env = load_env("bridge")
+    catalog = AssetCatalog(env.library)
+    if not catalog.hdri_ids():
+        return None
+    backend = GLBackend(catalog.mesh)
+    scene = preview_scene(env, 0, 0, 1600.0, 4)
+    env.apply_to(scene)
+    a = _azimuths(4)[0]
+    x, y = 1600 * math.cos(a), 1600 * math.sin(a)
+    eye = (x, y, float(env.ground.height(x, y)) + 300.0)
+    cam = Camera(eye, look_at_rotation(eye, (0.0, 0.0, 80.0)), 70.0, size, size)
+    tiles = []
+    for h in [None, "pm_park", "pm_forest", "bd_city", "pm_sky", "bd_sunrise"]:
+        scene.sky = replace(scene.sky, hdri=h)
+        tiles.append(_label(backend.render(scene, cam, ("lit",))["lit"], f"sky: {h or 'procedural'}"))
+    backend.close()
+    return np.concatenate([np.concatenate(tiles[:3], 1), np.concatenate(tiles[3:], 1)], 0)
 
 
 if __name__ == "__main__":

@@ -161,8 +161,10 @@ def from_image(img: np.ndarray, background: bool) -> EnvLight:
     bg = resample(img, BG_W, BG_H) if background else None
     small = resample(img, SRC_W, SRC_H)
     scale = 1.0 / max(upper_mean(small), 1e-6)
-    small = small * scale
-    clamped = np.minimum(small, CLAMP_MEAN)
+    clamped = np.minimum(small * scale, CLAMP_MEAN)
+    # normalise what remains after the sun is clamped out (else a sunny HDRI lights too dimly)
+    renorm = 1.0 / max(upper_mean(clamped), 1e-6)
+    clamped, scale = clamped * renorm, scale * renorm
     return EnvLight(sh_irradiance(clamped), prefilter(clamped),
                     None if bg is None else (bg * scale).astype(np.float32), _horizon(clamped), scale)
 

@@ -175,6 +175,7 @@ class PbrLook:
             "u_horizon": tuple(float(x) for x in _lin(sky.horizon) * env.env.scale * level * SKY_BRIGHTNESS),
             "u_sun_cos": math.cos(math.radians(max(sun.angular_diameter_deg, 0.05) / 2.0)),
             "u_glow": float(sky.turbidity) / 3.0,
+            "u_bg_gain": SKY_BRIGHTNESS,
         }
 
     def _set_frame(self, prog: "_Program", frame: "Frame", world: dict, env: _EnvTextures) -> None:

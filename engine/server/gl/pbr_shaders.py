@@ -275,6 +275,7 @@ uniform vec3 u_zenith;           // linear, already scaled
 uniform vec3 u_horizon;
 uniform float u_sun_cos;         // cos(angular radius of the sun disk)
 uniform float u_glow;            // strength of the glow around the sun (turbidity)
+uniform float u_bg_gain;         // visible sky vs its light (as SKY_BRIGHTNESS for the gradient)
 in vec2 v_ndc;
 layout(location = 0) out vec4 f_color;
 layout(location = 1) out int f_id;
@@ -286,7 +287,7 @@ void main() {
     vec3 sky;
     float mu = dot(d, u_to_sun);
     if (u_hdri > 0.5) {
-        sky = textureLod(u_background, equirect(env_dir(d)), 0.0).rgb * u_sky_scale;
+        sky = textureLod(u_background, equirect(env_dir(d)), 0.0).rgb * u_sky_scale * u_bg_gain;
         sky = mix(sky, u_bounce, u_bounce_mix * (1.0 - smoothstep(-0.12, 0.02, d.z)));
     } else {
         float t = sqrt(clamp(d.z, 0.0, 1.0));

@@ -79,7 +79,7 @@ def procedural_surface(kind: str | None, color: tuple[int, int, int]) -> Materia
     lin = (np.asarray(color, np.float32) / 255.0) ** 2.2
     rgb = lin[None, None, :] * tone[..., None]
     albedo = np.round(np.clip(rgb, 0, 1) ** (1 / 2.2) * 255).astype(np.uint8)
-    return Material(name=f"procedural_{kind}", albedo=albedo, normal_map=normal_map(height, strength * 8.0),
+    return Material(name=f"procedural_{kind}", albedo=albedo, normal_map=normal_map(height, strength * 4.0),
                     roughness=rough)
 
 
