@@ -29,7 +29,7 @@ class SparrtaConfig:
     tasks: tuple[str, ...] = ("ego",)
     n: int = 40                     # samples per (environment, task)
     seed: int = 0
-    size: int = 224                 # square output, pixels
+    image_size: int = 224           # square output, pixels (the one name everywhere; "size" is accepted)
     triples: tuple[str, ...] | None = None   # restrict to these triple ids
     image_format: str = "jpg"
     jpeg_quality: int = 95
@@ -50,6 +50,11 @@ class SparrtaConfig:
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def size(self) -> int:
+        """Alias of :attr:`image_size` (older configs and code say ``size``)."""
+        return self.image_size
 
     def env(self, name: str):
         """The environment ``name`` (or the reference it was given as), rebuilt from the recorded
@@ -82,6 +87,10 @@ def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
     """Validate a plain dict (CLI or YAML); every error names ``source`` and the field."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: expected a mapping, got {type(raw).__name__}")
+    if "size" in raw:  # the old name of image_size
+        if "image_size" in raw:
+            raise ConfigError(f"{source}: give image_size only (size is its old name)")
+        raw = {("image_size" if k == "size" else k): v for k, v in raw.items()}
     known = {f.name: f for f in fields(SparrtaConfig)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -123,11 +132,11 @@ def _check(c: SparrtaConfig, src: str) -> None:
          "must be a non-empty list of license families, e.g. [cc0, cc-by]")
     need(bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
          "tasks", f"must be distinct values of {TASKS}")
-    for f in ("n", "size", "samples_per_scene", "max_tries", "max_render_tries", "max_scenes"):
+    for f in ("n", "image_size", "samples_per_scene", "max_tries", "max_render_tries", "max_scenes"):
         need(isinstance(getattr(c, f), int) and not isinstance(getattr(c, f), bool) and getattr(c, f) >= 1,
              f, "must be an integer >= 1")
     need(isinstance(c.seed, int) and 0 <= c.seed < 2**63, "seed", "must be an integer in [0, 2**63)")
-    need(16 <= c.size <= 4096, "size", "must be in 16..4096 pixels")
+    need(16 <= c.image_size <= 4096, "image_size", "must be in 16..4096 pixels")
     need(c.image_format in FORMATS, "image_format", f"must be one of {FORMATS}")
     need(c.layout in LAYOUTS, "layout", f"must be one of {LAYOUTS}")
     need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
@@ -145,7 +154,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
             raise ConfigError(f"{src}: renderer: {e}") from None
     need(c.min_visible_ratio is None or 0.0 <= c.min_visible_ratio <= 1.0, "min_visible_ratio", "must be in [0, 1]")
     need(c.min_bbox_px is None or 0 <= c.min_bbox_px <= c.size, "min_bbox_px",
-         f"must be in [0, size={c.size}] (an object cannot be larger than the image)")
+         f"must be in [0, image_size={c.image_size}] (an object cannot be larger than the image)")
 
 
 @dataclass(frozen=True)

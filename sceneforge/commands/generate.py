@@ -11,7 +11,7 @@ from pathlib import Path
 
 TASKS = {"ego": ["ego"], "allo": ["allo"], "both": ["ego", "allo"]}
 # CLI flag (dest) -> config field; None values mean "use the environment's default".
-FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "size", "triples": "triples", "format": "image_format",
+FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "image_size", "triples": "triples", "format": "image_format",
          "masks": "masks", "depth": "depth", "margin_ego": "margin_ego_deg", "margin_allo": "margin_allo_deg",
          "min_visible_ratio": "min_visible_ratio", "min_bbox_px": "min_bbox_px",
          "samples_per_scene": "samples_per_scene", "licenses": "licenses", "renderer": "renderer",
