@@ -339,6 +339,16 @@ def write_clip(out_dir: Path, record: dict, frames: np.ndarray) -> None:
     atomic_write_json(rec_path, record)
 
 
+def write_graphs(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
+    """Per-frame metric scene graphs of the clip (scenarios/videos/graphs.py)."""
+    from scenarios.videos.graphs import frame_graphs
+    from scenarios.writers import atomic_write_json
+
+    g = frame_graphs(ctx.lib, made["clip"], SUBJECT, made["asset_id"], made["scenery"], made["vis"],
+                     server_world(made["world"]), made["fov"], ctx.size)
+    atomic_write_json(out_dir / "graphs" / f"{index:06d}.json", g)
+
+
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult:
     """Render the clips of ``shard`` with the render server at ``server``; skip complete ones."""
     from engine.client import RenderClient
@@ -353,6 +363,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
                 continue
             try:
                 made = make_clip(ctx, client, index, counts)
+                write_graphs(ctx, out_dir, index, made)   # before the record: the record marks done
                 write_clip(out_dir, clip_record(ctx, index, made), made["frames"])
                 result.done.append(index)
                 log.debug("clip %d done (%s, %d render attempt(s))", index, made["clip"].pattern, made["attempts"])
