@@ -10,6 +10,7 @@ frames are encoded once per variant (hflip/reverse are array views, never re-ren
 Output (``out_dir``)::
 
     videos/{aug}/{env}/{i:06d}.mp4     aug in std, hflip, reverse, reverse_hflip (H.264 yuv420p)
+    graphs/{i:06d}.json                per-frame metric scene graphs (scenarios/videos/graphs.py)
     records/{i:06d}.json               per-clip record (written last: marks the clip complete)
     metadata/{aug}.csv                 DSI columns relative_path, question, options, GT, cate
     clips.parquet                      trajectories, intrinsics, per-frame visibility, answers
