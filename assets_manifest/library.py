@@ -13,6 +13,7 @@ mtime plus the manifest entry, so a render server starts quickly the second time
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -109,9 +110,10 @@ class AssetLibrary:
         left out of :meth:`ids` and :meth:`by_class`.
         """
         cache = cache_root(cache_dir)
-        entries = []
+        entries, all_tags = [], set()
         for path in BUILT_PACKS.values():
             m = load_manifest(path)
+            all_tags |= {e.license for e in m.assets}
             entries += [(_with_record(e, cache), path, m.pack) for e in m.assets
                         if built_path(cache, e.id).exists() and _license_ok(e, licenses)]
         # Built meshes replace the procedural stand-ins of their class; a user pack's assets *join*
@@ -120,8 +122,11 @@ class AssetLibrary:
         real_classes = {e.cls for e, _, _ in entries}
         for p in extra_manifests:
             m = load_manifest(p)
+            all_tags |= {e.license for e in m.assets}
             entries += [(e, Path(p), m.pack) for e in m.assets if _license_ok(e, licenses)]
         proc = load_manifest(PROCEDURAL_PACK)
+        all_tags |= {e.license for e in proc.assets}
+        check_license_filter(licenses, all_tags)
         proc_entries = [(e, PROCEDURAL_PACK, proc.pack) for e in proc.assets if _license_ok(e, licenses)]
         shadowed = {e.id for e, _, _ in proc_entries if e.cls in real_classes}
         lib = cls(entries + proc_entries, cache, shadowed)
@@ -288,6 +293,38 @@ def _with_record(e: AssetEntry, cache: Path) -> AssetEntry:
     pkg = rec.get("package", "").removesuffix("_all.deb").replace("_", " ")
     src = f"Debian {pkg}: {rec.get('library', '')}/{rec.get('source_file', '')}"
     return e.model_copy(update={"attribution": rec.get("attribution", e.attribution), "source": src})
+
+
+@functools.lru_cache(maxsize=32)
+def check_licenses_known(licenses: tuple[str, ...], extra_manifests: tuple[str, ...] = ()) -> None:
+    """:func:`check_license_filter` against every shipped pack (built or not) and ``extra_manifests``:
+    cheap (YAML only), so callers can refuse a bad filter before they write anything."""
+    tags = set()
+    for path in (*BUILT_PACKS.values(), PROCEDURAL_PACK, *extra_manifests):
+        tags |= {e.license for e in load_manifest(path).assets}
+    check_license_filter(licenses, tags)
+
+
+def check_license_filter(licenses, tags) -> None:
+    """Refuse a filter token that matches no licence of any pack (``--licenses gpl``): without
+    this the error surfaced later as "class 'rock' has no asset", hiding the typo."""
+    if not licenses:
+        return
+    tokens = [t.strip() for t in (licenses.split(",") if isinstance(licenses, str) else licenses) if t.strip()]
+    unknown = [t for t in tokens if not any(matches_any(tag, [t]) for tag in tags)]
+    if unknown:
+        families = sorted({_family(t) for t in tags})
+        raise ConfigError(f"--licenses / licenses: unknown licence {', '.join(map(repr, unknown))}: no asset pack "
+                          f"has it; licence families present: {', '.join(families)}")
+
+
+def _family(tag: str) -> str:
+    """``cc-by-3.0-us`` -> ``cc-by``: the part before the first version number."""
+    parts = tag.split("-")
+    for k, part in enumerate(parts):
+        if part[:1].isdigit():
+            return "-".join(parts[:k]) or tag
+    return tag
 
 
 def _license_ok(e: AssetEntry, licenses) -> bool:

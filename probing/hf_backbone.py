@@ -130,6 +130,7 @@ def _load(ident: str, source: str, cls_name: str, **kwargs):
 
     cls = getattr(transformers, cls_name)
     if Path(source).is_dir():
+        _require_files(ident, Path(source), cls_name)
         try:
             return cls.from_pretrained(source, **kwargs)
         except (OSError, ValueError) as e:
@@ -144,6 +145,23 @@ def _load(ident: str, source: str, cls_name: str, **kwargs):
         return cls.from_pretrained(source, cache_dir=hub_cache_dir(), **kwargs)
     except Exception as e:
         raise offline_error(f"hf:{ident}", e) from e
+
+
+# What from_pretrained reads from a save_pretrained directory (any one of each tuple).
+_DIR_FILES = {
+    "AutoConfig": (("config.json",), "the model config; save it with model.save_pretrained(dir)"),
+    "AutoModel": (("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                   "pytorch_model.bin.index.json"), "the weights; save them with model.save_pretrained(dir)"),
+    "AutoImageProcessor": (("preprocessor_config.json",),
+                           "the image preprocessing settings; save them with AutoImageProcessor.save_pretrained(dir)"),
+}
+
+
+def _require_files(ident: str, directory: Path, cls_name: str) -> None:
+    """Say which file a local directory lacks (transformers' own message is long and generic)."""
+    names, why = _DIR_FILES.get(cls_name, ((), ""))
+    if names and not any((directory / n).is_file() for n in names):
+        raise ConfigError(f"--backbone hf:{ident}: {directory} has no {' or '.join(names)} ({why})")
 
 
 def _preprocess(processor, ident: str) -> Preprocess:

@@ -13,6 +13,8 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from core.errors import ConfigError
 from PIL import Image
 
 _RESAMPLE = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC,
@@ -99,6 +101,9 @@ def load_batch(paths: list[str], pre: Preprocess) -> np.ndarray:
     """Read and preprocess images into one float32 (B, 3, H, W) array."""
     out = []
     for p in paths:
-        with Image.open(p) as im:
-            out.append(pre(im))
+        try:
+            with Image.open(p) as im:
+                out.append(pre(im))
+        except (OSError, SyntaxError, ValueError) as e:  # truncated/corrupt/missing: name the file
+            raise ConfigError(f"{p}: cannot read image ({' '.join(str(e).split())[:160]})") from None
     return np.stack(out)

@@ -130,6 +130,10 @@ def _check(c: SparrtaConfig, src: str) -> None:
     need(bool(c.envs), "envs", "must name at least one environment")
     need(c.licenses is None or (bool(c.licenses) and all(x.strip() for x in c.licenses)), "licenses",
          "must be a non-empty list of license families, e.g. [cc0, cc-by]")
+    if c.licenses:  # `--licenses gpl`: name the licence before anything is written
+        from assets_manifest.library import check_licenses_known
+
+        check_licenses_known(tuple(c.licenses))
     need(bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
          "tasks", f"must be distinct values of {TASKS}")
     for f in ("n", "image_size", "samples_per_scene", "max_tries", "max_render_tries", "max_scenes"):

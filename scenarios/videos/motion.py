@@ -45,6 +45,15 @@ def parse_pattern(name: str) -> tuple[str, str]:
     return cam[4:], obj[4:]
 
 
+def _number(name: str, value, integer: bool = False) -> float:
+    """A finite number from a config value (YAML may give ``ten``), else ConfigError naming the field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or (integer and float(value) != int(value)):
+        kind = "an integer" if integer else "a finite number"
+        raise ConfigError(f"motion.{name} must be {kind}, got {value!r}")
+    return int(value) if integer else float(value)
+
+
 @dataclass(frozen=True)
 class MotionConfig:
     """Ranges the sampler draws from (all ``(lo, hi)`` uniform). Validated on construction."""
@@ -61,13 +70,19 @@ class MotionConfig:
     patterns: tuple[str, ...] = PATTERNS
 
     def __post_init__(self) -> None:
-        if not (2 <= int(self.n_frames) <= 10000):
+        n_frames = _number("n_frames", self.n_frames, integer=True)
+        if not (2 <= n_frames <= 10000):
             raise ConfigError(f"motion.n_frames must be in 2..10000, got {self.n_frames}")
-        if not (0 < float(self.fps) <= 240):
+        object.__setattr__(self, "n_frames", n_frames)
+        if not (0 < _number("fps", self.fps) <= 240):
             raise ConfigError(f"motion.fps must be in (0, 240], got {self.fps}")
+        _number("dir_jitter_deg", self.dir_jitter_deg)
         for name in ("cam_distance_cm", "cam_height_cm", "cam_speed_cms", "cam_pan_dps",
                      "obj_speed_cms", "obj_turn_dps"):
-            lo_hi = tuple(float(x) for x in getattr(self, name))
+            value = getattr(self, name)
+            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+                raise ConfigError(f"motion.{name} must be [lo, hi] numbers, got {value!r}")
+            lo_hi = tuple(_number(name, x) for x in value)
             if len(lo_hi) != 2 or not (0 < lo_hi[0] <= lo_hi[1]) or not all(map(math.isfinite, lo_hi)):
                 raise ConfigError(f"motion.{name} must be [lo, hi] with 0 < lo <= hi, got {lo_hi}")
             object.__setattr__(self, name, lo_hi)
