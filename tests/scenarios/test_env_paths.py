@@ -78,9 +78,10 @@ def test_generate_does_not_follow_a_symlinked_env_dir_out_of_out(server, tmp_pat
 # --- item 11: environment-file values ---------------------------------------------------------
 def test_huge_ground_extent_is_one_line(tmp_path):
     with pytest.raises(ConfigError) as ei:
-        load_env(_env(tmp_path, extra="ground: {extent_cm: 1.0e30}\n"))
+        load_env(_env(tmp_path, extra="ground: {extent_cm: 1.0e+30}\n"))
     msg = str(ei.value)
-    assert "harbour.yaml:4" in msg and "ground.extent_cm" in msg and "\n" not in msg
+    assert "harbour.yaml:4" in msg and "ground.extent" in msg and "outside the allowed range" in msg
+    assert "\n" not in msg
 
 
 def test_env_name_typo_suggests_the_closest():

@@ -14,7 +14,7 @@ def _one_line_error(capsys, argv: list[str]) -> str:
     return err[0]
 
 
-@pytest.mark.parametrize("out, expect", [("FILE", "File exists"), ("/dev/null/x", "/dev/null/x"),
+@pytest.mark.parametrize("out, expect", [("FILE", "not a directory"), ("/dev/null/x", "/dev/null/x"),
                                          ("/proc/x", "/proc/x")])
 def test_out_that_cannot_be_a_directory(capsys, tmp_path, out, expect):
     if out == "FILE":
@@ -48,9 +48,12 @@ def test_env_name_typo_suggests_the_closest(capsys, tmp_path):
     assert "unknown environment 'desrt'; did you mean 'desert'?" in line
 
 
-def test_env_file_with_a_huge_extent(capsys, tmp_path):
+@pytest.mark.parametrize("value, expect", [("1.0e30", "expected a finite number"),   # a string in YAML 1.1
+                                           ("1.0e+30", "outside the allowed range")])
+def test_env_file_with_a_huge_extent(capsys, tmp_path, value, expect):
     env = tmp_path / "big.yaml"
-    env.write_text("name: big\nground: {extent_cm: 1.0e30}\ntriples:\n  - {id: a, source: rock, target: truck}\n")
+    env.write_text(f"name: big\nground: {{extent_cm: {value}}}\ntriples:\n  - {{id: a, source: rock, target: truck}}\n")
     line = _one_line_error(capsys, ["generate", "--env", str(env), "--task", "ego", "--n", "2",
                                     "--out", str(tmp_path / "d")])
-    assert "big.yaml:2" in line and "ground.extent_cm" in line
+    assert "big.yaml:2" in line and "ground.extent" in line and expect in line
+    assert not (tmp_path / "d").exists()
