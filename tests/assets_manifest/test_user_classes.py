@@ -92,21 +92,17 @@ def test_env_uses_a_user_class_and_pins_asset_ids(pack, tmp_path, monkeypatch):
 
 @pytest.mark.render
 def test_dataset_with_a_user_class_writes_its_label(pack, tmp_path, monkeypatch):
-    import scenarios.environments as environments
-    from engine.server.launch import start_server
+    """End to end: the env file by path; the runner starts the server with the env's packs."""
     from renderfarm import run_job
 
     monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
     envs = tmp_path / "envs"
     envs.mkdir()
     (envs / "harbour_pack.yaml").write_text(PACK)
-    _env(envs, "lighthouse", "proc_truck_blue")
-    monkeypatch.setattr(environments, "ENVS_DIR", envs)   # the inline runner reloads envs by name
+    env_file = _env(envs, "lighthouse", "proc_truck_blue")
     out = tmp_path / "ds"
-    with start_server(port=0, assets=[str(envs / "harbour_pack.yaml")],
-                      env={"SCENEFORGE_CACHE": str(tmp_path / "cache")}) as srv:
-        summary = run_job("sparrta", {"envs": ["harbour"], "tasks": ["ego"], "n": 2, "seed": 1, "size": 64}, out,
-                          backend="inline", server=srv.address, progress=False)
+    summary = run_job("sparrta", {"envs": [str(env_file)], "tasks": ["ego"], "n": 2, "seed": 1, "size": 64}, out,
+                      backend="inline", progress=False)
     assert not summary["failed"], summary["failed"]
     params = [json.loads(p.read_text()) for p in sorted(out.rglob("params_*.json"))]
     assert len(params) == 2
