@@ -139,7 +139,6 @@ class CyclesBackend(RenderBackend):
     def close(self) -> None:
         self.worker.close()
         self.gl.close()
-        self._log_path.unlink(missing_ok=True)
 
     # --- Cycles' own passes (checks against GL) ---------------------------------------------
     def render_cycles(self, scene: Scene, camera: Camera,

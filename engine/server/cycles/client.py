@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import select
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,6 +45,7 @@ class BlenderWorker:
         self.blender_version = ""
         self._req = self._rep = -1
         self._log_file = None
+        self._tmp: str | None = None
 
     # --- lifecycle --------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -59,16 +62,19 @@ class BlenderWorker:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log_file = open(self.log_path, "ab")
         out = self._log_file if self._log_file is not None else subprocess.DEVNULL
+        self._tmp = tempfile.mkdtemp(prefix="sceneforge-cycles-")  # frame files; removed in _cleanup
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
         env["PYTHONNOUSERSITE"] = "1"
         try:
             self.proc = subprocess.Popen(
-                [str(self.python), "-E", "-s", "-u", str(WORKER_SCRIPT), str(req_r), str(rep_w)],
+                [str(self.python), "-E", "-s", "-u", str(WORKER_SCRIPT), str(req_r), str(rep_w), self._tmp],
                 pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                 cwd=str(WORKER_SCRIPT.parent), env=env, start_new_session=True)
         except OSError as e:
             for fd in (req_r, req_w, rep_r, rep_w):
                 os.close(fd)
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
             raise RenderError(f"cannot start the Blender worker {self.python}: {e}") from e
         os.close(req_r)
         os.close(rep_w)
@@ -79,6 +85,9 @@ class BlenderWorker:
         log.info("Blender worker pid %s started (Blender %s)", self.proc.pid, self.blender_version)
 
     def close(self) -> None:
+        """Stop the worker and delete its log (kept while it runs: errors quote its tail)."""
+        if self.log_path is not None:
+            self.log_path.unlink(missing_ok=True)
         if self.proc is None:
             return
         if self.proc.poll() is None:
@@ -103,6 +112,9 @@ class BlenderWorker:
                 except OSError:
                     pass
         self._req = self._rep = -1
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None

@@ -42,14 +42,16 @@ def srgb_to_linear(c: np.ndarray) -> np.ndarray:
 
 
 class Worker:
-    def __init__(self) -> None:
+    def __init__(self, tmp: str | None = None) -> None:
         self.meshes: dict[str, bpy.types.Mesh] = {}
         self.mesh_info: dict[str, dict] = {}
         self.objects: dict[str, bpy.types.Object] = {}
         self.images: dict[str, bpy.types.Image] = {}
         self.matrices: dict[str, tuple] = {}
-        self.tmp = tempfile.mkdtemp(prefix="sceneforge-cycles-")
-        atexit.register(shutil.rmtree, self.tmp, True)
+        # the client owns ``tmp`` (and removes it even after a crash); standalone: our own
+        self.tmp = tmp or tempfile.mkdtemp(prefix="sceneforge-cycles-")
+        if tmp is None:
+            atexit.register(shutil.rmtree, self.tmp, True)
         self.settings: dict = {}
         self.world_key = None
         self.ground_key = None
@@ -412,7 +414,7 @@ class Worker:
 
 def main() -> int:
     req_fd, rep_fd = int(sys.argv[1]), int(sys.argv[2])
-    worker = Worker()
+    worker = Worker(sys.argv[3] if len(sys.argv) > 3 else None)
     while True:
         try:
             header, arrays = wire.read_message(req_fd)
