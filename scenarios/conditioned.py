@@ -19,8 +19,9 @@ are thrown away (hundreds per sample in the allocentric task). Here the prior is
   sampling from the Gaussian restricted to the set, a few proposals per figure instead of
   hundreds of label rejections;
 * a camera farther than :func:`max_useful_distance` from source or target would certainly see
-  it too small (a provable bound): the ``too_far`` rule tests that with two hypot()s before
-  any prism is projected, and never rejects a view the projection rules would keep.
+  it too small (a provable bound): the camera region leaves those places out, and the
+  ``too_far`` rule checks the exact discs with two hypot()s before any prism is projected; it
+  never rejects a view the projection rules would keep.
 
 The labelling rule (``scenarios.relations``) and every other rule are still applied to the
 final candidate by the caller, so a candidate on a boundary (floating point) is rejected as
@@ -156,9 +157,11 @@ class ConvexRegion:
         return float(p[0]), float(p[1])
 
 
-def square_sector_region(centre: Sequence[float], half_range: float, sector: Sector | None) -> ConvexRegion:
+def square_sector_region(centre: Sequence[float], half_range: float, sector: Sector | None,
+                         discs: Sequence[tuple[Sequence[float], float]] = ()) -> ConvexRegion:
     """The square ``centre ± half_range`` (X and Y) intersected with ``sector`` (if any; its
-    radius is ignored). Convex."""
+    radius is ignored) and with discs ``((x, y), radius)`` as circumscribed polygons (supersets:
+    the caller still applies the exact rule). Convex."""
     from shapely.geometry import box
 
     sq = box(centre[0] - half_range, centre[1] - half_range, centre[0] + half_range, centre[1] + half_range)
@@ -166,6 +169,9 @@ def square_sector_region(centre: Sequence[float], half_range: float, sector: Sec
     if sector is not None:
         reach = 4.0 * (half_range + math.hypot(sector.apex[0] - centre[0], sector.apex[1] - centre[1])) + 1.0
         region = sector.polygon(reach).intersection(sq)
+    for (cx, cy), radius in discs:
+        if math.isfinite(radius):
+            region = region.intersection(Sector((cx, cy), 0.0, 180.0, radius).polygon())
     if region.is_empty or region.geom_type != "Polygon":
         return ConvexRegion(np.zeros((0, 2)))
     return ConvexRegion(np.asarray(region.exterior.coords)[:-1])

@@ -144,8 +144,10 @@ def standing(name: str, shape: AssetShape, x: float, y: float, yaw: float, groun
 
 def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Placed], bool]:
     """Rule: the candidate's rotated footprint does not intersect any other (plus a gap)."""
-    polys = [o.polygon().buffer(gap_cm) if gap_cm else o.polygon() for o in others]
-    return lambda p: not any(p.polygon().intersects(q) for q in polys)
+    from shapely.prepared import prep
+
+    polys = [prep(o.polygon().buffer(gap_cm) if gap_cm else o.polygon()) for o in others]  # same answers, faster
+    return lambda p: not any(q.intersects(p.polygon()) for q in polys)
 
 
 def within_distance(others: Iterable[Placed], max_cm: float) -> Callable[[Placed], bool]:

@@ -181,10 +181,11 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
     base_z = float(np.mean([o.z for o in objects]))
     lo, hi = st.cam_height_range_cm
     region = _camera_region(group, want if task == "ego" else None, st)
-    if region.area <= 0.0:   # (ego) the label's sector misses the camera square
-        counts["label"] += 1
-        raise PlacementError(f"{task} camera for label {want!r}: the label's sector misses the camera square",
-                             rule="label", tries=1, rejections={"label": 1})
+    if region.area <= 0.0:   # the label's sector or the useful discs miss the camera square
+        rule = "too_far" if _camera_region(group, None, st).area <= 0.0 else "label"
+        counts[rule] += 1
+        raise PlacementError(f"{task} camera for label {want!r}: no camera position in the square passes {rule!r}",
+                             rule=rule, tries=1, rejections={rule: 1})
 
     def draw(r: np.random.Generator):   # uniform on the region = the prior given what it excludes
         x, y = region.sample(r)
@@ -207,13 +208,22 @@ def _both(a, b):
 
 def _camera_region(group: Group, want: str | None, st: Setting) -> ConvexRegion:
     """Where the camera's prior may put it, computed once per (scene, label, setting): the
-    square of its prior ∩ (ego) the label's sector. Uniform on it is the prior given the label."""
+    square of its prior ∩ (ego) the label's sector ∩ the discs (as circumscribed polygons)
+    beyond which source or target certainly fail ``small_projection``. Uniform on it is the
+    prior restricted to a superset of what every rule keeps, so exact; ``too_far`` still checks
+    the exact discs."""
     def make() -> ConvexRegion:
         sector = None
         if want is not None:
             sector = observer_sector(group.source.location, group.target.location, st.margin_deg, want)
-        return square_sector_region(st.centre, st.cam_xy_range_cm, sector)
-    return _cached(group, ("camera_region", want, st.margin_deg, st.centre, st.cam_xy_range_cm), make)
+        return square_sector_region(st.centre, st.cam_xy_range_cm, sector, _useful_discs(group, st))
+    return _cached(group, ("camera_region", want, st.margin_deg, st.centre, st.cam_xy_range_cm, st.min_bbox_px,
+                           st.fov_deg, st.size), make)
+
+
+def _useful_discs(group: Group, st: Setting):
+    return [max_useful_distance(o.corners(), st.min_bbox_px, st.fov_deg, st.size, st.size)
+            for o in (group.source, group.target)]
 
 
 def _near_enough(group: Group, st: Setting):
@@ -221,8 +231,7 @@ def _near_enough(group: Group, st: Setting):
     would certainly fail ``small_projection`` (``conditioned.max_useful_distance``, a provable
     bound): two hypot()s instead of projecting every prism, and it never rejects a view the
     projection rules would keep."""
-    discs = [max_useful_distance(o.corners(), st.min_bbox_px, st.fov_deg, st.size, st.size)
-             for o in (group.source, group.target)]
+    discs = _useful_discs(group, st)
     return lambda cam: all(math.hypot(cam.location[0] - x, cam.location[1] - y) <= d for (x, y), d in discs)
 
 

@@ -23,16 +23,19 @@ in vec3 in_pos;
 in vec3 in_normal;
 in vec3 in_color;
 in vec2 in_uv;
+in vec4 in_base;                 // material base colour factor (sRGB rgb, linear alpha) per vertex
 out vec3 v_world;
 out vec3 v_normal;
 out vec3 v_color;
 out vec2 v_uv;
+out vec3 v_base;
 void main() {
     vec4 w = u_model * vec4(in_pos, 1.0);
     v_world = w.xyz;
     v_normal = u_normal_mat * in_normal;
     v_color = in_color;
     v_uv = in_uv;
+    v_base = in_base.rgb;
     gl_Position = u_view_proj * w;
 }
 """
@@ -134,6 +137,7 @@ in vec3 v_world;
 in vec3 v_normal;
 in vec3 v_color;
 in vec2 v_uv;
+in vec3 v_base;
 layout(location = 0) out vec4 f_color;
 layout(location = 1) out int f_id;
 #ifdef WITH_NORMAL
@@ -207,7 +211,7 @@ void main() {
         n = dot(ns, ng) > 0.4 ? ns : ng;
     }
     vec3 n_label = n;
-    base.rgb *= mix(vec3(1.0), srgb_to_linear(v_color), u_vertex_color);
+    base.rgb *= mix(srgb_to_linear(v_base), srgb_to_linear(v_color), u_vertex_color);
 #ifdef ALBEDO_MAP
     vec4 tex = texture(u_albedo, v_uv);
     base *= tex;

@@ -18,13 +18,14 @@ from engine.world import Ground
 
 # Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad), uv (2 f4)
 # = 36 B. Programs bind the subset they read (a VAO per program variant).
-LIT_FORMAT = "3f 3f 3f1 x 8x"          # flat look: position, normal, colour
-PBR_FORMAT = "3f 3f 3f1 x 2f"          # pbr look: + uv
-POS_FORMAT = "3f 24x"                  # ids / shadow / coverage
-POS_UV_FORMAT = "3f 16x 2f"            # ids / shadow / coverage of alpha-tested parts
+LIT_FORMAT = "3f 3f 3f1 x 12x"         # flat look: position, normal, colour
+PBR_FORMAT = "3f 3f 3f1 x 2f 4f1"      # pbr look: + uv + material base colour (sRGB, per vertex)
+POS_FORMAT = "3f 28x"                  # ids / shadow / coverage
+POS_UV_FORMAT = "3f 16x 2f 4x"         # ids / shadow / coverage of alpha-tested parts
 VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3), ("pad", "u1"),
-                         ("uv", "<f4", 2)])
-_ATTRS = {LIT_FORMAT: ("in_pos", "in_normal", "in_color"), PBR_FORMAT: ("in_pos", "in_normal", "in_color", "in_uv"),
+                         ("uv", "<f4", 2), ("base", "u1", 4)])
+_ATTRS = {LIT_FORMAT: ("in_pos", "in_normal", "in_color"),
+          PBR_FORMAT: ("in_pos", "in_normal", "in_color", "in_uv", "in_base"),
           POS_FORMAT: ("in_pos",), POS_UV_FORMAT: ("in_pos", "in_uv")}
 
 
@@ -121,12 +122,54 @@ def crease_split(mesh: RenderMesh) -> tuple[RenderMesh, np.ndarray]:
     return split, normals[first]
 
 
-def interleave(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray, uvs: np.ndarray | None = None) -> bytes:
+def interleave(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray, uvs: np.ndarray | None = None,
+               base: np.ndarray | None = None) -> bytes:
     data = np.zeros(len(vertices), dtype=VERTEX_DTYPE)
     data["pos"], data["nrm"], data["col"] = vertices, normals, colors
     if uvs is not None:
         data["uv"] = uvs
+    data["base"] = 255 if base is None else base
     return data.tobytes()
+
+
+def _srgb8(linear) -> np.ndarray:
+    c = np.clip(np.asarray(linear, dtype=np.float64), 0.0, 1.0)
+    s = np.where(c <= 0.0031308, c * 12.92, 1.055 * c ** (1 / 2.4) - 0.055)
+    return np.round(s * 255).astype(np.uint8)
+
+
+def merge_materials(mesh: RenderMesh, normals: np.ndarray):
+    """Materials that differ only in their base colour (same textures and factors: e.g. one noise
+    texture tinted per part) become one material, the colour moving to a per-vertex attribute
+    (vertices split where materials meet). Returns ``(mesh, normals, base)``: base = (N, 4) sRGB
+    uint8 colour factors per vertex. One draw per texture set instead of per material: draw calls
+    dominate on llvmpipe for meshes with dozens of tinted parts."""
+    from dataclasses import replace
+
+    mats = mesh.materials
+    n_v = len(mesh.vertices)
+    if len(mats) <= 1 or mesh.uvs is None:
+        base = np.full((n_v, 4), 255, np.uint8)
+        if len(mats) == 1:
+            base[:] = np.concatenate([_srgb8(mats[0].base_color[:3]), [255]])
+            mats = (replace(mats[0], base_color=(1.0, 1.0, 1.0, mats[0].base_color[3])),)
+            mesh = replace(mesh, materials=mats)
+        return mesh, normals, base
+    keys = [(id(m.albedo), id(m.normal_map), id(m.orm_map), m.roughness, m.metallic, m.alpha_cutoff,
+             m.base_color[3], m.double_sided) for m in mats]
+    uniq = {k: i for i, k in reversed(list(enumerate(keys)))}  # key -> first material with it
+    group = np.array([sorted(uniq.values()).index(uniq[k]) for k in keys], np.int32)
+    reps = [mats[i] for i in sorted(uniq.values())]
+    fm = mesh.face_materials if mesh.face_materials is not None else np.zeros(len(mesh.faces), np.int32)
+    corner_v, corner_m = mesh.faces.ravel(), np.repeat(fm, 3)
+    pairs, inverse = np.unique(np.stack([corner_v, corner_m], 1), axis=0, return_inverse=True)
+    src, mat_of = pairs[:, 0], pairs[:, 1]
+    colors = np.array([np.concatenate([_srgb8(m.base_color[:3]), [255]]) for m in mats], np.uint8)
+    merged = RenderMesh(mesh.vertices[src], inverse.reshape(-1, 3).astype(np.int32), mesh.colors[src], mesh.meta,
+                        uvs=mesh.uvs[src],
+                        materials=tuple(replace(m, base_color=(1.0, 1.0, 1.0, m.base_color[3])) for m in reps),
+                        face_materials=group[fm])
+    return merged, normals[src], colors[mat_of]
 
 
 @dataclass
@@ -183,13 +226,14 @@ def upload(ctx: moderngl.Context, mesh: RenderMesh, normals: np.ndarray | None =
             normals = mesh.normals
         else:
             mesh, normals = crease_split(mesh)
+    mesh, normals, base = merge_materials(mesh, normals)
     v, f, n = mesh.vertices, mesh.faces, normals
     f, parts = _material_parts(mesh, f)
     lo, hi = v.min(axis=0), v.max(axis=0)
     center = 0.5 * (lo + hi).astype(np.float64)
     radius = float(np.max(np.linalg.norm(v - center, axis=1))) if len(v) else 0.0
     luma = mesh.colors.astype(np.float64) @ np.array([0.299, 0.587, 0.114]) / 255.0
-    return GpuMesh(vbo=ctx.buffer(interleave(v, n, mesh.colors, mesh.uvs)), ibo=ctx.buffer(f.tobytes()),
+    return GpuMesh(vbo=ctx.buffer(interleave(v, n, mesh.colors, mesh.uvs, base)), ibo=ctx.buffer(f.tobytes()),
                    n_triangles=len(f), center=center, radius=radius,
                    max_luma=max(float(luma.max()) if len(luma) else 1.0, 1e-3), parts=parts)
 
