@@ -43,6 +43,11 @@ def test_vqa_scenario_end_to_end(tmp_path, server, render_client):
     # resume: nothing redone
     again = scenario.run(CFG, Shard(0, (0, 1)), tmp_path, server=server.address)
     assert sorted(again.skipped) == [0, 1] and not again.done
+    # sample 1 made alone (another shard, after another scene was on the server) is the same bytes
+    other = tmp_path / "other"
+    scenario.run(CFG, Shard(3, (1,)), other, server=server.address)
+    for f in ("img_000001.jpg", "mask_000001.png", "depth_000001.npy", "scene_000001.json"):
+        assert (other / "desert" / f).read_bytes() == (tmp_path / "desert" / f).read_bytes(), f
 
 
 def test_vqa_config_errors():
