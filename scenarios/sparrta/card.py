@@ -62,6 +62,8 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
     remove_stale_temps(out, units)
     rows = with_splits(recs)
     write_table(rows, out)
+    from scenarios.sparrta.graph import write_scene_tables
+    write_scene_tables(out, rows)   # objects.parquet (+ annotations.coco.json with masks)
     stats = statistics(recs, rows)
     atomic_write_json(out / CARD_FILE, card(cfg, units, recs, stats))
     return stats

@@ -27,3 +27,45 @@ def sample_graph(lib, group, view, vis: dict, colors: dict, world: dict, extra: 
               for n, v in vis.items()}
     return scene_graph(objs, view.camera, world=world, visibility=pixels, extra=extra,
                        relate=[n for n in LABELLED if n in pixels])
+
+
+def write_scene_tables(out, rows: list[dict]) -> dict:
+    """``objects.parquet`` (one row per object and sample, from the scene graphs) and, when the
+    dataset has masks, ``annotations.coco.json`` (COCO instances with RLE masks of every object
+    visible in the mask). ``rows``: the finished table rows (``file_name``, ``scene_file``, ...)."""
+    import io
+    import json
+    from pathlib import Path
+
+    import numpy as np
+    import pandas as pd
+    from PIL import Image
+
+    from scenarios.scene_graph import coco_annotations, graph_rows
+    from scenarios.writers import atomic_write_bytes, atomic_write_json
+
+    out = Path(out)
+    objects, images, anns, graphs = [], [], [], []
+    for image_id, row in enumerate(rows, 1):
+        if not row.get("scene_file"):
+            return {}
+        g = json.loads((out / row["scene_file"]).read_text())
+        graphs.append(g)
+        sample = {"image_id": image_id, "file_name": row["file_name"], "env": row["env"], "task": row["task"],
+                  "triple_id": row["triple_id"], "split": row.get("split")}
+        objects += graph_rows(g, sample)
+    buf = io.BytesIO()
+    pd.DataFrame(objects).to_parquet(buf, index=False, engine="pyarrow")
+    atomic_write_bytes(out / "objects.parquet", buf.getvalue())
+    if rows and rows[0].get("mask_file"):
+        classes = sorted({o["class"] for g in graphs for o in g["objects"]})
+        cats = {c: k + 1 for k, c in enumerate(classes)}
+        for image_id, (row, g) in enumerate(zip(rows, graphs), 1):
+            mask = np.asarray(Image.open(out / row["mask_file"]).convert("RGB"))
+            anns += coco_annotations(mask, g, image_id, cats, first_id=len(anns) + 1)
+            images.append({"id": image_id, "file_name": row["file_name"], "width": g["camera"]["width"],
+                           "height": g["camera"]["height"]})
+        atomic_write_json(out / "annotations.coco.json", {
+            "info": {"description": "sceneforge SpaRRTa instances", "version": "1"}, "images": images,
+            "categories": [{"id": k, "name": c} for c, k in cats.items()], "annotations": anns})
+    return {"objects": len(objects), "coco_annotations": len(anns)}

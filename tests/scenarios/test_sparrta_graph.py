@@ -28,3 +28,13 @@ def test_sparrta_sample_has_a_scene_graph(server, tmp_path):
     mask = np.asarray(Image.open(scene.with_name("mask_0000.png")).convert("RGB"))
     assert int((mask == src["color"]).all(-1).sum()) == src["visible_px"]
     assert g["camera"]["width"] == 224 and g["world"]["sun"]
+
+    # finalize: one objects row per graph node, COCO instances that decode to the mask's pixels
+    import pandas as pd
+
+    from scenarios import coco_rle
+    objs = pd.read_parquet(tmp_path / "objects.parquet")
+    assert len(objs) == len(g["objects"]) and set(objs["role"]) >= {"source", "target", "human", "clutter"}
+    coco = json.loads((tmp_path / "annotations.coco.json").read_text())
+    src_ann = next(a for a in coco["annotations"] if a["sceneforge_object"] == "source")
+    assert np.array_equal(coco_rle.decode(src_ann["segmentation"]), (mask == src["color"]).all(-1))
