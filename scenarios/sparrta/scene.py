@@ -26,6 +26,7 @@ from scenarios.sampling import (AssetShape, Placed, aimed_camera, big_enough, ca
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
 OBJECT_GAP_CM = 20.0
+GROUND_FEATURE_CM = 30.0   # clutter at most this tall (streets, ponds, markings) is walkable
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,13 @@ def _clutter(rng, clutter_fn, placed: list[Placed], shapes: ShapeCache) -> list[
     return out
 
 
+def obstacles(group: Group) -> list[Placed]:
+    """Clutter that blocks the camera and the figure: everything but ground features (a street
+    crossing, a pond: the environments' ``flat`` landmarks, under ``GROUND_FEATURE_CM`` tall),
+    which are walkable and would otherwise cover the whole scene."""
+    return [c for c in group.clutter if c.shape.height > GROUND_FEATURE_CM]
+
+
 def _radius(p: Placed) -> float:
     return float(np.max(np.hypot(p.shape.footprint[:, 0], p.shape.footprint[:, 1])))
 
@@ -171,7 +179,7 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
     rules = []
     if task == "ego":
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
-    clear_of_scene = _cached(group, "camera_clear", lambda: camera_clear([src, tgt] + group.clutter, CAMERA_CLEARANCE_CM))
+    clear_of_scene = _cached(group, "camera_clear", lambda: camera_clear([src, tgt] + obstacles(group), CAMERA_CLEARANCE_CM))
     clear = clear_of_scene if human is None else _both(clear_of_scene, camera_clear([human], CAMERA_CLEARANCE_CM))
     rules += [("too_far", _cached(group, ("too_far", st.min_bbox_px, st.fov_deg, st.size), lambda: _near_enough(group, st))),
               ("camera_clear", clear),
@@ -257,7 +265,7 @@ def _sample_human(rng, group: Group, want: str, st: Setting, ground: Ground, sha
     rules = [("proposal", lambda c: c[1])]
     rules += [(name, lambda c, ok=ok: ok(c[0]))
               for name, ok in label_rules(lambda h: h.location, src.location, tgt.location, st.margin_deg, want)]
-    overlap = _cached(group, "human_overlap", lambda: no_overlap([src, tgt] + group.clutter, OBJECT_GAP_CM))
+    overlap = _cached(group, "human_overlap", lambda: no_overlap([src, tgt] + obstacles(group), OBJECT_GAP_CM))
     distance = within_distance([src, tgt], st.max_pair_dist_cm)
     rules += [("overlap", lambda c: overlap(c[0])), ("distance", lambda c: distance(c[0]))]
     return resample_while(draw, rules, rng, st.max_tries, counts, what=f"allo viewpoint for label {want!r}")[0]
