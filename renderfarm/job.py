@@ -15,7 +15,7 @@ from scenarios.contract import load_scenario
 from scenarios.registry import module_path
 from renderfarm.journal import Journal
 from renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
-from renderfarm.local import LocalPool, WorkerSpec
+from renderfarm.local import LocalPool, WorkerSpec, refuse_in_spawn_bootstrap
 from renderfarm.manifest import JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards, open_manifest
 from renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
 from renderfarm.scheduler import Scheduler
@@ -51,6 +51,7 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
     A work item running longer than ``sample_timeout_s`` per sample has its worker killed and
     counts as a failed attempt (a guard against hung renderers, not a performance limit).
     """
+    refuse_in_spawn_bootstrap()
     if not sample_timeout_s or sample_timeout_s <= 0:
         raise ConfigError(f"sample_timeout_s must be > 0, got {sample_timeout_s}")
     if backend not in BACKENDS:

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import signal
+import sys
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
+from core.errors import ConfigError
 from renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
                              outcome_from)
 from renderfarm.procs import is_our_server, kill_group, send_signal
@@ -39,6 +42,24 @@ class WorkerSpec:
     out_dir: str
     server_root: str
     log_path: str | None = None
+
+
+NO_MAIN_GUARD_EXIT = 87  # a worker's exit code: it re-ran the user's run_job call (no __main__ guard)
+NO_MAIN_GUARD = ("run_job() was called again while a worker process imported your script: local workers "
+                 "start with multiprocessing 'spawn', which re-imports the main module; put the call under "
+                 "`if __name__ == \"__main__\":` (or use backend=\"inline\")")
+
+
+def refuse_in_spawn_bootstrap() -> None:
+    """A worker re-importing an unguarded script reaches run_job again: say why in one line and
+    exit that worker with :data:`NO_MAIN_GUARD_EXIT`, which the parent turns into one ConfigError
+    (instead of five tracebacks, one per worker)."""
+    import multiprocessing as mp
+
+    if getattr(mp.current_process(), "_inheriting", False):
+        sys.stderr.write(f"sceneforge worker: {NO_MAIN_GUARD}\n")
+        sys.stderr.flush()
+        os._exit(NO_MAIN_GUARD_EXIT)
 
 
 class LocalPool(WorkerPool):
@@ -119,6 +140,8 @@ class LocalPool(WorkerPool):
     def _on_death(self, slot: SlotInfo) -> list[Outcome]:
         proc = self._procs[slot.name]
         proc.join(1.0)
+        if proc.exitcode == NO_MAIN_GUARD_EXIT:
+            raise ConfigError(NO_MAIN_GUARD)
         log.warning("worker %s (pid %s) died with exit code %s", slot.name, proc.pid, proc.exitcode)
         self._reap(slot)
         item, out = slot.item, []

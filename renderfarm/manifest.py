@@ -143,7 +143,51 @@ def job_lock(out_dir: Path) -> Iterator[None]:
         f.truncate()
         f.write(f"{os.getpid()}\n")
         f.flush()
+        wait_for_old_workers(out_dir)
         yield
+
+
+WORKERS_LOCK = "workers.lock"
+OLD_WORKERS_WAIT_S = 20.0  # > the workers' SIGTERM watchdog (worker.STOP_WATCHDOG_S = 5 s)
+
+
+def hold_worker_lock(out_dir: Path):
+    """A local worker holds a shared lock on ``.farm/workers.lock`` for its whole life.
+
+    Why: the job lock dies with the job's process, but its workers may still be finishing a
+    sample for a few seconds after a ``kill -9`` of the parent (they get SIGTERM through the
+    parent-death signal and stop within ``STOP_WATCHDOG_S``). A resumed run waits for these
+    shared locks to go (:func:`wait_for_old_workers`) before it writes anything.
+    Returns the open file (keep a reference; closing it releases the lock)."""
+    fdir = farm_dir(out_dir)
+    fdir.mkdir(parents=True, exist_ok=True)
+    f = open(fdir / WORKERS_LOCK, "a+")
+    fcntl.flock(f.fileno(), fcntl.LOCK_SH)
+    return f
+
+
+def wait_for_old_workers(out_dir: Path, timeout_s: float = OLD_WORKERS_WAIT_S) -> None:
+    """Block until no worker of an earlier run holds ``workers.lock`` (ConfigError after
+    ``timeout_s``)."""
+    import time
+
+    path = farm_dir(out_dir) / WORKERS_LOCK
+    deadline = time.monotonic() + timeout_s
+    with open(path, "a+") as f:
+        warned = False
+        while True:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ConfigError(f"{out_dir}: workers of an earlier run are still writing after "
+                                      f"{timeout_s:.0f} s; stop them (see `sceneforge farm status`) and retry") from None
+                if not warned:
+                    log.warning("%s: waiting for the workers of an earlier run to stop", out_dir)
+                    warned = True
+                time.sleep(0.2)
 
 
 def _verify(path: Path, stored: JobManifest, scenario: str, plan: JobPlan) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from core.errors import ConnectionFailed
+
 from renderfarm.local import WorkerSpec
 from renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
                              outcome_from)
@@ -45,6 +47,18 @@ class FarmActor:
         self.core.close()
 
 
+def ray_init_message(address: str | None, error: BaseException) -> str:
+    """One line for a failed ``ray.init``: what failed, and the token-auth hint (clusters started
+    with ``ray start`` in current Ray may require a token, read from ``$RAY_AUTH_TOKEN``,
+    ``$RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``; see docs/renderfarm.md)."""
+    first = " ".join(str(error).split())[:300] or type(error).__name__
+    hint = ""
+    if any(w in first.lower() for w in ("auth", "token", "unauthenticated", "permission")):
+        hint = ("; the cluster uses token authentication: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+                "(or RAY_AUTH_TOKEN_PATH / ~/.ray/auth_token) to the head node's token")
+    return f"--ray-address {address or '(local)'}: cannot connect to the Ray cluster ({type(error).__name__}: {first}){hint}"
+
+
 class RayPool(WorkerPool):
     """``n`` Ray actors (or one per external server address)."""
 
@@ -55,8 +69,11 @@ class RayPool(WorkerPool):
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
-            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
-                     ignore_reinit_error=True)
+            try:
+                ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
+                         ignore_reinit_error=True)
+            except Exception as e:  # noqa: BLE001 - Ray raises many types; the user needs one line
+                raise ConnectionFailed(ray_init_message(ray_address, e)) from None
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(FarmActor)
         self._node = ray.get_runtime_context().get_node_id()
         self.spec = spec

@@ -6,7 +6,8 @@ that is told to stop takes its server down with it. The parent still learns each
 it can reap the server of a worker that was ``kill -9``-ed (see ``renderfarm.local``).
 
 Health check = the stock UnrealCV handshake (greeting frame, ``vget /unrealcv/status``), so it
-works against a real UE5 + UnrealCV server as well as ours.
+works against a real UE5 + UnrealCV server as well as ours; our own servers must also render a
+frame (:func:`renders`), since a broken renderer does not stop the status command.
 """
 from __future__ import annotations
 
@@ -52,6 +53,25 @@ def ping(address: str, timeout: float = 10.0) -> bool:
             recv_frame(sock)  # the "connected to ..." greeting
             send_frame(sock, b"1:vget /unrealcv/status")
             return recv_frame(sock).startswith(b"1:")
+    except (OSError, ProtocolError):
+        return False
+
+
+def renders(address: str, timeout: float = 30.0) -> bool:
+    """True when our server answers the status *and* renders a frame: a server whose renderer is
+    broken still answers ``vget /unrealcv/status`` (issue 13: every render failed until a restart
+    while the status check passed). Renders camera 0's instance ids at its current size (cheap,
+    changes nothing in the scene)."""
+    host, port = parse_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.settimeout(timeout)
+            recv_frame(sock)
+            send_frame(sock, b"1:vget /unrealcv/status")
+            if not recv_frame(sock).startswith(b"1:"):
+                return False
+            send_frame(sock, b"2:vget /sceneforge/render 0 instance_id")
+            return recv_frame(sock).startswith(b"2:SFARR1")
     except (OSError, ProtocolError):
         return False
 
@@ -117,7 +137,7 @@ class ServerSlot:
                 check_serves(self.external, self.spec)
                 self._checked = True
             return self.external
-        if self._handle is not None and ping(self._handle.address):
+        if self._handle is not None and renders(self._handle.address):
             return self._handle.address
         if self._handle is not None:
             log.warning("render server %s (pid %s) is not answering; restarting it",

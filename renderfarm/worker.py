@@ -132,6 +132,9 @@ def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str
         from renderfarm.jsonlog import attach_json_log
         attach_json_log(Path(log_path), level=logging.WARNING)
     core = None
+    from renderfarm.manifest import hold_worker_lock
+
+    lock = hold_worker_lock(Path(out_dir))  # a resumed run waits for it (kill -9 of the parent)
     try:
         core = WorkerCore(scenario, config, out_dir, server_dir, external)
         conn.send(("ready", core.prepare()))
@@ -144,6 +147,7 @@ def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str
         if core is not None:
             core.close()
         _kill_stragglers()
+        lock.close()
 
 
 def _kill_stragglers() -> None:

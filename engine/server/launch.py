@@ -31,6 +31,7 @@ class ServerProcess:
         self.proc, self.host, self.port = proc, host, port
         self.log_path = log_path  # the server's stderr (logging), for post-mortems
         self._workdir = workdir
+        self._final_log = ""
 
     @property
     def address(self) -> str:
@@ -44,10 +45,11 @@ class ServerProcess:
         return self.proc.poll() is None
 
     def log_tail(self, n: int = 2000) -> str:
+        """The end of the server's log (kept in memory once :meth:`stop` removed the temp dir)."""
         try:
             return self.log_path.read_text(errors="replace")[-n:]
         except OSError:
-            return ""
+            return self._final_log[-n:]
 
     def stop(self, grace: float = 10.0) -> int:
         """SIGTERM, wait ``grace`` seconds, then SIGKILL; returns the exit code."""
@@ -59,7 +61,19 @@ class ServerProcess:
                 log.warning("server pid %d ignored SIGTERM for %.0fs; killing it", self.pid, grace)
                 self.proc.kill()
                 self.proc.wait()
+        self._remove_workdir()
         return self.proc.returncode
+
+    def _remove_workdir(self) -> None:
+        """The ready file and log live in a private temp dir: remove it once the server is gone
+        (they used to accumulate: 242 ``/tmp/sceneforge-serve-*`` seen)."""
+        import shutil
+
+        try:
+            self._final_log = self.log_path.read_text(errors="replace")[-1_000_000:]
+        except OSError:
+            pass
+        shutil.rmtree(self._workdir, ignore_errors=True)
 
     def __enter__(self) -> "ServerProcess":
         return self
@@ -72,7 +86,7 @@ def serve_command(port: int, output_dir: str | os.PathLike | None, assets, threa
                   ready_file: Path, host: str = "127.0.0.1", licenses=None, renderer: str | None = None) -> list[str]:
     """The argv of ``python -m engine.server`` with everything it serves passed as arguments."""
     cmd = [sys.executable, "-m", "engine.server", "--host", host, "--port", str(port),
-           "--threads", str(threads), "--ready-file", str(ready_file)]
+           "--threads", str(threads), "--ready-file", str(ready_file), "--exit-with-parent"]
     if output_dir is not None:
         cmd += ["--output-dir", str(output_dir)]
     if assets:
@@ -114,6 +128,9 @@ def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, ass
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)  # the error message already carries the log tail
         raise
     bound = int(ready.read_text().strip())
     connect_host = "127.0.0.1" if host in ("0.0.0.0", "localhost") else host

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -43,6 +44,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "e.g. cycles:samples=32 (see `sceneforge renderers list`)")
     p.add_argument("--threads", type=int, default=1, help="renderer threads (llvmpipe), default 1")
     p.add_argument("--ready-file", type=Path, default=None, help="write the bound port here once listening")
+    p.add_argument("--exit-with-parent", action="store_true",
+                   help="shut down when the process that started the server dies (even by kill -9); "
+                        "start_server passes it, so no server outlives its worker")
     p.add_argument("--max-frame", type=int, default=None, metavar="BYTES",
                    help="largest request frame accepted (default 64 MiB)")
 
@@ -129,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    if getattr(args, "exit_with_parent", False):
+        watch_parent(stop)
     try:
         if args.ready_file:
             try:
@@ -142,6 +148,23 @@ def run(args: argparse.Namespace) -> int:
         log.info("serve: shutting down")
         server.shutdown()
     return 0
+
+
+def watch_parent(stop: threading.Event, period_s: float = 0.5) -> None:
+    """Set ``stop`` when this process is re-parented (its starter died, even by ``kill -9``).
+
+    Why polling ``getppid`` rather than ``PR_SET_PDEATHSIG``: the signal fires when the *thread*
+    that forked us exits, and ``start_server`` may be called from short-lived threads.
+    """
+    parent = os.getppid()
+
+    def poll() -> None:
+        while not stop.wait(period_s):
+            if os.getppid() != parent:
+                log.warning("serve: parent pid %d is gone; shutting down", parent)
+                stop.set()
+
+    threading.Thread(target=poll, name="sceneforge-parent-watch", daemon=True).start()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
