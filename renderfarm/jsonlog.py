@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 _STD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -36,6 +37,11 @@ class JsonLinesHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             os.write(self._fd, (self.format(record) + "\n").encode("utf-8"))
+        except OSError as e:  # full disk, quota, I/O error: say it once, never a traceback per record
+            if not getattr(self, "_warned", False):
+                self._warned = True
+                sys.stderr.write(f"sceneforge: cannot write the job log ({e.strerror or e}); "
+                                 "further log records are dropped\n")
         except Exception:
             self.handleError(record)
 

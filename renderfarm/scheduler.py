@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.atomic import atomic_write_text
-from core.errors import ConnectionFailed
+from core.errors import SceneforgeError, ConnectionFailed
 from scenarios.contract import Shard, ShardResult
 from renderfarm.journal import Journal
 from renderfarm.pool import Outcome, WorkerPool, WorkItem
@@ -96,6 +96,7 @@ class Scheduler:
         self.on_samples(n)
 
     def _handle(self, outcome: Outcome) -> None:
+        _stop_on_full_disk(outcome)
         st = self.state[outcome.item.shard_id]
         before = len(st.complete()) + len(st.failed) + self.ticks.pop(outcome.slot, 0)
         if outcome.result is not None:
@@ -159,3 +160,15 @@ class Scheduler:
             return
         self._status_written = now
         atomic_write_text(self.status_path, json.dumps({"pid": os.getpid(), "workers": pool.status()}, indent=1))
+
+
+FULL_DISK = ("No space left on device", "Disk quota exceeded", "database or disk is full")
+
+
+def _stop_on_full_disk(outcome: Outcome) -> None:
+    """A full disk fails every later sample too: stop the job with one line instead of retrying
+    each sample ``max_attempts`` times (issue 13: 371 lines of output, the cause buried)."""
+    errors = [outcome.error or ""] + list((outcome.result.failed if outcome.result else {}).values())
+    for error in errors:
+        if any(marker in str(error) for marker in FULL_DISK):
+            raise SceneforgeError(f"the output disk is full: {' '.join(str(error).split())[:300]}")
