@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +54,21 @@ class VqaConfig:
     min_box_px: float = 40.0         # CRISP (longest edge of the visible box)
     margin_deg: float = 15.0
     rank_gap: float = 0.15
+    # the environments' content (scenarios.environments.freeze_envs), filled in by parse_config:
+    # the job's identity and what workers rebuild the environments from (never looked up by name)
+    env_files: dict | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def env_names(self) -> tuple[str, ...]:
+        """The environments' names (their ``name:`` field) in ``envs`` order: directory names."""
+        by_ref = {e["source"]: n for n, e in (self.env_files or {}).items()}
+        return tuple(e if e in (self.env_files or {}) else by_ref[e] for e in self.envs)
+
+    def env(self, name: str):
+        """The environment ``name`` rebuilt from the recorded content."""
+        from scenarios.environments import load_frozen_env
+
+        return load_frozen_env(self.env_files, name)
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
@@ -90,6 +105,10 @@ def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
         c = VqaConfig(**cfg)
     except TypeError as e:
         raise ConfigError(f"{source}: {e}") from None
+    if c.env_files is None:
+        from scenarios.environments import freeze_envs
+
+        c = replace(c, env_files=freeze_envs(c.envs, f"{source}: envs"))
     for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
                      ("max_objects", c.max_objects >= c.min_objects), ("image_format", c.image_format in ("jpg", "png")),
                      ("min_askable", 1 <= c.min_askable <= c.max_objects), ("max_per_category", c.max_per_category >= 1)):
@@ -99,7 +118,7 @@ def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
 
 
 def locate(cfg: VqaConfig, index: int) -> tuple[str, int]:
-    return cfg.envs[index // cfg.n], index % cfg.n
+    return cfg.env_names[index // cfg.n], index % cfg.n
 
 
 def file_names(cfg: VqaConfig, env: str, i: int) -> dict[str, str]:
@@ -126,17 +145,15 @@ def load_scene(out: Path, env: str, i: int) -> dict | None:
 def plan(config: dict) -> JobPlan:
     cfg = parse_config(config)
     return JobPlan(n_samples=cfg.n * len(cfg.envs), fingerprint=cfg.fingerprint(),
-                   description=f"{cfg.n * len(cfg.envs)} VQA scenes: {', '.join(cfg.envs)}", config=cfg.to_dict())
+                   description=f"{cfg.n * len(cfg.envs)} VQA scenes: {', '.join(cfg.env_names)}", config=cfg.to_dict())
 
 
 def server_spec(config: dict) -> ServerSpec:
     """Servers serve the default library + every selected environment's asset packs."""
-    from scenarios.environments import load_env
-
     cfg = parse_config(config)
     packs: list[str] = []
-    for name in cfg.envs:
-        packs += [p for p in load_env(name).asset_packs() if p not in packs]
+    for name in cfg.env_names:
+        packs += [p for p in cfg.env(name).asset_packs() if p not in packs]
     return ServerSpec(assets=tuple(packs))
 
 
@@ -176,10 +193,8 @@ def finalize(config: dict, out_dir: Path) -> dict:
 # --- making one scene ----------------------------------------------------------------------------------
 class Maker:
     def __init__(self, cfg: VqaConfig, client, out: Path):
-        from scenarios.environments import load_env
-
         self.cfg, self.client, self.out = cfg, client, out
-        self._load_env, self._envs, self._shapes, self._world = load_env, {}, {}, None
+        self._load_env, self._envs, self._shapes, self._world = cfg.env, {}, {}, None
 
     def env(self, name: str):
         if name not in self._envs:

@@ -68,3 +68,16 @@ def test_generate_a_new_environment_with_two_workers(tmp_path):
     job = json.loads((tmp_path / "out" / "job.json").read_text())
     assert job["config"]["env_files"]["harbor"]["yaml"] == HARBOR
     assert sorted(p.parent.parent.parent.name for p in (tmp_path / "out").rglob("img_*.jpg")) == ["harbor"] * 2
+
+
+def test_vqa_records_environment_content_and_uses_names_for_directories(tmp_path):
+    from scenarios.vqa.scenario import locate, parse_config as vqa_config, plan
+
+    path = tmp_path / "harbor.yaml"
+    path.write_text(HARBOR)
+    cfg = vqa_config({"envs": [str(path)], "n": 2})
+    assert cfg.env_names == ("harbor",) and locate(cfg, 1) == ("harbor", 1)
+    path.unlink()                                       # workers rebuild it from the record
+    again = vqa_config(json.loads(json.dumps(cfg.to_dict())))
+    assert again.env("harbor").spec.ground.color == (40, 90, 160)
+    assert plan(cfg.to_dict()).fingerprint == cfg.fingerprint()
