@@ -70,7 +70,8 @@ def probe(data: Path, out: Path, backbone: str, layers: list[int], args) -> floa
 
     train = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, runs=args.runs, seed=0)
     kwargs = {"img_size": args.vit_size} if backbone in VITS and args.vit_size != 224 else {}
-    job = ProbeJob(data=str(data), backbone=backbone, out=str(out / "runs" / backbone), layers=layers,
+    name = backbone + (f"_L{'-'.join(map(str, layers))}" if args.layers else "")
+    job = ProbeJob(data=str(data), backbone=backbone, out=str(out / "runs" / name), layers=layers,
                    model_kwargs=kwargs,
                    heads=("linear", "abmilp", "efficient"), protocols=("within",),
                    cache_dir=str(out / "cache"), train=train, attention_samples=4,
@@ -283,6 +284,8 @@ def main(argv=None) -> int:
     ap.add_argument("--report-only", action="store_true", help="only rebuild study.md from OUT/runs")
     ap.add_argument("--train-per-group", type=int, default=0,
                     help="use only this many train images per (env, task) (0 = all; val/test always all)")
+    ap.add_argument("--layers", help="override the layers (comma list); the run dir gets a _L suffix, so "
+                    "one process per layer can run side by side on a busy machine")
     ap.add_argument("--vit-size", type=int, default=224, help="ViT input size (224 = SpaRRTa's)")
     args = ap.parse_args(argv)
     import torch
@@ -293,14 +296,17 @@ def main(argv=None) -> int:
     data = Path(args.data) if args.data else (out / "data" if args.report_only else generate(out, args.n, args.seed))
     if args.train_per_group:
         data = subset(data, out, args.train_per_group)
-    seconds_file = out / "seconds.json"
-    seconds = json.loads(seconds_file.read_text()) if seconds_file.is_file() else {}
-    if not args.report_only:
+    if not args.report_only:  # one process per backbone may run side by side (shared cache)
         for bb in args.backbones.split(","):
             print(f"== {bb}", flush=True)
-            seconds[bb] = round(probe(data, out, bb, BACKBONES[bb], args), 1)
-            seconds_file.write_text(json.dumps(seconds))
-            print(f"   {seconds[bb]:.0f} s", flush=True)
+            layers = [int(v) for v in args.layers.split(",")] if args.layers else BACKBONES[bb]
+            took = round(probe(data, out, bb, layers, args), 1)
+            name = bb + (f"_L{'-'.join(map(str, layers))}" if args.layers else "")
+            (out / "runs" / name / "study_seconds.json").write_text(json.dumps({name: took}))
+            print(f"   {took:.0f} s", flush=True)
+    seconds = json.loads((out / "seconds.json").read_text()) if (out / "seconds.json").is_file() else {}
+    for f in sorted((out / "runs").glob("*/study_seconds.json")):
+        seconds.update(json.loads(f.read_text()))
     print(f"wrote {write_study(out, data, seconds, args)}")
     return 0
 
