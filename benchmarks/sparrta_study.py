@@ -64,6 +64,21 @@ def subset(data: Path, out: Path, train: int) -> Path:
     return sub
 
 
+def only_task(data: Path, task: str) -> Path:
+    """The same rows in the same order (so the feature cache, keyed on image bytes in table order,
+    still hits) with every other task's rows moved to ``train``: their groups have no val/test
+    and are skipped. For a control backbone that only needs one task on a busy machine."""
+    t = pd.read_parquet(data / "samples.parquet")
+    t.loc[t["task"] != task, "split"] = "train"
+    view = data.with_name(f"{data.name}_{task}")
+    view.mkdir(parents=True, exist_ok=True)
+    for env in sorted(t["env"].unique()):
+        if not (view / env).exists():
+            (view / env).symlink_to((data / env).resolve(), target_is_directory=True)
+    t.to_parquet(view / "samples.parquet", index=False)
+    return view
+
+
 def probe(data: Path, out: Path, backbone: str, layers: list[int], args) -> float:
     from probing.sweep import ProbeJob, run_probe
     from probing.train import TrainConfig
@@ -286,6 +301,7 @@ def main(argv=None) -> int:
                     help="use only this many train images per (env, task) (0 = all; val/test always all)")
     ap.add_argument("--layers", help="override the layers (comma list); the run dir gets a _L suffix, so "
                     "one process per layer can run side by side on a busy machine")
+    ap.add_argument("--only-task", choices=("ego", "allo"), help="probe only this task (control runs)")
     ap.add_argument("--vit-size", type=int, default=224, help="ViT input size (224 = SpaRRTa's)")
     args = ap.parse_args(argv)
     import torch
@@ -296,6 +312,8 @@ def main(argv=None) -> int:
     data = Path(args.data) if args.data else (out / "data" if args.report_only else generate(out, args.n, args.seed))
     if args.train_per_group:
         data = subset(data, out, args.train_per_group)
+    if args.only_task:
+        data = only_task(data, args.only_task)
     if not args.report_only:  # one process per backbone may run side by side (shared cache)
         for bb in args.backbones.split(","):
             print(f"== {bb}", flush=True)
