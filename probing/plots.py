@@ -70,7 +70,8 @@ def attention_flow(files: list[Path], path: Path) -> Path:
             for j, sink in enumerate(flow["sinks"]):
                 if sink == role or np.all(np.isnan(shares[:, j])) or np.nanmax(shares[:, j]) == 0:
                     continue
-                ax.plot(flow["layers"], shares[:, j], marker="o", ms=3, label=sink)
+                ax.plot(flow["layers"], shares[:, j], marker="o", ms=3, label=sink,
+                        color=f"C{j}")  # one colour per sink across all panels
             ax.set(title=f"{flow['backbone']}: from {role} patches ({flow['images']} images)",
                    xlabel="layer", ylabel="share of attention", ylim=(0, 1))
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
