@@ -73,8 +73,10 @@ def test_steep_cameras_give_labels_that_agree_with_the_pixels(server, tmp_path):
     df = pd.read_parquet(out / "samples.parquet")
     assert df.camera_pitch.min() < -60
     assert all(_independent_check(out, r) for r in df.itertuples())
+    # whether the rule had to reject anything depends on the sampler's draws (it did with the old
+    # sampler at this seed, not with the label-conditioned one); the pixel check above is the point
     card = json.loads((out / "dataset_card.json").read_text())
-    assert card["stats"]["rejections"].get("perceptual", 0) > 0
+    assert card["stats"]["samples"] == 8
 
 
 @pytest.mark.render
