@@ -328,7 +328,8 @@ def env_path(name_or_path: str | Path) -> Path:
 def freeze_envs(refs, source: str = "envs") -> dict[str, dict]:
     """Environment references (names, paths, or ``["all"]``) → their *content*, keyed by name.
 
-    ``{name: {"source": ref, "sha256": hex, "dir": absolute dir of the file, "yaml": text}}``.
+    ``{name: {"source": ref, "sha256": hex, "dir": absolute dir of the file (None for a shipped
+    one), "yaml": text}}``.
     A job records this in its config, so an environment is its file's content everywhere: the
     fingerprint changes when the file does, and workers (local or on Ray nodes) rebuild the
     environment from the text instead of looking a name up (a user file named like a shipped
@@ -349,7 +350,7 @@ def freeze_envs(refs, source: str = "envs") -> dict[str, dict]:
             raise ConfigError(f"{source}: two environments are named {env.name!r} ({out[env.name]['source']} "
                               f"and {ref}); rename one (its 'name:' field)")
         out[env.name] = {"source": str(ref), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                         "dir": str(path.resolve().parent), "yaml": text}
+                         "dir": _recorded_dir(path), "yaml": text}
     return out
 
 
@@ -359,7 +360,16 @@ def load_frozen_env(frozen: dict, key: str, library=None, licenses=None) -> Envi
     if entry is None:
         raise ConfigError(f"environment {key!r} is not part of this job (it has {', '.join(sorted(frozen))})")
     name = key if key in frozen else next(n for n, e in frozen.items() if e is entry)
-    return load_env(Path(entry["dir"]) / f"{name}.yaml", library, licenses, text=entry["yaml"])
+    folder = Path(entry["dir"]) if entry.get("dir") else ENVS_DIR
+    return load_env(folder / f"{name}.yaml", library, licenses, text=entry["yaml"])
+
+
+def _recorded_dir(path: Path) -> str | None:
+    """Where a frozen environment's relative asset packs live: None for a shipped environment
+    (resolved to this installation's envs/ when loaded), so the record — and with it the job's
+    fingerprint, job.json and the dataset card — does not depend on where sceneforge is installed."""
+    folder = path.resolve().parent
+    return None if folder == ENVS_DIR.resolve() else str(folder)
 
 
 def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str | None = None) -> Environment:

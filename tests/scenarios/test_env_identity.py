@@ -81,3 +81,9 @@ def test_vqa_records_environment_content_and_uses_names_for_directories(tmp_path
     again = vqa_config(json.loads(json.dumps(cfg.to_dict())))
     assert again.env("harbor").spec.ground.color == (40, 90, 160)
     assert plan(cfg.to_dict()).fingerprint == cfg.fingerprint()
+
+
+def test_a_shipped_environment_record_does_not_depend_on_the_install_location():
+    frozen = freeze_envs(["desert"])
+    assert frozen["desert"]["dir"] is None              # same bytes from any checkout / site-packages
+    assert load_frozen_env(frozen, "desert").path == env_path("desert")
