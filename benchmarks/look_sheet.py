@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     from PIL import Image
 
     from engine.server.gl.backend import GLBackend
-    from engine.world import Camera, Look, apply_world, look_at_rotation
+    from engine.world import Camera, Look, look_at_rotation
+    from engine.world_dict import apply_world
     from scenarios.environments import list_envs, load_env
     from scenarios.look import draw_look, server_world
     from sceneforge.commands.envs import _azimuths, preview_scene

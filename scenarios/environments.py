@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from core.errors import ConfigError
 from core.paths import check_component
-from engine.world import (WORLD_SECTIONS, Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, apply_world,
-                          instance_color, world_section, world_to_dict)
+from engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
+from engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
 from scenarios.look import LookRandomization
 
 ENVS_DIR = Path(__file__).parent / "envs"
@@ -37,7 +37,7 @@ class _Strict(BaseModel):
 
 
 # The look sections (ground, sky, sun, fog, look) are engine.world's own types, validated by
-# engine.world.world_section: one schema for environment files and the server's world dict
+# engine.world_dict.world_section: one schema for environment files and the server's world dict
 # (same fields, bounds from engine.limits). Ground lengths are cm; the ``_cm``-suffixed names of
 # older environment files are still accepted.
 _LEGACY_GROUND = {"relief_amplitude_cm": "relief_amplitude", "relief_wavelength_cm": "relief_wavelength",

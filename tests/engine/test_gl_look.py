@@ -11,8 +11,8 @@ import pytest
 from core.errors import ConfigError
 from core.meshes import Material, RenderMesh
 from engine.server.gl.backend import GLBackend
-from engine.world import (Fog, Ground, Look, Rotator, Sky, Sun, apply_world, world_from_dict,
-                          world_to_dict)
+from engine.world import Fog, Ground, Look, Rotator, Sky, Sun
+from engine.world_dict import apply_world, world_from_dict, world_to_dict
 from gl_scenes import MESHES, _actor, _camera, _scene, _three_objects
 
 LABELS = ("instance_id", "depth", "object_mask", "normal")

@@ -46,7 +46,7 @@ def test_triples_and_sampling_match_sparrta(name):
     assert w["env"] == name and set(w) == {"env", "sun", "sky", "ground", "fog", "look"}
     from dataclasses import fields
 
-    from engine.world import WORLD_SECTIONS, world_from_dict
+    from engine.world_dict import WORLD_SECTIONS, world_from_dict
     for section, cls in WORLD_SECTIONS.items():  # one schema: engine.world's field names
         assert set(w[section]) == {f.name for f in fields(cls)}
     assert world_from_dict(w)["ground"] == env.ground

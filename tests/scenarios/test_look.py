@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from core.errors import ConfigError
-from engine.world import world_from_dict
+from engine.world_dict import world_from_dict
 from scenarios.environments import load_env
 from scenarios.look import ORDER, LookRandomization, card_worlds, draw_look, draw_values, server_world
 

@@ -18,7 +18,8 @@ from engine.server.backend import KINDS
 from engine.server.commands.table import command, parse_int
 from engine.server.commands.stock import new_actor, server_version
 from engine.server.state import ServerState
-from engine.world import Rotator, Transform, apply_world
+from engine.world import Rotator, Transform
+from engine.world_dict import apply_world
 
 
 def _json(text: str, what: str):
@@ -37,7 +38,7 @@ def _as_dict(value, what: str) -> dict:
 @command("vset /sceneforge/world [json]", raw=True)
 def set_world(state: ServerState, args: list[str]) -> str:
     """Replace env and every world section (sun, sky, ground, fog, look); sections not given get
-    their defaults (deterministic). Validation lives with the types (``engine.world.world_from_dict``)."""
+    their defaults (deterministic). Validation lives with the types (``engine.world_dict.world_from_dict``)."""
     data = _as_dict(_json(args[0], "world"), "world")
     try:
         apply_world(state.scene, data)
