@@ -1,0 +1,103 @@
+"""The ``videos`` job config: validation, defaults from the environment, the recorded environment.
+
+Plain dict in (YAML + flags via :mod:`scenarios.config_loader`), a frozen :class:`VideoConfig`
+out; every error names the source and the field. ``env_file`` records the environment's content
+(:func:`scenarios.environments.freeze_envs`), so workers rebuild it from the text.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+
+from core.errors import ConfigError
+from scenarios.videos import dsi
+from scenarios.videos import motion as mo
+
+
+@dataclass(frozen=True)
+class VideoConfig:
+    """A validated ``videos`` job config (plain dict in, errors name the field)."""
+
+    env: str
+    n: int
+    seed: int = 0
+    image_size: int | None = None          # default: the environment's
+    fov_deg: float | None = None           # default: the environment's
+    motion: mo.MotionConfig = field(default_factory=mo.MotionConfig)
+    subjects: tuple[str, ...] | None = None  # classes; default: the env triples' movable targets
+    clutter: bool = True
+    questions: tuple[str, ...] = ("obj", "cam", "dist", "dir")  # kinds asked per clip (see scenarios.videos.dsi)
+    min_visible_ratio: float | None = None  # default: the environment's (0.8)
+    min_bbox_px: float | None = None        # default: the environment's
+    edge_margin_px: float = 2.0
+    min_clearance_cm: float = 150.0
+    max_tries: int = 400                   # geometric candidates per render attempt
+    max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
+    renderer: str | None = None            # server renderer spec (None = gl), e.g. "cycles:samples=16"
+    # the environment's content (scenarios.environments.freeze_envs), filled in by from_dict:
+    # the job's identity and what workers rebuild the environment from
+    env_file: dict | None = field(default=None, hash=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "videos config") -> "VideoConfig":
+        if not isinstance(d, dict):
+            raise ConfigError(f"{source}: must be a mapping, got {type(d).__name__}")
+        d = dict(d)
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(f"{source}: unknown field(s) {sorted(unknown)}; known: {', '.join(cls.__dataclass_fields__)}")
+        for req in ("env", "n"):
+            if req not in d:
+                raise ConfigError(f"{source}: missing field '{req}' (--{req} is required, or set '{req}' in --config)")
+        d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
+        for key in ("subjects", "questions"):
+            if d.get(key) is not None:
+                d[key] = tuple(str(s) for s in d[key])
+        cfg = cls(**d)
+        cfg.validate()
+        if cfg.env_file is None:
+            from scenarios.environments import freeze_envs
+
+            (name, entry), = freeze_envs([cfg.env], f"{source}: env").items()
+            cfg = replace(cfg, env_file={name: entry})
+        elif not (isinstance(cfg.env_file, dict) and len(cfg.env_file) == 1):
+            raise ConfigError(f"{source}: env_file is damaged (it records the environment's YAML)")
+        return cfg
+
+    def load_env(self):
+        """The environment rebuilt from the recorded content (never looked up by name)."""
+        from scenarios.environments import load_frozen_env
+
+        return load_frozen_env(self.env_file, next(iter(self.env_file)))
+
+    def validate(self) -> None:
+        if not isinstance(self.env, str) or not self.env:
+            raise ConfigError(f"videos config: env must be a name or path, got {self.env!r}")
+        if not (isinstance(self.n, int) and self.n >= 1):
+            raise ConfigError(f"videos config: n must be an integer >= 1, got {self.n!r}")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            raise ConfigError(f"videos config: seed must be an integer >= 0, got {self.seed!r}")
+        if self.image_size is not None and (self.image_size % 2 or not 32 <= self.image_size <= 2048):
+            raise ConfigError(f"videos config: image_size must be even in 32..2048 (H.264 yuv420p), got {self.image_size}")
+        if self.max_tries < 1 or self.max_render_tries < 1:
+            raise ConfigError("videos config: max_tries and max_render_tries must be >= 1")
+        bad = [q for q in self.questions if q not in dsi.SPACES]
+        if bad or not self.questions:
+            raise ConfigError(f"videos config: questions must be a non-empty subset of {', '.join(dsi.SPACES)}, "
+                              f"got {list(self.questions)}")
+        if self.fov_deg is not None and not 0 < self.fov_deg < 180:
+            raise ConfigError(f"videos config: fov_deg must be in (0, 180), got {self.fov_deg}")
+        if self.renderer is not None:
+            from engine.server.renderers import parse_spec
+            try:
+                parse_spec(self.renderer)
+            except ConfigError as e:
+                raise ConfigError(f"videos config: renderer: {e}") from None
+        if self.min_visible_ratio is not None and not 0 <= self.min_visible_ratio <= 1:
+            raise ConfigError(f"videos config: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
+
+    def normalised(self) -> dict:
+        d = asdict(self)
+        if d["renderer"] is None:  # jobs made before the field existed keep their identity
+            del d["renderer"]
+        return json.loads(json.dumps(d, sort_keys=True, default=list))
