@@ -130,7 +130,7 @@ def _load_tables() -> None:
     """Import the modules that register handlers (once; they import this module)."""
     if not _ROUTES:
         from engine.server.commands import ext, image, stock  # noqa: F401
-        from engine.server.commands import unrealcv  # noqa: F401  (catch-all vrun/vexec/vbp: last)
+        from engine.server.commands import camera_settings, unrealcv  # noqa: F401  (unrealcv's vrun/vexec/vbp catch-alls: last)
 
 
 # --- argument helpers shared by the handler modules ------------------------------------------
