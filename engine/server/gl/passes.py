@@ -13,7 +13,9 @@ import moderngl
 import numpy as np
 
 from engine.server.gl import frame as F
+from engine.server.gl import cutout_shaders as C
 from engine.server.gl import pbr_shaders as P
+from engine.server.gl import post_shaders as Q
 from engine.server.gl import shaders as S
 from engine.server.gl.resources import (PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, ground_tiles,
                                         noise_image, upload)
@@ -91,10 +93,10 @@ class Passes:
             vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
                       "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS),
                       "shadow": (S.SHADOW_VS, S.SHADOW_FS),
-                      "aids": (P.ALPHA_VS, P.ALPHA_IDS_FS), "acover": (P.ALPHA_VS, P.ALPHA_COVER_FS),
-                      "ashadow": (P.ALPHA_SHADOW_VS, P.ALPHA_SHADOW_FS),
+                      "aids": (C.ALPHA_VS, C.ALPHA_IDS_FS), "acover": (C.ALPHA_VS, C.ALPHA_COVER_FS),
+                      "ashadow": (C.ALPHA_SHADOW_VS, C.ALPHA_SHADOW_FS),
                       "pbr": (P.PBR_VS, P.COMMON + P.PBR_FS), "pbrsky": (S.SKY_VS, P.COMMON + P.SKY_FS),
-                      "fxaa": (P.POST_VS, P.FXAA_FS)}[base]
+                      "fxaa": (Q.POST_VS, Q.FXAA_FS)}[base]
             flags = key.split("_")[1] if "_" in key else ""
             defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"), ("a", "ALPHA_TEST"),
                                            ("t", "ALBEDO_MAP"), ("m", "NORMAL_MAP"), ("o", "ORM_MAP"), ("f", "FOG"))
