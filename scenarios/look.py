@@ -80,30 +80,23 @@ def draw_values(spec: LookRandomization | None, rng: np.random.Generator) -> dic
     return out
 
 
+# randomised value -> (world section, field) it sets
+_WORLD_FIELDS = {"sun_pitch": ("sun", "pitch"), "sun_yaw": ("sun", "yaw"), "sun_intensity": ("sun", "intensity"),
+                 "hdri": ("sky", "hdri"), "hdri_rotation_deg": ("sky", "rotation_deg"),
+                 "sky_intensity": ("sky", "intensity"), "fog_density": ("fog", "density"),
+                 "exposure_ev": ("look", "exposure_ev")}
+
+
 def draw_look(env, rng: np.random.Generator) -> dict:
     """``env.world`` with this sample's drawn look (see the module docstring). ``fov_deg``, when
     randomised, is returned under the extra key ``"camera": {"fov_deg": ...}``, which scenarios pop
     before sending the world (the server has no camera in its world)."""
     world = copy.deepcopy(env.world)
     drawn = draw_values(getattr(env.spec, "randomize", None), rng)
-    sun, sky = world.setdefault("sun", {}), world.setdefault("sky", {})
-    fog, look = world.setdefault("fog", {}), world.setdefault("look", {})
-    if "sun_pitch" in drawn:
-        sun["pitch"] = drawn["sun_pitch"]
-    if "sun_yaw" in drawn:
-        sun["yaw"] = drawn["sun_yaw"]
-    if "sun_intensity" in drawn:
-        sun["intensity"] = drawn["sun_intensity"]
-    if "hdri" in drawn:
-        sky["hdri"] = drawn["hdri"]
-    if "hdri_rotation_deg" in drawn:
-        sky["rotation_deg"] = drawn["hdri_rotation_deg"]
-    if "sky_intensity" in drawn:
-        sky["intensity"] = drawn["sky_intensity"]
-    if "fog_density" in drawn:
-        fog["density"] = drawn["fog_density"]
-    if "exposure_ev" in drawn:
-        look["exposure_ev"] = drawn["exposure_ev"]
+    sections = {name: world.setdefault(name, {}) for name in ("sun", "sky", "fog", "look")}
+    for key, (section, field) in _WORLD_FIELDS.items():
+        if key in drawn:
+            sections[section][field] = drawn[key]
     if "fov_deg" in drawn:
         world["camera"] = {"fov_deg": drawn["fov_deg"]}
     return world
