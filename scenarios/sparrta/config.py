@@ -18,6 +18,7 @@ from scenarios.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
 FORMATS = ("jpg", "png")
+FIGURE_YAWS = ("random", "face_source")  # allo viewpoint figure: SpaRRTa's random yaw, or looking at the source
 LAYOUTS = ("sceneforge", "sparrta")  # sparrta: also OUT/sparrta/<env>[_N]/mid-objects (scenarios/sparrta/layout.py)
 
 
@@ -47,6 +48,11 @@ class SparrtaConfig:
     licenses: tuple[str, ...] | None = None  # only assets of these license families (cc0, cc-by, ...)
     renderer: str | None = None     # server renderer spec (None = gl), e.g. "cycles" or "cycles:samples=32"
     layout: str = "sceneforge"      # "sparrta": finalize also writes SpaRRTa's training layout
+    # The allo figure's yaw. The label never depends on it (SpaRRTa's rule: the line of sight
+    # from the figure's position through the source); "random" (uniform, as in SpaRRTa's own
+    # scenes) keeps the figure's body from pointing at the source, which would hand a model
+    # the label's frame without any perspective taking. "face_source" = sceneforge < 0.3.
+    figure_yaw: str = "random"
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -143,6 +149,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
     need(16 <= c.image_size <= 4096, "image_size", "must be in 16..4096 pixels")
     need(c.image_format in FORMATS, "image_format", f"must be one of {FORMATS}")
     need(c.layout in LAYOUTS, "layout", f"must be one of {LAYOUTS}")
+    need(c.figure_yaw in FIGURE_YAWS, "figure_yaw", f"must be one of {FIGURE_YAWS}")
     need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
     for f in ("margin_ego_deg", "margin_allo_deg"):
         if getattr(c, f) is not None:

@@ -44,6 +44,7 @@ class Setting:
     min_bbox_px: float
     max_tries: int
     centre: tuple[float, float] = (0.0, 0.0)
+    figure_yaw: str = "random"      # allo figure: "random" (uniform) or "face_source"
 
 
 @dataclass
@@ -246,8 +247,12 @@ def _near_enough(group: Group, st: Setting):
 def _sample_human(rng, group: Group, want: str, st: Setting, ground: Ground, shape: AssetShape,
                   counts: Counter) -> Placed:
     """The viewpoint figure: Gaussian around the centre restricted to the label's sector within
-    the distance limit of the source (exact: see ``conditioned.gaussian_in_box`` + membership), facing the
-    source (its yaw is not part of the label, but a figure looking at the source reads naturally)."""
+    the distance limit of the source (exact: see ``conditioned.gaussian_in_box`` + membership).
+
+    Its yaw is not part of the label (SpaRRTa's rule looks from the figure's *position* through
+    the source). ``st.figure_yaw == "random"`` draws it uniformly, as SpaRRTa's own scenes do: a
+    figure that always looks at the source would show the label's frame in its pose, so a model
+    could read the relation off the figure instead of taking its perspective."""
     src, tgt = group.source, group.target
     R = st.max_pair_dist_cm
     sector = observer_sector(src.location, tgt.location, st.margin_deg, want)
@@ -256,11 +261,11 @@ def _sample_human(rng, group: Group, want: str, st: Setting, ground: Ground, sha
 
     def draw(r: np.random.Generator):   # the Gaussian prior restricted to sector ∩ both discs (exact)
         p = None if bounds is None else gaussian_in_box(r, st.centre, st.sigma_cm, bounds)
+        free_yaw = float(r.uniform(-180.0, 180.0))   # drawn on every try: the stream does not depend on the mode
         if p is None or not sector.contains(p) or math.hypot(p[0] - tgt.x, p[1] - tgt.y) > R:
             return None, False          # the "proposal" rule rejects it before anything looks at it
-        h = standing("human", shape, p[0], p[1], 0.0, ground)
-        yaw = math.degrees(math.atan2(src.y - h.y, src.x - h.x))
-        return Placed("human", shape, h.x, h.y, h.z, yaw), True
+        yaw = free_yaw if st.figure_yaw == "random" else math.degrees(math.atan2(src.y - p[1], src.x - p[0]))
+        return standing("human", shape, p[0], p[1], yaw, ground), True
 
     rules = [("proposal", lambda c: c[1])]
     rules += [(name, lambda c, ok=ok: ok(c[0]))

@@ -15,7 +15,7 @@ FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "image_size", "triples
          "masks": "masks", "depth": "depth", "margin_ego": "margin_ego_deg", "margin_allo": "margin_allo_deg",
          "min_visible_ratio": "min_visible_ratio", "min_bbox_px": "min_bbox_px",
          "samples_per_scene": "samples_per_scene", "licenses": "licenses", "renderer": "renderer",
-         "layout": "layout"}
+         "layout": "layout", "figure_yaw": "figure_yaw"}
 
 
 def config_from_args(args: argparse.Namespace):
@@ -76,6 +76,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=["jpg", "png"], help="image format (default jpg, as SpaRRTa)")
     p.add_argument("--layout", choices=["sceneforge", "sparrta"],
                    help="sparrta: also write OUT/sparrta/<env>[_N]/mid-objects for SpaRRTa's train.py")
+    p.add_argument("--figure-yaw", choices=["random", "face_source"],
+                   help="allo figure's yaw: random (default, as SpaRRTa's scenes) or facing the source; "
+                        "the label never depends on it")
     p.add_argument("--masks", action="store_true", help="also write instance masks (mask_NNNN.png)")
     p.add_argument("--depth", action="store_true", help="also write depth (depth_NNNN.npy, cm)")
     p.add_argument("--no-clutter", action="store_true", help="leave out the environment's background objects")

@@ -14,7 +14,7 @@ import numpy as np
 
 from scenarios.relations import angle_and_cross
 from scenarios.sampling import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
-                                resample_while, sample_camera, sample_object, within_distance)
+                                resample_while, standing, sample_camera, sample_object, within_distance)
 from scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, OBJECT_GAP_CM, View
 
 
@@ -50,13 +50,16 @@ def reference_view(rng, group, task: str, want: str, st, ground, human_shape, co
 
 
 def reference_human(rng, group, want: str, st, ground, shape, counts: Counter) -> Placed:
-    """The viewpoint figure: Gaussian around the centre, facing the source."""
+    """The viewpoint figure: Gaussian around the centre; uniform yaw, or facing the source
+    (``st.figure_yaw``)."""
     src, tgt = group.source, group.target
 
     def draw(r: np.random.Generator) -> Placed:
+        if st.figure_yaw == "random":
+            return sample_object(r, "human", shape, st.centre, st.sigma_cm, ground)
         p = sample_object(r, "human", shape, st.centre, st.sigma_cm, ground, yaw=0.0)
         yaw = math.degrees(math.atan2(src.y - p.y, src.x - p.x))
-        return Placed("human", shape, p.x, p.y, p.z, yaw)
+        return standing("human", shape, p.x, p.y, yaw, ground)
 
     rules = label_rules(lambda h: h.location, src.location, tgt.location, st.margin_deg, want)
     rules += [("overlap", no_overlap([src, tgt] + group.clutter, OBJECT_GAP_CM)),

@@ -221,6 +221,43 @@ def test_allo_figure_has_the_reference_distribution(desert, reference_humans):
     assert counts["proposal"] < 0.5 * (ref_counts["label"] + ref_counts["ambiguity"])
 
 
+def _bearing_offsets(humans, group) -> np.ndarray:
+    """The figure's yaw minus its bearing to the source, wrapped to [-180, 180)."""
+    src = group.source
+    return np.array([(h.yaw - math.degrees(math.atan2(src.y - h.y, src.x - h.x)) + 180.0) % 360.0 - 180.0
+                     for h in humans])
+
+
+def test_allo_figure_yaw_does_not_point_at_the_source(desert, reference_humans):
+    """SpaRRTa's figures stand at random yaw: its label looks from the figure's position through
+    the source, so a figure always facing the source would draw the label's frame in the image.
+    With the default ``figure_yaw: random`` the figure's facing relative to the source is uniform
+    (KS against U(-180, 180)), and the label still holds (checked above)."""
+    st, group, (ref, _) = reference_humans
+    assert st.figure_yaw == "random"
+    new, _ = _humans(scene._sample_human, 13, desert, st, group, "back", 400)
+    offsets = _bearing_offsets(new, group)
+    assert stats.kstest(offsets, stats.uniform(-180.0, 360.0).cdf).pvalue > ALPHA
+    assert np.mean(np.abs(offsets) < 5.0) < 0.1        # facing the source would put them all at 0
+
+
+def test_figure_can_still_face_the_source(desert, reference_humans):
+    import dataclasses
+
+    st, group, _ = reference_humans
+    facing = dataclasses.replace(st, figure_yaw="face_source")
+    new, _ = _humans(scene._sample_human, 14, desert, facing, group, "left", 50)
+    assert np.allclose(_bearing_offsets(new, group), 0.0, atol=1e-6)
+    assert all(relation(h.location, group.source.location, group.target.location, st.margin_deg) == "left" for h in new)
+
+
+def test_figure_yaw_is_validated():
+    from core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="figure_yaw"):
+        parse_config({"figure_yaw": "north"}, "job.yaml")
+
+
 def test_the_ks_check_has_power(desert, reference_humans, monkeypatch):
     """A plausible bug, a proposal that forgets the Gaussian weight (uniform on the box), is
     caught by the same check at the same N and α: so the equality tests above can fail."""
