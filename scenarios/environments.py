@@ -18,15 +18,20 @@ import functools
 import math
 import os
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from shapely.geometry import Point
+from shapely.ops import unary_union
 
 from core.errors import ConfigError
 from core.paths import check_component
 from engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
 from engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
 from scenarios.look import LookRandomization
+from scenarios.placement import (TRIES, Line, Occupancy, in_zones, line_candidate, ring_candidate,
+                                 zone_geometry)
 
 ENVS_DIR = Path(__file__).parent / "envs"
 CLUTTER_COLOR_BASE = 1000   # instance_color index offset for clutter (labelled objects use 0..)
@@ -69,6 +74,11 @@ class ClutterGroup(_Strict):
     scale: tuple[float, float] = (0.85, 1.15)
     prefer_tag: str | None = None      # use variants with this tag when a class has any
     gap_cm: float = Field(100.0, ge=0)
+    along: str | None = None           # a name in ``lines``: stand along it instead of anywhere in the ring
+    offset_cm: float = 0.0             # distance from the line, on its side (scenarios/placement.py)
+    facing: Literal["random", "line", "along"] = "random"   # yaw: random, front to the line, along it
+    avoid: list[str] = Field(default_factory=list)     # names in ``zones`` the footprint must not touch
+    within: list[str] = Field(default_factory=list)    # names in ``zones`` the footprint must lie inside
 
     @model_validator(mode="after")
     def _check(self) -> "ClutterGroup":
@@ -79,6 +89,8 @@ class ClutterGroup(_Strict):
             raise ValueError(f"ring_cm must be [inner, outer] with 0 <= inner < outer, got {self.ring_cm}")
         if not 0 < self.scale[0] <= self.scale[1]:
             raise ValueError(f"scale must be [min, max] with 0 < min <= max, got {self.scale}")
+        if self.facing != "random" and self.along is None:
+            raise ValueError(f"facing: {self.facing} needs a line to face ('along: NAME')")
         return self
 
 
@@ -151,6 +163,29 @@ class EnvSpec(_Strict):
     sampling: SamplingParams = SamplingParams()
     assets: list[str] = Field(default_factory=list)   # extra manifest files, relative to the YAML
     style_tags: list[str] = Field(default_factory=list)  # prefer variants with these tags (e.g. snow)
+    zones: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # rects, cm
+    lines: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # segments, cm
+
+    @field_validator("lines")
+    @classmethod
+    def _segments_have_length(cls, v):
+        for name, segs in v.items():
+            for seg in segs:
+                if seg[0] == seg[2] and seg[1] == seg[3]:
+                    raise ValueError(f"lines.{name}: segment {list(seg)} has zero length")
+        return v
+
+    @model_validator(mode="after")
+    def _names_exist(self) -> "EnvSpec":
+        for i, g in enumerate(self.clutter):
+            for key, names, known in (("avoid", g.avoid, self.zones), ("within", g.within, self.zones),
+                                      ("along", [g.along] if g.along else [], self.lines)):
+                missing = [n for n in names if n not in known]
+                if missing:
+                    section = "lines" if key == "along" else "zones"
+                    raise ValueError(f"clutter[{i}].{key}: {', '.join(missing)} is not in '{section}' "
+                                     f"(it has: {', '.join(sorted(known)) or 'nothing'})")
+        return self
 
     @field_validator("name")
     @classmethod
@@ -222,19 +257,31 @@ class Environment:
         """Background actors: landmarks, then each clutter group; deterministic given ``rng``.
 
         ``keep_out`` is a list of ``(x, y, r)`` discs (cm) no clutter footprint may touch (the
-        labelled objects, the camera). Objects that find no free spot in 40 tries are dropped.
+        labelled objects, the camera). Groups honour their ring, ``zones`` (``avoid``/``within``)
+        and ``lines`` (``along``): scenarios/placement.py. Objects that find no free spot in 40
+        tries are dropped.
         """
         lib = library or self.library
-        placed: list[tuple[float, float, float]] = [tuple(map(float, k)) for k in keep_out]
+        occupied = Occupancy(keep_out=[tuple(map(float, k)) for k in keep_out])
         actors = [self._landmark(lm, k, lib) for k, lm in enumerate(self.spec.landmarks)]
         for lm, a in zip(self.spec.landmarks, actors):
             if not lm.flat:
-                placed.append((*lm.location_cm, _radius(lib, a.asset_id) * lm.scale))
+                r = _radius(lib, a.asset_id) * lm.scale
+                occupied.add(Point(*lm.location_cm), r, *lm.location_cm, r)
         for group in self.spec.clutter:
-            for asset_id, x, y, yaw, s in _place_group(group, rng, lib, placed, self.spec.sampling.centre_cm,
-                                                       self.spec.style_tags):
+            for asset_id, x, y, yaw, s in _place_group(group, rng, lib, occupied, self.spec.sampling.centre_cm,
+                                                       self.spec.style_tags, self._geometry()):
                 actors.append(self._actor(len(actors), asset_id, x, y, yaw, s, lib))
         return actors
+
+    @functools.cached_property
+    def _geometry_cache(self) -> tuple[dict, dict]:
+        return ({k: zone_geometry(v) for k, v in self.spec.zones.items()},
+                {k: Line(v) for k, v in self.spec.lines.items()})
+
+    def _geometry(self) -> tuple[dict, dict]:
+        """(zones as shapely geometry, lines as placement.Line), built once per environment."""
+        return self._geometry_cache
 
     def _landmark(self, lm: Landmark, k: int, lib) -> Actor:
         if lm.flat:     # lies on the ground as it is: no footprint search, z = 0
@@ -275,24 +322,32 @@ def pick_variants(lib, cls: str, tags) -> list[str]:
     return styled or [i.id for i in infos]
 
 
-def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, placed: list, centre, style=()):
-    """Yield (asset_id, x, y, yaw, scale) for one group; appends each disc to ``placed``."""
+def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(),
+                 geometry=({}, {})):
+    """Yield (asset_id, x, y, yaw, scale) for one group; adds each object to ``occupied``."""
+    zones, lines = geometry
+    avoid = unary_union([zones[z] for z in group.avoid]) if group.avoid else None
+    within = unary_union([zones[z] for z in group.within]) if group.within else None
+    line = lines[group.along] if group.along else None
     lo, hi = (group.count, group.count) if isinstance(group.count, int) else group.count
     n = int(rng.integers(lo, hi + 1))
-    r_in, r_out = group.ring_cm
     for _ in range(n):
         cls = group.classes[int(rng.integers(len(group.classes)))]
         ids = pick_variants(lib, cls, [group.prefer_tag] if group.prefer_tag else style)
         asset_id = ids[int(rng.integers(len(ids)))]
         s = float(rng.uniform(*group.scale))
         rad = _radius(lib, asset_id) * s
-        for _try in range(40):
-            d = math.sqrt(rng.uniform(r_in ** 2, r_out ** 2))
-            a = rng.uniform(0, 2 * math.pi)
-            x, y = centre[0] + d * math.cos(a), centre[1] + d * math.sin(a)
-            if all(math.hypot(x - px, y - py) >= pr + rad + group.gap_cm for px, py, pr in placed):
-                placed.append((x, y, rad))
-                yield asset_id, x, y, float(rng.uniform(-180, 180)), s
+        footprint = lib.footprint(asset_id) if line is not None else None
+        for _try in range(TRIES):
+            if line is None:
+                c = ring_candidate(rng, centre, group.ring_cm, rad)
+            else:
+                c = line_candidate(rng, line, group.offset_cm, group.facing, footprint, s, centre, group.ring_cm)
+                if c is None:
+                    continue
+            if in_zones(c, rad, avoid, within) and occupied.clear(c.geom, c.pad, rad, c.x, c.y, group.gap_cm):
+                occupied.add(c.geom, c.pad, c.x, c.y, rad)
+                yield asset_id, c.x, c.y, c.yaw, s
                 break
 
 

@@ -182,3 +182,54 @@ def test_env_world_and_clutter_through_the_render_server(render_client):
     colours = {tuple(int(x) for x in c) for c in out["object_mask"].reshape(-1, 3)}
     spawned = {render_client.object_color(a.name) for a in actors}   # the server assigns mask colours
     assert len(colours & spawned) >= 2, "several clutter objects visible in the mask"
+
+
+def _world_footprint(lib, actor):
+    from scenarios.placement import footprint_polygon
+
+    x, y, _ = actor.transform.location
+    return footprint_polygon(lib.footprint(actor.asset_id), actor.transform.scale[0], x, y, actor.transform.rotation.yaw)
+
+
+@pytest.mark.parametrize("library", ["procedural", "default"])
+def test_city_zoning_keeps_roads_clear_and_lines_the_streets(library):
+    """On the generated geometry: no building, lamp post, bench, tree... footprint touches a road
+    (only the parked cars stand on it, in the kerb lane), furniture stands on the sidewalks, and
+    most buildings face a street with their front on the frontage line."""
+    from scenarios.placement import zone_geometry
+
+    lib = AssetLibrary.procedural() if library == "procedural" else AssetLibrary.default()
+    env = load_env("city", library=lib)
+    road = zone_geometry(env.spec.zones["road"])
+    carriageway = zone_geometry([[-9000, -500, 9000, 500], [-500, -9000, 500, 9000]])   # kerbs excluded
+    sidewalk = zone_geometry(env.spec.zones["sidewalk"])
+    fronts = 0
+    for seed in range(3):
+        actors = env.clutter(np.random.default_rng(seed), keep_out=[(0.0, 0.0, 900.0)])
+        for a in actors[1:]:                                   # [0] is the street crossing itself
+            cls, fp = lib.info(a.asset_id).cls, _world_footprint(lib, a)
+            if cls == "car":
+                assert carriageway.contains(fp), (seed, a.name, "a parked car off the road")
+                continue
+            assert not fp.intersects(road), (seed, a.name, cls, "stands on the road")
+            if cls in ("lamp_post", "sign", "bench", "trash_bin", "bush", "tree"):
+                assert sidewalk.contains(fp), (seed, a.name, cls, "off the sidewalk")
+            if cls == "building":
+                x, y, _ = a.transform.location
+                to_road = np.array([-x, 0.0]) if abs(y) > abs(x) else np.array([0.0, -y])   # nearest street
+                yaw = math.radians(a.transform.rotation.yaw)
+                fronts += np.dot([math.cos(yaw), math.sin(yaw)], to_road / np.linalg.norm(to_road)) > 0.99 and \
+                    abs(fp.distance(road) - 435.0) < 1.0                                # facade on the line
+    assert fronts >= 3 * 20, fronts
+
+
+def test_zone_and_line_names_are_checked(tmp_path):
+    base = "name: x\ntriples:\n  - {id: a, source: rock, target: truck}\nzones: {road: [[0, 0, 10, 10]]}\n"
+    msg = _bad(tmp_path, base + "clutter:\n  - {classes: [rock], count: 1, avoid: [roads]}\n")
+    assert "clutter[0].avoid" in msg and "roads" in msg and "road" in msg
+    msg = _bad(tmp_path, base + "clutter:\n  - {classes: [rock], count: 1, along: kerb}\n")
+    assert "clutter[0].along" in msg and "kerb" in msg
+    msg = _bad(tmp_path, base + "clutter:\n  - {classes: [rock], count: 1, facing: line}\n")
+    assert "facing" in msg
+    msg = _bad(tmp_path, base + "lines: {l: [[5, 5, 5, 5]]}\n")
+    assert "zero length" in msg

@@ -1,0 +1,151 @@
+"""Where background clutter may stand: rings, named zones and lines (streets, kerbs, frontages).
+
+An environment places each clutter group in a ring around the sampling centre (the default), or
+*along* a named line (buildings facing a street, lamp posts on a kerb, cars in a parking lane), and
+can keep a group out of named zones (``avoid: [road]``) or inside them (``within: [sidewalk]``).
+Zones and lines are plain geometry in the environment file, in world cm:
+
+    zones: {road: [[-9000, -515, 9000, 515], ...]}        # axis-aligned rectangles [x0, y0, x1, y1]
+    lines: {frontage: [[3200, 950, 9000, 950], ...]}      # segments [x0, y0, x1, y1]
+
+A segment's *side* is its direction turned +90° (from +X towards +Y): objects ``along`` a line stand
+on that side, ``offset_cm`` from it; ``facing: line`` turns their forward axis (+X) back towards
+the line and puts their front (not their centre) at the offset, so a row of buildings shows one
+straight facade; ``facing: along`` points them along the segment (parked cars).
+
+Collision: objects placed in a ring are discs (footprint radius, as before); objects placed along
+a line are their rotated footprint polygons, so a street frontage can be a closed row. The
+``keep_out`` discs (the labelled objects, the camera) are always tested against the object's full
+disc, the conservative choice. Everything is deterministic given the generator: the same draws
+in the same order, and shapely distances (exact) decide.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import shapely
+from shapely.geometry import Point, Polygon, box
+from shapely.ops import unary_union
+
+TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
+
+
+def zone_geometry(rects) -> shapely.Geometry:
+    """Union of axis-aligned rectangles ``[x0, y0, x1, y1]`` (any corner order), cm."""
+    return unary_union([box(min(r[0], r[2]), min(r[1], r[3]), max(r[0], r[2]), max(r[1], r[3])) for r in rects])
+
+
+@dataclass
+class Occupancy:
+    """What already stands: shapes with a clearance pad (discs are points padded by their radius),
+    each also bounded by a disc (x, y, r) so most pairs are cleared without exact geometry."""
+
+    geoms: list = field(default_factory=list)
+    pads: list = field(default_factory=list)
+    discs: list = field(default_factory=list)       # bounding disc of each shape
+    keep_out: list = field(default_factory=list)    # (x, y, r): always disc-vs-disc
+
+    def add(self, geom, pad: float, x: float, y: float, radius: float) -> None:
+        self.geoms.append(geom)
+        self.pads.append(float(pad))
+        self.discs.append((float(x), float(y), float(radius)))
+
+    def clear(self, geom, pad: float, radius: float, x: float, y: float, gap: float) -> bool:
+        """True when ``geom`` (padded by ``pad``) keeps ``gap`` from everything placed and its
+        disc (``radius`` around x, y) keeps clear of every keep-out disc."""
+        for kx, ky, kr in self.keep_out:
+            if math.hypot(x - kx, y - ky) < kr + radius + gap:
+                return False
+        if not self.geoms:
+            return True
+        d = np.asarray(self.discs)
+        near = np.hypot(d[:, 0] - x, d[:, 1] - y) - d[:, 2] - radius < gap    # bounding discs too close
+        if not near.any():
+            return True
+        idx = np.flatnonzero(near)
+        exact = shapely.distance(geom, np.asarray(self.geoms, dtype=object)[idx]) - np.asarray(self.pads)[idx] - pad
+        return bool(np.all(exact >= gap))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    x: float
+    y: float
+    yaw: float
+    geom: object        # shapely Point (disc, padded by ``pad``) or Polygon
+    pad: float
+
+
+def footprint_polygon(footprint: np.ndarray, scale: float, x: float, y: float, yaw_deg: float) -> Polygon:
+    """The asset's local footprint, scaled, turned by UE yaw (+yaw turns X towards Y), moved to x, y."""
+    c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
+    fp = np.asarray(footprint, dtype=float) * scale
+    return Polygon(np.stack([fp[:, 0] * c - fp[:, 1] * s + x, fp[:, 0] * s + fp[:, 1] * c + y], axis=1))
+
+
+def ring_candidate(rng: np.random.Generator, centre, ring, radius: float) -> Candidate:
+    """A spot uniform over the ring's area, random yaw; the object is its footprint disc."""
+    d = math.sqrt(rng.uniform(ring[0] ** 2, ring[1] ** 2))
+    a = rng.uniform(0, 2 * math.pi)
+    x, y = centre[0] + d * math.cos(a), centre[1] + d * math.sin(a)
+    yaw = float(rng.uniform(-180, 180))
+    return Candidate(x, y, yaw, Point(x, y), radius)
+
+
+class Line:
+    """Segments ``[x0, y0, x1, y1]`` (cm); a point drawn uniformly by length."""
+
+    def __init__(self, segments):
+        self.seg = np.asarray(segments, dtype=float).reshape(-1, 4)
+        d = self.seg[:, 2:] - self.seg[:, :2]
+        self.length = np.hypot(d[:, 0], d[:, 1])
+        if np.any(self.length <= 0):
+            raise ValueError("a line segment has zero length")
+        self.dir = d / self.length[:, None]
+        self.side = np.stack([-self.dir[:, 1], self.dir[:, 0]], axis=1)    # +90°: from +X towards +Y
+        self.cum = np.cumsum(self.length)
+
+    def draw(self, rng: np.random.Generator):
+        """(point, direction, side) at a uniform position along the whole line."""
+        t = rng.uniform(0, self.cum[-1])
+        i = min(int(np.searchsorted(self.cum, t, side="right")), len(self.seg) - 1)
+        along = t - (self.cum[i - 1] if i else 0.0)
+        return self.seg[i, :2] + along * self.dir[i], self.dir[i], self.side[i]
+
+
+def line_candidate(rng: np.random.Generator, line: Line, offset_cm: float, facing: str,
+                   footprint: np.ndarray, scale: float, centre, ring) -> Candidate | None:
+    """A spot along ``line`` on its side; the object is its rotated footprint polygon.
+    None when the spot lies outside ``ring`` around ``centre`` (no polygon is built then)."""
+    p, d, n = line.draw(rng)
+    if facing == "line":            # forward (+X) back towards the line, front edge at the offset
+        yaw = math.degrees(math.atan2(-n[1], -n[0]))
+        front = float(np.max(footprint[:, 0])) * scale
+        xy = p + n * (offset_cm + front)
+    elif facing == "along":
+        yaw = math.degrees(math.atan2(d[1], d[0]))
+        xy = p + n * offset_cm
+    else:                           # random
+        yaw = float(rng.uniform(-180, 180))
+        xy = p + n * offset_cm
+    x, y = float(xy[0]), float(xy[1])
+    if not ring[0] <= math.hypot(x - centre[0], y - centre[1]) <= ring[1]:
+        return None
+    return Candidate(x, y, yaw, footprint_polygon(footprint, scale, x, y, yaw), 0.0)
+
+
+def in_zones(c: Candidate, radius: float, avoid, within) -> bool:
+    """The candidate (bounded by the disc ``radius`` around its centre) touches none of ``avoid``
+    and lies wholly inside ``within`` (either may be None)."""
+    if avoid is not None:
+        centre = Point(c.x, c.y)
+        if shapely.distance(centre, avoid) <= radius and shapely.distance(c.geom, avoid) <= c.pad:
+            return False
+    if within is not None:
+        if not within.contains(c.geom):
+            return False
+        if c.pad > 0 and within.boundary.distance(c.geom) < c.pad:
+            return False
+    return True
