@@ -83,7 +83,8 @@ def probe(data: Path, out: Path, backbone: str, layers: list[int], args) -> floa
     from probing.sweep import ProbeJob, run_probe
     from probing.train import TrainConfig
 
-    train = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, runs=args.runs, seed=0)
+    train = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, runs=args.runs, seed=0,
+                        batch_size=args.batch_size)
     kwargs = {"img_size": args.vit_size} if backbone in VITS and args.vit_size != 224 else {}
     name = backbone + (f"_L{'-'.join(map(str, layers))}" if args.layers else "")
     job = ProbeJob(data=str(data), backbone=backbone, out=str(out / "runs" / name), layers=layers,
@@ -178,6 +179,8 @@ FEATURE_SETS = {
     "box centres only": ["source_c", "target_c", "human_c"],
     "box sizes only": ["source_s", "target_s", "human_s"],
     "human box only": ["human_c", "human_s"],
+    "source box only": ["source_c", "source_s"],
+    "target box only": ["target_c", "target_s"],
 }
 
 
@@ -260,7 +263,7 @@ def write_study(out: Path, data: Path, seconds: dict, args) -> Path:
     md = [f"Scale: `--n {args.n}` per (env, task), ViT input {args.vit_size}², = {int(counts.values.sum())} images "
           f"(per env and task: train {int(counts['train'].iloc[0] / 5)}, val {int(counts['val'].iloc[0] / 5)}, "
           f"test {int(counts['test'].iloc[0] / 5)}); epochs {args.epochs} (warm-up {args.epochs // 5}), "
-          f"{args.runs} seeds. Wall time per backbone (s): "
+          f"{args.runs} seeds, head batch {args.batch_size}. Wall time per backbone (s): "
           + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()) + ".",
           "\nCells: test accuracy % of the val-selected (lr, dropout), mean ± std over seeds "
           "[95% bootstrap CI over test images].", table_md(summary, layers), "\n**Findings**\n",
@@ -293,6 +296,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=256,
+                    help="head training batch (SpaRRTa: 256 for 4,000-8,000 train images; smaller keeps the "
+                         "number of optimizer steps sensible on a smaller train split)")
     ap.add_argument("--flow-images", type=int, default=48, help="allo/ego test images for attention flow")
     ap.add_argument("--backbones", default=",".join(BACKBONES))
     ap.add_argument("--threads", type=int, default=2)
