@@ -69,17 +69,24 @@ class View:
 
 
 class CachedLibrary:
-    """An asset library whose footprints (a convex hull each) are computed once: environments
-    ask for them on every clutter placement. Everything else is forwarded unchanged."""
+    """An asset library whose footprints (a convex hull each) and sizes (a min/max over every
+    vertex) are computed once: environments ask for footprints on every clutter placement, the
+    scene graph for the size of every actor of every sample. Everything else is forwarded."""
 
     def __init__(self, lib):
         self._lib = lib
         self._footprints: dict[str, np.ndarray] = {}
+        self._sizes: dict[str, tuple[float, float, float]] = {}
 
     def footprint(self, asset_id: str) -> np.ndarray:
         if asset_id not in self._footprints:
             self._footprints[asset_id] = self._lib.footprint(asset_id)
         return self._footprints[asset_id]
+
+    def size_cm(self, asset_id: str) -> tuple[float, float, float]:
+        if asset_id not in self._sizes:
+            self._sizes[asset_id] = tuple(self._lib.size_cm(asset_id))
+        return self._sizes[asset_id]
 
     def __getattr__(self, name: str):
         return getattr(self._lib, name)

@@ -102,7 +102,7 @@ class GLBackend(RenderBackend):
             frame = self._frame(scene, camera)
             p = self._passes
             if "lit" in kinds or "normal" in kinds:
-                p.update_shadow(scene, frame.draws)
+                p.update_shadow(scene, frame.draws, frame.view_proj)
                 p.lit_pass(scene, frame, with_normal="normal" in kinds, content=self._content)
             else:
                 p.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)

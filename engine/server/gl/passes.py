@@ -166,9 +166,10 @@ class Passes:
         return self._noise
 
     # --- shadow map -------------------------------------------------------------------------
-    def update_shadow(self, scene: Scene, draws: list["Draw"]) -> None:
-        """Redraw the sun's shadow layers only as far as casters or the sun changed."""
-        self.shadows.update(scene.sun, draws)
+    def update_shadow(self, scene: Scene, draws: list["Draw"], view_proj: np.ndarray | None = None) -> None:
+        """Redraw the sun's shadow map only when the sun or the casters that can shadow the view
+        (``view_proj``; every caster when None) changed."""
+        self.shadows.update(scene.sun, draws, view_proj)
 
     # --- colour pass --------------------------------------------------------------------------
     def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content=None) -> None:

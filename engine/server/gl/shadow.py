@@ -8,6 +8,16 @@ The map is a pure function of the scene: an image never depends on what the serv
 before (an earlier design kept "casters unchanged since the previous frame" in a cached layer
 and drew movers into a second, coarser map, which made pixels depend on render history and
 broke byte-identical datasets across workers; see docs/renderer.md).
+
+**Only casters that can darken a visible pixel are drawn** (:func:`casters_in_view`): the lit
+pass reads the map only at the light-space positions of fragments inside the camera's frustum
+(plus the normal offset and the PCF taps, a few texels). A caster whose bounding sphere, seen
+from the sun (an orthographic disc), stays farther than that from the frustum's light-space
+outline writes no texel the frame reads, so leaving it out gives the same image, byte for byte
+(``tests/engine/test_shadow_culling.py``). The light's projection is still fitted to *every*
+caster, so the depth values of the drawn ones are unchanged. Every image of a dataset has its
+own sun (per-sample looks), so this map is redrawn for almost every sample: in a forest most
+trees stand behind or beside the camera, and drawing them was most of a sample's render time.
 """
 from __future__ import annotations
 
@@ -36,10 +46,9 @@ class _Layer:
         self.fbo = ctx.framebuffer(depth_attachment=self.tex)
         self.state = OFF
 
-    def draw(self, prog, draws: list["Draw"], to_sun: np.ndarray, draw_parts=None) -> None:
-        centers = np.array([d.center for d in draws])
-        radii = np.array([d.radius for d in draws])
-        light_vp, extent, depth_range = F.light_view_proj(to_sun, centers, radii)
+    def draw(self, prog, draws: list["Draw"], fit: tuple[np.ndarray, float, float], draw_parts=None) -> None:
+        """Draw ``draws`` with the light projection ``fit`` = (light_vp, extent, depth range)."""
+        light_vp, extent, depth_range = fit
         self.fbo.use()
         self.fbo.clear(depth=1.0)
         self.ctx.enable(moderngl.DEPTH_TEST)
@@ -58,6 +67,62 @@ class _Layer:
         self.tex.release()
 
 
+# Texels around a fragment's light-space position that its shadow lookup can read: the normal
+# offset (1.5), the PCF taps (0.75) and their bilinear footprint (1), doubled for safety.
+READ_MARGIN_TEXELS = 8.0
+
+
+def casters_in_view(light_vp: np.ndarray, view_proj: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                    size: int) -> np.ndarray:
+    """Boolean per caster: can its shadow reach a fragment inside the frustum of ``view_proj``?
+
+    In the light's (orthographic) clip space a sphere is a disc of radius r·s (s = the matrix's
+    scale); the fragments the camera sees lie in the convex hull of the frustum's 8 corners.
+    A caster is kept when its disc comes within ``READ_MARGIN_TEXELS`` of that hull. Conservative:
+    everything dropped writes no texel a visible fragment reads.
+    """
+    if len(centers) == 0:
+        return np.zeros(0, dtype=bool)
+    ndc = np.array([[x, y, z, 1.0] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+    world = ndc @ np.linalg.inv(view_proj).T
+    corners = (world[:, :3] / world[:, 3:4]) @ light_vp[:2, :3].T + light_vp[:2, 3]
+    hull = _convex_hull(corners)
+    scale = float(np.linalg.norm(light_vp[0, :3]))   # clip units per cm (orthographic, uniform in x/y)
+    pts = centers @ light_vp[:2, :3].T + light_vp[:2, 3]
+    reach = radii * scale + READ_MARGIN_TEXELS * 2.0 / size
+    return _distance_to_convex(pts, hull) <= reach
+
+
+def _convex_hull(p: np.ndarray) -> np.ndarray:
+    """Counter-clockwise hull of 2-D points (monotone chain)."""
+    pts = sorted(set(map(tuple, np.round(p, 12))))
+    if len(pts) < 3:
+        return np.array(pts)
+
+    def half(points):
+        out: list = []
+        for q in points:
+            while len(out) >= 2 and ((out[-1][0] - out[-2][0]) * (q[1] - out[-2][1])
+                                     - (out[-1][1] - out[-2][1]) * (q[0] - out[-2][0])) <= 0:
+                out.pop()
+            out.append(q)
+        return out
+    lower, upper = half(pts), half(pts[::-1])
+    return np.array(lower[:-1] + upper[:-1])
+
+
+def _distance_to_convex(p: np.ndarray, hull: np.ndarray) -> np.ndarray:
+    """Distance from each point to a counter-clockwise convex polygon (0 inside)."""
+    a, b = hull, np.roll(hull, -1, axis=0)
+    e = b - a                                                   # (k, 2)
+    rel = p[:, None, :] - a[None, :, :]                         # (n, k, 2)
+    cross = e[None, :, 0] * rel[..., 1] - e[None, :, 1] * rel[..., 0]
+    inside = np.all(cross >= 0.0, axis=1)
+    t = np.clip(np.sum(rel * e[None], axis=2) / np.maximum(np.sum(e * e, axis=1), 1e-30)[None], 0.0, 1.0)
+    d = np.linalg.norm(rel - t[..., None] * e[None], axis=2).min(axis=1)
+    return np.where(inside, 0.0, d)
+
+
 class ShadowMaps:
     """One sun shadow map cached by signature; ``bind`` sets the lit programs' shadow uniforms."""
 
@@ -70,17 +135,25 @@ class ShadowMaps:
         self._active = False
         self.static_renders = 0  # counter for tests and benchmarks
 
-    def update(self, sun: Sun, draws: list["Draw"]) -> None:
+    def update(self, sun: Sun, draws: list["Draw"], view_proj: np.ndarray | None = None) -> None:
+        """Make the map right for ``draws`` under ``sun``; with the camera's ``view_proj`` only
+        the casters that can shadow something in its frustum are drawn (same image)."""
         to_sun = sun.direction_to_sun()
         self._active = bool(draws) and to_sun[2] > 0.0  # something casts, sun above the horizon
         if not self._active:
             return
-        signature = (sun, tuple((d.index, d.mesh.vbo.glo, d.placed.model_bytes) for d in draws))
+        centers = np.array([d.center for d in draws])
+        radii = np.array([d.radius for d in draws])
+        fit = F.light_view_proj(to_sun, centers, radii)   # fitted to every caster, drawn or not
+        if view_proj is not None:
+            keep = casters_in_view(fit[0], view_proj, centers, radii, self.size)
+            draws = [d for d, k in zip(draws, keep) if k]
+        signature = (sun, fit[0].tobytes(), tuple((d.index, d.mesh.vbo.glo, d.placed.model_bytes) for d in draws))
         if signature == self._signature:
             return
         if self._layer is None:
             self._layer = _Layer(self.ctx, self.size)
-        self._layer.draw(self._program(), draws, to_sun, self._draw_parts)
+        self._layer.draw(self._program(), draws, fit, self._draw_parts)
         self._signature = signature
         self.static_renders += 1
 

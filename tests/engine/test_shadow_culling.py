@@ -1,0 +1,83 @@
+"""Shadow-caster culling (engine/server/gl/shadow.py: casters_in_view): the sun's map draws only
+the casters whose shadow can reach a fragment in the camera's frustum, and the image must be the
+same, byte for byte, as with every caster drawn. Expected images come from the renderer with the
+culling switched off (the reference), never from the code under test."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from engine.server.gl import shadow as SH
+from engine.world import Ground, Rotator, Sun, look_at_rotation
+from gl_scenes import _actor, _camera, _scene
+
+pytestmark = pytest.mark.render
+
+
+def _ring_scene(sun: Sun):
+    """Casters all around the origin (the camera sees a few of them), on relief ground."""
+    rng = np.random.default_rng(7)
+    actors = []
+    for k in range(36):
+        a, d = rng.uniform(0, 2 * math.pi), rng.uniform(300.0, 4000.0)
+        kind = ("box", "cyl", "wall", "sphere")[k % 4]
+        actors.append(_actor(f"c{k}", kind, (d * math.cos(a), d * math.sin(a), 0.0), k,
+                             rotation=Rotator(0.0, float(rng.uniform(-180, 180)), 0.0)))
+    return _scene(*actors, ground=Ground(texture="flat", relief_amplitude=40.0, relief_wavelength=3000.0), sun=sun)
+
+
+def _views():
+    rng = np.random.default_rng(8)
+    for _ in range(6):
+        eye = (float(rng.uniform(-1500, 1500)), float(rng.uniform(-1500, 1500)), float(rng.uniform(120, 900)))
+        aim = (float(rng.uniform(-600, 600)), float(rng.uniform(-600, 600)), 50.0)
+        yield _camera(160, 120, location=eye, rotation=look_at_rotation(eye, aim))
+
+
+def _render(backend, scene, cam, cull: bool, monkeypatch):
+    if not cull:
+        monkeypatch.setattr(SH, "casters_in_view", lambda lvp, vp, c, r, size: np.ones(len(c), dtype=bool))
+    try:
+        return backend.render(scene, cam, ("lit",))["lit"]
+    finally:
+        monkeypatch.undo()
+
+
+def test_culled_shadow_map_gives_the_same_image(backend, monkeypatch):
+    culled_some = 0
+    for k, cam in enumerate(_views()):
+        scene = _ring_scene(Sun(pitch=25.0 + 8 * k, yaw=-150.0 + 55 * k))
+        full = _render(backend, scene, cam, False, monkeypatch)
+        fast = _render(backend, scene, cam, True, monkeypatch)
+        assert np.array_equal(full, fast), f"view {k}: culling changed {np.mean(np.any(full != fast, axis=-1)):.2%} of pixels"
+        # the culling did drop casters here (else the test proves nothing)
+        draws = backend._frame(scene, cam).draws
+        from engine.server.gl import frame as F
+        centers, radii = np.array([d.center for d in draws]), np.array([d.radius for d in draws])
+        fit = F.light_view_proj(scene.sun.direction_to_sun(), centers, radii)
+        keep = SH.casters_in_view(fit[0], backend._frame(scene, cam).view_proj, centers, radii, 1024)
+        culled_some += int(keep.sum() < len(keep))
+    assert culled_some >= 4
+
+
+def test_dropping_a_caster_that_matters_changes_the_image(backend, monkeypatch):
+    """Power: with the casters the rule keeps also dropped, shadows vanish, so the equality above
+    can fail."""
+    cam = next(iter(_views()))
+    scene = _ring_scene(Sun(pitch=30.0, yaw=40.0))
+    full = _render(backend, scene, cam, False, monkeypatch)
+    monkeypatch.setattr(SH, "casters_in_view", lambda lvp, vp, c, r, size: np.zeros(len(c), dtype=bool))
+    try:
+        none = backend.render(scene, cam, ("lit",))["lit"]
+    finally:
+        monkeypatch.undo()
+    assert not np.array_equal(full, none)
+
+
+def test_distance_to_convex_polygon():
+    square = SH._convex_hull(np.array([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]], float))
+    assert len(square) == 4
+    d = SH._distance_to_convex(np.array([[0.5, 0.5], [2.0, 0.5], [2.0, 2.0], [-1.0, 0.0]]), square)
+    assert np.allclose(d, [0.0, 1.0, math.sqrt(2.0), 1.0])
