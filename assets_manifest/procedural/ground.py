@@ -80,3 +80,37 @@ def pond(length_cm: float = 3600.0, width_cm: float = 2200.0, segments: int = 40
     b.add(disc(1.0, 3.0), WATER)
     b.add(band(1.0, 1.12, 6.0, 1.0), BANK)
     return b.mesh()
+
+
+@register("river")
+def river(length_cm: float = 20000.0, width_cm: float = 1800.0, bank_cm: float = 250.0, segments: int = 80,
+          seed: int = 5) -> RenderMesh:
+    """A river along X: a flat water strip (z = 3 cm) whose banks meander gently, each bank an
+    earth band sloping up to the ground (what a bridge crosses; the bridge environment's landmark)."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(-length_cm / 2, length_cm / 2, segments + 1)
+    phase = rng.uniform(0, 2 * np.pi, 4)
+    wobble = 0.5 * width_cm * (1 + 0.08 * np.sin(2 * np.pi * x / 5300 + phase[0])
+                               + 0.05 * np.sin(2 * np.pi * x / 2100 + phase[1]))
+    centre = 0.06 * width_cm * np.sin(2 * np.pi * x / 7700 + phase[2])
+
+    def strip(y0, y1, z0, z1):
+        """Quads between the polylines (x, y0, z0) and (x, y1, z1), up-facing."""
+        a = np.stack([x, y0, np.full_like(x, z0)], 1)
+        c = np.stack([x, y1, np.full_like(x, z1)], 1)
+        v = np.vstack([a, c])
+        n = len(x)
+        f = []
+        for i in range(n - 1):
+            f += [[i, i + 1, n + i + 1], [i, n + i + 1, n + i]]
+        f = np.array(f)
+        t = trimesh.Trimesh(v, f, process=False)
+        if t.face_normals[:, 2].mean() < 0:
+            t.invert()
+        return t
+
+    b = Builder()
+    b.add(strip(centre - wobble, centre + wobble, 3.0, 3.0), WATER)
+    b.add(strip(centre + wobble, centre + wobble + bank_cm, 3.0, 1.0), BANK)
+    b.add(strip(centre - wobble - bank_cm, centre - wobble, 1.0, 3.0), BANK)
+    return b.mesh(center=False)

@@ -2,9 +2,13 @@
 background structures (buildings, houses, a bridge, fences, crates, signs)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import trimesh
 
 from assets_manifest.procedural import register
+from assets_manifest.procedural.ground import ASPHALT
 from assets_manifest.procedural.shapes import Builder, ridge_prism, rot_x, rot_y, rot_z, shade
 from core.meshes import RenderMesh
 
@@ -132,20 +136,58 @@ def house(length_cm: float = 900.0, color=(200, 170, 130), roof=(130, 50, 40), s
 
 
 @register("bridge")
-def bridge(length_cm: float = 4000.0, width_cm: float = 600.0, height_cm: float = 500.0,
-           color=(150, 140, 130)) -> RenderMesh:
-    """Beam bridge along +X: deck, railings, piers and an arch under the middle span."""
-    L, W, H = length_cm, width_cm, height_cm
-    b = Builder().box((L, W, 0.08 * H), color, at=(0, 0, H))
-    for y in (-W / 2, W / 2):
-        b.box((L, 0.05 * W, 0.2 * H), shade(color, 0.8), at=(0, y, 1.12 * H))
-    for x in (-0.45, -0.15, 0.15, 0.45):
-        b.box((0.04 * L, 0.8 * W, H), shade(color, 0.9), at=(x * L, 0, H / 2))
-    t = np.linspace(-1, 1, 9)
-    pts = [(0.15 * L * ti, 0, H * (1 - 0.4 * (1 - ti ** 2))) for ti in t]
-    for a, c in zip(pts[:-1], pts[1:]):
-        b.rod(0.04 * W, shade(color, 0.7), a, c)
+def bridge(length_cm: float = 4600.0, width_cm: float = 700.0, height_cm: float = 450.0,
+           ramp_cm: float = 900.0, arches: int = 3, color=(170, 168, 162)) -> RenderMesh:
+    """Stone arch bridge along +X: a deck on ``arches`` arches and piers, parapets, an asphalt
+    roadway, and an earth-filled ramp (abutment) down to the ground at each end, so it reads as a
+    bridge crossing something rather than a table. The default stone colour is the one
+    ``procedural/pbr.py`` textures with the library's stone surface; the roadway is asphalt."""
+    L, W, H, R = length_cm, width_cm, height_cm, ramp_cm
+    span = L - 2 * R                        # the part over the water, carried by the arches
+    stone, dark = color, shade(color, 0.85)
+    b = Builder()
+    b.box((span, W, 60.0), stone, at=(0, 0, H - 30.0))                       # deck slab
+    b.box((span, W - 70.0, 4.0), ASPHALT, at=(0, 0, H + 2.0))                # roadway on the deck
+    slope = math.atan2(H, R)
+    ramp_len = math.hypot(R, H)
+    for sx in (-1, 1):
+        b.box((ramp_len, W - 70.0, 4.0), ASPHALT, rot=rot_y(sx * math.degrees(slope)),   # and down the ramps
+              at=(sx * (span / 2 + R / 2), 0, H / 2 + 2.0))
+        for sy in (-1, 1):                                                    # parapets on the deck
+            b.box((span, 35.0, 100.0), dark, at=(0, sy * (W / 2 - 17.5), H + 50.0))
+            # parapets down the ramps, tilted with them
+            b.box((ramp_len, 35.0, 100.0), dark, rot=rot_y(sx * math.degrees(slope)),
+                  at=(sx * (span / 2 + R / 2), sy * (W / 2 - 17.5), H / 2 + 50.0))
+        # the abutment: a solid wedge from the deck end down to the ground
+        wedge = _wedge(R, W, H)
+        if sx < 0:
+            wedge.apply_transform(np.diag([-1.0, 1.0, 1.0, 1.0]))
+            wedge.invert()
+        b.add(wedge, stone, at=(sx * span / 2, 0, 0))
+    a = span / arches                        # arch spans between piers
+    for k in range(arches + 1):              # piers (the outer two are the abutments' faces)
+        x = -span / 2 + k * a
+        b.box((120.0, W, H - 60.0), dark, at=(x, 0, (H - 60.0) / 2))
+    rise = H - 90.0
+    for k in range(arches):                  # each arch: a ring of stone segments under the deck
+        cx = -span / 2 + (k + 0.5) * a
+        half = a / 2 - 60.0
+        t = np.linspace(np.pi, 0, 10)
+        pts = [(cx + half * math.cos(ti), (rise - 40.0) * math.sin(ti) + 40.0) for ti in t]
+        for (x0, z0), (x1, z1) in zip(pts[:-1], pts[1:]):
+            seg = math.hypot(x1 - x0, z1 - z0)
+            ang = math.degrees(math.atan2(z1 - z0, x1 - x0))
+            b.box((seg + 20.0, W, 70.0), stone, at=((x0 + x1) / 2, 0, (z0 + z1) / 2), rot=rot_y(-ang))
+        b.box((a - 120.0, W, 40.0), stone, at=(cx, 0, H - 75.0))             # spandrel band
     return b.mesh()
+
+
+def _wedge(run: float, width: float, rise: float) -> trimesh.Trimesh:
+    """A ramp's solid: right-triangle section in XZ (rise at x = 0, ground at x = run), along Y."""
+    w = width / 2
+    v = np.array([[0, -w, 0], [run, -w, 0], [0, -w, rise], [0, w, 0], [run, w, 0], [0, w, rise]], float)
+    f = np.array([[0, 1, 2], [3, 5, 4], [0, 4, 1], [0, 3, 4], [0, 5, 3], [0, 2, 5], [1, 4, 5], [1, 5, 2]])
+    return trimesh.Trimesh(v, f, process=False)
 
 
 @register("fence")
