@@ -92,11 +92,39 @@ def bush(size_cm: float = 150.0, color=(60, 105, 50), seed: int = 2) -> RenderMe
 
 
 @register("dune")
-def dune(length_cm: float = 1500.0, height_cm: float = 250.0, color=(214, 184, 130)) -> RenderMesh:
-    """A low elongated sand mound (background relief for the desert)."""
-    sph = trimesh.creation.icosphere(subdivisions=2, radius=0.5)
-    b = Builder().add(sph, color, rot=rot_z(0), scale=(length_cm, length_cm * 0.45, height_cm * 2))
-    m = b.mesh()
-    v = m.vertices.copy()
-    v[:, 2] = np.maximum(v[:, 2] - height_cm, 0)
-    return RenderMesh(v, m.faces, m.colors)
+def dune(length_cm: float = 3000.0, height_cm: float = 300.0, color=(214, 184, 130), seed: int = 0) -> RenderMesh:
+    """A transverse sand dune: a long gentle windward slope (-Y side) up to a sharp, slightly
+    curved crest, then a steep slip face (+Y side), tapering to nothing at both ends. A height
+    field, so it has no underside; its sand colour is textured with the library's ``sand``
+    surface (``procedural/pbr.py``), the same as the desert floor it grows out of."""
+    rng = np.random.default_rng(seed)
+    L, H = length_cm, height_cm
+    wind, lee = 2.6 * H * 1.8, 1.0 * H * 1.5        # horizontal run of the two slopes
+    nx, ny = 33, 21
+    u = np.linspace(-1, 1, nx)                      # along the crest
+    t = np.linspace(0, 1, ny)                       # across: windward foot → crest → lee foot
+    crest = 0.5 * L * 0.18 * (u ** 2) + rng.uniform(-0.03, 0.03) * L * u   # crest bows downwind
+    envelope = np.cos(0.5 * np.pi * u) ** 1.5       # height tapers to 0 at both ends
+    xs, ys, zs = [], [], []
+    for i in range(nx):
+        h = H * envelope[i]
+        for j in range(ny):
+            if t[j] <= 0.72:                        # windward: smooth rise to the crest
+                s = t[j] / 0.72
+                y = -wind + s * wind
+                z = h * (3 * s ** 2 - 2 * s ** 3)
+            else:                                   # slip face: steep, nearly straight fall
+                s = (t[j] - 0.72) / 0.28
+                y = s * lee
+                z = h * (1 - s) ** 1.3
+            xs.append(0.5 * L * u[i]); ys.append(y + crest[i] * (1 - 0.5 * abs(u[i]))); zs.append(z)
+    v = np.stack([xs, ys, zs], 1)
+    f = []
+    for i in range(nx - 1):
+        for j in range(ny - 1):
+            a, b, c, d = i * ny + j, (i + 1) * ny + j, (i + 1) * ny + j + 1, i * ny + j + 1
+            f += [[a, b, c], [a, c, d]]
+    m = trimesh.Trimesh(v, np.array(f), process=False)
+    if m.face_normals[:, 2].mean() < 0:
+        m.invert()
+    return Builder().add(m, color).mesh()

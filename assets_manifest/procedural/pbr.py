@@ -70,9 +70,10 @@ def box_uvs(corners: np.ndarray, tile_u: float, tile_v: float) -> np.ndarray:
     return np.stack([u / tile_u, v / tile_v], -1)
 
 
-# Part colours of procedural/ground.py that stand for library surfaces (world-projected UVs).
+# Part colours of procedural/ground.py (and the stone bridge, the dunes) that stand for library
+# surfaces (world-projected UVs).
 SURFACE_COLOURS = {(64, 64, 68): "asphalt", (150, 146, 140): "paving", (170, 168, 162): "stone_tiles",
-                   (40, 70, 86): "water", (110, 98, 76): "dirt"}
+                   (40, 70, 86): "water", (110, 98, 76): "dirt", (214, 184, 130): "sand"}
 
 
 def apply(mesh: RenderMesh, cls: str, surface=None) -> RenderMesh:
