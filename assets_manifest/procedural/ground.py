@@ -113,4 +113,4 @@ def river(length_cm: float = 20000.0, width_cm: float = 1800.0, bank_cm: float =
     b.add(strip(centre - wobble, centre + wobble, 3.0, 3.0), WATER)
     b.add(strip(centre + wobble, centre + wobble + bank_cm, 3.0, 1.0), BANK)
     b.add(strip(centre - wobble - bank_cm, centre - wobble, 1.0, 3.0), BANK)
-    return b.mesh(center=False)
+    return b.mesh()

@@ -15,7 +15,7 @@ PLAUSIBLE = {
     "house": ("height", 300, 1200), "bridge": ("length", 1000, 10000), "bench": ("horizontal", 100, 260),
     "lamp_post": ("height", 250, 800), "bush": ("height", 40, 300), "fence": ("horizontal", 150, 700),
     "dune": ("horizontal", 500, 4000), "crate": ("height", 30, 200), "sign": ("height", 150, 450),
-    "hut": ("height", 150, 500), "street": ("horizontal", 5000, 30000), "water": ("horizontal", 1000, 8000),
+    "hut": ("height", 150, 500), "street": ("horizontal", 5000, 30000), "water": ("horizontal", 1000, 30000),
 }
 VEHICLES = ("truck", "taxi", "car", "bike", "vespa")
 
