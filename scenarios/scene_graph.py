@@ -182,17 +182,22 @@ def graph_rows(graph: Mapping, sample: Mapping) -> list[dict]:
 def coco_annotations(mask_rgb: np.ndarray, graph: Mapping, image_id: int, categories: Mapping[str, int],
                      first_id: int = 1) -> list[dict]:
     """COCO instance annotations (RLE masks) of the graph's objects from the instance mask:
-    an object's pixels are those of its instance colour."""
+    an object's pixels are those of its instance colour. Ids run ``first_id, first_id + 1, ...``
+    over the objects that have pixels, so consecutive images never reuse an id."""
     from scenarios import coco_rle
 
     anns = []
-    m = np.asarray(mask_rgb)[..., :3]
-    for k, o in enumerate(graph["objects"]):
-        sel = (m == np.asarray(o["color"], dtype=m.dtype)).all(-1)
-        if not sel.any():
+    m = np.asarray(mask_rgb)[..., :3].astype(np.int32)
+    packed = (m[..., 0] << 16) | (m[..., 1] << 8) | m[..., 2]   # one compare per object, not three
+    present = set(np.unique(packed).tolist())                    # most clutter is off screen
+    for o in graph["objects"]:
+        r, g, b = (int(v) for v in o["color"][:3])
+        key = (r << 16) | (g << 8) | b
+        if key not in present:
             continue
+        sel = packed == key
         rle = coco_rle.encode(sel)
-        anns.append({"id": first_id + k, "image_id": int(image_id), "category_id": int(categories[o["class"]]),
+        anns.append({"id": first_id + len(anns), "image_id": int(image_id), "category_id": int(categories[o["class"]]),
                      "segmentation": rle, "area": coco_rle.area(rle), "bbox": coco_rle.bbox(sel), "iscrowd": 0,
                      "sceneforge_object": o["name"]})
     return anns

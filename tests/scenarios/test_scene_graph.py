@@ -67,3 +67,18 @@ def test_coco_annotations_from_the_instance_mask():
     anns = coco_annotations(mask, scene_graph([a, b], CAM), image_id=3, categories={"car": 1, "tree": 2})
     assert len(anns) == 1 and anns[0]["bbox"] == [1.0, 2.0, 4.0, 2.0] and anns[0]["area"] == 8
     assert np.array_equal(coco_rle.decode(anns[0]["segmentation"]), (mask == (255, 0, 0)).all(-1))
+
+
+def test_coco_ids_are_unique_across_images_when_objects_are_off_screen():
+    """An object without pixels gets no annotation and uses no id: the next image's first id
+    (``len(anns) + 1`` in the writer) must not collide with this image's ids."""
+    a, b, c = (obj(n, (1000, y, 0), color=col) for n, y, col in
+               (("a", 0, (255, 0, 0)), ("b", 300, (0, 255, 0)), ("c", -300, (0, 0, 255))))
+    mask = np.zeros((8, 8, 3), np.uint8)
+    mask[0:2, 0:2] = (255, 0, 0)          # a and c visible, b (the middle object) off screen
+    mask[5:7, 5:7] = (0, 0, 255)
+    cats = {"car": 1}
+    anns = coco_annotations(mask, scene_graph([a, b, c], CAM), image_id=1, categories=cats)
+    anns += coco_annotations(mask, scene_graph([a, b, c], CAM), image_id=2, categories=cats, first_id=len(anns) + 1)
+    assert [x["id"] for x in anns] == [1, 2, 3, 4]
+    assert [x["sceneforge_object"] for x in anns] == ["a", "c", "a", "c"]
