@@ -224,6 +224,14 @@ class RenderClient:
     def object_color(self, name: str) -> tuple[int, int, int]:
         return parse_color(self.text(f"vget /object/{name}/color"))
 
+    def object_colors(self, names: Iterable[str]) -> dict[str, tuple[int, int, int]]:
+        """Instance colours of ``names``: one request on our server, one per name on stock."""
+        names = list(names)
+        if self.is_sceneforge and names:
+            raw = json.loads(self.text("vget /sceneforge/colors " + ",".join(names)))
+            return {n: tuple(int(v) for v in raw[n]) for n in names}  # type: ignore[misc]
+        return {n: self.object_color(n) for n in names}
+
     def object_location(self, name: str) -> tuple[float, ...]:
         return parse_vec(self.text(f"vget /object/{name}/location"), "location")
 

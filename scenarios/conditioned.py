@@ -230,3 +230,88 @@ def gaussian_in_box(rng: np.random.Generator, centre: Sequence[float], sigma: fl
     x = truncated_normal(rng, centre[0], sigma, bounds[0], bounds[2])
     y = truncated_normal(rng, centre[1], sigma, bounds[1], bounds[3])
     return None if x is None or y is None else (x, y)
+
+
+# --- Gaussian restricted to a polygon: a mixture of truncated boxes over its triangles -------------
+def _interval_mass(mu: float, sigma: float, lo: float, hi: float) -> float:
+    """P(lo <= N(mu, σ²) <= hi), on the tail side that keeps precision."""
+    from scipy.special import ndtr
+
+    a, b = (lo - mu) / sigma, (hi - mu) / sigma
+    return float(ndtr(-a) - ndtr(-b)) if a > 0.0 else float(ndtr(b) - ndtr(a))
+
+
+class GaussianOnPolygon:
+    """N(centre, σ² I) restricted to a polygon (holes and several parts allowed), exactly.
+
+    The polygon is cut by a ``cells × cells`` grid over its bounding box into pieces (cell ∩
+    polygon: disjoint, together the polygon). A draw picks piece k with probability ∝ the
+    Gaussian mass of its bounding box, draws the Gaussian truncated to that box
+    (:func:`gaussian_in_box`) and keeps the point if it lies in piece k (else the caller draws
+    again, from the start). The proposal density is Σ_k [x ∈ box_k] φ(x) / Z, so a kept point has
+    density ∝ φ(x) Σ_k [x ∈ piece_k] = φ(x) [x ∈ polygon]: exact rejection sampling. Whole cells
+    fill their box, so most tries are kept however small the polygon's share of the Gaussian is
+    (a box around a thin wedge, or a triangle fan of one, keeps few)."""
+
+    def __init__(self, polygon, centre: Sequence[float], sigma: float, cells: int = 8):
+        import shapely
+        from shapely.geometry import box
+
+        self.centre, self.sigma = (float(centre[0]), float(centre[1])), float(sigma)
+        self.pieces, boxes = [], []
+        if not polygon.is_empty:
+            x0, y0, x1, y1 = polygon.bounds
+            w, h = (x1 - x0) / cells, (y1 - y0) / cells
+            for i in range(cells):
+                for j in range(cells):
+                    piece = polygon.intersection(box(x0 + i * w, y0 + j * h, x0 + (i + 1) * w, y0 + (j + 1) * h))
+                    if piece.is_empty or piece.area <= 0.0:
+                        continue
+                    shapely.prepare(piece)
+                    self.pieces.append(piece)
+                    boxes.append(piece.bounds)
+        self.boxes = np.array(boxes, float).reshape(-1, 4)
+        mass = np.array([_interval_mass(self.centre[0], sigma, b[0], b[2]) * _interval_mass(self.centre[1], sigma, b[1], b[3])
+                         for b in self.boxes])
+        self.total = float(mass.sum())
+        self.cum = np.cumsum(mass) / self.total if self.total > 0.0 else np.zeros(0)
+
+    @property
+    def empty(self) -> bool:
+        return self.total <= 0.0
+
+    def draw(self, rng: np.random.Generator) -> tuple[float, float] | None:
+        """One try: a point of the restricted Gaussian, or None (rejected: draw again)."""
+        import shapely
+
+        if self.empty:
+            return None
+        k = min(int(np.searchsorted(self.cum, rng.random(), side="right")), len(self.cum) - 1)
+        p = gaussian_in_box(rng, self.centre, self.sigma, self.boxes[k])
+        if p is None or not shapely.contains_xy(self.pieces[k], p[0], p[1]):
+            return None
+        return p
+
+
+def clearance_radius(footprint: np.ndarray) -> float:
+    """Radius of the largest disc around the local origin inside a footprint polygon (0 if the
+    origin is outside): wherever the object stands and however it turns, its footprint covers
+    that disc around its position."""
+    from shapely.geometry import Point, Polygon
+
+    poly = Polygon(np.asarray(footprint, float))
+    return float(poly.exterior.distance(Point(0.0, 0.0))) if poly.contains(Point(0.0, 0.0)) else 0.0
+
+
+def free_region(region, obstacles, gap_cm: float, clearance_cm: float):
+    """``region`` minus the places where an object whose footprint covers a disc of
+    ``clearance_cm`` around its position certainly overlaps an obstacle buffered by ``gap_cm``
+    (the ``overlap`` rule): obstacles buffered by ``0.9·clearance + 0.99·gap`` (shapely's
+    polygonal buffers lie inside the true ones; the 1 % and 10 % cover that), so the result
+    still contains every position the rule keeps. Without clearance nothing is removed."""
+    from shapely.ops import unary_union
+
+    if clearance_cm <= 0.0 or not obstacles:
+        return region
+    grow = 0.9 * clearance_cm + 0.99 * gap_cm
+    return region.difference(unary_union([o.buffer(grow) for o in obstacles]))

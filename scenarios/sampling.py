@@ -175,13 +175,26 @@ def aimed_camera(x: float, y: float, z: float, aim: Sequence[float], fov_deg: fl
 
 
 def camera_clear(objects: Iterable[Placed], min_cm: float) -> Callable[[Camera], bool]:
-    """Rule: the camera is at least ``min_cm`` (XY) outside every object's footprint."""
-    polys = [o.polygon() for o in objects]
+    """Rule: the camera is at least ``min_cm`` (XY) outside every object's footprint.
+
+    Only footprints whose bounding circle comes within ``min_cm`` of the camera are measured
+    exactly (a city has a hundred obstacles; the circle test is one vectorised hypot): a
+    footprint farther than that is farther than ``min_cm`` too, so the answers are the same."""
+    objs = list(objects)
+    polys = [o.polygon() for o in objs]
+    fps = [o.footprint_world() for o in objs]
+    centres = np.array([(f.min(axis=0) + f.max(axis=0)) / 2.0 for f in fps]).reshape(-1, 2)
+    radii = np.array([np.max(np.hypot(*(f - c).T)) for f, c in zip(fps, centres)]).reshape(-1)
+    slack = 1e-6 * (1.0 + abs(min_cm))   # the circle test may only skip footprints clearly far
 
     def ok(cam: Camera) -> bool:
         from shapely.geometry import Point
-        pt = Point(cam.location[0], cam.location[1])
-        return all(q.distance(pt) >= min_cm for q in polys)
+        x, y = cam.location[0], cam.location[1]
+        near = np.hypot(centres[:, 0] - x, centres[:, 1] - y) - radii < min_cm + slack
+        if not near.any():
+            return True
+        pt = Point(x, y)
+        return all(polys[k].distance(pt) >= min_cm for k in np.flatnonzero(near))
     return ok
 
 
@@ -213,6 +226,37 @@ def big_enough(objects: Iterable[Placed], min_px: float) -> Callable[[Camera], b
                 return False
         return True
     return ok
+
+
+def projection_rules(objects: Iterable[Placed], margin_px: float, min_px: float,
+                     near_cm: float = 10.0) -> list[Rule]:
+    """``small_projection`` (:func:`big_enough`) and ``in_frame`` (:func:`in_frame`) from ONE
+    projection of every prism per camera: the two rules project the same points. Same answers;
+    ``small_projection`` comes first because it rejects most (a small object far away)."""
+    prisms = [o.corners() for o in objects]
+    pts = np.vstack(prisms)
+    ends = np.cumsum([0] + [len(p) for p in prisms])
+    last: list = [None, None]   # (camera, (uv, depth)) of the latest candidate
+
+    def project(cam: Camera):
+        if last[0] is not cam:
+            last[0], last[1] = cam, cam.project(pts)
+        return last[1]
+
+    def big(cam: Camera) -> bool:
+        uv, _ = project(cam)
+        for a, b in zip(ends[:-1], ends[1:]):
+            seg = uv[a:b]
+            if np.max(seg.max(axis=0) - seg.min(axis=0)) < min_px:
+                return False
+        return True
+
+    def inside(cam: Camera) -> bool:
+        uv, depth = project(cam)
+        if np.any(depth <= near_cm):
+            return False
+        return bool(np.all((uv >= margin_px) & (uv <= np.array([cam.width, cam.height]) - margin_px)))
+    return [("small_projection", big), ("in_frame", inside)]
 
 
 # --- labels ---------------------------------------------------------------------------------

@@ -230,7 +230,7 @@ class Session:
             actors.append(parked.actor((0, 0, 0)))
         self.client.spawn(actors)
         names = [a.name for a in group.actors] + (["human"] if group.viewpoint is not None else [])
-        self._colors = {n: self.client.object_color(n) for n in names}   # clutter too: the scene graph
+        self._colors = self.client.object_colors(names)   # clutter too: the scene graph (one request)
         self._scene_key = group.key
 
     def set_look(self, world: dict) -> None:

@@ -18,10 +18,10 @@ import numpy as np
 
 from core.errors import ConfigError, PlacementError
 from engine.world import Actor, Camera, Ground, instance_color
-from scenarios.conditioned import (ConvexRegion, Sector, gaussian_in_box, max_useful_distance, observer_sector,
-                                   square_sector_region)
-from scenarios.sampling import (AssetShape, Placed, aimed_camera, big_enough, camera_clear, in_frame, label_rules,
-                                no_overlap, resample_while, sample_camera, sample_object, standing, within_distance)
+from scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
+                                   gaussian_in_box, max_useful_distance, observer_sector, square_sector_region)
+from scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
+                                projection_rules, resample_while, sample_camera, sample_object, standing, within_distance)
 
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
@@ -189,10 +189,9 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
     clear_of_scene = _cached(group, "camera_clear", lambda: camera_clear([src, tgt] + obstacles(group), CAMERA_CLEARANCE_CM))
     clear = clear_of_scene if human is None else _both(clear_of_scene, camera_clear([human], CAMERA_CLEARANCE_CM))
-    rules += [("too_far", _cached(group, ("too_far", st.min_bbox_px, st.fov_deg, st.size), lambda: _near_enough(group, st))),
-              ("camera_clear", clear),
-              ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
-              ("small_projection", big_enough(objects, st.min_bbox_px))]
+    rules += [("too_far", _cached(group, ("too_far", st.min_bbox_px, st.fov_deg, st.size), lambda: _near_enough(group, st)))]
+    rules += projection_rules(objects, IN_FRAME_MARGIN * st.size, st.min_bbox_px)   # one projection, 2 rules
+    rules += [("camera_clear", clear)]   # last: a city has ~100 footprints to keep clear of
     centroid = tuple(np.mean([o.centre() for o in objects], axis=0))
     base_z = float(np.mean([o.z for o in objects]))
     lo, hi = st.cam_height_range_cm
@@ -251,10 +250,23 @@ def _near_enough(group: Group, st: Setting):
     return lambda cam: all(math.hypot(cam.location[0] - x, cam.location[1] - y) <= d for (x, y), d in discs)
 
 
+# Proposals of the allo figure from the Gaussian truncated to the region's bounding box before
+# the exact polygon sampler (GaussianOnPolygon) is built for its (scene, label): most scenes need
+# one or two; where obstacles cover most of the region (the bridge's pond, a town's houses) the
+# box proposal wastes hundreds and the polygon sampler keeps one try in two.
+BOX_PROPOSALS = 8
+
+
 def _sample_human(rng, group: Group, want: str, st: Setting, ground: Ground, shape: AssetShape,
                   counts: Counter) -> Placed:
     """The viewpoint figure: Gaussian around the centre restricted to the label's sector within
     the distance limit of the source (exact: see ``conditioned.gaussian_in_box`` + membership).
+
+    The first ``BOX_PROPOSALS`` tries draw from the Gaussian truncated to the bounding box of
+    sector ∩ discs; later ones from the Gaussian restricted to that region minus the obstacles
+    the figure would certainly overlap (``conditioned.GaussianOnPolygon``). Each try is exact
+    rejection sampling of the same restricted prior, so switching after failed tries keeps the
+    distribution (the first kept try is distributed as every try's kept points are).
 
     Its yaw is not part of the label (SpaRRTa's rule looks from the figure's *position* through
     the source). ``st.figure_yaw == "random"`` draws it uniformly, as SpaRRTa's own scenes do: a
@@ -265,9 +277,24 @@ def _sample_human(rng, group: Group, want: str, st: Setting, ground: Ground, sha
     sector = observer_sector(src.location, tgt.location, st.margin_deg, want)
     sector = Sector(sector.apex, sector.centre_deg, sector.half_deg, R)
     bounds = _cached(group, ("human_box", want, st.margin_deg, R), lambda: _human_bounds(sector, tgt, R))
+    others = [src, tgt] + obstacles(group)
+    tries = [0]
+    if bounds is None:   # sector and the target's disc do not meet: no position can pass
+        _impossible(counts, want, "the label's sector misses the distance discs")
+
+    def polygon_sampler() -> GaussianOnPolygon:
+        return _cached(group, ("human_polygon", want, st.margin_deg, R, st.centre, st.sigma_cm, shape.asset_id),
+                       lambda: _human_polygon(sector, tgt, R, others, shape, st))
 
     def draw(r: np.random.Generator):   # the Gaussian prior restricted to sector ∩ both discs (exact)
-        p = None if bounds is None else gaussian_in_box(r, st.centre, st.sigma_cm, bounds)
+        tries[0] += 1
+        if tries[0] <= BOX_PROPOSALS:
+            p = None if bounds is None else gaussian_in_box(r, st.centre, st.sigma_cm, bounds)
+        else:
+            sampler = polygon_sampler()
+            if sampler.empty:   # obstacles cover the whole region: every further try would fail
+                _impossible(counts, want, "obstacles cover every place the label allows", tries[0] - 1)
+            p = sampler.draw(r)
         free_yaw = float(r.uniform(-180.0, 180.0))   # drawn on every try: the stream does not depend on the mode
         if p is None or not sector.contains(p) or math.hypot(p[0] - tgt.x, p[1] - tgt.y) > R:
             return None, False          # the "proposal" rule rejects it before anything looks at it
@@ -277,10 +304,31 @@ def _sample_human(rng, group: Group, want: str, st: Setting, ground: Ground, sha
     rules = [("proposal", lambda c: c[1])]
     rules += [(name, lambda c, ok=ok: ok(c[0]))
               for name, ok in label_rules(lambda h: h.location, src.location, tgt.location, st.margin_deg, want)]
-    overlap = _cached(group, "human_overlap", lambda: no_overlap([src, tgt] + obstacles(group), OBJECT_GAP_CM))
+    overlap = _cached(group, "human_overlap", lambda: no_overlap(others, OBJECT_GAP_CM))
     distance = within_distance([src, tgt], st.max_pair_dist_cm)
     rules += [("overlap", lambda c: overlap(c[0])), ("distance", lambda c: distance(c[0]))]
     return resample_while(draw, rules, rng, st.max_tries, counts, what=f"allo viewpoint for label {want!r}")[0]
+
+
+def _impossible(counts: Counter, want: str, why: str, tries: int = 0) -> None:
+    """No figure position of this scene can have the label: fail now instead of after
+    ``max_tries`` rejections (the rules reject every candidate there; the caller moves on to
+    another scene, as it would after the tries)."""
+    counts["proposal"] += 1
+    raise PlacementError(f"allo viewpoint for label {want!r}: {why} (after {tries} tries)", rule="proposal",
+                         tries=max(tries, 1), rejections={"proposal": 1})
+
+
+def _human_polygon(sector: Sector, target: Placed, radius: float, others: list[Placed], shape: AssetShape,
+                   st: Setting) -> GaussianOnPolygon:
+    """The figure's prior restricted to sector ∩ the target's disc minus the obstacles it would
+    certainly overlap (``conditioned.free_region``): a superset of every position the rules keep."""
+    from shapely.geometry import MultiPolygon, Polygon
+
+    region = sector.polygon().intersection(Sector((target.x, target.y), 0.0, 180.0, radius).polygon())
+    region = free_region(region, [o.polygon() for o in others], OBJECT_GAP_CM, clearance_radius(shape.footprint))
+    parts = [g for g in getattr(region, "geoms", [region]) if isinstance(g, Polygon) and not g.is_empty]
+    return GaussianOnPolygon(MultiPolygon(parts) if parts else Polygon(), st.centre, st.sigma_cm)
 
 
 def _human_bounds(sector: Sector, target: Placed, radius: float):

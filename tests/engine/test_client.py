@@ -69,6 +69,11 @@ def test_spawn_pose_destroy(render_client):
              Actor("b", "primitive_sphere", Transform((0, 100, 0), Rotator(0, 45, 0), (2, 2, 2)), tint=(255, 0, 0))])
     assert c.objects() == ["a", "b"]
     assert c.object_color("a") == instance_color(0) and c.object_color("b") == instance_color(1)
+    assert c.object_colors(["b", "a"]) == {"b": instance_color(1), "a": instance_color(0)}  # one request
+    with RenderClient(f"{c.host}:{c.port}") as other:   # stock fallback: one vget per name
+        assert _stock(other).object_colors(["a"]) == {"a": instance_color(0)}
+    with pytest.raises(CommandError, match="ghost"):
+        c.object_colors(["a", "ghost"])
     c.set_pose("a", location=(1, 2, 3), rotation=Rotator(0, 90, 0))
     assert c.object_location("a") == (1.0, 2.0, 3.0)
     assert c.text("vget /object/a/rotation") == "0.000 90.000 0.000"

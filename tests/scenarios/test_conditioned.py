@@ -282,3 +282,85 @@ def test_target_placement_has_the_reference_distribution(desert):
     a, b = np.array(rows_new), np.array(rows_ref)
     pvals = [stats.ks_2samp(a[:, k], b[:, k]).pvalue for k in range(4)]
     assert min(pvals) > ALPHA / 4, pvals
+
+
+# --- the allo figure's polygon proposal (GaussianOnPolygon over the region minus obstacles) ---------
+def test_gaussian_on_polygon_is_the_restricted_gaussian():
+    from shapely.geometry import MultiPolygon, box
+
+    from scenarios.conditioned import GaussianOnPolygon
+
+    ring = box(-300, -900, 1400, 700).difference(box(100, -400, 700, 300))   # a hole where the mass is
+    poly = MultiPolygon([ring, box(-1500, 900, -1100, 1300)])                # and a far island
+    sampler = GaussianOnPolygon(poly, (200.0, 0.0), 500.0)
+    rng, new, tries = np.random.default_rng(31), [], 0
+    while len(new) < 3000:
+        tries += 1
+        p = sampler.draw(rng)
+        if p is not None:
+            new.append(p)
+    ref = []
+    while len(ref) < 3000:
+        p = rng.normal((200.0, 0.0), 500.0)
+        if poly.contains(Point(p)):
+            ref.append(p)
+    new, ref = np.array(new), np.array(ref)
+    assert all(poly.covers(Point(p)) for p in new[:500])
+    for k in range(2):
+        assert stats.ks_2samp(new[:, k], ref[:, k]).pvalue > ALPHA / 2
+    assert len(new) / tries > 0.3                      # about one try in two is kept
+    assert GaussianOnPolygon(Polygon(), (0.0, 0.0), 1.0).empty
+
+
+def test_free_region_keeps_every_position_the_overlap_rule_keeps():
+    from scenarios.conditioned import clearance_radius, free_region
+    from scenarios.sampling import no_overlap
+    from shapely.geometry import box
+
+    rng = np.random.default_rng(32)
+    fig = AssetShape("fig", "human", np.array([[-25.0, -18.0], [25.0, -18.0], [30.0, 10.0], [0.0, 22.0], [-28.0, 8.0]]), 180.0)
+    rho = clearance_radius(fig.footprint)
+    assert rho == pytest.approx(18.0)            # the nearest edge: y = -18
+    kept = removed = 0
+    for _ in range(60):
+        obstacles = [Placed(f"o{k}", AssetShape("o", "o", rng.uniform(30, 300, 2) * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]), 100.0),
+                            *rng.uniform(-800, 800, 2), 0.0, float(rng.uniform(-180, 180))) for k in range(4)]
+        region = free_region(box(-1000, -1000, 1000, 1000), [o.polygon() for o in obstacles], 20.0, rho)
+        rule = no_overlap(obstacles, 20.0)
+        for _ in range(100):
+            p = Placed("human", fig, *rng.uniform(-1000, 1000, 2), 0.0, float(rng.uniform(-180, 180)))
+            if rule(p):
+                kept += 1
+                assert region.covers(Point(p.x, p.y)), (p.x, p.y)
+            removed += not region.covers(Point(p.x, p.y))
+    assert kept > 1000 and removed > 500           # the region does leave places out
+
+
+@pytest.fixture(scope="module")
+def bridge_scene():
+    """A bridge scene whose obstacles reject figures for label 'back' (the pond, a ground
+    feature, is walkable in both samplers: the reference sees the obstacles only)."""
+    import dataclasses
+
+    env = load_env("bridge")
+    shapes = ShapeCache(env.library, lambda cls: env.variants(cls, env.library))
+    st = sparrta.setting_for(parse_config({"tasks": ["allo"], "envs": ["bridge"]}), env, "allo")
+    rng = sample_rng(12345, "bridge", "allo", "tree_truck", 0, 1)
+    group = build_group(rng, ("k", 0), "tree", "truck", shapes, st, env.ground,
+                        lambda r, keep: env.clutter(r, keep, library=shapes.lib))
+    human = shapes.pick(rng, "human")
+    group = dataclasses.replace(group, clutter=scene.obstacles(group), regions={})
+    return env, st, group, human
+
+
+def test_allo_figure_from_polygon_proposals_has_the_reference_distribution(bridge_scene, monkeypatch):
+    env, st, group, human = bridge_scene
+    desert_like = (env, None, human)
+    ref, ref_counts = _humans(reference_human, 42, desert_like, st, group, "back", N_HUMAN)
+    monkeypatch.setattr(scene, "BOX_PROPOSALS", 0)        # every try from the polygon sampler
+    new, counts = _humans(scene._sample_human, 41, desert_like, st, group, "back", N_HUMAN)
+    assert all(relation(h.location, group.source.location, group.target.location, st.margin_deg) == "back" for h in new)
+    pvals = _ks(_human_marginals(new, group), _human_marginals(ref, group))
+    assert min(pvals.values()) > ALPHA / len(pvals), pvals
+    assert ref_counts["overlap"] > 0.2 * N_HUMAN                       # obstacles matter in this scene
+    assert counts["overlap"] < 0.1 * ref_counts["overlap"] and counts["proposal"] < 2 * N_HUMAN

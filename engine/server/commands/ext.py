@@ -190,6 +190,14 @@ def visibility(state: ServerState, args: list[str]) -> str:
     return json.dumps(out, separators=(",", ":"))
 
 
+@command("vget /sceneforge/colors", "vget /sceneforge/colors [names]")
+def colors(state: ServerState, args: list[str]) -> str:
+    """Instance colours of the named actors (every actor without names) as JSON
+    ``{name: [r, g, b]}``: one round trip instead of one ``vget /object/[name]/color`` each."""
+    names = _names(state, args[0] if args else None)
+    return json.dumps({n: list(map(int, state.actor(n).color)) for n in names}, separators=(",", ":"))
+
+
 @command("vget /sceneforge/render [cam] [kinds]", "vget /sceneforge/render [cam] [kinds] [camera]")
 def render_batch(state: ServerState, args: list[str]) -> bytes:
     """Optional third argument: camera JSON applied first (saves a round trip per frame)."""
