@@ -65,11 +65,10 @@ def subset(data: Path, out: Path, train: int) -> Path:
 
 
 def only_task(data: Path, task: str) -> Path:
-    """The same rows in the same order (so the feature cache, keyed on image bytes in table order,
-    still hits) with every other task's rows moved to ``train``: their groups have no val/test
-    and are skipped. For a control backbone that only needs one task on a busy machine."""
+    """Only ``task``'s rows (same images through symlinks): a control backbone that only needs
+    one task extracts only its images."""
     t = pd.read_parquet(data / "samples.parquet")
-    t.loc[t["task"] != task, "split"] = "train"
+    t = t[t["task"] == task].reset_index(drop=True)
     view = data.with_name(f"{data.name}_{task}")
     view.mkdir(parents=True, exist_ok=True)
     for env in sorted(t["env"].unique()):
