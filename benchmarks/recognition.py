@@ -7,7 +7,7 @@ build efficientnet-lite0``; built on first use) classifies
 
 * **isolated**: every asset of every scored class, alone on its environment's ground with the
   environment's PBR world (sun, sky/HDRI, ground surface, fog), from ``--views`` azimuths at
-  12° elevation, framed to fill ~3/4 of a ``--size``² frame;
+  12° elevation, framed so the silhouette's longer side spans 80 % of a ``--size``² frame;
 * **crops**: the source/target objects of a SpaRRTa dataset (``sceneforge generate --env all
   --task ego --masks``, the default output at 224²), each cut out with :func:`probing.recognition.
   context_box` (square, 25 % context) and resized to the model input. Boxes whose longer side is
@@ -46,7 +46,7 @@ from probing import recognition as rec  # noqa: E402
 
 AZIMUTH0_DEG = 30.0      # first view: front three-quarter
 ELEVATION_DEG = 12.0     # eye-level-ish, as most photos of animals and vehicles are taken
-FILL = 0.75              # the bounding sphere's diameter spans this fraction of the frame
+FILL = 0.8               # the silhouette's longer side spans this fraction of the frame
 
 
 # ---- isolated renders ------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def isolated_views(classes: list[str], views: int, size: int, packs: set[str] | 
     from assets_manifest import AssetLibrary
     from engine.server.catalog import AssetCatalog
     from engine.server.gl.backend import GLBackend
-    from engine.world import Actor, Camera, Rotator, Scene, Transform, instance_color, look_at_rotation
+    from engine.world import Actor, Rotator, Scene, Transform, instance_color
     from scenarios.environments import load_env
 
     lib = AssetLibrary.default()
@@ -91,17 +91,28 @@ def isolated_views(classes: list[str], views: int, size: int, packs: set[str] | 
                 scene = Scene()
                 env.apply_to(scene)
                 scene.add(Actor("object", asset, Transform((0.0, 0.0, z0), Rotator(0, 0, 0)), instance_color(0)))
+                pts = lib.mesh(asset).vertices[:: max(1, len(lib.mesh(asset).vertices) // 3000)] + (0.0, 0.0, z0)
                 for v in range(views):
                     az = math.radians(AZIMUTH0_DEG + 360.0 * v / views)
-                    el = math.radians(ELEVATION_DEG)
-                    eye = (dist * math.cos(el) * math.cos(az), dist * math.cos(el) * math.sin(az),
-                           target[2] + dist * math.sin(el))
-                    ground_z = float(env.ground.height(eye[0], eye[1])) + 30.0
-                    eye = (eye[0], eye[1], max(eye[2], ground_z))
-                    cam = Camera(eye, look_at_rotation(eye, target), fov, size, size)
+                    cam = None
+                    for _ in range(3):  # the silhouette's longer side spans FILL of the frame
+                        cam = _orbit_camera(env, target, az, dist, fov, size)
+                        uv, _depth = cam.project(pts)
+                        dist *= float(max(np.ptp(uv[:, 0]), np.ptp(uv[:, 1]))) / size / FILL
+                    cam = _orbit_camera(env, target, az, dist, fov, size)
                     yield lib.info(asset).pack, cls, asset, v, backend.render(scene, cam, ("lit",))["lit"]
     finally:
         backend.close()
+
+
+def _orbit_camera(env, target, az: float, dist: float, fov: float, size: int):
+    from engine.world import Camera, look_at_rotation
+
+    el = math.radians(ELEVATION_DEG)
+    eye = (target[0] + dist * math.cos(el) * math.cos(az), target[1] + dist * math.cos(el) * math.sin(az),
+           target[2] + dist * math.sin(el))
+    eye = (eye[0], eye[1], max(eye[2], float(env.ground.height(eye[0], eye[1])) + 30.0))
+    return Camera(eye, look_at_rotation(eye, target), fov, size, size)
 
 
 # ---- dataset crops ---------------------------------------------------------------------------

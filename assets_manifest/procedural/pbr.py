@@ -19,6 +19,10 @@ from core.meshes import Material, RenderMesh
 GRAIN_CM = 120.0                       # one noise tile covers this much surface
 STOREY_CM = 350.0                      # facade tile: one storey high
 BAY_CM = 300.0                         # ... and one window bay wide
+# Animals: one fur tile covers this much skin (cm). The bear's is finer: at 24 cm its strands
+# read as wrinkled skin and the classifier saw an elephant ("tusker").
+FUR_CM = {"bear": 12.0, "fox": 16.0, "husky": 16.0, "deer": 24.0, "camel": 24.0}
+FUR_CLASSES = set(FUR_CM)
 ROUGHNESS = {"truck": 0.45, "taxi": 0.35, "car": 0.35, "bike": 0.5, "vespa": 0.4, "fire_hydrant": 0.5,
              "cone": 0.6, "trash_bin": 0.6, "barrel": 0.55, "lamp_post": 0.5, "sign": 0.5}
 
@@ -38,6 +42,32 @@ def grain(size: int = 64, seed: int = 7) -> np.ndarray:
     img = np.repeat(g[..., None], 3, axis=2)
     img.setflags(write=False)
     return img
+
+
+@functools.lru_cache(maxsize=2)
+def fur(size: int = 128, seed: int = 23) -> tuple[np.ndarray, np.ndarray]:
+    """Tileable fur: strands (noise stretched 8× along v, which box UVs put along height on the
+    sides of a body) over a soft macro variation; (sRGB uint8 albedo, mean ≈ 215; normal map).
+    Smooth, evenly coloured skin read as cloth to a classifier ("swimming trunks"); strands and
+    their shading make it read as an animal's coat."""
+    rng = np.random.default_rng(seed)
+    fx = np.fft.fftfreq(size)[None, :]
+    fy = np.fft.fftfreq(size)[:, None]
+    f = np.sqrt((fx * size / 1.0) ** 2 + (fy * size / 8.0) ** 2)
+    amp = 1.0 / np.maximum(f, 1.0) ** 1.1
+    amp[0, 0] = 0
+    n = np.real(np.fft.ifft2(amp * np.exp(2j * np.pi * rng.random((size, size)))))
+    n = (n - n.min()) / max(float(np.ptp(n)), 1e-9)
+    from assets_manifest.looks import normal_from_height, tileable_noise
+
+    macro = tileable_noise(size, 2.0, seed + 1)
+    h = 0.75 * n + 0.25 * macro
+    g = (150 + 110 * h).clip(0, 255).astype(np.uint8)
+    img = np.repeat(g[..., None], 3, axis=2)
+    normal = normal_from_height(n, strength=1.5)
+    img.setflags(write=False)
+    normal.setflags(write=False)
+    return img, normal
 
 
 @functools.lru_cache(maxsize=16)
@@ -106,6 +136,13 @@ def apply(mesh: RenderMesh, cls: str, surface=None) -> RenderMesh:
             mats.append(Material(name=f"facade_{k}", albedo=facade(tuple(int(x) for x in c)), roughness=0.85,
                                  license="cc0-1.0"))
             uvs[sel] = box_uvs(corners[sel], BAY_CM, STOREY_CM)
+        elif cls in FUR_CLASSES:
+            coat, normal = fur()
+            f_mean = float(_srgb_to_linear(coat[..., 0] / 255).mean())
+            lin = _srgb_to_linear(c / 255) / f_mean
+            mats.append(Material(name=f"fur_{k}", base_color=tuple(np.clip(lin, 0, 1).tolist()) + (1.0,),
+                                 albedo=coat, normal_map=normal, roughness=0.9, license="cc0-1.0"))
+            uvs[sel] = box_uvs(corners[sel], FUR_CM[cls], FUR_CM[cls])
         else:
             lin = _srgb_to_linear(c / 255) / g_mean
             mats.append(Material(name=f"part_{k}", base_color=tuple(np.clip(lin, 0, 1).tolist()) + (1.0,),
