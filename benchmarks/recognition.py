@@ -117,7 +117,8 @@ def _orbit_camera(env, target, az: float, dist: float, fov: float, size: int):
 
 # ---- dataset crops ---------------------------------------------------------------------------
 
-def generate(out: Path, n_per_env: int, seed: int, procedural: bool, size: int) -> Path:
+def generate(out: Path, n_per_env: int, seed: int, procedural: bool, size: int, triples: list[str] | None = None,
+             envs: list[str] | None = None) -> Path:
     """``sceneforge generate --env all --task ego --masks`` into ``out`` (a subprocess, so the
     procedural variant can point ``SCENEFORGE_CACHE`` at an empty directory)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
@@ -126,8 +127,10 @@ def generate(out: Path, n_per_env: int, seed: int, procedural: bool, size: int) 
         empty = out.parent / (out.name + "_cache")
         empty.mkdir(parents=True, exist_ok=True)
         env["SCENEFORGE_CACHE"] = str(empty)
-    cmd = [sys.executable, "-m", "sceneforge.cli", "generate", "--env", "all", "--task", "ego", "--n", str(n_per_env),
-           "--seed", str(seed), "--size", str(size), "--masks", "--out", str(out), "--quiet"]
+    cmd = [sys.executable, "-m", "sceneforge.cli", "generate", "--env", *(envs or ["all"]), "--task", "ego",
+           "--n", str(n_per_env), "--seed", str(seed), "--size", str(size), "--masks", "--out", str(out), "--quiet"]
+    if triples:
+        cmd += ["--triples", *triples]
     print("$", ("SCENEFORGE_CACHE=<empty> " if procedural else "") + " ".join(cmd[2:]), flush=True)
     subprocess.run(cmd, env=env, check=True, cwd=str(ROOT))
     return out
@@ -220,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", action="append", default=[], metavar="DIR[=LABEL]",
                     help="dataset(s) to crop (default: generate 'default' and 'procedural' ones)")
     ap.add_argument("--n-per-env", type=int, default=24, help="samples per environment when generating")
+    ap.add_argument("--env", nargs="+", default=None, help="environments to generate (default all)")
+    ap.add_argument("--triples", nargs="+", default=None, help="only these triples when generating (e.g. the "
+                    "animal ones: cactus_camel tent_bear rock_fox snowman_husky tree_deer)")
+    ap.add_argument("--generate", default="default,procedural",
+                    help="which datasets to generate without --data: default, procedural or both")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--min-box", type=int, default=16, help="skip crops whose box is smaller (pixels)")
     ap.add_argument("--context", type=float, default=0.25, help="context around a crop, × the box side")
@@ -255,10 +263,12 @@ def main(argv: list[str] | None = None) -> int:
         if not datasets:
             base = args.keep or Path(tempfile.mkdtemp(prefix="sf_recognition_"))
             tmp = None if args.keep else base
-            for label, proc in (("default", False), ("procedural", True)):
+            for label in [x.strip() for x in args.generate.split(",") if x.strip()]:
+                if label not in ("default", "procedural"):
+                    ap.error(f"--generate: {label!r} is neither default nor procedural")
                 out = base / f"crops_{label}"
                 if not (out / "objects.parquet").is_file():
-                    generate(out, args.n_per_env, args.seed, proc, args.size)
+                    generate(out, args.n_per_env, args.seed, label == "procedural", args.size, args.triples, args.env)
                 datasets.append((out, label))
         for path, label in datasets:
             gen = dataset_crops(path, set(classes), args.min_box, args.context)
