@@ -1,6 +1,8 @@
 """scenarios/look.py: per-sample look draws declared in the environment YAML (pure, no rendering)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -50,9 +52,11 @@ def test_card_worlds_name_every_hdri_choice():
 def test_bad_randomize_section_is_one_clear_error(tmp_path):
     src = (load_env("desert").path).read_text()
     p = tmp_path / "bad.yaml"
-    p.write_text(src + "\n" if "randomize:" not in src else src.replace("exposure_ev: [-0.4, 0.4]", "exposure_ev: [2, -2]"))
+    ranged = re.compile(r"exposure_ev: \[[^\]]*\]")          # the randomize section's range
+    assert "randomize:" in src and len(ranged.findall(src)) == 1
+    p.write_text(ranged.sub("exposure_ev: [2, -2]", src))
     with pytest.raises(ConfigError, match="randomize"):
         load_env(p)
-    p.write_text(src.replace("exposure_ev: [-0.4, 0.4]", "exposure: [0, 1]"))
+    p.write_text(ranged.sub("exposure: [0, 1]", src))
     with pytest.raises(ConfigError, match="exposure"):
         load_env(p)
