@@ -79,6 +79,7 @@ class ClutterGroup(_Strict):
     facing: Literal["random", "line", "along"] = "random"   # yaw: random, front to the line, along it
     avoid: list[str] = Field(default_factory=list)     # names in ``zones`` the footprint must not touch
     within: list[str] = Field(default_factory=list)    # names in ``zones`` the footprint must lie inside
+    overlap: bool = False              # objects of this group may overlap each other (dunes merging)
 
     @model_validator(mode="after")
     def _check(self) -> "ClutterGroup":
@@ -268,9 +269,9 @@ class Environment:
             if not lm.flat:
                 r = _radius(lib, a.asset_id) * lm.scale
                 occupied.add(Point(*lm.location_cm), r, *lm.location_cm, r)
-        for group in self.spec.clutter:
+        for k, group in enumerate(self.spec.clutter):
             for asset_id, x, y, yaw, s in _place_group(group, rng, lib, occupied, self.spec.sampling.centre_cm,
-                                                       self.spec.style_tags, self._geometry()):
+                                                       self.spec.style_tags, self._geometry(), k):
                 actors.append(self._actor(len(actors), asset_id, x, y, yaw, s, lib))
         return actors
 
@@ -323,7 +324,7 @@ def pick_variants(lib, cls: str, tags) -> list[str]:
 
 
 def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(),
-                 geometry=({}, {})):
+                 geometry=({}, {}), index: int = 0):
     """Yield (asset_id, x, y, yaw, scale) for one group; adds each object to ``occupied``."""
     zones, lines = geometry
     avoid = unary_union([zones[z] for z in group.avoid]) if group.avoid else None
@@ -345,8 +346,9 @@ def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, occupied: O
                 c = line_candidate(rng, line, group.offset_cm, group.facing, footprint, s, centre, group.ring_cm)
                 if c is None:
                     continue
-            if in_zones(c, rad, avoid, within) and occupied.clear(c.geom, c.pad, rad, c.x, c.y, group.gap_cm):
-                occupied.add(c.geom, c.pad, c.x, c.y, rad)
+            if in_zones(c, rad, avoid, within) and occupied.clear(c.geom, c.pad, rad, c.x, c.y, group.gap_cm,
+                                                                  index if group.overlap else None):
+                occupied.add(c.geom, c.pad, c.x, c.y, rad, index)
                 yield asset_id, c.x, c.y, c.yaw, s
                 break
 

@@ -45,16 +45,20 @@ class Occupancy:
     geoms: list = field(default_factory=list)
     pads: list = field(default_factory=list)
     discs: list = field(default_factory=list)       # bounding disc of each shape
+    groups: list = field(default_factory=list)      # which clutter group placed it (-1: a landmark)
     keep_out: list = field(default_factory=list)    # (x, y, r): always disc-vs-disc
 
-    def add(self, geom, pad: float, x: float, y: float, radius: float) -> None:
+    def add(self, geom, pad: float, x: float, y: float, radius: float, group: int = -1) -> None:
         self.geoms.append(geom)
         self.pads.append(float(pad))
         self.discs.append((float(x), float(y), float(radius)))
+        self.groups.append(group)
 
-    def clear(self, geom, pad: float, radius: float, x: float, y: float, gap: float) -> bool:
-        """True when ``geom`` (padded by ``pad``) keeps ``gap`` from everything placed and its
-        disc (``radius`` around x, y) keeps clear of every keep-out disc."""
+    def clear(self, geom, pad: float, radius: float, x: float, y: float, gap: float,
+              overlap_group: int | None = None) -> bool:
+        """True when ``geom`` (padded by ``pad``) keeps ``gap`` from everything placed (except the
+        objects of ``overlap_group``, which may overlap it) and its disc (``radius`` around x, y)
+        keeps clear of every keep-out disc."""
         for kx, ky, kr in self.keep_out:
             if math.hypot(x - kx, y - ky) < kr + radius + gap:
                 return False
@@ -62,11 +66,13 @@ class Occupancy:
             return True
         d = np.asarray(self.discs)
         near = np.hypot(d[:, 0] - x, d[:, 1] - y) - d[:, 2] - radius < gap    # bounding discs too close
+        if overlap_group is not None:
+            near &= np.asarray(self.groups) != overlap_group
         if not near.any():
             return True
         idx = np.flatnonzero(near)
         exact = shapely.distance(geom, np.asarray(self.geoms, dtype=object)[idx]) - np.asarray(self.pads)[idx] - pad
-        return bool(np.all(exact >= gap))
+        return bool(np.all((exact >= gap) & (exact > 0)))   # > 0: polygons that overlap are 0 apart
 
 
 @dataclass(frozen=True)

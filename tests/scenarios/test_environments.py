@@ -233,3 +233,34 @@ def test_zone_and_line_names_are_checked(tmp_path):
     assert "facing" in msg
     msg = _bad(tmp_path, base + "lines: {l: [[5, 5, 5, 5]]}\n")
     assert "zero length" in msg
+
+
+@pytest.mark.parametrize("name", sorted(SPARRTA_TRIPLES))
+def test_every_group_keeps_its_zones_and_ring(name, lib):
+    """Whatever an environment declares (``avoid``, ``within``, ring) holds for every object it
+    generates: nothing of the bridge park stands in the river, no dune leaves its ring, and
+    objects placed along a line (rotated footprints) never overlap each other unless their group
+    says ``overlap`` (the desert's dunes)."""
+    from shapely.ops import unary_union
+
+    from scenarios.placement import zone_geometry
+
+    env = load_env(name, library=lib)
+    zones = {k: zone_geometry(v) for k, v in env.spec.zones.items()}
+
+    def obeys(g, a, fp) -> bool:
+        x, y, _ = a.transform.location
+        return (g.ring_cm[0] - 1e-6 <= math.hypot(x, y) <= g.ring_cm[1] + 1e-6
+                and not any(fp.intersects(zones[z]) for z in g.avoid)
+                and (not g.within or unary_union([zones[z] for z in g.within]).contains(fp)))
+
+    for seed in range(2):
+        lined = []
+        for a in env.clutter(np.random.default_rng(seed))[len(env.spec.landmarks):]:
+            cls, fp = lib.info(a.asset_id).cls, _world_footprint(lib, a)
+            groups = [g for g in env.spec.clutter if cls in g.classes or a.asset_id in g.classes]
+            assert any(obeys(g, a, fp) for g in groups), (name, seed, a.name, cls)
+            if any(g.along and not g.overlap for g in groups):
+                lined.append(fp)
+        for i, p in enumerate(lined):
+            assert not any(p.overlaps(q) or p.within(q) for q in lined[i + 1:]), (name, seed, i)
