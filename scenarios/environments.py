@@ -263,7 +263,7 @@ class Environment:
         tries are dropped.
         """
         lib = library or self.library
-        occupied = Occupancy(keep_out=[tuple(map(float, k)) for k in keep_out])
+        occupied = Occupancy(keep_out)
         actors = [self._landmark(lm, k, lib) for k, lm in enumerate(self.spec.landmarks)]
         for lm, a in zip(self.spec.landmarks, actors):
             if not lm.flat:
@@ -346,8 +346,8 @@ def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, occupied: O
                 c = line_candidate(rng, line, group.offset_cm, group.facing, footprint, s, centre, group.ring_cm)
                 if c is None:
                     continue
-            if in_zones(c, rad, avoid, within) and occupied.clear(c.geom, c.pad, rad, c.x, c.y, group.gap_cm,
-                                                                  index if group.overlap else None):
+            if occupied.clear(c, rad, group.gap_cm, index if group.overlap else None) and \
+                    in_zones(c, rad, avoid, within):
                 occupied.add(c.geom, c.pad, c.x, c.y, rad, index)
                 yield asset_id, c.x, c.y, c.yaw, s
                 break

@@ -22,7 +22,6 @@ in the same order, and shapely distances (exact) decide.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 import shapely
@@ -37,58 +36,74 @@ def zone_geometry(rects) -> shapely.Geometry:
     return unary_union([box(min(r[0], r[2]), min(r[1], r[3]), max(r[0], r[2]), max(r[1], r[3])) for r in rects])
 
 
-@dataclass
 class Occupancy:
     """What already stands: shapes with a clearance pad (discs are points padded by their radius),
-    each also bounded by a disc (x, y, r) so most pairs are cleared without exact geometry."""
+    each also bounded by a disc (x, y, r) so most pairs are cleared without exact geometry.
+    Arrays grow by doubling: a forest places 140 objects, each tried against all before it."""
 
-    geoms: list = field(default_factory=list)
-    pads: list = field(default_factory=list)
-    discs: list = field(default_factory=list)       # bounding disc of each shape
-    groups: list = field(default_factory=list)      # which clutter group placed it (-1: a landmark)
-    keep_out: list = field(default_factory=list)    # (x, y, r): always disc-vs-disc
+    def __init__(self, keep_out=()):
+        self.keep_out = [tuple(map(float, k)) for k in keep_out]    # (x, y, r): always disc-vs-disc
+        self.n = 0
+        self._discs = np.zeros((64, 3))          # bounding disc of each shape
+        self._pads = np.zeros(64)
+        self._groups = np.zeros(64, dtype=int)   # which clutter group placed it (-1: a landmark)
+        self._geoms = np.empty(64, dtype=object)
 
     def add(self, geom, pad: float, x: float, y: float, radius: float, group: int = -1) -> None:
-        self.geoms.append(geom)
-        self.pads.append(float(pad))
-        self.discs.append((float(x), float(y), float(radius)))
-        self.groups.append(group)
+        if self.n == len(self._pads):
+            grow = len(self._pads)
+            self._discs = np.vstack([self._discs, np.zeros((grow, 3))])
+            self._pads = np.concatenate([self._pads, np.zeros(grow)])
+            self._groups = np.concatenate([self._groups, np.zeros(grow, dtype=int)])
+            self._geoms = np.concatenate([self._geoms, np.empty(grow, dtype=object)])
+        i = self.n
+        self._discs[i] = (x, y, radius)
+        self._pads[i], self._groups[i], self._geoms[i] = pad, group, geom
+        self.n += 1
 
-    def clear(self, geom, pad: float, radius: float, x: float, y: float, gap: float,
-              overlap_group: int | None = None) -> bool:
-        """True when ``geom`` (padded by ``pad``) keeps ``gap`` from everything placed (except the
-        objects of ``overlap_group``, which may overlap it) and its disc (``radius`` around x, y)
-        keeps clear of every keep-out disc."""
+    def clear(self, c: "Candidate", radius: float, gap: float, overlap_group: int | None = None) -> bool:
+        """True when the candidate's shape keeps ``gap`` from everything placed (except the
+        objects of ``overlap_group``, which may overlap it) and its disc (``radius`` around its
+        centre) keeps clear of every keep-out disc."""
+        x, y = c.x, c.y
         for kx, ky, kr in self.keep_out:
             if math.hypot(x - kx, y - ky) < kr + radius + gap:
                 return False
-        if not self.geoms:
+        if not self.n:
             return True
-        d = np.asarray(self.discs)
+        d = self._discs[:self.n]
         near = np.hypot(d[:, 0] - x, d[:, 1] - y) - d[:, 2] - radius < gap    # bounding discs too close
         if overlap_group is not None:
-            near &= np.asarray(self.groups) != overlap_group
-        if not near.any():
-            return True
+            near &= self._groups[:self.n] != overlap_group
         idx = np.flatnonzero(near)
-        exact = shapely.distance(geom, np.asarray(self.geoms, dtype=object)[idx]) - np.asarray(self.pads)[idx] - pad
+        if not len(idx):
+            return True
+        exact = shapely.distance(c.geom, self._geoms[idx]) - self._pads[idx] - c.pad
         return bool(np.all((exact >= gap) & (exact > 0)))   # > 0: polygons that overlap are 0 apart
 
 
-@dataclass(frozen=True)
 class Candidate:
-    x: float
-    y: float
-    yaw: float
-    geom: object        # shapely Point (disc, padded by ``pad``) or Polygon
-    pad: float
+    """A spot for one object: centre, yaw, and its shape (a shapely Point padded by ``pad`` for a
+    disc, else a Polygon), built only when a check needs it (most candidates are decided by
+    their bounding disc alone)."""
+
+    __slots__ = ("x", "y", "yaw", "pad", "_geom", "_make")
+
+    def __init__(self, x: float, y: float, yaw: float, pad: float, geom=None, make=None):
+        self.x, self.y, self.yaw, self.pad, self._geom, self._make = x, y, yaw, pad, geom, make
+
+    @property
+    def geom(self):
+        if self._geom is None:
+            self._geom = self._make()
+        return self._geom
 
 
 def footprint_polygon(footprint: np.ndarray, scale: float, x: float, y: float, yaw_deg: float) -> Polygon:
     """The asset's local footprint, scaled, turned by UE yaw (+yaw turns X towards Y), moved to x, y."""
     c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    fp = np.asarray(footprint, dtype=float) * scale
-    return Polygon(np.stack([fp[:, 0] * c - fp[:, 1] * s + x, fp[:, 0] * s + fp[:, 1] * c + y], axis=1))
+    turn = np.array([[c, s], [-s, c]]) * scale           # row vectors: (fx, fy) @ turn
+    return shapely.polygons(np.asarray(footprint, dtype=float) @ turn + (x, y))
 
 
 def ring_candidate(rng: np.random.Generator, centre, ring, radius: float) -> Candidate:
@@ -97,7 +112,7 @@ def ring_candidate(rng: np.random.Generator, centre, ring, radius: float) -> Can
     a = rng.uniform(0, 2 * math.pi)
     x, y = centre[0] + d * math.cos(a), centre[1] + d * math.sin(a)
     yaw = float(rng.uniform(-180, 180))
-    return Candidate(x, y, yaw, Point(x, y), radius)
+    return Candidate(x, y, yaw, radius, geom=Point(x, y))
 
 
 class Line:
@@ -139,7 +154,7 @@ def line_candidate(rng: np.random.Generator, line: Line, offset_cm: float, facin
     x, y = float(xy[0]), float(xy[1])
     if not ring[0] <= math.hypot(x - centre[0], y - centre[1]) <= ring[1]:
         return None
-    return Candidate(x, y, yaw, footprint_polygon(footprint, scale, x, y, yaw), 0.0)
+    return Candidate(x, y, yaw, 0.0, make=lambda: footprint_polygon(footprint, scale, x, y, yaw))
 
 
 def in_zones(c: Candidate, radius: float, avoid, within) -> bool:
@@ -150,7 +165,7 @@ def in_zones(c: Candidate, radius: float, avoid, within) -> bool:
         if shapely.distance(centre, avoid) <= radius and shapely.distance(c.geom, avoid) <= c.pad:
             return False
     if within is not None:
-        if not within.contains(c.geom):
+        if not within.contains(Point(c.x, c.y)) or not within.contains(c.geom):
             return False
         if c.pad > 0 and within.boundary.distance(c.geom) < c.pad:
             return False
