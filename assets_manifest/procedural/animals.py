@@ -156,10 +156,11 @@ def camel(length_cm: float = 300.0, color=(194, 154, 104), humps: int = 1) -> Re
     s = Sculpt(blend_cm=12.0)
     s.ellipsoid((0, 0, 148), (58, 27, 30), coat)                     # body
     s.ellipsoid((36, 0, 146), (26, 25, 32), coat)                    # chest
-    xs = (-2.0,) if humps == 1 else (22.0, -26.0)
-    for x in xs:
-        h = 40 if humps == 1 else 30
-        s.ellipsoid((x, 0, 170), (36 if humps == 1 else 22, 20, h), coat)          # hump(s)
+    if humps == 1:
+        s.ellipsoid((-2, 0, 170), (36, 20, 40), coat)                # tall hump
+    else:  # two humps with a saddle between them (a small fillet keeps the dip)
+        for x in (26.0, -26.0):
+            s.ellipsoid((x, 0, 172), (19, 18, 30), coat, blend=5.0)
     s.chain([(52, 0, 150), (80, 0, 136), (98, 0, 150), (104, 0, 182)], [17, 12, 10, 9], coat)   # S neck
     s.ellipsoid((108, 0, 190), (15, 9.5, 10), coat)                  # skull
     s.limb((112, 0, 188), (132, 0, 178), 8, 6.5, shade(coat, 0.95))  # long muzzle
