@@ -27,13 +27,30 @@ def object_pixels(mask_rgb: np.ndarray, color) -> np.ndarray:
     return np.all(mask_rgb[..., :3] == np.asarray(color, dtype=mask_rgb.dtype), axis=-1)
 
 
+def _packed(mask_rgb: np.ndarray) -> np.ndarray:
+    m = mask_rgb[..., :3].astype(np.int32)
+    return (m[..., 0] << 16) | (m[..., 1] << 8) | m[..., 2]
+
+
+def _pack(color) -> int:
+    r, g, b = (int(c) for c in color)
+    return (r << 16) | (g << 8) | b
+
+
+def needs_depth(label: str) -> bool:
+    """Only front/back are judged on depth; left/right on the mask alone (no depth to fetch)."""
+    return label in ("front", "back")
+
+
 def ego_label_disagrees(label: str, mask_rgb: np.ndarray, depth: np.ndarray, source_color, target_color) -> bool:
     """True when the rendered image contradicts an egocentric ``label`` (see module docstring).
 
-    ``depth`` is the (H, W) depth image in cm (ray or planar: only the order matters).
+    ``depth`` is the (H, W) depth image in cm (ray or planar: only the order matters); only
+    front/back read it (``needs_depth``), so it may be None for left/right.
     An object with no pixel cannot be judged and counts as a disagreement.
     """
-    src, tgt = object_pixels(mask_rgb, source_color), object_pixels(mask_rgb, target_color)
+    packed = _packed(mask_rgb)   # one int per pixel: two compares instead of six channel compares
+    src, tgt = packed == _pack(source_color), packed == _pack(target_color)
     if not src.any() or not tgt.any():
         return True
     if label in ("left", "right"):

@@ -33,7 +33,7 @@ from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config, 
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, record_path
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
 from core.paths import confined
-from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
+from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees, needs_depth
 from scenarios.look import LOOK_STREAM, draw_look, server_world
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
@@ -272,8 +272,8 @@ class Session:
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
-                    img = self.render_sample(perceptual)
-                    if perceptual and ego_label_disagrees(want, img["object_mask"], img["depth"],
+                    img = self.render_sample(perceptual, want)
+                    if perceptual and ego_label_disagrees(want, img["object_mask"], img.get("depth"),
                                                           self._colors["source"], self._colors["target"]):
                         counts[PERCEPTUAL_RULE] += 1
                         continue
@@ -299,12 +299,13 @@ class Session:
                               f"candidates, label rules aside): {dict(sorted(counts.items()))}",
                               rule=rule, tries=tries, rejections=dict(counts))
 
-    def render_sample(self, perceptual: bool) -> dict:
-        """Render the accepted view (camera already set by ``visibility``); the mask and depth
-        are also needed by the perceptual-consistency rule (they do not change the lit image)."""
+    def render_sample(self, perceptual: bool, want: str) -> dict:
+        """Render the accepted view (camera already set by ``visibility``); the mask (and for
+        front/back the depth) are also needed by the perceptual-consistency rule (they do not
+        change the lit image)."""
         cfg = self.cfg
         kinds = ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
-            (("depth",) if cfg.depth or perceptual else ())
+            (("depth",) if cfg.depth or (perceptual and needs_depth(want)) else ())
         return self.client.render(0, kinds)
 
     def write(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict, counts: Counter,
