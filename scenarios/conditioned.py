@@ -156,6 +156,17 @@ class ConvexRegion:
         p = a + u * (b - a) + v * (c - a)
         return float(p[0]), float(p[1])
 
+    def sample_many(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """(n, 2) independent uniform points (as :meth:`sample`, vectorised)."""
+        if self.area <= 0.0:
+            raise ConfigError("cannot sample an empty region")
+        k = np.minimum(np.searchsorted(self.cum, rng.random(n), side="right"), len(self.cum) - 1)
+        u, v = rng.random(n), rng.random(n)
+        flip = u + v > 1.0
+        u, v = np.where(flip, 1.0 - u, u), np.where(flip, 1.0 - v, v)
+        a, b, c = self.tris[k, 0], self.tris[k, 1], self.tris[k, 2]
+        return a + u[:, None] * (b - a) + v[:, None] * (c - a)
+
 
 def square_sector_region(centre: Sequence[float], half_range: float, sector: Sector | None,
                          discs: Sequence[tuple[Sequence[float], float]] = ()) -> ConvexRegion:

@@ -21,7 +21,8 @@ from engine.world import Actor, Camera, Ground, instance_color
 from scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
                                    gaussian_in_box, max_useful_distance, observer_sector, square_sector_region)
 from scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
-                                projection_rules, resample_while, sample_camera, sample_object, standing, within_distance)
+                                projection_rules, resample_batched, resample_while, sample_camera, sample_object,
+                                screen_aimed_cameras, standing, within_distance)
 
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
@@ -202,10 +203,18 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
         raise PlacementError(f"{task} camera for label {want!r}: no camera position in the square passes {rule!r}",
                              rule=rule, tries=1, rejections={rule: 1})
 
-    def draw(r: np.random.Generator):   # uniform on the region = the prior given what it excludes
-        x, y = region.sample(r)
-        return aimed_camera(x, y, float(base_z + r.uniform(lo, hi)), centroid, st.fov_deg, st.size)
-    cam = resample_while(draw, rules, rng, st.max_tries, counts, what=f"{task} camera for label {want!r}")
+    def draw(r: np.random.Generator, n: int) -> np.ndarray:   # uniform on the region = the prior given what it excludes
+        xy = region.sample_many(r, n)
+        return np.column_stack([xy, base_z + r.uniform(lo, hi, n)])
+
+    prisms = [o.corners() for o in objects]
+
+    def screen(eyes: np.ndarray) -> list:   # the projection rules on every eye at once (a necessary condition)
+        return screen_aimed_cameras(eyes, centroid, st.fov_deg, st.size, prisms, IN_FRAME_MARGIN * st.size,
+                                    st.min_bbox_px)
+    cam = resample_batched(draw, screen, lambda e: aimed_camera(float(e[0]), float(e[1]), float(e[2]), centroid,
+                                                                st.fov_deg, st.size),
+                           rules, rng, st.max_tries, counts, what=f"{task} camera for label {want!r}")
     observer = cam.location if task == "ego" else human.location
     return View(cam, human, _angle(observer, src.location, tgt.location))
 

@@ -364,3 +364,29 @@ def test_allo_figure_from_polygon_proposals_has_the_reference_distribution(bridg
     assert min(pvals.values()) > ALPHA / len(pvals), pvals
     assert ref_counts["overlap"] > 0.2 * N_HUMAN                       # obstacles matter in this scene
     assert counts["overlap"] < 0.1 * ref_counts["overlap"] and counts["proposal"] < 2 * N_HUMAN
+
+
+def test_screened_cameras_fail_only_what_the_projection_rules_fail():
+    """The vectorised screen of camera candidates (sampling.screen_aimed_cameras) is a necessary
+    condition of the projection rules: every eye it fails, the scalar rules fail too (so drawing
+    many candidates at once keeps the distribution); and it does fail most of the bad ones."""
+    from scenarios.sampling import projection_rules, screen_aimed_cameras
+
+    rng = np.random.default_rng(33)
+    flagged = agree = 0
+    for _ in range(40):
+        objs = [Placed(f"o{k}", AssetShape("o", "o", rng.uniform(10, 150, 2) * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]),
+                                          float(rng.uniform(20, 300))), *rng.normal(0, 400, 2), 0.0, float(rng.uniform(-180, 180)))
+                for k in range(2)]
+        aim = np.mean([o.centre() for o in objs], axis=0)
+        eyes = np.column_stack([rng.uniform(-2500, 2500, (60, 2)), rng.uniform(100, 1500, 60)])
+        fails = screen_aimed_cameras(eyes, aim, 53.13, 224, [o.corners() for o in objs], 4.48, 12.0)
+        rules = projection_rules(objs, 4.48, 12.0)
+        for e, f in zip(eyes, fails):
+            cam = aimed_camera(*e, tuple(aim), 53.13, 224)
+            scalar = next((name for name, ok in rules if not ok(cam)), None)
+            if f is not None:
+                flagged += 1
+                assert scalar is not None, (e, f)
+            agree += (f is None) == (scalar is None)
+    assert flagged > 200 and agree / 2400 > 0.99
