@@ -87,7 +87,7 @@ class Passes:
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
         """Programs by key, e.g. ``lit_ngs``: base name + variant flags (n: normals, g: ground,
-        s: sun shadow map, a: alpha test, t/m/o: albedo/normal/ORM maps, f: fog)."""
+        s: sun shadow map, a: alpha test, t/m/o: albedo/normal/ORM maps, f: fog, c: vertex colours)."""
         if key not in self.progs:
             base = key.split("_")[0]
             vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
@@ -99,7 +99,8 @@ class Passes:
                       "fxaa": (Q.POST_VS, Q.FXAA_FS)}[base]
             flags = key.split("_")[1] if "_" in key else ""
             defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"), ("a", "ALPHA_TEST"),
-                                           ("t", "ALBEDO_MAP"), ("m", "NORMAL_MAP"), ("o", "ORM_MAP"), ("f", "FOG"))
+                                           ("t", "ALBEDO_MAP"), ("m", "NORMAL_MAP"), ("o", "ORM_MAP"), ("f", "FOG"),
+                                           ("c", "VERTEX_COLOR"))
                             if f in flags)
             self.progs[key] = _Program(self.ctx, vs, fs, defines)
         return self.progs[key]

@@ -189,8 +189,7 @@ class PbrLook:
 
     def _bind_material(self, prog: "_Program", m: Material | None) -> None:
         tex = self.p.textures
-        prog.set("u_vertex_color", 1.0 if m is None else 0.0)  # RenderMesh: colours are the fallback only
-        if m is None:
+        if m is None:  # vertex colours (the VERTEX_COLOR variant)
             prog.set("u_base_color", (1.0, 1.0, 1.0, 1.0))
             prog.set("u_roughness", DEFAULT_ROUGHNESS)
             prog.set("u_metallic", 0.0)
@@ -209,7 +208,7 @@ class PbrLook:
         mesh = d.mesh
         for part in mesh.parts:
             m = part.material
-            flags = "" if m is None else (("t" if m.albedo is not None else "") + ("m" if m.normal_map is not None else "")
+            flags = "c" if m is None else (("t" if m.albedo is not None else "") + ("m" if m.normal_map is not None else "")
                                           + ("o" if m.orm_map is not None else "") + ("a" if part.alpha_tested else ""))
             prog, key = prog_for(flags)
             prog.set("u_model", d.placed.model_bytes)

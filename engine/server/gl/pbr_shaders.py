@@ -7,7 +7,7 @@ never touch ids or depth.
 
 Variants (``#define``s, compiled on demand; on llvmpipe an unused branch still costs, so features
 are compile-time): ``GROUND`` (terrain: surface textures with two-scale anti-tiling and macro
-variation, 4-tap PCF), ``ALBEDO_MAP``, ``NORMAL_MAP``, ``ORM_MAP``, ``ALPHA_TEST``, ``SHADOW``,
+variation, 4-tap PCF), ``VERTEX_COLOR`` (a part without material: vertex colours), ``ALBEDO_MAP``, ``NORMAL_MAP``, ``ORM_MAP``, ``ALPHA_TEST``, ``SHADOW``,
 ``WITH_NORMAL``, ``FOG``.
 
 Units: linear radiance, the sun lights a white surface facing it to 1 × ``Sun.intensity``; the
@@ -16,26 +16,46 @@ sky's image-based light is normalised (see envlight.py) and scaled by ``u_sky_sc
 from __future__ import annotations
 
 PBR_VS = """
+// Varyings are the main per-triangle cost on llvmpipe (every one is set up for every triangle,
+// however small): only what the variant reads is passed, and the material colour, constant over
+// a face, is a flat varying.
+#if !defined(GROUND) && (defined(ALBEDO_MAP) || defined(NORMAL_MAP) || defined(ORM_MAP) || defined(ALPHA_TEST))
+#define HAS_UV
+#endif
 uniform mat4 u_view_proj;
 uniform mat4 u_model;
 uniform mat3 u_normal_mat;
 in vec3 in_pos;
 in vec3 in_normal;
-in vec3 in_color;
-in vec2 in_uv;
-in vec4 in_base;                 // material base colour factor (sRGB rgb, linear alpha) per vertex
 out vec3 v_world;
 out vec3 v_normal;
-out vec3 v_color;
+#ifndef GROUND
+#ifdef VERTEX_COLOR
+in vec3 in_color;                // no material: the vertex colours are the albedo (sRGB)
+out vec3 v_albedo;
+#else
+in vec4 in_base;                 // material base colour factor (sRGB rgb) per vertex, equal on a face's corners
+flat out vec3 v_albedo;
+#endif
+#endif
+#ifdef HAS_UV
+in vec2 in_uv;
 out vec2 v_uv;
-out vec3 v_base;
+#endif
 void main() {
     vec4 w = u_model * vec4(in_pos, 1.0);
     v_world = w.xyz;
     v_normal = u_normal_mat * in_normal;
-    v_color = in_color;
+#ifndef GROUND
+#ifdef VERTEX_COLOR
+    v_albedo = in_color;
+#else
+    v_albedo = in_base.rgb;
+#endif
+#endif
+#ifdef HAS_UV
     v_uv = in_uv;
-    v_base = in_base.rgb;
+#endif
     gl_Position = u_view_proj * w;
 }
 """
@@ -120,7 +140,6 @@ uniform vec4 u_base_color;       // linear factor
 uniform float u_roughness;
 uniform float u_metallic;
 uniform float u_alpha_cutoff;
-uniform float u_vertex_color;    // 1: vertex colours are the albedo (no material); 0: the material's
 uniform sampler2D u_albedo;
 uniform sampler2D u_normal_map;
 uniform sampler2D u_orm;
@@ -133,11 +152,21 @@ uniform sampler2D u_noise;       // tileable value noise, mipmapped (macro varia
 uniform float u_tile;            // cm per texture repeat
 uniform float u_macro;           // 1: macro variation on; 0: uniform ground ("flat", mirror-symmetric)
 #endif
+#if !defined(GROUND) && (defined(ALBEDO_MAP) || defined(NORMAL_MAP) || defined(ORM_MAP) || defined(ALPHA_TEST))
+#define HAS_UV
+#endif
 in vec3 v_world;
 in vec3 v_normal;
-in vec3 v_color;
+#ifndef GROUND
+#ifdef VERTEX_COLOR
+in vec3 v_albedo;
+#else
+flat in vec3 v_albedo;
+#endif
+#endif
+#ifdef HAS_UV
 in vec2 v_uv;
-in vec3 v_base;
+#endif
 layout(location = 0) out vec4 f_color;
 layout(location = 1) out int f_id;
 #ifdef WITH_NORMAL
@@ -211,7 +240,7 @@ void main() {
         n = dot(ns, ng) > 0.4 ? ns : ng;
     }
     vec3 n_label = n;
-    base.rgb *= mix(srgb_to_linear(v_base), srgb_to_linear(v_color), u_vertex_color);
+    base.rgb *= srgb_to_linear(v_albedo);
 #ifdef ALBEDO_MAP
     vec4 tex = texture(u_albedo, v_uv);
     base *= tex;
