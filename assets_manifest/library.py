@@ -80,6 +80,7 @@ class AssetLibrary:
         self.cache_dir = cache_dir
         self.license_filter = None      # licence families for HDRIs/textures (set by default())
         self._meshes: dict[str, RenderMesh] = {}
+        self._lods: dict[tuple[str, int], RenderMesh] = {}
         self._footprints: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -219,6 +220,18 @@ class AssetLibrary:
             if asset_id not in self._meshes:
                 self._meshes[asset_id] = self._load(self.info(asset_id))
             return self._meshes[asset_id]
+
+    def mesh_lod(self, asset_id: str, budget: int) -> RenderMesh:
+        """The mesh simplified to about ``budget`` triangles (a renderer's level of detail; see
+        ``assets_manifest/lod.py``); computed once per process and budget."""
+        from assets_manifest.lod import simplified
+
+        mesh = self.mesh(asset_id)
+        with self._lock:
+            key = (asset_id, int(budget))
+            if key not in self._lods:
+                self._lods[key] = simplified(mesh, int(budget))
+            return self._lods[key]
 
     def footprint(self, asset_id: str) -> np.ndarray:
         """Convex hull of the mesh's XY projection, (N, 2) cm, counter-clockwise."""

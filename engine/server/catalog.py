@@ -154,6 +154,13 @@ class AssetCatalog:
                 self._meshes[asset_id] = self._load_mesh(asset_id)
             return self._meshes[asset_id]
 
+    def mesh_lod(self, asset_id: str, budget: int) -> RenderMesh | None:
+        """The library's simplified mesh (a level of detail, ``AssetLibrary.mesh_lod``), or None
+        when there is none (primitives, a library without levels): the renderer then draws the
+        full mesh."""
+        fn = getattr(self.library, "mesh_lod", None) if self._in_library(asset_id) else None
+        return None if fn is None else fn(asset_id, budget)
+
     # --- world content (issue 14): HDRIs and ground surfaces by id ---------------------------
     def hdri(self, hdri_id: str):
         """Linear float32 (H, W, 3) equirect image, or None when the library has no such HDRI (or

@@ -77,14 +77,18 @@ def backend_factory(spec: str) -> BackendFactory:
     return functools.partial(factory, options=options) if options else factory
 
 
-@register_renderer("gl", "embedded rasteriser: moderngl on EGL/llvmpipe (CPU), lit + depth + ids in one pass")
-def gl_backend(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
+@register_renderer("gl", "embedded rasteriser: moderngl on EGL/llvmpipe (CPU), lit + depth + ids in one pass; "
+                   "option gl:lod=0 draws every mesh at full detail (no levels of detail)", options=("lod",))
+def gl_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """The embedded moderngl renderer, imported only when the first image is asked for."""
+    lod = (options or {}).get("lod", "1")
+    if lod not in ("0", "1"):
+        raise ConfigError(f"renderer gl: lod must be 0 or 1, got {lod!r}")
     try:
         from engine.server.gl.backend import GLBackend
     except ImportError as e:
         raise RenderError(f"the embedded renderer is not available: {e}") from e
-    return GLBackend(mesh_provider, threads=threads)
+    return GLBackend(mesh_provider, threads=threads, lod=lod == "1")
 
 
 def _cycles_installed() -> None:

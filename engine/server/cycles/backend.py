@@ -99,7 +99,8 @@ class CyclesBackend(RenderBackend):
         if gl is None:
             from engine.server.gl.backend import GLBackend
 
-            gl = GLBackend(mesh_provider, threads=threads)
+            # labels must outline Cycles' own (full-detail) geometry: no levels of detail
+            gl = GLBackend(mesh_provider, threads=threads, lod=False)
         self.gl = gl
         # Blender's own output (progress, warnings, tracebacks): quoted in errors, removed on close
         self._log_path = Path(tempfile.gettempdir()) / f"sceneforge-cycles-{os.getpid()}-{id(self):x}.log"

@@ -26,6 +26,7 @@ import numpy as np
 
 from core.errors import ConfigError, RenderError
 from engine.server.gl import frame as F
+from engine.server.gl import lod as L
 from engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
 from engine.server.gl.passes import Passes
 from engine.world import Camera, Scene
@@ -38,7 +39,8 @@ class Draw:
     """One actor to draw this frame."""
 
     index: int  # position in scene.actors (instance id = index + 1)
-    mesh: object  # GpuMesh
+    mesh: object  # GpuMesh drawn by every pass of this frame (a level of detail when small on screen)
+    caster: object  # GpuMesh at full detail: the shadow map's (shared by every camera)
     placed: F.Placed
     center: np.ndarray  # world bounding-sphere centre, cm
     radius: float
@@ -62,13 +64,14 @@ class GLBackend(RenderBackend):
     """Rasterising backend: lit/mask/depth/normal/ids in one pass, cached shadow map.
 
     ``threads`` sets ``LP_NUM_THREADS`` (llvmpipe's rasteriser threads) before the context is
-    created, unless the environment already sets it.
+    created, unless the environment already sets it. ``lod``: draw small, distant meshes at a
+    level of detail when the content provides one (``content.mesh_lod``; see gl/lod.py).
     """
 
     name = "moderngl"
 
     def __init__(self, mesh_provider: MeshProvider, *, shadow_map_size: int = 2048,
-                 threads: int | None = None, content=None):
+                 threads: int | None = None, content=None, lod: bool = True):
         if threads is not None and "LP_NUM_THREADS" not in os.environ:
             os.environ["LP_NUM_THREADS"] = str(int(threads))
         import moderngl  # heavy-ish; keep it out of modules that only need the interface
@@ -88,6 +91,7 @@ class GLBackend(RenderBackend):
         # is the mesh provider (``catalog.mesh``), so the registry's factory signature stays.
         self._content = content if content is not None else getattr(mesh_provider, "__self__", None)
         self._lock = threading.RLock()
+        self._lod = bool(lod)
         self._passes = Passes(self._ctx, int(shadow_map_size))
         log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
                  os.environ.get("LP_NUM_THREADS", "default"))
@@ -126,6 +130,14 @@ class GLBackend(RenderBackend):
             return {n: _pixel_count(ids, order[n] + 1, int(visible[order[n] + 1]), alone.get(order[n], 0))
                     for n in names}
 
+    def drawn_triangles(self, scene: Scene, camera: Camera) -> int:
+        """Triangles one frame of ``camera`` draws: the visible actors at their level of detail
+        plus every ground tile (what the frame's cost follows; for benchmarks)."""
+        with self._using():
+            frame = self._frame(scene, camera)
+            ground = self._passes.ground_triangles(scene.ground)
+            return ground + sum(d.mesh.n_triangles for d, v in zip(frame.draws, frame.visible) if v)
+
     def triangle_count(self, scene: Scene) -> int:
         with self._using():
             ground = self._passes.ground_triangles(scene.ground)
@@ -137,7 +149,7 @@ class GLBackend(RenderBackend):
             return {"backend": self.name, "closed": True}
         info = self._ctx.info
         return {"backend": self.name, "gl_renderer": info["GL_RENDERER"],
-                "gl_version": info["GL_VERSION"],
+                "gl_version": info["GL_VERSION"], "lod": self._lod,
                 "lp_num_threads": os.environ.get("LP_NUM_THREADS", "default")}
 
     def close(self) -> None:
@@ -175,14 +187,29 @@ class GLBackend(RenderBackend):
                 continue
             placed = F.placed(actor.transform)
             c, r = F.world_sphere(placed, mesh.center, mesh.radius)
-            draws.append(Draw(i, mesh, placed, c, r, actor.tint))
+            draws.append(Draw(i, mesh, mesh, placed, c, r, actor.tint))
         centers = np.array([d.center for d in draws]).reshape(-1, 3)
         radii = np.array([d.radius for d in draws], dtype=np.float64)
         g = scene.ground
         near, far = F.near_far(camera, centers, radii, g.extent, abs(g.relief_amplitude))
         vp = F.view_proj(camera, near, far)
         planes = F.frustum_planes(vp)
-        return Frame(camera, near, far, vp, draws, F.spheres_in_frustum(planes, centers, radii), planes)
+        visible = F.spheres_in_frustum(planes, centers, radii)
+        if self._lod:
+            self._choose_levels(scene, camera, draws, visible)
+        return Frame(camera, near, far, vp, draws, visible, planes)
+
+    def _choose_levels(self, scene: Scene, camera: Camera, draws: list[Draw], visible: np.ndarray) -> None:
+        """Each visible actor's level of detail for this camera (gl/lod.py): a function of its
+        mesh, bounding sphere and the camera only."""
+        eye = np.asarray(camera.location, dtype=np.float64)
+        actors = list(scene.actors.values())
+        for d, v in zip(draws, visible):
+            if not v:
+                continue
+            level = L.level_for(d.mesh.n_triangles, d.radius, float(np.linalg.norm(d.center - eye)), camera.focal_px)
+            if level:
+                d.mesh = self._passes.mesh_level(actors[d.index].asset_id, d.caster, level, self._content)
 
     def _read(self, scene: Scene, frame: Frame, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         p, cam, out = self._passes, frame.camera, {}

@@ -13,6 +13,7 @@ import moderngl
 import numpy as np
 
 from engine.server.gl import frame as F
+from engine.server.gl import lod as L
 from engine.server.gl import cutout_shaders as C
 from engine.server.gl import pbr_shaders as P
 from engine.server.gl import post_shaders as Q
@@ -76,7 +77,7 @@ class Passes:
         self._ground: list[GpuMesh] = []
         self.shadows = ShadowMaps(ctx, lambda: self.program("shadow"), shadow_map_size,
                                   draw_parts=lambda d, prog, key, light_vp: self.draw_mesh(
-                                      d.mesh, prog, key, False, "ashadow", alpha_setup=lambda ap: (
+                                      d.caster, prog, key, False, "ashadow", alpha_setup=lambda ap: (
                                           ap.set("u_light_vp", F.gl_bytes(light_vp)),
                                           ap.set("u_model", d.placed.model_bytes))))
         self._noise: moderngl.Texture | None = None
@@ -138,6 +139,25 @@ class Passes:
             self.meshes[asset_id] = upload(self.ctx, provider(asset_id))
             log.debug("uploaded %s: %d triangles", asset_id, self.meshes[asset_id].n_triangles)
         return self.meshes[asset_id]
+
+    def mesh_level(self, asset_id: str, full: GpuMesh, level: int, content) -> GpuMesh:
+        """Level ``level`` of detail of an uploaded asset (gl/lod.py), uploaded once; ``full``
+        itself when the content has no levels (``content.mesh_lod``) or the level saves nothing."""
+        key = f"{asset_id}\0lod{level}"
+        if key not in self.meshes:
+            fn = getattr(content, "mesh_lod", None)
+            mesh = None
+            if fn is not None:
+                try:
+                    mesh = fn(asset_id, L.budget(full.n_triangles, level))
+                except Exception as e:  # noqa: BLE001 - a level is an optimisation: draw the full mesh
+                    log.warning("no level of detail %d for %s (%s): full mesh", level, asset_id, e)
+            if mesh is None or mesh.n_triangles == 0 or mesh.n_triangles >= full.n_triangles:
+                self.meshes[key] = full
+            else:
+                self.meshes[key] = upload(self.ctx, mesh)
+                log.debug("level %d of %s: %d -> %d triangles", level, asset_id, full.n_triangles, mesh.n_triangles)
+        return self.meshes[key]
 
     def ground(self, ground: Ground) -> list[GpuMesh]:
         if ground != self._ground_key:
@@ -329,7 +349,7 @@ class Passes:
         return np.ascontiguousarray(n[::-1, :, :3])
 
     def release(self) -> None:
-        for m in list(self.meshes.values()) + self._ground:
+        for m in list({id(m): m for m in self.meshes.values()}.values()) + self._ground:  # levels may alias
             m.release()
         for t in self.targets.values():
             t.release()

@@ -55,10 +55,10 @@ class _Layer:
         prog.set("u_light_vp", F.gl_bytes(light_vp))
         for d in draws:
             prog.set("u_model", d.placed.model_bytes)
-            if draw_parts is not None and d.mesh.alpha_tested:  # cut-out foliage casts cut-out shadows
+            if draw_parts is not None and d.caster.alpha_tested:  # cut-out foliage casts cut-out shadows
                 draw_parts(d, prog, "shadow", light_vp)
             else:
-                d.mesh.vao(self.ctx, prog.prog, "shadow", False).render()
+                d.caster.vao(self.ctx, prog.prog, "shadow", False).render()
         texel = extent / self.size
         self.state = (1, F.gl_bytes(light_vp), texel, 2.0 * texel / depth_range)
 
@@ -148,7 +148,7 @@ class ShadowMaps:
         if view_proj is not None:
             keep = casters_in_view(fit[0], view_proj, centers, radii, self.size)
             draws = [d for d, k in zip(draws, keep) if k]
-        signature = (sun, fit[0].tobytes(), tuple((d.index, d.mesh.vbo.glo, d.placed.model_bytes) for d in draws))
+        signature = (sun, fit[0].tobytes(), tuple((d.index, d.caster.vbo.glo, d.placed.model_bytes) for d in draws))
         if signature == self._signature:
             return
         if self._layer is None:
