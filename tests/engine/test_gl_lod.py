@@ -1,0 +1,140 @@
+"""Speed features of the GL renderer that must not change what labels mean (issue 14 item 6):
+vertex welding is exact, levels of detail are chosen per (scene, camera) and used by every pass
+of a frame, near actors are always drawn at full detail, and ``gl:lod=0`` turns levels off.
+Expected values come from the scene's construction or from the same scene with the feature off."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import trimesh
+
+from assets_manifest.lod import simplified
+from core.meshes import RenderMesh
+from engine.server.gl import lod as L
+from engine.server.gl.backend import GLBackend
+from engine.server.gl.resources import VERTEX_DTYPE, interleave, weld
+from engine.server.renderers import backend_factory
+from engine.world import Camera, Rotator
+from gl_scenes import MESHES, _actor, _scene
+
+KINDS = ("lit", "instance_id", "depth")
+
+
+def _ball(rgb=(180, 120, 90)) -> RenderMesh:
+    """A 20k-triangle sphere (diameter 200 cm): heavy enough to have levels of detail."""
+    m = trimesh.creation.icosphere(subdivisions=5, radius=100)
+    v = np.asarray(m.vertices) + [0, 0, 100]
+    return RenderMesh(v, np.asarray(m.faces), np.tile(np.asarray(rgb, np.uint8), (len(v), 1)))
+
+
+class Library:
+    """Stands in for the asset library: meshes by id and their simplified levels."""
+
+    def __init__(self):
+        self.meshes = {**MESHES, "ball": _ball()}
+        self.asked: list[tuple[str, int]] = []
+
+    def mesh(self, asset_id: str) -> RenderMesh:
+        return self.meshes[asset_id]
+
+    def mesh_lod(self, asset_id: str, budget: int) -> RenderMesh:
+        self.asked.append((asset_id, budget))
+        return simplified(self.meshes[asset_id], budget)
+
+
+@pytest.fixture(scope="module")
+def backends():
+    lib = Library()
+    on, off = GLBackend(lib.mesh, content=lib), GLBackend(lib.mesh, content=lib, lod=False)
+    yield on, off, lib
+    on.close()
+    off.close()
+
+
+def _camera(x: float = 0.0) -> Camera:
+    return Camera(location=(x, 0.0, 150.0), rotation=Rotator(-2.0, 0.0, 0.0), fov_deg=60.0, width=128, height=96)
+
+
+def _balls():
+    """A near ball (3 m: full detail) and a far, big one (40 m, 4 m across: a level), plus a box."""
+    return _scene(_actor("near", "ball", (300.0, -100.0, 0.0), 0),
+                  _actor("far", "ball", (4000.0, 400.0, 0.0), 1, scale=(2, 2, 2)),
+                  _actor("box", "box", (1500.0, 300.0, 0.0), 2))
+
+
+def test_weld_keeps_every_corner_exact():
+    rng = np.random.default_rng(0)
+    n = 60  # 20 faces, unshared, with repeated corners
+    pool = rng.normal(size=(8, 3)).astype(np.float32)
+    pick = rng.integers(0, 8, n)
+    colors = rng.integers(0, 255, (n, 3)).astype(np.uint8)
+    data = interleave(pool[pick], pool[pick] * 0.5, colors, None, None)
+    faces = np.arange(n, dtype=np.int32).reshape(-1, 3)
+    for ignore in (False, True):
+        verts, idx = weld(data, faces, ignore_color=ignore)
+        welded = np.frombuffer(verts, VERTEX_DTYPE)[np.frombuffer(idx, np.int32)]
+        orig = np.frombuffer(data, VERTEX_DTYPE)
+        for field in ("pos", "nrm", "uv", "base"):
+            assert np.array_equal(welded[field], orig[field])
+        if not ignore:
+            assert np.array_equal(welded["col"], orig["col"])
+        assert len(np.frombuffer(verts, VERTEX_DTYPE)) <= 8 if ignore else True
+
+
+def test_far_actor_gets_a_level_with_fewer_triangles(backends):
+    on, off, lib = backends
+    scene, cam = _balls(), _camera()
+    assert on.drawn_triangles(scene, cam) < off.drawn_triangles(scene, cam) - 10000
+    assert any(a == "ball" for a, _ in lib.asked)
+    a, b = on.render(scene, cam, KINDS), off.render(scene, cam, KINDS)
+    far_on, far_off = a["instance_id"] == 2, b["instance_id"] == 2
+    assert far_on.sum() > 20
+    iou = (far_on & far_off).sum() / (far_on | far_off).sum()
+    assert iou > 0.85, iou
+
+
+def test_near_actors_are_drawn_at_full_detail(backends):
+    on, off, _ = backends
+    scene = _scene(_actor("near", "ball", (300.0, -100.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2))
+    cam = _camera()
+    a, b = on.render(scene, cam, KINDS), off.render(scene, cam, KINDS)
+    for k in KINDS:
+        assert np.array_equal(a[k], b[k]), k
+
+
+def test_every_pass_of_a_frame_draws_the_same_level(backends):
+    on, _, _ = backends
+    scene, cam = _balls(), _camera()
+    out = on.render(scene, cam, ("lit", "instance_id"))
+    ids_only = on.render(scene, cam, ("instance_id",))["instance_id"]
+    assert np.array_equal(out["instance_id"], ids_only)
+    counts = on.pixel_counts(scene, cam, ["near", "far", "box"])
+    for i, name in enumerate(["near", "far", "box"]):
+        assert counts[name].visible == int((out["instance_id"] == i + 1).sum())
+
+
+def test_levels_are_a_function_of_the_camera_not_of_history(backends):
+    on, _, _ = backends
+    scene = _balls()
+    first = on.render(scene, _camera(), KINDS)
+    on.render(scene, _camera(3500.0), KINDS)  # right next to the far ball: full detail there
+    again = on.render(scene, _camera(), KINDS)
+    for k in KINDS:
+        assert np.array_equal(first[k], again[k]), k
+
+
+def test_level_choice():
+    assert L.level_for(20000, 100.0, 300.0, 200.0) == 0      # close: full detail
+    assert L.level_for(1000, 100.0, 1e5, 200.0) == 0          # small mesh: never simplified
+    far = L.level_for(20000, 100.0, 6000.0, 200.0)
+    farther = L.level_for(20000, 100.0, 30000.0, 200.0)
+    assert 1 <= far <= farther <= L.MAX_LEVEL
+    assert L.budget(20000, 1) == 5000 and L.budget(20000, 3) >= L.MIN_TRIANGLES
+
+
+def test_gl_lod_option():
+    from core.errors import ConfigError
+
+    assert backend_factory("gl:lod=0") is not None
+    with pytest.raises(ConfigError):
+        backend_factory("gl:lod=2")(MESHES.__getitem__, 1)
