@@ -240,7 +240,10 @@ class Sky:
     of the sun's): the same meaning for the procedural sky and for an HDRI, which the renderer
     normalises to it, so HDRIs are interchangeable under randomisation. ``intensity`` scales the
     sky (background and image-based light) further; ``rotation_deg`` turns the HDRI about Z
-    (UE yaw). ``turbidity`` (2 = clear .. 10 = hazy) widens the glow around the sun.
+    (UE yaw). ``align_sun`` (default): an HDRI with a clear sun of its own is instead turned so
+    that its sun stands at the ``Sun``'s yaw, where the shadows say it is (``rotation_deg`` then
+    only applies to HDRIs without a clear sun: overcast, clipped). ``turbidity`` (2 = clear ..
+    10 = hazy) widens the glow around the sun.
     """
 
     zenith: RGB = (110, 160, 225)
@@ -250,6 +253,7 @@ class Sky:
     intensity: float = 1.0
     rotation_deg: float = 0.0
     turbidity: float = 3.0
+    align_sun: bool = True
 
 
 @dataclass(frozen=True)

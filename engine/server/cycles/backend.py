@@ -28,6 +28,7 @@ from core.meshes import RenderMesh
 from engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
 from engine.server.cycles import install
 from engine.server.cycles.client import BlenderWorker, decode_png
+from engine.server.gl.envlight import hdri_sun, sky_rotation_deg
 from engine.world import Camera, Ground, Scene
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class CyclesBackend(RenderBackend):
         self.worker = BlenderWorker(inst.python, self.settings.worker_settings(), timeout_s=timeout_s,
                                     log_path=self._log_path)
         self._uploaded: set[str] = set()
+        self._hdri_sun_yaw: dict[str, float | None] = {}  # HDRI key -> yaw of its own sun (sky_rotation_deg)
         self._generation = -1
         self.last_frame: dict = {}  # the worker's wall/CPU seconds of the last path-traced frame
 
@@ -219,7 +221,8 @@ class CyclesBackend(RenderBackend):
              "exposure_ev": float(scene.look.exposure_ev), "hdri": None}
         key = self._ensure_hdri(sky.hdri) if sky.hdri else None
         if key is not None:  # normalised (upper-hemisphere mean 1) like GL: ``ambient`` means the same
-            w.update(hdri=key, hdri_rotation=math.radians(float(sky.rotation_deg)),
+            rotation = sky_rotation_deg(sky, sun, self._hdri_sun_yaw.get(key))  # as the GL backend
+            w.update(hdri=key, hdri_rotation=math.radians(rotation),
                      sky_strength=HDRI_LIGHT * float(sky.ambient) * level, sky_camera=HDRI_LIGHT * level)
         return w
 
@@ -232,6 +235,8 @@ class CyclesBackend(RenderBackend):
             log.warning("HDRI %r not available: using the gradient sky", hdri_id)
             return None
         self.worker.call({"op": "hdri", "key": key}, {"image": hdri_for_blender(np.asarray(img, np.float32))})
+        found = hdri_sun(img)
+        self._hdri_sun_yaw[key] = None if found is None else found[0]
         self._uploaded.add(key)
         return key
 
@@ -309,16 +314,17 @@ def _content(content, what: str, ident: str):
 
 
 def hdri_for_blender(img: np.ndarray) -> np.ndarray:
-    """Our equirect (row 0 = zenith, u = atan2(y, x)/2π + 1/2 in UE axes, see gl/envlight.py) →
-    Blender's (u = 1/2 - atan2(y_b, -x_b)/2π with y_b = -y): mirror the columns, turn by half a
-    turn. Normalised so the upper hemisphere's mean luminance is 1, the HDRI's own sun clamped
-    (the sun lamp lights and shadows separately), exactly as the GL backend prepares it."""
+    """Our equirect (row 0 = zenith, u = atan2(y, x)/2π + 1/2 in UE axes, see gl/envlight.py) for
+    Blender's Environment Texture, whose u is 1/2 − atan2(y_b, x_b)/2π with y_b = −y: the same
+    columns, so the image goes as it is (an earlier mirror + half turn showed a feature at UE yaw
+    ψ at 180° − ψ; measured with tests/engine/test_hdri_sun.py). Normalised so the upper
+    hemisphere's mean luminance is 1, the HDRI's own sun clamped (the sun lamp lights and shadows
+    separately), exactly as the GL backend prepares it."""
     from engine.server.gl.envlight import CLAMP_MEAN, upper_mean
 
     img = np.nan_to_num(np.asarray(img, np.float32), nan=0.0, posinf=0.0, neginf=0.0).clip(0.0)
     img = img / max(upper_mean(img), 1e-6)
-    img = np.minimum(img, CLAMP_MEAN)
-    return np.roll(img[:, ::-1], img.shape[1] // 2, axis=1)
+    return np.ascontiguousarray(np.minimum(img, CLAMP_MEAN))
 
 
 def ground_mesh(ground: Ground, surface=None) -> RenderMesh:

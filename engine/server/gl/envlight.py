@@ -32,6 +32,10 @@ SPEC_ROUGHNESS = (0.0, 0.25, 0.5, 0.75, 1.0)  # layer k <-> roughness k / (layer
 SRC_W, SRC_H = 128, 64             # the environment is filtered at this resolution
 BG_W, BG_H = 512, 256              # background (HDRI skies)
 CLAMP_MEAN = 12.0                  # texels brighter than this × the mean are clamped (the sun)
+SUN_W, SUN_H = 256, 128            # resolution the HDRI's own sun is searched at
+SUN_PEAK = 20.0                    # a clear sun: its texel ≥ this × the upper sky's mean radiance
+SUN_MAX_SR = 0.02                  # ... and compact: texels above half its peak span < 0.02 sr (~9°)
+SUN_CONE_DEG = 10.0                # its direction: radiance-weighted mean within this of the peak
 
 
 def srgb_to_linear(c) -> np.ndarray:
@@ -137,6 +141,45 @@ def prefilter(img: np.ndarray) -> np.ndarray:
     return np.stack(layers).astype(np.float32)
 
 
+def hdri_sun(img: np.ndarray) -> tuple[float, float] | None:
+    """``(yaw_deg, elevation_deg)`` of the HDRI's own sun in the image's frame (yaw as
+    :func:`directions`: u = yaw / 360° + 1/2), or None when it has no clear sun.
+
+    A clear sun is a small, very bright spot: the brightest texel at or above the horizon is at
+    least ``SUN_PEAK`` × the upper sky's mean and the texels above half of it cover less than
+    ``SUN_MAX_SR``. Overcast skies (no such peak), clipped LDR-like HDRIs (a wide plateau at the
+    clip value) and night skies give None. Pure function of the image.
+    """
+    img = np.nan_to_num(np.asarray(img, dtype=np.float32)[..., :3], nan=0.0, posinf=0.0, neginf=0.0)
+    small = resample(np.maximum(img, 0.0), SUN_W, SUN_H)
+    d, solid = directions(SUN_W, SUN_H)
+    lum = small @ np.array([0.2126, 0.7152, 0.0722], dtype=np.float32)
+    lum = np.where(d[..., 2] >= -0.02, lum, 0.0)
+    mean = upper_mean(small)
+    k = int(np.argmax(lum))
+    peak = float(lum.flat[k])
+    if mean <= 0.0 or peak < SUN_PEAK * mean:
+        return None
+    if float(solid[lum >= 0.5 * peak].sum()) > SUN_MAX_SR:
+        return None
+    near = (d.reshape(-1, 3) @ d.reshape(-1, 3)[k]) >= math.cos(math.radians(SUN_CONE_DEG))
+    w = (lum * solid).reshape(-1) * near
+    v = (d.reshape(-1, 3) * w[:, None]).sum(axis=0)
+    return (math.degrees(math.atan2(v[1], v[0])),
+            math.degrees(math.asin(float(np.clip(v[2] / max(np.linalg.norm(v), 1e-12), -1.0, 1.0)))))
+
+
+def sky_rotation_deg(sky, sun, hdri_sun_yaw: float | None) -> float:
+    """The HDRI rotation a renderer applies (degrees about Z, UE yaw): with ``sky.align_sun`` and
+    an HDRI whose own sun was found (:func:`hdri_sun`), the HDRI is turned so that its sun lies at
+    the analytic ``Sun``'s yaw (shadows then fall away from the sun seen in the sky);
+    ``sky.rotation_deg`` otherwise. A feature at image yaw ψ appears at world yaw ψ + rotation.
+    Shared by the GL and Cycles backends."""
+    if getattr(sky, "align_sun", False) and hdri_sun_yaw is not None:
+        return float(sun.yaw) - float(hdri_sun_yaw)
+    return float(sky.rotation_deg)
+
+
 @dataclass(frozen=True, eq=False)
 class EnvLight:
     """What the shaders need from one environment (normalised: upper-hemisphere mean = 1)."""
@@ -146,6 +189,7 @@ class EnvLight:
     background: np.ndarray | None  # (BG_H, BG_W, 3) float32 for HDRIs; None = procedural sky
     horizon: np.ndarray     # (3,) mean radiance near the horizon (fog colour default)
     scale: float            # the normalisation applied to the source radiance
+    sun: tuple[float, float] | None = None  # the HDRI's own sun (yaw, elevation) in degrees, or None
 
 
 def _horizon(img: np.ndarray) -> np.ndarray:
@@ -166,7 +210,8 @@ def from_image(img: np.ndarray, background: bool) -> EnvLight:
     renorm = 1.0 / max(upper_mean(clamped), 1e-6)
     clamped, scale = clamped * renorm, scale * renorm
     return EnvLight(sh_irradiance(clamped), prefilter(clamped),
-                    None if bg is None else (bg * scale).astype(np.float32), _horizon(clamped), scale)
+                    None if bg is None else (bg * scale).astype(np.float32), _horizon(clamped), scale,
+                    hdri_sun(img) if background else None)
 
 
 @lru_cache(maxsize=16)

@@ -153,7 +153,8 @@ class PbrLook:
             ground_rad = _lin(scene.ground.color) * GROUND_BOUNCE * (float(sun.intensity) * max(to_sun[2], 0.0) + level)
             bounce = ground_rad.astype(np.float32)
             sh = sh + E.lower_hemisphere_sh() * bounce[None, :]
-        rot = math.radians(sky.rotation_deg)
+        hdri_sun = env.env.sun if is_hdri else None
+        rot = math.radians(E.sky_rotation_deg(sky, sun, None if hdri_sun is None else hdri_sun[0]))
         horizon_rad = env.env.horizon * level
         fog_col = horizon_rad
         if fog.color is not None:  # the given hue at the horizon's brightness
