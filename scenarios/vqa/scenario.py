@@ -259,7 +259,7 @@ class Maker:
             self._world = env_name
         self.client.reset()
         self.client.spawn(actors)
-        colors = {a.name: self.client.object_color(a.name) for a in actors}
+        colors = self.client.object_colors([a.name for a in actors])   # one request
         centroid = np.mean([p.centre() for p in placed], axis=0)
         base_z = float(np.mean([p.z for p in placed]))
         rules = Rules(cfg.min_visible_ratio, cfg.min_box_px, cfg.margin_deg, cfg.rank_gap)
