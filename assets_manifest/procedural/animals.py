@@ -34,8 +34,8 @@ def bear(length_cm: float = 200.0, color=(118, 80, 48)) -> RenderMesh:
     s.ellipsoid((0, 0, 80), (60, 31, 34), fur)                       # barrel
     s.ellipsoid((34, 0, 96), (30, 28, 28), fur)                      # shoulder hump
     s.ellipsoid((-44, 0, 82), (32, 30, 33), fur)                     # rump
-    s.limb((58, 0, 92), (84, 0, 90), 26, 21, fur)                    # neck, head carried low
-    s.ellipsoid((94, 0, 92), (19, 19, 18), fur)                      # broad round skull
+    s.limb((58, 0, 92), (82, 0, 90), 24, 17, fur)                    # neck, head carried low
+    s.ellipsoid((94, 0, 92), (19, 20, 18.5), fur, blend=6.0)         # broad round skull, set off the neck
     s.limb((104, 0, 88), (128, 0, 80), 11, 7.5, muzzle, blend=6.0)   # long, paler muzzle
     s.ellipsoid((130.5, 0, 80.5), (3.5, 5, 3.5), DARK, paint=True)   # nose
     s.mirrored(lambda y: s.ellipsoid((87, y * 15, 110), (4, 7.5, 8), fur, blend=3.0))        # round ears
