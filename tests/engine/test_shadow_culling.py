@@ -81,3 +81,25 @@ def test_distance_to_convex_polygon():
     assert len(square) == 4
     d = SH._distance_to_convex(np.array([[0.5, 0.5], [2.0, 0.5], [2.0, 2.0], [-1.0, 0.0]]), square)
     assert np.allclose(d, [0.0, 1.0, math.sqrt(2.0), 1.0])
+
+
+def test_pixel_counts_skip_actors_behind_the_named_ones(backend, monkeypatch):
+    """``pixel_counts`` draws in its id pass only actors that can be nearer than a named one
+    (backend.possible_occluders): counts and boxes equal those with every actor drawn."""
+    from engine.server.gl import backend as B
+
+    skipped = 0
+    for k, cam in enumerate(_views()):
+        scene = _ring_scene(Sun(pitch=40.0, yaw=10.0 * k))
+        names = [f"c{(3 * k) % 36}", f"c{(3 * k + 7) % 36}", f"c{(5 * k + 2) % 36}"]
+        fast = backend.pixel_counts(scene, cam, names)
+        frame = backend._frame(scene, cam)
+        order = {n: i for i, n in enumerate(scene.actors)}
+        skipped += int(np.sum(frame.visible) - np.sum(B.possible_occluders(frame, {order[n] for n in names})))
+        monkeypatch.setattr(B, "possible_occluders", lambda f, wanted: np.asarray(f.visible, dtype=bool))
+        try:
+            full = backend.pixel_counts(scene, cam, names)
+        finally:
+            monkeypatch.undo()
+        assert fast == full, k
+    assert skipped > 0                          # the rule did leave actors out here

@@ -60,6 +60,26 @@ class Frame:
     planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
 
 
+def possible_occluders(frame: "Frame", wanted: set[int]) -> np.ndarray:
+    """Which in-view actors the id pass of ``pixel_counts`` must draw: the wanted ones and every
+    actor whose bounding sphere reaches nearer (planar depth) than the farthest point of a wanted
+    one's. An actor wholly behind all of them can never win the depth test on their pixels, so
+    their counts and boxes are the same without it (forests: the trees behind the objects)."""
+    visible = np.asarray(frame.visible, dtype=bool)
+    if not len(frame.draws):
+        return visible
+    fwd = frame.camera.rotation.matrix()[:, 0]
+    spheres = [F.world_sphere(d.placed, d.mesh.center, d.mesh.radius) for d in frame.draws]  # the drawn level's
+    centers = np.array([c for c, _ in spheres]).reshape(-1, 3)
+    radii = np.array([r for _, r in spheres], dtype=np.float64)
+    depth = (centers - np.asarray(frame.camera.location, float)) @ fwd
+    is_wanted = np.array([d.index in wanted for d in frame.draws])
+    if not (is_wanted & visible).any():
+        return visible & is_wanted
+    far = float(np.max((depth + radii)[is_wanted & visible]))
+    return visible & (is_wanted | (depth - radii <= far + 1.0))   # 1 cm: far from rounding
+
+
 class GLBackend(RenderBackend):
     """Rasterising backend: lit/mask/depth/normal/ids in one pass, cached shadow map.
 
@@ -121,7 +141,8 @@ class GLBackend(RenderBackend):
             return {}
         with self._using():
             frame = self._frame(scene, camera)
-            self._passes.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)
+            wanted = {order[n] for n in names}
+            self._passes.id_pass(frame, frame.draws, possible_occluders(frame, wanted), ground=scene.ground)
             ids = self._passes.read_ids(camera)
             visible = np.bincount(ids.ravel(), minlength=len(order) + 1)
             in_view = {d.index: d for d, v in zip(frame.draws, frame.visible) if v}
