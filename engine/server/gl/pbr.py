@@ -74,6 +74,10 @@ class PbrLook:
         self.ctx = passes.ctx
         self._envs: dict[tuple, _EnvTextures] = {}
         self._missing: set[str] = set()  # HDRI ids the catalogue does not have
+        # Ground surfaces by id, looked up once: the texture cache is keyed by Material object, and
+        # a content source that builds a new Material per call (the bare asset library) would
+        # otherwise re-upload and re-mipmap the ground's textures on every frame.
+        self._surfaces: dict[str, Material | None] = {}
         self._dummy2d = self.ctx.texture((1, 1), 4, bytes([255, 255, 255, 255]))
         self._post_vao: dict = {}
 
@@ -106,9 +110,11 @@ class PbrLook:
     def ground_material(self, scene: Scene, content) -> Material:
         g = scene.ground
         if g.surface:
-            m = _lookup(content, "surface", g.surface)
-            if isinstance(m, Material) and m.albedo is not None:
-                return m
+            if g.surface not in self._surfaces:
+                m = _lookup(content, "surface", g.surface)
+                self._surfaces[g.surface] = m if isinstance(m, Material) and m.albedo is not None else None
+            if self._surfaces[g.surface] is not None:
+                return self._surfaces[g.surface]
         return procedural_surface(g.texture, tuple(int(c) for c in g.color))
 
     # --- the pass ----------------------------------------------------------------------------

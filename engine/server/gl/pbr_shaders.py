@@ -128,7 +128,8 @@ float fog_amount(vec3 p) {       // exponential height fog integrated along the 
 }
 vec3 fog_color(vec3 view_dir) {  // + sun in-scattering towards the sun
     float s = max(dot(view_dir, u_to_sun), 0.0);
-    return u_fog_color + u_sun_radiance * 0.25 * pow(s, 8.0);
+    float s2 = s * s, s4 = s2 * s2;              // s^8 by squaring: pow is exp/log in software
+    return u_fog_color + u_sun_radiance * 0.25 * (s4 * s4);
 }
 """
 
@@ -325,7 +326,8 @@ void main() {
     } else {
         float t = sqrt(clamp(d.z, 0.0, 1.0));
         sky = mix(u_horizon, u_zenith, t);
-        sky += u_sun_radiance * u_glow * (0.02 * pow(max(mu, 0.0), 64.0) + 0.015 * pow(max(mu, 0.0), 6.0));
+        float m1 = max(mu, 0.0), m2 = m1 * m1, m4 = m2 * m2, m8 = m4 * m4, m16 = m8 * m8, m32 = m16 * m16;
+        sky += u_sun_radiance * u_glow * (0.02 * (m32 * m32) + 0.015 * (m2 * m4));  // mu^64, mu^6
         sky = mix(sky, u_bounce, 1.0 - smoothstep(-0.12, 0.0, d.z));
         if (mu > u_sun_cos && d.z > 0.0) sky += u_sun_radiance * 40.0;
     }
