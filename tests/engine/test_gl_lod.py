@@ -138,3 +138,34 @@ def test_gl_lod_option():
     assert backend_factory("gl:lod=0") is not None
     with pytest.raises(ConfigError):
         backend_factory("gl:lod=2")(MESHES.__getitem__, 1)
+
+
+def test_shadow_map_reused_across_cameras_gives_the_images_of_a_fresh_renderer():
+    """The shadow map of a static scene is kept across cameras that need different casters (a map
+    with more casters gives the same image): views rendered in any order equal fresh renders."""
+    import math
+
+    from engine.world import Ground, Sun, look_at_rotation
+    from gl_scenes import _camera as cam_at
+
+    rng = np.random.default_rng(3)
+    actors = [_actor(f"c{k}", ("box", "cyl", "wall")[k % 3], (d * math.cos(a), d * math.sin(a), 0.0), k)
+              for k, (a, d) in enumerate(zip(rng.uniform(0, 2 * math.pi, 30), rng.uniform(300.0, 4000.0, 30)))]
+    scene = _scene(*actors, ground=Ground(texture="flat"), sun=Sun(pitch=30.0, yaw=-120.0))
+    views = [cam_at(96, 72, location=eye, rotation=look_at_rotation(eye, aim)) for eye, aim in
+             (((-1500.0, 0.0, 300.0), (0.0, 0.0, 50.0)), ((1500.0, 900.0, 600.0), (0.0, 0.0, 50.0)),
+              ((0.0, -1800.0, 200.0), (300.0, 300.0, 50.0)))]
+    lib = Library()
+    shared = GLBackend(lib.mesh)
+    try:
+        order = [0, 1, 2, 0, 2, 1]
+        seq = [shared.render(scene, views[i], ("lit",))["lit"] for i in order]
+        assert shared._passes.shadows.static_renders < len(order)
+    finally:
+        shared.close()
+    for i, img in zip(order, seq):
+        fresh = GLBackend(lib.mesh)
+        try:
+            assert np.array_equal(img, fresh.render(scene, views[i], ("lit",))["lit"]), i
+        finally:
+            fresh.close()

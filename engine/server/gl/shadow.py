@@ -18,6 +18,10 @@ outline writes no texel the frame reads, so leaving it out gives the same image,
 caster, so the depth values of the drawn ones are unchanged. Every image of a dataset has its
 own sun (per-sample looks), so this map is redrawn for almost every sample: in a forest most
 trees stand behind or beside the camera, and drawing them was most of a sample's render time.
+For the same reason a map that already holds *more* casters than a view needs (same sun, same
+casters) is reused as it is, and a redraw keeps the casters the map held: a static scene seen
+from cameras that need different casters is not redrawn per camera (images identical to a fresh
+renderer's, ``tests/engine/test_gl_lod.py``).
 """
 from __future__ import annotations
 
@@ -132,6 +136,7 @@ class ShadowMaps:
         self._draw_parts = draw_parts  # (draw, prog, key, light_vp) -> None, for alpha-tested meshes
         self._layer: _Layer | None = None
         self._signature: tuple | None = None
+        self._drawn: frozenset = frozenset()  # positions (in the draws list) of the casters in the map
         self._active = False
         self.static_renders = 0  # counter for tests and benchmarks
 
@@ -145,16 +150,22 @@ class ShadowMaps:
         centers = np.array([d.center for d in draws])
         radii = np.array([d.radius for d in draws])
         fit = F.light_view_proj(to_sun, centers, radii)   # fitted to every caster, drawn or not
+        signature = (sun, fit[0].tobytes(), tuple((d.index, d.caster.vbo.glo, d.placed.model_bytes) for d in draws))
+        needed = frozenset(range(len(draws)))
         if view_proj is not None:
             keep = casters_in_view(fit[0], view_proj, centers, radii, self.size)
-            draws = [d for d, k in zip(draws, keep) if k]
-        signature = (sun, fit[0].tobytes(), tuple((d.index, d.caster.vbo.glo, d.placed.model_bytes) for d in draws))
+            needed = frozenset(np.flatnonzero(keep).tolist())
+        # A map holding more casters than this view needs gives the same image (the extra ones
+        # write no texel the view reads): reuse it, so a static scene seen from cameras that need
+        # different casters is not redrawn per camera; a redraw keeps what the map held.
         if signature == self._signature:
-            return
+            if needed <= self._drawn:
+                return
+            needed = needed | self._drawn
         if self._layer is None:
             self._layer = _Layer(self.ctx, self.size)
-        self._layer.draw(self._program(), draws, fit, self._draw_parts)
-        self._signature = signature
+        self._layer.draw(self._program(), [draws[i] for i in sorted(needed)], fit, self._draw_parts)
+        self._signature, self._drawn = signature, needed
         self.static_renders += 1
 
     def flags(self) -> str:
