@@ -95,9 +95,14 @@ def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
         for (bb, head), g in t.groupby(["backbone", "head"]):
             ax.plot(g["layer"], g["test_mean"], marker="o", label=_label({"backbone": bb, "head": head}, multi))
         ax.axhline(0.25, color="grey", ls=":", lw=1)
-        ax.set(title=f"{_backbones(summary)} · task {task}", xlabel="layer", ylabel="test accuracy", ylim=(0, 1))
+        # several backbones: named once above the panels (each line's label names its own too)
+        ax.set(title=f"task {task}" if multi else f"{_backbones(summary)} · task {task}",
+               xlabel="layer", ylabel="test accuracy", ylim=(0, 1))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8)
+    if multi:
+        fig.suptitle(f"test accuracy vs layer: {_backbones(summary)}", fontsize=10)
+        fig.tight_layout()
     return _save(fig, path)
 
 
