@@ -120,12 +120,13 @@ def resample_batched(draw_batch: Callable[[np.random.Generator, int], Sequence],
 def screen_aimed_cameras(eyes: np.ndarray, aim: Sequence[float], fov_deg: float, size: int,
                          prisms: Sequence[np.ndarray], margin_px: float, min_px: float, near_cm: float = 10.0,
                          slack_px: float = 1e-6) -> list[str | None]:
-    """Per eye (n, 3) of a square camera aimed at ``aim``: ``"small_projection"`` or
+    """Per eye (n, 3) of a square camera aimed at ``aim`` ((3,), or (n, 3): one per eye): ``"small_projection"`` or
     ``"in_frame"`` when it certainly fails that rule of :func:`projection_rules` (checked with a
     ``slack_px`` tolerance, so rounding never fails a camera the rules keep), else None. One
     vectorised projection of every prism corner for every eye."""
     eyes = np.asarray(eyes, float).reshape(-1, 3)
-    d = np.asarray(aim, float)[None, :] - eyes
+    aim = np.asarray(aim, float)
+    d = (aim.reshape(-1, 3) if aim.ndim == 2 else aim[None, :]) - eyes   # one aim, or one per eye
     yaw, pitch = np.arctan2(d[:, 1], d[:, 0]), np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1]))
     sp, cp, sy, cy = np.sin(pitch), np.cos(pitch), np.sin(yaw), np.cos(yaw)
     fwd = np.stack([cp * cy, cp * sy, sp], axis=1)
@@ -234,12 +235,34 @@ def within_distance(others: Iterable[Placed], max_cm: float) -> Callable[[Placed
 # --- camera -----------------------------------------------------------------------------------
 def sample_camera(rng: np.random.Generator, centre_xy: Sequence[float], xy_range: float,
                   height_range: Sequence[float], base_z: float, aim: Sequence[float],
-                  fov_deg: float, size: int) -> Camera:
-    """Uniform in ``centre ± xy_range`` (X and Y) and ``base_z + height_range``, aimed at ``aim``."""
+                  fov_deg: float, size: int, aim_jitter_deg: float = 0.0) -> Camera:
+    """Uniform in ``centre ± xy_range`` (X and Y) and ``base_z + height_range``, aimed at ``aim``
+    turned by a uniform yaw and pitch offset in ``±aim_jitter_deg`` (see :func:`jittered_aims`)."""
     x = float(rng.uniform(centre_xy[0] - xy_range, centre_xy[0] + xy_range))
     y = float(rng.uniform(centre_xy[1] - xy_range, centre_xy[1] + xy_range))
     z = float(base_z + rng.uniform(height_range[0], height_range[1]))
+    if aim_jitter_deg > 0.0:
+        jitter = rng.uniform(-aim_jitter_deg, aim_jitter_deg, (1, 2))
+        aim = tuple(jittered_aims(np.array([[x, y, z]]), aim, jitter)[0])
     return aimed_camera(x, y, z, aim, fov_deg, size)
+
+
+def jittered_aims(eyes: np.ndarray, aim: Sequence[float], jitter_deg: np.ndarray) -> np.ndarray:
+    """Aim points (n, 3): the direction from each eye to ``aim`` turned by (Δyaw, Δpitch) degrees
+    (``jitter_deg``, shape (n, 2)), at the same distance; pitch kept within ±89°.
+
+    Why: a camera aimed exactly at the labelled objects' centroid puts each object's offset from
+    the image centre along the label's direction (target right of the source ⇒ source left of
+    centre), so one object's position gives the label away. An aim drawn around the centroid
+    independently of the label breaks that, while ``in_frame`` keeps every object in view."""
+    eyes = np.asarray(eyes, float).reshape(-1, 3)
+    d = np.asarray(aim, float)[None, :] - eyes
+    dist = np.linalg.norm(d, axis=1)
+    yaw = np.arctan2(d[:, 1], d[:, 0]) + np.radians(jitter_deg[:, 0])
+    pitch = np.clip(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])) + np.radians(jitter_deg[:, 1]),
+                    -math.radians(89.0), math.radians(89.0))
+    fwd = np.stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)], axis=1)
+    return eyes + dist[:, None] * fwd
 
 
 def aimed_camera(x: float, y: float, z: float, aim: Sequence[float], fov_deg: float, size: int) -> Camera:

@@ -53,6 +53,11 @@ class SparrtaConfig:
     # scenes) keeps the figure's body from pointing at the source, which would hand a model
     # the label's frame without any perspective taking. "face_source" = sceneforge < 0.3.
     figure_yaw: str = "random"
+    # The camera aims at the labelled objects' centroid turned by a uniform yaw and pitch offset
+    # in ±aim_jitter_deg. Aimed exactly at the centroid (0, sceneforge < 0.3), one object's
+    # position in the image gives the label away (a 2-D box of the source alone predicted the
+    # ego label at 0.95; docs/validation.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
+    aim_jitter_deg: float = 15.0
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -150,6 +155,8 @@ def _check(c: SparrtaConfig, src: str) -> None:
     need(c.image_format in FORMATS, "image_format", f"must be one of {FORMATS}")
     need(c.layout in LAYOUTS, "layout", f"must be one of {LAYOUTS}")
     need(c.figure_yaw in FIGURE_YAWS, "figure_yaw", f"must be one of {FIGURE_YAWS}")
+    need(isinstance(c.aim_jitter_deg, (int, float)) and not isinstance(c.aim_jitter_deg, bool)
+         and 0.0 <= c.aim_jitter_deg <= 45.0, "aim_jitter_deg", "must be a number of degrees in [0, 45]")
     need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
     for f in ("margin_ego_deg", "margin_allo_deg"):
         if getattr(c, f) is not None:

@@ -160,7 +160,7 @@ def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
     return Setting(float(s.sigma_cm), float(s.max_pair_dist_cm), float(s.cam_xy_range_cm),
                    tuple(float(v) for v in s.cam_height_range_cm), float(s.fov_deg), cfg.size, float(margin),
                    float(ratio), float(min_bbox), cfg.max_tries, tuple(getattr(s, "centre_cm", (0.0, 0.0))),
-                   cfg.figure_yaw)
+                   cfg.figure_yaw, float(cfg.aim_jitter_deg))
 
 
 class Session:

@@ -22,7 +22,7 @@ from scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clea
                                    gaussian_in_box, max_useful_distance, observer_sector, square_sector_region)
 from scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
                                 projection_rules, resample_batched, resample_while, sample_camera, sample_object,
-                                screen_aimed_cameras, standing, within_distance)
+                                jittered_aims, screen_aimed_cameras, standing, within_distance)
 
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
@@ -46,6 +46,7 @@ class Setting:
     max_tries: int
     centre: tuple[float, float] = (0.0, 0.0)
     figure_yaw: str = "random"      # allo figure: "random" (uniform) or "face_source"
+    aim_jitter_deg: float = 0.0     # camera aim: centroid turned by uniform ±this yaw and pitch
 
 
 @dataclass
@@ -205,15 +206,19 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
 
     def draw(r: np.random.Generator, n: int) -> np.ndarray:   # uniform on the region = the prior given what it excludes
         xy = region.sample_many(r, n)
-        return np.column_stack([xy, base_z + r.uniform(lo, hi, n)])
+        eyes = np.column_stack([xy, base_z + r.uniform(lo, hi, n)])
+        if st.aim_jitter_deg <= 0.0:
+            return np.column_stack([eyes, np.tile(centroid, (n, 1))])
+        jitter = r.uniform(-st.aim_jitter_deg, st.aim_jitter_deg, (n, 2))
+        return np.column_stack([eyes, jittered_aims(eyes, centroid, jitter)])   # (n, 6): eye, aim point
 
     prisms = [o.corners() for o in objects]
 
-    def screen(eyes: np.ndarray) -> list:   # the projection rules on every eye at once (a necessary condition)
-        return screen_aimed_cameras(eyes, centroid, st.fov_deg, st.size, prisms, IN_FRAME_MARGIN * st.size,
-                                    st.min_bbox_px)
-    cam = resample_batched(draw, screen, lambda e: aimed_camera(float(e[0]), float(e[1]), float(e[2]), centroid,
-                                                                st.fov_deg, st.size),
+    def screen(cands: np.ndarray) -> list:   # the projection rules on every eye at once (a necessary condition)
+        return screen_aimed_cameras(cands[:, :3], cands[:, 3:6], st.fov_deg, st.size, prisms,
+                                    IN_FRAME_MARGIN * st.size, st.min_bbox_px)
+    cam = resample_batched(draw, screen, lambda e: aimed_camera(float(e[0]), float(e[1]), float(e[2]),
+                                                                tuple(float(v) for v in e[3:6]), st.fov_deg, st.size),
                            rules, rng, st.max_tries, counts, what=f"{task} camera for label {want!r}")
     observer = cam.location if task == "ego" else human.location
     return View(cam, human, _angle(observer, src.location, tgt.location))

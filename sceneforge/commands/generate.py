@@ -15,7 +15,8 @@ FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "image_size", "triples
          "masks": "masks", "depth": "depth", "margin_ego": "margin_ego_deg", "margin_allo": "margin_allo_deg",
          "min_visible_ratio": "min_visible_ratio", "min_bbox_px": "min_bbox_px",
          "samples_per_scene": "samples_per_scene", "licenses": "licenses", "renderer": "renderer",
-         "layout": "layout", "figure_yaw": "figure_yaw"}
+         "layout": "layout", "figure_yaw": "figure_yaw",
+         "aim_jitter": "aim_jitter_deg"}
 
 
 def config_from_args(args: argparse.Namespace):
@@ -79,6 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--figure-yaw", choices=["random", "face_source"],
                    help="allo figure's yaw: random (default, as SpaRRTa's scenes) or facing the source; "
                         "the label never depends on it")
+    p.add_argument("--aim-jitter", type=float,
+                   help="camera aim: the objects' centroid turned by uniform ±DEG yaw and pitch (default 15; "
+                        "0 = exactly at the centroid, which lets one object's position give the label away)")
     p.add_argument("--masks", action="store_true", help="also write instance masks (mask_NNNN.png)")
     p.add_argument("--depth", action="store_true", help="also write depth (depth_NNNN.npy, cm)")
     p.add_argument("--no-clutter", action="store_true", help="leave out the environment's background objects")

@@ -43,7 +43,7 @@ def reference_view(rng, group, task: str, want: str, st, ground, human_shape, co
     base_z = float(np.mean([o.z for o in objects]))
     cam = resample_while(
         lambda r: sample_camera(r, st.centre, st.cam_xy_range_cm, st.cam_height_range_cm, base_z,
-                                tuple(centroid), st.fov_deg, st.size),
+                                tuple(centroid), st.fov_deg, st.size, st.aim_jitter_deg),
         rules, rng, st.max_tries, counts, what=f"{task} camera for label {want!r}")
     observer = cam.location if task == "ego" else human.location
     return View(cam, human, angle_and_cross(observer, src.location, tgt.location)[0])
