@@ -172,8 +172,20 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
     fov = float(world.get("camera", {}).get("fov_deg", ctx.fov))
     pattern = ctx.cfg.motion.patterns[index % len(ctx.cfg.motion.patterns)]
     asset_id = str(rng.choice(ctx.subject_ids))
+    fail = None
     for attempt in range(ctx.cfg.max_render_tries):
-        clip = sample_clip(ctx, rng, pattern, asset_id, counts)
+        try:
+            clip = sample_clip(ctx, rng, pattern, asset_id, counts)
+        except PlacementError as e:
+            # this subject cannot make this motion here (e.g. a small animal: its short path leaves
+            # the DSI labels inconsistent under the flips): draw another subject from the same
+            # stream. Clips that succeeded before are unchanged (this only runs after a failure).
+            if len(set(ctx.subject_ids)) == 1:
+                raise
+            fail = e.rule or "motion"
+            counts["subject_redrawn"] += 1
+            asset_id = str(rng.choice(ctx.subject_ids))
+            continue
         subject = Actor(SUBJECT, asset_id, mo.subject_transform(clip, 0))
         scenery = ctx.env.clutter(rng, keep_out=mo.keep_out(clip)) if ctx.cfg.clutter else []
         frames, vis = render_frames(client, clip, subject, scenery, server_world(world), fov, ctx.size)
