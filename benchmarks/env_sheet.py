@@ -22,20 +22,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from look_sheet import _label  # noqa: E402  (one caption style for every sheet)
+
 ENVS = ("desert", "forest", "winter_town", "bridge", "city")
 # bottom row: (camera x, y), height above the ground, aim (cm); the bridge stands north-east
 OVERVIEW = {"bridge": ((-1200.0, -1800.0), 700.0, (1500.0, 2500.0, 100.0))}
 DEFAULT_OVERVIEW = ((0.0, -2400.0), 900.0, (0.0, 0.0, 100.0))
 
 
-def _label(img: np.ndarray, text: str) -> np.ndarray:
-    from PIL import Image, ImageDraw
-
-    im = Image.fromarray(img)
-    d = ImageDraw.Draw(im)
-    d.rectangle([0, 0, 8 + 6 * len(text), 14], fill=(0, 0, 0))
-    d.text((4, 2), text, fill=(255, 255, 255))
-    return np.asarray(im)
 
 
 def env_views(name: str, size: int, seed: int) -> list[np.ndarray]:
