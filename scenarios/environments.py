@@ -16,21 +16,19 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from shapely.geometry import Point
-from shapely.ops import unary_union
 
 from core.errors import ConfigError
 from core.paths import check_component
 from engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
 from engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
 from scenarios.look import LookRandomization
-from scenarios.placement import (TRIES, Line, Occupancy, in_zones, line_candidate, ring_candidate,
+from scenarios.placement import (Line, Occupancy, footprint_radius, ground_z_under, pick_variants, place_group,
                                  zone_geometry)
 
 ENVS_DIR = Path(__file__).parent / "envs"
@@ -267,10 +265,10 @@ class Environment:
         actors = [self._landmark(lm, k, lib) for k, lm in enumerate(self.spec.landmarks)]
         for lm, a in zip(self.spec.landmarks, actors):
             if not lm.flat:
-                r = _radius(lib, a.asset_id) * lm.scale
+                r = footprint_radius(lib, a.asset_id) * lm.scale
                 occupied.add(Point(*lm.location_cm), r, *lm.location_cm, r)
         for k, group in enumerate(self.spec.clutter):
-            for asset_id, x, y, yaw, s in _place_group(group, rng, lib, occupied, self.spec.sampling.centre_cm,
+            for asset_id, x, y, yaw, s in place_group(group, rng, lib, occupied, self.spec.sampling.centre_cm,
                                                        self.spec.style_tags, self._geometry(), k):
                 actors.append(self._actor(len(actors), asset_id, x, y, yaw, s, lib))
         return actors
@@ -292,65 +290,10 @@ class Environment:
         return self._actor(k, lib.resolve(lm.cls), *lm.location_cm, lm.yaw, lm.scale, lib)
 
     def _actor(self, k: int, asset_id: str, x: float, y: float, yaw: float, s: float, lib) -> Actor:
-        r = _radius(lib, asset_id) * s
-        z = _ground_z(self.ground, x, y, r)
+        r = footprint_radius(lib, asset_id) * s
+        z = ground_z_under(self.ground, x, y, r)
         return Actor(f"clutter_{k:03d}", asset_id, Transform((x, y, z), Rotator(0.0, yaw, 0.0), (s, s, s)),
                      color=instance_color(CLUTTER_COLOR_BASE + k))
-
-
-def _radius(lib, asset_id: str) -> float:
-    """Footprint radius (cm) around the asset origin."""
-    fp = lib.footprint(asset_id)
-    return float(np.max(np.hypot(fp[:, 0], fp[:, 1])))
-
-
-def _ground_z(ground: Ground, x: float, y: float, r: float) -> float:
-    """Lowest terrain height under the footprint, so the base never floats on a slope."""
-    xs = np.array([x, x + r, x - r, x, x])
-    ys = np.array([y, y, y, y + r, y - r])
-    return float(np.min(ground.height(xs, ys)))
-
-
-def pick_variants(lib, cls: str, tags) -> list[str]:
-    """Active asset ids of ``cls``, narrowed to those with any of ``tags`` when some have them.
-    ``cls`` may also be an asset id: the environment pins that asset (``[cls]``)."""
-    if cls in set(lib.ids()) and cls not in set(lib.classes()):
-        return [cls]
-    infos = lib.by_class(cls)
-    if not infos:
-        raise ConfigError(f"class {cls!r} has no asset in the library")
-    styled = [i.id for i in infos if set(i.tags) & set(tags)]
-    return styled or [i.id for i in infos]
-
-
-def _place_group(group: ClutterGroup, rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(),
-                 geometry=({}, {}), index: int = 0):
-    """Yield (asset_id, x, y, yaw, scale) for one group; adds each object to ``occupied``."""
-    zones, lines = geometry
-    avoid = unary_union([zones[z] for z in group.avoid]) if group.avoid else None
-    within = unary_union([zones[z] for z in group.within]) if group.within else None
-    line = lines[group.along] if group.along else None
-    lo, hi = (group.count, group.count) if isinstance(group.count, int) else group.count
-    n = int(rng.integers(lo, hi + 1))
-    for _ in range(n):
-        cls = group.classes[int(rng.integers(len(group.classes)))]
-        ids = pick_variants(lib, cls, [group.prefer_tag] if group.prefer_tag else style)
-        asset_id = ids[int(rng.integers(len(ids)))]
-        s = float(rng.uniform(*group.scale))
-        rad = _radius(lib, asset_id) * s
-        footprint = lib.footprint(asset_id) if line is not None else None
-        for _try in range(TRIES):
-            if line is None:
-                c = ring_candidate(rng, centre, group.ring_cm, rad)
-            else:
-                c = line_candidate(rng, line, group.offset_cm, group.facing, footprint, s, centre, group.ring_cm)
-                if c is None:
-                    continue
-            if occupied.clear(c, rad, group.gap_cm, index if group.overlap else None) and \
-                    in_zones(c, rad, avoid, within):
-                occupied.add(c.geom, c.pad, c.x, c.y, rad, index)
-                yield asset_id, c.x, c.y, c.yaw, s
-                break
 
 
 @functools.lru_cache(maxsize=8)

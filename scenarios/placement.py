@@ -22,11 +22,17 @@ in the same order, and shapely distances (exact) decide.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import shapely
 from shapely.geometry import Point, Polygon, box
 from shapely.ops import unary_union
+
+from core.errors import ConfigError
+
+if TYPE_CHECKING:   # annotations only: environments imports this module
+    from scenarios.environments import ClutterGroup
 
 TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
 
@@ -170,3 +176,59 @@ def in_zones(c: Candidate, radius: float, avoid, within) -> bool:
         if c.pad > 0 and within.boundary.distance(c.geom) < c.pad:
             return False
     return True
+
+
+# --- placing one clutter group (moved from scenarios/environments.py) -----------------------
+def footprint_radius(lib, asset_id: str) -> float:
+    """Footprint radius (cm) around the asset origin."""
+    fp = lib.footprint(asset_id)
+    return float(np.max(np.hypot(fp[:, 0], fp[:, 1])))
+
+
+def ground_z_under(ground, x: float, y: float, r: float) -> float:
+    """Lowest terrain height under the footprint, so the base never floats on a slope."""
+    xs = np.array([x, x + r, x - r, x, x])
+    ys = np.array([y, y, y, y + r, y - r])
+    return float(np.min(ground.height(xs, ys)))
+
+
+def pick_variants(lib, cls: str, tags) -> list[str]:
+    """Active asset ids of ``cls``, narrowed to those with any of ``tags`` when some have them.
+    ``cls`` may also be an asset id: the environment pins that asset (``[cls]``)."""
+    if cls in set(lib.ids()) and cls not in set(lib.classes()):
+        return [cls]
+    infos = lib.by_class(cls)
+    if not infos:
+        raise ConfigError(f"class {cls!r} has no asset in the library")
+    styled = [i.id for i in infos if set(i.tags) & set(tags)]
+    return styled or [i.id for i in infos]
+
+
+def place_group(group: "ClutterGroup", rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(),
+                 geometry=({}, {}), index: int = 0):
+    """Yield (asset_id, x, y, yaw, scale) for one group; adds each object to ``occupied``."""
+    zones, lines = geometry
+    avoid = unary_union([zones[z] for z in group.avoid]) if group.avoid else None
+    within = unary_union([zones[z] for z in group.within]) if group.within else None
+    line = lines[group.along] if group.along else None
+    lo, hi = (group.count, group.count) if isinstance(group.count, int) else group.count
+    n = int(rng.integers(lo, hi + 1))
+    for _ in range(n):
+        cls = group.classes[int(rng.integers(len(group.classes)))]
+        ids = pick_variants(lib, cls, [group.prefer_tag] if group.prefer_tag else style)
+        asset_id = ids[int(rng.integers(len(ids)))]
+        s = float(rng.uniform(*group.scale))
+        rad = footprint_radius(lib, asset_id) * s
+        footprint = lib.footprint(asset_id) if line is not None else None
+        for _try in range(TRIES):
+            if line is None:
+                c = ring_candidate(rng, centre, group.ring_cm, rad)
+            else:
+                c = line_candidate(rng, line, group.offset_cm, group.facing, footprint, s, centre, group.ring_cm)
+                if c is None:
+                    continue
+            if occupied.clear(c, rad, group.gap_cm, index if group.overlap else None) and \
+                    in_zones(c, rad, avoid, within):
+                occupied.add(c.geom, c.pad, c.x, c.y, rad, index)
+                yield asset_id, c.x, c.y, c.yaw, s
+                break
