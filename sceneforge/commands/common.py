@@ -20,6 +20,25 @@ def add_runner_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--servers", help="comma-separated external UnrealCV servers, one worker each")
     p.add_argument("--ray-address", help="Ray cluster address (with --backend ray)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--no-fetch", action="store_true",
+                   help="do not fetch the real assets on first use (also: SCENEFORGE_NO_FETCH=1); "
+                        "the procedural pack stands in")
+
+
+def fetch_defaults_once(args: argparse.Namespace) -> None:
+    """Build the default real assets (Sweet Home 3D pack, textures, HDRIs) on first use.
+
+    Why here: every scenario command renders the default environments with them, and a new user's
+    first ``generate`` must not silently fall back to primitives. A no-op when they are built;
+    offline it says so in one line and the procedural pack stands in (assets_manifest/build.py).
+    """
+    import os
+
+    if getattr(args, "no_fetch", False) or os.environ.get("SCENEFORGE_NO_FETCH"):
+        return
+    from assets_manifest.build import ensure_defaults
+
+    ensure_defaults(progress=not getattr(args, "quiet", False))
 
 
 def _workers(text: str):
@@ -71,6 +90,7 @@ def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -
     from core.errors import ConfigError, PlacementError
     from renderfarm import run_job
 
+    fetch_defaults_once(args)
     resolve_auto_workers(name, config, args)
     backend = backend_of(args)
     if args.server and backend != "inline":

@@ -7,7 +7,6 @@ where everything is. Rerunning it resumes (and then just re-prints).
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 
@@ -19,11 +18,10 @@ def run(args: argparse.Namespace) -> int:
     from renderfarm import run_job
     from scenarios.sparrta.card import rejection_summary
     from scenarios.sparrta.preview import contact_sheet
+    from sceneforge.commands.common import fetch_defaults_once
 
     out = Path(args.out)
-    if not args.no_fetch and not os.environ.get("SCENEFORGE_NO_FETCH"):
-        from assets_manifest.build import ensure_defaults
-        ensure_defaults(progress=not args.quiet)     # real models on first use; one line if offline
+    fetch_defaults_once(args)     # real models on first use; one line if offline
     summary = run_job("sparrta", demo_config(args.n, args.env, args.seed), out, backend="inline",
                       progress=not args.quiet)
     if summary["failed"]:

@@ -46,3 +46,36 @@ def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "atlantis" in err[0] and err[0].startswith(f"sceneforge {argv[0]}: error:")
     assert not (tmp_path / "x").exists()
+
+
+def test_generate_fetches_real_assets_on_first_use_and_falls_back_in_one_line(tmp_path, monkeypatch, capsys):
+    """A new user's first `generate` (not only `demo`) tries to build the real assets; offline
+    (apt-get and npm fail as they do without a network) it says so in one line and the job
+    still completes with the procedural pack."""
+    import json
+    import os
+    import stat
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool, message in (("apt-get", "E: Failed to fetch http://deb.debian.org/x  Temporary failure resolving"),
+                          ("npm", "npm ERR! network request failed")):
+        path = bin_dir / tool
+        path.write_text(f"#!/bin/sh\necho '{message}' >&2\nexit 100\n")
+        path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("SCENEFORGE_NO_FETCH", raising=False)
+    out = tmp_path / "data"
+    assert cli.main(["generate", "--env", "desert", "--task", "ego", "--n", "2", "--out", str(out), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    tried = [ln for ln in err.splitlines() if "first use: fetching real assets" in ln]
+    failed = [ln for ln in err.splitlines() if "real assets unavailable" in ln]
+    assert len(tried) == 1 and len(failed) == 1 and "procedural" in failed[0]
+    records = sorted(out.glob("records/**/*.json"))
+    assert records and all(a.startswith("proc_") for a in json.loads(records[0].read_text())["assets"])
+
+    # --no-fetch: not even tried
+    assert cli.main(["generate", "--env", "desert", "--task", "ego", "--n", "2", "--out", str(tmp_path / "b"),
+                     "--quiet", "--no-fetch"]) == 0
+    assert "fetching" not in capsys.readouterr().err
