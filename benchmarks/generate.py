@@ -43,11 +43,23 @@ class TimedClient:
         def timed(*a, **k):
             t = time.perf_counter()
             try:
-                return attr(*a, **k)
+                out = attr(*a, **k)
             finally:
                 self.seconds[name] += time.perf_counter() - t
                 self.calls[name] += 1
+            if name.endswith("_async"):   # the wait for the reply counts too (not the work done meanwhile)
+                return self._timed_wait(name, out)
+            return out
         return timed
+
+    def _timed_wait(self, name: str, wait):
+        def waited():
+            t = time.perf_counter()
+            try:
+                return wait()
+            finally:
+                self.seconds[name] += time.perf_counter() - t
+        return waited
 
 
 def server_cpu(pid: int | None) -> float:

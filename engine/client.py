@@ -1,9 +1,18 @@
 """Typed client for a render server speaking the UnrealCV protocol (ours or UE5 + UnrealCV).
 
-A thin wrapper over the *official* ``unrealcv.Client``: it adds connect retries and timeouts,
-turns ``None``/``error ...`` replies into exceptions (:class:`ConnectionFailed`,
-:class:`CommandError`), converts typed values (``Actor``, ``Camera``) to command strings only at
-the socket, and decodes images into numpy arrays.
+It speaks the UnrealCV wire protocol itself (``engine/protocol.py``: the framing the official
+``unrealcv.Client`` uses, so UE5 + UnrealCV servers work unchanged) on one blocking socket, with
+connect retries and timeouts; ``error ...`` replies and lost connections become exceptions
+(:class:`ConnectionFailed`, :class:`CommandError`); typed values (``Actor``, ``Camera``) become
+command strings only at the socket; images are decoded into numpy arrays.
+
+Why not the official client (it was wrapped until 2026-11-25): it reads replies on a receive
+thread and hands each one over through two queues, and checks every command against the server's
+template list; per request that cost ~0.5 ms of client CPU and two thread switches on a 2-core
+machine, for nothing our client needs. Here the caller reads its own reply, and requests can be
+pipelined (:meth:`RenderClient.render_async`: the server renders while the caller works; replies
+come back in request order). The official client is still what the server's compatibility tests
+(``tests/engine/test_unrealcv_compat.py``) and docs/server.md's examples use.
 
 On our server (``/sceneforge/`` in ``vget /unrealcv/commands``) it uses the batched extensions;
 on a real UE5 server it falls back to stock commands (see ``engine/client_stock.py`` and
@@ -16,18 +25,19 @@ docs/server.md). One ``RenderClient`` per thread: the official client is not thr
 """
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import logging
 import re
+import socket
 import time
-from typing import Iterable
+from collections import deque
+from typing import Callable, Iterable
 
 import numpy as np
 
 from core.errors import CommandError, ConnectionFailed, ProtocolError
-from engine.protocol import unpack_arrays
+from engine.protocol import HEADER, MAGIC, unpack_arrays
 from core.types import PixelCount
 from engine.world import Actor, Camera, Rotator
 
@@ -78,6 +88,98 @@ def decode_image(data: bytes, kind: str) -> np.ndarray:
     return (rgb.astype(np.float32) / 127.5 - 1.0) if kind == "normal" else rgb
 
 
+class Wire:
+    """UnrealCV framing (``magic | length | b"{id}:{payload}"``) on one blocking socket, without a
+    receive thread: :meth:`send` writes a request and returns its id, :meth:`receive` reads the
+    reply of the oldest request not yet read. A server answers a connection's requests in order,
+    so several may be in flight (pipelining). Any socket failure, timeout or out-of-order reply
+    closes the wire (its replies could no longer be matched) and raises ``OSError`` /
+    :class:`ProtocolError`."""
+
+    def __init__(self, sock: socket.socket, timeout: float):
+        self.sock = sock
+        self.sock.settimeout(timeout)
+        self._next_id = 0
+        self._waiting: deque[int] = deque()
+
+    @classmethod
+    def open(cls, host: str, port: int, timeout: float, connect_timeout: float) -> "Wire | None":
+        """Connect and read the server's greeting (``connected ...``); None when refused or the
+        greeting is anything else (a full server answers ``error too many clients``)."""
+        try:
+            sock = socket.create_connection((host, port), timeout=connect_timeout)
+        except OSError:
+            return None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        wire = cls(sock, connect_timeout)
+        try:
+            greeting = wire._frame()
+        except (OSError, ProtocolError):
+            wire.close()
+            return None
+        if not greeting.startswith(b"connected"):
+            wire.close()
+            return None
+        sock.settimeout(timeout)
+        return wire
+
+    def send(self, command: str) -> int:
+        rid = self._next_id
+        self._next_id += 1
+        body = b"%d:%s" % (rid, command.encode("utf-8"))
+        try:
+            self.sock.sendall(HEADER.pack(MAGIC, len(body)) + body)
+        except OSError:
+            self.close()
+            raise
+        self._waiting.append(rid)
+        return rid
+
+    def receive(self, rid: int) -> bytes:
+        """The reply body of request ``rid`` (which must be the oldest one waiting)."""
+        if not self._waiting or self._waiting[0] != rid:
+            raise ProtocolError(f"reply of request {rid} read out of order (waiting: {list(self._waiting)[:4]})")
+        try:
+            payload = self._frame()
+        except (OSError, ProtocolError):
+            self.close()
+            raise
+        self._waiting.popleft()
+        head, sep, body = bytes(payload[:24]).partition(b":")
+        if not sep or not head.isdigit() or int(head) != rid:
+            self.close()
+            raise ProtocolError(f"reply {bytes(payload[:24])!r} does not answer request {rid}")
+        return bytes(memoryview(payload)[len(head) + 1:])
+
+    def _frame(self) -> bytearray:
+        header = self._exact(HEADER.size)
+        magic, length = HEADER.unpack(header)
+        if magic != MAGIC:
+            raise ProtocolError(f"bad magic 0x{magic:08X} (expected 0x{MAGIC:08X})")
+        return self._exact(length)
+
+    def _exact(self, n: int) -> bytearray:
+        buf = bytearray(n)
+        view, got = memoryview(buf), 0
+        while got < n:
+            k = self.sock.recv_into(view[got:], n - got)
+            if not k:
+                raise ConnectionError(f"connection closed after {got} of {n} bytes")
+            got += k
+        return buf
+
+    @property
+    def closed(self) -> bool:
+        return self.sock is None
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            finally:
+                self.sock = None
+
+
 class RenderClient:
     """Typed calls against one render server. See the module docstring for an example."""
 
@@ -95,26 +197,17 @@ class RenderClient:
     # --- connection --------------------------------------------------------------------------
     def connect(self) -> "RenderClient":
         """Connect, retrying until ``connect_timeout``; learns the server's command set."""
-        import unrealcv  # lazy: pulls in cv2
-
-        ulog = logging.getLogger("unrealcv")  # logs through its own handler: keep retries quiet
         deadline, attempts = time.monotonic() + self.connect_timeout, 0
         while True:
-            client = _quiet_client_class(unrealcv)((self.host, self.port))
-            ulog.setLevel(logging.CRITICAL)
-            try:
-                with contextlib.redirect_stdout(io.StringIO()):  # the official client prints
-                    ok = client.connect(timeout=min(5.0, self.connect_timeout))
-            finally:
-                ulog.setLevel(logging.WARNING)
+            wire = Wire.open(self.host, self.port, self.timeout, min(5.0, self.connect_timeout))
             attempts += 1
-            if ok:
+            if wire is not None:
                 break
             if time.monotonic() > deadline:
                 raise ConnectionFailed(f"no UnrealCV server at {self.host}:{self.port} "
                                        f"({attempts} attempts in {self.connect_timeout:.0f}s)")
             time.sleep(0.2)
-        self._client = client
+        self._client = wire
         self.templates = self.text("vget /unrealcv/commands").splitlines()
         return self
 
@@ -125,8 +218,7 @@ class RenderClient:
 
     def close(self) -> None:
         if self._client is not None:
-            with contextlib.redirect_stdout(io.StringIO()):
-                self._client.disconnect()
+            self._client.close()
             self._client = None
 
     def __enter__(self) -> "RenderClient":
@@ -137,26 +229,53 @@ class RenderClient:
 
     # --- raw requests ------------------------------------------------------------------------
     def request(self, command: str) -> "str | bytes":
-        """Send one command; ``error ...`` → CommandError, lost connection → ConnectionFailed."""
-        if self._client is None:
-            raise ConnectionFailed(f"not connected to {self.host}:{self.port}")
+        """Send one command; ``error ...`` → CommandError, lost connection → ConnectionFailed.
+        The reply is text when it is valid UTF-8, else bytes (as the official client returns it)."""
+        reply = self._call(command)
         try:
-            reply = self._client.request(command, timeout=self.timeout)
-        except (ConnectionError, TimeoutError, OSError) as e:
+            return reply.decode("utf-8")
+        except UnicodeDecodeError:
+            return reply
+
+    def send(self, command: str) -> Callable[[], bytes]:
+        """Send ``command`` now and return a function that reads its reply (raw bytes, errors
+        raised as in :meth:`request`). Replies must be read in the order the commands were sent;
+        the server works on this one while the caller does something else."""
+        wire = self._wire(command)
+        try:
+            rid = wire.send(command)
+        except OSError as e:
             raise ConnectionFailed(f"{self.host}:{self.port}: {command[:60]!r}: {e}") from None
-        if reply is None:
-            raise ConnectionFailed(f"{self.host}:{self.port} closed the connection during {command[:60]!r}")
-        if isinstance(reply, str) and reply.startswith("error"):
-            raise CommandError(f"{command[:80]}: {reply[:300]}")
+
+        def reply() -> bytes:
+            try:
+                body = wire.receive(rid)
+            except OSError as e:
+                self._client = None if self._client is wire else self._client
+                what = "closed the connection" if isinstance(e, ConnectionError) else f"failed ({e})"
+                raise ConnectionFailed(f"{self.host}:{self.port} {what} during {command[:60]!r}") from None
+            except ProtocolError:
+                self._client = None if self._client is wire else self._client
+                raise
+            if body.startswith(b"error"):
+                raise CommandError(f"{command[:80]}: {body[:300].decode('utf-8', errors='replace')}")
+            return body
         return reply
 
+    def _call(self, command: str) -> bytes:
+        return self.send(command)()
+
+    def _wire(self, command: str) -> Wire:
+        if self._client is None or self._client.closed:
+            self._client = None
+            raise ConnectionFailed(f"not connected to {self.host}:{self.port} ({command[:60]!r})")
+        return self._client
+
     def text(self, command: str) -> str:
-        reply = self.request(command)
-        return reply if isinstance(reply, str) else reply.decode("utf-8", errors="replace")
+        return self._call(command).decode("utf-8", errors="replace")
 
     def binary(self, command: str) -> bytes:
-        reply = self.request(command)
-        return reply.encode("utf-8") if isinstance(reply, str) else reply  # tiny valid-UTF-8 payloads
+        return self._call(command)
 
     # --- server and world --------------------------------------------------------------------
     def status(self) -> str:
@@ -254,19 +373,30 @@ class RenderClient:
         ``camera``: set camera ``cam_id`` first, in the same request on our server (one round
         trip per frame instead of two).
         """
+        return self.render_async(cam_id, kinds, camera)()
+
+    def render_async(self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth"),
+                     camera: Camera | None = None) -> Callable[[], dict[str, np.ndarray]]:
+        """:meth:`render`, split in two: the request is sent now, the returned function waits for
+        the images. Work done in between overlaps the server's render; send nothing else on this
+        client before calling it (on a stock server it renders synchronously)."""
         kinds = tuple(kinds)
-        if self.is_sceneforge:
-            extra = f" {_camera_json(camera)}" if camera is not None else ""
-            data = self.binary(f"vget /sceneforge/render {cam_id} {','.join(kinds)}{extra}")
-            arrays = unpack_arrays(data)
+        if not self.is_sceneforge:
+            if camera is not None:
+                self.set_camera(cam_id, camera)
+            from engine.client_stock import render_stock
+            arrays = render_stock(self, cam_id, kinds)
+            return lambda: arrays
+        extra = f" {_camera_json(camera)}" if camera is not None else ""
+        reply = self.send(f"vget /sceneforge/render {cam_id} {','.join(kinds)}{extra}")
+
+        def images() -> dict[str, np.ndarray]:
+            arrays = unpack_arrays(reply())
             missing = [k for k in kinds if k not in arrays]
             if missing:
                 raise ProtocolError(f"render reply lacks {missing}")
             return {k: arrays[k] for k in kinds}
-        if camera is not None:
-            self.set_camera(cam_id, camera)
-        from engine.client_stock import render_stock
-        return render_stock(self, cam_id, kinds)
+        return images
 
     def visibility(self, cam_id: int, names: list[str], camera: Camera | None = None) -> dict[str, PixelCount]:
         """Visible/unoccluded pixels and bbox per actor (one call on our server); ``camera`` as
@@ -303,24 +433,3 @@ def _actor_json(actor: Actor) -> dict:
     return {"name": actor.name, "asset": actor.asset_id, "location": list(t.location),
             "rotation": list(t.rotation.as_tuple()), "scale": list(t.scale),
             "tint": list(actor.tint) if actor.tint is not None else None}
-
-
-_QUIET_CLIENT = None
-
-
-def _quiet_client_class(unrealcv):
-    """The official ``unrealcv.Client`` whose receive thread ends quietly when the server goes
-    away. Why: after a lost connection the official thread retries with back-off (~55 s in
-    unrealcv 1.x) and then raises ``ConnectionError`` in a thread nobody joins, long after our
-    request side has already raised :class:`ConnectionFailed`; the late exception would land
-    in whatever code (or test) runs then. Everything else is the official client, unchanged."""
-    global _QUIET_CLIENT
-    if _QUIET_CLIENT is None:
-        class QuietClient(unrealcv.Client):
-            def receive_loop_queue(self):
-                try:
-                    super().receive_loop_queue()
-                except (ConnectionError, OSError, AttributeError):   # socket gone: wake any waiter
-                    self.recv_data_q.put(None)
-        _QUIET_CLIENT = QuietClient
-    return _QUIET_CLIENT

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from core.errors import ConfigError, PlacementError
@@ -97,10 +97,10 @@ def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: Sh
 
 
 def _make_all(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
-    for idx in todo:
+    for k, idx in enumerate(todo):
         unit, i = locate(units, idx)
         try:
-            rec = session.make(unit, i)
+            rec = session.make(unit, i, after=locate(units, todo[k + 1]) if k + 1 < len(todo) else None)
         except PlacementError as e:
             result.failed[idx] = str(e)
             result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
@@ -178,6 +178,7 @@ class Session:
         self._scene_key = None
         self._colors: dict[str, tuple[int, int, int]] = {}
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
+        self._ahead: Ahead | None = None   # the next sample's first steps, done while this one renders
 
     def env(self, name: str):
         if name not in self._envs:
@@ -245,16 +246,45 @@ class Session:
         self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
 
     # ---- one sample ----------------------------------------------------------------------------
-    def make(self, unit: Unit, i: int) -> dict:
-        """Find a valid sample with index ``i``'s label, render it, write its files and record."""
+    def start(self, unit: Unit, i: int) -> "Ahead":
+        """The client-only first steps of sample ``i`` (no request to the server): its look, its
+        setting, its RNG, its first scene group and its first candidate view. Pure: a function of
+        (config, unit, i), whenever it runs (:meth:`make` runs it for the next sample while the
+        server renders the current one)."""
         cfg, env = self.cfg, self.env(unit.env)
         st = setting_for(cfg, env, unit.task)
         # this sample's look (issue 14): drawn from its own seed stream, recorded in its params
-        self._look = draw_look(env, sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=LOOK_STREAM))
-        if "camera" in self._look:  # randomised lens (camera intrinsics)
-            st = replace(st, fov_deg=float(self._look["camera"]["fov_deg"]))
-        want, counts, renders = unit.label(i), Counter(), 0
+        look = draw_look(env, sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=LOOK_STREAM))
+        if "camera" in look:  # randomised lens (camera intrinsics)
+            st = replace(st, fov_deg=float(look["camera"]["fov_deg"]))
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
+        ahead = Ahead((unit.env, unit.task, unit.triple_id, i), st, look, rng)
+        group = self.group(unit, i, 0, st)   # its errors are the sample's (make raises them)
+        try:
+            ahead.view = sample_view(rng, group, unit.task, unit.label(i), st, env.ground, group.viewpoint,
+                                     ahead.counts)
+        except PlacementError as e:
+            ahead.unusable = e
+        return ahead
+
+    def _start_quietly(self, unit: Unit, i: int) -> "Ahead | None":
+        """:meth:`start` for the next sample; any error is left for its own ``make`` to raise
+        (this sample must not fail because of the next one)."""
+        try:
+            return self.start(unit, i)
+        except Exception:  # noqa: BLE001 - make(unit, i) runs start again and raises it there
+            return None
+
+    def make(self, unit: Unit, i: int, after: "tuple[Unit, int] | None" = None) -> dict:
+        """Find a valid sample with index ``i``'s label, render it, write its files and record.
+        ``after``: the sample made next; its client-only first steps (:meth:`start`) run while
+        the server renders this one's image."""
+        cfg, env = self.cfg, self.env(unit.env)
+        ahead, self._ahead = self._ahead, None
+        if ahead is None or ahead.key != (unit.env, unit.task, unit.triple_id, i):
+            ahead = self.start(unit, i)
+        st, self._look, rng = ahead.st, ahead.look, ahead.rng
+        want, counts, renders = unit.label(i), Counter(), 0
         perceptual = unit.task == "ego" and getattr(env.sampling, "perceptual_check", True)
         for attempt in range(scene_budget(cfg)):
             group = self.group(unit, i, attempt, st)
@@ -263,21 +293,32 @@ class Session:
             self.show(unit, group)
             self.set_look(self._look)
             for _ in range(cfg.max_render_tries):
-                try:
-                    view = sample_view(rng, group, unit.task, want, st, env.ground, group.viewpoint, counts)
-                except PlacementError:
-                    counts["scene_unusable"] += 1
-                    break
+                if attempt == 0 and ahead is not None:   # the first candidate, drawn by start()
+                    counts.update(ahead.counts)
+                    view, unusable, ahead = ahead.view, ahead.unusable, None
+                    if unusable is not None:
+                        counts["scene_unusable"] += 1
+                        break
+                else:
+                    try:
+                        view = sample_view(rng, group, unit.task, want, st, env.ground, group.viewpoint, counts)
+                    except PlacementError:
+                        counts["scene_unusable"] += 1
+                        break
                 vis = self.visibility(view)
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
-                    img = self.render_sample(perceptual, want)
+                    images = self.render_sample(perceptual, want)   # sent: the server renders now
+                    files = self.describe(unit, i, st, group, view, vis)
+                    if after is not None and self._ahead is None:
+                        self._ahead = self._start_quietly(*after)
+                    img = images()
                     if perceptual and ego_label_disagrees(want, img["object_mask"], img.get("depth"),
                                                           self._colors["source"], self._colors["target"]):
                         counts[PERCEPTUAL_RULE] += 1
                         continue
-                    return self.write(unit, i, st, group, view, vis, counts, renders, img)
+                    return self.write(unit, i, group, view, counts, renders, img, files)
                 counts[fail] += 1
         raise self._give_up(unit, i, want, counts)
 
@@ -299,18 +340,18 @@ class Session:
                               f"candidates, label rules aside): {dict(sorted(counts.items()))}",
                               rule=rule, tries=tries, rejections=dict(counts))
 
-    def render_sample(self, perceptual: bool, want: str) -> dict:
-        """Render the accepted view (camera already set by ``visibility``); the mask (and for
-        front/back the depth) are also needed by the perceptual-consistency rule (they do not
-        change the lit image)."""
+    def render_sample(self, perceptual: bool, want: str):
+        """Send the render of the accepted view (camera already set by ``visibility``); returns a
+        function that waits for the images. The mask (and for front/back the depth) are also
+        needed by the perceptual-consistency rule (they do not change the lit image)."""
         cfg = self.cfg
         kinds = ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
             (("depth",) if cfg.depth or (perceptual and needs_depth(want)) else ())
-        return self.client.render(0, kinds)
+        return self.client.render_async(0, kinds)
 
-    def write(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict, counts: Counter,
-              renders: int, img: dict) -> dict:
-        """Write the rendered image, params, optional mask/depth, then the record."""
+    def describe(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict) -> dict:
+        """Everything a sample writes besides its images and rejection counts (file names,
+        params, scene graph, table row): built while the server renders the image."""
         cfg = self.cfg
         files = file_names(unit, i, cfg)
         colors = {n: self._colors[n] for n in objects_of(group, view)}
@@ -319,7 +360,15 @@ class Session:
         from scenarios.sparrta.graph import sample_graph
         graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self._colors, server_world(self._look),
                              {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i})
-        rec = {"index": unit.start + i, "row": build_row(cfg, unit, i, st, group, view, vis, files), "files": files,
+        return {"files": files, "params": params, "graph": graph,
+                "row": build_row(cfg, unit, i, st, group, view, vis, files)}
+
+    def write(self, unit: Unit, i: int, group: Group, view, counts: Counter, renders: int, img: dict,
+              described: dict) -> dict:
+        """Write the rendered image, params, optional mask/depth, then the record."""
+        cfg = self.cfg
+        files, params, graph = described["files"], described["params"], described["graph"]
+        rec = {"index": unit.start + i, "row": described["row"], "files": files,
                "rejections": dict(sorted(counts.items())), "renders": renders,
                "assets": sorted({a.asset_id for a in group.actors} | ({view.human.shape.asset_id} if view.human else set()))}
         out, record = self.out, record_path(Path("."), unit, i)
@@ -335,3 +384,18 @@ class Session:
             atomic_write_json(confined(out, record), rec)
         self.writer.submit(encode_and_write)
         return rec
+
+
+@dataclass
+class Ahead:
+    """A sample's client-only first steps (``Session.start``): its setting and look, its RNG
+    after drawing its first candidate view (or the PlacementError that draw raised), and the
+    rejections counted on the way."""
+
+    key: tuple
+    st: Setting
+    look: dict
+    rng: object
+    view: object = None
+    unusable: PlacementError | None = None
+    counts: Counter = field(default_factory=Counter)

@@ -122,6 +122,58 @@ def test_camera_in_the_render_request_equals_set_camera(render_client):
 
 
 @pytest.mark.render
+def test_render_async_overlaps_and_matches_render(render_client):
+    """The render request is on the wire before the caller waits; replies keep request order,
+    errors come back from the waiting function, and the connection stays in step after them."""
+    c = render_client
+    c.spawn([Actor("box", "primitive_cube", Transform((600, 200, 0)))])
+    direct = c.render(0, ("lit", "object_mask"), camera=CAM)
+    wait = c.render_async(0, ("lit", "object_mask"), camera=CAM)
+    assert callable(wait)
+    later = c.send("vget /unrealcv/status")           # pipelined behind the render
+    images = wait()
+    assert all(np.array_equal(direct[k], images[k]) for k in direct)
+    assert b"Is Listening" in later()
+    bad = c.send("vget /object/ghost/color")
+    with pytest.raises(CommandError, match="ghost"):
+        bad()
+    assert "Is Listening" in c.status()
+
+
+def test_replies_read_out_of_order_are_refused(render_client):
+    first = render_client.send("vget /unrealcv/status")
+    second = render_client.send("vget /unrealcv/version")
+    with pytest.raises(ProtocolError, match="out of order"):
+        second()
+    assert b"Is Listening" in first() and second() == b"v1.1.0"
+
+
+def test_a_full_server_is_not_a_connection(tmp_path):
+    """A greeting other than ``connected ...`` (a full server answers ``error too many
+    clients``) is a failed attempt, retried until ``connect_timeout``."""
+    import threading
+
+    from engine.protocol import send_frame
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def refuse():
+            for _ in range(50):
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    return
+                send_frame(conn, b"error too many clients")
+                conn.close()
+        threading.Thread(target=refuse, daemon=True).start()
+        with pytest.raises(ConnectionFailed, match="no UnrealCV server"):
+            RenderClient(f"127.0.0.1:{port}", connect_timeout=0.5).connect()
+
+
+@pytest.mark.render
 def test_visibility_counts_occlusion(render_client):
     c = render_client
     eye = (0.0, 0.0, 50.0)
