@@ -23,8 +23,8 @@ Example::
 from __future__ import annotations
 
 import functools
-import json
 import math
+from json.encoder import encode_basestring_ascii
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -119,17 +119,40 @@ def _static_node(obj: SceneObject) -> tuple[dict, dict, np.ndarray]:
 
 
 def object_node(i: int, obj: SceneObject, cam: Camera, vis: Mapping | None) -> dict:
-    head, static, centre = _static_node(obj)
-    cam_c = cam.to_camera(centre[None])[0]
-    node = Node({"id": i, **head, "box3d": dict(head["box3d"]),   # fresh dicts; the lists are never mutated
-            "camera_frame": {"forward": _r(cam_c[0]), "right": _r(cam_c[1]), "up": _r(cam_c[2])},
-            "distance_to_camera_cm": _r(float(np.linalg.norm(centre - np.asarray(cam.location)))),
-            "box2d_projected": projected_box(obj, cam)})
-    if vis is not None:
-        node.update({"visible_px": int(vis.get("visible", 0)), "unoccluded_px": int(vis.get("unoccluded", 0)),
-                     "visible_ratio": _r(_ratio(vis), 6), "box2d": list(vis["bbox"]) if vis.get("bbox") else None})
-    node.static = (head, static["texts"])
-    return node
+    return _object_nodes([obj], cam, {obj.name: vis} if vis is not None else {}, first_id=i)[0]
+
+
+def _object_nodes(objs: list[SceneObject], cam: Camera, vis: Mapping, first_id: int = 0) -> list[dict]:
+    """Every object's node; the camera-dependent numbers (camera frame, distance, projected box)
+    of all objects come from one projection."""
+    if not objs:
+        return []
+    statics = [_static_node(o) for o in objs]
+    centres = np.array([c for _, _, c in statics])
+    cam_c = cam.to_camera(centres).tolist()
+    dists = np.linalg.norm(centres - np.asarray(cam.location), axis=1).tolist()
+    corners = np.concatenate([st["corners"] for _, st, _ in statics])
+    uv, depth = cam.project(corners)
+    n = len(objs)
+    uv, depth = uv.reshape(n, -1, 2), depth.reshape(n, -1)
+    lo, hi, behind = uv.min(axis=1), uv.max(axis=1), np.any(depth <= 1.0, axis=1)
+    w, h = float(cam.width), float(cam.height)
+    nodes = []
+    for k, (obj, (head, static, _)) in enumerate(zip(objs, statics)):
+        x0, y0 = max(float(lo[k, 0]), 0.0), max(float(lo[k, 1]), 0.0)
+        x1, y1 = min(float(hi[k, 0]), w), min(float(hi[k, 1]), h)
+        box = None if behind[k] or not (x1 > x0 and y1 > y0) else [round(x0, 3), round(y0, 3), round(x1, 3), round(y1, 3)]
+        f, r, u = cam_c[k]
+        node = Node({"id": first_id + k, **head, "box3d": dict(head["box3d"]),   # fresh dicts; lists never mutated
+                     "camera_frame": {"forward": round(f, 4), "right": round(r, 4), "up": round(u, 4)},
+                     "distance_to_camera_cm": round(dists[k], 4), "box2d_projected": box})
+        v = vis.get(obj.name)
+        if v is not None:
+            node.update({"visible_px": int(v.get("visible", 0)), "unoccluded_px": int(v.get("unoccluded", 0)),
+                         "visible_ratio": _r(_ratio(v), 6), "box2d": list(v["bbox"]) if v.get("bbox") else None})
+        node.static = (head, static["texts"])
+        nodes.append(node)
+    return nodes
 
 
 def _ratio(vis: Mapping) -> float:
@@ -175,7 +198,7 @@ def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mappin
     whose ordered pairs get relations (default: every object; n² grows fast with clutter)."""
     objs = list(objects)
     vis = visibility or {}
-    nodes = [object_node(i, o, camera, vis.get(o.name)) for i, o in enumerate(objs)]
+    nodes = _object_nodes(objs, camera, vis)
     keep = None if relate is None else set(relate)
     rel_objs = [o for o in objs if keep is None or o.name in keep]
     rels = [relation(a, b, camera) for a in rel_objs for b in rel_objs if a is not b]
@@ -184,68 +207,66 @@ def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mappin
 
 
 # --- JSON -----------------------------------------------------------------------------------------
-# A graph is written with ``scenarios.writers.dumps`` (sorted keys, 2-space indent): Python's
-# indenting encoder is pure Python, and a city graph (~165 nodes of boxes and axes) took ~8 ms per
-# sample. ``graph_json`` writes the same bytes, taking each node's camera-independent values
-# (pose, 3-D box, class ...) from text encoded once per object.
+# A graph is written as ``scenarios.writers.dumps`` writes it (sorted keys, 2-space indent), whose
+# indenting encoder is pure Python with a generator per container: a city graph (~165 nodes of
+# boxes and axes) took ~8 ms per sample. ``graph_json`` writes the same bytes by joining strings,
+# and takes each node's camera-independent values (pose, 3-D box, class ...) from text encoded
+# once per object (``Node.static``). Anything it does not know (numpy scalars, float subclasses,
+# non-string keys, NaN) goes through ``dumps`` itself.
 _NODE_LEVEL = 2          # root dict (0) -> "objects" list (1) -> node dict (2)
-_PLACEHOLDER = "\x00sceneforge-objects\x00"
 
 
-def _canonical(value) -> str:
+def _canonical(value, level: int) -> str:
+    """The reference: ``dumps(value)`` nested ``level`` containers deep (the top-level text with
+    every line break indented by ``level`` steps; JSON strings never hold a raw line break)."""
     from scenarios.writers import dumps
-    return dumps(value)[:-1]   # without the trailing newline
+    return dumps(value)[:-1].replace("\n", "\n" + "  " * level)
 
 
 def _encode(value, level: int) -> str:
-    """``value`` as ``dumps`` writes it nested ``level`` containers deep: the top-level text with
-    every line break indented by ``level`` steps (JSON strings never hold a raw line break)."""
-    if value is None or isinstance(value, (str, int, float)):
-        if isinstance(value, float) and not math.isfinite(value):
-            return _canonical(value)   # raises, as dumps does (allow_nan=False)
-        return json.dumps(value)       # a scalar: the same text with or without indent
-    return _canonical(value).replace("\n", "\n" + "  " * level)
+    t = type(value)
+    if t is float:
+        return float.__repr__(value) if math.isfinite(value) else _canonical(value, level)
+    if t is str:
+        return encode_basestring_ascii(value)
+    if t is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if t is bool:
+        return "true" if value else "false"
+    if t is list or t is tuple:
+        if not value:
+            return "[]"
+        pad = "\n" + "  " * (level + 1)
+        return "[" + pad + ("," + pad).join([_encode(v, level + 1) for v in value]) + "\n" + "  " * level + "]"
+    if t is dict or t is Node:
+        return _encode_dict(value, level)
+    return _canonical(value, level)
 
 
-class _NotFast(Exception):
-    """A node ``graph_json`` leaves to ``dumps`` (a key that is not a string)."""
-
-
-def _node_json(node: Mapping) -> str:
-    head, texts = getattr(node, "static", None) or ({}, {})
-    pad = "\n" + "  " * (_NODE_LEVEL + 1)
-    items = []
-    for key in sorted(node):
-        if not isinstance(key, str):
-            raise _NotFast(key)
-        value = node[key]
-        text = texts.get(key)
-        if text is None or not (value is head[key] or value == head[key]):
-            text = _encode(value, _NODE_LEVEL + 1)
-        items.append(json.dumps(key) + ": " + text)
-    if not items:
+def _encode_dict(d: Mapping, level: int) -> str:
+    if not d:
         return "{}"
-    return "{" + pad + ("," + pad).join(items) + "\n" + "  " * _NODE_LEVEL + "}"
+    keys = list(d)
+    if not all(type(k) is str for k in keys):
+        return _canonical(d, level)
+    head, texts = getattr(d, "static", None) or (None, None)
+    pad = "\n" + "  " * (level + 1)
+    items = []
+    for k in sorted(keys):
+        v = d[k]
+        if texts is not None and k in texts and level == _NODE_LEVEL and (v is head[k] or v == head[k]):
+            text = texts[k]
+        else:
+            text = _encode(v, level + 1)
+        items.append(encode_basestring_ascii(k) + ": " + text)
+    return "{" + pad + ("," + pad).join(items) + "\n" + "  " * level + "}"
 
 
 def graph_json(graph: Mapping) -> str:
-    """``scenarios.writers.dumps(graph)``, byte for byte, faster for graphs made by
-    :func:`scene_graph` (see the comment above)."""
-    from scenarios.writers import dumps
-
-    nodes = graph.get("objects")
-    if not isinstance(nodes, list) or not nodes or not all(isinstance(n, Mapping) for n in nodes):
-        return dumps(graph)
-    token = json.dumps(_PLACEHOLDER)
-    text = dumps({**graph, "objects": _PLACEHOLDER})
-    if text.count(token) != 1:
-        return dumps(graph)
-    pad = "\n" + "  " * _NODE_LEVEL
-    try:
-        body = "[" + pad + ("," + pad).join(_node_json(n) for n in nodes) + "\n" + "  " * (_NODE_LEVEL - 1) + "]"
-    except _NotFast:
-        return dumps(graph)
-    return text.replace(token, body)
+    """``scenarios.writers.dumps(graph)``, byte for byte, faster (see the comment above)."""
+    return _encode(graph, 0) + "\n"
 
 
 def graph_rows(graph: Mapping, sample: Mapping) -> list[dict]:

@@ -35,6 +35,7 @@ from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sam
 from core.paths import confined
 from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees, needs_depth
 from scenarios.look import LOOK_STREAM, draw_look, server_world
+from scenarios.scene_graph import graph_json
 from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
 log = logging.getLogger(__name__)
@@ -380,7 +381,7 @@ class Session:
             if cfg.depth:
                 atomic_write_bytes(confined(out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
             atomic_write_bytes(confined(out, files["params"]), dumps(params).encode())
-            atomic_write_bytes(confined(out, files["scene"]), dumps(graph).encode())
+            atomic_write_bytes(confined(out, files["scene"]), graph_json(graph).encode())
             atomic_write_json(confined(out, record), rec)
         self.writer.submit(encode_and_write)
         return rec

@@ -82,3 +82,39 @@ def test_coco_ids_are_unique_across_images_when_objects_are_off_screen():
     anns += coco_annotations(mask, scene_graph([a, b, c], CAM), image_id=2, categories=cats, first_id=len(anns) + 1)
     assert [x["id"] for x in anns] == [1, 2, 3, 4]
     assert [x["sceneforge_object"] for x in anns] == ["a", "c", "a", "c"]
+
+
+def test_graph_json_writes_the_bytes_dumps_writes():
+    """``graph_json`` (string joins + per-object cached text) is ``dumps`` byte for byte: nodes
+    behind and in front of the camera, scaled and turned objects, visibility, numpy scalars,
+    unicode, empty containers, a node value changed after the graph was built; and it raises
+    where ``dumps`` raises."""
+    from scenarios.scene_graph import graph_json
+    from scenarios.writers import dumps
+
+    objs = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7),
+                color=(k, 2, 3)) for k in range(8)]
+    world = {"sun": {"pitch": 40.0, "yaw": np.float64(3.5)}, "n": np.int64(3), "name": "é☃ \"q\"",
+             "t": (1, 2.5, True, None), "empty": {}, "none": [], "tiny": 1e-7, "big": 1e22}
+    g = scene_graph(objs, CAM, world=world, visibility={"o4": {"visible": 3, "unoccluded": 4, "bbox": [1, 2, 3, 4]}},
+                    extra={"env": "x", "index": 3}, relate=["o4", "o5"])
+    assert any(n["box2d_projected"] is None for n in g["objects"])   # some objects are behind the camera
+    assert graph_json(g) == dumps(g)
+    g["objects"][5]["location"] = [1.0, 2.0, 3.0]          # a cached value replaced: not its cached text
+    g["objects"][6]["box3d"]["size_cm"] = [9.0, 9.0, 9.0]
+    g["objects"][2]["extra"] = {"a": [1, {"b": None}], "c": [], "d": np.float32(0.1)}
+    assert graph_json(g) == dumps(g)
+    for bad in ({"x": float("nan")}, {"x": object()}):
+        for encode in (dumps, graph_json):
+            with pytest.raises((ValueError, TypeError)):
+                encode(bad)
+
+
+def test_one_object_node_is_the_node_of_the_batch():
+    from scenarios.scene_graph import object_node
+
+    objs = [obj("a", (1000, 0, 0), yaw=30.0), obj("b", (800, 300, 0), scale=(2, 1, 1))]
+    vis = {"b": {"visible": 10, "unoccluded": 20, "bbox": [5, 6, 7, 8]}}
+    g = scene_graph(objs, CAM, visibility=vis)
+    assert object_node(1, objs[1], CAM, vis["b"]) == g["objects"][1]
+    assert object_node(0, objs[0], CAM, None) == g["objects"][0]
