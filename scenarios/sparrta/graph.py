@@ -16,17 +16,21 @@ LABELLED = ("source", "target", "human")
 
 
 def sample_graph(lib, group, view, vis: dict, colors: dict, world: dict, extra: dict | None = None) -> dict:
-    actors = list(group.actors) + ([view.human.actor((0, 0, 0))] if view.human is not None else [])
-    objs = []
-    for a in actors:
-        role = a.name if a.name in LABELLED else "clutter"
-        color = colors.get(a.name, a.color)
-        objs.append(SceneObject(replace(a, color=tuple(color)), lib.info(a.asset_id).cls,
-                                tuple(float(v) for v in lib.size_cm(a.asset_id)), role))
+    key = ("graph_objects", tuple(colors.get(a.name, a.color) for a in group.actors))
+    if key not in group.regions:   # the scene's objects are the same in every sample of its group
+        group.regions[key] = [_object(lib, a, colors) for a in group.actors]
+    objs = list(group.regions[key]) + ([_object(lib, view.human.actor((0, 0, 0)), colors)] if view.human else [])
     pixels = {n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
               for n, v in vis.items()}
     return scene_graph(objs, view.camera, world=world, visibility=pixels, extra=extra,
                        relate=[n for n in LABELLED if n in pixels])
+
+
+def _object(lib, actor, colors: dict) -> SceneObject:
+    role = actor.name if actor.name in LABELLED else "clutter"
+    color = colors.get(actor.name, actor.color)
+    return SceneObject(replace(actor, color=tuple(color)), lib.info(actor.asset_id).cls,
+                       tuple(float(v) for v in lib.size_cm(actor.asset_id)), role)
 
 
 def write_scene_tables(out, rows: list[dict]) -> dict:
