@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import functools
 import math
-from json.encoder import encode_basestring_ascii
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
 
 from engine.world import Actor, Camera
+from scenarios.writers import PreEncoded, nested_json
 
 SCHEMA = "sceneforge.scene_graph/1"
 
@@ -72,8 +72,14 @@ class SceneObject:
 
 
 def _r(v, nd: int = 4):
+    """``v`` (a number or a nested sequence of numbers) as Python floats rounded to ``nd`` places."""
     if isinstance(v, (list, tuple, np.ndarray)):
-        return [_r(x, nd) for x in np.asarray(v, dtype=float).tolist()]
+        a = np.asarray(v, dtype=float)
+        if a.ndim == 1:
+            return [round(x, nd) for x in a.tolist()]
+        if a.ndim == 2:
+            return [[round(x, nd) for x in row] for row in a.tolist()]
+        return [_r(x, nd) for x in a.tolist()]
     return round(float(v), nd)
 
 
@@ -98,11 +104,12 @@ def camera_block(cam: Camera) -> dict:
             "view_matrix_gl": _r(cam.view_matrix(), 6)}
 
 
-class Node(dict):
+class Node(PreEncoded):
     """An object's node (a plain dict to every reader) that also carries the JSON text of its
-    camera-independent values (``static``: ``(head, {key: text})``, see :func:`graph_json`)."""
+    camera-independent values (``static``: ``(head, {key: text}, level)``, see
+    ``scenarios.writers.PreEncoded``)."""
 
-    __slots__ = ("static",)
+    __slots__ = ()
 
 
 @functools.lru_cache(maxsize=8192)
@@ -120,7 +127,7 @@ def _static_node(obj: SceneObject) -> tuple[dict, dict, np.ndarray]:
             "box3d": {"centre": _r(centre), "size_cm": _r(ext), "yaw_deg": _r(t.rotation.yaw),
                       "axes": _r(t.rotation.matrix().T, 8), "corners": _r(corners, 3)},
             "volume_m3": _r(float(np.prod(ext)) / 1e6, 6)}
-    texts = {k: _encode(v, _NODE_LEVEL + 1) for k, v in head.items()}   # encoded once per object
+    texts = {k: nested_json(v, _NODE_LEVEL + 1) for k, v in head.items()}   # encoded once per object (graph_json)
     return head, {"corners": corners, "texts": texts}, centre
 
 
@@ -156,7 +163,7 @@ def _object_nodes(objs: list[SceneObject], cam: Camera, vis: Mapping, first_id: 
         if v is not None:
             node.update({"visible_px": int(v.get("visible", 0)), "unoccluded_px": int(v.get("unoccluded", 0)),
                          "visible_ratio": _r(_ratio(v), 6), "box2d": list(v["bbox"]) if v.get("bbox") else None})
-        node.static = (head, static["texts"])
+        node.static = (head, static["texts"], _NODE_LEVEL)
         nodes.append(node)
     return nodes
 
@@ -213,66 +220,14 @@ def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mappin
 
 
 # --- JSON -----------------------------------------------------------------------------------------
-# A graph is written as ``scenarios.writers.dumps`` writes it (sorted keys, 2-space indent), whose
-# indenting encoder is pure Python with a generator per container: a city graph (~165 nodes of
-# boxes and axes) took ~8 ms per sample. ``graph_json`` writes the same bytes by joining strings,
-# and takes each node's camera-independent values (pose, 3-D box, class ...) from text encoded
-# once per object (``Node.static``). Anything it does not know (numpy scalars, float subclasses,
-# non-string keys, NaN) goes through ``dumps`` itself.
 _NODE_LEVEL = 2          # root dict (0) -> "objects" list (1) -> node dict (2)
 
 
-def _canonical(value, level: int) -> str:
-    """The reference: ``dumps(value)`` nested ``level`` containers deep (the top-level text with
-    every line break indented by ``level`` steps; JSON strings never hold a raw line break)."""
-    from scenarios.writers import dumps
-    return dumps(value)[:-1].replace("\n", "\n" + "  " * level)
-
-
-def _encode(value, level: int) -> str:
-    t = type(value)
-    if t is float:
-        return float.__repr__(value) if math.isfinite(value) else _canonical(value, level)
-    if t is str:
-        return encode_basestring_ascii(value)
-    if t is int:
-        return int.__repr__(value)
-    if value is None:
-        return "null"
-    if t is bool:
-        return "true" if value else "false"
-    if t is list or t is tuple:
-        if not value:
-            return "[]"
-        pad = "\n" + "  " * (level + 1)
-        return "[" + pad + ("," + pad).join([_encode(v, level + 1) for v in value]) + "\n" + "  " * level + "]"
-    if t is dict or t is Node:
-        return _encode_dict(value, level)
-    return _canonical(value, level)
-
-
-def _encode_dict(d: Mapping, level: int) -> str:
-    if not d:
-        return "{}"
-    keys = list(d)
-    if not all(type(k) is str for k in keys):
-        return _canonical(d, level)
-    head, texts = getattr(d, "static", None) or (None, None)
-    pad = "\n" + "  " * (level + 1)
-    items = []
-    for k in sorted(keys):
-        v = d[k]
-        if texts is not None and k in texts and level == _NODE_LEVEL and (v is head[k] or v == head[k]):
-            text = texts[k]
-        else:
-            text = _encode(v, level + 1)
-        items.append(encode_basestring_ascii(k) + ": " + text)
-    return "{" + pad + ("," + pad).join(items) + "\n" + "  " * level + "}"
-
-
 def graph_json(graph: Mapping) -> str:
-    """``scenarios.writers.dumps(graph)``, byte for byte, faster (see the comment above)."""
-    return _encode(graph, 0) + "\n"
+    """``scenarios.writers.dumps(graph)``: each node's camera-independent values come as text
+    encoded once per object (:class:`Node`)."""
+    from scenarios.writers import dumps
+    return dumps(graph)
 
 
 def graph_rows(graph: Mapping, sample: Mapping) -> list[dict]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from core.paths import check_component
 from scenarios.relations import TASK_OBSERVER
 from scenarios.sparrta.config import SparrtaConfig, Unit
-from scenarios.writers import display_label, flatten, intrinsics, params_json
+from scenarios.writers import PreEncoded, display_label, flatten, intrinsics, nested_json, params_json
 
 LABELLED = ("source", "target", "human")
 
@@ -77,9 +77,20 @@ def build_params(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: d
         "assets": {n: p.shape.asset_id for n, p in objs.items()},
         "mask_colors": {n: list(c) for n, c in colors.items()},
         "visibility": {n: _vis(v) for n, v in vis.items()},
-        "clutter": [clutter_entry(a) for a in group.actors[2:]],
+        "clutter": None,
     }
-    return params_json(unit.env, unit.triple_id, view.camera, actors, extra)
+    clutter, text = _clutter_block(group)
+    params = PreEncoded(params_json(unit.env, unit.triple_id, view.camera, actors, {**extra, "clutter": clutter}))
+    params.static = ({"clutter": clutter}, {"clutter": text}, 0)   # the same in every sample of the scene
+    return params
+
+
+def _clutter_block(group) -> tuple[list, str]:
+    """The scene's clutter entries and their JSON text, made once per scene group."""
+    if "params_clutter" not in group.regions:
+        clutter = [clutter_entry(a) for a in group.actors[2:]]
+        group.regions["params_clutter"] = (clutter, nested_json(clutter, 1))
+    return group.regions["params_clutter"]
 
 
 def clutter_entry(actor) -> dict:

@@ -121,3 +121,35 @@ def test_table_loads_with_pandas_and_hf_datasets(tmp_path):
     pq = load_dataset("parquet", data_files=str(tmp_path / "samples.parquet"), split="train",
                       cache_dir=str(tmp_path / ".hf"))
     assert pq["index"] == list(range(6))
+
+
+def test_dumps_writes_the_bytes_of_the_standard_encoder():
+    """``dumps`` joins strings itself; its bytes are ``json.dumps(sort_keys, indent=2)``'s for
+    every kind of value, numpy scalars and subclasses included, and it raises where that raises."""
+    from collections import OrderedDict
+
+    import numpy as np
+
+    from scenarios.writers import PreEncoded, dumps, nested_json, reference_dumps
+
+    rng = np.random.default_rng(3)
+    value = {"b": [1, 2.5, -0.0, 1e-07, 1e22, 123456789012345678901234567890, True, False, None],
+             "a": {"nested": [[1.0, 2.0], [], {}, (3, "x")], "é☃ \"q\"\n": "tab\there",
+                   "np": [np.float32(0.1), np.int64(7), np.float64(2.5), np.bool_(True)]},
+             "ordered": OrderedDict([("z", 1), ("y", [1.5])]), "ints": {"1": 1}, "vec": rng.normal(size=5).tolist(),
+             "mat": rng.normal(size=(3, 3)).tolist(), "empty_list": [], "empty_dict": {}, "s": "plain"}
+    assert dumps(value) == reference_dumps(value)
+    for top in (1.5, "x", None, [], {}, [1, [2, [3, {"k": [4.5]}]]], (1.0, 2.0)):
+        assert dumps(top) == reference_dumps(top)
+    for bad in ({"x": float("nan")}, {"x": [float("inf")]}, {"x": object()}, {1: "a", "b": 2}):
+        for encode in (dumps, reference_dumps):
+            with pytest.raises((ValueError, TypeError)):
+                encode(bad)
+    static = {"pose": [1.0, 2.0], "name": "a"}
+    node = PreEncoded(static, extra=3)
+    node.static = (static, {k: nested_json(v, 3) for k, v in static.items()}, 2)   # its values sit 3 deep
+    doc = {"objects": [node]}
+    assert dumps(doc) == reference_dumps(doc)
+    node["pose"] = [9.0, 9.0]          # changed after its text was made: encoded afresh
+    assert dumps(doc) == reference_dumps(doc) and '9.0' in dumps(doc)
+    assert dumps({"deeper": doc}) == reference_dumps({"deeper": doc})   # another depth: texts not used
