@@ -11,6 +11,7 @@ import trimesh
 from assets_manifest.lod import simplified
 from core.meshes import RenderMesh
 from engine.server.gl import lod as L
+from engine.server.gl import shadow as SH
 from engine.server.gl.backend import GLBackend
 from engine.server.gl.resources import VERTEX_DTYPE, interleave, weld
 from engine.server.renderers import backend_factory
@@ -93,13 +94,41 @@ def test_far_actor_gets_a_level_with_fewer_triangles(backends):
     assert iou > 0.85, iou
 
 
-def test_near_actors_are_drawn_at_full_detail(backends):
+def test_near_actors_are_drawn_at_full_detail(backends, monkeypatch):
+    """Labels exactly as without levels; ``lit`` too once shadow casters are at full detail
+    (their own levels, by shadow-map texel size, are tested below)."""
     on, off, _ = backends
-    scene = _scene(_actor("near", "ball", (300.0, -100.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2))
+    # 2 m away the 20k-triangle ball spans ~50 px in radius: < 1 triangle per pixel of its disc at level 1
+    scene = _scene(_actor("near", "ball", (200.0, -60.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2))
     cam = _camera()
+    assert on._frame(scene, cam).draws[0].mesh.n_triangles == 20480
     a, b = on.render(scene, cam, KINDS), off.render(scene, cam, KINDS)
-    for k in KINDS:
+    for k in ("instance_id", "depth"):
         assert np.array_equal(a[k], b[k]), k
+    monkeypatch.setattr(L, "SHADOW_TRIANGLES_PER_TEXEL2", 1e12)
+    assert np.array_equal(on.render(scene, cam, ("lit",))["lit"], b["lit"])
+
+
+def test_shadow_casters_get_levels_by_texel_size(backends):
+    """A heavy caster is drawn into the shadow map at the level its size in shadow-map texels
+    asks for (lod.shadow_level), even when the view draws it at full detail: labels unchanged,
+    shadows nearly so."""
+    _, off, _ = backends
+    lib = Library()
+    on = GLBackend(lib.mesh, content=lib)  # fresh: levels are uploaded once per process
+    scene, cam = _scene(_actor("near", "ball", (200.0, -60.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2)), _camera()
+    texel = SH.MIN_TEXEL_CM  # a small scene: the map covers its size x the minimum texel
+    level = L.shadow_level(20480, 100.0, texel)
+    assert level >= 1
+    assert L.shadow_level(20480, 100.0, 0.01) == 0 and L.shadow_level(1000, 100.0, 50.0) == 0
+    try:
+        a, b = on.render(scene, cam, KINDS), off.render(scene, cam, KINDS)
+    finally:
+        on.close()
+    assert ("ball", L.budget(20480, level)) in lib.asked
+    for k in ("instance_id", "depth"):
+        assert np.array_equal(a[k], b[k]), k
+    assert np.mean(np.any(a["lit"] != b["lit"], axis=-1)) < 0.05
 
 
 def test_every_pass_of_a_frame_draws_the_same_level(backends):

@@ -77,9 +77,13 @@ def test_shadows_do_not_depend_on_render_history(backend):
     cam = _camera(160, 120, rotation=Rotator(-12.0, 0.0, 0.0))
     shadows = backend._passes.shadows
     frames = [backend.render(_video_frame(x), cam, ("lit",))["lit"] for x in (-200.0, -100.0, 0.0)]
+    turned = _camera(160, 120, rotation=Rotator(-12.0, 5.0, 0.0))
+    backend.render(_video_frame(0.0), turned, ("lit",))  # may extend the map's filled texels (gl/shadow.py)
     before = shadows.static_renders
-    backend.render(_video_frame(0.0), _camera(160, 120, rotation=Rotator(-12.0, 5.0, 0.0)), ("lit",))
-    assert shadows.static_renders == before  # nothing moved, new camera: map reused
+    again_here = backend.render(_video_frame(0.0), cam, ("lit",))["lit"]
+    backend.render(_video_frame(0.0), turned, ("lit",))
+    assert shadows.static_renders == before  # nothing moved: the map, now covering both views, is reused
+    assert np.array_equal(again_here, frames[-1])
     fresh = GLBackend(MESHES.__getitem__, shadow_map_size=1024)
     try:
         reference = fresh.render(_video_frame(0.0), cam, ("lit",))["lit"]

@@ -36,9 +36,23 @@ def _views():
         yield _camera(160, 120, location=eye, rotation=look_at_rotation(eye, aim))
 
 
+def _receivers(backend, scene, cam):
+    """The points the backend culls against (the view up to the shadow distance, scene heights)."""
+    from engine.server.gl import frame as F
+
+    frame = backend._frame(scene, cam)
+    z = [d.center[2] + s * d.radius for d in frame.draws for s in (-1, 1)]
+    amp = abs(scene.ground.relief_amplitude)
+    return F.receiver_points(frame.view_proj, frame.near, frame.far, SH.SHADOW_DISTANCE_CM,
+                             (min([-amp] + z) - 1.0, max([amp] + z) + 1.0))
+
+
 def _render(backend, scene, cam, cull: bool, monkeypatch):
+    """``cull=False``: the reference, every caster drawn into every texel of the map."""
     if not cull:
         monkeypatch.setattr(SH, "casters_in_view", lambda lvp, vp, c, r, size: np.ones(len(c), dtype=bool))
+        monkeypatch.setattr(SH, "read_region", lambda lvp, pts, size: (0, 0, size, size))
+    backend._passes.shadows._signature = None   # a fresh map (else one holding more would be reused)
     try:
         return backend.render(scene, cam, ("lit",))["lit"]
     finally:
@@ -46,7 +60,8 @@ def _render(backend, scene, cam, cull: bool, monkeypatch):
 
 
 def test_culled_shadow_map_gives_the_same_image(backend, monkeypatch):
-    culled_some = 0
+    """Only the casters and texels the view can read are drawn: same bytes as the whole map."""
+    culled_some = filled_less = 0
     for k, cam in enumerate(_views()):
         scene = _ring_scene(Sun(pitch=25.0 + 8 * k, yaw=-150.0 + 55 * k))
         full = _render(backend, scene, cam, False, monkeypatch)
@@ -56,10 +71,12 @@ def test_culled_shadow_map_gives_the_same_image(backend, monkeypatch):
         draws = backend._frame(scene, cam).draws
         from engine.server.gl import frame as F
         centers, radii = np.array([d.center for d in draws]), np.array([d.radius for d in draws])
-        fit = F.light_view_proj(scene.sun.direction_to_sun(), centers, radii)
-        keep = SH.casters_in_view(fit[0], backend._frame(scene, cam).view_proj, centers, radii, 1024)
+        fit = F.light_view_proj(scene.sun.direction_to_sun(), centers, radii, min_extent=1024 * SH.MIN_TEXEL_CM)
+        keep = SH.casters_in_view(fit[0], _receivers(backend, scene, cam), centers, radii, 1024)
         culled_some += int(keep.sum() < len(keep))
-    assert culled_some >= 4
+        x, y, w, h = backend._passes.shadows._rect    # the fast render's filled texels
+        filled_less += int(w * h < 1024 * 1024)
+    assert culled_some >= 4 and filled_less >= 4
 
 
 def test_dropping_a_caster_that_matters_changes_the_image(backend, monkeypatch):
@@ -104,3 +121,29 @@ def test_pixel_counts_skip_actors_behind_the_named_ones(backend, monkeypatch):
             monkeypatch.undo()
         assert fast == full, k
     assert skipped > 0                          # the rule did leave actors out here
+
+
+def test_no_shadows_beyond_the_shadow_distance(backend, monkeypatch):
+    """A 3 m box 75 m away (beyond SH.SHADOW_DISTANCE_CM) casts no shadow; 25 m away it does; with
+    the distance pushed out, the far one does too (so the first equality can fail)."""
+    cam = _camera(160, 120, location=(0.0, 0.0, 1500.0), rotation=Rotator(-14.0, 0.0, 0.0))  # 15 m up
+    sun = Sun(pitch=30.0, yaw=90.0)                      # shadows fall sideways, onto visible ground
+    assert 3000.0 < SH.SHADOW_DISTANCE_CM * (1 - SH.FADE) and SH.SHADOW_DISTANCE_CM < 7500.0
+
+    def wall_at(x):
+        return _scene(_actor("box", "box", (x, 0.0, 150.0), 0, scale=(3, 3, 3)), ground=Ground(texture="flat"), sun=sun)
+
+    def unshadowed(scene):
+        monkeypatch.setattr(SH, "casters_in_view", lambda lvp, vp, c, r, size: np.zeros(len(c), dtype=bool))
+        return _render(backend, scene, cam, True, monkeypatch)
+
+    for x, shadowed in ((7500.0, False), (2500.0, True)):
+        img = _render(backend, wall_at(x), cam, True, monkeypatch)
+        assert np.array_equal(img, unshadowed(wall_at(x))) != shadowed, x
+    shadows = backend._passes.shadows
+    shadows.distance = 1.0e9
+    try:
+        far = _render(backend, wall_at(7500.0), cam, True, monkeypatch)
+    finally:
+        shadows.distance = SH.SHADOW_DISTANCE_CM
+    assert not np.array_equal(far, unshadowed(wall_at(7500.0)))

@@ -39,8 +39,9 @@ class Draw:
     """One actor to draw this frame."""
 
     index: int  # position in scene.actors (instance id = index + 1)
+    asset_id: str
     mesh: object  # GpuMesh drawn by every pass of this frame (a level of detail when small on screen)
-    caster: object  # GpuMesh at full detail: the shadow map's (shared by every camera)
+    caster: object  # GpuMesh at full detail (the shadow map draws its level for the map's texel size)
     placed: F.Placed
     center: np.ndarray  # world bounding-sphere centre, cm
     radius: float
@@ -126,7 +127,7 @@ class GLBackend(RenderBackend):
             frame = self._frame(scene, camera)
             p = self._passes
             if "lit" in kinds or "normal" in kinds:
-                p.update_shadow(scene, frame.draws, frame.view_proj)
+                p.update_shadow(scene, frame.draws, frame, content=self._content, lod=self._lod)
                 p.lit_pass(scene, frame, with_normal="normal" in kinds, content=self._content)
             else:
                 p.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)
@@ -208,7 +209,7 @@ class GLBackend(RenderBackend):
                 continue
             placed = F.placed(actor.transform)
             c, r = F.world_sphere(placed, mesh.center, mesh.radius)
-            draws.append(Draw(i, mesh, mesh, placed, c, r, actor.tint))
+            draws.append(Draw(i, actor.asset_id, mesh, mesh, placed, c, r, actor.tint))
         centers = np.array([d.center for d in draws]).reshape(-1, 3)
         radii = np.array([d.radius for d in draws], dtype=np.float64)
         g = scene.ground

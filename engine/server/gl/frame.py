@@ -78,14 +78,48 @@ def view_proj(camera: Camera, near: float, far: float) -> np.ndarray:
     return camera.projection_matrix(near, far) @ camera.view_matrix()
 
 
+def frustum_corners(view_proj: np.ndarray) -> np.ndarray:
+    """(8, 3) world corners of a frustum: 4 on the near plane, then the 4 matching far ones."""
+    ndc = np.array([[x, y, z, 1.0] for z in (-1, 1) for x in (-1, 1) for y in (-1, 1)])
+    world = ndc @ np.linalg.inv(view_proj).T
+    return world[:, :3] / world[:, 3:4]
+
+
+def receiver_points(view_proj: np.ndarray, near: float, far: float, max_depth: float,
+                    z_range: tuple[float, float]) -> np.ndarray:
+    """World points whose convex hull holds every surface point the camera sees at planar depth
+    <= ``max_depth`` (the shadow distance) with ``z_range[0] <= z <= z_range[1]`` (where the
+    ground and the actors are): the frustum truncated at ``max_depth`` and clipped to that slab.
+    Empty (0, 3) when nothing of the slab is in view."""
+    c = frustum_corners(view_proj)
+    t = min(1.0, max(0.0, (max_depth - near) / max(far - near, 1e-9)))
+    c[4:] = c[:4] + t * (c[4:] - c[:4])
+    # edges: near ring, far ring (corner order x-major, y-minor: 0-1-3-2), sides
+    ring = [(0, 1), (1, 3), (3, 2), (2, 0)]
+    edges = ring + [(a + 4, b + 4) for a, b in ring] + [(i, i + 4) for i in range(4)]
+    lo, hi = z_range
+    pts = [p for p in c if lo <= p[2] <= hi]
+    for a, b in edges:
+        pa, pb = c[a], c[b]
+        dz = pb[2] - pa[2]
+        if abs(dz) < 1e-12:
+            continue
+        for z in (lo, hi):
+            u = (z - pa[2]) / dz
+            if 0.0 <= u <= 1.0:
+                pts.append(pa + u * (pb - pa))
+    return np.array(pts, dtype=np.float64).reshape(-1, 3)
+
+
 def light_view_proj(to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                    receiver_depth: float = 1.0e5) -> tuple[np.ndarray, float, float]:
+                    receiver_depth: float = 1.0e5, min_extent: float = 0.0) -> tuple[np.ndarray, float, float]:
     """Orthographic sun matrix fitted to the casters' bounding spheres.
 
     Returns ``(light_view_proj, extent_cm, depth_range_cm)``: the side of the square the map
     covers and the depth span mapped to [0, 1] (to convert a bias in cm to map units). The
     depth range extends ``receiver_depth`` cm beyond the casters so the ground below them is
-    inside the map.
+    inside the map. ``min_extent``: the square is at least this wide (a small scene does not
+    get texels finer than ``min_extent / size``).
     """
     d = np.asarray(to_sun, dtype=np.float64)
     d = d / np.linalg.norm(d)
@@ -97,7 +131,7 @@ def light_view_proj(to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray,
     local = centers @ basis.T
     lo = (local - radii[:, None]).min(axis=0)
     hi = (local + radii[:, None]).max(axis=0)
-    half = 0.5 * max(hi[0] - lo[0], hi[1] - lo[1]) + 1.0
+    half = max(0.5 * max(hi[0] - lo[0], hi[1] - lo[1]) + 1.0, 0.5 * min_extent)
     mid = 0.5 * (lo + hi)
     near, far = -(hi[2] + 10.0), -(lo[2] - receiver_depth)  # distances along -d from origin
     view = np.eye(4)

@@ -76,8 +76,8 @@ class Passes:
         self._ground_key: Ground | None = None
         self._ground: list[GpuMesh] = []
         self.shadows = ShadowMaps(ctx, lambda: self.program("shadow"), shadow_map_size,
-                                  draw_parts=lambda d, prog, key, light_vp: self.draw_mesh(
-                                      d.caster, prog, key, False, "ashadow", alpha_setup=lambda ap: (
+                                  draw_parts=lambda mesh, d, prog, key, light_vp: self.draw_mesh(
+                                      mesh, prog, key, False, "ashadow", alpha_setup=lambda ap: (
                                           ap.set("u_light_vp", F.gl_bytes(light_vp)),
                                           ap.set("u_model", d.placed.model_bytes))))
         self._noise: moderngl.Texture | None = None
@@ -187,10 +187,31 @@ class Passes:
         return self._noise
 
     # --- shadow map -------------------------------------------------------------------------
-    def update_shadow(self, scene: Scene, draws: list["Draw"], view_proj: np.ndarray | None = None) -> None:
+    def update_shadow(self, scene: Scene, draws: list["Draw"], frame: "Frame | None" = None,
+                      content=None, lod: bool = False) -> None:
         """Redraw the sun's shadow map only when the sun or the casters that can shadow the view
-        (``view_proj``; every caster when None) changed."""
-        self.shadows.update(scene.sun, draws, view_proj)
+        of ``frame`` up to the shadow distance (every caster, no distance, when None) changed.
+        ``lod``: casters at their shadow level of detail (``content.mesh_lod``), else full detail."""
+        level_mesh = None
+        if lod:
+            eye = None if frame is None else np.asarray(frame.camera.location, dtype=np.float64)
+
+            def level_mesh(d, texel):
+                # as coarse as the map's texels allow (and, with a camera, as coarse as the caster
+                # itself is drawn: a shadow is seen at about its caster's distance)
+                level = L.shadow_level(d.caster.n_triangles, d.radius, texel)
+                if eye is not None:
+                    level = max(level, L.level_for(d.caster.n_triangles, d.radius,
+                                                   float(np.linalg.norm(d.center - eye)), frame.camera.focal_px))
+                return self.mesh_level(d.asset_id, d.caster, level, content) if level else d.caster
+        receivers = None
+        if frame is not None:
+            tops = [d.center[2] + d.radius for d in draws]
+            bottoms = [d.center[2] - d.radius for d in draws]
+            amp = abs(scene.ground.relief_amplitude)
+            z_range = (min([-amp] + bottoms) - 1.0, max([amp] + tops) + 1.0)
+            receivers = F.receiver_points(frame.view_proj, frame.near, frame.far, self.shadows.distance, z_range)
+        self.shadows.update(scene.sun, draws, receivers, level_mesh)
 
     # --- colour pass --------------------------------------------------------------------------
     def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content=None) -> None:

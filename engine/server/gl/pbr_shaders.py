@@ -148,6 +148,7 @@ uniform mat4 u_light_vp;
 uniform float u_shadow_texel;
 uniform float u_shadow_bias;
 uniform sampler2DShadow u_shadow_map;
+uniform vec2 u_shadow_fade;      // camera distances (cm): shadows fade out from x, none beyond y
 #ifdef GROUND
 uniform sampler2D u_noise;       // tileable value noise, mipmapped (macro variation)
 uniform float u_tile;            // cm per texture repeat
@@ -176,7 +177,7 @@ layout(location = 2) out vec4 f_normal;
 
 vec3 srgb_to_linear(vec3 c) { return c * (c * (c * 0.305306011 + 0.682171111) + 0.012522878); }
 
-float shadow_visibility(vec3 n) {
+float shadow_tap(vec3 n) {
 #ifdef SHADOW
     vec4 lp = u_light_vp * vec4(v_world + n * (1.5 * u_shadow_texel), 1.0);
     vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
@@ -191,6 +192,17 @@ float shadow_visibility(vec3 n) {
 #else
     return texture(u_shadow_map, vec3(p.xy, ref));
 #endif
+#else
+    return 1.0;
+#endif
+}
+
+float shadow_visibility(vec3 n) {
+#ifdef SHADOW
+    // Beyond the shadow distance the map holds nothing this view may read (gl/shadow.py).
+    float fade = clamp((length(v_world - u_cam_pos) - u_shadow_fade.x) / (u_shadow_fade.y - u_shadow_fade.x), 0.0, 1.0);
+    if (fade >= 1.0) return 1.0;
+    return mix(shadow_tap(n), 1.0, fade);
 #else
     return 1.0;
 #endif

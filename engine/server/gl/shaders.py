@@ -64,6 +64,7 @@ uniform mat4 u_light_vp;
 uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
 uniform float u_shadow_bias;    // constant depth bias in map units (2 texels' worth of cm)
 uniform sampler2DShadow u_shadow_map;
+uniform vec2 u_shadow_fade;     // camera distances (cm): shadows fade out from x, none beyond y
 in vec3 v_world;
 in vec3 v_normal;
 in vec3 v_color;
@@ -129,7 +130,10 @@ float shadow_visibility(vec3 n) {
     // uniform disables it, so a program without shadows must not contain the lookups.
     float vis = 1.0;
 #ifdef SHADOW
-    vis = shadow_lookup(u_shadow_map, u_light_vp, u_shadow_texel, u_shadow_bias, n);
+    // Beyond the shadow distance the map holds nothing this view may read (gl/shadow.py).
+    float fade = clamp((length(v_world - u_cam_pos) - u_shadow_fade.x) / (u_shadow_fade.y - u_shadow_fade.x), 0.0, 1.0);
+    if (fade < 1.0)
+        vis = mix(shadow_lookup(u_shadow_map, u_light_vp, u_shadow_texel, u_shadow_bias, n), 1.0, fade);
 #endif
     return vis;
 }
