@@ -161,6 +161,17 @@ def test_level_choice():
     assert L.budget(20000, 1) == 5000 and L.budget(20000, 3) >= L.MIN_TRIANGLES
 
 
+def test_vectorised_caster_levels_equal_the_scalar_rules():
+    rng = np.random.default_rng(0)
+    n, r, d = rng.integers(10, 40000, 2000), rng.uniform(1, 2000, 2000), rng.uniform(1, 20000, 2000)
+    texel, focal = 7.0, 190.0
+    got = L.caster_levels(n, r, texel, d, focal)
+    want = [max(L.shadow_level(int(a), float(b), texel), L.level_for(int(a), float(b), float(c), focal))
+            for a, b, c in zip(n, r, d)]
+    assert got.tolist() == want and 0 < got.max() <= L.MAX_LEVEL
+    assert L.caster_levels(n, r, texel).tolist() == [L.shadow_level(int(a), float(b), texel) for a, b in zip(n, r)]
+
+
 def test_gl_lod_option():
     from core.errors import ConfigError
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 LOD_RATIO = 4               # triangles of level k+1 ≈ triangles of level k / LOD_RATIO
 MAX_LEVEL = 3
 MIN_TRIANGLES = 300         # no level below this many triangles (smaller meshes have no levels)
@@ -64,3 +66,31 @@ def _level(n_triangles: int, r_px: float, density: float) -> int:
 def budget(n_triangles: int, level: int) -> int:
     """Nominal triangle count of ``level`` (what the decimation is asked for)."""
     return max(MIN_TRIANGLES, int(round(n_triangles / LOD_RATIO ** level)))
+
+
+def levels(n_triangles: np.ndarray, r_px: np.ndarray, density: float) -> np.ndarray:
+    """:func:`_level` for many meshes at once (``r_px``: the bounding disc's radius in pixels or
+    texels; a negative radius means level 0, e.g. a camera inside the sphere)."""
+    n = np.asarray(n_triangles, dtype=np.float64)
+    r = np.asarray(r_px, dtype=np.float64)
+    need = np.maximum(density * math.pi * r * r, MIN_TRIANGLES)
+    with np.errstate(divide="ignore"):
+        lv = np.floor(np.log(n / need) / math.log(LOD_RATIO))
+    lv = np.minimum(MAX_LEVEL, lv).astype(np.int64)
+    keep0 = (n < LOD_RATIO * MIN_TRIANGLES) | (n <= need * LOD_RATIO) | (r < 0)
+    return np.where(keep0, 0, lv)
+
+
+def caster_levels(n_triangles: np.ndarray, radii: np.ndarray, texel_cm: float,
+                  distances: np.ndarray | None = None, focal_px: float | None = None) -> np.ndarray:
+    """Shadow casters' levels, vectorised: :func:`shadow_level`, and with a camera (``distances``
+    from it to the bounding spheres' centres, ``focal_px``) at least the level :func:`level_for`
+    would draw them at."""
+    n = np.asarray(n_triangles, dtype=np.float64)
+    radii = np.asarray(radii, dtype=np.float64)
+    out = levels(n, radii / max(texel_cm, 1e-6), SHADOW_TRIANGLES_PER_TEXEL2)
+    if distances is not None:
+        d = np.asarray(distances, dtype=np.float64)
+        r_px = np.where(d <= 1.5 * radii, -1.0, radii * float(focal_px) / np.maximum(d, 1e-9))
+        out = np.maximum(out, levels(n, r_px, TRIANGLES_PER_PX2))
+    return out

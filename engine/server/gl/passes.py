@@ -194,16 +194,16 @@ class Passes:
         ``lod``: casters at their shadow level of detail (``content.mesh_lod``), else full detail."""
         level_mesh = None
         if lod:
-            eye = None if frame is None else np.asarray(frame.camera.location, dtype=np.float64)
-
-            def level_mesh(d, texel):
+            def level_mesh(draws, centers, radii, texel):
                 # as coarse as the map's texels allow (and, with a camera, as coarse as the caster
                 # itself is drawn: a shadow is seen at about its caster's distance)
-                level = L.shadow_level(d.caster.n_triangles, d.radius, texel)
-                if eye is not None:
-                    level = max(level, L.level_for(d.caster.n_triangles, d.radius,
-                                                   float(np.linalg.norm(d.center - eye)), frame.camera.focal_px))
-                return self.mesh_level(d.asset_id, d.caster, level, content) if level else d.caster
+                n = [d.caster.n_triangles for d in draws]
+                dist = focal = None
+                if frame is not None:
+                    dist = np.linalg.norm(centers - np.asarray(frame.camera.location, dtype=np.float64), axis=1)
+                    focal = frame.camera.focal_px
+                return [self.mesh_level(d.asset_id, d.caster, int(k), content) if k else d.caster
+                        for d, k in zip(draws, L.caster_levels(n, radii, texel, dist, focal))]
         receivers = None
         if frame is not None:
             tops = [d.center[2] + d.radius for d in draws]

@@ -188,6 +188,8 @@ class ShadowMaps:
         self._drawn: frozenset = frozenset()  # positions (in the draws list) of the casters in the map
         self._rect = (0, 0, 0, 0)             # texels filled (x, y, w, h)
         self._fade = NO_FADE
+        self._fit_key: tuple | None = None
+        self._fit: tuple = ()
         self._active = False
         self.static_renders = 0  # counter for tests and benchmarks
 
@@ -198,20 +200,24 @@ class ShadowMaps:
         ``receivers``: world points whose hull holds every fragment that reads the map
         (``frame.receiver_points``: the view up to the shadow distance); only the casters that
         can shadow them are drawn, into only the texels they can read (same image). None: every
-        caster, the whole map, no shadow distance. ``level_mesh(draw, texel_cm)``: the mesh the
-        caster is drawn with (a level of detail: gl/lod.py ``shadow_level``); None draws every
+        caster, the whole map, no shadow distance. ``level_mesh(draws, centers, radii, texel_cm)``: the meshes the
+        casters are drawn with (levels of detail: gl/lod.py ``caster_levels``); None draws every
         caster at full detail."""
         to_sun = sun.direction_to_sun()
         self._active = bool(draws) and to_sun[2] > 0.0  # something casts, sun above the horizon
         if not self._active:
             return
-        centers = np.array([d.center for d in draws])
-        radii = np.array([d.radius for d in draws])
-        # fitted to every caster, drawn or not: the texel grid is a function of the scene only
-        fit = F.light_view_proj(to_sun, centers, radii, min_extent=self.size * MIN_TEXEL_CM)
+        key = (sun, tuple((d.index, d.caster.vbo.glo, d.placed.model_bytes) for d in draws))
+        if key != self._fit_key:  # the scene's part, computed once per sun and casters
+            centers = np.array([d.center for d in draws])
+            radii = np.array([d.radius for d in draws])
+            # fitted to every caster, drawn or not: the texel grid is a function of the scene only
+            fit = F.light_view_proj(to_sun, centers, radii, min_extent=self.size * MIN_TEXEL_CM)
+            self._fit_key, self._fit = key, (centers, radii, fit)
+        centers, radii, fit = self._fit
         texel = fit[1] / self.size
-        meshes = [d.caster if level_mesh is None else level_mesh(d, texel) for d in draws]
-        signature = (sun, fit[0].tobytes(), tuple((d.index, m.vbo.glo, d.placed.model_bytes) for d, m in zip(draws, meshes)))
+        meshes = [d.caster for d in draws] if level_mesh is None else level_mesh(draws, centers, radii, texel)
+        signature = (key, tuple(m.vbo.glo for m in meshes))
         if receivers is None:
             needed, rect = frozenset(range(len(draws))), (0, 0, self.size, self.size)
             self._fade = NO_FADE
