@@ -21,8 +21,8 @@ from core.atomic import atomic_write_bytes  # noqa: F401  (re-exported for the s
 from core.errors import ConfigError
 from engine.world import Camera
 
-# k-th sample of a label -> SPLIT_PATTERN[k % 10]: 80/10/10, with val and test early in the cycle so
-# even a small set (the demo's 4 per label and task) has all three splits and can be probed.
+# k-th scene (or k-th sample of a label) -> SPLIT_PATTERN[k % 10]: 80/10/10, with val and test early in
+# the cycle so even a small set (the demo's 4 per label and task) has all three splits and can be probed.
 SPLIT_PATTERN = ("train", "train", "val", "test", "train", "train", "train", "train", "train", "train")
 SENSOR_WIDTH_MM = 50.0  # SpaRRTa: 50 mm lens on a 50 mm sensor (hfov 53.13 deg)
 
@@ -187,10 +187,27 @@ def params_json(env: str, triple_id: str, cam: Camera, actors: Mapping[str, dict
 
 
 # --- splits ---------------------------------------------------------------------------------------
-def assign_splits(labels: Sequence[str]) -> list[str]:
-    """80/10/10 stratified by label, deterministic: the k-th sample (in the given order) carrying
-    a label goes to ``SPLIT_PATTERN[k % 10]``. With the four labels balanced (±1) overall, each
-    split is balanced (±1) too."""
+def assign_splits(labels: Sequence[str], groups: Sequence | None = None) -> list[str]:
+    """80/10/10 stratified by label, deterministic.
+
+    Without ``groups``: the k-th sample (in the given order) carrying a label goes to
+    ``SPLIT_PATTERN[k % 10]``; with the four labels balanced (±1) overall, each split is too.
+
+    With ``groups`` (one hashable key per sample: its scene), a whole group goes to one split: the
+    k-th group, in order of first appearance, to ``SPLIT_PATTERN[k % 10]``. Why: the samples of a
+    scene share its objects' placement, clutter and background with *different* labels; split
+    apart, a probe that recognises the scene is pushed to a scene-mate's label (measured: a
+    random-init ViT fell to 0.14-0.16 on bridge allo, significantly below chance; docs/validation.md).
+    SpaRRTa-style groups hold one sample per label (labels cycle with the index), so each split
+    stays balanced up to the last, partial group of each triple.
+    """
+    if groups is not None:
+        if len(groups) != len(labels):
+            raise ValueError(f"assign_splits: {len(labels)} labels but {len(groups)} group keys")
+        order: dict = {}
+        for g in groups:
+            order.setdefault(g, SPLIT_PATTERN[len(order) % len(SPLIT_PATTERN)])
+        return [order[g] for g in groups]
     seen: dict[str, int] = {}
     out = []
     for lab in labels:

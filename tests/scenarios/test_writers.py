@@ -153,3 +153,28 @@ def test_dumps_writes_the_bytes_of_the_standard_encoder():
     node["pose"] = [9.0, 9.0]          # changed after its text was made: encoded afresh
     assert dumps(doc) == reference_dumps(doc) and '9.0' in dumps(doc)
     assert dumps({"deeper": doc}) == reference_dumps({"deeper": doc})   # another depth: texts not used
+
+
+def test_splits_by_scene_keep_a_scene_together_and_stay_balanced():
+    """SpaRRTa-style units: labels cycle with the index, 4 samples per scene; three triples of
+    167/167/166 samples (where per-label splitting put a scene's samples into two splits)."""
+    labels, scenes = [], []
+    for triple, n in (("a", 167), ("b", 167), ("c", 166)):
+        for i in range(n):
+            labels.append(("front", "back", "left", "right")[i % 4])
+            scenes.append((triple, i // 4))
+    old = assign_splits(labels)
+    straddling = {s for s in set(scenes) if len({sp for sp, sc in zip(old, scenes) if sc == s}) > 1}
+    assert straddling                       # the old rule did split scenes apart
+    new = assign_splits(labels, scenes)
+    for s in set(scenes):
+        assert len({sp for sp, sc in zip(new, scenes) if sc == s}) == 1, s
+    by = Counter(zip(new, labels))
+    for split in ("train", "val", "test"):
+        counts = [by[(split, lab)] for lab in ("front", "back", "left", "right")]
+        assert max(counts) - min(counts) <= 3, (split, counts)   # only the partial last scenes differ
+    total = Counter(new)
+    assert total["train"] == pytest.approx(400, abs=8) and total["test"] == pytest.approx(50, abs=6)
+    assert new == assign_splits(labels, scenes)
+    with pytest.raises(ValueError, match="group keys"):
+        assign_splits(labels, scenes[:-1])
