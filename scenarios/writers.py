@@ -196,8 +196,9 @@ def assign_splits(labels: Sequence[str], groups: Sequence | None = None) -> list
     With ``groups`` (one hashable key per sample: its scene), a whole group goes to one split: the
     k-th group, in order of first appearance, to ``SPLIT_PATTERN[k % 10]``. Why: the samples of a
     scene share its objects' placement, clutter and background with *different* labels; split
-    apart, a probe that recognises the scene is pushed to a scene-mate's label (measured: a
-    random-init ViT fell to 0.14-0.16 on bridge allo, significantly below chance; docs/validation.md).
+    apart, a probe that recognised the scene would be pushed to a scene-mate's label. (In the
+    5,000-image study 27 % of test images had such a scene-mate in train; it did not move the
+    numbers measurably there, see docs/validation.md, but a held-out split must not depend on it.)
     SpaRRTa-style groups hold one sample per label (labels cycle with the index), so each split
     stays balanced up to the last, partial group of each triple.
     """
