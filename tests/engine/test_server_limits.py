@@ -77,7 +77,7 @@ def test_failed_render_leaves_the_renderer_usable(monkeypatch):
     from engine.server.gl import passes
 
     state = ServerState(AssetCatalog(None))
-    real = passes.ground_tiles
+    real = passes.ground_grid
     calls = {"n": 0}
 
     def failing_once(ground):
@@ -86,7 +86,7 @@ def test_failed_render_leaves_the_renderer_usable(monkeypatch):
             raise MemoryError("Maximum allowed size exceeded")
         return real(ground)
 
-    monkeypatch.setattr(passes, "ground_tiles", failing_once)
+    monkeypatch.setattr(passes, "ground_grid", failing_once)
     try:
         cam = '{"size":[16,16]}'
         assert dispatch(state, f"vget /sceneforge/render 0 lit {cam}")[:6] == b"SFARR1"

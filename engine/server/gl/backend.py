@@ -59,6 +59,7 @@ class Frame:
     draws: list[Draw]  # all non-hidden actors
     visible: np.ndarray  # bool per draw: bounding sphere intersects the frustum
     planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
+    ground: tuple = ()  # Passes.ground_draws: face ranges of the ground tiles in view at their level
 
 
 def possible_occluders(frame: "Frame", wanted: set[int]) -> np.ndarray:
@@ -154,10 +155,11 @@ class GLBackend(RenderBackend):
 
     def drawn_triangles(self, scene: Scene, camera: Camera) -> int:
         """Triangles one frame of ``camera`` draws: the visible actors at their level of detail
-        plus every ground tile (what the frame's cost follows; for benchmarks)."""
+        plus the ground tiles in view at their level with their skirts (what the frame's cost follows;
+        for benchmarks)."""
         with self._using():
             frame = self._frame(scene, camera)
-            ground = self._passes.ground_triangles(scene.ground)
+            ground = sum(c for _, c in frame.ground)
             return ground + sum(d.mesh.n_triangles for d, v in zip(frame.draws, frame.visible) if v)
 
     def triangle_count(self, scene: Scene) -> int:
@@ -219,7 +221,8 @@ class GLBackend(RenderBackend):
         visible = F.spheres_in_frustum(planes, centers, radii)
         if self._lod:
             self._choose_levels(scene, camera, draws, visible)
-        return Frame(camera, near, far, vp, draws, visible, planes)
+        ground = self._passes.ground_draws(g, camera, planes, self._lod)
+        return Frame(camera, near, far, vp, draws, visible, planes, ground)
 
     def _choose_levels(self, scene: Scene, camera: Camera, draws: list[Draw], visible: np.ndarray) -> None:
         """Each visible actor's level of detail for this camera (gl/lod.py): a function of its

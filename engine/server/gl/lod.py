@@ -17,7 +17,13 @@ the camera (never on history): frames stay pure functions of the scene.
 shadow-map texels allows (``SHADOW_TRIANGLES_PER_TEXEL2``) and the level the camera draws them at
 (a shadow is seen at about its caster's distance). Only ``lit`` changes, and only a little (a
 shadow is a filtered silhouette); labels never see the shadow map.
-``GLBackend(lod=False)`` (``--renderer gl:lod=0``) draws every mesh and every caster at full detail.
+**The ground** (relief terrain) has levels too (:func:`ground_levels`, resources.ground_grid): square
+tiles whose level ``k`` keeps every ``2**k``-th vertex of the finest grid; a tile is drawn at the
+coarsest level whose measured max height error (vs ``Ground.height``, the function objects are
+placed with) projects below ``GROUND_ERROR_PX`` from the nearest point of the tile. Skirts hang
+below the edges where two levels meet, so no crack opens; lit, ids and depth draw the same tiles.
+``GLBackend(lod=False)`` (``--renderer gl:lod=0``) draws every mesh and every caster at full detail
+(and the ground at its finest level).
 
 ``TRIANGLES_PER_PX2`` was 1.5 until issue 19; 1.0 draws 4–27 % fewer triangles in the benchmark
 scenes (typical 68.5k → 50.3k, forest 73k → 61k) with no visible change at 224²; at 0.75 and below some assets' coarser levels break up
@@ -94,3 +100,21 @@ def caster_levels(n_triangles: np.ndarray, radii: np.ndarray, texel_cm: float,
         r_px = np.where(d <= 1.5 * radii, -1.0, radii * float(focal_px) / np.maximum(d, 1e-9))
         out = np.maximum(out, levels(n, r_px, TRIANGLES_PER_PX2))
     return out
+
+
+# --- ground (relief terrain) ------------------------------------------------------------------
+GROUND_ERROR_PX = 1.0  # a tile is drawn at the coarsest level whose height error projects below this
+
+
+def ground_levels(lo: np.ndarray, hi: np.ndarray, errors: np.ndarray, eye, focal_px: float) -> np.ndarray:
+    """Each ground tile's level (resources.ground_grid): the coarsest whose max height error
+    (``errors[t, k]`` cm, non-decreasing in k) seen from the nearest point of the tile's box
+    (``lo``/``hi``, (tiles, 3)) projects below ``GROUND_ERROR_PX`` pixels. Level 0 when the
+    camera is inside or on the box. A function of the ground and the camera only."""
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    eye = np.asarray(eye, np.float64)
+    d = np.linalg.norm(np.maximum(np.maximum(lo - eye, eye - hi), 0.0), axis=1)
+    err = np.asarray(errors, np.float64)
+    ok = err * float(focal_px) < GROUND_ERROR_PX * d[:, None]
+    ok[:, 0] = True
+    return np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64) - 1

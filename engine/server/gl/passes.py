@@ -7,6 +7,7 @@ no buffer or texture is allocated once assets and the resolution have been seen.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import moderngl
@@ -18,8 +19,9 @@ from engine.server.gl import cutout_shaders as C
 from engine.server.gl import pbr_shaders as P
 from engine.server.gl import post_shaders as Q
 from engine.server.gl import shaders as S
-from engine.server.gl.resources import (PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, ground_tiles,
+from engine.server.gl.resources import (PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, ground_grid,
                                         noise_image, upload)
+from core.meshes import RenderMesh
 from engine.server.gl.shadow import ShadowMaps
 from engine.server.gl.surfaces import TextureCache
 from engine.world import Camera, Ground, Scene
@@ -65,6 +67,46 @@ class _Program:
             u.value = value
 
 
+@dataclass
+class GroundTileRanges:
+    """One ground tile (resources.GroundTile) inside :class:`GpuGround`'s buffers: per level,
+    the body's and the four skirts' (W, E, S, N) (first face, faces) in the shared index array."""
+
+    index: tuple[int, int]
+    lo: np.ndarray
+    hi: np.ndarray
+    errors: np.ndarray
+    body: list  # per level: (first, count)
+    skirts: list  # per level: 4 x (first, count); count 0 = no skirt (outer border)
+
+
+@dataclass
+class GpuGround:
+    """Every tile at every level in one vertex buffer; ``draw`` shares it with an index buffer
+    holding the faces a frame selects (``Passes.ground_draws``), rewritten only when the selection
+    changes: one draw call for the whole ground, whatever the levels."""
+
+    mesh: GpuMesh  # all faces (static)
+    draw: GpuMesh  # same vertices, the selected faces (dynamic index buffer)
+    faces: np.ndarray  # (F, 3) int32, the welded index array of ``mesh``
+    tiles: list  # list[GroundTileRanges]
+    n_body: int  # faces at the finest level, skirts left out (the scene's ground triangles)
+    written: tuple | None = None  # the selection now in ``draw.ibo``
+
+    def select(self, ranges: tuple) -> GpuMesh:
+        if ranges != self.written:
+            data = np.concatenate([self.faces[f:f + c] for f, c in ranges]) if ranges else self.faces[:0]
+            self.draw.ibo.write(np.ascontiguousarray(data, np.int32).tobytes())
+            self.written = ranges
+        return self.draw
+
+    def release(self) -> None:
+        self.mesh.release()
+        for vao in self.draw.vaos.values():
+            vao.release()
+        self.draw.ibo.release()
+
+
 class Passes:
     """The GL objects of one context and the passes drawn with them (lit, ids, coverage)."""
 
@@ -74,7 +116,7 @@ class Passes:
         self.meshes: dict[str, GpuMesh] = {}
         self.targets: dict[tuple[int, int], Targets] = {}
         self._ground_key: Ground | None = None
-        self._ground: list[GpuMesh] = []
+        self._ground: GpuGround | None = None
         self.shadows = ShadowMaps(ctx, lambda: self.program("shadow"), shadow_map_size,
                                   draw_parts=lambda mesh, d, prog, key, light_vp: self.draw_mesh(
                                       mesh, prog, key, False, "ashadow", alpha_setup=lambda ap: (
@@ -159,17 +201,81 @@ class Passes:
                 log.debug("level %d of %s: %d -> %d triangles", level, asset_id, full.n_triangles, mesh.n_triangles)
         return self.meshes[key]
 
-    def ground(self, ground: Ground) -> list[GpuMesh]:
+    def ground(self, ground: Ground) -> GpuGround:
         if ground != self._ground_key:
-            # build the new tiles before releasing the old ones: a failure leaves a usable cache
-            tiles = [upload(self.ctx, mesh, normals) for mesh, normals in ground_tiles(ground)]
-            for m in self._ground:
-                m.release()
-            self._ground, self._ground_key = tiles, ground
+            # build the new buffers before releasing the old ones: a failure leaves a usable cache
+            grid = ground_grid(ground)
+            verts, faces, colors, normals, tiles = [], [], [], [], []
+            nv = nf = 0
+            for t in grid:
+                body, skirts = [], []
+                for lv in t.levels:
+                    verts.append(lv.mesh.vertices)
+                    faces.append(lv.mesh.faces + nv)
+                    colors.append(lv.mesh.colors)
+                    normals.append(lv.normals)
+                    body.append((nf, lv.body))
+                    skirts.append(tuple((nf + f, c) for f, c in lv.skirts))
+                    nv += len(lv.mesh.vertices)
+                    nf += len(lv.mesh.faces)
+                tiles.append(GroundTileRanges(t.index, t.lo, t.hi, t.errors, body, skirts))
+            mesh = RenderMesh(np.concatenate(verts), np.concatenate(faces), np.concatenate(colors))
+            full = upload(self.ctx, mesh, np.concatenate(normals))
+            try:
+                welded = np.frombuffer(full.ibo.read(), np.int32).reshape(-1, 3)
+                draw = GpuMesh(vbo=full.vbo, ibo=self.ctx.buffer(reserve=max(full.ibo.size, 4), dynamic=True),
+                               n_triangles=0, center=full.center, radius=full.radius, max_luma=full.max_luma)
+            except BaseException:
+                full.release()
+                raise
+            if self._ground is not None:
+                self._ground.release()
+            self._ground = GpuGround(full, draw, welded, tiles, sum(t.body[0][1] for t in tiles))
+            self._ground_key = ground
         return self._ground
 
     def ground_triangles(self, ground: Ground) -> int:
-        return sum(m.n_triangles for m in self.ground(ground))
+        """The ground's triangles at full detail (finest level, no skirts)."""
+        return self.ground(ground).n_body
+
+    def ground_draws(self, ground: Ground, camera: Camera, planes: np.ndarray, lod: bool) -> tuple:
+        """What every pass of one frame draws of the ground, as (first face, faces) ranges of
+        :class:`GpuGround`'s faces: the tiles in the frustum at their level (``lod.ground_levels``,
+        a function of the ground and the camera only) with the skirts of the edges whose
+        neighbour is at another level."""
+        g = self.ground(ground)
+        tiles = g.tiles
+        if len(tiles) == 1:
+            return (tiles[0].body[0],)
+        lo = np.array([t.lo for t in tiles])
+        hi = np.array([t.hi for t in tiles])
+        if lod:
+            levels = L.ground_levels(lo, hi, np.array([t.errors for t in tiles]), camera.location, camera.focal_px)
+        else:
+            levels = np.zeros(len(tiles), dtype=np.int64)
+        by_index = {t.index: int(k) for t, k in zip(tiles, levels)}
+        visible = F.spheres_in_frustum(planes, 0.5 * (lo + hi), 0.5 * np.linalg.norm(hi - lo, axis=1))
+        ranges: list[tuple[int, int]] = []
+        for t, k, v in zip(tiles, levels, visible):
+            if not v:
+                continue
+            k = int(k)
+            i, j = t.index
+            parts = [t.body[k]] + [fc for fc, nb in zip(t.skirts[k], ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)))
+                                   if fc[1] and by_index.get(nb, k) != k]
+            for first, count in parts:
+                if ranges and ranges[-1][0] + ranges[-1][1] == first:  # contiguous: merge
+                    ranges[-1] = (ranges[-1][0], ranges[-1][1] + count)
+                else:
+                    ranges.append((first, count))
+        return tuple(ranges)
+
+    def render_ground(self, ground: Ground, ranges: tuple, prog: moderngl.Program, key: str, with_attrs) -> None:
+        """Draw a frame's ground selection (:meth:`ground_draws`) in one call."""
+        n = sum(c for _, c in ranges)
+        if n:
+            mesh = self.ground(ground).select(ranges)
+            mesh.vao(self.ctx, prog, key, with_attrs).render(vertices=3 * n)
 
     def target(self, camera: Camera) -> Targets:
         key = (int(camera.width), int(camera.height))
@@ -239,7 +345,7 @@ class Passes:
         gkey = "lit_g" + flags  # after the actors: occluded ground is skipped
         gprog = self.program(gkey)
         self._set_lit_uniforms(gprog, scene, frame)
-        self._draw_ground(gprog, scene.ground, gkey, True, frame.planes)
+        self._draw_ground(gprog, scene.ground, gkey, True, frame.ground)
         self._draw_sky(scene, frame.camera, fbo, with_normal)
 
     def _set_lit_uniforms(self, prog: _Program, scene: Scene, frame: "Frame") -> None:
@@ -263,7 +369,7 @@ class Passes:
             k = 1.0 / d.mesh.max_luma
             prog.set("u_tint", tuple(min(c * k, 4.0) for c in _rgb(d.tint)) + (1.0,))
 
-    def _draw_ground(self, prog: _Program, ground: Ground, key: str, lit: bool, planes: np.ndarray) -> None:
+    def _draw_ground(self, prog: _Program, ground: Ground, key: str, lit: bool, ground_draws: list) -> None:
         prog.set("u_model", IDENTITY)
         prog.set("u_id", 0)
         if lit:
@@ -273,13 +379,7 @@ class Passes:
             prog.set("u_noise_scale", scales or (0.0, 0.0))
             self.noise_texture().use(1)
             prog.set("u_noise", 1)
-        tiles = self.ground(ground)
-        if len(tiles) > 1:  # relief grid: draw only the tiles in the frustum
-            centers = np.array([m.center for m in tiles])
-            radii = np.array([m.radius for m in tiles])
-            tiles = [m for m, v in zip(tiles, F.spheres_in_frustum(planes, centers, radii)) if v]
-        for m in tiles:
-            m.vao(self.ctx, prog.prog, key, lit).render()
+        self.render_ground(ground, ground_draws, prog.prog, key, lit)
 
     def _draw_sky(self, scene: Scene, camera: Camera, fbo, with_normal: bool) -> None:
         prog = self.program("sky_n" if with_normal else "sky")
@@ -306,7 +406,7 @@ class Passes:
         prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
         self.ctx.enable(moderngl.DEPTH_TEST)
         if ground is not None:
-            self._draw_ground(prog, ground, "ids", False, frame.planes)
+            self._draw_ground(prog, ground, "ids", False, frame.ground)
         for d, vis in zip(draws, visible):
             if vis:
                 prog.set("u_model", d.placed.model_bytes)
@@ -370,8 +470,10 @@ class Passes:
         return np.ascontiguousarray(n[::-1, :, :3])
 
     def release(self) -> None:
-        for m in list({id(m): m for m in self.meshes.values()}.values()) + self._ground:  # levels may alias
+        for m in list({id(m): m for m in self.meshes.values()}.values()):  # levels may alias
             m.release()
+        if self._ground is not None:
+            self._ground.release()
         for t in self.targets.values():
             t.release()
         for vao in self._sky_vaos.values():
@@ -384,4 +486,5 @@ class Passes:
         self.shadows.release()
         for p in self.progs.values():
             p.prog.release()
-        self.meshes, self._ground, self.targets, self.progs, self._sky_vaos = {}, [], {}, {}, {}
+        self.meshes, self._ground, self.targets, self.progs, self._sky_vaos = {}, None, {}, {}, {}
+        self._ground_key = None

@@ -247,13 +247,7 @@ class PbrLook:
         prog.set("u_macro", 0.0 if m.name == "flat" else 1.0)
         self.p.noise_texture().use(1)
         prog.set("u_noise", 1)
-        tiles = self.p.ground(scene.ground)
-        if len(tiles) > 1:
-            centers = np.array([g.center for g in tiles])
-            radii = np.array([g.radius for g in tiles])
-            tiles = [g for g, v in zip(tiles, F.spheres_in_frustum(frame.planes, centers, radii)) if v]
-        for g in tiles:
-            g.vao(self.ctx, prog.prog, key, PBR_FORMAT).render()
+        self.p.render_ground(scene.ground, frame.ground, prog.prog, key, PBR_FORMAT)
 
     def _draw_sky(self, scene: Scene, frame: "Frame", fbo, with_normal: bool, world: dict, env: _EnvTextures,
                   is_hdri: bool, fog: bool) -> None:
