@@ -14,15 +14,34 @@ import numpy as np
 from core.meshes import RenderMesh
 
 
+def shared(mesh: RenderMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(vertices, faces, uvs) with the corners that have the same position and UV merged.
+
+    A normalised mesh has unshared faces (3 corners each, for crisp per-face colour);
+    :func:`~assets_manifest.normalize.decimate_raw` reads its connectivity from shared vertex
+    indices (UV islands, foliage cards, the quadric's edges). Without this merge every triangle
+    is an island of its own, so solid parts with many triangles (a car's body, tyres, interior;
+    a trunk) were taken for foliage and thinned by dropping and growing single triangles: the
+    holed, dark coarse levels of issue 19. Exact equality only: corners split at a UV seam stay
+    split, as in the source file.
+    """
+    v = np.asarray(mesh.vertices, np.float64)
+    uv = None if mesh.uvs is None else np.asarray(mesh.uvs, np.float64)
+    key = v if uv is None else np.concatenate([v, uv], axis=1)
+    _, first, inv = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    faces = inv.reshape(-1)[np.asarray(mesh.faces, np.int64)]
+    return v[first], faces, (None if uv is None else uv[first])
+
+
 def simplified(mesh: RenderMesh, budget: int) -> RenderMesh:
     """``mesh`` decimated to about ``budget`` triangles (unchanged when it already has no more)."""
     from assets_manifest.normalize import RawMesh, decimate_raw, render_mesh
 
     if mesh.n_triangles <= budget:
         return mesh
-    faces = np.asarray(mesh.faces, np.int64)
-    raw = RawMesh(mesh.vertices.astype(np.float64), faces, mesh.colors[faces[:, 0]],
-                  mesh.uvs, list(mesh.materials), mesh.face_materials)
+    v, faces, uvs = shared(mesh)
+    raw = RawMesh(v, faces, mesh.colors[np.asarray(mesh.faces, np.int64)[:, 0]],
+                  uvs, list(mesh.materials), mesh.face_materials)
     out = render_mesh(decimate_raw(raw, int(budget)), mesh.meta)
     if not mesh.materials:  # decimate_raw works per material: colour-only meshes stay colour-only
         out = RenderMesh(out.vertices, out.faces, out.colors, out.meta, normals=out.normals)
