@@ -42,7 +42,7 @@ def simplified(mesh: RenderMesh, budget: int) -> RenderMesh:
     v, faces, uvs = shared(mesh)
     raw = RawMesh(v, faces, mesh.colors[np.asarray(mesh.faces, np.int64)[:, 0]],
                   uvs, list(mesh.materials), mesh.face_materials)
-    out = render_mesh(decimate_raw(raw, int(budget)), mesh.meta)
+    out = render_mesh(decimate_raw(raw, int(budget), per_part=True), mesh.meta)
     if not mesh.materials:  # decimate_raw works per material: colour-only meshes stay colour-only
         out = RenderMesh(out.vertices, out.faces, out.colors, out.meta, normals=out.normals)
     return out

@@ -161,7 +161,7 @@ def decimate(v: np.ndarray, f: np.ndarray, c: np.ndarray, budget: int):
     return raw.vertices, raw.faces, raw.face_colors
 
 
-def decimate_raw(raw: RawMesh, budget: int) -> RawMesh:
+def decimate_raw(raw: RawMesh, budget: int, per_part: bool = False) -> RawMesh:
     """Decimate per material to about ``budget`` triangles keeping UVs (see ``decimate.py``);
     alpha-cut materials are thinned by whole cards instead of simplified. Returns unshared faces
     (3 vertices each)."""
@@ -204,7 +204,7 @@ def decimate_raw(raw: RawMesh, budget: int) -> RawMesh:
                 corners, cuv, src = sub_v[sub_f], (sub_uv[sub_f] if sub_uv is not None else None), sel
         else:
             if len(sel) > target and len(sel) > 16:
-                corners, cuv, local = dec.simplify_group(sub_v, sub_f, sub_uv, target)
+                corners, cuv, local = dec.simplify_group(sub_v, sub_f, sub_uv, target, per_part)
                 src = sel[local]
             else:
                 corners, cuv, src = sub_v[sub_f], (sub_uv[sub_f] if sub_uv is not None else None), sel

@@ -98,8 +98,9 @@ def test_near_actors_are_drawn_at_full_detail(backends, monkeypatch):
     """Labels exactly as without levels; ``lit`` too once shadow casters are at full detail
     (their own levels, by shadow-map texel size, are tested below)."""
     on, off, _ = backends
-    # 2 m away the 20k-triangle ball spans ~50 px in radius: < 1 triangle per pixel of its disc at level 1
-    scene = _scene(_actor("near", "ball", (200.0, -60.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2))
+    # 1.6 m away the 20k-triangle ball spans ~68 px in radius: level 1 (5120 triangles) would have
+    # < TRIANGLES_PER_PX2 (0.5) triangles per pixel of its disc
+    scene = _scene(_actor("near", "ball", (150.0, -40.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2))
     cam = _camera()
     assert on._frame(scene, cam).draws[0].mesh.n_triangles == 20480
     a, b = on.render(scene, cam, KINDS), off.render(scene, cam, KINDS)
@@ -116,7 +117,7 @@ def test_shadow_casters_get_levels_by_texel_size(backends):
     _, off, _ = backends
     lib = Library()
     on = GLBackend(lib.mesh, content=lib)  # fresh: levels are uploaded once per process
-    scene, cam = _scene(_actor("near", "ball", (200.0, -60.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2)), _camera()
+    scene, cam = _scene(_actor("near", "ball", (150.0, -40.0, 0.0), 0), _actor("box", "box", (1500.0, 300.0, 0.0), 2)), _camera()
     texel = SH.MIN_TEXEL_CM  # a small scene: the map covers its size x the minimum texel
     level = L.shadow_level(20480, 100.0, texel)
     assert level >= 1
@@ -257,3 +258,24 @@ def test_levels_of_a_closed_unshared_mesh_stay_closed():
         out = (lv.normals[lv.faces] * (c - [0, 0, 100])).sum(axis=2)
         assert (out > 0).all(), level                      # smooth normals still point outwards
         assert lv.uvs is not None and lv.materials == ball.materials
+
+
+
+def test_levels_decimate_every_part_by_the_same_ratio():
+    """Small parts beside a bulky one (a bike's tubes, a fence's slats, a bush's twigs): one
+    collapse queue for the whole material takes most from the small parts (their quadric error
+    is small) — a single queue leaves these 80-triangle balls 10 triangles. Levels decimate each
+    connected part by the same ratio: every small ball keeps about a quarter, as the big one."""
+    from assets_manifest import decimate as dec
+
+    parts = [trimesh.creation.icosphere(subdivisions=3, radius=60)]
+    for i in range(30):
+        parts.append(trimesh.creation.icosphere(subdivisions=1, radius=1.0).apply_translation([100 + 5 * i, 0, 0]))
+    m = trimesh.util.concatenate(parts)
+    v, f = np.asarray(m.vertices), np.asarray(m.faces)
+    corners, _, _ = dec.simplify_group(v, f, None, len(f) // 4, per_part=True)
+    assert len(corners) <= len(f) // 4 + 30
+    cen = corners.mean(axis=1)
+    for i in range(30):
+        assert (np.abs(cen[:, 0] - (100 + 5 * i)) < 1.5).sum() >= 16, i
+    assert (np.linalg.norm(cen, axis=1) > 50).sum() >= 0.2 * 1280

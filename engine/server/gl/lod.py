@@ -25,9 +25,10 @@ below the edges where two levels meet, so no crack opens; lit, ids and depth dra
 ``GLBackend(lod=False)`` (``--renderer gl:lod=0``) draws every mesh and every caster at full detail
 (and the ground at its finest level).
 
-``TRIANGLES_PER_PX2`` was 1.5 until issue 19; 1.0 draws 4–27 % fewer triangles in the benchmark
-scenes (typical 68.5k → 50.3k, forest 73k → 61k) with no visible change at 224²; at 0.75 and below some assets' coarser levels break up
-(a car 25 m away turns dark and holed: the decimation, not the density, is the limit).
+``TRIANGLES_PER_PX2`` was 1.5 until issue 19, then 1.0; at 0.75 and below a car 25 m away turned
+dark and holed: the levels were decimated without their connectivity (assets_manifest/lod.py,
+fixed). With correct levels 0.5 draws about what 1.0 drew with the broken ones (typical 50.5k,
+forest 72.7k triangles) and keeps vehicles' silhouettes and colours (docs/renderer.md).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ import numpy as np
 LOD_RATIO = 4               # triangles of level k+1 ≈ triangles of level k / LOD_RATIO
 MAX_LEVEL = 3
 MIN_TRIANGLES = 300         # no level below this many triangles (smaller meshes have no levels)
-TRIANGLES_PER_PX2 = 1.0     # wanted density over the projected bounding disc (a silhouette covers
+TRIANGLES_PER_PX2 = 0.5     # wanted density over the projected bounding disc (a silhouette covers
                             # roughly half of its disc: ~2 triangles per covered pixel)
 SHADOW_TRIANGLES_PER_TEXEL2 = 0.1  # shadow casters: a shadow is a filtered silhouette seen at a slant
 
