@@ -211,7 +211,7 @@ class Environment:
     def library(self):
         """The asset library clutter draws from: given, or default + the env's own manifests."""
         if self._library is None:
-            self._library = _library_for(tuple(self.asset_packs()), self.licenses)
+            self._library = _library_for(_cache_state(), tuple(self.asset_packs()), self.licenses)
         return self._library
 
     def asset_packs(self) -> list[str]:
@@ -296,9 +296,25 @@ class Environment:
                      color=instance_color(CLUTTER_COLOR_BASE + k))
 
 
+def _cache_state() -> tuple[str, int]:
+    """The asset cache in use and when its built packs last changed: part of the library's cache
+    key, so a process that builds the real assets on first use (``generate``, ``demo``) or points
+    ``$SCENEFORGE_CACHE`` elsewhere never keeps drawing from a library listing the old content
+    while its render server (started later) serves the new one."""
+    from assets_manifest.library import cache_root
+
+    root = cache_root()
+    try:
+        stamp = (root / "built").stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    return str(root), stamp
+
+
 @functools.lru_cache(maxsize=8)
-def _library_for(extra_manifests: tuple[str, ...], licenses: tuple[str, ...] | None):
-    """The default library + user packs, filtered by licence families; cached per both."""
+def _library_for(cache_state: tuple[str, int], extra_manifests: tuple[str, ...], licenses: tuple[str, ...] | None):
+    """The default library + user packs, filtered by licence families; cached per cache state,
+    packs and licences."""
     from assets_manifest import AssetLibrary
 
     return AssetLibrary.default(extra_manifests=list(extra_manifests),
