@@ -349,3 +349,24 @@ def _info(e: AssetEntry, manifest: Path, pack: str) -> AssetInfo:
     return AssetInfo(id=e.id, cls=e.cls, license=e.license, attribution=e.attribution, source=e.source,
                      origin=origin, pack=pack, tags=tuple(e.tags), unreal_class=e.unreal_class,
                      manifest=str(manifest), entry=e)
+
+
+def shared_default_library(extra_manifests: tuple[str, ...] = (), licenses: tuple[str, ...] | None = None
+                           ) -> AssetLibrary:
+    """:meth:`AssetLibrary.default` shared within a process (environments of one job ask for the
+    same one), keyed also by the asset cache in use and when its built packs last changed: a process
+    that builds the real assets on first use (``generate``, ``demo``) or points ``$SCENEFORGE_CACHE``
+    elsewhere never keeps drawing from a library listing the old content while its render server
+    (started later) serves the new one."""
+    root = cache_root()
+    try:
+        stamp = (root / "built").stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    return _shared_default(str(root), stamp, tuple(extra_manifests), tuple(licenses) if licenses else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_default(root: str, stamp: int, extra_manifests: tuple[str, ...], licenses: tuple[str, ...] | None):
+    return AssetLibrary.default(cache_dir=root, extra_manifests=list(extra_manifests),
+                                licenses=list(licenses) if licenses else None)

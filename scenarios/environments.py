@@ -211,7 +211,9 @@ class Environment:
     def library(self):
         """The asset library clutter draws from: given, or default + the env's own manifests."""
         if self._library is None:
-            self._library = _library_for(_cache_state(), tuple(self.asset_packs()), self.licenses)
+            from assets_manifest.library import shared_default_library
+
+            self._library = shared_default_library(tuple(self.asset_packs()), self.licenses)
         return self._library
 
     def asset_packs(self) -> list[str]:
@@ -294,31 +296,6 @@ class Environment:
         z = ground_z_under(self.ground, x, y, r)
         return Actor(f"clutter_{k:03d}", asset_id, Transform((x, y, z), Rotator(0.0, yaw, 0.0), (s, s, s)),
                      color=instance_color(CLUTTER_COLOR_BASE + k))
-
-
-def _cache_state() -> tuple[str, int]:
-    """The asset cache in use and when its built packs last changed: part of the library's cache
-    key, so a process that builds the real assets on first use (``generate``, ``demo``) or points
-    ``$SCENEFORGE_CACHE`` elsewhere never keeps drawing from a library listing the old content
-    while its render server (started later) serves the new one."""
-    from assets_manifest.library import cache_root
-
-    root = cache_root()
-    try:
-        stamp = (root / "built").stat().st_mtime_ns
-    except OSError:
-        stamp = 0
-    return str(root), stamp
-
-
-@functools.lru_cache(maxsize=8)
-def _library_for(cache_state: tuple[str, int], extra_manifests: tuple[str, ...], licenses: tuple[str, ...] | None):
-    """The default library + user packs, filtered by licence families; cached per cache state,
-    packs and licences."""
-    from assets_manifest import AssetLibrary
-
-    return AssetLibrary.default(extra_manifests=list(extra_manifests),
-                                licenses=list(licenses) if licenses else None)
 
 
 def list_envs() -> list[str]:
