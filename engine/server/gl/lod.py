@@ -17,7 +17,7 @@ the camera (never on history): frames stay pure functions of the scene.
 shadow-map texels allows (``SHADOW_TRIANGLES_PER_TEXEL2``) and the level the camera draws them at
 (a shadow is seen at about its caster's distance). Only ``lit`` changes, and only a little (a
 shadow is a filtered silhouette); labels never see the shadow map.
-**The ground** (relief terrain) has levels too (:func:`ground_levels`, resources.ground_grid): square
+**The ground** (relief terrain) has levels too (:func:`ground_levels`, ground.ground_grid): square
 tiles whose level ``k`` keeps every ``2**k``-th vertex of the finest grid; a tile is drawn at the
 coarsest level whose measured max height error (vs ``Ground.height``, the function objects are
 placed with) projects below ``GROUND_ERROR_PX`` from the nearest point of the tile. Skirts hang
@@ -108,7 +108,7 @@ GROUND_ERROR_PX = 1.0  # a tile is drawn at the coarsest level whose height erro
 
 
 def ground_levels(lo: np.ndarray, hi: np.ndarray, errors: np.ndarray, eye, focal_px: float) -> np.ndarray:
-    """Each ground tile's level (resources.ground_grid): the coarsest whose max height error
+    """Each ground tile's level (ground.ground_grid): the coarsest whose max height error
     (``errors[t, k]`` cm, non-decreasing in k) seen from the nearest point of the tile's box
     (``lo``/``hi``, (tiles, 3)) projects below ``GROUND_ERROR_PX`` pixels. Level 0 when the
     camera is inside or on the box. A function of the ground and the camera only."""

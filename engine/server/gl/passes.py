@@ -19,8 +19,8 @@ from engine.server.gl import cutout_shaders as C
 from engine.server.gl import pbr_shaders as P
 from engine.server.gl import post_shaders as Q
 from engine.server.gl import shaders as S
-from engine.server.gl.resources import (PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, ground_grid,
-                                        noise_image, upload)
+from engine.server.gl.ground import ground_grid
+from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, noise_image, upload
 from core.meshes import RenderMesh
 from engine.server.gl.shadow import ShadowMaps
 from engine.server.gl.surfaces import TextureCache
@@ -69,7 +69,7 @@ class _Program:
 
 @dataclass
 class GroundTileRanges:
-    """One ground tile (resources.GroundTile) inside :class:`GpuGround`'s buffers: per level,
+    """One ground tile (ground.GroundTile) inside :class:`GpuGround`'s buffers: per level,
     the body's and the four skirts' (W, E, S, N) (first face, faces) in the shared index array."""
 
     index: tuple[int, int]
