@@ -7,7 +7,6 @@ no buffer or texture is allocated once assets and the resolution have been seen.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import moderngl
@@ -20,8 +19,8 @@ from engine.server.gl import pbr_shaders as P
 from engine.server.gl import post_shaders as Q
 from engine.server.gl import shaders as S
 from engine.server.gl.ground import ground_grid
+from engine.server.gl.ground_gpu import GpuGround, upload_ground
 from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, noise_image, upload
-from core.meshes import RenderMesh
 from engine.server.gl.shadow import ShadowMaps
 from engine.server.gl.surfaces import TextureCache
 from engine.world import Camera, Ground, Scene
@@ -65,46 +64,6 @@ class _Program:
             u.write(value)
         else:
             u.value = value
-
-
-@dataclass
-class GroundTileRanges:
-    """One ground tile (ground.GroundTile) inside :class:`GpuGround`'s buffers: per level,
-    the body's and the four skirts' (W, E, S, N) (first face, faces) in the shared index array."""
-
-    index: tuple[int, int]
-    lo: np.ndarray
-    hi: np.ndarray
-    errors: np.ndarray
-    body: list  # per level: (first, count)
-    skirts: list  # per level: 4 x (first, count); count 0 = no skirt (outer border)
-
-
-@dataclass
-class GpuGround:
-    """Every tile at every level in one vertex buffer; ``draw`` shares it with an index buffer
-    holding the faces a frame selects (``Passes.ground_draws``), rewritten only when the selection
-    changes: one draw call for the whole ground, whatever the levels."""
-
-    mesh: GpuMesh  # all faces (static)
-    draw: GpuMesh  # same vertices, the selected faces (dynamic index buffer)
-    faces: np.ndarray  # (F, 3) int32, the welded index array of ``mesh``
-    tiles: list  # list[GroundTileRanges]
-    n_body: int  # faces at the finest level, skirts left out (the scene's ground triangles)
-    written: tuple | None = None  # the selection now in ``draw.ibo``
-
-    def select(self, ranges: tuple) -> GpuMesh:
-        if ranges != self.written:
-            data = np.concatenate([self.faces[f:f + c] for f, c in ranges]) if ranges else self.faces[:0]
-            self.draw.ibo.write(np.ascontiguousarray(data, np.int32).tobytes())
-            self.written = ranges
-        return self.draw
-
-    def release(self) -> None:
-        self.mesh.release()
-        for vao in self.draw.vaos.values():
-            vao.release()
-        self.draw.ibo.release()
 
 
 class Passes:
@@ -203,35 +162,10 @@ class Passes:
 
     def ground(self, ground: Ground) -> GpuGround:
         if ground != self._ground_key:
-            # build the new buffers before releasing the old ones: a failure leaves a usable cache
-            grid = ground_grid(ground)
-            verts, faces, colors, normals, tiles = [], [], [], [], []
-            nv = nf = 0
-            for t in grid:
-                body, skirts = [], []
-                for lv in t.levels:
-                    verts.append(lv.mesh.vertices)
-                    faces.append(lv.mesh.faces + nv)
-                    colors.append(lv.mesh.colors)
-                    normals.append(lv.normals)
-                    body.append((nf, lv.body))
-                    skirts.append(tuple((nf + f, c) for f, c in lv.skirts))
-                    nv += len(lv.mesh.vertices)
-                    nf += len(lv.mesh.faces)
-                tiles.append(GroundTileRanges(t.index, t.lo, t.hi, t.errors, body, skirts))
-            mesh = RenderMesh(np.concatenate(verts), np.concatenate(faces), np.concatenate(colors))
-            full = upload(self.ctx, mesh, np.concatenate(normals))
-            try:
-                welded = np.frombuffer(full.ibo.read(), np.int32).reshape(-1, 3)
-                draw = GpuMesh(vbo=full.vbo, ibo=self.ctx.buffer(reserve=max(full.ibo.size, 4), dynamic=True),
-                               n_triangles=0, center=full.center, radius=full.radius, max_luma=full.max_luma)
-            except BaseException:
-                full.release()
-                raise
+            new = upload_ground(self.ctx, ground_grid(ground))   # before releasing the old: a failure leaves a usable cache
             if self._ground is not None:
                 self._ground.release()
-            self._ground = GpuGround(full, draw, welded, tiles, sum(t.body[0][1] for t in tiles))
-            self._ground_key = ground
+            self._ground, self._ground_key = new, ground
         return self._ground
 
     def ground_triangles(self, ground: Ground) -> int:
@@ -239,36 +173,8 @@ class Passes:
         return self.ground(ground).n_body
 
     def ground_draws(self, ground: Ground, camera: Camera, planes: np.ndarray, lod: bool) -> tuple:
-        """What every pass of one frame draws of the ground, as (first face, faces) ranges of
-        :class:`GpuGround`'s faces: the tiles in the frustum at their level (``lod.ground_levels``,
-        a function of the ground and the camera only) with the skirts of the edges whose
-        neighbour is at another level."""
-        g = self.ground(ground)
-        tiles = g.tiles
-        if len(tiles) == 1:
-            return (tiles[0].body[0],)
-        lo = np.array([t.lo for t in tiles])
-        hi = np.array([t.hi for t in tiles])
-        if lod:
-            levels = L.ground_levels(lo, hi, np.array([t.errors for t in tiles]), camera.location, camera.focal_px)
-        else:
-            levels = np.zeros(len(tiles), dtype=np.int64)
-        by_index = {t.index: int(k) for t, k in zip(tiles, levels)}
-        visible = F.spheres_in_frustum(planes, 0.5 * (lo + hi), 0.5 * np.linalg.norm(hi - lo, axis=1))
-        ranges: list[tuple[int, int]] = []
-        for t, k, v in zip(tiles, levels, visible):
-            if not v:
-                continue
-            k = int(k)
-            i, j = t.index
-            parts = [t.body[k]] + [fc for fc, nb in zip(t.skirts[k], ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)))
-                                   if fc[1] and by_index.get(nb, k) != k]
-            for first, count in parts:
-                if ranges and ranges[-1][0] + ranges[-1][1] == first:  # contiguous: merge
-                    ranges[-1] = (ranges[-1][0], ranges[-1][1] + count)
-                else:
-                    ranges.append((first, count))
-        return tuple(ranges)
+        """What every pass of one frame draws of the ground (:meth:`GpuGround.ranges`)."""
+        return self.ground(ground).ranges(camera, planes, lod)
 
     def render_ground(self, ground: Ground, ranges: tuple, prog: moderngl.Program, key: str, with_attrs) -> None:
         """Draw a frame's ground selection (:meth:`ground_draws`) in one call."""
