@@ -123,6 +123,39 @@ def test_pixel_counts_skip_actors_behind_the_named_ones(backend, monkeypatch):
     assert skipped > 0                          # the rule did leave actors out here
 
 
+def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
+    """``pixel_counts`` renders only the pixel block holding the named actors' projected bounding
+    spheres, with only the actors that reach it (backend.wanted_rect): counts and boxes (in image
+    coordinates) equal those of the whole frame, also for named actors at the image border,
+    partly or wholly out of view."""
+    from engine.server.gl import backend as B
+
+    smaller = culled = seen = partly = 0
+    for k, cam in enumerate(_views()):
+        scene = _ring_scene(Sun(pitch=40.0, yaw=10.0 * k))
+        for names in ([f"c{(3 * k) % 36}", f"c{(3 * k + 7) % 36}"], [f"c{(5 * k + 2) % 36}"],
+                      [f"c{i}" for i in range(0, 36, 5)]):
+            fast = backend.pixel_counts(scene, cam, names)
+            frame = backend._frame(scene, cam)
+            order = {n: i for i, n in enumerate(scene.actors)}
+            drawn = [d for d, v in zip(frame.draws, frame.visible) if v and d.index in {order[n] for n in names}]
+            rect, overlaps = B.wanted_rect(frame, drawn)
+            if rect is not None:
+                smaller += int(rect[2] * rect[3] < cam.width * cam.height)
+                culled += int(np.sum(np.asarray(frame.visible) & ~overlaps) > 0)
+            monkeypatch.setattr(B, "wanted_rect", lambda f, d: ((0, 0, f.camera.width, f.camera.height) if d else None,
+                                                                np.ones(len(f.draws), dtype=bool)))
+            try:
+                full = backend.pixel_counts(scene, cam, names)
+            finally:
+                monkeypatch.undo()
+            assert fast == full, (k, names)
+            seen += sum(c.visible > 0 for c in full.values())
+            partly += sum(0 < c.visible < c.unoccluded for c in full.values())
+    assert seen > 5 and partly > 0                  # named actors were seen, some of them occluded
+    assert smaller > 0 and culled > 0               # the block was smaller and actors were left out
+
+
 def test_no_shadows_beyond_the_shadow_distance(backend, monkeypatch):
     """A 3 m box 75 m away (beyond SH.SHADOW_DISTANCE_CM) casts no shadow; 25 m away it does; with
     the distance pushed out, the far one does too (so the first equality can fail)."""

@@ -74,6 +74,32 @@ def near_far(camera: Camera, centers: np.ndarray, radii: np.ndarray, ground_exte
     return NEAR_CM, far * 1.05 + 10.0
 
 
+def sphere_rects(view_proj: np.ndarray, centers: np.ndarray, radii: np.ndarray,
+                 width: int, height: int) -> np.ndarray:
+    """(n, 4) pixel rectangles (x0, y0, x1, y1), GL rows (bottom-up), half-open, clipped to the
+    image, that contain each sphere's projection: the projected corners of its bounding cube
+    (a convex set's projection lies in the projection of any convex set around it, as long as
+    all of it is in front of the eye). A sphere reaching behind the near plane gets the whole
+    image. Conservative by one pixel on each side (rasterisation samples pixel centres)."""
+    centers = np.asarray(centers, np.float64).reshape(-1, 3)
+    radii = np.asarray(radii, np.float64).reshape(-1)
+    out = np.tile(np.array([0, 0, width, height], np.int64), (len(centers), 1))
+    if not len(centers):
+        return out
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], np.float64)
+    pts = centers[:, None, :] + radii[:, None, None] * signs[None]            # (n, 8, 3)
+    clip = np.einsum("ij,npj->npi", view_proj[:, :3], pts) + view_proj[:, 3]  # (n, 8, 4)
+    w = clip[..., 3]
+    front = np.all(w > 1e-6, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = (clip[..., 0] / w + 1.0) * 0.5 * width
+        y = (clip[..., 1] / w + 1.0) * 0.5 * height
+    box = np.stack([np.floor(x.min(1)) - 1, np.floor(y.min(1)) - 1, np.ceil(x.max(1)) + 1, np.ceil(y.max(1)) + 1], 1)
+    box = np.clip(np.nan_to_num(box), [0, 0, 0, 0], [width, height, width, height]).astype(np.int64)
+    out[front] = box[front]
+    return out
+
+
 def view_proj(camera: Camera, near: float, far: float) -> np.ndarray:
     return camera.projection_matrix(near, far) @ camera.view_matrix()
 

@@ -303,11 +303,20 @@ class Passes:
         self.ctx.depth_func = "<"
 
     # --- id pass (masks, depth, pixel counts) -----------------------------------------------
-    def id_pass(self, frame: "Frame", draws, visible, ground: Ground | None) -> None:
-        """Instance ids + depth only: the cheapest pass (no shading, no shadow lookups)."""
+    def id_pass(self, frame: "Frame", draws, visible, ground: Ground | None, rect=None) -> None:
+        """Instance ids + depth only: the cheapest pass (no shading, no shadow lookups).
+        ``rect`` (x, y, w, h; GL rows, bottom-up): draw and clear only those pixels (a scissor;
+        the rest of the buffers keep stale values: read only the rect)."""
         t = self.target(frame.camera)
+        t.id_only.scissor = rect
         t.id_only.use()
         t.id_only.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        try:
+            self._draw_ids(frame, draws, visible, ground)
+        finally:
+            t.id_only.scissor = None
+
+    def _draw_ids(self, frame: "Frame", draws, visible, ground: Ground | None) -> None:
         prog = self.program("ids")
         prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
         self.ctx.enable(moderngl.DEPTH_TEST)
@@ -321,35 +330,45 @@ class Passes:
                     ap.set("u_view_proj", F.gl_bytes(frame.view_proj)), ap.set("u_model", d.placed.model_bytes),
                     ap.set("u_id", d.index + 1)))
 
-    def coverage(self, frame: "Frame", draws: list["Draw"]) -> list[int]:
+    def coverage(self, frame: "Frame", draws: list["Draw"], rect=None) -> list[int]:
         """Pixels each actor covers with nothing else drawn (no other actor, no ground).
 
         Four actors per pass: each writes a one-hot colour, MAX blending ORs them per channel
         and the depth test is off, so a channel counts exactly the actor's own silhouette.
+        ``rect`` (x, y, w, h; bottom-up): only those pixels are drawn and counted (it must hold
+        every pixel of the actors).
         """
         t = self.target(frame.camera)
         prog = self.program("cover")
         prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
         counts: list[int] = []
-        for start in range(0, len(draws), 4):
-            chunk = draws[start:start + 4]
-            t.cover.use()
-            t.cover.clear(0.0, 0.0, 0.0, 0.0)
-            self.ctx.disable(moderngl.DEPTH_TEST)
-            self.ctx.enable(moderngl.BLEND)
-            self.ctx.blend_equation = moderngl.MAX
-            for k, d in enumerate(chunk):
-                channel = tuple(1.0 if j == k else 0.0 for j in range(4))
-                prog.set("u_model", d.placed.model_bytes)
-                prog.set("u_channel", channel)
-                self.draw_mesh(d.mesh, prog, "cover", False, "acover", alpha_setup=lambda ap, d=d, c=channel: (
-                    ap.set("u_view_proj", F.gl_bytes(frame.view_proj)), ap.set("u_model", d.placed.model_bytes),
-                    ap.set("u_channel", c)))
-            self.ctx.blend_equation = moderngl.FUNC_ADD
-            self.ctx.disable(moderngl.BLEND)
-            cover = np.frombuffer(t.color.read(), np.uint8).reshape(-1, 4)
-            counts += [int(c) for c in np.count_nonzero(cover, axis=0)[:len(chunk)]]
+        t.cover.scissor = rect
+        try:
+            for start in range(0, len(draws), 4):
+                counts += self._cover_chunk(t, prog, frame, draws[start:start + 4], rect)
+        finally:
+            t.cover.scissor = None
         return counts
+
+    def _cover_chunk(self, t, prog, frame: "Frame", chunk: list["Draw"], rect) -> list[int]:
+        """Up to four actors' own pixel counts, one colour channel each (see :meth:`coverage`)."""
+        t.cover.use()
+        t.cover.clear(0.0, 0.0, 0.0, 0.0)
+        self.ctx.disable(moderngl.DEPTH_TEST)
+        self.ctx.enable(moderngl.BLEND)
+        self.ctx.blend_equation = moderngl.MAX
+        for k, d in enumerate(chunk):
+            channel = tuple(1.0 if j == k else 0.0 for j in range(4))
+            prog.set("u_model", d.placed.model_bytes)
+            prog.set("u_channel", channel)
+            self.draw_mesh(d.mesh, prog, "cover", False, "acover", alpha_setup=lambda ap, d=d, c=channel: (
+                ap.set("u_view_proj", F.gl_bytes(frame.view_proj)), ap.set("u_model", d.placed.model_bytes),
+                ap.set("u_channel", c)))
+        self.ctx.blend_equation = moderngl.FUNC_ADD
+        self.ctx.disable(moderngl.BLEND)
+        raw = t.cover.read(viewport=rect, components=4) if rect is not None else t.color.read()
+        cover = np.frombuffer(raw, np.uint8).reshape(-1, 4)
+        return [int(c) for c in np.count_nonzero(cover, axis=0)[:len(chunk)]]
 
     # --- read-back (GL rows are bottom-up: flip so row 0 is the top) -------------------------
     def read_color(self, camera: Camera) -> np.ndarray:
@@ -360,8 +379,14 @@ class Passes:
         raw = t.lit.read(components=3, attachment=0)  # the driver drops alpha: 2x faster
         return np.frombuffer(raw, np.uint8).reshape(camera.height, camera.width, 3)[::-1].copy()
 
-    def read_ids(self, camera: Camera) -> np.ndarray:
+    def read_ids(self, camera: Camera, rect=None) -> np.ndarray:
+        """Instance ids, row 0 at the top; ``rect`` (x, y, w, h; bottom-up): only that block
+        (its rows flipped the same way)."""
         t = self.target(camera)
+        if rect is not None:
+            x, y, w, h = rect
+            ids = np.frombuffer(t.id_only.read(viewport=rect, components=1, dtype="i4"), np.int32).reshape(h, w)
+            return np.ascontiguousarray(ids[::-1])
         ids = np.frombuffer(t.ids.read(), np.int32).reshape(camera.height, camera.width)
         return np.ascontiguousarray(ids[::-1])
 
