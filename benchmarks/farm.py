@@ -54,8 +54,10 @@ def timed_job(config: dict, out_dir: Path, workers: int) -> tuple[float, dict]:
 
 
 def timed_inline(config: dict, out_dir: Path) -> float:
+    from renderfarm import run_job
+
     t0 = time.perf_counter()
-    run_job("sparrta", config, out_dir, backend="inline", progress=False)
+    run_job("scenarios.sparrta", config, out_dir, backend="inline", progress=False)
     return time.perf_counter() - t0
 
 
