@@ -217,6 +217,9 @@ def main(argv=None) -> int:
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--reps", type=int, default=40, help="renders for the raw rate")
     p.add_argument("--detail", action="store_true", help="rejections and time split per row")
+    p.add_argument("--threads", type=int, default=1,
+                   help="the server's llvmpipe threads (default 1: one worker's share of a machine; an inline "
+                        "`sceneforge generate` gives its server the free cores, renderfarm.auto.inline_threads)")
     args = p.parse_args(argv)
 
     from engine.client import RenderClient
@@ -230,10 +233,11 @@ def main(argv=None) -> int:
     load0 = os.getloadavg()
     rows = []
     print(f"sceneforge bench generate: {', '.join(envs)} x {', '.join(tasks)}, {args.size}x{args.size}, n={args.n} "
-          f"per row, 1 server + 1 client process, {os.cpu_count()} CPUs, load average {load0[0]:.1f} at start")
+          f"per row, 1 server ({args.threads} renderer thread(s)) + 1 client process, {os.cpu_count()} CPUs, "
+          f"load average {load0[0]:.1f} at start")
     print(f"{'env':12s} {'task':4s} | {'wall: img/s':>11s} {'renders/s':>9s} {'ratio':>5s} | "
           f"{'CPU: img/cpu-s':>14s} {'renders/cpu-s':>13s} {'ratio':>5s} | vis/img")
-    with tempfile.TemporaryDirectory() as tmp, start_server(port=0) as srv:
+    with tempfile.TemporaryDirectory() as tmp, start_server(port=0, threads=args.threads) as srv:
         pid = getattr(srv, "pid", None)
         for env in envs:
             for task in tasks:

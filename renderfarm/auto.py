@@ -64,6 +64,24 @@ def auto_workers(n_samples: int, cpus: float | None = None, load: float | None =
     return max(1, min(workers, MAX_AUTO_WORKERS, max(1, int(n_samples))))
 
 
+MAX_INLINE_THREADS = 4   # llvmpipe's rasteriser threads for a 224² frame stop paying beyond a few
+
+
+def inline_threads(cpus: float | None = None, load: float | None = None) -> int:
+    """llvmpipe threads for the one server of an inline job: the free cores (as
+    :func:`auto_workers` counts them), 1 to ``MAX_INLINE_THREADS``.
+
+    Why: one worker (client + single-threaded server) keeps about one core busy, so an inline
+    run on an idle 2-core machine left a core idle; the server's rasteriser threads use it (the
+    client mostly waits for the server). Images are the same bytes at any thread count (llvmpipe
+    bins triangles to tiles and each tile is shaded alike whichever thread takes it; tested).
+    ``LP_NUM_THREADS`` in the environment still wins (GLBackend).
+    """
+    cpus = usable_cpus() if cpus is None else float(cpus)
+    load = os.getloadavg()[0] if load is None else float(load)
+    return int(max(1, min(MAX_INLINE_THREADS, int(max(1.0, cpus - load + 0.25)))))
+
+
 def resolve_workers(value, n_samples: int) -> int:
     """``--workers`` value (an integer >= 1, or ``auto``) → the number of workers to start."""
     if isinstance(value, str) and value.strip().lower() == "auto":

@@ -60,7 +60,10 @@ def _server(stack: ExitStack, module: ModuleType, config: dict, out_dir: Path, s
         check_serves(server, spec)
         return server
     from engine.server.launch import start_server
+    from renderfarm.auto import inline_threads
 
+    threads = inline_threads()
+    log.info("inline render server: %d renderer thread(s)", threads)
     srv = stack.enter_context(start_server(port=0, assets=list(spec.assets), licenses=spec.licenses,
-                                           renderer=spec.renderer))
+                                           renderer=spec.renderer, threads=threads))
     return srv.address

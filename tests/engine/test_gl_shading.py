@@ -174,3 +174,41 @@ def test_every_default_library_asset_renders_where_projected():
             assert xs.min() - 1 <= uv[0, 0] <= xs.max() + 1, asset
     finally:
         b.close()
+
+
+def test_images_are_the_same_bytes_at_any_llvmpipe_thread_count():
+    """An inline job's server takes the free cores as rasteriser threads (renderfarm.auto
+    .inline_threads), so a dataset must not depend on them: lit (PBR, shadows, FXAA, textured
+    ground, fog), depth and ids of an environment scene are byte-identical with 1, 2 and 3 threads."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, math\n"
+        "from engine.server.gl.backend import GLBackend\n"
+        "from engine.world import Actor, Camera, Ground, Rotator, Scene, Transform, look_at_rotation\n"
+        "from assets_manifest import AssetLibrary\n"
+        "from scenarios.environments import load_env\n"
+        "lib = AssetLibrary.default()\n"
+        "scene = Scene()\n"
+        "load_env('forest').apply_to(scene)\n"
+        "ids = [i.id for i in lib.by_class('tree')][:2] + [i.id for i in lib.by_class('car')][:1]\n"
+        "for k, a in enumerate(ids * 3):\n"
+        "    scene.add(Actor(f'o{k}', a, Transform((900.0 + 500 * k, 300.0 * math.sin(k), 0.0), Rotator(0, 40.0 * k, 0))))\n"
+        "b = GLBackend(lib.mesh)\n"
+        "h = hashlib.sha256()\n"
+        "for j in range(3):\n"
+        "    eye = (0.0, 100.0 * j, 170.0)\n"
+        "    cam = Camera(eye, look_at_rotation(eye, (2500.0, 0.0, 100.0)), fov_deg=60.0, width=160, height=120)\n"
+        "    out = b.render(scene, cam, ('lit', 'depth', 'instance_id'))\n"
+        "    for k in sorted(out): h.update(out[k].tobytes())\n"
+        "print(h.hexdigest())\n")
+    env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
+    digests = set()
+    for n in (1, 2, 3):
+        out = subprocess.run([sys.executable, "-c", code], env={**env, "LP_NUM_THREADS": str(n)},
+                             capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-2000:]
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1 and len(next(iter(digests))) == 64

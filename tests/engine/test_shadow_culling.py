@@ -143,8 +143,9 @@ def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
             if rect is not None:
                 smaller += int(rect[2] * rect[3] < cam.width * cam.height)
                 culled += int(np.sum(np.asarray(frame.visible) & ~overlaps) > 0)
-            monkeypatch.setattr(B, "wanted_rect", lambda f, d: ((0, 0, f.camera.width, f.camera.height) if d else None,
-                                                                np.ones(len(f.draws), dtype=bool)))
+            def whole(f, d):
+                return ((0, 0, f.camera.width, f.camera.height) if d else None), np.ones(len(f.draws), dtype=bool)
+            monkeypatch.setattr(B, "wanted_rect", whole)
             try:
                 full = backend.pixel_counts(scene, cam, names)
             finally:

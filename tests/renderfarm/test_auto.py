@@ -45,3 +45,15 @@ def test_cli_workers_auto_is_resolved_per_job(capsys):
     ray = argparse.Namespace(workers="auto", servers=None, ray_address="ray://x:1", backend="ray")
     resolve_auto_workers("sparrta", {"n": 3}, ray)
     assert ray.workers is None      # the cluster decides
+
+
+@pytest.mark.parametrize("cpus, load, want", [
+    (2, 0.1, 2),      # idle 2-core box: the inline server takes both cores
+    (2, 1.2, 1),      # one core busy elsewhere
+    (2, 8.0, 1),      # loaded: never below 1
+    (16, 0.0, 4),     # capped: more rasteriser threads do not pay for a 224² frame
+])
+def test_inline_threads(cpus, load, want):
+    from renderfarm.auto import inline_threads
+
+    assert inline_threads(cpus=cpus, load=load) == want
