@@ -5,7 +5,8 @@ chooses the level; the server's catalogue asks the library for it). A level is t
 decimation (:func:`assets_manifest.normalize.decimate_raw`: quadric per material with UVs
 re-projected, alpha cards thinned whole) applied to the normalised mesh, then smooth normals with
 the import's crease angle: the same look, fewer triangles. Deterministic (no randomness beyond
-the card thinning's fixed seeds), so a level is the same in every process.
+the card thinning's fixed seeds), so a level is the same in every process. A level's
+``meta["foliage"]`` says whether the decimation found foliage in it (:func:`foliage`).
 """
 from __future__ import annotations
 
@@ -33,6 +34,22 @@ def shared(mesh: RenderMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]
     return v[first], faces, (None if uv is None else uv[first])
 
 
+def foliage(mesh: RenderMesh, v: np.ndarray, faces: np.ndarray) -> bool:
+    """Whether some material of ``mesh`` is foliage, as the decimation judges it (alpha-cut, or
+    many small separate pieces: ``decimate.is_foliage``; ``v``/``faces``: :func:`shared`). Such
+    materials are thinned by whole cards, so their levels stall far above the budget; a renderer
+    may draw them as impostors instead (engine/server/gl/impostor.py)."""
+    from assets_manifest import decimate as dec
+
+    fm = mesh.face_materials if mesh.face_materials is not None else np.zeros(len(faces), np.int32)
+    diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0))) if len(v) else 0.0
+    for i, m in enumerate(mesh.materials or ()):
+        sel = fm == i
+        if sel.any() and (m.alpha_cutoff is not None or dec.is_foliage(v, faces[sel], diag)):
+            return True
+    return False
+
+
 def simplified(mesh: RenderMesh, budget: int) -> RenderMesh:
     """``mesh`` decimated to about ``budget`` triangles (unchanged when it already has no more)."""
     from assets_manifest.normalize import RawMesh, decimate_raw, render_mesh
@@ -42,7 +59,7 @@ def simplified(mesh: RenderMesh, budget: int) -> RenderMesh:
     v, faces, uvs = shared(mesh)
     raw = RawMesh(v, faces, mesh.colors[np.asarray(mesh.faces, np.int64)[:, 0]],
                   uvs, list(mesh.materials), mesh.face_materials)
-    out = render_mesh(decimate_raw(raw, int(budget), per_part=True), mesh.meta)
+    out = render_mesh(decimate_raw(raw, int(budget), per_part=True), {**mesh.meta, "foliage": foliage(mesh, v, faces)})
     if not mesh.materials:  # decimate_raw works per material: colour-only meshes stay colour-only
         out = RenderMesh(out.vertices, out.faces, out.colors, out.meta, normals=out.normals)
     return out

@@ -4,7 +4,7 @@ Run: ``python benchmarks/lod_sheet.py [--density 0.5] [--assets sh3d_car_suv,sh3
 
 For each asset and level k = 1..3: the nearest distance at which ``gl/lod.py`` draws level k at
 ``--density`` triangles per pixel of the bounding disc (224², 60° field of view), a render of
-level 0 and of level k from there (lit, one sun), and two numbers: the silhouette IoU of the two
+level 0 and of level k (as a frame draws it: the decimated level or the impostor) from there (lit, one sun), and two numbers: the silhouette IoU of the two
 (``instance_id``) and the mean |lit difference| (0–255) over their union. ``--out``: a sheet
 (rows: assets; columns: L0 | Lk for k = 1, 2, 3; crops of the disc, 160 px, nearest-neighbour).
 """
@@ -40,7 +40,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
     density = args.density if args.density is not None else L.TRIANGLES_PER_PX2
     lib, meshes = AssetLibrary.default(), {}
-    be = GLBackend(lambda k: meshes[k], lod=False)
+
+    class Levels:  # the library's decimated levels of the sheet's meshes, as the server's catalogue gives them
+        @staticmethod
+        def mesh_lod(key, budget):
+            return simplified(meshes[key], budget)
+
+    be = GLBackend(lambda k: meshes[k], lod=False, content=Levels())
     size, fov = 224, 60.0
     focal = size / 2 / math.tan(math.radians(fov / 2))
     rows, out = [], []
@@ -53,7 +59,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for k in (1, 2, 3):
             r_px = math.sqrt(max(n / L.LOD_RATIO ** k, L.MIN_TRIANGLES) / (density * math.pi))
             d = r * focal / r_px
-            level = simplified(m, L.budget(n, k))
+            meshes[f"{a}@0"] = m
+            level = be.level_mesh(f"{a}@0", k) or m  # what a frame draws at level k (maybe the impostor)
             eye = (-d * 0.94, -d * 0.34, c[2] + d * 0.12)
             cam = Camera(eye, look_at_rotation(eye, tuple(c)), fov, size, size)
             shots = []

@@ -22,7 +22,8 @@ class Material:
     """A metal/roughness PBR material (glTF's model). Texture arrays are row 0 = top (v = 1 - row).
 
     albedo:        (H, W, 3|4) uint8 sRGB base colour; a 4th channel is alpha (cut at ``alpha_cutoff``).
-    normal_map:    (H, W, 3) uint8 tangent-space normal map (OpenGL convention, +Y up) or None.
+    normal_map:    (H, W, 3) uint8 tangent-space normal map (OpenGL convention, +Y up) or None
+                   (``normal_space="object"``: the mesh frame's x, y, z instead).
     orm_map:       (H, W, 3) uint8 occlusion/roughness/metallic (glTF ORM packing) or None.
     base_color:    linear RGBA factor multiplied with ``albedo`` (or used alone without it).
     """
@@ -39,6 +40,9 @@ class Material:
     license: str | None = None      # licence of the textures when they differ from the mesh's
     tile_cm: float | None = None    # surfaces (ground, facades): world size of one texture repeat
     attribution: str = ""           # credit line(s) of the textures, for dataset cards
+    normal_space: str = "tangent"   # "object": normal_map holds mesh-frame normals of the surface seen
+                                    # from the side the vertex normals point to, mirrored through the
+                                    # face when seen from the other side (impostor cards)
 
 
 @dataclass(frozen=True, eq=False)

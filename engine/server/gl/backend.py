@@ -194,6 +194,17 @@ class GLBackend(RenderBackend):
             ground = sum(c for _, c in frame.ground)
             return ground + sum(d.mesh.n_triangles for d, v in zip(frame.draws, frame.visible) if v)
 
+    def level_mesh(self, asset_id: str, level: int):
+        """The :class:`~core.meshes.RenderMesh` a frame draws for ``asset_id`` at ``level`` (the
+        content's decimated level or the asset's impostor, gl/impostor.py), or None when that level
+        is the full mesh. For inspection (benchmarks/lod_sheet.py)."""
+        with self._using():
+            full = self._mesh(asset_id)
+            if level <= 0:
+                return None
+            mesh = self._passes.level_source(asset_id, full, level, self._content)
+            return None if mesh is None or mesh.n_triangles >= full.n_triangles else mesh
+
     def triangle_count(self, scene: Scene) -> int:
         with self._using():
             ground = self._passes.ground_triangles(scene.ground)

@@ -44,6 +44,27 @@ TRIANGLES_PER_PX2 = 0.5     # wanted density over the projected bounding disc (a
 SHADOW_TRIANGLES_PER_TEXEL2 = 0.1  # shadow casters: a shadow is a filtered silhouette seen at a slant
 
 
+IMPOSTOR_MIN_LEVEL = 1       # impostors (gl/impostor.py) only from this level on
+IMPOSTOR_STALL = 1.5         # ... and only when the decimated level keeps over this × its budget
+
+
+def wants_impostor(level: int, foliage: bool, decimated_triangles: int, budget_triangles: int) -> bool:
+    """Whether ``level`` of a mesh is drawn as its impostor (crossed alpha-cut cards with a baked
+    atlas) instead of its decimated level: foliage (the decimated level's ``meta["foliage"]``,
+    assets_manifest/lod.py: leaves as many small pieces or alpha-cut cards) whose decimation stalls at
+    more than ``IMPOSTOR_STALL`` × the level's budget (leaf cards are thinned whole, small branch
+    parts keep >= 8 faces). A function of the mesh and the level only."""
+    return bool(foliage) and level >= IMPOSTOR_MIN_LEVEL \
+        and decimated_triangles > IMPOSTOR_STALL * budget_triangles
+
+
+def level_radius_px(n_triangles: int, level: int) -> float:
+    """The largest projected bounding-disc radius (px) at which ``level`` is drawn (its nearest
+    distance): :func:`level_for` draws level k while the density there is >= LOD_RATIO**k."""
+    need = max(n_triangles / LOD_RATIO ** level, MIN_TRIANGLES)
+    return math.sqrt(need / (TRIANGLES_PER_PX2 * math.pi))
+
+
 def level_for(n_triangles: int, radius_cm: float, distance_cm: float, focal_px: float) -> int:
     """The coarsest level with at least the wanted triangles for the actor's size on screen.
 

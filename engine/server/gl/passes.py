@@ -20,9 +20,11 @@ from engine.server.gl import post_shaders as Q
 from engine.server.gl import shaders as S
 from engine.server.gl.ground import ground_grid
 from engine.server.gl.ground_gpu import GpuGround, upload_ground
+from engine.server.gl.impostor import ImpostorBaker
 from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, noise_image, upload
 from engine.server.gl.shadow import ShadowMaps
 from engine.server.gl.surfaces import TextureCache
+from core.meshes import RenderMesh
 from engine.world import Camera, Ground, Scene
 
 if TYPE_CHECKING:
@@ -85,11 +87,14 @@ class Passes:
         self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
         self.textures = TextureCache(ctx)
         self._pbr = None  # engine.server.gl.pbr.PbrLook, created on the first PBR frame
+        self._baker: ImpostorBaker | None = None
+        self.impostors: dict[str, RenderMesh] = {}  # asset id -> its baked impostor (gl/impostor.py)
 
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
         """Programs by key, e.g. ``lit_ngs``: base name + variant flags (n: normals, g: ground,
-        s: sun shadow map, a: alpha test, t/m/o: albedo/normal/ORM maps, f: fog, c: vertex colours)."""
+        s: sun shadow map, a: alpha test, t/m/o: albedo/normal/ORM maps, f: fog, c: vertex colours,
+        j: object-space normal map of impostor cards)."""
         if key not in self.progs:
             base = key.split("_")[0]
             vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
@@ -102,7 +107,7 @@ class Passes:
             flags = key.split("_")[1] if "_" in key else ""
             defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"), ("a", "ALPHA_TEST"),
                                            ("t", "ALBEDO_MAP"), ("m", "NORMAL_MAP"), ("o", "ORM_MAP"), ("f", "FOG"),
-                                           ("c", "VERTEX_COLOR"))
+                                           ("c", "VERTEX_COLOR"), ("j", "OBJECT_NORMALS"))
                             if f in flags)
             self.progs[key] = _Program(self.ctx, vs, fs, defines)
         return self.progs[key]
@@ -146,19 +151,45 @@ class Passes:
         itself when the content has no levels (``content.mesh_lod``) or the level saves nothing."""
         key = f"{asset_id}\0lod{level}"
         if key not in self.meshes:
-            fn = getattr(content, "mesh_lod", None)
-            mesh = None
-            if fn is not None:
-                try:
-                    mesh = fn(asset_id, L.budget(full.n_triangles, level))
-                except Exception as e:  # noqa: BLE001 - a level is an optimisation: draw the full mesh
-                    log.warning("no level of detail %d for %s (%s): full mesh", level, asset_id, e)
+            mesh = self.level_source(asset_id, full, level, content)
             if mesh is None or mesh.n_triangles == 0 or mesh.n_triangles >= full.n_triangles:
                 self.meshes[key] = full
             else:
-                self.meshes[key] = upload(self.ctx, mesh)
+                ikey = f"{asset_id}\0impostor"
+                if mesh.meta.get("impostor") and ikey in self.meshes:
+                    self.meshes[key] = self.meshes[ikey]  # one upload for every impostor level
+                else:
+                    self.meshes[key] = upload(self.ctx, mesh)
+                    if mesh.meta.get("impostor"):
+                        self.meshes[ikey] = self.meshes[key]
                 log.debug("level %d of %s: %d -> %d triangles", level, asset_id, full.n_triangles, mesh.n_triangles)
         return self.meshes[key]
+
+    def level_source(self, asset_id: str, full: GpuMesh, level: int, content) -> RenderMesh | None:
+        """The mesh drawn at ``level`` (before upload): the content's decimated level
+        (``content.mesh_lod``), or, for foliage whose decimation stalls far above the level's
+        budget (``lod.wants_impostor``), the asset's impostor (gl/impostor.py, baked once from
+        ``full``). Not for meshes with alpha-cut parts: their leaf cards' mipmapped alpha thins out
+        with distance, which a coverage baked at one scale cannot follow (a bush: silhouette IoU vs
+        the full mesh 0.63 decimated, 0.30 as an impostor). None: no level (draw ``full``)."""
+        fn = getattr(content, "mesh_lod", None)
+        if fn is None:
+            return None
+        budget = L.budget(full.n_triangles, level)
+        try:
+            mesh = fn(asset_id, budget)
+        except Exception as e:  # noqa: BLE001 - a level is an optimisation: draw the full mesh
+            log.warning("no level of detail %d for %s (%s): full mesh", level, asset_id, e)
+            return None
+        if mesh is not None and not full.alpha_tested \
+                and L.wants_impostor(level, bool(mesh.meta.get("foliage")), mesh.n_triangles, budget):
+            if asset_id not in self.impostors:
+                if self._baker is None:
+                    self._baker = ImpostorBaker(self.ctx, self.textures)
+                px = L.level_radius_px(full.n_triangles, L.IMPOSTOR_MIN_LEVEL) / max(full.radius, 1e-6)
+                self.impostors[asset_id] = self._baker.bake(full, asset_id, px_per_cm=px)
+            return self.impostors[asset_id]
+        return mesh
 
     def ground(self, ground: Ground) -> GpuGround:
         if ground != self._ground_key:
@@ -414,8 +445,11 @@ class Passes:
         if self._pbr is not None:
             self._pbr.release()
         self.textures.release()
+        if self._baker is not None:
+            self._baker.release()
         self.shadows.release()
         for p in self.progs.values():
             p.prog.release()
         self.meshes, self._ground, self.targets, self.progs, self._sky_vaos = {}, None, {}, {}, {}
+        self._baker, self.impostors = None, {}
         self._ground_key = None

@@ -216,7 +216,8 @@ class PbrLook:
         for part in mesh.parts:
             m = part.material
             flags = "c" if m is None else (("t" if m.albedo is not None else "") + ("m" if m.normal_map is not None else "")
-                                          + ("o" if m.orm_map is not None else "") + ("a" if part.alpha_tested else ""))
+                                          + ("o" if m.orm_map is not None else "") + ("a" if part.alpha_tested else "")
+                                          + ("j" if m.normal_map is not None and m.normal_space == "object" else ""))
             prog, key = prog_for(flags)
             prog.set("u_model", d.placed.model_bytes)
             prog.set("u_normal_mat", d.placed.normal_bytes)

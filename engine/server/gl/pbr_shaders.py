@@ -8,7 +8,7 @@ never touch ids or depth.
 Variants (``#define``s, compiled on demand; on llvmpipe an unused branch still costs, so features
 are compile-time): ``GROUND`` (terrain: surface textures with two-scale anti-tiling and macro
 variation, 4-tap PCF), ``VERTEX_COLOR`` (a part without material: vertex colours), ``ALBEDO_MAP``, ``NORMAL_MAP``, ``ORM_MAP``, ``ALPHA_TEST``, ``SHADOW``,
-``WITH_NORMAL``, ``FOG``.
+``WITH_NORMAL``, ``FOG``, ``OBJECT_NORMALS`` (the normal map is in the mesh's frame: impostor cards).
 
 Units: linear radiance, the sun lights a white surface facing it to 1 × ``Sun.intensity``; the
 sky's image-based light is normalised (see envlight.py) and scaled by ``u_sky_scale``.
@@ -149,6 +149,9 @@ uniform float u_shadow_texel;
 uniform float u_shadow_bias;
 uniform sampler2DShadow u_shadow_map;
 uniform vec2 u_shadow_fade;      // camera distances (cm): shadows fade out from x, none beyond y
+#ifdef OBJECT_NORMALS
+uniform mat3 u_normal_mat;       // object-space normal maps (impostor cards)
+#endif
 #ifdef GROUND
 uniform sampler2D u_noise;       // tileable value noise, mipmapped (macro variation)
 uniform float u_tile;            // cm per texture repeat
@@ -266,7 +269,16 @@ void main() {
 #endif
 #ifdef NORMAL_MAP
     vec3 tn = texture(u_normal_map, v_uv).xyz * 2.0 - 1.0;
+#ifdef OBJECT_NORMALS
+    // impostor cards (gl/impostor.py): mesh-frame normals baked from the side the vertex normal
+    // points to; from the other side the card shows the mirror image, so are its normals
+    vec3 nb = normalize(u_normal_mat * tn);
+    vec3 side = len > 1e-6 ? v_normal / len : ng;
+    if (dot(side, to_cam) < 0.0) nb -= 2.0 * dot(nb, side) * side;
+    n = normalize(nb);
+#else
     n = normalize(cotangent_frame(n, v_world, v_uv) * tn);
+#endif
 #endif
 #ifdef ORM_MAP
     vec3 orm = texture(u_orm, v_uv).rgb;

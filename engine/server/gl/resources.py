@@ -155,7 +155,7 @@ def merge_materials(mesh: RenderMesh, normals: np.ndarray):
             mesh = replace(mesh, materials=mats)
         return mesh, normals, base
     keys = [(id(m.albedo), id(m.normal_map), id(m.orm_map), m.roughness, m.metallic, m.alpha_cutoff,
-             m.base_color[3], m.double_sided) for m in mats]
+             m.base_color[3], m.double_sided, m.normal_space) for m in mats]
     uniq = {k: i for i, k in reversed(list(enumerate(keys)))}  # key -> first material with it
     group = np.array([sorted(uniq.values()).index(uniq[k]) for k in keys], np.int32)
     reps = [mats[i] for i in sorted(uniq.values())]
