@@ -289,7 +289,9 @@ class ImpostorBaker:
                     uvs.append(((x + q * tw) / W, 1.0 - (GUTTER + (1.0 - r) * TEXELS) / H))
                     nrms.append(-f)  # the side the card was baked from (its eye)
             faces += [(base, base + 1, base + 3), (base, base + 3, base + 2)]
-        rough = [p.material.roughness for p in full.parts if p.material is not None]
+        # the roughness of the part with the most triangles (the foliage): leaves are smoother than bark
+        parts = sorted((p for p in full.parts if p.material is not None), key=lambda p: -p.count)
+        rough = [parts[0].material.roughness] if parts else []
         cov = atlas[..., 3] > 0
         mean = atlas[..., :3][cov].mean(axis=0) if cov.any() else np.full(3, 128.0)
         mat = Material(name=f"impostor:{name}", albedo=atlas, normal_map=normal_map, normal_space="object",
