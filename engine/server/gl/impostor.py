@@ -82,7 +82,6 @@ BAKE_FS = """
 uniform vec4 u_base_color;
 uniform sampler2D u_albedo;
 uniform float u_alpha_cutoff;
-uniform float u_lod_bias;          // alpha-tested parts: the mip level the full mesh shows at the impostor's distance
 uniform vec3 u_f;                  // towards the bake's eye
 in vec3 v_pos;
 in vec3 v_normal;
@@ -101,11 +100,7 @@ void main() {
     vec4 base = u_base_color;
     base.rgb *= srgb_to_linear(v_col);     // as the PBR shader reads the vertex colour / factor
 #ifdef ALBEDO_MAP
-#ifdef ALPHA_TEST
-    base *= texture(u_albedo, v_uv, u_lod_bias);
-#else
     base *= texture(u_albedo, v_uv);
-#endif
 #endif
 #ifdef ALPHA_TEST
     if (base.a < u_alpha_cutoff) discard;
@@ -159,7 +154,7 @@ class ImpostorBaker:
             p.release()
         self._progs = {}
 
-    def _draw(self, full: GpuMesh, mvp: np.ndarray, f: np.ndarray, lod_bias: float) -> None:
+    def _draw(self, full: GpuMesh, mvp: np.ndarray, f: np.ndarray) -> None:
         for part in full.parts:
             m = part.material
             flags = "c" if m is None else ("t" if m.albedo is not None else "") + ("a" if part.alpha_tested else "")
@@ -170,21 +165,14 @@ class ImpostorBaker:
                 prog["u_base_color"].value = (1.0, 1.0, 1.0, 1.0) if m is None else tuple(float(x) for x in m.base_color)
             if "u_alpha_cutoff" in prog:
                 prog["u_alpha_cutoff"].value = float(m.alpha_cutoff)
-            if "u_lod_bias" in prog:
-                prog["u_lod_bias"].value = float(lod_bias)
             if "t" in flags:
                 self.textures.get(m, "albedo").use(2)
                 prog["u_albedo"].value = 2
             vao = full.vao(self.ctx, prog, "impostor_bake_" + flags, PBR_FORMAT)
             vao.render(vertices=part.count, first=part.first)
 
-    def bake(self, full: GpuMesh, name: str = "", px_per_cm: float | None = None) -> RenderMesh:
-        """The impostor of ``full`` (an uploaded full-detail mesh) as a :class:`RenderMesh`.
-
-        ``px_per_cm``: the largest scale (pixels per cm) the impostor is drawn at. Alpha-tested
-        textures are then read at the mip level the full mesh would show there: their mipmapped
-        alpha thins out with distance (leaf cards vanish), and the impostor must not pop back the
-        leaves the full mesh had lost."""
+    def bake(self, full: GpuMesh, name: str = "") -> RenderMesh:
+        """The impostor of ``full`` (an uploaded full-detail mesh) as a :class:`RenderMesh`."""
         v, idx = _read_positions(full)
         used = v[np.unique(idx)] if len(idx) else v
         lo, hi = used.min(axis=0), used.max(axis=0)
@@ -192,8 +180,6 @@ class ImpostorBaker:
         zlo, zhi = float(lo[2]), float(hi[2])
         hz = max(0.5 * (zhi - zlo), 1e-3) * 1.02
         zc = 0.5 * (zlo + zhi)
-        bake_px_per_cm = TEXELS * SUPERSAMPLE / (2.0 * hz)
-        lod_bias = max(0.0, math.log2(bake_px_per_cm / px_per_cm)) if px_per_cm else 0.0
         cards, tiles = [], []
         for i in range(CARDS):
             th = math.pi * i / CARDS
@@ -206,12 +192,12 @@ class ImpostorBaker:
                             [0.0, 0.0, 1.0 / hz, -zc / hz],
                             [f[0] / hf, f[1] / hf, 0.0, -float(c @ f) / hf],
                             [0.0, 0.0, 0.0, 1.0]])
-            tiles.append(self._render(full, mvp, tw, -f, lod_bias))
+            tiles.append(self._render(full, mvp, tw, -f))
             cards.append((u, hx))
         atlas, normal_map, x0 = self._atlas(tiles)
         return self._cards(cards, x0, [t.shape[1] for t in tiles], atlas, normal_map, c, zc, hz, full, name)
 
-    def _render(self, full: GpuMesh, mvp: np.ndarray, tw: int, f: np.ndarray, lod_bias: float) -> np.ndarray:
+    def _render(self, full: GpuMesh, mvp: np.ndarray, tw: int, f: np.ndarray) -> np.ndarray:
         """One card's tile: (TEXELS, tw, 7) float64: linear RGB, coverage, unit tangent-space
         normal; row 0 = top. Texels nothing covers take the card's mean colour and a flat normal
         (no dark fringe where the cut-out edge is filtered)."""
@@ -226,7 +212,7 @@ class ImpostorBaker:
             fbo.use()
             fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
             ctx.enable(moderngl.DEPTH_TEST)
-            self._draw(full, mvp, f, lod_bias)
+            self._draw(full, mvp, f)
             img = np.frombuffer(fbo.read(components=4, dtype="f4", attachment=0), np.float32).reshape(size[1], size[0], 4)
             nrm = np.frombuffer(fbo.read(components=4, dtype="f4", attachment=1), np.float32).reshape(size[1], size[0], 4)
         finally:

@@ -58,13 +58,6 @@ def wants_impostor(level: int, foliage: bool, decimated_triangles: int, budget_t
         and decimated_triangles > IMPOSTOR_STALL * budget_triangles
 
 
-def level_radius_px(n_triangles: int, level: int) -> float:
-    """The largest projected bounding-disc radius (px) at which ``level`` is drawn (its nearest
-    distance): :func:`level_for` draws level k while the density there is >= LOD_RATIO**k."""
-    need = max(n_triangles / LOD_RATIO ** level, MIN_TRIANGLES)
-    return math.sqrt(need / (TRIANGLES_PER_PX2 * math.pi))
-
-
 def level_for(n_triangles: int, radius_cm: float, distance_cm: float, focal_px: float) -> int:
     """The coarsest level with at least the wanted triangles for the actor's size on screen.
 

@@ -186,8 +186,7 @@ class Passes:
             if asset_id not in self.impostors:
                 if self._baker is None:
                     self._baker = ImpostorBaker(self.ctx, self.textures)
-                px = L.level_radius_px(full.n_triangles, L.IMPOSTOR_MIN_LEVEL) / max(full.radius, 1e-6)
-                self.impostors[asset_id] = self._baker.bake(full, asset_id, px_per_cm=px)
+                self.impostors[asset_id] = self._baker.bake(full, asset_id)
             return self.impostors[asset_id]
         return mesh
 
