@@ -22,6 +22,9 @@ tiles whose level ``k`` keeps every ``2**k``-th vertex of the finest grid; a til
 coarsest level whose measured max height error (vs ``Ground.height``, the function objects are
 placed with) projects below ``GROUND_ERROR_PX`` from the nearest point of the tile. Skirts hang
 below the edges where two levels meet, so no crack opens; lit, ids and depth draw the same tiles.
+**Impostors** (:func:`wants_impostor`, gl/impostor.py): a foliage level whose decimation stalls
+above ``IMPOSTOR_STALL`` × its budget is drawn as crossed alpha-cut cards baked from the full mesh
+(8 triangles), through this same mechanism (one level per frame, every pass).
 ``GLBackend(lod=False)`` (``--renderer gl:lod=0``) draws every mesh and every caster at full detail
 (and the ground at its finest level).
 
