@@ -202,7 +202,7 @@ class GLBackend(RenderBackend):
             full = self._mesh(asset_id)
             if level <= 0:
                 return None
-            mesh = self._passes.level_source(asset_id, full, level, self._content)
+            mesh = self._passes.mesh_cache.level_source(asset_id, full, level, self._content)
             return None if mesh is None or mesh.n_triangles >= full.n_triangles else mesh
 
     def triangle_count(self, scene: Scene) -> int:

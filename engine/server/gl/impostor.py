@@ -8,7 +8,7 @@ textured cards showing the tree's picture. Here an impostor is just another leve
 (chosen and drawn by the existing LOD mechanism, gl/lod.py), so every pass of a frame (lit, ids,
 depth, coverage, shadow) draws the same alpha-cut cards and labels stay those of the drawn image.
 
-The level (:meth:`ImpostorBaker.bake`, asked for by ``Passes.level_source``): ``CARDS`` vertical
+The level (:meth:`ImpostorBaker.bake`, asked for by ``MeshCache.level_source``, gl/meshes.py): ``CARDS`` vertical
 quads through the mesh's vertical axis at 180/CARDS degrees from each other, each sized to the
 mesh's extent across its plane, with one RGBA albedo atlas and one normal map baked once per asset
 (per process) by drawing the full-detail mesh orthographically towards each card: unlit base

@@ -20,11 +20,10 @@ from engine.server.gl import post_shaders as Q
 from engine.server.gl import shaders as S
 from engine.server.gl.ground import ground_grid
 from engine.server.gl.ground_gpu import GpuGround, upload_ground
-from engine.server.gl.impostor import ImpostorBaker
-from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, noise_image, upload
+from engine.server.gl.meshes import MeshCache
+from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, noise_image
 from engine.server.gl.shadow import ShadowMaps
 from engine.server.gl.surfaces import TextureCache
-from core.meshes import RenderMesh
 from engine.world import Camera, Ground, Scene
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ class Passes:
     def __init__(self, ctx: moderngl.Context, shadow_map_size: int):
         self.ctx = ctx
         self.progs: dict[str, _Program] = {}
-        self.meshes: dict[str, GpuMesh] = {}
+        self.mesh_cache = MeshCache(ctx, lambda: self.textures)
         self.targets: dict[tuple[int, int], Targets] = {}
         self._ground_key: Ground | None = None
         self._ground: GpuGround | None = None
@@ -87,8 +86,6 @@ class Passes:
         self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
         self.textures = TextureCache(ctx)
         self._pbr = None  # engine.server.gl.pbr.PbrLook, created on the first PBR frame
-        self._baker: ImpostorBaker | None = None
-        self.impostors: dict[str, RenderMesh] = {}  # asset id -> its baked impostor (gl/impostor.py)
 
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
@@ -141,54 +138,12 @@ class Passes:
         prog.set("u_base_alpha", float(part.material.base_color[3]))
 
     def mesh(self, asset_id: str, provider) -> GpuMesh:
-        if asset_id not in self.meshes:
-            self.meshes[asset_id] = upload(self.ctx, provider(asset_id))
-            log.debug("uploaded %s: %d triangles", asset_id, self.meshes[asset_id].n_triangles)
-        return self.meshes[asset_id]
+        """An asset's full mesh, uploaded once (gl/meshes.py)."""
+        return self.mesh_cache.mesh(asset_id, provider)
 
     def mesh_level(self, asset_id: str, full: GpuMesh, level: int, content) -> GpuMesh:
-        """Level ``level`` of detail of an uploaded asset (gl/lod.py), uploaded once; ``full``
-        itself when the content has no levels (``content.mesh_lod``) or the level saves nothing."""
-        key = f"{asset_id}\0lod{level}"
-        if key not in self.meshes:
-            mesh = self.level_source(asset_id, full, level, content)
-            if mesh is None or mesh.n_triangles == 0 or mesh.n_triangles >= full.n_triangles:
-                self.meshes[key] = full
-            else:
-                ikey = f"{asset_id}\0impostor"
-                if mesh.meta.get("impostor") and ikey in self.meshes:
-                    self.meshes[key] = self.meshes[ikey]  # one upload for every impostor level
-                else:
-                    self.meshes[key] = upload(self.ctx, mesh)
-                    if mesh.meta.get("impostor"):
-                        self.meshes[ikey] = self.meshes[key]
-                log.debug("level %d of %s: %d -> %d triangles", level, asset_id, full.n_triangles, mesh.n_triangles)
-        return self.meshes[key]
-
-    def level_source(self, asset_id: str, full: GpuMesh, level: int, content) -> RenderMesh | None:
-        """The mesh drawn at ``level`` (before upload): the content's decimated level
-        (``content.mesh_lod``), or, for foliage whose decimation stalls far above the level's
-        budget (``lod.wants_impostor``), the asset's impostor (gl/impostor.py, baked once from
-        ``full``). Not for meshes with alpha-cut parts: their leaf cards' mipmapped alpha thins out
-        with distance, which a coverage baked at one scale cannot follow (a bush: silhouette IoU vs
-        the full mesh 0.63 decimated, 0.30 as an impostor). None: no level (draw ``full``)."""
-        fn = getattr(content, "mesh_lod", None)
-        if fn is None:
-            return None
-        budget = L.budget(full.n_triangles, level)
-        try:
-            mesh = fn(asset_id, budget)
-        except Exception as e:  # noqa: BLE001 - a level is an optimisation: draw the full mesh
-            log.warning("no level of detail %d for %s (%s): full mesh", level, asset_id, e)
-            return None
-        if mesh is not None and not full.alpha_tested \
-                and L.wants_impostor(level, bool(mesh.meta.get("foliage")), mesh.n_triangles, budget):
-            if asset_id not in self.impostors:
-                if self._baker is None:
-                    self._baker = ImpostorBaker(self.ctx, self.textures)
-                self.impostors[asset_id] = self._baker.bake(full, asset_id)
-            return self.impostors[asset_id]
-        return mesh
+        """Level ``level`` of an asset, or its impostor, uploaded once (gl/meshes.py)."""
+        return self.mesh_cache.mesh_level(asset_id, full, level, content)
 
     def ground(self, ground: Ground) -> GpuGround:
         if ground != self._ground_key:
@@ -431,8 +386,7 @@ class Passes:
         return np.ascontiguousarray(n[::-1, :, :3])
 
     def release(self) -> None:
-        for m in list({id(m): m for m in self.meshes.values()}.values()):  # levels may alias
-            m.release()
+        self.mesh_cache.release()
         if self._ground is not None:
             self._ground.release()
         for t in self.targets.values():
@@ -444,11 +398,8 @@ class Passes:
         if self._pbr is not None:
             self._pbr.release()
         self.textures.release()
-        if self._baker is not None:
-            self._baker.release()
         self.shadows.release()
         for p in self.progs.values():
             p.prog.release()
-        self.meshes, self._ground, self.targets, self.progs, self._sky_vaos = {}, None, {}, {}, {}
-        self._baker, self.impostors = None, {}
+        self._ground, self.targets, self.progs, self._sky_vaos = None, {}, {}, {}
         self._ground_key = None
