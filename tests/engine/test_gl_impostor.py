@@ -118,7 +118,7 @@ def test_far_tree_is_drawn_as_its_impostor_with_exact_labels(stall):
         assert _drawn(on, scene, cam) == 8           # 4 cards
         assert _drawn(off, scene, cam) == lib.meshes["tree"].n_triangles
         a, b = on.render(scene, cam, KINDS), off.render(scene, cam, KINDS)
-        assert "tree" in on._passes.impostors and not off._passes.impostors  # gl:lod=0 never bakes
+        assert "tree" in on._passes.mesh_cache.impostors and not off._passes.mesh_cache.impostors  # gl:lod=0 never bakes
         # labels are those of the drawn cards: ids-only and lit passes agree, pixel counts too
         ids_only = on.render(scene, cam, ("instance_id",))["instance_id"]
         assert np.array_equal(a["instance_id"], ids_only)
@@ -155,7 +155,7 @@ def test_near_tree_and_alpha_cut_foliage_keep_their_meshes(stall):
         assert _drawn(on, _one(), _camera(900.0)) == lib.meshes["tree"].n_triangles
         cut = _drawn(on, _one("cut_tree"), _camera())
         assert 8 < cut < lib.meshes["cut_tree"].n_triangles  # decimated, not an impostor
-        assert "cut_tree" not in on._passes.impostors
+        assert "cut_tree" not in on._passes.mesh_cache.impostors
     finally:
         on.close()
 
@@ -165,7 +165,7 @@ def _digest() -> str:
     be = GLBackend(lib.mesh, content=lib)
     try:
         out = be.render(_one(), _camera(), KINDS)
-        imp = be._passes.impostors["tree"]
+        imp = be._passes.mesh_cache.impostors["tree"]
         h = hashlib.sha256(imp.materials[0].albedo.tobytes() + imp.materials[0].normal_map.tobytes())
         for k in KINDS:
             h.update(np.ascontiguousarray(out[k]).tobytes())
