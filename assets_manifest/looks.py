@@ -253,7 +253,11 @@ def hdri(cache: Path, hid: str) -> np.ndarray:
 
 @functools.lru_cache(maxsize=8)
 def _load_hdri(path: str) -> np.ndarray:
-    a = np.load(path).astype(np.float32)
+    """The stored HDRI with a sun damaged by lossy EXR compression repaired
+    (assets_manifest/hdri_repair.py; at load, so caches built before the repair get it too)."""
+    from assets_manifest.hdri_repair import repair_hot_spots
+
+    a = repair_hot_spots(np.load(path).astype(np.float32))
     a.setflags(write=False)
     return a
 
