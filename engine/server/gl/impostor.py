@@ -42,7 +42,6 @@ from engine.server.gl.resources import PBR_FORMAT, VERTEX_DTYPE, GpuMesh
 CARDS = 4            # vertical cards at 180/CARDS degrees
 TEXELS = 128         # atlas texels over the mesh's height (level >= 1 trees are < ~90 px tall at 0.5 tri/px²)
 SUPERSAMPLE = 4      # bake samples per texel side (coverage -> alpha)
-POINT_NORMALS = True
 GUTTER = 2           # transparent texels around each card's tile (bilinear + mipmaps do not bleed)
 ALPHA_CUTOFF = 0.4   # coverage kept (the mipmapped alpha thins out with distance: a little below 0.5)
 
@@ -130,6 +129,7 @@ def _read_positions(full: GpuMesh) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _linear_to_srgb8(c: np.ndarray) -> np.ndarray:
+    """(The server may not import assets_manifest.materials' twin: tests/test_layering.py.)"""
     c = np.clip(c, 0.0, 1.0)
     s = np.where(c <= 0.0031308, c * 12.92, 1.055 * np.power(c, 1 / 2.4) - 0.055)
     return np.round(s * 255.0).astype(np.uint8)
@@ -232,9 +232,8 @@ class ImpostorBaker:
         tot = np.maximum(w[..., 0].sum(axis=(1, 3)), 1e-9)[..., None]
         rgb = (blocks[..., :3] * w).sum(axis=(1, 3)) / tot
         n = (blocks[..., 4:7] * w).sum(axis=(1, 3)) / tot
-        if POINT_NORMALS:  # one sample's normal per texel where it is covered (leaves' variety)
-            mid = blocks[:, s // 2, :, s // 2]
-            n = np.where(mid[..., 3:4] > 0, mid[..., 4:7], n)
+        mid = blocks[:, s // 2, :, s // 2]   # one sample's normal per texel where it is covered (leaves' variety)
+        n = np.where(mid[..., 3:4] > 0, mid[..., 4:7], n)
         covered = cov > 0
         rgb[~covered] = rgb[covered].mean(axis=0) if covered.any() else 0.5
         n[~covered] = (0.0, 0.0, 1.0)
