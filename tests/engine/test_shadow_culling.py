@@ -114,7 +114,7 @@ def test_pixel_counts_skip_actors_behind_the_named_ones(backend, monkeypatch):
         frame = backend._frame(scene, cam)
         order = {n: i for i, n in enumerate(scene.actors)}
         skipped += int(np.sum(frame.visible) - np.sum(B.possible_occluders(frame, {order[n] for n in names})))
-        monkeypatch.setattr(B, "possible_occluders", lambda f, wanted: np.asarray(f.visible, dtype=bool))
+        monkeypatch.setattr(B, "possible_occluders", lambda f, wanted, spheres=None: np.asarray(f.visible, dtype=bool))
         try:
             full = backend.pixel_counts(scene, cam, names)
         finally:
@@ -143,7 +143,7 @@ def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
             if rect is not None:
                 smaller += int(rect[2] * rect[3] < cam.width * cam.height)
                 culled += int(np.sum(np.asarray(frame.visible) & ~overlaps) > 0)
-            def whole(f, d):
+            def whole(f, d, spheres=None):
                 return ((0, 0, f.camera.width, f.camera.height) if d else None), np.ones(len(f.draws), dtype=bool)
             monkeypatch.setattr(B, "wanted_rect", whole)
             try:

@@ -62,18 +62,25 @@ class Frame:
     ground: tuple = ()  # Passes.ground_draws: face ranges of the ground tiles in view at their level
 
 
-def possible_occluders(frame: "Frame", wanted: set[int]) -> np.ndarray:
+def drawn_spheres(frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
+    """World bounding spheres (centres (n, 3), radii (n,)) of the levels the frame draws (not
+    the full meshes' ``Draw.center``/``radius``): what the pixel-count culling tests use."""
+    spheres = [F.world_sphere(d.placed, d.mesh.center, d.mesh.radius) for d in frame.draws]
+    return (np.array([c for c, _ in spheres], dtype=np.float64).reshape(-1, 3),
+            np.array([r for _, r in spheres], dtype=np.float64))
+
+
+def possible_occluders(frame: "Frame", wanted: set[int], spheres=None) -> np.ndarray:
     """Which in-view actors the id pass of ``pixel_counts`` must draw: the wanted ones and every
     actor whose bounding sphere reaches nearer (planar depth) than the farthest point of a wanted
     one's. An actor wholly behind all of them can never win the depth test on their pixels, so
-    their counts and boxes are the same without it (forests: the trees behind the objects)."""
+    their counts and boxes are the same without it (forests: the trees behind the objects).
+    ``spheres``: :func:`drawn_spheres` of the frame when the caller has them."""
     visible = np.asarray(frame.visible, dtype=bool)
     if not len(frame.draws):
         return visible
     fwd = frame.camera.rotation.matrix()[:, 0]
-    spheres = [F.world_sphere(d.placed, d.mesh.center, d.mesh.radius) for d in frame.draws]  # the drawn level's
-    centers = np.array([c for c, _ in spheres]).reshape(-1, 3)
-    radii = np.array([r for _, r in spheres], dtype=np.float64)
+    centers, radii = spheres if spheres is not None else drawn_spheres(frame)
     depth = (centers - np.asarray(frame.camera.location, float)) @ fwd
     is_wanted = np.array([d.index in wanted for d in frame.draws])
     if not (is_wanted & visible).any():
@@ -82,7 +89,7 @@ def possible_occluders(frame: "Frame", wanted: set[int]) -> np.ndarray:
     return visible & (is_wanted | (depth - radii <= far + 1.0))   # 1 cm: far from rounding
 
 
-def wanted_rect(frame: "Frame", drawn: list) -> tuple[tuple[int, int, int, int] | None, np.ndarray]:
+def wanted_rect(frame: "Frame", drawn: list, spheres=None) -> tuple[tuple[int, int, int, int] | None, np.ndarray]:
     """The pixel block ``pixel_counts`` must render, and which draws can touch it.
 
     Every pixel of a wanted actor lies in the projection of its drawn level's bounding sphere
@@ -95,9 +102,7 @@ def wanted_rect(frame: "Frame", drawn: list) -> tuple[tuple[int, int, int, int] 
     cam = frame.camera
     if not drawn:
         return None, np.zeros(len(frame.draws), bool)
-    spheres = [F.world_sphere(d.placed, d.mesh.center, d.mesh.radius) for d in frame.draws]
-    centers = np.array([c for c, _ in spheres]).reshape(-1, 3)
-    radii = np.array([r for _, r in spheres], dtype=np.float64)
+    centers, radii = spheres if spheres is not None else drawn_spheres(frame)
     rects = F.sphere_rects(frame.view_proj, centers, radii, cam.width, cam.height)
     pos = {d.index: k for k, d in enumerate(frame.draws)}
     own = rects[[pos[d.index] for d in drawn]]
@@ -173,10 +178,11 @@ class GLBackend(RenderBackend):
             wanted = {order[n] for n in names}
             in_view = {d.index: d for d, v in zip(frame.draws, frame.visible) if v}
             drawn = [in_view[order[n]] for n in dict.fromkeys(names) if order[n] in in_view]
-            rect, overlaps = wanted_rect(frame, drawn)
+            spheres = drawn_spheres(frame)
+            rect, overlaps = wanted_rect(frame, drawn, spheres=spheres)
             if rect is None:        # nothing wanted in view: every count is 0
                 return {n: PixelCount(0, 0, None) for n in names}
-            occluders = possible_occluders(frame, wanted) & overlaps
+            occluders = possible_occluders(frame, wanted, spheres=spheres) & overlaps
             self._passes.id_pass(frame, frame.draws, occluders, ground=scene.ground, rect=rect)
             ids = self._passes.read_ids(camera, rect)
             visible = np.bincount(ids.ravel(), minlength=len(order) + 1)
