@@ -184,7 +184,7 @@ class GLBackend(RenderBackend):
                 return {n: PixelCount(0, 0, None) for n in names}
             occluders = possible_occluders(frame, wanted, spheres=spheres) & overlaps
             self._passes.id_pass(frame, frame.draws, occluders, ground=scene.ground, rect=rect)
-            ids = self._passes.read_ids(camera, rect)
+            ids = self._passes.target(camera).read_ids(rect)
             visible = np.bincount(ids.ravel(), minlength=len(order) + 1)
             alone = dict(zip((d.index for d in drawn), self._passes.coverage(frame, drawn, rect)))
             top = camera.height - (rect[1] + rect[3])   # the block's first row, counted from the top
@@ -286,19 +286,19 @@ class GLBackend(RenderBackend):
                 d.mesh = self._passes.mesh_level(actors[d.index].asset_id, d.caster, level, self._content)
 
     def _read(self, scene: Scene, frame: Frame, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-        p, cam, out = self._passes, frame.camera, {}
+        t, cam, out = self._passes.target(frame.camera), frame.camera, {}
         if "lit" in kinds:
-            out["lit"] = p.read_color(cam)
+            out["lit"] = t.read_color()
         if "normal" in kinds:
-            out["normal"] = p.read_normal(cam)
+            out["normal"] = t.read_normal()
         if "instance_id" in kinds or "object_mask" in kinds:
-            ids = p.read_ids(cam)
+            ids = t.read_ids()
             if "instance_id" in kinds:
                 out["instance_id"] = ids
             if "object_mask" in kinds:
                 out["object_mask"] = _palette(scene)[ids]
         if "depth" in kinds or "plane_depth" in kinds:
-            planar = F.planar_depth(p.read_depth(cam), frame.near, frame.far)
+            planar = F.planar_depth(t.read_depth(), frame.near, frame.far)
             if "plane_depth" in kinds:
                 out["plane_depth"] = planar
             if "depth" in kinds:

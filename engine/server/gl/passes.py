@@ -1,7 +1,8 @@
 """GL draw passes for :class:`engine.server.gl.backend.GLBackend`.
 
 Owns the GL objects (programs, uploaded meshes, ground, targets, shadow map) and issues the draw
-calls; per-frame maths lives in :mod:`engine.server.gl.frame`. Per frame only uniforms change:
+calls; per-frame maths lives in :mod:`engine.server.gl.frame`, reading images back in
+``resources.Targets`` (``read_color``, ``read_ids``...). Per frame only uniforms change:
 no buffer or texture is allocated once assets and the resolution have been seen.
 """
 from __future__ import annotations
@@ -354,36 +355,6 @@ class Passes:
         raw = t.cover.read(viewport=rect, components=4) if rect is not None else t.color.read()
         cover = np.frombuffer(raw, np.uint8).reshape(-1, 4)
         return [int(c) for c in np.count_nonzero(cover, axis=0)[:len(chunk)]]
-
-    # --- read-back (GL rows are bottom-up: flip so row 0 is the top) -------------------------
-    def read_color(self, camera: Camera) -> np.ndarray:
-        t = self.target(camera)
-        if t.post_valid:  # FXAA output (PBR look): the colour attachment itself is untouched
-            raw = t.post_fbo.read(components=3)
-            return np.frombuffer(raw, np.uint8).reshape(camera.height, camera.width, 3)[::-1].copy()
-        raw = t.lit.read(components=3, attachment=0)  # the driver drops alpha: 2x faster
-        return np.frombuffer(raw, np.uint8).reshape(camera.height, camera.width, 3)[::-1].copy()
-
-    def read_ids(self, camera: Camera, rect=None) -> np.ndarray:
-        """Instance ids, row 0 at the top; ``rect`` (x, y, w, h; bottom-up): only that block
-        (its rows flipped the same way)."""
-        t = self.target(camera)
-        if rect is not None:
-            x, y, w, h = rect
-            ids = np.frombuffer(t.id_only.read(viewport=rect, components=1, dtype="i4"), np.int32).reshape(h, w)
-            return np.ascontiguousarray(ids[::-1])
-        ids = np.frombuffer(t.ids.read(), np.int32).reshape(camera.height, camera.width)
-        return np.ascontiguousarray(ids[::-1])
-
-    def read_depth(self, camera: Camera) -> np.ndarray:
-        t = self.target(camera)
-        d = np.frombuffer(t.depth.read(), np.float32).reshape(camera.height, camera.width)
-        return np.ascontiguousarray(d[::-1])
-
-    def read_normal(self, camera: Camera) -> np.ndarray:
-        t = self.target(camera)
-        n = np.frombuffer(t._normal.read(), np.float32).reshape(camera.height, camera.width, 4)
-        return np.ascontiguousarray(n[::-1, :, :3])
 
     def release(self) -> None:
         self.mesh_cache.release()

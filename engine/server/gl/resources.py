@@ -341,6 +341,33 @@ class Targets:
             self._lit_normal = self.ctx.framebuffer([self.color, self.ids, self._normal], self.depth)
         return self._lit_normal
 
+    # --- read-back (GL rows are bottom-up: flip so row 0 is the top) -------------------------
+    def read_color(self) -> np.ndarray:
+        w, h = self.size
+        if self.post_valid:  # FXAA output (PBR look): the colour attachment itself is untouched
+            raw = self.post_fbo.read(components=3)
+        else:
+            raw = self.lit.read(components=3, attachment=0)  # the driver drops alpha: 2x faster
+        return np.frombuffer(raw, np.uint8).reshape(h, w, 3)[::-1].copy()
+
+    def read_ids(self, rect=None) -> np.ndarray:
+        """Instance ids, row 0 at the top; ``rect`` (x, y, w, h; bottom-up): only that block
+        (its rows flipped the same way)."""
+        if rect is not None:
+            ids = np.frombuffer(self.id_only.read(viewport=rect, components=1, dtype="i4"), np.int32)
+            return np.ascontiguousarray(ids.reshape(rect[3], rect[2])[::-1])
+        w, h = self.size
+        return np.ascontiguousarray(np.frombuffer(self.ids.read(), np.int32).reshape(h, w)[::-1])
+
+    def read_depth(self) -> np.ndarray:
+        w, h = self.size
+        return np.ascontiguousarray(np.frombuffer(self.depth.read(), np.float32).reshape(h, w)[::-1])
+
+    def read_normal(self) -> np.ndarray:
+        w, h = self.size
+        n = np.frombuffer(self._normal.read(), np.float32).reshape(h, w, 4)
+        return np.ascontiguousarray(n[::-1, :, :3])
+
     def release(self) -> None:
         for obj in (self.lit, self.id_only, self.cover, self._lit_normal, self._post_fbo, self.color, self.ids,
                     self.depth, self._normal, self._post):
