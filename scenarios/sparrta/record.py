@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.paths import check_component
+from core.paths import check_component, confined
 from scenarios.relations import TASK_OBSERVER
+from scenarios.scene_graph import graph_json
 from scenarios.sparrta.config import SparrtaConfig, Unit
-from scenarios.writers import PreEncoded, display_label, flatten, intrinsics, nested_json, params_json
+from scenarios.writers import (PreEncoded, atomic_write_bytes, atomic_write_json, display_label, dumps,
+                               encode_image, flatten, intrinsics, nested_json, npy_bytes, params_json)
 
 LABELLED = ("source", "target", "human")
 
@@ -130,3 +132,26 @@ def build_row(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict
     row.update({f"{k}_file": v for k, v in files.items() if k != "image"})
     row["file_name"] = files["image"]
     return row
+
+
+def write_sample(writer, out: Path, cfg: SparrtaConfig, unit: Unit, i: int, group, view, counts, renders: int,
+                 img: dict, described: dict) -> dict:
+    """Queue on ``writer`` (a BackgroundWriter) the rendered image, params, scene graph, optional
+    mask/depth, then the record (last: resume relies on it); returns the record."""
+    files, params, graph = described["files"], described["params"], described["graph"]
+    rec = {"index": unit.start + i, "row": described["row"], "files": files,
+           "rejections": dict(sorted(counts.items())), "renders": renders,
+           "assets": sorted({a.asset_id for a in group.actors} | ({view.human.shape.asset_id} if view.human else set()))}
+    record = record_path(Path("."), unit, i)
+
+    def encode_and_write() -> None:   # on the writer thread: the record last (resume relies on it)
+        atomic_write_bytes(confined(out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
+        if cfg.masks:
+            atomic_write_bytes(confined(out, files["mask"]), encode_image(img["object_mask"], "png"))
+        if cfg.depth:
+            atomic_write_bytes(confined(out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
+        atomic_write_bytes(confined(out, files["params"]), dumps(params).encode())
+        atomic_write_bytes(confined(out, files["scene"]), graph_json(graph).encode())
+        atomic_write_json(confined(out, record), rec)
+    writer.submit(encode_and_write)
+    return rec

@@ -25,18 +25,15 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from core.errors import ConfigError, PlacementError
+from core.errors import PlacementError
 from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from scenarios.background import BackgroundWriter
 from scenarios.sampling import Placed, sample_rng, visibility_failure
 from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config, resolve_units
-from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, record_path
+from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
-from core.paths import confined
 from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees, needs_depth
 from scenarios.look import LOOK_STREAM, draw_look, server_world
-from scenarios.scene_graph import graph_json
-from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes, dumps
 
 log = logging.getLogger(__name__)
 NAME = "sparrta"
@@ -366,25 +363,8 @@ class Session:
 
     def write(self, unit: Unit, i: int, group: Group, view, counts: Counter, renders: int, img: dict,
               described: dict) -> dict:
-        """Write the rendered image, params, optional mask/depth, then the record."""
-        cfg = self.cfg
-        files, params, graph = described["files"], described["params"], described["graph"]
-        rec = {"index": unit.start + i, "row": described["row"], "files": files,
-               "rejections": dict(sorted(counts.items())), "renders": renders,
-               "assets": sorted({a.asset_id for a in group.actors} | ({view.human.shape.asset_id} if view.human else set()))}
-        out, record = self.out, record_path(Path("."), unit, i)
-
-        def encode_and_write() -> None:   # on the writer thread: the record last (resume relies on it)
-            atomic_write_bytes(confined(out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
-            if cfg.masks:
-                atomic_write_bytes(confined(out, files["mask"]), encode_image(img["object_mask"], "png"))
-            if cfg.depth:
-                atomic_write_bytes(confined(out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
-            atomic_write_bytes(confined(out, files["params"]), dumps(params).encode())
-            atomic_write_bytes(confined(out, files["scene"]), graph_json(graph).encode())
-            atomic_write_json(confined(out, record), rec)
-        self.writer.submit(encode_and_write)
-        return rec
+        """Write the sample's files and record on the writer thread (record.write_sample)."""
+        return write_sample(self.writer, self.out, self.cfg, unit, i, group, view, counts, renders, img, described)
 
 
 @dataclass
