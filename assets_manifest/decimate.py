@@ -263,6 +263,13 @@ def thin_cards(v: np.ndarray, f: np.ndarray, keep: float, diag: float, seed: int
     return corners, kept
 
 
+def thinned_whole(material, v: np.ndarray, f: np.ndarray, diag: float) -> bool:
+    """Whether a material's faces ``f`` are thinned by whole cards rather than simplified:
+    alpha-cut (leaf cards) or foliage geometry (:func:`is_foliage`). The decimation's split and
+    the levels' ``meta["foliage"]`` (assets_manifest/lod.py) ask the same question."""
+    return material.alpha_cutoff is not None or is_foliage(v, f, diag)
+
+
 def is_foliage(v: np.ndarray, f: np.ndarray, diag: float) -> bool:
     """Many small separate pieces (leaves, needles, blades of grass: typically under 8 % of the
     object's size): thin them whole, a quadric collapse would erase them."""

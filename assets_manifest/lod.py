@@ -36,7 +36,7 @@ def shared(mesh: RenderMesh) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]
 
 def foliage(mesh: RenderMesh, v: np.ndarray, faces: np.ndarray) -> bool:
     """Whether some material of ``mesh`` is foliage, as the decimation judges it (alpha-cut, or
-    many small separate pieces: ``decimate.is_foliage``; ``v``/``faces``: :func:`shared`). Such
+    many small separate pieces: ``decimate.thinned_whole``; ``v``/``faces``: :func:`shared`). Such
     materials are thinned by whole cards, so their levels stall far above the budget; a renderer
     may draw them as impostors instead (engine/server/gl/impostor.py)."""
     from assets_manifest import decimate as dec
@@ -45,7 +45,7 @@ def foliage(mesh: RenderMesh, v: np.ndarray, faces: np.ndarray) -> bool:
     diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0))) if len(v) else 0.0
     for i, m in enumerate(mesh.materials or ()):
         sel = fm == i
-        if sel.any() and (m.alpha_cutoff is not None or dec.is_foliage(v, faces[sel], diag)):
+        if sel.any() and dec.thinned_whole(m, v, faces[sel], diag):
             return True
     return False
 

@@ -178,7 +178,7 @@ def decimate_raw(raw: RawMesh, budget: int, per_part: bool = False) -> RawMesh:
     for i in range(len(mats)):
         sel = np.nonzero(fm == i)[0]
         if len(sel):
-            cards = mats[i].alpha_cutoff is not None or dec.is_foliage(v, f[sel], diag)
+            cards = dec.thinned_whole(mats[i], v, f[sel], diag)
             groups.append((i, sel, cards))
     n_cut = sum(len(sel) for _, sel, c in groups if c)
     n_solid = n - n_cut
