@@ -51,14 +51,20 @@ def available_memory() -> int | None:
     return None
 
 
+def free_cores(cpus: float | None = None, load: float | None = None) -> int:
+    """Usable ``cpus`` minus the 1-minute ``load`` average (each measured here when not given),
+    rounded down unless within 0.25 of the next core, at least 1: 1.9 free cores -> 2, 1.5 -> 1."""
+    cpus = usable_cpus() if cpus is None else float(cpus)
+    load = os.getloadavg()[0] if load is None else float(load)
+    return int(max(1.0, cpus - load + 0.25))
+
+
 def auto_workers(n_samples: int, cpus: float | None = None, load: float | None = None,
                  memory: int | None = -1) -> int:
     """Worker count for ``n_samples`` given usable ``cpus``, the 1-minute ``load`` average and
     available ``memory`` in bytes (each measured here when not given; memory None = unknown)."""
-    cpus = usable_cpus() if cpus is None else float(cpus)
-    load = os.getloadavg()[0] if load is None else float(load)
     memory = available_memory() if memory == -1 else memory
-    workers = int(max(1.0, cpus - load + 0.25))   # 1.9 free cores -> 2 workers, 1.5 -> 1
+    workers = free_cores(cpus, load)
     if memory is not None:
         workers = min(workers, max(1, int(memory // WORKER_MEMORY_BYTES)))
     return max(1, min(workers, MAX_AUTO_WORKERS, max(1, int(n_samples))))
@@ -68,7 +74,7 @@ MAX_INLINE_THREADS = 4   # llvmpipe's rasteriser threads for a 224² frame stop 
 
 
 def inline_threads(cpus: float | None = None, load: float | None = None) -> int:
-    """llvmpipe threads for the one server of an inline job: the free cores (as
+    """llvmpipe threads for the one server of an inline job: the :func:`free_cores` (as
     :func:`auto_workers` counts them), 1 to ``MAX_INLINE_THREADS``.
 
     Why: one worker (client + single-threaded server) keeps about one core busy, so an inline
@@ -77,9 +83,7 @@ def inline_threads(cpus: float | None = None, load: float | None = None) -> int:
     bins triangles to tiles and each tile is shaded alike whichever thread takes it; tested).
     ``LP_NUM_THREADS`` in the environment still wins (GLBackend).
     """
-    cpus = usable_cpus() if cpus is None else float(cpus)
-    load = os.getloadavg()[0] if load is None else float(load)
-    return int(max(1, min(MAX_INLINE_THREADS, int(max(1.0, cpus - load + 0.25)))))
+    return min(MAX_INLINE_THREADS, free_cores(cpus, load))
 
 
 def resolve_workers(value, n_samples: int) -> int:
