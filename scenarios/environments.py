@@ -28,8 +28,7 @@ from core.paths import check_component
 from engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
 from engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
 from scenarios.look import LookRandomization
-from scenarios.placement import (Line, Occupancy, footprint_radius, ground_z_under, pick_variants, place_group,
-                                 zone_geometry)
+from scenarios.placement import Occupancy, Site, footprint_radius, ground_z_under, pick_variants, place_group
 
 ENVS_DIR = Path(__file__).parent / "envs"
 CLUTTER_COLOR_BASE = 1000   # instance_color index offset for clutter (labelled objects use 0..)
@@ -276,12 +275,12 @@ class Environment:
         return actors
 
     @functools.cached_property
-    def _geometry_cache(self) -> tuple[dict, dict]:
-        return ({k: zone_geometry(v) for k, v in self.spec.zones.items()},
-                {k: Line(v) for k, v in self.spec.lines.items()})
+    def _geometry_cache(self) -> Site:
+        return Site(self.spec.zones, self.spec.lines)
 
-    def _geometry(self) -> tuple[dict, dict]:
-        """(zones as shapely geometry, lines as placement.Line), built once per environment."""
+    def _geometry(self) -> Site:
+        """Zones (rectangles + their shapely union) and lines as a placement.Site, built once per
+        environment (with the union of each group's zone list)."""
         return self._geometry_cache
 
     def _landmark(self, lm: Landmark, k: int, lib) -> Actor:
