@@ -167,6 +167,7 @@ class Occupancy:
         self._group: list[int] = []       # which clutter group placed it (-1: a landmark)
         self._box: list[tuple[float, float, float, float]] = []
         self._inner: list[tuple[float, float, float] | None] = []    # a disc inside the shape (x, y, r)
+        self._fill: list[float] = []      # how far a point of the box can be from the shape
         self._shape: list = []            # has .geom (a Candidate builds its geometry on demand)
         self._cells: dict[tuple[int, int], list[int]] = {}
         self._big: list[int] = []
@@ -175,14 +176,15 @@ class Occupancy:
         """Add a shapely geometry (a Point padded by ``pad``, or a polygon) bounded by the disc
         ``radius`` around (x, y)."""
         bounds = tuple(float(v) for v in shapely.bounds(geom))
-        inner = (bounds[0], bounds[1], 0.0) if shapely.get_type_id(geom) == 0 else None   # a point is its own disc
-        self._add(_Holder(geom), pad, x, y, radius, group, bounds, inner)
+        point = shapely.get_type_id(geom) == 0      # a point is its own box and disc
+        self._add(_Holder(geom), pad, x, y, radius, group, bounds, (bounds[0], bounds[1], 0.0) if point else None,
+                  0.0 if point else math.inf)
 
     def add_candidate(self, c: "Candidate", radius: float, group: int = -1) -> None:
         """Add an accepted spot (its polygon is built only if a later close call needs it)."""
-        self._add(c, c.pad, c.x, c.y, radius, group, c.box, c.inner)
+        self._add(c, c.pad, c.x, c.y, radius, group, c.box, c.inner, c.fill)
 
-    def _add(self, shape, pad, x, y, radius, group, bbox, inner) -> None:
+    def _add(self, shape, pad, x, y, radius, group, bbox, inner, fill) -> None:
         i = self.n
         x, y, radius = float(x), float(y), float(radius)
         self._disc.append((x, y, radius))
@@ -190,6 +192,7 @@ class Occupancy:
         self._group.append(group)
         self._box.append(bbox)
         self._inner.append(inner)
+        self._fill.append(fill)
         self._shape.append(shape)
         self.n += 1
         cells = _cell_span(x, y, radius)
@@ -262,51 +265,65 @@ class Occupancy:
         """Whether the candidate keeps ``gap`` from object ``i`` when bounds settle it by more than
         the slack ``s``: True (certainly clear), False (certainly not), None (ask shapely).
 
-        Clear needs ``d - pads >= gap`` and ``> 0`` for the shapes' distance ``d``. Their
-        bounding boxes are no closer than ``d`` (a lower bound), discs inside both no farther
-        (an upper bound, for a point its own position); a polygon without such a disc (its origin
-        outside its footprint) is never declared overlapping."""
+        Clear needs ``d - pads >= gap`` and ``> 0`` for the shapes' distance ``d``. Their boxes
+        are no closer than ``d`` (a lower bound). Upper bounds: discs inside both (for a point,
+        the point itself; a polygon whose origin is outside its footprint has none), and the
+        boxes' closest points moved onto the shapes (box distance plus both fills). Only the
+        ``>= gap`` half is ever declared failed this way, so "overlapping shapes are 0 apart"
+        (the ``> 0`` half) is left to shapely when gap and pads are 0."""
         pads = self._pad[i] + c.pad
         b, cb = self._box[i], c.box
         lb = math.hypot(max(b[0] - cb[2], cb[0] - b[2], 0.0), max(b[1] - cb[3], cb[1] - b[3], 0.0))
         if lb - s >= pads + gap and lb - s > pads:
             return True
+        ub = lb + self._fill[i] + c.fill
         inner, cin = self._inner[i], c.inner
         if inner is not None and cin is not None:
-            ub = max(0.0, math.hypot(inner[0] - cin[0], inner[1] - cin[1]) - inner[2] - cin[2])
-            if ub + s < pads + gap:
-                return False
+            ub = min(ub, max(0.0, math.hypot(inner[0] - cin[0], inner[1] - cin[1]) - inner[2] - cin[2]))
+        if ub + s < pads + gap:
+            return False
         return None
 
 
 class Candidate:
     """A spot for one object: centre, yaw, and its shape (a shapely Point padded by ``pad`` for a
     disc, else a Polygon), built only when a check needs it (most candidates are decided by
-    bounds alone). ``box``: the shape's bounding box; ``inner``: a disc (x, y, r) inside the
-    shape, or None."""
+    bounds alone). ``box``: a box around the shape, ``fill``: how far any point of that box can
+    be from the shape (0 for a point; small for a box-like footprint), ``inner``: a disc
+    (x, y, r) inside the shape, or None."""
 
-    __slots__ = ("x", "y", "yaw", "pad", "inner", "is_disc", "_geom", "_make", "_box", "_shapes")
+    __slots__ = ("x", "y", "yaw", "pad", "inner", "is_disc", "_geom", "_make", "_box", "_fill", "_shapes")
 
     def __init__(self, x: float, y: float, yaw: float, pad: float, geom=None, make=None, inner=None, shapes=None):
         self.x, self.y, self.yaw, self.pad, self._geom, self._make = x, y, yaw, pad, geom, make
         self._shapes = shapes       # a polygon: its object's _Footprints (turned at ``yaw`` on demand)
         self.is_disc = shapes is None   # else a disc: its shape the point (x, y) padded by ``pad``
-        self.inner = (x, y, 0.0) if shapes is None else inner
-        self._box = (x, y, x, y) if shapes is None else None
+        if shapes is None:
+            self.inner, self._box, self._fill = (x, y, 0.0), (x, y, x, y), 0.0
+        else:
+            self.inner, self._box, self._fill = inner, None, None
 
     @property
     def geom(self):
         if self._geom is None:
-            self._geom = self._make() if self._shapes is None else \
-                shapely.polygons(self._shapes.at(self.yaw)[0] + (self.x, self.y))
+            if self._shapes is not None:
+                self._geom = shapely.polygons(self._shapes.at(self.yaw) + (self.x, self.y))
+            else:
+                self._geom = self._make() if self._make is not None else Point(self.x, self.y)
         return self._geom
 
     @property
     def box(self) -> tuple[float, float, float, float]:
         if self._box is None:
-            lx0, ly0, lx1, ly1 = self._shapes.at(self.yaw)[1]
+            lx0, ly0, lx1, ly1, self._fill = self._shapes.frame(self.yaw)
             self._box = (lx0 + self.x, ly0 + self.y, lx1 + self.x, ly1 + self.y)
         return self._box
+
+    @property
+    def fill(self) -> float:
+        if self._fill is None:
+            self.box
+        return self._fill
 
 
 def _turned(footprint, scale: float, yaw_deg: float) -> np.ndarray:
@@ -322,23 +339,45 @@ def footprint_polygon(footprint: np.ndarray, scale: float, x: float, y: float, y
 
 
 class _Footprints:
-    """One object's footprint at its scale, turned once per yaw it is tried at (a row of
-    buildings faces the street: one or two yaws for all forty tries), with the turned
-    footprint's bounding box (min/max commute with adding the position, rounding included)."""
+    """One object's footprint at its scale, per yaw it is tried at (a row of buildings faces the
+    street: one or two yaws for all forty tries): the turned footprint (numpy, for its polygon:
+    the same numbers as :func:`footprint_polygon`) and, in plain floats, a box around it and that
+    box's ``fill`` (see :class:`Candidate`), from the asset's local box turned."""
 
-    __slots__ = ("footprint", "scale", "front", "_turns")
+    __slots__ = ("asset", "footprint", "scale", "front", "_turns", "_frames")
 
-    def __init__(self, footprint, scale: float):
-        self.footprint, self.scale, self._turns = footprint, scale, {}
-        self.front = float(np.max(footprint[:, 0]))     # largest local X
+    def __init__(self, asset: "_Asset", scale: float):
+        self.asset, self.footprint, self.scale, self.front = asset, asset.footprint, scale, asset.front
+        self._turns, self._frames = {}, {}
 
-    def at(self, yaw: float):
-        key = (yaw, math.copysign(1.0, yaw))
+    def at(self, yaw: float) -> np.ndarray:
+        key = (yaw, math.copysign(1.0, yaw))    # -0.0 and 0.0 turn to differently signed zeros
         if key not in self._turns:
-            t = _turned(self.footprint, self.scale, yaw)
-            lo, hi = t.min(axis=0), t.max(axis=0)
-            self._turns[key] = (t, (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
+            self._turns[key] = _turned(self.footprint, self.scale, yaw)
         return self._turns[key]
+
+    def frame(self, yaw: float) -> tuple[float, float, float, float, float]:
+        """(x0, y0, x1, y1, fill) around the origin: the bounding box of the turned local box,
+        and how far its corners can be from the footprint (corner to turned local box, 0 at
+        multiples of 90°, plus the local box's own fill)."""
+        if yaw not in self._frames:
+            r = math.radians(yaw)
+            c, s = math.cos(r), math.sin(r)
+            ax0, ay0, ax1, ay1 = self.asset.box
+            k = self.scale
+            xs, ys = (ax0 * k, ax1 * k), (ay0 * k, ay1 * k)
+            px = [fx * c - fy * s for fx in xs for fy in ys]     # the turned local box's corners
+            py = [fx * s + fy * c for fx in xs for fy in ys]
+            x0, x1, y0, y1 = min(px), max(px), min(py), max(py)
+            a, b = (xs[1] - xs[0]) / 2, (ys[1] - ys[0]) / 2
+            mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+            far = 0.0
+            for qx in (x0 - mx, x1 - mx):
+                for qy in (y0 - my, y1 - my):
+                    u, v = qx * c + qy * s, -qx * s + qy * c     # the box corner in the local box's frame
+                    far = max(far, math.hypot(max(abs(u) - a, 0.0), max(abs(v) - b, 0.0)))
+            self._frames[yaw] = (x0, y0, x1, y1, far + self.asset.fill * k)
+        return self._frames[yaw]
 
 
 def ring_candidate(rng: np.random.Generator, centre, ring, radius: float) -> Candidate:
@@ -347,7 +386,7 @@ def ring_candidate(rng: np.random.Generator, centre, ring, radius: float) -> Can
     a = rng.uniform(0, 2 * math.pi)
     x, y = centre[0] + d * math.cos(a), centre[1] + d * math.sin(a)
     yaw = float(rng.uniform(-180, 180))
-    return Candidate(x, y, yaw, radius, make=lambda: Point(x, y))
+    return Candidate(x, y, yaw, radius)     # its geometry, Point(x, y), only if shapely is asked
 
 
 class Line:
@@ -381,21 +420,29 @@ class Line:
 
 class _Asset:
     """What placement needs of one asset, computed once per library: its footprint, the radius
-    around its origin, its front (largest local X) and the radius of a disc around its origin
-    inside the footprint (0 when the origin is not inside it)."""
+    around its origin, its front (largest local X), the radius of a disc around its origin
+    inside the footprint (0 when the origin is not inside it), its local bounding box and that
+    box's fill: the farthest a point of the box is from the footprint (the farthest corner, for
+    a convex footprint; infinite, i.e. unused, for any other)."""
 
-    __slots__ = ("footprint", "radius", "front", "inner")
+    __slots__ = ("footprint", "radius", "front", "inner", "box", "fill")
 
     def __init__(self, footprint: np.ndarray):
         self.footprint = footprint
         self.radius = float(np.max(np.hypot(footprint[:, 0], footprint[:, 1])))
         self.front = float(np.max(footprint[:, 0]))
-        self.inner = 0.0
+        lo, hi = np.min(footprint, axis=0), np.max(footprint, axis=0)
+        self.box = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
+        self.inner, self.fill = 0.0, math.inf
         if len(footprint) >= 3:
             poly = shapely.polygons(np.asarray(footprint, dtype=float))
-            origin = Point(0.0, 0.0)
-            if poly.is_valid and poly.contains(origin):
-                self.inner = float(poly.exterior.distance(origin))
+            if poly.is_valid and not poly.is_empty:
+                origin = Point(0.0, 0.0)
+                if poly.contains(origin):
+                    self.inner = float(poly.exterior.distance(origin))
+                if shapely.equals(poly, poly.convex_hull):
+                    x0, y0, x1, y1 = self.box
+                    self.fill = max(float(poly.distance(Point(cx, cy))) for cx in (x0, x1) for cy in (y0, y1))
 
 
 _LIBRARIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -423,7 +470,7 @@ def line_candidate(rng: np.random.Generator, line: Line, offset_cm: float, facin
     None when the spot lies outside ``ring`` around ``centre`` (no polygon is built then).
     ``footprint``: the asset's local footprint, or its :class:`_Footprints` (turned once per
     yaw); ``inner``: radius of a disc around the origin inside the (unscaled) footprint."""
-    shapes = footprint if isinstance(footprint, _Footprints) else _Footprints(footprint, scale)
+    shapes = footprint if isinstance(footprint, _Footprints) else _Footprints(_Asset(np.asarray(footprint)), scale)
     p, d, n = line.draw(rng)
     if facing == "line":            # forward (+X) back towards the line, front edge at the offset
         yaw = math.degrees(math.atan2(-n[1], -n[0]))
@@ -549,7 +596,7 @@ def place_group(group: "ClutterGroup", rng: np.random.Generator, lib, occupied: 
         s = float(rng.uniform(*group.scale))
         asset = _asset(lib, asset_id, memo)
         rad = asset.radius * s
-        shapes = _Footprints(asset.footprint, s) if line is not None else None
+        shapes = _Footprints(asset, s) if line is not None else None
         for _try in range(TRIES):
             if line is None:
                 c = ring_candidate(rng, centre, group.ring_cm, rad)
