@@ -81,6 +81,7 @@ class AssetLibrary:
         self.license_filter = None      # licence families for HDRIs/textures (set by default())
         self._meshes: dict[str, RenderMesh] = {}
         self._lods: dict[tuple[str, int], RenderMesh] = {}
+        self._lod_cache = None          # levels of detail on disk (lod_cache.LodCache), made on first use
         self._footprints: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -223,14 +224,19 @@ class AssetLibrary:
 
     def mesh_lod(self, asset_id: str, budget: int) -> RenderMesh:
         """The mesh simplified to about ``budget`` triangles (a renderer's level of detail; see
-        ``assets_manifest/lod.py``); computed once per process and budget."""
+        ``assets_manifest/lod.py``); computed once per process and budget, and kept on disk
+        beside the built assets for later processes (``assets_manifest/lod_cache.py``)."""
         from assets_manifest.lod import simplified
+        from assets_manifest.lod_cache import LodCache
 
         mesh = self.mesh(asset_id)
         with self._lock:
             key = (asset_id, int(budget))
             if key not in self._lods:
-                self._lods[key] = simplified(mesh, int(budget))
+                if self._lod_cache is None:
+                    self._lod_cache = LodCache(self.cache_dir)
+                self._lods[key] = self._lod_cache.get(asset_id, mesh, int(budget),
+                                                      lambda: simplified(mesh, int(budget)))
             return self._lods[key]
 
     def footprint(self, asset_id: str) -> np.ndarray:

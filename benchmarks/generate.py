@@ -20,6 +20,7 @@ CPU-time figures are steadier. ``--detail`` adds rejections and where the time g
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -88,10 +89,14 @@ class Clock:
         self.cpu = time.process_time() + server_cpu(self.pid) - self.cpu
 
 
+LEVEL_SWEEP = 12   # distances 2R·2^k: a level of detail needs 4x fewer triangles per doubling
+
+
 def prime_caches(client, session, cfg) -> None:
     """Load what a long run has in its caches before timing: each HDRI of the environment's look
-    randomisation (prefiltered once per server), every asset the environment can draw (meshes on
-    the server, shapes and sizes in the client). Samples are unchanged (caches are keyed by content)."""
+    randomisation (prefiltered once per server), every asset the environment can draw (meshes
+    and each of their levels of detail on the server, shapes and sizes in the client). Samples
+    are unchanged (caches are keyed by content)."""
     from engine.world import Actor, Camera, Transform
     from scenarios.look import server_world
 
@@ -103,10 +108,13 @@ def prime_caches(client, session, cfg) -> None:
         for a in ids:
             shapes(a)
             shapes.lib.size_cm(a)
-        client.reset()
-        client.spawn([Actor(f"warm_{k}", a, Transform((3000.0 + 400.0 * k, 0.0, 0.0))) for k, a in enumerate(ids)])
         cam = Camera((0.0, 0.0, 200.0), fov_deg=90.0, width=cfg.size, height=cfg.size)
-        client.render(0, ("object_mask",), camera=cam)   # uploads every mesh
+        radius = {a: 0.5 * math.hypot(*shapes.lib.size_cm(a)) for a in ids}
+        for step in range(LEVEL_SWEEP):   # every asset at twice the last distance: each level of detail drawn
+            client.reset()
+            client.spawn([Actor(f"warm_{k}", a, Transform((d, d * (k / max(1, len(ids) - 1) - 0.5), 0.0)))
+                          for k, a in enumerate(ids) for d in [min(2.0 * radius[a] * 2.0 ** step + 100.0, 5.0e5)]])
+            client.render(0, ("lit",), camera=cam)   # uploads meshes, levels, shadow levels, impostors
         client.reset()
         spec = getattr(env.spec, "randomize", None)
         for hdri in (spec.hdri if spec is not None and spec.hdri else []):

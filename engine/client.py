@@ -308,16 +308,28 @@ class RenderClient:
     def visibility(self, cam_id: int, names: list[str], camera: Camera | None = None) -> dict[str, PixelCount]:
         """Visible/unoccluded pixels and bbox per actor (one call on our server); ``camera`` as
         in :meth:`render`."""
-        if self.is_sceneforge:
-            extra = f" {_camera_json(camera)}" if camera is not None else ""
-            listed = ",".join(names) or ","  # a placeholder keeps the camera the third argument
-            raw = json.loads(self.text(f"vget /sceneforge/visibility {cam_id} {listed}{extra}"))
+        return self.visibility_async(cam_id, names, camera)()
+
+    def visibility_async(self, cam_id: int, names: list[str],
+                         camera: Camera | None = None) -> Callable[[], dict[str, PixelCount]]:
+        """:meth:`visibility`, split in two as :meth:`render_async`: the request is sent now, the
+        returned function waits for the counts (a sampler draws its next candidate meanwhile).
+        Send nothing else on this client before calling it (a stock server answers at once)."""
+        if not self.is_sceneforge:
+            if camera is not None:
+                self.set_camera(cam_id, camera)
+            from engine.client_stock import visibility_stock
+            counts = visibility_stock(self, cam_id, names)
+            return lambda: counts
+        extra = f" {_camera_json(camera)}" if camera is not None else ""
+        listed = ",".join(names) or ","  # a placeholder keeps the camera the third argument
+        reply = self.send(f"vget /sceneforge/visibility {cam_id} {listed}{extra}")
+
+        def counts() -> dict[str, PixelCount]:
+            raw = json.loads(reply().decode("utf-8", errors="replace"))
             return {n: PixelCount(v["visible"], v["unoccluded"], tuple(v["bbox"]) if v["bbox"] else None)
                     for n, v in raw.items()}
-        if camera is not None:
-            self.set_camera(cam_id, camera)
-        from engine.client_stock import visibility_stock
-        return visibility_stock(self, cam_id, names)
+        return counts
 
     def _require_ext(self, what: str) -> None:
         if not self.is_sceneforge:

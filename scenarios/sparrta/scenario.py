@@ -28,6 +28,7 @@ from pathlib import Path
 from core.errors import PlacementError
 from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from scenarios.background import BackgroundWriter
+from scenarios.lookahead import Lookahead, OnceCache, responsive
 from scenarios.sampling import Placed, sample_rng, visibility_failure
 from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config, resolve_units
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
@@ -43,6 +44,7 @@ NEEDS_SERVER = True
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
 HARD_SAMPLE_FACTOR = 4  # see scene_budget
 PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when a scene is built
+LOOKAHEAD = 2      # samples whose first steps (scene group, first view) are prepared ahead (lookahead.py)
 
 
 # --- contract -------------------------------------------------------------------------------------
@@ -95,18 +97,22 @@ def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: Sh
 
 
 def _make_all(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
-    for k, idx in enumerate(todo):
-        unit, i = locate(units, idx)
-        try:
-            rec = session.make(unit, i, after=locate(units, todo[k + 1]) if k + 1 < len(todo) else None)
-        except PlacementError as e:
-            result.failed[idx] = str(e)
-            result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
-            continue
-        result.done.append(idx)
-        result.rejections = dict(Counter(result.rejections) + Counter(rec["rejections"]))
-        if progress is not None:
-            progress(1)
+    """Each sample in turn; the next ``LOOKAHEAD`` samples' first steps are prepared on the
+    session's lookahead thread meanwhile (pure functions of their index: no effect on bytes)."""
+    with session.lookahead, responsive():
+        for k, idx in enumerate(todo):
+            unit, i = locate(units, idx)
+            session.want([locate(units, j) for j in todo[k + 1:k + 1 + LOOKAHEAD]])
+            try:
+                rec = session.make(unit, i)
+            except PlacementError as e:
+                result.failed[idx] = str(e)
+                result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
+                continue
+            result.done.append(idx)
+            result.rejections = dict(Counter(result.rejections) + Counter(rec["rejections"]))
+            if progress is not None:
+                progress(1)
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
@@ -169,14 +175,14 @@ class Session:
         self._shapes: dict[str, ShapeCache] = {}
         self._load_env = lambda name: load_env_cached(cfg, name)
         self._envs: dict = {}
-        self._groups: dict[tuple, Group] = {}
+        self._groups = OnceCache(16)   # scene groups: built once, by the main or the lookahead thread
         self._world = None
         self._look: dict = {}
         self._sent_look: dict | None = None
         self._scene_key = None
         self._colors: dict[str, tuple[int, int, int]] = {}
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
-        self._ahead: Ahead | None = None   # the next sample's first steps, done while this one renders
+        self.lookahead = Lookahead(self._start_quietly)   # the next samples' first steps, while this one renders
 
     def env(self, name: str):
         if name not in self._envs:
@@ -196,19 +202,18 @@ class Session:
         env = self.env(unit.env)
         g = i // self.cfg.samples_per_scene
         key = (unit.env, unit.task, unit.triple_id, g) if attempt == 0 else (unit.env, unit.task, unit.triple_id, "own", i, attempt)
-        if key not in self._groups:
+
+        def build() -> Group:   # a function of the key alone (st: its placement rules, not the look's lens)
             rng = sample_rng(self.cfg.seed, unit.env, unit.task, unit.triple_id, g if attempt == 0 else i,
                              stream=1 if attempt == 0 else 1 + attempt)
             lib = self.shapes(unit.env).lib
             clutter = (lambda r, keep: env.clutter(r, keep, library=lib)) if self.cfg.clutter else None
-            if len(self._groups) > 16:
-                self._groups.clear()
             group = build_group(rng, key, unit.source_class, unit.target_class, self.shapes(unit.env), st,
                                 env.ground, clutter)
             if unit.task == "allo":  # drawn after the placement, from the same group RNG
                 group.viewpoint = self.shapes(unit.env).pick(rng, unit.viewpoint_class)
-            self._groups[key] = group
-        return self._groups[key]
+            return group
+        return self._groups.get(key, build)
 
     def show(self, unit: Unit, group: Group) -> None:
         """Make the server hold exactly this group's actors, spawned in a fixed order (the allo
@@ -244,11 +249,15 @@ class Session:
         self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
 
     # ---- one sample ----------------------------------------------------------------------------
+    def want(self, samples: list[tuple[Unit, int]]) -> None:
+        """Prepare these samples' first steps (:meth:`start`) on the lookahead thread."""
+        self.lookahead.want([((u.env, u.task, u.triple_id, i), (u, i)) for u, i in samples])
+
     def start(self, unit: Unit, i: int) -> "Ahead":
         """The client-only first steps of sample ``i`` (no request to the server): its look, its
         setting, its RNG, its first scene group and its first candidate view. Pure: a function of
-        (config, unit, i), whenever it runs (:meth:`make` runs it for the next sample while the
-        server renders the current one)."""
+        (config, unit, i), whenever and on whichever thread it runs (the lookahead thread runs it
+        for the next samples while the server works on the current one)."""
         cfg, env = self.cfg, self.env(unit.env)
         st = setting_for(cfg, env, unit.task)
         # this sample's look (issue 14): drawn from its own seed stream, recorded in its params
@@ -266,51 +275,53 @@ class Session:
         return ahead
 
     def _start_quietly(self, unit: Unit, i: int) -> "Ahead | None":
-        """:meth:`start` for the next sample; any error is left for its own ``make`` to raise
+        """:meth:`start` for a later sample; any error is left for its own ``make`` to raise
         (this sample must not fail because of the next one)."""
         try:
             return self.start(unit, i)
         except Exception:  # noqa: BLE001 - make(unit, i) runs start again and raises it there
             return None
 
-    def make(self, unit: Unit, i: int, after: "tuple[Unit, int] | None" = None) -> dict:
+    def make(self, unit: Unit, i: int) -> dict:
         """Find a valid sample with index ``i``'s label, render it, write its files and record.
-        ``after``: the sample made next; its client-only first steps (:meth:`start`) run while
-        the server renders this one's image."""
+        Its first steps (:meth:`start`) come from the lookahead thread when :meth:`want` asked
+        for them. While the server counts a candidate's pixels the next candidate is drawn (the
+        draws the sequential loop would make, in the same order; one that is not needed is
+        dropped with its rejection counts): the server never waits for the sampler."""
         cfg, env = self.cfg, self.env(unit.env)
-        ahead, self._ahead = self._ahead, None
-        if ahead is None or ahead.key != (unit.env, unit.task, unit.triple_id, i):
-            ahead = self.start(unit, i)
+        ahead = self.lookahead.take((unit.env, unit.task, unit.triple_id, i)) or self.start(unit, i)
         st, self._look, rng = ahead.st, ahead.look, ahead.rng
         want, counts, renders = unit.label(i), Counter(), 0
         perceptual = unit.task == "ego" and getattr(env.sampling, "perceptual_check", True)
+
+        def draw(group: Group) -> tuple:   # (view, PlacementError or None, rejections on the way)
+            seen: Counter = Counter()
+            try:
+                return sample_view(rng, group, unit.task, want, st, env.ground, group.viewpoint, seen), None, seen
+            except PlacementError as e:
+                return None, e, seen
+
         for attempt in range(scene_budget(cfg)):
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
             self.show(unit, group)
             self.set_look(self._look)
+            drawn = (ahead.view, ahead.unusable, ahead.counts) if attempt == 0 else None   # start()'s candidate
             for _ in range(cfg.max_render_tries):
-                if attempt == 0 and ahead is not None:   # the first candidate, drawn by start()
-                    counts.update(ahead.counts)
-                    view, unusable, ahead = ahead.view, ahead.unusable, None
-                    if unusable is not None:
-                        counts["scene_unusable"] += 1
-                        break
-                else:
-                    try:
-                        view = sample_view(rng, group, unit.task, want, st, env.ground, group.viewpoint, counts)
-                    except PlacementError:
-                        counts["scene_unusable"] += 1
-                        break
-                vis = self.visibility(view)
+                view, unusable, seen = drawn if drawn is not None else draw(group)
+                counts.update(seen)
+                if unusable is not None:
+                    counts["scene_unusable"] += 1
+                    break
+                counted = self.visibility_async(view)   # the server counts pixels ...
+                drawn = draw(group)                      # ... while the next candidate is drawn
+                vis = counted()
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
                     images = self.render_sample(perceptual, want)   # sent: the server renders now
                     files = self.describe(unit, i, st, group, view, vis)
-                    if after is not None and self._ahead is None:
-                        self._ahead = self._start_quietly(*after)
                     img = images()
                     if perceptual and ego_label_disagrees(want, img["object_mask"], img.get("depth"),
                                                           self._colors["source"], self._colors["target"]):
@@ -320,12 +331,13 @@ class Session:
                 counts[fail] += 1
         raise self._give_up(unit, i, want, counts)
 
-    def visibility(self, view) -> dict:
+    def visibility_async(self, view):
+        """Send the pixel counts of ``view``'s labelled objects; returns a function that waits for them."""
         names = ["source", "target"]
         if view.human is not None:
             self.place_human(view.human)
             names.append("human")
-        return self.client.visibility(0, names, camera=view.camera)  # camera set in the same request
+        return self.client.visibility_async(0, names, camera=view.camera)  # camera set in the same request
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
         """The error names the rule that rejected most, leaving out the label rules (they turn

@@ -350,3 +350,19 @@ def test_each_sample_records_its_drawn_look(dataset):
         assert rnd.exposure_ev[0] <= w["look"]["exposure_ev"] <= rnd.exposure_ev[1]
         worlds.append(w)
     assert len({json.dumps(w, sort_keys=True) for w in worlds}) == len(worlds)  # a new look per sample
+
+
+@pytest.mark.render
+def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
+    """Scene groups and first views prepared on the lookahead thread (scenarios/lookahead.py),
+    and next candidates drawn while the server counts pixels: the same bytes as preparing
+    nothing ahead (a city: clutter, several scene groups, visibility retries)."""
+    cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}
+    outs = {}
+    for depth in (0, 3):
+        monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
+        outs[depth] = tmp_path / f"ahead{depth}"
+        generate(cfg, outs[depth], server=server.address, progress=False)
+    assert tree_hashes(outs[0]) == tree_hashes(outs[3])
+    records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
+    assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
