@@ -20,11 +20,13 @@ disc, the conservative choice. Everything is deterministic given the generator: 
 in the same order, and shapely distances (exact) decide.
 
 Speed (a city scene tries ~350 spots): every decision is the one shapely gives, but most are
-settled without it. Cheap bounds (bounding boxes for "certainly apart", a disc inside each
-footprint for "certainly overlapping", the zones' own rectangles for "certainly inside/outside")
-decide a pair only when they clear the threshold by a slack (``_slack``: a billionth of the
-magnitudes involved, far above float error); anything closer goes to shapely. So the outcome is
-byte-identical to asking shapely every time, only without building most polygons and points.
+settled without it. Cheap bounds (axis-aligned and oriented boxes for "certainly apart"; a disc
+and a box inside each footprint, or a box's ``fill``, for "certainly too close"; the zones' own
+rectangles for "certainly inside/outside") decide a pair only when they clear the threshold by
+a slack (``_slack``: a billionth of the magnitudes involved, far above float error); anything
+closer goes to shapely. So the outcome is byte-identical to asking shapely every time (checked
+against the previous implementation, tests/scenarios/reference_placement.py), only without
+building most polygons and points.
 """
 from __future__ import annotations
 
@@ -168,6 +170,8 @@ class Occupancy:
         self._box: list[tuple[float, float, float, float]] = []
         self._inner: list[tuple[float, float, float] | None] = []    # a disc inside the shape (x, y, r)
         self._fill: list[float] = []      # how far a point of the box can be from the shape
+        self._obb: list = []              # a polygon's oriented box (Candidate.obb), else None
+        self._core: list = []             # the oriented box of a polygon's core (Candidate.core), else None
         self._shape: list = []            # has .geom (a Candidate builds its geometry on demand)
         self._cells: dict[tuple[int, int], list[int]] = {}
         self._big: list[int] = []
@@ -178,13 +182,13 @@ class Occupancy:
         bounds = tuple(float(v) for v in shapely.bounds(geom))
         point = shapely.get_type_id(geom) == 0      # a point is its own box and disc
         self._add(_Holder(geom), pad, x, y, radius, group, bounds, (bounds[0], bounds[1], 0.0) if point else None,
-                  0.0 if point else math.inf)
+                  0.0 if point else math.inf, None, None)
 
     def add_candidate(self, c: "Candidate", radius: float, group: int = -1) -> None:
         """Add an accepted spot (its polygon is built only if a later close call needs it)."""
-        self._add(c, c.pad, c.x, c.y, radius, group, c.box, c.inner, c.fill)
+        self._add(c, c.pad, c.x, c.y, radius, group, c.box, c.inner, c.fill, c.obb, c.core)
 
-    def _add(self, shape, pad, x, y, radius, group, bbox, inner, fill) -> None:
+    def _add(self, shape, pad, x, y, radius, group, bbox, inner, fill, obb, core) -> None:
         i = self.n
         x, y, radius = float(x), float(y), float(radius)
         self._disc.append((x, y, radius))
@@ -193,6 +197,8 @@ class Occupancy:
         self._box.append(bbox)
         self._inner.append(inner)
         self._fill.append(fill)
+        self._obb.append(obb)
+        self._core.append(core)
         self._shape.append(shape)
         self.n += 1
         cells = _cell_span(x, y, radius)
@@ -282,7 +288,59 @@ class Occupancy:
             ub = min(ub, max(0.0, math.hypot(inner[0] - cin[0], inner[1] - cin[1]) - inner[2] - cin[2]))
         if ub + s < pads + gap:
             return False
+        oi, oc = self._obb[i], c.obb     # oriented boxes: far tighter than axis-aligned ones for a
+        if oi is None and oc is None:    # turned, elongated footprint (the desert's dunes)
+            return None
+        point = None
+        if oi is not None and oc is not None:
+            lb = max(lb, _obb_gap(oi, oc))
+        elif oc is None and c.is_disc:   # the candidate's point against the object's oriented box
+            point, o, core = (c.x, c.y), oi, self._core[i]
+        elif oi is None and inner is not None and inner[2] == 0.0:   # the object is a point
+            point, o, core = (inner[0], inner[1]), oc, c.core
+        if point is not None:
+            d = _obb_point(o, *point)
+            lb, ub = max(lb, d), min(ub, d + o[8])
+        if lb - s >= pads + gap and lb - s > pads:
+            return True
+        if ub + s < pads + gap:
+            return False
+        # cores (boxes inside the shapes): a point's distance to one, or two that overlap
+        ki, kc = self._core[i], c.core
+        if point is not None and core is not None:
+            ub = min(ub, _obb_point(core, *point))
+        elif ki is not None and kc is not None and _obb_gap(ki, kc, signed=True) < -s:
+            ub = 0.0
+        if ub + s < pads + gap:
+            return False
         return None
+
+
+def _obb_point(o, px: float, py: float) -> float:
+    """Distance from a point to an oriented box (Candidate.obb)."""
+    dx, dy = px - o[0], py - o[1]
+    u, v = dx * o[2] + dy * o[3], -dx * o[3] + dy * o[2]      # the point in the box's own axes
+    return math.hypot(max(o[4] - u, 0.0, u - o[6]), max(o[5] - v, 0.0, v - o[7]))
+
+
+def _obb_gap(a, b, signed: bool = False) -> float:
+    """A lower bound on the distance between two oriented boxes: their largest gap along the four
+    edge normals (projection never lengthens a distance; 0 when every axis overlaps). ``signed``:
+    the largest gap even when negative, i.e. when every axis overlaps (the boxes then overlap,
+    by the separating axis theorem)."""
+    ca = (a[0] + a[2] * (a[4] + a[6]) / 2 - a[3] * (a[5] + a[7]) / 2,     # centres in world
+          a[1] + a[3] * (a[4] + a[6]) / 2 + a[2] * (a[5] + a[7]) / 2)
+    cb = (b[0] + b[2] * (b[4] + b[6]) / 2 - b[3] * (b[5] + b[7]) / 2,
+          b[1] + b[3] * (b[4] + b[6]) / 2 + b[2] * (b[5] + b[7]) / 2)
+    ha, hb = ((a[6] - a[4]) / 2, (a[7] - a[5]) / 2), ((b[6] - b[4]) / 2, (b[7] - b[5]) / 2)
+    axes_a, axes_b = ((a[2], a[3]), (-a[3], a[2])), ((b[2], b[3]), (-b[3], b[2]))
+    dx, dy = cb[0] - ca[0], cb[1] - ca[1]
+    best = -math.inf if signed else 0.0
+    for nx, ny in axes_a + axes_b:
+        ra = ha[0] * abs(axes_a[0][0] * nx + axes_a[0][1] * ny) + ha[1] * abs(axes_a[1][0] * nx + axes_a[1][1] * ny)
+        rb = hb[0] * abs(axes_b[0][0] * nx + axes_b[0][1] * ny) + hb[1] * abs(axes_b[1][0] * nx + axes_b[1][1] * ny)
+        best = max(best, abs(dx * nx + dy * ny) - ra - rb)
+    return best
 
 
 class Candidate:
@@ -292,16 +350,17 @@ class Candidate:
     be from the shape (0 for a point; small for a box-like footprint), ``inner``: a disc
     (x, y, r) inside the shape, or None."""
 
-    __slots__ = ("x", "y", "yaw", "pad", "inner", "is_disc", "_geom", "_make", "_box", "_fill", "_shapes")
+    __slots__ = ("x", "y", "yaw", "pad", "inner", "is_disc", "_geom", "_make", "_box", "_fill", "_obb", "_core",
+                 "_shapes")
 
     def __init__(self, x: float, y: float, yaw: float, pad: float, geom=None, make=None, inner=None, shapes=None):
         self.x, self.y, self.yaw, self.pad, self._geom, self._make = x, y, yaw, pad, geom, make
         self._shapes = shapes       # a polygon: its object's _Footprints (turned at ``yaw`` on demand)
         self.is_disc = shapes is None   # else a disc: its shape the point (x, y) padded by ``pad``
         if shapes is None:
-            self.inner, self._box, self._fill = (x, y, 0.0), (x, y, x, y), 0.0
+            self.inner, self._box, self._fill, self._obb, self._core = (x, y, 0.0), (x, y, x, y), 0.0, None, None
         else:
-            self.inner, self._box, self._fill = inner, None, None
+            self.inner, self._box, self._fill, self._obb, self._core = inner, None, None, None, None
 
     @property
     def geom(self):
@@ -315,9 +374,31 @@ class Candidate:
     @property
     def box(self) -> tuple[float, float, float, float]:
         if self._box is None:
-            lx0, ly0, lx1, ly1, self._fill = self._shapes.frame(self.yaw)
+            lx0, ly0, lx1, ly1, self._fill, c, s = self._shapes.frame(self.yaw)
             self._box = (lx0 + self.x, ly0 + self.y, lx1 + self.x, ly1 + self.y)
+            shapes = self._shapes
+            ax0, ay0, ax1, ay1 = shapes.asset.box
+            k = shapes.scale
+            self._obb = (self.x, self.y, c, s, ax0 * k, ay0 * k, ax1 * k, ay1 * k, shapes.asset.fill * k)
+            core = shapes.asset.core
+            if core is not None:
+                self._core = (self.x, self.y, c, s, core[0] * k, core[1] * k, core[2] * k, core[3] * k, 0.0)
         return self._box
+
+    @property
+    def obb(self):
+        """A polygon's oriented box: (x, y, cos, sin, x0, y0, x1, y1, fill), its local box scaled
+        (x0..x1 along its turned X axis, y0..y1 along Y) and that box's fill; None for a disc."""
+        if self._obb is None and self._shapes is not None:
+            self.box
+        return self._obb
+
+    @property
+    def core(self):
+        """The oriented box of the asset's core (a box inside the footprint), or None."""
+        if self._obb is None and self._shapes is not None:
+            self.box
+        return self._core
 
     @property
     def fill(self) -> float:
@@ -356,27 +437,24 @@ class _Footprints:
             self._turns[key] = _turned(self.footprint, self.scale, yaw)
         return self._turns[key]
 
-    def frame(self, yaw: float) -> tuple[float, float, float, float, float]:
-        """(x0, y0, x1, y1, fill) around the origin: the bounding box of the turned local box,
-        and how far its corners can be from the footprint (corner to turned local box, 0 at
-        multiples of 90°, plus the local box's own fill)."""
+    def frame(self, yaw: float) -> tuple:
+        """(x0, y0, x1, y1, fill, cos, sin) around the origin: the bounding box of the turned
+        local box; how far its corners can be from the footprint (the corners of the bounding
+        box of a w x h box turned by θ are max(w, h)/2 |sin 2θ| from it, 0 at multiples of 90°,
+        plus the local box's own fill); the turn."""
         if yaw not in self._frames:
             r = math.radians(yaw)
             c, s = math.cos(r), math.sin(r)
             ax0, ay0, ax1, ay1 = self.asset.box
             k = self.scale
-            xs, ys = (ax0 * k, ax1 * k), (ay0 * k, ay1 * k)
-            px = [fx * c - fy * s for fx in xs for fy in ys]     # the turned local box's corners
-            py = [fx * s + fy * c for fx in xs for fy in ys]
-            x0, x1, y0, y1 = min(px), max(px), min(py), max(py)
-            a, b = (xs[1] - xs[0]) / 2, (ys[1] - ys[0]) / 2
-            mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-            far = 0.0
-            for qx in (x0 - mx, x1 - mx):
-                for qy in (y0 - my, y1 - my):
-                    u, v = qx * c + qy * s, -qx * s + qy * c     # the box corner in the local box's frame
-                    far = max(far, math.hypot(max(abs(u) - a, 0.0), max(abs(v) - b, 0.0)))
-            self._frames[yaw] = (x0, y0, x1, y1, far + self.asset.fill * k)
+            x0, x1, y0, y1 = ax0 * k, ax1 * k, ay0 * k, ay1 * k
+            # corners (fx, fy) turn to (fx c - fy s, fx s + fy c): extremes per axis
+            bx0 = min(x0 * c, x1 * c) + min(-y0 * s, -y1 * s)
+            bx1 = max(x0 * c, x1 * c) + max(-y0 * s, -y1 * s)
+            by0 = min(x0 * s, x1 * s) + min(y0 * c, y1 * c)
+            by1 = max(x0 * s, x1 * s) + max(y0 * c, y1 * c)
+            far = max(x1 - x0, y1 - y0) * abs(c * s)
+            self._frames[yaw] = (bx0, by0, bx1, by1, far + self.asset.fill * k, c, s)
         return self._frames[yaw]
 
 
@@ -423,9 +501,10 @@ class _Asset:
     around its origin, its front (largest local X), the radius of a disc around its origin
     inside the footprint (0 when the origin is not inside it), its local bounding box and that
     box's fill: the farthest a point of the box is from the footprint (the farthest corner, for
-    a convex footprint; infinite, i.e. unused, for any other)."""
+    a convex footprint; infinite, i.e. unused, for any other), and its core: a box inside a
+    convex footprint (its bounding box shrunk about its centre until inside), or None."""
 
-    __slots__ = ("footprint", "radius", "front", "inner", "box", "fill")
+    __slots__ = ("footprint", "radius", "front", "inner", "box", "fill", "core")
 
     def __init__(self, footprint: np.ndarray):
         self.footprint = footprint
@@ -433,7 +512,7 @@ class _Asset:
         self.front = float(np.max(footprint[:, 0]))
         lo, hi = np.min(footprint, axis=0), np.max(footprint, axis=0)
         self.box = (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
-        self.inner, self.fill = 0.0, math.inf
+        self.inner, self.fill, self.core = 0.0, math.inf, None
         if len(footprint) >= 3:
             poly = shapely.polygons(np.asarray(footprint, dtype=float))
             if poly.is_valid and not poly.is_empty:
@@ -443,17 +522,32 @@ class _Asset:
                 if shapely.equals(poly, poly.convex_hull):
                     x0, y0, x1, y1 = self.box
                     self.fill = max(float(poly.distance(Point(cx, cy))) for cx in (x0, x1) for cy in (y0, y1))
+                    mx, my, hx, hy = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2, (y1 - y0) / 2
+                    for t in (0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5):   # a box inside it
+                        core = (mx - t * hx, my - t * hy, mx + t * hx, my + t * hy)
+                        if hx > 0 and hy > 0 and poly.contains(box(*core)):
+                            self.core = core
+                            break
 
 
 _LIBRARIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+_last = (lambda: None, {})      # (weak reference to the library asked for last, its memo): one tuple, swapped whole
+
+
 def _library_memo(lib) -> dict:
     """Per-library memo (assets, variants): a library does not change once loaded."""
+    global _last
+    ref, memo = _last
+    if ref() is lib:
+        return memo
     try:
-        return _LIBRARIES.setdefault(lib, {})
+        memo = _LIBRARIES.setdefault(lib, {})
+        _last = (weakref.ref(lib), memo)
     except TypeError:       # not weak-referenceable: remember nothing
         return {}
+    return memo
 
 
 def _asset(lib, asset_id: str, memo: dict | None = None) -> _Asset:
@@ -556,7 +650,7 @@ def ground_z_under(ground, x: float, y: float, r: float) -> float:
         return 0.0
     xs = np.array([x, x + r, x - r, x, x])
     ys = np.array([y, y, y, y + r, y - r])
-    return float(np.min(ground.height(xs, ys)))
+    return float(ground.height(xs, ys).min())      # ndarray.min: np.min's reduction, less wrapping
 
 
 def pick_variants(lib, cls: str, tags) -> list[str]:

@@ -21,6 +21,9 @@ SQUARE = np.array([[-50.0, -50.0], [50.0, -50.0], [50.0, 50.0], [-50.0, 50.0]]) 
 CAR = np.array([[-225.0, -70.0], [-200.0, -90.0], [200.0, -90.0], [225.0, -70.0],      # rounded corners
                 [225.0, 70.0], [200.0, 90.0], [-200.0, 90.0], [-225.0, 70.0]])
 WEDGE = np.array([[100.0, 0.0], [300.0, 0.0], [300.0, 80.0]])     # origin outside: no inner disc
+_T = np.linspace(0, 2 * np.pi, 21)[:-1]
+DUNE = np.stack([600.0 * np.cos(_T), 200.0 * np.sin(_T)], axis=1)      # long and thin (oriented boxes, core)
+SHAPES = (SQUARE, CAR, WEDGE, DUNE)
 
 
 @pytest.fixture(scope="module")
@@ -116,15 +119,15 @@ def test_overlap_group_and_keep_out():
 
 
 def test_random_crowds_agree_with_shapely():
-    """Random crowds of squares, cars, wedges (no inner disc) and discs at any yaw, each new spot
-    nudged onto the gap's edge half the time: every answer is the reference's."""
+    """Random crowds of squares, cars, wedges (no inner disc), dunes and discs at any yaw, each new
+    spot nudged onto the gap's edge half the time: every answer is the reference's."""
     rng = np.random.default_rng(5)
-    shapes = [SQUARE, CAR, WEDGE]
+    shapes = list(SHAPES)
     for trial in range(40):
         gap = float(rng.choice([0.0, 20.0, 150.0]))
         placed = []
         for _ in range(12):
-            fp = shapes[int(rng.integers(3))]
+            fp = shapes[int(rng.integers(len(shapes)))]
             s = float(rng.uniform(0.5, 2.0))
             yaw = float(rng.choice([0.0, 90.0, -90.0, 180.0, rng.uniform(-180, 180)]))
             x, y = rng.uniform(-1500, 1500, size=2)
@@ -135,7 +138,7 @@ def test_random_crowds_agree_with_shapely():
                 placed.append((c, _radius(fp, s), int(rng.integers(2))))
         occ, old = _both(placed)
         for _ in range(60):
-            fp = shapes[int(rng.integers(3))]
+            fp = shapes[int(rng.integers(len(shapes)))]
             s = float(rng.uniform(0.5, 2.0))
             yaw = float(rng.choice([0.0, 90.0, rng.uniform(-180, 180)]))
             x, y = (float(v) for v in rng.uniform(-1500, 1500, size=2))
@@ -176,10 +179,17 @@ def test_zone_tests_agree_with_shapely():
                 assert pl.in_zones(c, radius, avoid, within) is want, (x, y, c.is_disc, avoid is fast)
 
 
+def _obb_polygon(o):
+    x, y, c, s, x0, y0, x1, y1 = o[:8]
+    local = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+    return shapely.polygons(local @ np.array([[c, s], [-s, c]]) + (x, y))
+
+
 def test_box_and_fill_bound_the_turned_footprint():
-    """A candidate's box holds its polygon and every point of the box is within ``fill`` of it."""
+    """A candidate's box holds its polygon and every point of the box is within ``fill`` of it;
+    the same for its oriented box; its core lies inside it."""
     rng = np.random.default_rng(9)
-    for fp in (SQUARE, CAR, WEDGE):
+    for fp in SHAPES:
         for yaw in [0.0, 90.0, -90.0, 180.0, 45.0] + list(rng.uniform(-180, 180, size=20)):
             c = _polygon_candidate(fp, 1234.5, -678.9, float(yaw), 1.7)
             x0, y0, x1, y1 = c.box
@@ -187,6 +197,12 @@ def test_box_and_fill_bound_the_turned_footprint():
             assert x0 <= gx0 + 1e-9 and y0 <= gy0 + 1e-9 and x1 >= gx1 - 1e-9 and y1 >= gy1 - 1e-9
             corners = [Point(px, py) for px in (x0, x1) for py in (y0, y1)]
             assert max(c.geom.distance(p) for p in corners) <= c.fill + 1e-9
+            obb = _obb_polygon(c.obb)
+            assert obb.buffer(1e-9).contains(c.geom)
+            assert max(c.geom.distance(Point(p)) for p in obb.exterior.coords) <= c.obb[8] + 1e-9
+            if c.core is not None:
+                assert c.geom.buffer(1e-9).contains(_obb_polygon(c.core))
+            assert (c.core is None) is (fp is WEDGE)     # the wedge's box shrunk about its centre leaves it
     assert math.isfinite(pl._Asset(CAR).fill) and pl._Asset(WEDGE).inner == 0.0
 
 
