@@ -45,6 +45,8 @@ WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
 
 def check_range(where: str, value: float, low: float, high: float) -> float:
     """``value`` as a float if finite and within ``[low, high]``, else ConfigError naming ``where``."""
+    if type(value) is float and low <= value <= high and math.isfinite(value):    # the common case
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ConfigError(f"{where}: expected a finite number, got {value!r}")
     if not low <= value <= high:

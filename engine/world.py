@@ -30,6 +30,10 @@ RGB = tuple[int, int, int]
 
 
 def _finite3(name: str, v: Iterable[float]) -> Vec3:
+    if type(v) is tuple and len(v) == 3:    # already three floats (every actor placed): as they are
+        x, y, z = v
+        if type(x) is float and type(y) is float and type(z) is float and math.isfinite(x + y + z):
+            return v    # a finite sum: none is inf or nan (an overflowing sum takes the long way)
     try:
         t = tuple(float(x) for x in v)
     except (TypeError, ValueError) as e:

@@ -64,6 +64,28 @@ def test_transform_validation():
     assert Transform(scale=(-1, 1, 1)).apply([[1, 0, 0]])[0, 0] == -1  # mirrors allowed
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_float_tuples_take_no_shortcut_past_validation(bad):
+    """Three plain floats skip the per-element conversion (most actors), never the checks: a
+    non-finite one is refused, in any place, with the same message; huge finite floats whose sum
+    overflows are still finite; ints and numpy floats become floats as before."""
+    from engine import limits
+    from engine.world import _finite3
+
+    for i in range(3):
+        v = [1.0, 2.0, 3.0]
+        v[i] = bad
+        with pytest.raises(ConfigError, match="location must be 3 finite"):
+            Transform(location=tuple(v))
+        with pytest.raises(ConfigError, match="expected a finite number"):
+            limits.check_range("x", bad, -math.inf, math.inf)
+    assert _finite3("v", (1e308, 1e308, 0.0)) == (1e308, 1e308, 0.0)
+    with pytest.raises(ConfigError, match="outside the allowed range"):
+        Transform(location=(1e308, 1e308, 0.0))
+    t = Transform(location=(1, np.float64(2.5), 3.0), scale=(np.float32(2.0), 1.0, 1.0))
+    assert t.location == (1.0, 2.5, 3.0) and all(type(v) is float for v in t.location + t.scale)
+
+
 def test_intrinsics_of_a_90_degree_camera():
     cam = Camera(fov_deg=90, width=640, height=480)
     assert cam.focal_px == pytest.approx(320.0)
