@@ -70,10 +70,12 @@ class Zone:
     __slots__ = ("geom", "rects", "_boundary")
 
     def __init__(self, rects=None, geom=None):
+        self.geom = zone_geometry(rects) if geom is None else geom
         self.rects = None if rects is None else [
             (float(min(r[0], r[2])), float(min(r[1], r[3])), float(max(r[0], r[2])), float(max(r[1], r[3])))
             for r in rects]
-        self.geom = zone_geometry(rects) if geom is None else geom
+        if self.rects is not None and (not self.rects or not all(map(math.isfinite, sum(self.rects, ())))):
+            self.rects = None   # no rectangle (an empty zone) or a non-finite one: shapely decides
         self._boundary = None
 
     @classmethod

@@ -185,6 +185,17 @@ def _obb_polygon(o):
     return shapely.polygons(local @ np.array([[c, s], [-s, c]]) + (x, y))
 
 
+def test_an_empty_zone_is_left_to_shapely():
+    """A zone with no rectangle: nothing is inside it, nothing touches it (shapely's answers)."""
+    c = pl.Candidate(10.0, 20.0, 0.0, 30.0)
+    old = ref.Candidate(c.x, c.y, c.yaw, c.pad, geom=c.geom)
+    empty = pl.zone_geometry([])
+    for avoid, within in ((pl.Zone([]), None), (None, pl.Zone([]))):
+        want = ref.in_zones(old, 30.0, empty if avoid else None, empty if within else None)
+        assert pl.in_zones(c, 30.0, avoid, within) is want
+    assert pl.Zone([]).rects is None and pl.Zone([[0, 0, math.inf, 1]]).rects is None
+
+
 def test_box_and_fill_bound_the_turned_footprint():
     """A candidate's box holds its polygon and every point of the box is within ``fill`` of it;
     the same for its oriented box; its core lies inside it."""
