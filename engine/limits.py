@@ -60,16 +60,36 @@ def check_world_field(section: str, name: str, value):
     return value if bounds is None else check_range(f"world.{section}.{name}", value, *bounds)
 
 
+def _floats_within(values, low: float, high: float, magnitude: bool = False) -> bool:
+    """Three plain floats (their absolute values with ``magnitude``) within the finite
+    ``[low, high]``, so finite too: nothing to report (every actor placed). Anything else, nan
+    included, takes the per-value checks and their messages."""
+    if type(values) is not tuple or len(values) != 3:
+        return False
+    x, y, z = values
+    if type(x) is not float or type(y) is not float or type(z) is not float:
+        return False
+    if magnitude:
+        x, y, z = abs(x), abs(y), abs(z)
+    return low <= x <= high and low <= y <= high and low <= z <= high
+
+
 def check_location(where: str, xyz) -> None:
+    if _floats_within(xyz, -MAX_COORD_CM, MAX_COORD_CM):
+        return
     for axis, v in zip("xyz", xyz):
         check_range(f"{where}.{axis}", v, -MAX_COORD_CM, MAX_COORD_CM)
 
 
 def check_rotation(where: str, pyr) -> None:
+    if _floats_within(pyr, -MAX_ANGLE_DEG, MAX_ANGLE_DEG):
+        return
     for axis, v in zip(("pitch", "yaw", "roll"), pyr):
         check_range(f"{where}.{axis}", v, -MAX_ANGLE_DEG, MAX_ANGLE_DEG)
 
 
 def check_scale(where: str, scale) -> None:
+    if _floats_within(scale, *SCALE_RANGE, magnitude=True):
+        return
     for axis, v in zip("xyz", scale):
         check_range(f"{where}.{axis} (absolute value)", abs(v), *SCALE_RANGE)

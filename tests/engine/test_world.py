@@ -6,6 +6,7 @@ nose towards +Z; fov is horizontal. Each expected value below can be checked on 
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -84,6 +85,16 @@ def test_float_tuples_take_no_shortcut_past_validation(bad):
         Transform(location=(1e308, 1e308, 0.0))
     t = Transform(location=(1, np.float64(2.5), 3.0), scale=(np.float32(2.0), 1.0, 1.0))
     assert t.location == (1.0, 2.5, 3.0) and all(type(v) is float for v in t.location + t.scale)
+    for where, kwargs in (("location.y", {"location": (0.0, 2.0e7, 0.0)}),
+                          ("scale.z (absolute value)", {"scale": (1.0, 1.0, -2.0e3)}),
+                          ("scale.x (absolute value)", {"scale": (1.0e-4, 1.0, 1.0)})):
+        with pytest.raises(ConfigError, match=re.escape(where) + ": .* is outside the allowed range"):
+            Transform(**kwargs)
+    with pytest.raises(ConfigError, match="rotation.roll: .* is outside the allowed range"):
+        Rotator(0.0, 0.0, 4.0e4)
+    with pytest.raises(ConfigError, match="rotation must be 3 finite"):
+        Rotator(0.0, bad, 0.0)
+    assert Transform(scale=(-2.0, 1.0, 1.0)).scale == (-2.0, 1.0, 1.0)     # mirrored: |scale| checked
 
 
 def test_intrinsics_of_a_90_degree_camera():
