@@ -101,6 +101,13 @@ class Lookahead:
         fut = self._futures.pop(key, None)
         return default if fut is None else fut.result()
 
+    def peek(self, key: Hashable):
+        """The result for ``key`` if it is ready (not removed), else None; never waits."""
+        fut = self._futures.get(key)
+        if fut is None or not fut.done() or fut.exception() is not None:
+            return None
+        return fut.result()
+
     def close(self) -> None:
         """Drop what was not taken (queued calls are cancelled, a running one is waited for)."""
         if self._pool is not None:

@@ -16,14 +16,24 @@ LABELLED = ("source", "target", "human")
 
 
 def sample_graph(lib, group, view, vis: dict, colors: dict, world: dict, extra: dict | None = None) -> dict:
-    key = ("graph_objects", tuple(colors.get(a.name, a.color) for a in group.actors))
-    if key not in group.regions:   # the scene's objects are the same in every sample of its group
-        group.regions[key] = [_object(lib, a, colors) for a in group.actors]
-    objs = list(group.regions[key]) + ([_object(lib, view.human.actor((0, 0, 0)), colors)] if view.human else [])
+    objs = group_objects(lib, group, colors) + ([_object(lib, view.human.actor((0, 0, 0)), colors)] if view.human else [])
     pixels = {n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
               for n, v in vis.items()}
     return scene_graph(objs, view.camera, world=world, visibility=pixels, extra=extra,
                        relate=[n for n in LABELLED if n in pixels])
+
+
+def group_objects(lib, group, colors: dict) -> list[SceneObject]:
+    """The scene group's objects with the server's instance colours ``colors``, each with its
+    camera-independent node computed (``static``): the same in every sample of the group, so
+    built once per group (``Session.make`` asks while the server counts a candidate's pixels)."""
+    key = ("graph_objects", tuple(tuple(colors.get(a.name, a.color)) for a in group.actors))
+    if key not in group.regions:
+        objs = [_object(lib, a, colors) for a in group.actors]
+        for o in objs:
+            o.static  # noqa: B018 - computed here, once per group (cached on the object)
+        group.regions[key] = objs
+    return list(group.regions[key])
 
 
 def _object(lib, actor, colors: dict) -> SceneObject:

@@ -30,6 +30,8 @@ from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from scenarios.background import BackgroundWriter
 from scenarios.lookahead import Lookahead, OnceCache, responsive
 from scenarios.sampling import Placed, sample_rng, visibility_failure
+from scenarios.sparrta.early import EarlyRequest
+from scenarios.sparrta.graph import group_objects, sample_graph
 from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config, resolve_units
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
@@ -102,9 +104,10 @@ def _make_all(session: "Session", units: list[Unit], todo: list[int], result: Sh
     with session.lookahead, responsive():
         for k, idx in enumerate(todo):
             unit, i = locate(units, idx)
-            session.want([locate(units, j) for j in todo[k + 1:k + 1 + LOOKAHEAD]])
+            upcoming = [locate(units, j) for j in todo[k + 1:k + 1 + LOOKAHEAD]]
+            session.want(upcoming)
             try:
-                rec = session.make(unit, i)
+                rec = session.make(unit, i, upcoming[0] if upcoming else None)
             except PlacementError as e:
                 result.failed[idx] = str(e)
                 result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
@@ -113,6 +116,7 @@ def _make_all(session: "Session", units: list[Unit], todo: list[int], result: Sh
             result.rejections = dict(Counter(result.rejections) + Counter(rec["rejections"]))
             if progress is not None:
                 progress(1)
+        session.settle()
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
@@ -183,6 +187,7 @@ class Session:
         self._colors: dict[str, tuple[int, int, int]] = {}
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
         self.lookahead = Lookahead(self._start_quietly)   # the next samples' first steps, while this one renders
+        self.early = EarlyRequest()   # the next sample's first visibility request, sent ahead (early.py)
 
     def env(self, name: str):
         if name not in self._envs:
@@ -223,10 +228,12 @@ class Session:
         scene, not by render history), so nothing here depends on earlier scenes.
         """
         if self._world != unit.env:
+            self.settle()
             self.client.set_world(self.env(unit.env).world)
             self._world, self._scene_key, self._sent_look = unit.env, None, None
         if self._scene_key == group.key:
             return
+        self.settle()
         self.client.reset()
         actors = list(group.actors)
         if group.viewpoint is not None:
@@ -242,10 +249,12 @@ class Session:
         it changes ``lit`` only, so the spawned scene stays."""
         sent = server_world(world)
         if sent != self._sent_look:
+            self.settle()
             self.client.set_world(sent)
             self._sent_look = sent
 
     def place_human(self, human) -> None:
+        self.settle()
         self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
 
     # ---- one sample ----------------------------------------------------------------------------
@@ -282,14 +291,17 @@ class Session:
         except Exception:  # noqa: BLE001 - make(unit, i) runs start again and raises it there
             return None
 
-    def make(self, unit: Unit, i: int) -> dict:
+    def make(self, unit: Unit, i: int, nxt: "tuple[Unit, int] | None" = None) -> dict:
         """Find a valid sample with index ``i``'s label, render it, write its files and record.
         Its first steps (:meth:`start`) come from the lookahead thread when :meth:`want` asked
         for them. While the server counts a candidate's pixels the next candidate is drawn (the
         draws the sequential loop would make, in the same order; one that is not needed is
-        dropped with its rejection counts): the server never waits for the sampler."""
+        dropped with its rejection counts): the server never waits for the sampler. ``nxt``: the
+        sample made next; its first visibility request is queued behind this one's render when
+        it needs no scene change (:meth:`_send_early`)."""
         cfg, env = self.cfg, self.env(unit.env)
-        ahead = self.lookahead.take((unit.env, unit.task, unit.triple_id, i)) or self.start(unit, i)
+        ahead_key = (unit.env, unit.task, unit.triple_id, i)
+        ahead = self.lookahead.take(ahead_key) or self.start(unit, i)
         st, self._look, rng = ahead.st, ahead.look, ahead.rng
         want, counts, renders = unit.label(i), Counter(), 0
         perceptual = unit.task == "ego" and getattr(env.sampling, "perceptual_check", True)
@@ -306,7 +318,6 @@ class Session:
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
             self.show(unit, group)
-            self.set_look(self._look)
             drawn = (ahead.view, ahead.unusable, ahead.counts) if attempt == 0 else None   # start()'s candidate
             for _ in range(cfg.max_render_tries):
                 view, unusable, seen = drawn if drawn is not None else draw(group)
@@ -314,14 +325,16 @@ class Session:
                 if unusable is not None:
                     counts["scene_unusable"] += 1
                     break
-                counted = self.visibility_async(view)   # the server counts pixels ...
+                counted = self.early.take(ahead_key, view) or self.visibility_async(view)   # the server counts pixels ...
                 drawn = draw(group)                      # ... while the next candidate is drawn
+                group_objects(self.shapes(unit.env).lib, group, self._colors)   # and the graph's per-group part
                 vis = counted()
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
                     images = self.render_sample(perceptual, want)   # sent: the server renders now
                     files = self.describe(unit, i, st, group, view, vis)
+                    self._send_early(nxt)
                     img = images()
                     if perceptual and ego_label_disagrees(want, img["object_mask"], img.get("depth"),
                                                           self._colors["source"], self._colors["target"]):
@@ -329,10 +342,33 @@ class Session:
                         continue
                     return self.write(unit, i, group, view, counts, renders, img, files)
                 counts[fail] += 1
+        self.settle()
         raise self._give_up(unit, i, want, counts)
+
+    # ---- the next sample's first visibility request, queued behind this sample's render --------
+    def _send_early(self, nxt: "tuple[Unit, int] | None") -> None:
+        """Queue the next sample's first visibility request now (scenarios/sparrta/early.py): only
+        when its first view is ready (lookahead) and needs no change of scene (same environment
+        and scene group, no figure to move: ego)."""
+        if nxt is None or not self.early.can_send():
+            return
+        u, j = nxt
+        key = (u.env, u.task, u.triple_id, j)
+        ahead = self.lookahead.peek(key)
+        if ahead is None or ahead.view is None or ahead.view.human is not None:
+            return
+        if self._world != u.env or self._scene_key != (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene):
+            return
+        view = ahead.view
+        self.early.send(key, view, lambda: self.client.visibility_async(0, ["source", "target"], camera=view.camera))
+
+    def settle(self) -> None:
+        """Read a queued early reply before anything else is sent (replies come back in order)."""
+        self.early.settle()
 
     def visibility_async(self, view):
         """Send the pixel counts of ``view``'s labelled objects; returns a function that waits for them."""
+        self.settle()
         names = ["source", "target"]
         if view.human is not None:
             self.place_human(view.human)
@@ -354,6 +390,8 @@ class Session:
         """Send the render of the accepted view (camera already set by ``visibility``); returns a
         function that waits for the images. The mask (and for front/back the depth) are also
         needed by the perceptual-consistency rule (they do not change the lit image)."""
+        self.settle()
+        self.set_look(self._look)   # only ``lit`` sees the look: visibility requests went before it
         cfg = self.cfg
         kinds = ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
             (("depth",) if cfg.depth or (perceptual and needs_depth(want)) else ())
@@ -367,7 +405,6 @@ class Session:
         colors = {n: self._colors[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors)
         params["world"] = self._look  # every drawn look value (issue 14 item 5)
-        from scenarios.sparrta.graph import sample_graph
         graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self._colors, server_world(self._look),
                              {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i})
         return {"files": files, "params": params, "graph": graph,

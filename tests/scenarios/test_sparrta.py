@@ -355,14 +355,23 @@ def test_each_sample_records_its_drawn_look(dataset):
 @pytest.mark.render
 def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     """Scene groups and first views prepared on the lookahead thread (scenarios/lookahead.py),
-    and next candidates drawn while the server counts pixels: the same bytes as preparing
+    next candidates drawn while the server counts pixels, the next sample's first visibility
+    request queued behind a render (scenarios/sparrta/early.py): the same bytes as preparing
     nothing ahead (a city: clutter, several scene groups, visibility retries)."""
+    from scenarios.sparrta.early import EarlyRequest
+
     cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}
-    outs = {}
+    outs, sent, send = {}, [], EarlyRequest.send
+
+    def counting_send(self, key, view, request):   # the real send, counted
+        sent.append(key)
+        return send(self, key, view, request)
+    monkeypatch.setattr(EarlyRequest, "send", counting_send)
     for depth in (0, 3):
         monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
         outs[depth] = tmp_path / f"ahead{depth}"
         generate(cfg, outs[depth], server=server.address, progress=False)
+        assert bool(sent) == (depth > 0)     # requests queued behind renders only with a lookahead
     assert tree_hashes(outs[0]) == tree_hashes(outs[3])
     records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
     assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
