@@ -234,13 +234,22 @@ class RenderClient:
 
     def set_poses(self, poses: dict[str, dict]) -> None:
         """``{name: {"location": (x,y,z), "rotation": Rotator|(p,y,r), "scale": ...}}``."""
+        self.set_poses_async(poses)()
+
+    def set_poses_async(self, poses: dict[str, dict]) -> Callable[[], None]:
+        """:meth:`set_poses`, split in two as :meth:`render_async` (one request on our server;
+        a stock server is answered at once): the returned function waits for the acknowledgement."""
         clean = {n: {k: _triple(v) for k, v in p.items() if v is not None} for n, p in poses.items()}
         if self.is_sceneforge:
-            self.text("vset /sceneforge/poses " + compact_json(clean))
-            return
+            reply = self.send("vset /sceneforge/poses " + compact_json(clean))
+
+            def acknowledged() -> None:
+                reply()
+            return acknowledged
         for name, pose in clean.items():
             for key, value in pose.items():
                 self.text(f"vset /object/{name}/{key} " + " ".join(f"{v:.6f}" for v in value))
+        return lambda: None
 
     def destroy(self, name: str) -> None:
         self.text(f"vset /object/{name}/destroy")

@@ -5,7 +5,8 @@ sample i+1's first candidate view is usually ready already (the lookahead thread
 scenarios/lookahead.py) and, three samples in four, it stands in the same scene group. Its pixel
 count request is then sent straight after the render request, so the server goes from one to the
 other while the client reads, checks and queues sample i's files, instead of idling until the
-client asks. Pixel counts depend on the scene and camera only (a sample's look — sun, sky, fog,
+client asks (an allo figure's pose request is queued before it). Pixel counts depend on the
+scene and camera only (a sample's look — sun, sky, fog,
 exposure — changes ``lit`` only, and is sent just before each render), so the reply is the one the
 sample would get when asking later: bytes never depend on it.
 

@@ -348,19 +348,27 @@ class Session:
     # ---- the next sample's first visibility request, queued behind this sample's render --------
     def _send_early(self, nxt: "tuple[Unit, int] | None") -> None:
         """Queue the next sample's first visibility request now (scenarios/sparrta/early.py): only
-        when its first view is ready (lookahead) and needs no change of scene (same environment
-        and scene group, no figure to move: ego)."""
+        when its first view is ready (lookahead) and needs no new scene (same environment and
+        scene group; an allo figure is moved by a pose request queued before it)."""
         if nxt is None or not self.early.can_send():
             return
         u, j = nxt
         key = (u.env, u.task, u.triple_id, j)
         ahead = self.lookahead.peek(key)
-        if ahead is None or ahead.view is None or ahead.view.human is not None:
+        if ahead is None or ahead.view is None:
             return
         if self._world != u.env or self._scene_key != (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene):
             return
         view = ahead.view
-        self.early.send(key, view, lambda: self.client.visibility_async(0, ["source", "target"], camera=view.camera))
+
+        def request():   # (allo) the figure's pose, then the counts: both queued, read in order
+            posed = self.client.set_poses_async({"human": {"location": view.human.location,
+                                                           "rotation": (0.0, view.human.yaw, 0.0)}}) \
+                if view.human is not None else (lambda: None)
+            counted = self.client.visibility_async(0, ["source", "target"] + (["human"] if view.human else []),
+                                                   camera=view.camera)
+            return lambda: (posed(), counted())[1]
+        self.early.send(key, view, request)
 
     def settle(self) -> None:
         """Read a queued early reply before anything else is sent (replies come back in order)."""
