@@ -131,6 +131,21 @@ def _static_node(obj: SceneObject) -> tuple[dict, dict, np.ndarray]:
     return head, {"corners": corners, "texts": texts}, centre
 
 
+def recolored(obj: SceneObject, color) -> SceneObject:
+    """``obj`` with another instance colour, its camera-independent node derived from ``obj``'s
+    (only the colour differs) instead of computed again: a scenario can prepare its objects'
+    nodes before the server has told it their colours (sparrta ``graph.group_objects``)."""
+    from dataclasses import replace
+
+    out = SceneObject(replace(obj.actor, color=tuple(color)), obj.cls, obj.size_cm, obj.role)
+    head, static, centre = obj.static
+    color = list(out.actor.color)
+    out.__dict__["static"] = ({**head, "color": color},
+                              {**static, "texts": {**static["texts"], "color": nested_json(color, _NODE_LEVEL + 1)}},
+                              centre)
+    return out
+
+
 def object_node(i: int, obj: SceneObject, cam: Camera, vis: Mapping | None) -> dict:
     return _object_nodes([obj], cam, {obj.name: vis} if vis is not None else {}, first_id=i)[0]
 

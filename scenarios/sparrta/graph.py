@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scenarios.scene_graph import SceneObject, scene_graph
+from scenarios.scene_graph import SceneObject, recolored, scene_graph
 
 LABELLED = ("source", "target", "human")
 
@@ -23,16 +23,23 @@ def sample_graph(lib, group, view, vis: dict, colors: dict, world: dict, extra: 
                        relate=[n for n in LABELLED if n in pixels])
 
 
-def group_objects(lib, group, colors: dict) -> list[SceneObject]:
-    """The scene group's objects with the server's instance colours ``colors``, each with its
-    camera-independent node computed (``static``): the same in every sample of the group, so
-    built once per group (``Session.make`` asks while the server counts a candidate's pixels)."""
+def group_objects(lib, group, colors: dict | None = None) -> list[SceneObject]:
+    """The scene group's objects, each with its camera-independent node computed (``static``):
+    the same in every sample of the group, so computed once per group. Without ``colors`` (the
+    lookahead thread, ``Session.group``, before the server has spawned the group) with the
+    actors' own colours; with the server's instance colours ``colors`` (describing a sample)
+    derived from those (``scene_graph.recolored``: only the colour entry differs)."""
+    base = group.regions.get("graph_objects")
+    if base is None:
+        base = [_object(lib, a, {}) for a in group.actors]
+        for o in base:
+            o.static  # noqa: B018 - computed here, once per group (cached on the object)
+        group.regions["graph_objects"] = base
+    if colors is None:
+        return list(base)
     key = ("graph_objects", tuple(tuple(colors.get(a.name, a.color)) for a in group.actors))
     if key not in group.regions:
-        objs = [_object(lib, a, colors) for a in group.actors]
-        for o in objs:
-            o.static  # noqa: B018 - computed here, once per group (cached on the object)
-        group.regions[key] = objs
+        group.regions[key] = [o if tuple(o.actor.color) == c else recolored(o, c) for o, c in zip(base, key[1])]
     return list(group.regions[key])
 
 

@@ -217,6 +217,7 @@ class Session:
                                 env.ground, clutter)
             if unit.task == "allo":  # drawn after the placement, from the same group RNG
                 group.viewpoint = self.shapes(unit.env).pick(rng, unit.viewpoint_class)
+            group_objects(lib, group)   # the scene graph's per-group part (graph.py), off the render loop
             return group
         return self._groups.get(key, build)
 
@@ -327,7 +328,6 @@ class Session:
                     break
                 counted = self.early.take(ahead_key, view) or self.visibility_async(view)   # the server counts pixels ...
                 drawn = draw(group)                      # ... while the next candidate is drawn
-                group_objects(self.shapes(unit.env).lib, group, self._colors)   # and the graph's per-group part
                 vis = counted()
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)

@@ -118,3 +118,21 @@ def test_one_object_node_is_the_node_of_the_batch():
     g = scene_graph(objs, CAM, visibility=vis)
     assert object_node(1, objs[1], CAM, vis["b"]) == g["objects"][1]
     assert object_node(0, objs[0], CAM, None) == g["objects"][0]
+
+
+def test_a_recoloured_object_is_the_object_made_with_that_colour():
+    """``recolored`` derives the new colour's node from the old one (sparrta prepares nodes before
+    the server names the colours): same node, same cached text, same graph bytes."""
+    from scenarios.scene_graph import graph_json, recolored
+
+    old = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=(k, 2, 3))
+           for k in range(4)]
+    new_colors = [(200, 10 + k, 7) for k in range(4)]
+    derived = [recolored(o, c) for o, c in zip(old, new_colors)]
+    fresh = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=c)
+             for k, c in enumerate(new_colors)]
+    for d, f in zip(derived, fresh):
+        assert d == f and d.static[0] == f.static[0] and d.static[1]["texts"] == f.static[1]["texts"]
+        assert np.array_equal(d.static[1]["corners"], f.static[1]["corners"])
+    assert graph_json(scene_graph(derived, CAM)) == graph_json(scene_graph(fresh, CAM))
+    assert graph_json(scene_graph(derived, CAM)) != graph_json(scene_graph(old, CAM))
