@@ -117,6 +117,14 @@ def resample_batched(draw_batch: Callable[[np.random.Generator, int], Sequence],
                          rule=rule, tries=max_tries, rejections=dict(local))
 
 
+# A projected extent of E px covers at most floor(E) + 1 pixel centres, so a mask box of
+# ``min_px`` pixels needs E >= min_px - 1: the geometric screens (small_projection, too_far, the
+# camera region) reject only below that. Comparing E with min_px itself rejected views whose mask
+# just passes (measured: 19 of 59 views of a box-shaped building with E in [11, 12) render a
+# 12-px mask box; tests/scenarios/test_sampling.py).
+RASTER_SLACK_PX = 1.0
+
+
 def screen_aimed_cameras(eyes: np.ndarray, aim: Sequence[float], fov_deg: float, size: int,
                          prisms: Sequence[np.ndarray], margin_px: float, min_px: float, near_cm: float = 10.0,
                          slack_px: float = 1e-6) -> list[str | None]:
@@ -144,7 +152,7 @@ def screen_aimed_cameras(eyes: np.ndarray, aim: Sequence[float], fov_deg: float,
     small = np.zeros(len(eyes), bool)
     for a, b in zip(ends[:-1], ends[1:]):
         ext = np.maximum(u[:, a:b].max(axis=1) - u[:, a:b].min(axis=1), v[:, a:b].max(axis=1) - v[:, a:b].min(axis=1))
-        small |= ext < min_px - slack_px                            # NaN (behind the eye) compares False: kept
+        small |= ext < min_px - RASTER_SLACK_PX - slack_px          # NaN (behind the eye) compares False: kept
     lo, hi = margin_px - slack_px, size - margin_px + slack_px
     outside = np.any(depth <= near_cm - slack_px, axis=1) | np.any((u < lo) | (u > hi) | (v < lo) | (v > hi), axis=1)
     for k in np.flatnonzero(small | outside):
@@ -310,7 +318,8 @@ def in_frame(objects: Iterable[Placed], margin_px: float, near_cm: float = 10.0)
 
 
 def big_enough(objects: Iterable[Placed], min_px: float) -> Callable[[Camera], bool]:
-    """Rule: each object's projected footprint prism spans at least ``min_px`` (longest edge).
+    """Rule: each object's projected footprint prism spans at least ``min_px - RASTER_SLACK_PX``
+    (longest edge): what a mask box of ``min_px`` pixels needs.
 
     The prism's box bounds the rendered silhouette's box from above, so this never rejects a view
     the mask-based ``too_small`` rule would keep; it only saves renders.
@@ -320,7 +329,7 @@ def big_enough(objects: Iterable[Placed], min_px: float) -> Callable[[Camera], b
     def ok(cam: Camera) -> bool:
         for pts in prisms:
             uv, _ = cam.project(pts)
-            if np.max(uv.max(axis=0) - uv.min(axis=0)) < min_px:
+            if np.max(uv.max(axis=0) - uv.min(axis=0)) < min_px - RASTER_SLACK_PX:
                 return False
         return True
     return ok
@@ -345,7 +354,7 @@ def projection_rules(objects: Iterable[Placed], margin_px: float, min_px: float,
         uv, _ = project(cam)
         for a, b in zip(ends[:-1], ends[1:]):
             seg = uv[a:b]
-            if np.max(seg.max(axis=0) - seg.min(axis=0)) < min_px:
+            if np.max(seg.max(axis=0) - seg.min(axis=0)) < min_px - RASTER_SLACK_PX:
                 return False
         return True
 

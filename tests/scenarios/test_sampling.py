@@ -1,4 +1,5 @@
 """Each sampler and predicate of scenarios.sampling, on hand-built geometry."""
+import math
 from collections import Counter
 
 import numpy as np
@@ -143,3 +144,41 @@ def test_visibility_failure():
     assert visibility_failure({"a": PixelCount(0, 100, None)}, ["a"], 0.8, 10) == "occluded"   # hidden behind
     assert visibility_failure({"a": PixelCount(0, 0, None)}, ["a"], 0.8, 10) == "not_visible"
     assert visibility_failure({"a": good}, ["a", "b"], 0.8, 10) == "not_visible"
+
+
+@pytest.mark.render
+def test_a_prism_under_min_px_can_render_a_min_px_mask_box_and_the_screens_keep_it(server):
+    """A box-shaped building whose prism projects to E in [11, 12) px renders a 12-px mask box
+    (E px cover up to floor(E) + 1 pixel centres): the geometric screens must keep such views
+    for the mask rule (``min_bbox_px`` = 12) to decide — they reject only E < 11."""
+    from assets_manifest import AssetLibrary
+    from engine.client import RenderClient
+    from scenarios.conditioned import max_useful_distance
+    from scenarios.sampling import aimed_camera, projection_rules, screen_aimed_cameras
+
+    lib = AssetLibrary.default()
+    aid = "proc_building_a"
+    shape = AssetShape(aid, "building", np.asarray(lib.footprint(aid), float), float(lib.size_cm(aid)[2]))
+    box = Placed("box", shape, 0.0, 0.0, 0.0, 0.0)
+    found = []
+    with RenderClient(server.address) as c:
+        c.reset()
+        c.spawn([box.actor((255, 0, 0))])
+        for k, d in enumerate(np.linspace(25000.0, 27500.0, 60)):
+            cam = aimed_camera(-d, 20.0 * (k % 7), 300.0 + 50.0 * (k % 5), tuple(box.centre()), 60.0, 224)
+            uv, _ = cam.project(box.corners())
+            extent = max(np.ptp(uv[:, 0]), np.ptp(uv[:, 1]))
+            if not 11.0 <= extent < 12.0:
+                continue
+            bbox = c.visibility(0, ["box"], camera=cam)["box"].bbox
+            if bbox is not None and max(bbox[2] - bbox[0] + 1, bbox[3] - bbox[1] + 1) >= 12:
+                found.append((d, cam))
+        c.reset()
+    assert found, "no view with a prism under 12 px and a 12-px mask box: widen the distance sweep"
+    rules = dict(projection_rules([box], 4.48, 12.0))
+    (cx, cy), dmax = max_useful_distance(box.corners(), 12.0, 60.0, 224, 224)
+    for d, cam in found:
+        assert big_enough([box], 12.0)(cam) and rules["small_projection"](cam)
+        eye = np.array([cam.location])
+        assert screen_aimed_cameras(eye, box.centre(), 60.0, 224, [box.corners()], 4.48, 12.0) == [None]
+        assert math.hypot(cam.location[0] - cx, cam.location[1] - cy) <= dmax
