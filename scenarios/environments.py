@@ -28,7 +28,8 @@ from core.paths import check_component
 from engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
 from engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
 from scenarios.look import LookRandomization
-from scenarios.placement import Occupancy, Site, footprint_radius, ground_z_under, pick_variants, place_group
+from scenarios.occupancy import Occupancy
+from scenarios.placement import Site, footprint_radius, ground_z_under, pick_variants, place_group
 
 ENVS_DIR = Path(__file__).parent / "envs"
 CLUTTER_COLOR_BASE = 1000   # instance_color index offset for clutter (labelled objects use 0..)

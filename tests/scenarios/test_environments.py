@@ -185,7 +185,7 @@ def test_env_world_and_clutter_through_the_render_server(render_client):
 
 
 def _world_footprint(lib, actor):
-    from scenarios.placement import footprint_polygon
+    from scenarios.placement_bounds import footprint_polygon
 
     x, y, _ = actor.transform.location
     return footprint_polygon(lib.footprint(actor.asset_id), actor.transform.scale[0], x, y, actor.transform.rotation.yaw)
@@ -196,7 +196,7 @@ def test_city_zoning_keeps_roads_clear_and_lines_the_streets(library):
     """On the generated geometry: no building, lamp post, bench, tree... footprint touches a road
     (only the parked cars stand on it, in the kerb lane), furniture stands on the sidewalks, and
     most buildings face a street with their front on the frontage line."""
-    from scenarios.placement import zone_geometry
+    from scenarios.zones import zone_geometry
 
     lib = AssetLibrary.procedural() if library == "procedural" else AssetLibrary.default()
     env = load_env("city", library=lib)
@@ -243,7 +243,7 @@ def test_every_group_keeps_its_zones_and_ring(name, lib):
     says ``overlap`` (the desert's dunes)."""
     from shapely.ops import unary_union
 
-    from scenarios.placement import zone_geometry
+    from scenarios.zones import zone_geometry
 
     env = load_env(name, library=lib)
     zones = {k: zone_geometry(v) for k, v in env.spec.zones.items()}

@@ -14,8 +14,11 @@ from shapely.geometry import Point
 
 from assets_manifest import AssetLibrary
 import reference_placement as ref     # tests/scenarios is on sys.path (as for reference_sampler)
-from scenarios import placement as pl
 from scenarios.environments import list_envs, load_env
+from scenarios.occupancy import Occupancy
+from scenarios.placement import Line
+from scenarios.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
+from scenarios.zones import Zone, in_zones, zone_geometry
 
 SQUARE = np.array([[-50.0, -50.0], [50.0, -50.0], [50.0, 50.0], [-50.0, 50.0]])    # 1 m, origin at its centre
 CAR = np.array([[-225.0, -70.0], [-200.0, -90.0], [200.0, -90.0], [225.0, -70.0],      # rounded corners
@@ -46,15 +49,15 @@ def test_clutter_is_the_reference_placement_draw_for_draw(name, lib):
 
 
 def _polygon_candidate(footprint, x, y, yaw, scale=1.0):
-    asset = pl._Asset(footprint)
-    shapes = pl._Footprints(asset, scale)
-    return pl.Candidate(x, y, yaw, 0.0, inner=(x, y, asset.inner * scale) if asset.inner > 0 else None,
+    asset = AssetFootprint(footprint)
+    shapes = ScaledFootprint(asset, scale)
+    return Candidate(x, y, yaw, 0.0, inner=(x, y, asset.inner * scale) if asset.inner > 0 else None,
                         shapes=shapes)
 
 
 def _both(placed, keep_out=()):
     """The same objects in the production Occupancy and in the reference one."""
-    occ, old = pl.Occupancy(keep_out), ref.Occupancy(keep_out)
+    occ, old = Occupancy(keep_out), ref.Occupancy(keep_out)
     for c, radius, group in placed:
         occ.add_candidate(c, radius, group)
         old.add(c.geom, c.pad, c.x, c.y, radius, group)
@@ -62,7 +65,7 @@ def _both(placed, keep_out=()):
 
 
 def _radius(footprint, scale=1.0):
-    return pl._Asset(footprint).radius * scale
+    return AssetFootprint(footprint).radius * scale
 
 
 def _agree(occ, old, c, radius, gap, overlap=None):
@@ -88,13 +91,13 @@ def test_squares_at_the_gap(delta):
 def test_discs_at_the_gap(delta):
     """Discs (padded points) whose rims are ``gap + delta`` apart, and a disc by a square."""
     gap, r = 50.0, 120.0
-    occ, old = _both([(pl.Candidate(0.0, 0.0, 0.0, r), r, 0)])
-    c = pl.Candidate(2 * r + gap + delta, 0.0, 0.0, r)
+    occ, old = _both([(Candidate(0.0, 0.0, 0.0, r), r, 0)])
+    c = Candidate(2 * r + gap + delta, 0.0, 0.0, r)
     assert _agree(occ, old, c, r, gap) is (delta >= 0)
     d = (2 * r + gap + delta) / math.sqrt(2.0)                  # the same along the diagonal
-    _agree(occ, old, pl.Candidate(d, d, 0.0, r), r, gap)
+    _agree(occ, old, Candidate(d, d, 0.0, r), r, gap)
     occ, old = _both([(_polygon_candidate(SQUARE, 0.0, 0.0, 0.0), _radius(SQUARE), 0)])
-    c = pl.Candidate(50.0 + r + gap + delta, 0.0, 0.0, r)
+    c = Candidate(50.0 + r + gap + delta, 0.0, 0.0, r)
     assert _agree(occ, old, c, r, gap) is (delta >= 0)
 
 
@@ -132,7 +135,7 @@ def test_random_crowds_agree_with_shapely():
             yaw = float(rng.choice([0.0, 90.0, -90.0, 180.0, rng.uniform(-180, 180)]))
             x, y = rng.uniform(-1500, 1500, size=2)
             if rng.random() < 0.3:
-                placed.append((pl.Candidate(float(x), float(y), 0.0, 60.0 * s), 60.0 * s, int(rng.integers(2))))
+                placed.append((Candidate(float(x), float(y), 0.0, 60.0 * s), 60.0 * s, int(rng.integers(2))))
             else:
                 c = _polygon_candidate(fp, float(x), float(y), yaw, s)
                 placed.append((c, _radius(fp, s), int(rng.integers(2))))
@@ -143,7 +146,7 @@ def test_random_crowds_agree_with_shapely():
             yaw = float(rng.choice([0.0, 90.0, rng.uniform(-180, 180)]))
             x, y = (float(v) for v in rng.uniform(-1500, 1500, size=2))
             disc = rng.random() < 0.3
-            c = pl.Candidate(x, y, 0.0, 60.0 * s) if disc else _polygon_candidate(fp, x, y, yaw, s)
+            c = Candidate(x, y, 0.0, 60.0 * s) if disc else _polygon_candidate(fp, x, y, yaw, s)
             if rng.random() < 0.5:      # slide it along x until it is exactly ``gap`` from its nearest
                 others = shapely.distance(c.geom, np.array([p.geom for p, _, _ in placed], dtype=object))
                 k = int(np.argmin(others - np.array([p.pad for p, _, _ in placed])))
@@ -151,7 +154,7 @@ def test_random_crowds_agree_with_shapely():
                 if d > 0:
                     step = -d if placed[k][0].x > x else d
                     x += step + float(rng.choice([0.0, 1e-9, -1e-9, 1e-5]))
-                    c = pl.Candidate(x, y, 0.0, 60.0 * s) if disc else _polygon_candidate(fp, x, y, yaw, s)
+                    c = Candidate(x, y, 0.0, 60.0 * s) if disc else _polygon_candidate(fp, x, y, yaw, s)
             radius = 60.0 * s if disc else _radius(fp, s)
             _agree(occ, old, c, radius, gap, int(rng.integers(3)) if rng.random() < 0.3 else None)
 
@@ -160,7 +163,7 @@ def test_zone_tests_agree_with_shapely():
     """in_zones with the rectangles' shortcuts gives the answer of shapely alone, for spots deep
     inside, far outside, on the edges, across the seam of two touching rectangles and at a corner."""
     rects = [[0, 0, 1000, 400], [1000, 0, 1400, 400], [0, 400, 400, 1400]]   # an L, one seam inside it
-    fast, exact = pl.Zone(rects), pl.Zone(geom=pl.zone_geometry(rects))
+    fast, exact = Zone(rects), Zone(geom=zone_geometry(rects))
     rng = np.random.default_rng(2)
     spots = [(x, y) for x in (-30.0, 0.0, 1e-9, 30.0, 200.0, 370.0, 400.0, 430.0, 1000.0, 1370.0, 1400.0, 1430.0)
              for y in (-30.0, 0.0, 30.0, 200.0, 370.0, 400.0, 430.0, 1370.0, 1400.0)]
@@ -169,14 +172,14 @@ def test_zone_tests_agree_with_shapely():
     spots += [(1370.0 + e, 200.0) for e in (-1e-9, 1e-9)] + [(200.0, 1370.0 + e) for e in (-1e-9, 1e-9)]
     spots += [tuple(float(v) for v in rng.uniform(-300, 1700, size=2)) for _ in range(300)]
     for x, y in spots:
-        for c, radius in ((pl.Candidate(x, y, 0.0, 30.0), 30.0), (pl.Candidate(x, y, 0.0, 0.0), 0.0),
+        for c, radius in ((Candidate(x, y, 0.0, 30.0), 30.0), (Candidate(x, y, 0.0, 0.0), 0.0),
                           (_polygon_candidate(SQUARE, x, y, 0.0, 0.6), _radius(SQUARE, 0.6)),
                           (_polygon_candidate(CAR, x, y, 33.0, 0.5), _radius(CAR, 0.5)),
                           (_polygon_candidate(WEDGE, x, y, 90.0), _radius(WEDGE))):
             old = ref.Candidate(c.x, c.y, c.yaw, c.pad, geom=c.geom)
             for avoid, within in ((fast, None), (None, fast)):
                 want = ref.in_zones(old, radius, exact.geom if avoid else None, exact.geom if within else None)
-                assert pl.in_zones(c, radius, avoid, within) is want, (x, y, c.is_disc, avoid is fast)
+                assert in_zones(c, radius, avoid, within) is want, (x, y, c.is_disc, avoid is fast)
 
 
 def _obb_polygon(o):
@@ -187,13 +190,13 @@ def _obb_polygon(o):
 
 def test_an_empty_zone_is_left_to_shapely():
     """A zone with no rectangle: nothing is inside it, nothing touches it (shapely's answers)."""
-    c = pl.Candidate(10.0, 20.0, 0.0, 30.0)
+    c = Candidate(10.0, 20.0, 0.0, 30.0)
     old = ref.Candidate(c.x, c.y, c.yaw, c.pad, geom=c.geom)
-    empty = pl.zone_geometry([])
-    for avoid, within in ((pl.Zone([]), None), (None, pl.Zone([]))):
+    empty = zone_geometry([])
+    for avoid, within in ((Zone([]), None), (None, Zone([]))):
         want = ref.in_zones(old, 30.0, empty if avoid else None, empty if within else None)
-        assert pl.in_zones(c, 30.0, avoid, within) is want
-    assert pl.Zone([]).rects is None and pl.Zone([[0, 0, math.inf, 1]]).rects is None
+        assert in_zones(c, 30.0, avoid, within) is want
+    assert Zone([]).rects is None and Zone([[0, 0, math.inf, 1]]).rects is None
 
 
 def test_box_and_fill_bound_the_turned_footprint():
@@ -214,13 +217,13 @@ def test_box_and_fill_bound_the_turned_footprint():
             if c.core is not None:
                 assert c.geom.buffer(1e-9).contains(_obb_polygon(c.core))
             assert (c.core is None) is (fp is WEDGE)     # the wedge's box shrunk about its centre leaves it
-    assert math.isfinite(pl._Asset(CAR).fill) and pl._Asset(WEDGE).inner == 0.0
+    assert math.isfinite(AssetFootprint(CAR).fill) and AssetFootprint(WEDGE).inner == 0.0
 
 
 def test_line_draws_the_same_points():
     """Line.draw in plain floats: the same point, direction and side as the vector form."""
     segs = [[950, 950, 9000, 950], [9000, -950, 950, -950], [-950, 950, -950, 9000], [0, 0, 3000, 1733]]
-    line, old = pl.Line(segs), ref.Line(segs)
+    line, old = Line(segs), ref.Line(segs)
     a, b = np.random.default_rng(1), np.random.default_rng(1)
     for _ in range(500):
         p, d, n = line.draw(a)
