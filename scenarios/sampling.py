@@ -163,12 +163,23 @@ def screen_aimed_cameras(eyes: np.ndarray, aim: Sequence[float], fov_deg: float,
 # --- placed objects ---------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class AssetShape:
-    """What placement needs to know about an asset: footprint polygon (local XY, cm) and height."""
+    """What placement needs to know about an asset: footprint polygon (local XY, cm) and height;
+    optionally ``silhouette()``: local points whose hull holds everything drawn for it
+    (scenarios/silhouette.py), computed on first use."""
 
     asset_id: str
     cls: str
     footprint: np.ndarray
     height: float
+    silhouette: Callable[[], np.ndarray] | None = None
+
+    def drawable(self) -> np.ndarray | None:
+        """``silhouette()``, computed once (None when the shape has none)."""
+        if self.silhouette is None:
+            return None
+        if "_drawable" not in self.__dict__:
+            object.__setattr__(self, "_drawable", np.asarray(self.silhouette(), float))
+        return self.__dict__["_drawable"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -200,6 +211,15 @@ class Placed:
         lo = np.column_stack([fp, np.full(len(fp), self.z)])
         hi = np.column_stack([fp, np.full(len(fp), self.z + self.shape.height)])
         return np.vstack([lo, hi])
+
+    def drawable_world(self) -> np.ndarray | None:
+        """The shape's silhouette points (``AssetShape.drawable``) at this pose, or None."""
+        pts = self.shape.drawable()
+        if pts is None:
+            return None
+        c, s = math.cos(math.radians(self.yaw)), math.sin(math.radians(self.yaw))
+        return np.column_stack([pts[:, 0] * c - pts[:, 1] * s + self.x, pts[:, 0] * s + pts[:, 1] * c + self.y,
+                                pts[:, 2] + self.z])
 
     def centre(self) -> np.ndarray:
         return np.array([self.x, self.y, self.z + self.shape.height / 2.0])

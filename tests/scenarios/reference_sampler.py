@@ -3,7 +3,8 @@ label-conditioned proposals (issue 19), kept verbatim as the reference distribut
 
 ``tests/scenarios/test_conditioned.py`` draws many samples from this and from
 ``scenarios.sparrta.scene`` on the same scene and checks, marginal by marginal, that they have
-the same distribution. Only the draws differ; the rules are the production ones.
+the same distribution. Only the draws differ; the rules are the production ones (the
+silhouette bound of ``scenarios.silhouette`` included, added with it on 2026-11-25).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections import Counter
 import numpy as np
 
 from scenarios.relations import angle_and_cross
+from scenarios.silhouette import certainly_too_small
 from scenarios.sampling import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, standing, sample_camera, sample_object, within_distance)
 from scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, OBJECT_GAP_CM, View
@@ -38,7 +40,9 @@ def reference_view(rng, group, task: str, want: str, st, ground, human_shape, co
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
     rules += [("camera_clear", camera_clear(objects + group.clutter, CAMERA_CLEARANCE_CM)),
               ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
-              ("small_projection", big_enough(objects, st.min_bbox_px))]
+              ("small_projection", big_enough(objects, st.min_bbox_px)),
+              ("small_projection", lambda c: not any(certainly_too_small(o.drawable_world(), c, st.min_bbox_px)
+                                                     for o in objects if o.shape.drawable() is not None))]
     centroid = np.mean([o.centre() for o in objects], axis=0)
     base_z = float(np.mean([o.z for o in objects]))
     cam = resample_while(

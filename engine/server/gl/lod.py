@@ -39,9 +39,7 @@ import math
 
 import numpy as np
 
-LOD_RATIO = 4               # triangles of level k+1 ≈ triangles of level k / LOD_RATIO
-MAX_LEVEL = 3
-MIN_TRIANGLES = 300         # no level below this many triangles (smaller meshes have no levels)
+from core.lod_levels import LOD_RATIO, MAX_LEVEL, MIN_TRIANGLES, budget  # noqa: F401 - the levels' budgets
 TRIANGLES_PER_PX2 = 0.5     # wanted density over the projected bounding disc (a silhouette covers
                             # roughly half of its disc: ~2 triangles per covered pixel)
 SHADOW_TRIANGLES_PER_TEXEL2 = 0.1  # shadow casters: a shadow is a filtered silhouette seen at a slant
@@ -85,11 +83,6 @@ def _level(n_triangles: int, r_px: float, density: float) -> int:
     if n_triangles <= need * LOD_RATIO:
         return 0
     return int(min(MAX_LEVEL, math.floor(math.log(n_triangles / need) / math.log(LOD_RATIO))))
-
-
-def budget(n_triangles: int, level: int) -> int:
-    """Nominal triangle count of ``level`` (what the decimation is asked for)."""
-    return max(MIN_TRIANGLES, int(round(n_triangles / LOD_RATIO ** level)))
 
 
 def levels(n_triangles: np.ndarray, r_px: np.ndarray, density: float) -> np.ndarray:

@@ -1,0 +1,97 @@
+"""The silhouette bound (scenarios/silhouette.py): the hull of every level the server may draw
+holds each level, and a view it calls too small renders a mask box under ``min_bbox_px``."""
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import ConvexHull
+
+from assets_manifest import AssetLibrary
+from core.lod_levels import MAX_LEVEL, budget
+from scenarios.sampling import AssetShape, Placed, aimed_camera
+from scenarios.silhouette import IMPOSTOR_MARGIN, certainly_too_small, drawable_points
+
+ASSETS = ("proc_bear", "proc_human_man", "proc_street_crossing")   # levels, a thin figure, foliage levels
+
+
+def _inside(points: np.ndarray, hull_pts: np.ndarray, tol: float = 1e-6) -> bool:
+    eq = ConvexHull(hull_pts).equations
+    return bool(np.all(points @ eq[:, :3].T + eq[:, 3] <= tol * (1.0 + np.abs(points).max())))
+
+
+def test_the_hull_holds_every_level_and_the_impostor_cards():
+    lib = AssetLibrary.procedural()
+    for aid in ASSETS:
+        hull = drawable_points(lib, aid)
+        full = lib.mesh(aid)
+        assert _inside(np.asarray(full.vertices, float), hull), aid
+        foliage = False
+        for level in range(1, MAX_LEVEL + 1):
+            b = budget(full.n_triangles, level)
+            if b < full.n_triangles:
+                lv = lib.mesh_lod(aid, b)
+                assert _inside(np.asarray(lv.vertices, float), hull), (aid, level)
+                foliage |= bool(lv.meta.get("foliage"))
+        if foliage:   # the impostor's card corners (gl/impostor.py: 1.02x the extent around the box centre)
+            v = np.asarray(full.vertices, float)
+            c, hz = (v.min(0) + v.max(0)) / 2, 1.02 * (v.max(0)[2] - v.min(0)[2]) / 2
+            for th in np.pi * np.arange(4) / 4:
+                u = np.array([np.cos(th), np.sin(th), 0.0])
+                hx = 1.02 * np.max(np.abs((v - c) @ u))
+                corners = np.array([c + a * hx * u + [0, 0, b * hz] for a in (-1, 1) for b in (-1, 1)])
+                assert _inside(corners, hull), (aid, th)
+    assert IMPOSTOR_MARGIN > 1.02
+
+
+def test_a_view_called_too_small_renders_a_mask_box_under_min_px(server):
+    """Views swept across the threshold for a few assets and poses: whenever the bound says
+    "certainly under 12 px" the rendered mask box (the drawn level's) is under 12 px."""
+    from engine.client import RenderClient
+
+    lib = AssetLibrary.default()
+    checked = 0
+    with RenderClient(server.address) as c:
+        for k, aid in enumerate(ASSETS):
+            shape = AssetShape(aid, "x", np.asarray(lib.footprint(aid), float), float(lib.size_cm(aid)[2]),
+                               silhouette=lambda aid=aid: drawable_points(lib, aid))
+            obj = Placed("obj", shape, 0.0, 0.0, 0.0, 37.0 * k)
+            c.reset()
+            c.spawn([obj.actor((255, 0, 0))])
+            pts = obj.drawable_world()
+            for j, d in enumerate(np.geomspace(800.0, 40000.0, 60)):
+                cam = aimed_camera(-d * np.cos(0.3 * j), d * np.sin(0.3 * j), 150.0 + 40.0 * (j % 9),
+                                   tuple(obj.centre()), 60.0, 224)
+                if not certainly_too_small(pts, cam, 12.0):
+                    continue
+                checked += 1
+                bbox = c.visibility(0, ["obj"], camera=cam)["obj"].bbox
+                span = 0 if bbox is None else max(bbox[2] - bbox[0] + 1, bbox[3] - bbox[1] + 1)
+                assert span < 12, (aid, d, span)
+        c.reset()
+    assert checked > 30, checked
+
+
+def test_the_bound_is_tighter_than_the_footprint_prism():
+    """A ball (footprint: a disc; prism: a cylinder) seen from above at 45 degrees: the prism's
+    box is ~1.4x the ball's, so views the prism screen must keep are settled here."""
+    import trimesh
+
+    from core.meshes import RenderMesh
+
+    ball = trimesh.creation.icosphere(subdivisions=3, radius=50.0)
+    v = np.asarray(ball.vertices) + [0.0, 0.0, 50.0]
+
+    class Lib:   # a library of one mesh (no levels of detail)
+        def mesh(self, asset_id):
+            return RenderMesh(v, ball.faces, np.full((len(v), 3), 128, np.uint8))
+    fp = v[ConvexHull(v[:, :2]).vertices][:, :2]
+    obj = Placed("ball", AssetShape("ball", "ball", fp, 100.0, silhouette=lambda: drawable_points(Lib(), "ball")), 0, 0, 0, 0)
+    tighter = 0
+    for d in np.geomspace(1500.0, 4000.0, 200):
+        cam = aimed_camera(-d / np.sqrt(2), 0.0, 50.0 + d / np.sqrt(2), tuple(obj.centre()), 60.0, 224)
+        uv, _ = cam.project(obj.corners())
+        prism = max(np.ptp(uv[:, 0]), np.ptp(uv[:, 1]))
+        if certainly_too_small(obj.drawable_world(), cam, 12.0):
+            uv, _ = cam.project(obj.drawable_world())
+            assert max(np.ptp(uv[:, 0]), np.ptp(uv[:, 1])) < 11.0
+            tighter += prism >= 11.0
+    assert tighter > 10
