@@ -7,10 +7,11 @@ from renderfarm.auto import WORKER_MEMORY_BYTES, auto_workers, resolve_workers, 
 
 @pytest.mark.parametrize("cpus,load,memory,n,want", [
     (2, 8.0, None, 1000, 1),          # the loaded 2-core box: inline, two workers were slower
-    (2, 0.1, None, 1000, 2),          # idle 2 cores: two workers, ~1 core each
+    (2, 0.1, None, 1000, 1),          # idle 2 cores: inline (its server takes both: inline_threads)
     (2, 0.6, None, 1000, 1),          # 1.4 cores free: one
-    (16, 0.5, None, 1000, 15),        # idle 16 cores (15.5 free)
-    (16, 12.0, None, 1000, 4),        # busy 16 cores: only what is free
+    (4, 0.0, None, 1000, 3),          # idle 4 cores: 1.3 cores a worker
+    (16, 0.5, None, 1000, 12),        # idle 16 cores (15.5 free)
+    (16, 12.0, None, 1000, 3),        # busy 16 cores: only what is free
     (16, 0.0, 3 * WORKER_MEMORY_BYTES, 1000, 3),   # memory caps it
     (16, 0.0, None, 5, 5),            # never more workers than samples
     (1.5, 0.0, None, 10, 1),          # fractional cgroup quota
