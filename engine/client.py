@@ -298,11 +298,8 @@ class RenderClient:
         client before calling it (on a stock server it renders synchronously)."""
         kinds = tuple(kinds)
         if not self.is_sceneforge:
-            if camera is not None:
-                self.set_camera(cam_id, camera)
             from engine.client_stock import render_stock
-            arrays = render_stock(self, cam_id, kinds)
-            return lambda: arrays
+            return self._answered_now(render_stock, cam_id, camera, kinds)
         extra = f" {_camera_json(camera)}" if camera is not None else ""
         reply = self.send(f"vget /sceneforge/render {cam_id} {','.join(kinds)}{extra}")
 
@@ -325,11 +322,8 @@ class RenderClient:
         returned function waits for the counts (a sampler draws its next candidate meanwhile).
         Send nothing else on this client before calling it (a stock server answers at once)."""
         if not self.is_sceneforge:
-            if camera is not None:
-                self.set_camera(cam_id, camera)
             from engine.client_stock import visibility_stock
-            counts = visibility_stock(self, cam_id, names)
-            return lambda: counts
+            return self._answered_now(visibility_stock, cam_id, camera, names)
         extra = f" {_camera_json(camera)}" if camera is not None else ""
         listed = ",".join(names) or ","  # a placeholder keeps the camera the third argument
         reply = self.send(f"vget /sceneforge/visibility {cam_id} {listed}{extra}")
@@ -339,6 +333,14 @@ class RenderClient:
             return {n: PixelCount(v["visible"], v["unoccluded"], tuple(v["bbox"]) if v["bbox"] else None)
                     for n, v in raw.items()}
         return counts
+
+    def _answered_now(self, stock_call, cam_id: int, camera: Camera | None, what) -> Callable[[], object]:
+        """A stock UnrealCV server's answer to an ``*_async`` call, computed at once (its commands
+        are synchronous): the camera set first when given, then ``stock_call(self, cam_id, what)``."""
+        if camera is not None:
+            self.set_camera(cam_id, camera)
+        result = stock_call(self, cam_id, what)
+        return lambda: result
 
     def _require_ext(self, what: str) -> None:
         if not self.is_sceneforge:
