@@ -1,0 +1,50 @@
+"""A SpaRRTa config resolved against its environments: the units of work (``units_of``), each
+unit's sampling parameters (``setting_for``: the environment's defaults overridden by the config)
+and how many placements one sample may try (``scene_budget``). Pure functions of the config;
+``scenario.py`` (the render loop) and the benchmarks use them.
+"""
+from __future__ import annotations
+
+from scenarios.sparrta.config import SparrtaConfig, Unit, resolve_units
+from scenarios.sparrta.scene import Setting
+
+HARD_SAMPLE_FACTOR = 4  # see scene_budget
+
+
+def scene_budget(cfg: SparrtaConfig) -> int:
+    """Placements one sample may try before it fails: ``HARD_SAMPLE_FACTOR × max_scenes``.
+
+    Most samples succeed in the first placement; a hard one (an allo "front" whose scenes leave
+    no room for the figure) used to abort a whole job after ``max_scenes`` (6). The extra
+    placements come from the sample's own seed stream (``sample_rng(..., i, stream=1+attempt)``),
+    so the result is still a pure function of (config, index) and samples that succeeded before
+    are unchanged.
+    """
+    return cfg.max_scenes * HARD_SAMPLE_FACTOR
+
+
+def units_of(cfg: SparrtaConfig) -> list[Unit]:
+    from scenarios.environments import list_envs
+
+    return resolve_units(cfg, lambda name: load_env_cached(cfg, name), list_envs)
+
+
+def load_env_cached(cfg: SparrtaConfig, name: str):
+    """The environment ``name`` (or the reference it was given as), rebuilt from the content the
+    config recorded, with its asset library filtered by the config's licences."""
+    return cfg.env(name)
+
+
+def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
+    """Environment sampling defaults overridden by the config; min bbox scales with the size."""
+    s = env.sampling
+    env_size = getattr(s, "image_size", 224) or 224
+    min_bbox = cfg.min_bbox_px if cfg.min_bbox_px is not None else s.min_bbox_px * cfg.size / env_size
+    margin = cfg.margin_ego_deg if task == "ego" else cfg.margin_allo_deg
+    if margin is None:
+        margin = s.margin_ego_deg if task == "ego" else s.margin_allo_deg
+    ratio = cfg.min_visible_ratio if cfg.min_visible_ratio is not None else s.min_visible_ratio
+    return Setting(float(s.sigma_cm), float(s.max_pair_dist_cm), float(s.cam_xy_range_cm),
+                   tuple(float(v) for v in s.cam_height_range_cm), float(s.fov_deg), cfg.size, float(margin),
+                   float(ratio), float(min_bbox), cfg.max_tries, tuple(getattr(s, "centre_cm", (0.0, 0.0))),
+                   cfg.figure_yaw, float(cfg.aim_jitter_deg))
