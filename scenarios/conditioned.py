@@ -38,7 +38,7 @@ import numpy as np
 
 from core.errors import ConfigError
 from scenarios.relations import LABELS, check_margin
-from scenarios.sampling import RASTER_SLACK_PX
+from scenarios.screens import RASTER_SLACK_PX
 
 # Centre of each label's sector, as the signed angle δ from f = source - observer to
 # r = target - source (δ > 0 ⇔ cross > 0 ⇔ right); every sector has half-width 45 - m.
@@ -200,7 +200,7 @@ def max_useful_distance(corners: np.ndarray, min_px: float, fov_deg: float, widt
     stretches angles by at most f·sec²θ_d px/rad; so the projected box spans at most
     2·asin(r/D)·f·sec²θ_d px, which is < ``min_px`` once D > r / sin(min_px / (2 f sec²θ_d)).
     The bound is conservative (it never removes a view the rules would keep); like the rules it
-    allows the rasteriser's extra pixel (``sampling.RASTER_SLACK_PX``): the bound is for a box of
+    allows the rasteriser's extra pixel (``screens.RASTER_SLACK_PX``): the bound is for a box of
     ``min_px - RASTER_SLACK_PX``.
     """
     min_px = float(min_px) - RASTER_SLACK_PX

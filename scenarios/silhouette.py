@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.lod_levels import MAX_LEVEL, budget
-from scenarios.sampling import RASTER_SLACK_PX
+from scenarios.screens import RASTER_SLACK_PX
 
 IMPOSTOR_MARGIN = 1.05   # impostor cards reach 1.02× the mesh's extent (gl/impostor.py): a margin above it
 
@@ -62,3 +62,10 @@ def certainly_too_small(points_world: np.ndarray, cam, min_px: float, near_cm: f
         return False
     ext = max(float(np.ptp(uv[:, 0])), float(np.ptp(uv[:, 1])))
     return ext < min_px - RASTER_SLACK_PX
+
+
+def big_enough_silhouettes(points: list, min_px: float):
+    """Rule (a camera -> bool): no silhouette in ``points`` (world points per object, None where
+    an object has none) is :func:`certainly_too_small`."""
+    pts = [p for p in points if p is not None]
+    return lambda cam: not any(certainly_too_small(p, cam, min_px) for p in pts)

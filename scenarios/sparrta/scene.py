@@ -20,10 +20,11 @@ from core.errors import ConfigError, PlacementError
 from engine.world import Actor, Camera, Ground, instance_color
 from scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
                                    gaussian_in_box, max_useful_distance, observer_sector, square_sector_region)
-from scenarios.silhouette import certainly_too_small, drawable_points
+from scenarios.screens import screen_aimed_cameras
+from scenarios.silhouette import big_enough_silhouettes, drawable_points
 from scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
                                 projection_rules, resample_batched, resample_while, sample_camera, sample_object,
-                                jittered_aims, screen_aimed_cameras, standing, within_distance)
+                                jittered_aims, standing, within_distance)
 
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
@@ -213,10 +214,9 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
     clear = clear_of_scene if human is None else _both(clear_of_scene, camera_clear([human], CAMERA_CLEARANCE_CM))
     rules += [("too_far", _cached(group, ("too_far", st.min_bbox_px, st.fov_deg, st.size), lambda: _near_enough(group, st)))]
     rules += projection_rules(objects, IN_FRAME_MARGIN * st.size, st.min_bbox_px)   # one projection, 2 rules
-    silhouettes = [p for p in [_cached(group, "drawable", lambda: src.drawable_world()),
-                               _cached(group, "drawable_target", lambda: tgt.drawable_world())]
-                   + ([human.drawable_world()] if human else []) if p is not None]
-    rules += [("small_projection", lambda c: not any(certainly_too_small(p, c, st.min_bbox_px) for p in silhouettes))]
+    silhouettes = [_cached(group, "drawable", lambda: src.drawable_world()),
+                   _cached(group, "drawable_target", lambda: tgt.drawable_world())] + ([human.drawable_world()] if human else [])
+    rules += [("small_projection", big_enough_silhouettes(silhouettes, st.min_bbox_px))]
     rules += [("camera_clear", clear)]   # last: a city has ~100 footprints to keep clear of
     centroid = tuple(np.mean([o.centre() for o in objects], axis=0))
     base_z = float(np.mean([o.z for o in objects]))

@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 
 from scenarios.relations import angle_and_cross
-from scenarios.silhouette import certainly_too_small
+from scenarios.silhouette import big_enough_silhouettes
 from scenarios.sampling import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, standing, sample_camera, sample_object, within_distance)
 from scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, OBJECT_GAP_CM, View
@@ -41,8 +41,7 @@ def reference_view(rng, group, task: str, want: str, st, ground, human_shape, co
     rules += [("camera_clear", camera_clear(objects + group.clutter, CAMERA_CLEARANCE_CM)),
               ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
               ("small_projection", big_enough(objects, st.min_bbox_px)),
-              ("small_projection", lambda c: not any(certainly_too_small(o.drawable_world(), c, st.min_bbox_px)
-                                                     for o in objects if o.shape.drawable() is not None))]
+              ("small_projection", big_enough_silhouettes([o.drawable_world() for o in objects], st.min_bbox_px))]
     centroid = np.mean([o.centre() for o in objects], axis=0)
     base_z = float(np.mean([o.z for o in objects]))
     cam = resample_while(

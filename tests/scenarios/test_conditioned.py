@@ -330,10 +330,11 @@ def test_allo_figure_from_polygon_proposals_has_the_reference_distribution(bridg
 
 
 def test_screened_cameras_fail_only_what_the_projection_rules_fail():
-    """The vectorised screen of camera candidates (sampling.screen_aimed_cameras) is a necessary
+    """The vectorised screen of camera candidates (screens.screen_aimed_cameras) is a necessary
     condition of the projection rules: every eye it fails, the scalar rules fail too (so drawing
     many candidates at once keeps the distribution); and it does fail most of the bad ones."""
-    from scenarios.sampling import projection_rules, screen_aimed_cameras
+    from scenarios.sampling import projection_rules
+    from scenarios.screens import screen_aimed_cameras
 
     rng = np.random.default_rng(33)
     flagged = agree = 0

@@ -154,7 +154,8 @@ def test_a_prism_under_min_px_can_render_a_min_px_mask_box_and_the_screens_keep_
     from assets_manifest import AssetLibrary
     from engine.client import RenderClient
     from scenarios.conditioned import max_useful_distance
-    from scenarios.sampling import aimed_camera, projection_rules, screen_aimed_cameras
+    from scenarios.sampling import aimed_camera, projection_rules
+    from scenarios.screens import screen_aimed_cameras
 
     lib = AssetLibrary.default()
     aid = "proc_building_a"
