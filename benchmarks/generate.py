@@ -81,12 +81,15 @@ class Clock:
         self.pid = server_pid
 
     def __enter__(self):
-        self.wall, self.cpu = time.perf_counter(), time.process_time() + server_cpu(self.pid)
+        self.server = server_cpu(self.pid)
+        self.wall, self.cpu = time.perf_counter(), time.process_time() + self.server
         return self
 
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self.wall
-        self.cpu = time.process_time() + server_cpu(self.pid) - self.cpu
+        server = server_cpu(self.pid)
+        self.cpu = time.process_time() + server - self.cpu
+        self.server = server - self.server   # the server's share of ``cpu``
 
 
 LEVEL_SWEEP = 12   # distances 2R·2^k: a level of detail needs 4x fewer triangles per doubling
@@ -203,7 +206,8 @@ def end_to_end(address: str, cfg, out: Path, server_pid: int | None = None, prim
     return clock, recs, client
 
 
-def report_detail(n, seconds, recs, client) -> None:
+def report_detail(n, clock, recs, client) -> None:
+    seconds = clock.wall
     done = [r for r in recs if r]
     rej = Counter()
     for r in done:
@@ -215,6 +219,9 @@ def report_detail(n, seconds, recs, client) -> None:
     print(f"    time split: client calls {server / seconds:.0%} of wall time "
           f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in sorted(client.seconds.items(), key=lambda kv: -kv[1])[:4])}); "
           f"sampling + encoding + writing {1 - server / seconds:.0%}")
+    per = 1000.0 / max(1, len(done))
+    print(f"    per image: {seconds * per:.1f} ms wall, server {clock.server * per:.1f} CPU-ms, "
+          f"client {(clock.cpu - clock.server) * per:.1f} CPU-ms (all its threads)")
 
 
 def main(argv=None) -> int:
@@ -265,7 +272,7 @@ def main(argv=None) -> int:
                 if args.detail:
                     print(f"    one visibility call (same views as the renders): {1000 / v_wall:.1f} ms wall, "
                           f"{1000 / v_cpu:.1f} CPU-ms; one lit render {1000 / r_wall:.1f} ms, {1000 / r_cpu:.1f} CPU-ms")
-                    report_detail(len(recs), clock.wall, recs, client)
+                    report_detail(len(recs), clock, recs, client)
     for task in tasks:
         sel = [r for r in rows if r[1] == task]
         gw = _gmean([r[2] / r[3] for r in sel])

@@ -35,9 +35,10 @@ from typing import Callable, Iterable
 import numpy as np
 
 from core.errors import CommandError, ConnectionFailed, ProtocolError
-from engine.protocol import unpack_arrays
+from engine.protocol import unpack_arrays, unpack_bundle
 from engine.wire import Wire
 from core.types import PixelCount
+from core.visibility import check_gate
 from engine.world import Actor, Camera, Rotator
 
 log = logging.getLogger(__name__)
@@ -197,10 +198,19 @@ class RenderClient:
 
     def set_world(self, world: dict) -> None:
         """Sun/sky/ground/env (our server); a UE level owns its lighting, so stock ignores it."""
+        self.set_world_async(world)()
+
+    def set_world_async(self, world: dict) -> Callable[[], None]:
+        """:meth:`set_world`, split in two as :meth:`render_async`: the returned function waits
+        for the acknowledgement (a request queued before a render needs no round trip of its own)."""
         if self.is_sceneforge:
-            self.text("vset /sceneforge/world " + compact_json(world))
-        else:
-            log.warning("set_world ignored: a UnrealCV (UE) server's level defines its own world")
+            reply = self.send("vset /sceneforge/world " + compact_json(world))
+
+            def acknowledged() -> None:
+                reply()
+            return acknowledged
+        log.warning("set_world ignored: a UnrealCV (UE) server's level defines its own world")
+        return lambda: None
 
     def reset(self) -> None:
         """Remove every actor (ours) / every actor this client spawned (stock)."""
@@ -333,6 +343,41 @@ class RenderClient:
             return {n: PixelCount(v["visible"], v["unoccluded"], tuple(v["bbox"]) if v["bbox"] else None)
                     for n, v in raw.items()}
         return counts
+
+    def render_if_visible_async(self, cam_id: int, names: list[str], kinds: Iterable[str], *,
+                                min_visible_ratio: float, min_bbox_px: float, camera: Camera | None = None
+                                ) -> Callable[[], "tuple[dict[str, PixelCount], dict[str, np.ndarray] | None]"]:
+        """Pixel counts of ``names`` and, when they pass the visibility rule (core/visibility.py),
+        the images of ``kinds``: one request on our server, which renders an accepted view at
+        once instead of waiting for a second request. The returned function waits for
+        ``(counts, images or None)``. On a stock server: a visibility query, then a render when
+        the counts pass. Send nothing else on this client before calling it."""
+        kinds = tuple(kinds)
+        ratio, px = check_gate(min_visible_ratio, min_bbox_px)
+        if not self.is_sceneforge:
+            from engine.client_stock import render_if_visible_stock
+            return self._answered_now(render_if_visible_stock, cam_id, camera, (list(names), kinds, ratio, px))
+        extra = f" {_camera_json(camera)}" if camera is not None else ""
+        gate = compact_json({"min_visible_ratio": ratio, "min_bbox_px": px})
+        reply = self.send(f"vget /sceneforge/render_if_visible {cam_id} {','.join(names) or ','} "
+                          f"{','.join(kinds)} {gate}{extra}")
+
+        def result() -> "tuple[dict[str, PixelCount], dict[str, np.ndarray] | None]":
+            arrays, meta = unpack_bundle(reply())
+            try:
+                counts = {n: PixelCount(int(v["visible"]), int(v["unoccluded"]),
+                                        tuple(map(int, v["bbox"])) if v["bbox"] else None)
+                          for n, v in meta["visibility"].items()}
+                failure = meta["failure"]
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise ProtocolError(f"render_if_visible reply: bad meta ({e})") from None
+            if failure is not None:
+                return counts, None
+            missing = [k for k in kinds if k not in arrays]
+            if missing:
+                raise ProtocolError(f"render_if_visible reply lacks {missing}")
+            return counts, {k: arrays[k] for k in kinds}
+        return result
 
     def _answered_now(self, stock_call, cam_id: int, camera: Camera | None, what) -> Callable[[], object]:
         """A stock UnrealCV server's answer to an ``*_async`` call, computed at once (its commands

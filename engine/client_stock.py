@@ -84,3 +84,14 @@ def visibility_stock(client: "RenderClient", cam_id: int, names: list[str]) -> d
         hits = color_pixels(full, colors[name])
         out[name] = PixelCount(int(hits.sum()), int(color_pixels(alone, colors[name]).sum()), _bbox(hits))
     return out
+
+
+def render_if_visible_stock(client: "RenderClient", cam_id: int, what: tuple) -> tuple:
+    """``render_if_visible`` on a stock server: the counts, then the images when they pass
+    (``what`` = (names, kinds, min_visible_ratio, min_bbox_px))."""
+    from core.visibility import visibility_failure
+
+    names, kinds, ratio, px = what
+    counts = visibility_stock(client, cam_id, names)
+    passed = visibility_failure(counts, names, ratio, px) is None
+    return counts, (render_stock(client, cam_id, kinds) if passed else None)

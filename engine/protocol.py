@@ -98,8 +98,9 @@ def join_reply(request_id: int, body: bytes | str) -> bytes:
 ARRAYS_MAGIC = b"SFARR1\n"
 
 
-def pack_arrays(arrays: dict) -> bytes:
-    """Serialise named numpy arrays (numeric dtypes only) into one bundle."""
+def pack_arrays(arrays: dict, meta: dict | None = None) -> bytes:
+    """Serialise named numpy arrays (numeric dtypes only) into one bundle; ``meta``: a JSON
+    object carried in the header (``/sceneforge/render_if_visible`` sends its pixel counts there)."""
     import json
 
     import numpy as np
@@ -113,12 +114,18 @@ def pack_arrays(arrays: dict) -> bytes:
                       "offset": offset, "nbytes": a.nbytes})
         blobs.append(a.tobytes())
         offset += a.nbytes
-    header = json.dumps({"arrays": index}, separators=(",", ":")).encode("utf-8")
+    head = {"arrays": index} if meta is None else {"arrays": index, "meta": meta}
+    header = json.dumps(head, separators=(",", ":")).encode("utf-8")
     return ARRAYS_MAGIC + header + b"\n" + b"".join(blobs)
 
 
 def unpack_arrays(data: bytes) -> dict:
-    """Inverse of :func:`pack_arrays`; every malformation raises :class:`ProtocolError`."""
+    """Inverse of :func:`pack_arrays` (the arrays); every malformation raises :class:`ProtocolError`."""
+    return unpack_bundle(data)[0]
+
+
+def unpack_bundle(data: bytes) -> tuple[dict, dict]:
+    """Inverse of :func:`pack_arrays`: (arrays, meta; ``{}`` when the header carries none)."""
     import json
 
     import numpy as np
@@ -129,9 +136,12 @@ def unpack_arrays(data: bytes) -> dict:
     if end < 0:
         raise ProtocolError("array bundle: truncated header")
     try:
-        index = json.loads(data[len(ARRAYS_MAGIC):end])["arrays"]
-    except (ValueError, KeyError, TypeError) as e:
+        head = json.loads(data[len(ARRAYS_MAGIC):end])
+        index, meta = head["arrays"], head.get("meta", {})
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         raise ProtocolError(f"array bundle: bad header ({e})") from e
+    if not isinstance(index, list) or not isinstance(meta, dict):
+        raise ProtocolError("array bundle: bad header (arrays must be a list, meta an object)")
     payload = memoryview(data)[end + 1:]
     out = {}
     for entry in index:
@@ -144,4 +154,4 @@ def unpack_arrays(data: bytes) -> dict:
         if dtype.hasobject or start < 0 or count * dtype.itemsize != nbytes or start + nbytes > len(payload):
             raise ProtocolError(f"array bundle: entry {entry.get('name')!r} does not fit the payload")
         out[entry["name"]] = np.frombuffer(payload, dtype, count, start).reshape(shape).copy()
-    return out
+    return out, meta

@@ -18,12 +18,13 @@ import hashlib
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
 import numpy as np
 from shapely.geometry import Polygon
 
 from core.errors import ConfigError, PlacementError
+from core.visibility import visibility_failure  # noqa: F401 - the rule lives in core (the server runs it too)
 from engine.world import Actor, Camera, Ground, Rotator, Transform, look_at_rotation
 from scenarios.relations import relation
 from scenarios.screens import RASTER_SLACK_PX
@@ -356,22 +357,3 @@ def label_rules(observer: Callable[[C], Sequence[float]], source: Sequence[float
         return relation(o, source, target, margin_deg)
     return [("ambiguity", lambda c: lab(c) is not None), ("label", lambda c: lab(c) == want)]
 
-
-# --- visibility (on rendered masks) -------------------------------------------------------------
-def visibility_failure(counts: Mapping[str, object], names: Sequence[str], min_ratio: float,
-                       min_bbox_px: float) -> str | None:
-    """Name of the first visibility rule a set of pixel counts breaks, or None if all pass.
-
-    ``counts[name]`` has ``visible``, ``unoccluded`` and ``bbox`` (x0, y0, x1, y1 inclusive) as
-    returned by the render server's ``/sceneforge/visibility``; unoccluded = the object alone.
-    """
-    for n in names:
-        pc = counts.get(n)
-        if pc is None or not pc.unoccluded:
-            return "not_visible"            # nothing of it in the frame, even alone
-        if pc.visible / pc.unoccluded < min_ratio or pc.bbox is None:
-            return "occluded"
-        x0, y0, x1, y1 = pc.bbox
-        if max(x1 - x0 + 1, y1 - y0 + 1) < min_bbox_px:
-            return "too_small"
-    return None

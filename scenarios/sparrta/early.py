@@ -43,6 +43,10 @@ class EarlyRequest:
         """Nothing is waiting for its reply (a settled request not yet claimed is replaced)."""
         return self._early is None or self._early.done
 
+    def holds(self, key: tuple) -> bool:
+        """A request for sample ``key`` was sent and not yet claimed (read or not)."""
+        return self._early is not None and self._early.key == key
+
     def send(self, key: tuple, view, request: Callable[[], Callable[[], dict]]) -> None:
         """``request()`` sends ``view``'s visibility request for sample ``key`` and returns its reply reader."""
         self._early = Early(key, view, request())

@@ -287,21 +287,21 @@ class Session:
                 if unusable is not None:
                     counts["scene_unusable"] += 1
                     break
-                counted = self.early.take(ahead_key, view) or self.visibility_async(view)   # the server counts pixels ...
-                drawn = draw(group)                      # ... while the next candidate is drawn
-                vis = counted()
+                checked = self.early.take(ahead_key, view) or self.request_view(unit, i, view, st)  # counts,
+                self._send_early(nxt)        # then the image if they pass; the next sample's first view queued
+                drawn = draw(group)          # behind it; the next candidate is drawn meanwhile
+                vis, images = checked()
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
-                    images = self.render_sample(perceptual, want)   # sent: the server renders now
+                    if images is None:       # a server that did not render it (same rule: not ours)
+                        images = self.render_sample(unit, i, view)()
                     files = self.describe(unit, i, st, group, view, vis)
-                    self._send_early(nxt)
-                    img = images()
-                    if perceptual and ego_label_disagrees(want, img["object_mask"], img.get("depth"),
+                    if perceptual and ego_label_disagrees(want, images["object_mask"], images.get("depth"),
                                                           self._colors["source"], self._colors["target"]):
                         counts[PERCEPTUAL_RULE] += 1
                         continue
-                    return self.write(unit, i, group, view, counts, renders, img, files)
+                    return self.write(unit, i, group, view, counts, renders, images, files)
                 counts[fail] += 1
         self.settle()
         raise self._give_up(unit, i, want, counts)
@@ -311,38 +311,59 @@ class Session:
         """Queue the next sample's first visibility request now (scenarios/sparrta/early.py): only
         when its first view is ready (lookahead) and needs no new scene (same environment and
         scene group; an allo figure is moved by a pose request queued before it)."""
-        if nxt is None or not self.early.can_send():
+        if nxt is None:
             return
         u, j = nxt
         key = (u.env, u.task, u.triple_id, j)
+        if self.early.holds(key) or not self.early.can_send():   # sent already: its reply is kept for it
+            return
         ahead = self.lookahead.peek(key)
         if ahead is None or ahead.view is None:
             return
         if self._world != u.env or self._scene_key != (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene):
             return
         view = ahead.view
-
-        def request():   # (allo) the figure's pose, then the counts: both queued, read in order
-            posed = self.client.set_poses_async({"human": {"location": view.human.location,
-                                                           "rotation": (0.0, view.human.yaw, 0.0)}}) \
-                if view.human is not None else (lambda: None)
-            counted = self.client.visibility_async(0, ["source", "target"] + (["human"] if view.human else []),
-                                                   camera=view.camera)
-            return lambda: (posed(), counted())[1]
-        self.early.send(key, view, request)
+        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look))
 
     def settle(self) -> None:
         """Read a queued early reply before anything else is sent (replies come back in order)."""
         self.early.settle()
 
-    def visibility_async(self, view):
-        """Send the pixel counts of ``view``'s labelled objects; returns a function that waits for them."""
+    def request_view(self, unit: Unit, i: int, view, st: Setting, look: dict | None = None):
+        """Queue everything sample ``i``'s candidate ``view`` needs, read by one call of the returned
+        function: its look (``look``, default the current sample's; it changes ``lit`` only), the
+        allo figure's pose, and the pixel counts of its labelled objects with, when they pass the
+        visibility rule, its images (``/sceneforge/render_if_visible``: the server renders an
+        accepted view straight away; ``st``: the sample's rules). Returns ``() -> (counts, images or None)``."""
         self.settle()
+        acks = []
+        sent = server_world(self._look if look is None else look)
+        if sent != self._sent_look:
+            acks.append(self.client.set_world_async(sent))
+            self._sent_look = sent
         names = ["source", "target"]
         if view.human is not None:
-            self.place_human(view.human)
+            acks.append(self.client.set_poses_async({"human": {"location": view.human.location,
+                                                               "rotation": (0.0, view.human.yaw, 0.0)}}))
             names.append("human")
-        return self.client.visibility_async(0, names, camera=view.camera)  # camera set in the same request
+        result = self.client.render_if_visible_async(0, names, self.render_kinds(unit, i),
+                                                     min_visible_ratio=st.min_visible_ratio,
+                                                     min_bbox_px=st.min_bbox_px, camera=view.camera)
+
+        def read():
+            for ack in acks:
+                ack()
+            return result()
+        return read
+
+    def render_kinds(self, unit: Unit, i: int) -> tuple[str, ...]:
+        """What sample ``i``'s render returns: ``lit``, the mask (and for front/back the depth)
+        when the config asks or the perceptual-consistency rule needs them (they do not change
+        the lit image)."""
+        cfg = self.cfg
+        perceptual = unit.task == "ego" and getattr(self.env(unit.env).sampling, "perceptual_check", True)
+        return ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
+            (("depth",) if cfg.depth or (perceptual and needs_depth(unit.label(i))) else ())
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
         """The error names the rule that rejected most, leaving out the label rules (they turn
@@ -355,16 +376,12 @@ class Session:
                               f"candidates, label rules aside): {dict(sorted(counts.items()))}",
                               rule=rule, tries=tries, rejections=dict(counts))
 
-    def render_sample(self, perceptual: bool, want: str):
-        """Send the render of the accepted view (camera already set by ``visibility``); returns a
-        function that waits for the images. The mask (and for front/back the depth) are also
-        needed by the perceptual-consistency rule (they do not change the lit image)."""
+    def render_sample(self, unit: Unit, i: int, view):
+        """Send the render of sample ``i``'s accepted ``view`` with its look; returns a function
+        that waits for the images (only for a server that counted but did not render it)."""
         self.settle()
-        self.set_look(self._look)   # only ``lit`` sees the look: visibility requests went before it
-        cfg = self.cfg
-        kinds = ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
-            (("depth",) if cfg.depth or (perceptual and needs_depth(want)) else ())
-        return self.client.render_async(0, kinds)
+        self.set_look(self._look)
+        return self.client.render_async(0, self.render_kinds(unit, i), camera=view.camera)
 
     def describe(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict) -> dict:
         """Everything a sample writes besides its images and rejection counts (file names,

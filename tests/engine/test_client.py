@@ -215,3 +215,69 @@ def test_stock_fallback_matches_extensions(render_client):
         stock.render(0, ("instance_id",))
     stock.reset()
     assert stock.objects() == []
+
+
+def _two_cubes(c: RenderClient) -> Camera:
+    eye = (0.0, 0.0, 50.0)
+    c.spawn([Actor("far", "primitive_cube", Transform((800, 0, 0))),
+             Actor("near", "primitive_cube", Transform((400, 40, 0)))])  # hides part of "far"
+    return Camera(eye, look_at_rotation(eye, (800, 0, 50)), 60.0, 160, 120)
+
+
+@pytest.mark.render
+def test_render_if_visible_renders_only_what_passes(render_client):
+    """One request gives the counts of /sceneforge/visibility and, when they pass the rule, the
+    images a separate render gives (same bytes); when they fail, no images."""
+    c = render_client
+    cam = _two_cubes(c)
+    kinds = ("lit", "object_mask", "depth")
+    vis = c.visibility(0, ["far", "near"], camera=cam)
+    separate = c.render(0, kinds)
+    counts, images = c.render_if_visible_async(0, ["far", "near"], kinds, min_visible_ratio=0.0,
+                                               min_bbox_px=1, camera=cam)()
+    assert counts == vis
+    assert images is not None and all(np.array_equal(images[k], separate[k]) for k in kinds)
+    ratio = vis["far"].visible / vis["far"].unoccluded          # "far" is partly hidden by "near"
+    counts, images = c.render_if_visible_async(0, ["near", "far"], kinds, min_visible_ratio=min(1.0, ratio + 0.01),
+                                               min_bbox_px=1, camera=cam)()
+    assert counts == vis and images is None                   # occluded: nothing rendered
+    counts, images = c.render_if_visible_async(0, ["near"], kinds, min_visible_ratio=0.0, min_bbox_px=161,
+                                               camera=cam)()
+    assert images is None                                     # too small for a 161-px box
+    assert "Is Listening" in c.status()
+
+
+@pytest.mark.render
+def test_render_if_visible_rejects_hostile_values(render_client):
+    c = render_client
+    _two_cubes(c)
+    for gate, msg in [('{"min_visible_ratio":2}', "min_visible_ratio"), ('{"min_bbox_px":-1}', "min_bbox_px"),
+                      ('{"min_bbox_px":NaN}', "min_bbox_px"), ('{"colour":1}', "unknown field"),
+                      ('[1]', "JSON object"), ('{', "invalid JSON")]:
+        with pytest.raises(CommandError, match=msg):
+            c.text(f"vget /sceneforge/render_if_visible 0 far lit {gate}")
+    with pytest.raises(CommandError, match="unknown kind"):
+        c.text('vget /sceneforge/render_if_visible 0 far lit,sparkle {"min_bbox_px":1}')
+    with pytest.raises(CommandError, match="ghost"):
+        c.text('vget /sceneforge/render_if_visible 0 ghost lit {"min_bbox_px":1}')
+    with pytest.raises(ValueError, match="min_visible_ratio"):
+        c.render_if_visible_async(0, ["far"], ("lit",), min_visible_ratio=float("nan"), min_bbox_px=1)
+    assert c.visibility(0, ["far"])["far"].unoccluded > 0     # still healthy for this client
+
+
+@pytest.mark.render
+def test_render_if_visible_stock_fallback_matches(render_client):
+    c = render_client
+    cam = _two_cubes(c)
+    kinds = ("object_mask", "depth")
+    ext = c.render_if_visible_async(0, ["far", "near"], kinds, min_visible_ratio=0.0, min_bbox_px=1, camera=cam)()
+    c.reset()
+    stock = _stock(c)
+    stock.ue_classes = {"cube": "primitive_cube"}
+    stock.spawn([Actor("far", "cube", Transform((800, 0, 0))), Actor("near", "cube", Transform((400, 40, 0)))])
+    counts, images = stock.render_if_visible_async(0, ["far", "near"], kinds, min_visible_ratio=0.0,
+                                                   min_bbox_px=1, camera=cam)()
+    assert counts == ext[0]
+    assert all(np.array_equal(images[k], ext[1][k]) for k in kinds)
+    assert stock.render_if_visible_async(0, ["far"], kinds, min_visible_ratio=1.0, min_bbox_px=1,
+                                         camera=cam)()[1] is None

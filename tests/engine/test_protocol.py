@@ -138,6 +138,19 @@ def test_array_bundle_roundtrip_keeps_dtype_shape_and_values():
         assert out[k].flags.writeable
 
 
+def test_array_bundle_carries_meta():
+    import numpy as np
+
+    from engine.protocol import pack_arrays, unpack_arrays, unpack_bundle
+
+    meta = {"visibility": {"a": {"visible": 3, "unoccluded": 4, "bbox": [0, 0, 1, 1]}}, "failure": None}
+    arrays, got = unpack_bundle(pack_arrays({"depth": np.ones((2, 3), np.float32)}, meta=meta))
+    assert got == meta and arrays["depth"].shape == (2, 3)
+    assert unpack_bundle(pack_arrays({}, meta={"failure": "occluded"})) == ({}, {"failure": "occluded"})
+    assert unpack_bundle(pack_arrays({}))[1] == {}                          # older bundles: no meta
+    assert list(unpack_arrays(pack_arrays({"x": np.zeros(2)}, meta={"k": 1}))) == ["x"]
+
+
 @pytest.mark.parametrize("mutate", [
     lambda b: b"PK\x03\x04" + b[6:],                                       # not our magic
     lambda b: b[:10],                                                      # header cut off
@@ -146,6 +159,8 @@ def test_array_bundle_roundtrip_keeps_dtype_shape_and_values():
     lambda b: b.replace(b'"nbytes":24', b'"nbytes":25', 1),                # nbytes lies about shape
     lambda b: b.replace(b'"dtype":"<f4"', b'"dtype":"|O"', 1),             # object dtype
     lambda b: b.replace(b'{"arrays"', b'{"arrayz"', 1),                    # bad header JSON
+    lambda b: b.replace(b'{"arrays":[', b'{"meta":7,"arrays":[', 1),      # meta not an object
+    lambda b: b.replace(b'{"arrays":[', b'{"arrays":7,"x":[', 1),         # arrays not a list
 ])
 def test_malformed_array_bundles_raise_protocol_error(mutate):
     import numpy as np

@@ -12,6 +12,7 @@ import json
 from dataclasses import replace
 
 from core.errors import CommandError, SceneforgeError
+from core.visibility import check_gate, visibility_failure
 from engine import limits
 from engine.protocol import pack_arrays
 from engine.server.backend import KINDS
@@ -175,6 +176,16 @@ def _names(state: ServerState, text: str | None) -> list[str]:
     return names
 
 
+def _counts(state: ServerState, cam_id: int, names: list[str]) -> dict:
+    cam = state.camera(cam_id)
+    return state.with_backend(lambda b: b.pixel_counts(state.scene, cam, names))
+
+
+def _counts_json(counts: dict) -> dict:
+    return {n: {"visible": int(c.visible), "unoccluded": int(c.unoccluded),
+                "bbox": list(map(int, c.bbox)) if c.bbox is not None else None} for n, c in counts.items()}
+
+
 @command("vget /sceneforge/visibility [cam]", "vget /sceneforge/visibility [cam] [names]",
          "vget /sceneforge/visibility [cam] [names] [camera]")
 def visibility(state: ServerState, args: list[str]) -> str:
@@ -182,12 +193,46 @@ def visibility(state: ServerState, args: list[str]) -> str:
     cam_id = parse_int(args[0], "camera id")
     if len(args) > 2:
         _apply_camera(state, cam_id, args[2])
-    cam = state.camera(cam_id)
     names = _names(state, args[1] if len(args) > 1 else None)
-    counts = state.with_backend(lambda b: b.pixel_counts(state.scene, cam, names))
-    out = {n: {"visible": int(c.visible), "unoccluded": int(c.unoccluded),
-               "bbox": list(map(int, c.bbox)) if c.bbox is not None else None} for n, c in counts.items()}
-    return json.dumps(out, separators=(",", ":"))
+    return json.dumps(_counts_json(_counts(state, cam_id, names)), separators=(",", ":"))
+
+
+def _kinds(text: str, what: str) -> tuple[str, ...]:
+    kinds = tuple(k for k in text.split(",") if k)
+    bad = [k for k in kinds if k not in KINDS]
+    if bad or not kinds:
+        raise CommandError(f"{what}: unknown kind(s) {bad} (known: {', '.join(KINDS)})")
+    return kinds
+
+
+@command("vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate]",
+         "vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate] [camera]")
+def render_if_visible(state: ServerState, args: list[str]) -> bytes:
+    """Pixel counts of ``names``; when they pass the visibility rule (core/visibility.py) with
+    ``gate`` = ``{"min_visible_ratio", "min_bbox_px"}``, the images of ``kinds`` too, in one round
+    trip (a sampler's accepted view is rendered without waiting for the client to ask). Reply: an
+    array bundle whose header's ``meta`` holds ``visibility`` (as ``/sceneforge/visibility``) and
+    ``failure`` (the rule broken, or null: then the arrays are the images)."""
+    cam_id = parse_int(args[0], "camera id")
+    kinds = _kinds(args[2], "render_if_visible")
+    gate = _as_dict(_json(args[3], "gate"), "gate")
+    unknown = sorted(set(gate) - {"min_visible_ratio", "min_bbox_px"})
+    if unknown:
+        raise CommandError(f"gate: unknown field(s) {unknown} (known: min_bbox_px, min_visible_ratio)")
+    try:
+        ratio, px = check_gate(gate.get("min_visible_ratio", 0.0), gate.get("min_bbox_px", 0.0))
+    except ValueError as e:
+        raise CommandError(f"gate.{e}") from None
+    names = _names(state, args[1])
+    if not names:
+        raise CommandError("render_if_visible: name at least one actor")
+    if len(args) > 4:
+        _apply_camera(state, cam_id, args[4])
+    counts = _counts(state, cam_id, names)
+    failure = visibility_failure(counts, names, ratio, px)
+    arrays = state.render(cam_id, kinds) if failure is None else {}
+    return pack_arrays({k: arrays[k] for k in kinds} if arrays else {},
+                       meta={"visibility": _counts_json(counts), "failure": failure})
 
 
 @command("vget /sceneforge/colors", "vget /sceneforge/colors [names]")
@@ -201,10 +246,7 @@ def colors(state: ServerState, args: list[str]) -> str:
 @command("vget /sceneforge/render [cam] [kinds]", "vget /sceneforge/render [cam] [kinds] [camera]")
 def render_batch(state: ServerState, args: list[str]) -> bytes:
     """Optional third argument: camera JSON applied first (saves a round trip per frame)."""
-    kinds = tuple(k for k in args[1].split(",") if k)
-    bad = [k for k in kinds if k not in KINDS]
-    if bad or not kinds:
-        raise CommandError(f"render: unknown kind(s) {bad} (known: {', '.join(KINDS)})")
+    kinds = _kinds(args[1], "render")
     cam_id = parse_int(args[0], "camera id")
     if len(args) > 2:
         _apply_camera(state, cam_id, args[2])
