@@ -214,12 +214,18 @@ class RenderClient:
 
     def reset(self) -> None:
         """Remove every actor (ours) / every actor this client spawned (stock)."""
+        self.reset_async()()
+
+    def reset_async(self) -> Callable[[], None]:
+        """:meth:`reset`, split in two as :meth:`render_async` (a stock server is answered at once)."""
         if self.is_sceneforge:
-            self.text("vset /sceneforge/reset")
+            reply = self.send("vset /sceneforge/reset")
         else:
             for name in list(self.spawned):
                 self.destroy(name)
+            reply = None
         self.spawned.clear()
+        return (lambda: None) if reply is None else (lambda: reply())
 
     # --- objects -----------------------------------------------------------------------------
     def objects(self) -> list[str]:
@@ -228,16 +234,26 @@ class RenderClient:
     def spawn(self, actors: Iterable[Actor]) -> None:
         """Spawn a batch (one command on our server, 4-5 per actor on UE). Instance colours are
         the server's: read them with :meth:`object_color`."""
+        self.spawn_async(actors)()
+
+    def spawn_async(self, actors: Iterable[Actor]) -> Callable[[], None]:
+        """:meth:`spawn`, split in two as :meth:`render_async` (one request on our server when no
+        actor is hidden; otherwise, and on a stock server, answered at once)."""
         actors = list(actors)
+        reply = None
         if self.is_sceneforge:
-            self.text("vset /sceneforge/spawn " + compact_json([_actor_json(a) for a in actors]))
+            reply = self.send("vset /sceneforge/spawn " + compact_json([_actor_json(a) for a in actors]))
         else:
             from engine.client_stock import spawn_stock
             spawn_stock(self, actors)
         self.spawned += [a.name for a in actors]
-        for a in actors:
-            if a.hidden:
-                self.text(f"vset /object/{a.name}/hide")
+        hidden = [a.name for a in actors if a.hidden]
+        if reply is not None and hidden:
+            reply()
+            reply = None
+        for name in hidden:
+            self.text(f"vset /object/{name}/hide")
+        return (lambda: None) if reply is None else (lambda: reply())
 
     def set_pose(self, name: str, location=None, rotation=None, scale=None) -> None:
         self.set_poses({name: {"location": location, "rotation": rotation, "scale": scale}})
@@ -271,11 +287,23 @@ class RenderClient:
 
     def object_colors(self, names: Iterable[str]) -> dict[str, tuple[int, int, int]]:
         """Instance colours of ``names``: one request on our server, one per name on stock."""
+        return self.object_colors_async(names)()
+
+    def object_colors_async(self, names: Iterable[str]) -> Callable[[], dict[str, tuple[int, int, int]]]:
+        """:meth:`object_colors`, split in two as :meth:`render_async` (stock: answered at once)."""
         names = list(names)
         if self.is_sceneforge and names:
-            raw = json.loads(self.text("vget /sceneforge/colors " + ",".join(names)))
-            return {n: tuple(int(v) for v in raw[n]) for n in names}  # type: ignore[misc]
-        return {n: self.object_color(n) for n in names}
+            reply = self.send("vget /sceneforge/colors " + ",".join(names))
+
+            def colors() -> dict[str, tuple[int, int, int]]:
+                raw = json.loads(reply())
+                try:
+                    return {n: tuple(int(v) for v in raw[n]) for n in names}  # type: ignore[misc]
+                except (KeyError, TypeError, ValueError) as e:
+                    raise ProtocolError(f"colors reply: {e}") from None
+            return colors
+        result = {n: self.object_color(n) for n in names}
+        return lambda: result
 
     def object_location(self, name: str) -> tuple[float, ...]:
         return parse_vec(self.text(f"vget /object/{name}/location"), "location")

@@ -16,16 +16,18 @@ from engine.protocol import HEADER, MAGIC
 class Wire:
     """UnrealCV framing (``magic | length | b"{id}:{payload}"``) on one blocking socket, without a
     receive thread: :meth:`send` writes a request and returns its id, :meth:`receive` reads the
-    reply of the oldest request not yet read. A server answers a connection's requests in order,
-    so several may be in flight (pipelining). Any socket failure, timeout or out-of-order reply
-    closes the wire (its replies could no longer be matched) and raises ``OSError`` /
-    :class:`ProtocolError`."""
+    reply of one request. A server answers a connection's requests in order, so several may be
+    in flight (pipelining); a caller may read them in any order (replies of earlier requests read
+    on the way are kept for their own :meth:`receive`). Any socket failure, timeout, or reply whose
+    id is not the next one expected closes the wire (its replies could no longer be matched) and
+    raises ``OSError`` / :class:`ProtocolError`."""
 
     def __init__(self, sock: socket.socket, timeout: float):
         self.sock = sock
         self.sock.settimeout(timeout)
         self._next_id = 0
-        self._waiting: deque[int] = deque()
+        self._waiting: deque[int] = deque()   # requests sent whose reply is still on the socket
+        self._kept: dict[int, bytes] = {}      # replies read on the way to a later one
 
     @classmethod
     def open(cls, host: str, port: int, timeout: float, connect_timeout: float) -> "Wire | None":
@@ -61,20 +63,29 @@ class Wire:
         return rid
 
     def receive(self, rid: int) -> bytes:
-        """The reply body of request ``rid`` (which must be the oldest one waiting)."""
-        if not self._waiting or self._waiting[0] != rid:
-            raise ProtocolError(f"reply of request {rid} read out of order (waiting: {list(self._waiting)[:4]})")
-        try:
-            payload = self._frame()
-        except (OSError, ProtocolError):
-            self.close()
-            raise
-        self._waiting.popleft()
-        head, sep, body = bytes(payload[:24]).partition(b":")
-        if not sep or not head.isdigit() or int(head) != rid:
-            self.close()
-            raise ProtocolError(f"reply {bytes(payload[:24])!r} does not answer request {rid}")
-        return bytes(memoryview(payload)[len(head) + 1:])
+        """The reply body of request ``rid``: kept from an earlier read, or read from the socket
+        (with the replies of the requests sent before it, kept for their own reads)."""
+        if rid in self._kept:
+            return self._kept.pop(rid)
+        if rid not in self._waiting:
+            raise ProtocolError(f"reply of request {rid} read twice or never requested "
+                                f"(waiting: {list(self._waiting)[:4]})")
+        while True:
+            expected = self._waiting[0]
+            try:
+                payload = self._frame()
+            except (OSError, ProtocolError):
+                self.close()
+                raise
+            self._waiting.popleft()
+            head, sep, _ = bytes(payload[:24]).partition(b":")
+            if not sep or not head.isdigit() or int(head) != expected:
+                self.close()
+                raise ProtocolError(f"reply {bytes(payload[:24])!r} does not answer request {expected}")
+            body = bytes(memoryview(payload)[len(head) + 1:])
+            if expected == rid:
+                return body
+            self._kept[expected] = body
 
     def _frame(self) -> bytearray:
         header = self._exact(HEADER.size)

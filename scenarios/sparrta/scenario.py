@@ -145,7 +145,7 @@ class Session:
         self._look: dict = {}
         self._sent_look: dict | None = None
         self._scene_key = None
-        self._colors: dict[str, tuple[int, int, int]] = {}
+        self._colors: dict[tuple, dict[str, tuple[int, int, int]]] = {}   # per scene group: the server's
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
         self.lookahead = Lookahead(self._start_quietly)   # the next samples' first steps, while this one renders
         self.early = EarlyRequest()   # the next sample's first visibility request, sent ahead (early.py)
@@ -189,22 +189,45 @@ class Session:
         The server's images are a pure function of the scene (its shadow cache is keyed by the
         scene, not by render history), so nothing here depends on earlier scenes.
         """
+        if self._world == unit.env and self._scene_key == group.key:
+            return
+        self.settle()   # replies are read in request order: a queued one first
+        for read in self._scene_requests(unit, group):
+            read()
+
+    def _scene_requests(self, unit: Unit, group: Group) -> list:
+        """Send what makes the server hold ``group`` (its environment's world when it changes, a
+        reset, the spawn, the instance colours' query) without waiting; returns the reply readers,
+        to be called in order (the colours are kept per group: :meth:`colors_of`)."""
+        reads = []
         if self._world != unit.env:
-            self.settle()
-            self.client.set_world(self.env(unit.env).world)
+            reads.append(self.client.set_world_async(self.env(unit.env).world))
             self._world, self._scene_key, self._sent_look = unit.env, None, None
         if self._scene_key == group.key:
-            return
-        self.settle()
-        self.client.reset()
+            return reads
+        reads.append(self.client.reset_async())
         actors = list(group.actors)
         if group.viewpoint is not None:
             parked = Placed("human", group.viewpoint, group.source.x, group.source.y, PARKED_Z, 0.0)
             actors.append(parked.actor((0, 0, 0)))
-        self.client.spawn(actors)
+        reads.append(self.client.spawn_async(actors))
         names = [a.name for a in group.actors] + (["human"] if group.viewpoint is not None else [])
-        self._colors = self.client.object_colors(names)   # clutter too: the scene graph (one request)
+        colors = self.client.object_colors_async(names)   # clutter too: the scene graph (one request)
+        key = group.key
+
+        def keep_colors() -> None:
+            self._colors[key] = colors()
+            while len(self._colors) > 4:   # the groups of the samples in flight, at most
+                del self._colors[next(iter(self._colors))]
+        reads.append(keep_colors)
         self._scene_key = group.key
+        return reads
+
+    def colors_of(self, group: Group) -> dict[str, tuple[int, int, int]]:
+        """The server's instance colours of ``group``'s actors (read when it was shown)."""
+        if group.key not in self._colors:
+            self.settle()
+        return self._colors[group.key]
 
     def set_look(self, world: dict) -> None:
         """Send the sample's world (sun, sky, fog, exposure...) when it differs from the server's;
@@ -287,6 +310,7 @@ class Session:
                 if unusable is not None:
                     counts["scene_unusable"] += 1
                     break
+                self.show(unit, group)       # (again, when a request queued for the next sample changed it)
                 checked = self.early.take(ahead_key, view) or self.request_view(unit, i, view, st)  # counts,
                 self._send_early(nxt)        # then the image if they pass; the next sample's first view queued
                 drawn = draw(group)          # behind it; the next candidate is drawn meanwhile
@@ -294,11 +318,12 @@ class Session:
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
+                    self._send_early(nxt, new_scene=True)   # this sample is done (bar a perceptual veto)
                     if images is None:       # a server that did not render it (same rule: not ours)
                         images = self.render_sample(unit, i, view)()
                     files = self.describe(unit, i, st, group, view, vis)
                     if perceptual and ego_label_disagrees(want, images["object_mask"], images.get("depth"),
-                                                          self._colors["source"], self._colors["target"]):
+                                                          *(self.colors_of(group)[n] for n in ("source", "target"))):
                         counts[PERCEPTUAL_RULE] += 1
                         continue
                     return self.write(unit, i, group, view, counts, renders, images, files)
@@ -307,10 +332,11 @@ class Session:
         raise self._give_up(unit, i, want, counts)
 
     # ---- the next sample's first visibility request, queued behind this sample's render --------
-    def _send_early(self, nxt: "tuple[Unit, int] | None") -> None:
-        """Queue the next sample's first visibility request now (scenarios/sparrta/early.py): only
-        when its first view is ready (lookahead) and needs no new scene (same environment and
-        scene group; an allo figure is moved by a pose request queued before it)."""
+    def _send_early(self, nxt: "tuple[Unit, int] | None", new_scene: bool = False) -> None:
+        """Queue the next sample's first request now (scenarios/sparrta/early.py), when its first
+        view is ready (lookahead). Sent right behind this sample's own request when it needs no
+        new scene (same environment and scene group); with ``new_scene`` (this sample is done)
+        also when it does: the reset and spawn of its group go first."""
         if nxt is None:
             return
         u, j = nxt
@@ -320,23 +346,26 @@ class Session:
         ahead = self.lookahead.peek(key)
         if ahead is None or ahead.view is None:
             return
-        if self._world != u.env or self._scene_key != (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene):
+        same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene)
+        if not (same or new_scene):
             return
-        view = ahead.view
-        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look))
+        view, group = ahead.view, None if same else self.group(u, j, 0, ahead.st)
+        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group))
 
     def settle(self) -> None:
         """Read a queued early reply before anything else is sent (replies come back in order)."""
         self.early.settle()
 
-    def request_view(self, unit: Unit, i: int, view, st: Setting, look: dict | None = None):
+    def request_view(self, unit: Unit, i: int, view, st: Setting, look: dict | None = None,
+                     group: Group | None = None):
         """Queue everything sample ``i``'s candidate ``view`` needs, read by one call of the returned
         function: its look (``look``, default the current sample's; it changes ``lit`` only), the
         allo figure's pose, and the pixel counts of its labelled objects with, when they pass the
         visibility rule, its images (``/sceneforge/render_if_visible``: the server renders an
-        accepted view straight away; ``st``: the sample's rules). Returns ``() -> (counts, images or None)``."""
+        accepted view straight away; ``st``: the sample's rules). ``group``: first make the server
+        hold that scene group (:meth:`_scene_requests`). Returns ``() -> (counts, images or None)``."""
         self.settle()
-        acks = []
+        acks = [] if group is None else self._scene_requests(unit, group)
         sent = server_world(self._look if look is None else look)
         if sent != self._sent_look:
             acks.append(self.client.set_world_async(sent))
@@ -388,10 +417,10 @@ class Session:
         params, scene graph, table row): built while the server renders the image."""
         cfg = self.cfg
         files = file_names(unit, i, cfg)
-        colors = {n: self._colors[n] for n in objects_of(group, view)}
+        colors = {n: self.colors_of(group)[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors)
         params["world"] = self._look  # every drawn look value (issue 14 item 5)
-        graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self._colors, server_world(self._look),
+        graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self.colors_of(group), server_world(self._look),
                              {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i})
         return {"files": files, "params": params, "graph": graph,
                 "row": build_row(cfg, unit, i, st, group, view, vis, files)}
