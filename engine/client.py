@@ -101,6 +101,7 @@ class RenderClient:
         self._client = None
         self.templates: list[str] = []
         self.spawned: list[str] = []  # names this client created (stock fallback needs them)
+        self._stock_passed: set[str] = set()  # render_if_visible tokens that passed (stock fallback)
 
     # --- connection --------------------------------------------------------------------------
     def connect(self) -> "RenderClient":
@@ -168,6 +169,7 @@ class RenderClient:
             if body.startswith(b"error"):
                 raise CommandError(f"{command[:80]}: {body[:300].decode('utf-8', errors='replace')}")
             return body
+        reply.discard = lambda: wire.discard(rid)   # type: ignore[attr-defined] - nobody will read it
         return reply
 
     def _call(self, command: str) -> bytes:
@@ -204,13 +206,9 @@ class RenderClient:
         """:meth:`set_world`, split in two as :meth:`render_async`: the returned function waits
         for the acknowledgement (a request queued before a render needs no round trip of its own)."""
         if self.is_sceneforge:
-            reply = self.send("vset /sceneforge/world " + compact_json(world))
-
-            def acknowledged() -> None:
-                reply()
-            return acknowledged
+            return _ack(self.send("vset /sceneforge/world " + compact_json(world)))
         log.warning("set_world ignored: a UnrealCV (UE) server's level defines its own world")
-        return lambda: None
+        return _ack(None)
 
     def reset(self) -> None:
         """Remove every actor (ours) / every actor this client spawned (stock)."""
@@ -225,7 +223,7 @@ class RenderClient:
                 self.destroy(name)
             reply = None
         self.spawned.clear()
-        return (lambda: None) if reply is None else (lambda: reply())
+        return _ack(reply)
 
     # --- objects -----------------------------------------------------------------------------
     def objects(self) -> list[str]:
@@ -253,7 +251,7 @@ class RenderClient:
             reply = None
         for name in hidden:
             self.text(f"vset /object/{name}/hide")
-        return (lambda: None) if reply is None else (lambda: reply())
+        return _ack(reply)
 
     def set_pose(self, name: str, location=None, rotation=None, scale=None) -> None:
         self.set_poses({name: {"location": location, "rotation": rotation, "scale": scale}})
@@ -267,15 +265,11 @@ class RenderClient:
         a stock server is answered at once): the returned function waits for the acknowledgement."""
         clean = {n: {k: _triple(v) for k, v in p.items() if v is not None} for n, p in poses.items()}
         if self.is_sceneforge:
-            reply = self.send("vset /sceneforge/poses " + compact_json(clean))
-
-            def acknowledged() -> None:
-                reply()
-            return acknowledged
+            return _ack(self.send("vset /sceneforge/poses " + compact_json(clean)))
         for name, pose in clean.items():
             for key, value in pose.items():
                 self.text(f"vset /object/{name}/{key} " + " ".join(f"{v:.6f}" for v in value))
-        return lambda: None
+        return _ack(None)
 
     def destroy(self, name: str) -> None:
         self.text(f"vset /object/{name}/destroy")
@@ -301,6 +295,7 @@ class RenderClient:
                     return {n: tuple(int(v) for v in raw[n]) for n in names}  # type: ignore[misc]
                 except (KeyError, TypeError, ValueError) as e:
                     raise ProtocolError(f"colors reply: {e}") from None
+            colors.discard = getattr(reply, "discard", lambda: None)   # type: ignore[attr-defined]
             return colors
         result = {n: self.object_color(n) for n in names}
         return lambda: result
@@ -373,25 +368,38 @@ class RenderClient:
         return counts
 
     def render_if_visible_async(self, cam_id: int, names: list[str], kinds: Iterable[str], *,
-                                min_visible_ratio: float, min_bbox_px: float, camera: Camera | None = None
-                                ) -> Callable[[], "tuple[dict[str, PixelCount], dict[str, np.ndarray] | None]"]:
+                                min_visible_ratio: float, min_bbox_px: float, camera: Camera | None = None,
+                                unless_passed: str | None = None
+                                ) -> Callable[[], "tuple[dict[str, PixelCount] | None, dict[str, np.ndarray] | None]"]:
         """Pixel counts of ``names`` and, when they pass the visibility rule (core/visibility.py),
         the images of ``kinds``: one request on our server, which renders an accepted view at
         once instead of waiting for a second request. The returned function waits for
         ``(counts, images or None)``. On a stock server: a visibility query, then a render when
-        the counts pass. Send nothing else on this client before calling it."""
+        the counts pass. ``unless_passed``: a token naming the sample; when an earlier request
+        with it passed, this one is skipped and gives ``(None, None)`` (a sampler queues its next
+        candidate before reading the previous one's reply)."""
         kinds = tuple(kinds)
         ratio, px = check_gate(min_visible_ratio, min_bbox_px)
         if not self.is_sceneforge:
             from engine.client_stock import render_if_visible_stock
-            return self._answered_now(render_if_visible_stock, cam_id, camera, (list(names), kinds, ratio, px))
+            if unless_passed is not None and unless_passed in self._stock_passed:
+                result = lambda: (None, None)  # noqa: E731
+            else:
+                result = self._answered_now(render_if_visible_stock, cam_id, camera, (list(names), kinds, ratio, px))
+                if unless_passed is not None and result()[1] is not None:
+                    self._stock_passed.add(unless_passed)
+            result.discard = lambda: None   # type: ignore[attr-defined]
+            return result
         extra = f" {_camera_json(camera)}" if camera is not None else ""
-        gate = compact_json({"min_visible_ratio": ratio, "min_bbox_px": px})
+        gate = compact_json({"min_visible_ratio": ratio, "min_bbox_px": px,
+                             **({"unless_passed": unless_passed} if unless_passed is not None else {})})
         reply = self.send(f"vget /sceneforge/render_if_visible {cam_id} {','.join(names) or ','} "
                           f"{','.join(kinds)} {gate}{extra}")
 
         def result() -> "tuple[dict[str, PixelCount], dict[str, np.ndarray] | None]":
             arrays, meta = unpack_bundle(reply())
+            if meta.get("skipped") is True:
+                return None, None
             try:
                 counts = {n: PixelCount(int(v["visible"]), int(v["unoccluded"]),
                                         tuple(map(int, v["bbox"])) if v["bbox"] else None)
@@ -405,6 +413,7 @@ class RenderClient:
             if missing:
                 raise ProtocolError(f"render_if_visible reply lacks {missing}")
             return counts, {k: arrays[k] for k in kinds}
+        result.discard = getattr(reply, "discard", lambda: None)   # type: ignore[attr-defined] - unread
         return result
 
     def _answered_now(self, stock_call, cam_id: int, camera: Camera | None, what) -> Callable[[], object]:
@@ -418,6 +427,15 @@ class RenderClient:
     def _require_ext(self, what: str) -> None:
         if not self.is_sceneforge:
             raise CommandError(f"{what} needs a sceneforge server ({self.host}:{self.port} is stock UnrealCV)")
+
+
+def _ack(reply: "Callable[[], bytes] | None") -> Callable[[], None]:
+    """A reader of an ``ok`` reply (None: answered already), with ``discard()`` (nobody will read it)."""
+    def acknowledged() -> None:
+        if reply is not None:
+            reply()
+    acknowledged.discard = getattr(reply, "discard", lambda: None)   # type: ignore[attr-defined]
+    return acknowledged
 
 
 def _camera_json(camera: Camera) -> str:

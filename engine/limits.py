@@ -22,6 +22,7 @@ SCALE_RANGE = (1.0e-3, 1.0e3)  # |scale| per axis (negative = mirrored, still al
 MAX_SPAWN_BATCH = 4096        # actors per ``vset /sceneforge/spawn`` request
 MAX_ACTORS = 65536            # actors in one scene
 MAX_GROUND_CELLS = 1024       # ground grid cells per side (the renderer coarsens the grid beyond)
+MAX_TOKEN_LEN = 256           # characters of a render_if_visible ``unless_passed`` token
 
 # (section, field) -> (low, high), inclusive; checked for the world dict / environment files.
 WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {

@@ -28,6 +28,7 @@ class Wire:
         self._next_id = 0
         self._waiting: deque[int] = deque()   # requests sent whose reply is still on the socket
         self._kept: dict[int, bytes] = {}      # replies read on the way to a later one
+        self._unwanted: set[int] = set()       # requests whose reply nobody will read: dropped on arrival
 
     @classmethod
     def open(cls, host: str, port: int, timeout: float, connect_timeout: float) -> "Wire | None":
@@ -85,7 +86,15 @@ class Wire:
             body = bytes(memoryview(payload)[len(head) + 1:])
             if expected == rid:
                 return body
-            self._kept[expected] = body
+            if expected in self._unwanted:
+                self._unwanted.discard(expected)
+            else:
+                self._kept[expected] = body
+
+    def discard(self, rid: int) -> None:
+        """Nobody will read request ``rid``'s reply: drop it (now, or when it arrives)."""
+        if self._kept.pop(rid, None) is None and rid in self._waiting:
+            self._unwanted.add(rid)
 
     def _frame(self) -> bytearray:
         header = self._exact(HEADER.size)

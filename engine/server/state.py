@@ -49,7 +49,16 @@ class ServerState:
     spawned: int = 0  # instance colours are never reused within a scene (until reset)
     file_counter: int = 0
     unrealcv: UnrealcvState = field(default_factory=UnrealcvState)  # compat-only settings
+    passed: dict = field(default_factory=dict)  # render_if_visible tokens whose view passed (newest last)
     _backend: RenderBackend | None = None
+
+    PASSED_KEPT = 1024   # tokens remembered (a sampler's candidates of one sample share one)
+
+    def mark_passed(self, token: str) -> None:
+        """Remember that a ``render_if_visible`` request with ``token`` passed (bounded: oldest dropped)."""
+        self.passed[token] = True
+        while len(self.passed) > self.PASSED_KEPT:
+            del self.passed[next(iter(self.passed))]
 
     # --- renderer --------------------------------------------------------------------------
     def backend(self) -> RenderBackend:

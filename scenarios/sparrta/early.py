@@ -1,17 +1,17 @@
-"""The next sample's first visibility request, queued behind this sample's render.
+"""The next sample's first request, queued behind this sample's own.
 
-A render server answers one connection's requests in order. When sample i's image is requested,
-sample i+1's first candidate view is usually ready already (the lookahead thread drew it,
-scenarios/lookahead.py) and, three samples in four, it stands in the same scene group. Its pixel
-count request is then sent straight after the render request, so the server goes from one to the
-other while the client reads, checks and queues sample i's files, instead of idling until the
-client asks (an allo figure's pose request is queued before it). Pixel counts depend on the
-scene and camera only (a sample's look — sun, sky, fog,
-exposure — changes ``lit`` only, and is sent just before each render), so the reply is the one the
-sample would get when asking later: bytes never depend on it.
+A render server answers one connection's requests in order. When sample i's first candidate is
+requested, sample i+1's first candidate view is usually ready already (the lookahead thread drew
+it, scenarios/lookahead.py). Its request (look, figure pose, pixel counts and, when they pass,
+its image: ``Session.request_view``) is then sent straight after sample i's, so the server goes
+from one to the other while the client reads, checks and queues sample i's files, instead of
+idling until the client asks. Three samples in four stand in the same scene group; for the first
+sample of a new group the reset and spawn are queued too, once sample i is accepted. Images and
+counts are pure functions of the scene, camera and look, so the reply is the one the sample
+would get when asking later: bytes never depend on it.
 
-Replies must be read in request order, so anything else sent on the connection first reads the
-queued reply (:meth:`EarlyRequest.settle`) and keeps it for its sample.
+The client's wire keeps replies read out of order for their own readers (engine/wire.py), so a
+request queued here is read only by the sample it was sent for (:meth:`EarlyRequest.take`).
 """
 from __future__ import annotations
 
@@ -19,16 +19,22 @@ from typing import Callable
 
 
 class Early:
-    """A visibility request sent ahead; calling it returns the counts (reading the reply once)."""
+    """A request sent ahead; calling it returns its result (reading the reply once)."""
 
-    def __init__(self, key: tuple, view, reply: Callable[[], dict]):
+    def __init__(self, key: tuple, view, reply: Callable[[], object]):
         self.key, self.view, self._reply, self._value, self.done = key, view, reply, None, False
 
     def settle(self) -> None:
         if not self.done:
             self._value, self.done = self._reply(), True
 
-    def __call__(self) -> dict:
+    def discard(self) -> None:
+        """Nobody will read it: let the wire drop its reply."""
+        if not self.done:
+            getattr(self._reply, "discard", lambda: None)()
+            self.done = True
+
+    def __call__(self):
         self.settle()
         return self._value
 
@@ -40,28 +46,28 @@ class EarlyRequest:
         self._early: Early | None = None
 
     def can_send(self) -> bool:
-        """Nothing is waiting for its reply (a settled request not yet claimed is replaced)."""
-        return self._early is None or self._early.done
+        """No request is waiting for its sample."""
+        return self._early is None
 
     def holds(self, key: tuple) -> bool:
-        """A request for sample ``key`` was sent and not yet claimed (read or not)."""
+        """A request for sample ``key`` was sent and not yet claimed."""
         return self._early is not None and self._early.key == key
 
-    def send(self, key: tuple, view, request: Callable[[], Callable[[], dict]]) -> None:
-        """``request()`` sends ``view``'s visibility request for sample ``key`` and returns its reply reader."""
+    def send(self, key: tuple, view, request: Callable[[], Callable[[], object]]) -> None:
+        """``request()`` sends ``view``'s request for sample ``key`` and returns its reply reader."""
+        if self._early is not None:
+            self._early.discard()
         self._early = Early(key, view, request())
 
     def take(self, key: tuple, view) -> Early | None:
-        """The request queued for ``view`` (sample ``key``'s first candidate), or None (send it
-        now). A request of another sample is read (in order) and kept for that sample."""
+        """The request queued for ``view`` (sample ``key``'s first candidate), or None (send it now)."""
         early = self._early
         if early is not None and early.key == key and early.view is view:
             self._early = None
             return early
-        self.settle()
         return None
 
     def settle(self) -> None:
-        """Read the queued reply, if any, before anything else is sent on the connection."""
+        """Read the queued reply, if any (it stays kept for its sample)."""
         if self._early is not None:
             self._early.settle()

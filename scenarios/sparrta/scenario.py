@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -148,6 +149,7 @@ class Session:
         self._colors: dict[tuple, dict[str, tuple[int, int, int]]] = {}   # per scene group: the server's
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
         self.lookahead = Lookahead(self._start_quietly)   # the next samples' first steps, while this one renders
+        self._session_id = uuid.uuid4().hex[:12]   # names this session's requests on a shared server
         self.early = EarlyRequest()   # the next sample's first visibility request, sent ahead (early.py)
 
     def env(self, name: str):
@@ -191,7 +193,6 @@ class Session:
         """
         if self._world == unit.env and self._scene_key == group.key:
             return
-        self.settle()   # replies are read in request order: a queued one first
         for read in self._scene_requests(unit, group):
             read()
 
@@ -298,23 +299,34 @@ class Session:
             except PlacementError as e:
                 return None, e, seen
 
+        vetoes = 0
         for attempt in range(scene_budget(cfg)):
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
             self.show(unit, group)
-            drawn = (ahead.view, ahead.unusable, ahead.counts) if attempt == 0 else None   # start()'s candidate
-            for _ in range(cfg.max_render_tries):
-                view, unusable, seen = drawn if drawn is not None else draw(group)
+            drawn = (ahead.view, ahead.unusable, ahead.counts) if attempt == 0 else draw(group)   # start()'s
+            queued = None   # (view, reader): the candidate sent behind the one being read
+            for t in range(cfg.max_render_tries):
+                view, unusable, seen = drawn
                 counts.update(seen)
                 if unusable is not None:
                     counts["scene_unusable"] += 1
                     break
-                self.show(unit, group)       # (again, when a request queued for the next sample changed it)
-                checked = self.early.take(ahead_key, view) or self.request_view(unit, i, view, st)  # counts,
-                self._send_early(nxt)        # then the image if they pass; the next sample's first view queued
-                drawn = draw(group)          # behind it; the next candidate is drawn meanwhile
-                vis, images = checked()
+                token = self._token(unit, i, attempt, vetoes)
+                self.show(unit, group)   # (again, when a request queued for the next sample changed it)
+                if queued is not None and queued[0] is view:
+                    checked = queued[1]
+                else:
+                    checked = self.early.take(ahead_key, view) or self.request_view(unit, i, view, st, token=token)
+                self._send_early(nxt)    # the next sample's first view, queued behind
+                drawn = draw(group)      # the next candidate, drawn while the server counts ...
+                queued = None
+                if drawn[1] is None and t + 1 < cfg.max_render_tries:   # ... and queued too: the server
+                    queued = (drawn[0], self.request_view(unit, i, drawn[0], st, token=token))   # skips it
+                vis, images = checked()                                 # once this one has passed
+                if vis is None:          # skipped: an earlier candidate passed, then was vetoed
+                    vis, images = self.request_view(unit, i, view, st, token=token)()
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
@@ -325,9 +337,14 @@ class Session:
                     if perceptual and ego_label_disagrees(want, images["object_mask"], images.get("depth"),
                                                           *(self.colors_of(group)[n] for n in ("source", "target"))):
                         counts[PERCEPTUAL_RULE] += 1
+                        vetoes += 1
                         continue
+                    if queued is not None:
+                        queued[1].discard()  # skipped by the server: nobody reads it
                     return self.write(unit, i, group, view, counts, renders, images, files)
                 counts[fail] += 1
+            if queued is not None:
+                queued[1].discard()
         self.settle()
         raise self._give_up(unit, i, want, counts)
 
@@ -350,21 +367,27 @@ class Session:
         if not (same or new_scene):
             return
         view, group = ahead.view, None if same else self.group(u, j, 0, ahead.st)
-        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group))
+        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group,
+                                                             token=self._token(u, j, 0, 0)))
 
     def settle(self) -> None:
         """Read a queued early reply before anything else is sent (replies come back in order)."""
         self.early.settle()
 
+    def _token(self, unit: Unit, i: int, attempt: int, vetoes: int) -> str:
+        """Names one search of sample ``i`` on the server (``render_if_visible``'s ``unless_passed``):
+        a candidate queued behind one that passed is skipped."""
+        return f"{self._session_id}/{unit.env}/{unit.task}/{unit.triple_id}/{i}/{attempt}/{vetoes}"
+
     def request_view(self, unit: Unit, i: int, view, st: Setting, look: dict | None = None,
-                     group: Group | None = None):
+                     group: Group | None = None, token: str | None = None):
         """Queue everything sample ``i``'s candidate ``view`` needs, read by one call of the returned
         function: its look (``look``, default the current sample's; it changes ``lit`` only), the
         allo figure's pose, and the pixel counts of its labelled objects with, when they pass the
         visibility rule, its images (``/sceneforge/render_if_visible``: the server renders an
         accepted view straight away; ``st``: the sample's rules). ``group``: first make the server
-        hold that scene group (:meth:`_scene_requests`). Returns ``() -> (counts, images or None)``."""
-        self.settle()
+        hold that scene group (:meth:`_scene_requests`); ``token``: see :meth:`_token`. Returns
+        ``() -> (counts, images or None)``, ``(None, None)`` when skipped; it has ``discard()``."""
         acks = [] if group is None else self._scene_requests(unit, group)
         sent = server_world(self._look if look is None else look)
         if sent != self._sent_look:
@@ -377,12 +400,14 @@ class Session:
             names.append("human")
         result = self.client.render_if_visible_async(0, names, self.render_kinds(unit, i),
                                                      min_visible_ratio=st.min_visible_ratio,
-                                                     min_bbox_px=st.min_bbox_px, camera=view.camera)
+                                                     min_bbox_px=st.min_bbox_px, camera=view.camera,
+                                                     unless_passed=token)
 
         def read():
             for ack in acks:
                 ack()
             return result()
+        read.discard = lambda: [getattr(r, "discard", r)() for r in acks + [result]]   # type: ignore[attr-defined]
         return read
 
     def render_kinds(self, unit: Unit, i: int) -> tuple[str, ...]:

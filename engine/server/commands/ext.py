@@ -205,6 +205,9 @@ def _kinds(text: str, what: str) -> tuple[str, ...]:
     return kinds
 
 
+GATE_FIELDS = {"min_visible_ratio", "min_bbox_px", "unless_passed"}
+
+
 @command("vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate]",
          "vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate] [camera]")
 def render_if_visible(state: ServerState, args: list[str]) -> bytes:
@@ -212,25 +215,36 @@ def render_if_visible(state: ServerState, args: list[str]) -> bytes:
     ``gate`` = ``{"min_visible_ratio", "min_bbox_px"}``, the images of ``kinds`` too, in one round
     trip (a sampler's accepted view is rendered without waiting for the client to ask). Reply: an
     array bundle whose header's ``meta`` holds ``visibility`` (as ``/sceneforge/visibility``) and
-    ``failure`` (the rule broken, or null: then the arrays are the images)."""
+    ``failure`` (the rule broken, or null: then the arrays are the images). ``gate.unless_passed``:
+    a token naming the sample; when an earlier request with that token passed, this one does
+    nothing and answers ``meta = {"skipped": true}`` (a sampler queues its next candidate before
+    reading the previous one's reply, and that candidate costs nothing once one has passed)."""
     cam_id = parse_int(args[0], "camera id")
     kinds = _kinds(args[2], "render_if_visible")
     gate = _as_dict(_json(args[3], "gate"), "gate")
-    unknown = sorted(set(gate) - {"min_visible_ratio", "min_bbox_px"})
+    unknown = sorted(set(gate) - GATE_FIELDS)
     if unknown:
-        raise CommandError(f"gate: unknown field(s) {unknown} (known: min_bbox_px, min_visible_ratio)")
+        raise CommandError(f"gate: unknown field(s) {unknown} (known: {', '.join(sorted(GATE_FIELDS))})")
     try:
         ratio, px = check_gate(gate.get("min_visible_ratio", 0.0), gate.get("min_bbox_px", 0.0))
     except ValueError as e:
         raise CommandError(f"gate.{e}") from None
+    token = gate.get("unless_passed")
+    if token is not None and not (isinstance(token, str) and 0 < len(token) <= limits.MAX_TOKEN_LEN):
+        raise CommandError(f"gate.unless_passed: expected a string of 1-{limits.MAX_TOKEN_LEN} characters, "
+                           f"got {str(token)[:80]!r}")
     names = _names(state, args[1])
     if not names:
         raise CommandError("render_if_visible: name at least one actor")
+    if token is not None and token in state.passed:   # an earlier candidate of the same sample passed
+        return pack_arrays({}, meta={"skipped": True})
     if len(args) > 4:
         _apply_camera(state, cam_id, args[4])
     counts = _counts(state, cam_id, names)
     failure = visibility_failure(counts, names, ratio, px)
     arrays = state.render(cam_id, kinds) if failure is None else {}
+    if failure is None and token is not None:
+        state.mark_passed(token)
     return pack_arrays({k: arrays[k] for k in kinds} if arrays else {},
                        meta={"visibility": _counts_json(counts), "failure": failure})
 
