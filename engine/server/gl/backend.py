@@ -147,6 +147,7 @@ class GLBackend(RenderBackend):
         self._lock = threading.RLock()
         self._lod = bool(lod)
         self._passes = Passes(self._ctx, int(shadow_map_size))
+        self._draws_cache: tuple | None = None   # (actors, draw bases, centres, radii): _scene_draws
         log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
                  os.environ.get("LP_NUM_THREADS", "default"))
 
@@ -251,18 +252,8 @@ class GLBackend(RenderBackend):
         return self._passes.mesh(asset_id, self._provider)
 
     def _frame(self, scene: Scene, camera: Camera) -> Frame:
-        draws = []
-        for i, actor in enumerate(scene.actors.values()):
-            if actor.hidden:
-                continue
-            mesh = self._mesh(actor.asset_id)
-            if mesh.n_triangles == 0:
-                continue
-            placed = F.placed(actor.transform)
-            c, r = F.world_sphere(placed, mesh.center, mesh.radius)
-            draws.append(Draw(i, actor.asset_id, mesh, mesh, placed, c, r, actor.tint))
-        centers = np.array([d.center for d in draws]).reshape(-1, 3)
-        radii = np.array([d.radius for d in draws], dtype=np.float64)
+        bases, centers, radii = self._scene_draws(scene)
+        draws = [Draw(*b) for b in bases]   # fresh: a frame sets each draw's level of detail
         g = scene.ground
         near, far = F.near_far(camera, centers, radii, g.extent, abs(g.relief_amplitude))
         vp = F.view_proj(camera, near, far)
@@ -272,6 +263,30 @@ class GLBackend(RenderBackend):
             self._choose_levels(scene, camera, draws, visible)
         ground = self._passes.ground_draws(g, camera, planes, self._lod)
         return Frame(camera, near, far, vp, draws, visible, planes, ground)
+
+    def _scene_draws(self, scene: Scene) -> tuple[list[tuple], np.ndarray, np.ndarray]:
+        """The camera-independent part of a frame: each drawn actor's mesh, placement and world
+        bounding sphere. Kept while the scene holds the same actor objects (an ``Actor`` is
+        immutable: any edit replaces it), so the pixel counts of many candidate views of one scene
+        and its render do not redo it (~1 ms per frame for 250 actors)."""
+        actors = list(scene.actors.values())
+        cached = self._draws_cache
+        if cached is not None and len(cached[0]) == len(actors) and all(a is b for a, b in zip(cached[0], actors)):
+            return cached[1], cached[2], cached[3]
+        bases = []
+        for i, actor in enumerate(actors):
+            if actor.hidden:
+                continue
+            mesh = self._mesh(actor.asset_id)
+            if mesh.n_triangles == 0:
+                continue
+            placed = F.placed(actor.transform)
+            c, r = F.world_sphere(placed, mesh.center, mesh.radius)
+            bases.append((i, actor.asset_id, mesh, mesh, placed, c, r, actor.tint))
+        centers = np.array([b[5] for b in bases]).reshape(-1, 3)
+        radii = np.array([b[6] for b in bases], dtype=np.float64)
+        self._draws_cache = (actors, bases, centers, radii)
+        return bases, centers, radii
 
     def _choose_levels(self, scene: Scene, camera: Camera, draws: list[Draw], visible: np.ndarray) -> None:
         """Each visible actor's level of detail for this camera (gl/lod.py): a function of its

@@ -76,8 +76,8 @@ class _Layer:
             prog.set("u_model", d.placed.model_bytes)
             if draw_parts is not None and mesh.alpha_tested:  # cut-out foliage casts cut-out shadows
                 draw_parts(mesh, d, prog, "shadow", light_vp)
-            else:
-                mesh.vao(self.ctx, prog.prog, "shadow", False).render()
+            else:   # upright: without its flat bottom faces (gl/resources.py casting_faces)
+                mesh.vao(self.ctx, prog.prog, "shadow", False, upright_casters=upright(d.placed.model)).render()
         self.fbo.scissor = None
         texel = extent / self.size
         self.state = (1, F.gl_bytes(light_vp), texel, 2.0 * texel / depth_range)
@@ -90,6 +90,13 @@ class _Layer:
 # Texels around a fragment's light-space position that its shadow lookup can read: the normal
 # offset (1.5), the PCF taps (0.75) and their bilinear footprint (1), doubled for safety.
 READ_MARGIN_TEXELS = 8.0
+
+
+def upright(model: np.ndarray) -> bool:
+    """Does a local → world matrix keep z up, unscaled or shrunk along it (no tilt)? Then a mesh's
+    flat bottom faces stay within ``FLAT_CASTER_CM`` of the ground (``casting_faces``)."""
+    return bool(model[2, 0] == 0.0 and model[2, 1] == 0.0 and model[0, 2] == 0.0 and model[1, 2] == 0.0
+                and 0.0 < model[2, 2] <= 1.0)
 
 
 def casters_in_view(light_vp: np.ndarray, receivers: np.ndarray, centers: np.ndarray, radii: np.ndarray,
