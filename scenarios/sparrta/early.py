@@ -23,16 +23,20 @@ class Early:
 
     def __init__(self, key: tuple, view, reply: Callable[[], object]):
         self.key, self.view, self._reply, self._value, self.done = key, view, reply, None, False
+        self.second: Callable[[], object] | None = None   # the sample's next candidate, queued behind
 
     def settle(self) -> None:
         if not self.done:
             self._value, self.done = self._reply(), True
 
     def discard(self) -> None:
-        """Nobody will read it: let the wire drop its reply."""
+        """Nobody will read it: let the wire drop its reply (and its second's)."""
         if not self.done:
             getattr(self._reply, "discard", lambda: None)()
             self.done = True
+        if self.second is not None:
+            getattr(self.second, "discard", lambda: None)()
+            self.second = None
 
     def __call__(self):
         self.settle()
@@ -59,12 +63,19 @@ class EarlyRequest:
             self._early.discard()
         self._early = Early(key, view, request())
 
+    def add_second(self, reply: Callable[[], object]) -> None:
+        """The reader of the held request's sample's next candidate, sent right behind it."""
+        self._early.second = reply
+
     def take(self, key: tuple, view) -> Early | None:
-        """The request queued for ``view`` (sample ``key``'s first candidate), or None (send it now)."""
+        """The request queued for ``view`` (sample ``key``'s first candidate), or None (send it now).
+        One queued for another view of sample ``key`` is discarded (nobody will read it)."""
         early = self._early
-        if early is not None and early.key == key and early.view is view:
+        if early is not None and early.key == key:
             self._early = None
-            return early
+            if early.view is view:
+                return early
+            early.discard()
         return None
 
     def settle(self) -> None:

@@ -267,6 +267,13 @@ class Session:
                                      ahead.counts)
         except PlacementError as e:
             ahead.unusable = e
+            return ahead
+        seen: Counter = Counter()   # the candidate after it (make draws it next in any case)
+        try:
+            ahead.second = (sample_view(rng, group, unit.task, unit.label(i), st, env.ground, group.viewpoint, seen),
+                            None, seen)
+        except PlacementError as e:
+            ahead.second = (None, e, seen)
         return ahead
 
     def _start_quietly(self, unit: Unit, i: int) -> "Ahead | None":
@@ -315,15 +322,19 @@ class Session:
                     break
                 token = self._token(unit, i, attempt, vetoes)
                 self.show(unit, group)   # (again, when a request queued for the next sample changed it)
+                early = None
                 if queued is not None and queued[0] is view:
                     checked = queued[1]
                 else:
-                    checked = self.early.take(ahead_key, view) or self.request_view(unit, i, view, st, token=token)
-                self._send_early(nxt)    # the next sample's first view, queued behind
-                drawn = draw(group)      # the next candidate, drawn while the server counts ...
-                queued = None
-                if drawn[1] is None and t + 1 < cfg.max_render_tries:   # ... and queued too: the server
-                    queued = (drawn[0], self.request_view(unit, i, drawn[0], st, token=token))   # skips it
+                    early = self.early.take(ahead_key, view)
+                    checked = early or self.request_view(unit, i, view, st, token=token)
+                self._send_early(nxt)    # the next sample's first views, queued behind
+                first = attempt == 0 and t == 0 and ahead.second is not None
+                drawn = ahead.second if first else draw(group)   # the next candidate, drawn while the
+                queued = None                                    # server counts, and queued too: the
+                if drawn[1] is None and t + 1 < cfg.max_render_tries:   # server skips it once this
+                    queued = (drawn[0], early.second if early is not None and early.second is not None   # one
+                              else self.request_view(unit, i, drawn[0], st, token=token))          # passed
                 vis, images = checked()                                 # once this one has passed
                 if vis is None:          # skipped: an earlier candidate passed, then was vetoed
                     vis, images = self.request_view(unit, i, view, st, token=token)()
@@ -366,9 +377,12 @@ class Session:
         same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene)
         if not (same or new_scene):
             return
-        view, group = ahead.view, None if same else self.group(u, j, 0, ahead.st)
-        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group,
-                                                             token=self._token(u, j, 0, 0)))
+        view, group, token = ahead.view, None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
+        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group, token=token))
+        second = ahead.second
+        if second is not None and second[1] is None and self.cfg.max_render_tries > 1:   # its next candidate
+            self.early.add_second(self.request_view(u, j, second[0], ahead.st, ahead.look, token=token))   # (skipped
+                                                                                               # if the first passes)
 
     def settle(self) -> None:
         """Read a queued early reply before anything else is sent (replies come back in order)."""
@@ -459,7 +473,7 @@ class Session:
 @dataclass
 class Ahead:
     """A sample's client-only first steps (``Session.start``): its setting and look, its RNG
-    after drawing its first candidate view (or the PlacementError that draw raised), and the
+    after drawing its first two candidate views (or the PlacementError a draw raised), and the
     rejections counted on the way."""
 
     key: tuple
@@ -469,3 +483,4 @@ class Ahead:
     view: object = None
     unusable: PlacementError | None = None
     counts: Counter = field(default_factory=Counter)
+    second: tuple | None = None   # the next draw after ``view``: (view, PlacementError or None, rejections)

@@ -53,3 +53,11 @@ def test_a_replaced_request_is_discarded_unread():
     assert conn.discarded == ["a"] and conn.read == []
     early.settle()
     assert conn.read == ["b"]
+
+
+def test_a_request_for_another_view_of_the_same_sample_is_discarded_with_its_second():
+    conn, early = Replies(), EarlyRequest()
+    early.send(("k", 5), object(), conn.request("first"))
+    early.add_second(conn.request("second")())
+    assert early.take(("k", 5), object()) is None and early.can_send()
+    assert conn.discarded == ["first", "second"] and conn.read == []
