@@ -44,41 +44,44 @@ class Early:
 
 
 class EarlyRequest:
-    """At most one :class:`Early` request: sent by :meth:`send`, claimed by its sample's :meth:`take`."""
+    """Up to ``depth`` :class:`Early` requests, one per sample (in the order sent): sent by
+    :meth:`send`, claimed by their sample's :meth:`take`."""
 
-    def __init__(self):
-        self._early: Early | None = None
+    def __init__(self, depth: int = 1):
+        self.depth = depth
+        self._held: dict[tuple, Early] = {}
 
     def can_send(self) -> bool:
-        """No request is waiting for its sample."""
-        return self._early is None
+        """Fewer than ``depth`` requests are waiting for their sample."""
+        return len(self._held) < self.depth
 
     def holds(self, key: tuple) -> bool:
         """A request for sample ``key`` was sent and not yet claimed."""
-        return self._early is not None and self._early.key == key
+        return key in self._held
 
     def send(self, key: tuple, view, request: Callable[[], Callable[[], object]]) -> None:
         """``request()`` sends ``view``'s request for sample ``key`` and returns its reply reader."""
-        if self._early is not None:
-            self._early.discard()
-        self._early = Early(key, view, request())
+        if key in self._held:
+            self._held.pop(key).discard()
+        self._held[key] = Early(key, view, request())
+        self._last = key
 
     def add_second(self, reply: Callable[[], object]) -> None:
-        """The reader of the held request's sample's next candidate, sent right behind it."""
-        self._early.second = reply
+        """The reader of the last sent request's sample's next candidate, sent right behind it."""
+        self._held[self._last].second = reply
 
     def take(self, key: tuple, view) -> Early | None:
         """The request queued for ``view`` (sample ``key``'s first candidate), or None (send it now).
         One queued for another view of sample ``key`` is discarded (nobody will read it)."""
-        early = self._early
-        if early is not None and early.key == key:
-            self._early = None
-            if early.view is view:
-                return early
-            early.discard()
+        early = self._held.pop(key, None)
+        if early is None:
+            return None
+        if early.view is view:
+            return early
+        early.discard()
         return None
 
     def settle(self) -> None:
-        """Read the queued reply, if any (it stays kept for its sample)."""
-        if self._early is not None:
-            self._early.settle()
+        """Read the queued replies, if any (they stay kept for their samples)."""
+        for early in self._held.values():
+            early.settle()

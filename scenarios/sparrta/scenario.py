@@ -109,7 +109,7 @@ def _make_all(session: "Session", units: list[Unit], todo: list[int], result: Sh
             upcoming = [locate(units, j) for j in todo[k + 1:k + 1 + LOOKAHEAD]]
             session.want(upcoming)
             try:
-                rec = session.make(unit, i, upcoming[0] if upcoming else None)
+                rec = session.make(unit, i, upcoming)
             except PlacementError as e:
                 result.failed[idx] = str(e)
                 result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
@@ -150,7 +150,7 @@ class Session:
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
         self.lookahead = Lookahead(self._start_quietly)   # the next samples' first steps, while this one renders
         self._session_id = uuid.uuid4().hex[:12]   # names this session's requests on a shared server
-        self.early = EarlyRequest()   # the next sample's first visibility request, sent ahead (early.py)
+        self.early = EarlyRequest(LOOKAHEAD)   # the next sample's first visibility request, sent ahead (early.py)
 
     def env(self, name: str):
         if name not in self._envs:
@@ -284,7 +284,7 @@ class Session:
         except Exception:  # noqa: BLE001 - make(unit, i) runs start again and raises it there
             return None
 
-    def make(self, unit: Unit, i: int, nxt: "tuple[Unit, int] | None" = None) -> dict:
+    def make(self, unit: Unit, i: int, nxt: "list[tuple[Unit, int]] | None" = None) -> dict:
         """Find a valid sample with index ``i``'s label, render it, write its files and record.
         Its first steps (:meth:`start`) come from the lookahead thread when :meth:`want` asked
         for them. While the server counts a candidate's pixels the next candidate is drawn (the
@@ -360,29 +360,28 @@ class Session:
         raise self._give_up(unit, i, want, counts)
 
     # ---- the next sample's first visibility request, queued behind this sample's render --------
-    def _send_early(self, nxt: "tuple[Unit, int] | None", new_scene: bool = False) -> None:
-        """Queue the next sample's first request now (scenarios/sparrta/early.py), when its first
-        view is ready (lookahead). Sent right behind this sample's own request when it needs no
-        new scene (same environment and scene group); with ``new_scene`` (this sample is done)
-        also when it does: the reset and spawn of its group go first."""
-        if nxt is None:
-            return
-        u, j = nxt
-        key = (u.env, u.task, u.triple_id, j)
-        if self.early.holds(key) or not self.early.can_send():   # sent already: its reply is kept for it
-            return
-        ahead = self.lookahead.peek(key)
-        if ahead is None or ahead.view is None:
-            return
-        same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene)
-        if not (same or new_scene):
-            return
-        view, group, token = ahead.view, None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
-        self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group, token=token))
-        second = ahead.second
-        if second is not None and second[1] is None and self.cfg.max_render_tries > 1:   # its next candidate
-            self.early.add_second(self.request_view(u, j, second[0], ahead.st, ahead.look, token=token))   # (skipped
-                                                                                               # if the first passes)
+    def _send_early(self, upcoming: "list[tuple[Unit, int]] | None", new_scene: bool = False) -> None:
+        """Queue the next samples' first two candidates now (scenarios/sparrta/early.py), in order,
+        each when its views are ready (lookahead): behind this sample's own requests when it needs
+        no new scene (same environment and scene group as the server holds); with ``new_scene``
+        (this sample is done) the next sample also when it does: its reset and spawn go first."""
+        for k, (u, j) in enumerate(upcoming or ()):
+            key = (u.env, u.task, u.triple_id, j)
+            if self.early.holds(key):   # sent already: its reply is kept for it
+                continue
+            ahead = self.lookahead.peek(key)
+            if not self.early.can_send() or ahead is None or ahead.view is None:
+                return
+            same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id,
+                                                                 j // self.cfg.samples_per_scene)
+            if not (same or (new_scene and k == 0)):
+                return
+            view, group, token = ahead.view, None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
+            self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group,
+                                                                 token=token))
+            second = ahead.second
+            if second is not None and second[1] is None and self.cfg.max_render_tries > 1:   # its next candidate
+                self.early.add_second(self.request_view(u, j, second[0], ahead.st, ahead.look, token=token))
 
     def settle(self) -> None:
         """Read a queued early reply before anything else is sent (replies come back in order)."""

@@ -49,10 +49,21 @@ def test_a_request_for_another_view_of_the_sample_is_not_handed_out():
 def test_a_replaced_request_is_discarded_unread():
     conn, early = Replies(), EarlyRequest()
     early.send(("k", 1), object(), conn.request("a"))
-    early.send(("k", 2), object(), conn.request("b"))
+    early.send(("k", 1), object(), conn.request("b"))
     assert conn.discarded == ["a"] and conn.read == []
     early.settle()
     assert conn.read == ["b"]
+
+
+def test_depth_bounds_the_samples_held():
+    conn, early = Replies(), EarlyRequest(depth=2)
+    v1, v2 = object(), object()
+    early.send(("k", 1), v1, conn.request("a"))
+    assert early.can_send()
+    early.send(("k", 2), v2, conn.request("b"))
+    assert not early.can_send() and early.holds(("k", 1)) and early.holds(("k", 2))
+    assert early.take(("k", 2), v2)() == {"counts": "b"} and early.can_send()
+    assert early.take(("k", 1), v1)() == {"counts": "a"} and conn.read == ["b", "a"]
 
 
 def test_a_request_for_another_view_of_the_same_sample_is_discarded_with_its_second():

@@ -204,7 +204,8 @@ class GpuMesh:
     unwelded: tuple[bytes, bytes] | None = None
     _flat: tuple | None = None  # (vbo, ibo) of ``unwelded`` once uploaded
     # The faces that can cast a visible shadow when the mesh stands upright (:func:`casting_faces`),
-    # as index bytes; None = every face (nothing to leave out, or alpha-tested parts).
+    # as index bytes (b"": none, a wholly flat mesh); None = every face (nothing to leave out, or
+    # alpha-tested parts).
     upright_casters: bytes | None = None
     _casters: object = None  # moderngl.Buffer of ``upright_casters`` once uploaded
 

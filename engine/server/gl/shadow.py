@@ -76,8 +76,10 @@ class _Layer:
             prog.set("u_model", d.placed.model_bytes)
             if draw_parts is not None and mesh.alpha_tested:  # cut-out foliage casts cut-out shadows
                 draw_parts(mesh, d, prog, "shadow", light_vp)
-            else:   # upright: without its flat bottom faces (gl/resources.py casting_faces)
-                mesh.vao(self.ctx, prog.prog, "shadow", False, upright_casters=upright(d.placed.model)).render()
+            elif mesh.upright_casters is None or not upright(d.placed.model):
+                mesh.vao(self.ctx, prog.prog, "shadow", False).render()
+            elif mesh.upright_casters:   # upright: without its flat bottom faces (gl/resources.py
+                mesh.vao(self.ctx, prog.prog, "shadow", False, upright_casters=True).render()   # casting_faces)
         self.fbo.scissor = None
         texel = extent / self.size
         self.state = (1, F.gl_bytes(light_vp), texel, 2.0 * texel / depth_range)
