@@ -48,7 +48,8 @@ NEEDS_SERVER = True
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
 PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when a scene is built
-LOOKAHEAD = 2      # samples whose first steps (scene group, first view) are prepared ahead (lookahead.py)
+LOOKAHEAD = 2      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py)
+QUEUE_NEXT = True  # queue a sample's next candidate behind the one being counted (off: one at a time)
 
 
 # --- contract -------------------------------------------------------------------------------------
@@ -332,12 +333,12 @@ class Session:
                 first = attempt == 0 and t == 0 and ahead.second is not None
                 drawn = ahead.second if first else draw(group)   # the next candidate, drawn while the
                 queued = None                                    # server counts, and queued too: the
-                if drawn[1] is None and t + 1 < cfg.max_render_tries:   # server skips it once this
-                    queued = (drawn[0], early.second if early is not None and early.second is not None   # one
-                              else self.request_view(unit, i, drawn[0], st, token=token))          # passed
+                if QUEUE_NEXT and drawn[1] is None and t + 1 < cfg.max_render_tries:   # server skips it once
+                    queued = (drawn[0], early.second if early is not None and early.second is not None   # this
+                              else self.request_view(unit, i, drawn[0], st, token=token))      # one passed
                 vis, images = checked()                                 # once this one has passed
-                if vis is None:          # skipped: an earlier candidate passed, then was vetoed
-                    vis, images = self.request_view(unit, i, view, st, token=token)()
+                if vis is None:          # skipped: an earlier candidate passed, then was vetoed: ask
+                    vis, images = self.request_view(unit, i, view, st)()   # again, unconditionally
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
@@ -380,7 +381,7 @@ class Session:
             self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group,
                                                                  token=token))
             second = ahead.second
-            if second is not None and second[1] is None and self.cfg.max_render_tries > 1:   # its next candidate
+            if QUEUE_NEXT and second is not None and second[1] is None and self.cfg.max_render_tries > 1:   # and the next
                 self.early.add_second(self.request_view(u, j, second[0], ahead.st, ahead.look, token=token))
 
     def settle(self) -> None:

@@ -355,23 +355,32 @@ def test_each_sample_records_its_drawn_look(dataset):
 @pytest.mark.render
 def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     """Scene groups and first views prepared on the lookahead thread (scenarios/lookahead.py),
-    next candidates drawn while the server counts pixels, the next sample's first visibility
-    request queued behind a render (scenarios/sparrta/early.py): the same bytes as preparing
-    nothing ahead (a city: clutter, several scene groups, visibility retries)."""
+    next candidates drawn and queued while the server counts pixels (skipped by the server once
+    one passed), the next samples' first candidates queued behind (scenarios/sparrta/early.py):
+    the same bytes as one candidate at a time with nothing prepared ahead (a city: clutter,
+    several scene groups, visibility retries), also when the perceptual rule vetoes an accepted
+    view (forced here by a pure function of its mask) after later candidates were queued."""
+    import zlib
+
     from scenarios.sparrta.early import EarlyRequest
 
     cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}
     outs, sent, send = {}, [], EarlyRequest.send
+    real = sparrta.ego_label_disagrees
 
     def counting_send(self, key, view, request):   # the real send, counted
         sent.append(key)
         return send(self, key, view, request)
     monkeypatch.setattr(EarlyRequest, "send", counting_send)
+    monkeypatch.setattr(sparrta, "ego_label_disagrees",   # a third of accepted views vetoed, by their mask
+                        lambda want, mask, *a: real(want, mask, *a) or zlib.crc32(mask.tobytes()) % 3 == 0)
     for depth in (0, 3):
         monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
+        monkeypatch.setattr(sparrta, "QUEUE_NEXT", depth > 0)
         outs[depth] = tmp_path / f"ahead{depth}"
         generate(cfg, outs[depth], server=server.address, progress=False)
-        assert bool(sent) == (depth > 0)     # requests queued behind renders only with a lookahead
+        assert bool(sent) == (depth > 0)     # requests queued ahead only with a lookahead
     assert tree_hashes(outs[0]) == tree_hashes(outs[3])
     records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
     assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
+    assert sum(r["rejections"].get("perceptual", 0) for r in records) >= 2   # and some accepted ones were vetoed
