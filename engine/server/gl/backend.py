@@ -185,9 +185,11 @@ class GLBackend(RenderBackend):
                 return {n: PixelCount(0, 0, None) for n in names}
             occluders = possible_occluders(frame, wanted, spheres=spheres) & overlaps
             self._passes.id_pass(frame, frame.draws, occluders, ground=scene.ground, rect=rect)
+            # coverage before reading the ids: its read-back waits for both passes at once (each
+            # read-back is a wait for llvmpipe's rasteriser thread)
+            alone = dict(zip((d.index for d in drawn), self._passes.coverage(frame, drawn, rect)))
             ids = self._passes.target(camera).read_ids(rect)
             visible = np.bincount(ids.ravel(), minlength=len(order) + 1)
-            alone = dict(zip((d.index for d in drawn), self._passes.coverage(frame, drawn, rect)))
             top = camera.height - (rect[1] + rect[3])   # the block's first row, counted from the top
             return {n: _pixel_count(ids, order[n] + 1, int(visible[order[n] + 1]), alone.get(order[n], 0),
                                     (rect[0], top)) for n in names}
