@@ -205,11 +205,34 @@ def standing(name: str, shape: AssetShape, x: float, y: float, yaw: float, groun
 
 
 def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Placed], bool]:
-    """Rule: the candidate's rotated footprint does not intersect any other (plus a gap)."""
+    """Rule: the candidate's rotated footprint does not intersect any other (plus a gap).
+
+    Only the others whose footprint disc (plus the gap, plus 1 cm) reaches the candidate's are
+    tested with shapely: farther ones cannot intersect it, so the answer is the same (an allo
+    figure was tested against every obstacle of a forest, ~140 polygon checks per candidate)."""
     from shapely.prepared import prep
 
+    others = list(others)
     polys = [prep(o.polygon().buffer(gap_cm) if gap_cm else o.polygon()) for o in others]  # same answers, faster
-    return lambda p: not any(q.intersects(p.polygon()) for q in polys)
+    centres = np.array([(o.x, o.y) for o in others], dtype=float).reshape(-1, 2)
+    reach = np.array([_footprint_radius(o) for o in others], dtype=float) + float(gap_cm) + 1.0
+
+    def ok(p: Placed) -> bool:
+        if not polys:
+            return True
+        d = np.hypot(centres[:, 0] - p.x, centres[:, 1] - p.y)
+        near = np.flatnonzero(d <= reach + _footprint_radius(p))
+        if len(near) == 0:
+            return True
+        poly = p.polygon()
+        return not any(polys[k].intersects(poly) for k in near)
+    return ok
+
+
+def _footprint_radius(p: Placed) -> float:
+    """Largest distance from the pose to a footprint vertex (the footprint's disc about the pose)."""
+    fp = np.asarray(p.shape.footprint, dtype=float)
+    return float(np.max(np.hypot(fp[:, 0], fp[:, 1]))) if len(fp) else 0.0
 
 
 def within_distance(others: Iterable[Placed], max_cm: float) -> Callable[[Placed], bool]:
