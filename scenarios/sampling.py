@@ -213,19 +213,25 @@ def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Place
     from shapely.prepared import prep
 
     others = list(others)
-    polys = [prep(o.polygon().buffer(gap_cm) if gap_cm else o.polygon()) for o in others]  # same answers, faster
+    polys: dict[int, object] = {}   # prepared (buffered) footprints, made when first needed
+
+    def poly(k: int):
+        if k not in polys:
+            o = others[k]
+            polys[k] = prep(o.polygon().buffer(gap_cm) if gap_cm else o.polygon())   # same answers, faster
+        return polys[k]
     centres = np.array([(o.x, o.y) for o in others], dtype=float).reshape(-1, 2)
     reach = np.array([_footprint_radius(o) for o in others], dtype=float) + float(gap_cm) + 1.0
 
     def ok(p: Placed) -> bool:
-        if not polys:
+        if not others:
             return True
         d = np.hypot(centres[:, 0] - p.x, centres[:, 1] - p.y)
         near = np.flatnonzero(d <= reach + _footprint_radius(p))
         if len(near) == 0:
             return True
-        poly = p.polygon()
-        return not any(polys[k].intersects(poly) for k in near)
+        mine = p.polygon()
+        return not any(poly(int(k)).intersects(mine) for k in near)
     return ok
 
 
@@ -288,8 +294,8 @@ def camera_clear(objects: Iterable[Placed], min_cm: float) -> Callable[[Camera],
     exactly (a city has a hundred obstacles; the circle test is one vectorised hypot): a
     footprint farther than that is farther than ``min_cm`` too, so the answers are the same."""
     objs = list(objects)
-    polys = [o.polygon() for o in objs]
     fps = [o.footprint_world() for o in objs]
+    polys: dict[int, Polygon] = {}   # footprints, made when a camera first comes near
     centres = np.array([(f.min(axis=0) + f.max(axis=0)) / 2.0 for f in fps]).reshape(-1, 2)
     radii = np.array([np.max(np.hypot(*(f - c).T)) for f, c in zip(fps, centres)]).reshape(-1)
     slack = 1e-6 * (1.0 + abs(min_cm))   # the circle test may only skip footprints clearly far
@@ -301,7 +307,13 @@ def camera_clear(objects: Iterable[Placed], min_cm: float) -> Callable[[Camera],
         if not near.any():
             return True
         pt = Point(x, y)
-        return all(polys[k].distance(pt) >= min_cm for k in np.flatnonzero(near))
+        for k in np.flatnonzero(near):
+            k = int(k)
+            if k not in polys:
+                polys[k] = Polygon(fps[k])
+            if polys[k].distance(pt) < min_cm:
+                return False
+        return True
     return ok
 
 
