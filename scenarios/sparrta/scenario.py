@@ -30,15 +30,16 @@ from core.errors import PlacementError
 from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from scenarios.background import BackgroundWriter
 from scenarios.lookahead import Lookahead, OnceCache, responsive
-from scenarios.sampling import Placed, sample_rng, visibility_failure
+from scenarios.sampling import sample_rng, visibility_failure
 from scenarios.sparrta.early import EarlyRequest
+from scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
 from scenarios.sparrta.graph import group_objects, sample_graph
 from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
 from scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_cached, scene_budget,  # noqa: F401 - the
                                        setting_for, units_of)                              # scenario's names
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
-from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees, needs_depth
+from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
 from scenarios.look import LOOK_STREAM, draw_look, server_world
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,6 @@ Config = SparrtaConfig
 NEEDS_SERVER = True
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
-PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when a scene is built
 LOOKAHEAD = 2      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py)
 QUEUE_NEXT = True  # queue a sample's next candidate behind the one being counted (off: one at a time)
 
@@ -134,7 +134,7 @@ def finalize(config: dict, out_dir: Path) -> dict:
     return stats
 
 
-class Session:
+class Session(ServerRequests):
     """One worker's state: its server connection, the scene currently on the server, caches."""
 
     def __init__(self, cfg: SparrtaConfig, client, out: Path):
@@ -185,65 +185,6 @@ class Session:
             return group
         return self._groups.get(key, build)
 
-    def show(self, unit: Unit, group: Group) -> None:
-        """Make the server hold exactly this group's actors, spawned in a fixed order (the allo
-        figure last, parked far below the ground until ``place_human`` moves it).
-
-        The server's images are a pure function of the scene (its shadow cache is keyed by the
-        scene, not by render history), so nothing here depends on earlier scenes.
-        """
-        if self._world == unit.env and self._scene_key == group.key:
-            return
-        for read in self._scene_requests(unit, group):
-            read()
-
-    def _scene_requests(self, unit: Unit, group: Group) -> list:
-        """Send what makes the server hold ``group`` (its environment's world when it changes, a
-        reset, the spawn, the instance colours' query) without waiting; returns the reply readers,
-        to be called in order (the colours are kept per group: :meth:`colors_of`)."""
-        reads = []
-        if self._world != unit.env:
-            reads.append(self.client.set_world_async(self.env(unit.env).world))
-            self._world, self._scene_key, self._sent_look = unit.env, None, None
-        if self._scene_key == group.key:
-            return reads
-        reads.append(self.client.reset_async())
-        actors = list(group.actors)
-        if group.viewpoint is not None:
-            parked = Placed("human", group.viewpoint, group.source.x, group.source.y, PARKED_Z, 0.0)
-            actors.append(parked.actor((0, 0, 0)))
-        reads.append(self.client.spawn_async(actors))
-        names = [a.name for a in group.actors] + (["human"] if group.viewpoint is not None else [])
-        colors = self.client.object_colors_async(names)   # clutter too: the scene graph (one request)
-        key = group.key
-
-        def keep_colors() -> None:
-            self._colors[key] = colors()
-            while len(self._colors) > 4:   # the groups of the samples in flight, at most
-                del self._colors[next(iter(self._colors))]
-        reads.append(keep_colors)
-        self._scene_key = group.key
-        return reads
-
-    def colors_of(self, group: Group) -> dict[str, tuple[int, int, int]]:
-        """The server's instance colours of ``group``'s actors (read when it was shown)."""
-        if group.key not in self._colors:
-            self.settle()
-        return self._colors[group.key]
-
-    def set_look(self, world: dict) -> None:
-        """Send the sample's world (sun, sky, fog, exposure...) when it differs from the server's;
-        it changes ``lit`` only, so the spawned scene stays."""
-        sent = server_world(world)
-        if sent != self._sent_look:
-            self.settle()
-            self.client.set_world(sent)
-            self._sent_look = sent
-
-    def place_human(self, human) -> None:
-        self.settle()
-        self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
-
     # ---- one sample ----------------------------------------------------------------------------
     def want(self, samples: list[tuple[Unit, int]]) -> None:
         """Prepare these samples' first steps (:meth:`start`) on the lookahead thread."""
@@ -287,12 +228,16 @@ class Session:
 
     def make(self, unit: Unit, i: int, nxt: "list[tuple[Unit, int]] | None" = None) -> dict:
         """Find a valid sample with index ``i``'s label, render it, write its files and record.
-        Its first steps (:meth:`start`) come from the lookahead thread when :meth:`want` asked
-        for them. While the server counts a candidate's pixels the next candidate is drawn (the
-        draws the sequential loop would make, in the same order; one that is not needed is
-        dropped with its rejection counts): the server never waits for the sampler. ``nxt``: the
-        sample made next; its first visibility request is queued behind this one's render when
-        it needs no scene change (:meth:`_send_early`)."""
+
+        Its first steps (:meth:`start`: look, scene group, first two candidate views) come from
+        the lookahead thread when :meth:`want` asked for them. Each candidate is one request
+        (``request_view``: counts, and the images when they pass). While the server counts one,
+        the next candidate is drawn — the draws the sequential loop makes, in the same order —
+        and queued behind it under the sample's token, so the server skips it once one has
+        passed; a drawn candidate that is not needed is dropped with its rejection counts.
+        ``nxt``: the samples made next; their first candidates are queued behind this one's
+        (:meth:`_send_early`). Same bytes as one candidate at a time (``QUEUE_NEXT`` off, no
+        lookahead): ``test_lookahead_changes_no_byte``."""
         cfg, env = self.cfg, self.env(unit.env)
         ahead_key = (unit.env, unit.task, unit.triple_id, i)
         ahead = self.lookahead.take(ahead_key) or self.start(unit, i)
@@ -322,23 +267,25 @@ class Session:
                     counts["scene_unusable"] += 1
                     break
                 token = self._token(unit, i, attempt, vetoes)
-                self.show(unit, group)   # (again, when a request queued for the next sample changed it)
+                self.show(unit, group)   # again, when a request queued for the next sample changed it
                 early = None
                 if queued is not None and queued[0] is view:
                     checked = queued[1]
                 else:
                     early = self.early.take(ahead_key, view)
                     checked = early or self.request_view(unit, i, view, st, token=token)
-                self._send_early(nxt)    # the next sample's first views, queued behind
+                self._send_early(nxt)    # the next samples' first candidates, queued behind
+                # the next candidate, drawn while the server counts (start() drew the second one)
+                # and queued too: the server skips it once one of this token has passed
                 first = attempt == 0 and t == 0 and ahead.second is not None
-                drawn = ahead.second if first else draw(group)   # the next candidate, drawn while the
-                queued = None                                    # server counts, and queued too: the
-                if QUEUE_NEXT and drawn[1] is None and t + 1 < cfg.max_render_tries:   # server skips it once
-                    queued = (drawn[0], early.second if early is not None and early.second is not None   # this
-                              else self.request_view(unit, i, drawn[0], st, token=token))      # one passed
-                vis, images = checked()                                 # once this one has passed
-                if vis is None:          # skipped: an earlier candidate passed, then was vetoed: ask
-                    vis, images = self.request_view(unit, i, view, st)()   # again, unconditionally
+                drawn = ahead.second if first else draw(group)
+                queued = None
+                if QUEUE_NEXT and drawn[1] is None and t + 1 < cfg.max_render_tries:
+                    sent = early.second if early is not None else None   # queued with the early request
+                    queued = (drawn[0], sent or self.request_view(unit, i, drawn[0], st, token=token))
+                vis, images = checked()
+                if vis is None:          # skipped: an earlier candidate passed, then was vetoed:
+                    vis, images = self.request_view(unit, i, view, st)()   # ask again, unconditionally
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
@@ -360,7 +307,7 @@ class Session:
         self.settle()
         raise self._give_up(unit, i, want, counts)
 
-    # ---- the next sample's first visibility request, queued behind this sample's render --------
+    # ---- the next samples' first candidates, queued behind this sample's requests ---------------
     def _send_early(self, upcoming: "list[tuple[Unit, int]] | None", new_scene: bool = False) -> None:
         """Queue the next samples' first two candidates now (scenarios/sparrta/early.py), in order,
         each when its views are ready (lookahead): behind this sample's own requests when it needs
@@ -384,55 +331,6 @@ class Session:
             if QUEUE_NEXT and second is not None and second[1] is None and self.cfg.max_render_tries > 1:   # and the next
                 self.early.add_second(self.request_view(u, j, second[0], ahead.st, ahead.look, token=token))
 
-    def settle(self) -> None:
-        """Read a queued early reply before anything else is sent (replies come back in order)."""
-        self.early.settle()
-
-    def _token(self, unit: Unit, i: int, attempt: int, vetoes: int) -> str:
-        """Names one search of sample ``i`` on the server (``render_if_visible``'s ``unless_passed``):
-        a candidate queued behind one that passed is skipped."""
-        return f"{self._session_id}/{unit.env}/{unit.task}/{unit.triple_id}/{i}/{attempt}/{vetoes}"
-
-    def request_view(self, unit: Unit, i: int, view, st: Setting, look: dict | None = None,
-                     group: Group | None = None, token: str | None = None):
-        """Queue everything sample ``i``'s candidate ``view`` needs, read by one call of the returned
-        function: its look (``look``, default the current sample's; it changes ``lit`` only), the
-        allo figure's pose, and the pixel counts of its labelled objects with, when they pass the
-        visibility rule, its images (``/sceneforge/render_if_visible``: the server renders an
-        accepted view straight away; ``st``: the sample's rules). ``group``: first make the server
-        hold that scene group (:meth:`_scene_requests`); ``token``: see :meth:`_token`. Returns
-        ``() -> (counts, images or None)``, ``(None, None)`` when skipped; it has ``discard()``."""
-        acks = [] if group is None else self._scene_requests(unit, group)
-        sent = server_world(self._look if look is None else look)
-        if sent != self._sent_look:
-            acks.append(self.client.set_world_async(sent))
-            self._sent_look = sent
-        names = ["source", "target"]
-        if view.human is not None:
-            acks.append(self.client.set_poses_async({"human": {"location": view.human.location,
-                                                               "rotation": (0.0, view.human.yaw, 0.0)}}))
-            names.append("human")
-        result = self.client.render_if_visible_async(0, names, self.render_kinds(unit, i),
-                                                     min_visible_ratio=st.min_visible_ratio,
-                                                     min_bbox_px=st.min_bbox_px, camera=view.camera,
-                                                     unless_passed=token)
-
-        def read():
-            for ack in acks:
-                ack()
-            return result()
-        read.discard = lambda: [getattr(r, "discard", r)() for r in acks + [result]]   # type: ignore[attr-defined]
-        return read
-
-    def render_kinds(self, unit: Unit, i: int) -> tuple[str, ...]:
-        """What sample ``i``'s render returns: ``lit``, the mask (and for front/back the depth)
-        when the config asks or the perceptual-consistency rule needs them (they do not change
-        the lit image)."""
-        cfg = self.cfg
-        perceptual = unit.task == "ego" and getattr(self.env(unit.env).sampling, "perceptual_check", True)
-        return ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
-            (("depth",) if cfg.depth or (perceptual and needs_depth(unit.label(i))) else ())
-
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
         """The error names the rule that rejected most, leaving out the label rules (they turn
         down most candidates by design) unless nothing else rejected anything."""
@@ -443,13 +341,6 @@ class Session:
                               f"{scene_budget(self.cfg)} placements; rule {rule!r} rejected most ({n} of {tries} "
                               f"candidates, label rules aside): {dict(sorted(counts.items()))}",
                               rule=rule, tries=tries, rejections=dict(counts))
-
-    def render_sample(self, unit: Unit, i: int, view):
-        """Send the render of sample ``i``'s accepted ``view`` with its look; returns a function
-        that waits for the images (only for a server that counted but did not render it)."""
-        self.settle()
-        self.set_look(self._look)
-        return self.client.render_async(0, self.render_kinds(unit, i), camera=view.camera)
 
     def describe(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict) -> dict:
         """Everything a sample writes besides its images and rejection counts (file names,
