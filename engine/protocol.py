@@ -90,6 +90,13 @@ def join_reply(request_id: int, body: bytes | str) -> bytes:
     return b"%d:%s" % (request_id, body)
 
 
+def compact_json(value) -> str:
+    """JSON without whitespace, so the whole blob is one ``[json]`` token on the wire."""
+    import json
+
+    return json.dumps(value, separators=(",", ":")).replace(" ", "\\u0020")
+
+
 # --- array bundles (reply of ``vget /sceneforge/render``) -------------------------------------
 # ``SFARR1\n`` + one line of JSON (name, dtype, shape, offset, nbytes per array) + raw C-order
 # bytes. Chosen over NPZ because a zip archive costs ~1 ms to write and ~1 ms to read per 224²

@@ -1,4 +1,4 @@
-"""Flat faces left out of the sun's shadow map (engine/server/gl/resources.py casting_faces):
+"""Flat faces left out of the sun's shadow map (engine/server/gl/casters.py casting_faces):
 faces wholly within FLAT_CASTER_CM of an upright mesh's bottom cast no shadow anyone sees, so the
 image is the same without them. The reference image draws every face (the rule switched off)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 import trimesh
 
 from engine.server.gl import shadow as SH
-from engine.server.gl.resources import FLAT_CASTER_CM, casting_faces
+from engine.server.gl.casters import FLAT_CASTER_CM, casting_faces
 from engine.world import Ground, Rotator, Sun, look_at_rotation
 from gl_scenes import MESHES, _actor, _camera, _render_mesh, _scene
 

@@ -13,6 +13,7 @@ import moderngl
 import numpy as np
 
 from core.meshes import RenderMesh
+from engine.server.gl.casters import casting_faces
 from engine.server.gl.ground import ground_grid, ground_tiles  # noqa: F401  (re-exported: resources.ground_grid)
 
 # Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad), uv (2 f4)
@@ -274,23 +275,6 @@ def upload(ctx: moderngl.Context, mesh: RenderMesh, normals: np.ndarray | None =
                    n_triangles=len(f), center=center, radius=radius,
                    max_luma=max(float(luma.max()) if len(luma) else 1.0, 1e-3), parts=parts,
                    unwelded=(data, f.tobytes()) if ignore_color else None, upright_casters=casting)
-
-
-FLAT_CASTER_CM = 3.0   # faces wholly this close above a mesh's lowest point cast no visible shadow
-
-
-def casting_faces(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
-    """Boolean per face: can it cast a shadow anyone sees, when the mesh stands upright (z up,
-    unscaled or shrunk) on the ground? A face whose three corners all lie within
-    ``FLAT_CASTER_CM`` of the mesh's lowest point (road surfaces, paint, a pond's water, the bottom
-    of anything) can only shadow a strip at most that high: under 6 cm long with the sun 30 deg
-    up, below a shadow-map texel (>= 5 cm, gl/shadow.py) and the PCF footprint. Leaving those
-    faces out of the shadow map is what makes a 180 m street mesh cheap there: they covered
-    every texel a view reads (2.3 of 6.6 ms per city shadow map). Kerbs, 12 cm, still cast."""
-    if len(faces) == 0:
-        return np.zeros(0, dtype=bool)
-    z = np.asarray(vertices, dtype=np.float64)[:, 2]
-    return z[np.asarray(faces)].max(axis=1) > z.min() + FLAT_CASTER_CM
 
 
 def weld(data: bytes, faces: np.ndarray, ignore_color: bool = False) -> tuple[bytes, bytes]:

@@ -78,7 +78,7 @@ class _Layer:
                 draw_parts(mesh, d, prog, "shadow", light_vp)
             elif mesh.upright_casters is None or not upright(d.placed.model):
                 mesh.vao(self.ctx, prog.prog, "shadow", False).render()
-            elif mesh.upright_casters:   # upright: without its flat bottom faces (gl/resources.py
+            elif mesh.upright_casters:   # upright: without its flat bottom faces (gl/casters.py
                 mesh.vao(self.ctx, prog.prog, "shadow", False, upright_casters=True).render()   # casting_faces)
         self.fbo.scissor = None
         texel = extent / self.size
