@@ -73,13 +73,12 @@ class SceneObject:
 
 def _r(v, nd: int = 4):
     """``v`` (a number or a nested sequence of numbers) as Python floats rounded to ``nd`` places."""
-    if isinstance(v, (list, tuple, np.ndarray)):
-        a = np.asarray(v, dtype=float)
-        if a.ndim == 1:
-            return [round(x, nd) for x in a.tolist()]
-        if a.ndim == 2:
-            return [[round(x, nd) for x in row] for row in a.tolist()]
-        return [_r(x, nd) for x in a.tolist()]
+    if isinstance(v, np.ndarray):
+        v = v.astype(float, copy=False).tolist()
+    if isinstance(v, (list, tuple)):
+        if v and isinstance(v[0], (list, tuple, np.ndarray)):
+            return [_r(x, nd) for x in v]
+        return [round(float(x), nd) for x in v]
     return round(float(v), nd)
 
 
@@ -112,20 +111,32 @@ class Node(PreEncoded):
     __slots__ = ()
 
 
+@functools.lru_cache(maxsize=1024)
+def _local_corners(size_cm: tuple[float, float, float]) -> np.ndarray:
+    """``SceneObject.local_corners`` of an unscaled size (read-only: shared)."""
+    l, w, h = size_cm
+    xs, ys, zs = (-l / 2, l / 2), (-w / 2, w / 2), (0.0, h)
+    out = np.array([[x, y, z] for x in xs for y in ys for z in zs])
+    out.flags.writeable = False
+    return out
+
+
 @functools.lru_cache(maxsize=8192)
 def _static_node(obj: SceneObject) -> tuple[dict, dict, np.ndarray]:
     """The parts of an object's node that do not depend on the camera (pose, box), computed once
     per object: a scene's clutter is the same in every sample of its group, and rounding every
     corner of a hundred objects per sample was a third of a city sample's client time."""
     t = obj.actor.transform
-    corners = obj.corners()
+    rot = t.rotation.matrix()   # once (Transform.apply's arithmetic, so the same corners)
+    corners = _local_corners(tuple(float(v) for v in obj.size_cm)) * np.asarray(t.scale) @ rot.T \
+        + np.asarray(t.location)
     centre = corners.mean(axis=0)
     ext = obj.extent_cm()
     head = {"name": obj.name, "role": obj.role, "class": obj.cls, "asset": obj.actor.asset_id,
             "location": _r(t.location), "rotation": _r(t.rotation.as_tuple()), "scale": _r(t.scale, 6),
             "color": list(obj.actor.color),
             "box3d": {"centre": _r(centre), "size_cm": _r(ext), "yaw_deg": _r(t.rotation.yaw),
-                      "axes": _r(t.rotation.matrix().T, 8), "corners": _r(corners, 3)},
+                      "axes": _r(rot.T, 8), "corners": _r(corners, 3)},
             "volume_m3": _r(float(np.prod(ext)) / 1e6, 6)}
     texts = {k: nested_json(v, _NODE_LEVEL + 1) for k, v in head.items()}   # encoded once per object (graph_json)
     return head, {"corners": corners, "texts": texts}, centre

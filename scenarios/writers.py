@@ -85,14 +85,27 @@ def _encode(value, level: int) -> str:
         if not value:
             return "[]"
         pad = "\n" + "  " * (level + 1)
-        if all(isinstance(v, float) for v in value) and all(map(math.isfinite, value)):   # the common case: a vector
-            items = map(float.__repr__, value)
-        else:
+        items = _float_items(value)   # the common case: a vector of finite floats
+        if items is None:
             items = [_encode(v, level + 1) for v in value]
         return "[" + pad + ("," + pad).join(items) + "\n" + "  " * level + "]"
     if t is dict or isinstance(value, PreEncoded):
         return _encode_dict(value, level)
     return _canonical(value, level)
+
+
+_NOT_FINITE = frozenset({"inf", "-inf", "nan"})
+
+
+def _float_items(value) -> list[str] | None:
+    """``float.__repr__`` of each item when every item is a finite float (or float subclass),
+    else None: one C-level pass instead of two generator passes (``float.__repr__`` refuses
+    anything that is not a float, ints and bools included)."""
+    try:
+        items = list(map(float.__repr__, value))
+    except TypeError:
+        return None
+    return None if _NOT_FINITE.intersection(items) else items
 
 
 def _encode_dict(d: dict, level: int) -> str:
