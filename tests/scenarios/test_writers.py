@@ -36,6 +36,22 @@ def test_json_is_canonical(tmp_path):
     assert json.loads((tmp_path / "x.json").read_text()) == {"k": [1, 2]}
 
 
+def test_fast_json_equals_the_reference_encoder():
+    """writers.dumps (hand-written fast paths: float vectors, pre-encoded nodes) writes exactly
+    what json.dumps(sort_keys, indent=2) writes, for the value types the datasets hold."""
+    from scenarios.writers import reference_dumps
+
+    rng = np.random.default_rng(5)
+    values = [[0.1, 2.0, -3.5e-7, 1e300], [1, 2.5], [True, 0.5], [np.float64(0.25), 1.5], (0.5, 0.75),
+              [[1.0, 2.0], [3.0, 4.0]], [], [None, 1.0], ["a", 1.0], rng.normal(size=7).tolist(),
+              {"k": [0.1, 0.2], "j": {"x": [3.0]}}, [-0.0, 0.0]]
+    for v in values:
+        assert dumps({"v": v}) == reference_dumps({"v": v}), v
+    for bad in ([1.0, float("inf")], [float("nan")]):
+        with pytest.raises(ValueError):
+            dumps({"v": bad})
+
+
 @pytest.mark.parametrize("fmt", ["jpg", "png"])
 def test_encode_image_roundtrip_and_determinism(fmt):
     rgb = np.random.default_rng(0).integers(0, 255, (32, 48, 3), dtype=np.uint8)
