@@ -48,7 +48,8 @@ Config = SparrtaConfig
 NEEDS_SERVER = True
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
-LOOKAHEAD = 2      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py)
+LOOKAHEAD = 4      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
+                   # one scene group's worth (samples_per_scene = 4), so the next group is built in time
 QUEUE_NEXT = True  # queue a sample's next candidate behind the one being counted (off: one at a time)
 
 
