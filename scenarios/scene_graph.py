@@ -146,9 +146,16 @@ def recolored(obj: SceneObject, color) -> SceneObject:
     """``obj`` with another instance colour, its camera-independent node derived from ``obj``'s
     (only the colour differs) instead of computed again: a scenario can prepare its objects'
     nodes before the server has told it their colours (sparrta ``graph.group_objects``)."""
-    from dataclasses import replace
+    import copy
 
-    out = SceneObject(replace(obj.actor, color=tuple(color)), obj.cls, obj.size_cm, obj.role)
+    from core.errors import ConfigError
+
+    rgb = tuple(int(v) for v in color)
+    if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):   # as Actor checks it
+        raise ConfigError(f"actor {obj.name}: color must be 3 ints in 0..255, got {color!r}")
+    actor = copy.copy(obj.actor)   # the actor with only its colour changed (its other fields were
+    object.__setattr__(actor, "color", rgb)   # validated when it was made; replace() re-checks all)
+    out = SceneObject(actor, obj.cls, obj.size_cm, obj.role)
     head, static, centre = obj.static
     color = list(out.actor.color)
     out.__dict__["static"] = ({**head, "color": color},

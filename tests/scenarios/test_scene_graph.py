@@ -136,3 +136,19 @@ def test_a_recoloured_object_is_the_object_made_with_that_colour():
         assert np.array_equal(d.static[1]["corners"], f.static[1]["corners"])
     assert graph_json(scene_graph(derived, CAM)) == graph_json(scene_graph(fresh, CAM))
     assert graph_json(scene_graph(derived, CAM)) != graph_json(scene_graph(old, CAM))
+
+
+def test_recolored_changes_only_the_colour_and_checks_it():
+    import pytest
+
+    from core.errors import ConfigError
+    from engine.world import Actor, Transform
+    from scenarios.scene_graph import SceneObject, recolored
+
+    o = SceneObject(Actor("clutter_001", "x", Transform((1.0, 2.0, 3.0)), color=(1, 2, 3)), "tree", (100.0, 80.0, 300.0))
+    r = recolored(o, [9, 8, 7])
+    assert r.actor == Actor("clutter_001", "x", Transform((1.0, 2.0, 3.0)), color=(9, 8, 7)) and o.actor.color == (1, 2, 3)
+    fresh = SceneObject(r.actor, "tree", (100.0, 80.0, 300.0))
+    assert r.static[0] == fresh.static[0] and r.static[1]["texts"] == fresh.static[1]["texts"]
+    with pytest.raises(ConfigError, match="0..255"):
+        recolored(o, (300, 0, 0))
