@@ -99,6 +99,7 @@ class RenderClient(ImageRequests):
         self.templates: list[str] = []
         self.spawned: list[str] = []  # names this client created (stock fallback needs them)
         self._stock_passed: set[str] = set()  # render_if_visible tokens that passed (stock fallback)
+        self._warned_world = False
 
     # --- connection --------------------------------------------------------------------------
     def connect(self) -> "RenderClient":
@@ -204,7 +205,9 @@ class RenderClient(ImageRequests):
         for the acknowledgement (a request queued before a render needs no round trip of its own)."""
         if self.is_sceneforge:
             return _ack(self.send("vset /sceneforge/world " + compact_json(world)))
-        log.warning("set_world ignored: a UnrealCV (UE) server's level defines its own world")
+        if not self._warned_world:   # once per client: a generator sends a world per sample
+            log.warning("set_world ignored: a UnrealCV (UE) server's level defines its own world")
+            self._warned_world = True
         return _ack(None)
 
     def reset(self) -> None:

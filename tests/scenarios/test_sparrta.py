@@ -384,3 +384,35 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
     assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
     assert sum(r["rejections"].get("perceptual", 0) for r in records) >= 2   # and some accepted ones were vetoed
+
+
+@pytest.mark.render
+def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch, caplog):
+    """Against a server without the /sceneforge/ extensions (a UE5 level), the same sampler runs
+    on stock commands: every request answered at once, ``render_if_visible`` as a visibility
+    query then a render, the queued candidates' tokens kept by the client. Our server stands in
+    for UE here (the client is told it is stock). The world cannot be set there (one warning), so
+    this checks the labels on the written masks, not bytes against the extension path."""
+    import logging
+
+    from engine.client import RenderClient
+
+    monkeypatch.setattr(RenderClient, "is_sceneforge", property(lambda self: False))
+    cfg = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 8, "seed": 5, "masks": True, "depth": True}
+    out = tmp_path / "stock"
+    with caplog.at_level(logging.WARNING, logger="engine.client"):
+        generate(cfg, out, server=server.address, progress=False)
+    assert sum("set_world ignored" in r.getMessage() for r in caplog.records) == 1
+    df = pd.read_parquet(out / "samples.parquet")
+    assert len(df) == 16 and sorted(Counter(df[df.task == "ego"].label).values()) == [2, 2, 2, 2]
+    for _, r in df.iterrows():
+        for name in ("source", "target"):
+            sel = _mask_of(out, r, name)
+            ys, xs = np.nonzero(sel)
+            assert r[f"{name}_visible_ratio"] >= 0.8 and max(xs.max() - xs.min(), ys.max() - ys.min()) + 1 >= 12
+        if r.task == "ego":
+            src, tgt = _mask_of(out, r, "source"), _mask_of(out, r, "target")
+            depth = np.load(out / r.depth_file)
+            du = np.nonzero(tgt)[1].mean() - np.nonzero(src)[1].mean()
+            dz = np.median(depth[tgt]) - np.median(depth[src])
+            assert {"right": du > 0, "left": du < 0, "front": dz > 0, "back": dz < 0}[r.label], (r.index, r.label)
