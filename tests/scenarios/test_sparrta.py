@@ -397,11 +397,19 @@ def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch
 
     from engine.client import RenderClient
 
+    def clear():   # a stock client removes only what it spawned (a UE level keeps its own actors)
+        with RenderClient(server.address) as c:
+            c.reset()
+    clear()
     monkeypatch.setattr(RenderClient, "is_sceneforge", property(lambda self: False))
     cfg = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 8, "seed": 5, "masks": True, "depth": True}
     out = tmp_path / "stock"
-    with caplog.at_level(logging.WARNING, logger="engine.client"):
-        generate(cfg, out, server=server.address, progress=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="engine.client"):
+            generate(cfg, out, server=server.address, progress=False)
+    finally:
+        monkeypatch.undo()
+        clear()
     assert sum("set_world ignored" in r.getMessage() for r in caplog.records) == 1
     df = pd.read_parquet(out / "samples.parquet")
     assert len(df) == 16 and sorted(Counter(df[df.task == "ego"].label).values()) == [2, 2, 2, 2]
