@@ -50,6 +50,7 @@ class EarlyRequest:
     def __init__(self, depth: int = 1):
         self.depth = depth
         self._held: dict[tuple, Early] = {}
+        self._last: tuple | None = None   # the key sent last (add_second attaches to it)
 
     def can_send(self) -> bool:
         """Fewer than ``depth`` requests are waiting for their sample."""

@@ -78,18 +78,15 @@ class ServerRequests:
         it changes ``lit`` only, so the spawned scene stays."""
         sent = server_world(world)
         if sent != self._sent_look:
-            self.settle()
             self.client.set_world(sent)
             self._sent_look = sent
 
     def place_human(self, human) -> None:
-        self.settle()
         self.client.set_pose("human", human.location, (0.0, human.yaw, 0.0))
 
-
     def settle(self) -> None:
-        """Read the replies queued for later samples (kept for them): at the end of a shard and
-        before giving a sample up, so no reply is left unread on the wire."""
+        """Read the replies queued for later samples (the wire keeps them for their readers): at
+        the end of a shard, so no reply is left unread when the connection closes."""
         self.early.settle()
 
     def _token(self, unit: Unit, i: int, attempt: int, vetoes: int) -> str:
@@ -128,19 +125,20 @@ class ServerRequests:
         read.discard = lambda: [getattr(r, "discard", r)() for r in acks + [result]]   # type: ignore[attr-defined]
         return read
 
+    def perceptual(self, unit: Unit) -> bool:
+        """Does the perceptual-consistency rule (scenarios/consistency.py) judge this unit's samples?"""
+        return unit.task == "ego" and getattr(self.env(unit.env).sampling, "perceptual_check", True)
+
     def render_kinds(self, unit: Unit, i: int) -> tuple[str, ...]:
         """What sample ``i``'s render returns: ``lit``, the mask (and for front/back the depth)
         when the config asks or the perceptual-consistency rule needs them (they do not change
         the lit image)."""
-        cfg = self.cfg
-        perceptual = unit.task == "ego" and getattr(self.env(unit.env).sampling, "perceptual_check", True)
+        cfg, perceptual = self.cfg, self.perceptual(unit)
         return ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
             (("depth",) if cfg.depth or (perceptual and needs_depth(unit.label(i))) else ())
-
 
     def render_sample(self, unit: Unit, i: int, view):
         """Send the render of sample ``i``'s accepted ``view`` with its look; returns a function
         that waits for the images (only for a server that counted but did not render it)."""
-        self.settle()
         self.set_look(self._look)
         return self.client.render_async(0, self.render_kinds(unit, i), camera=view.camera)

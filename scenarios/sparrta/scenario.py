@@ -244,7 +244,7 @@ class Session(ServerRequests):
         ahead = self.lookahead.take(ahead_key) or self.start(unit, i)
         st, self._look, rng = ahead.st, ahead.look, ahead.rng
         want, counts, renders = unit.label(i), Counter(), 0
-        perceptual = unit.task == "ego" and getattr(env.sampling, "perceptual_check", True)
+        perceptual = self.perceptual(unit)
 
         def draw(group: Group) -> tuple:   # (view, PlacementError or None, rejections on the way)
             seen: Counter = Counter()
@@ -258,7 +258,6 @@ class Session(ServerRequests):
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
-            self.show(unit, group)
             drawn = (ahead.view, ahead.unusable, ahead.counts) if attempt == 0 else draw(group)   # start()'s
             queued = None   # (view, reader): the candidate sent behind the one being read
             for t in range(cfg.max_render_tries):
@@ -268,7 +267,7 @@ class Session(ServerRequests):
                     counts["scene_unusable"] += 1
                     break
                 token = self._token(unit, i, attempt, vetoes)
-                self.show(unit, group)   # again, when a request queued for the next sample changed it
+                self.show(unit, group)   # also when a request queued for the next sample changed it
                 early = None
                 if queued is not None and queued[0] is view:
                     checked = queued[1]
@@ -305,7 +304,6 @@ class Session(ServerRequests):
                 counts[fail] += 1
             if queued is not None:
                 queued[1].discard()
-        self.settle()
         raise self._give_up(unit, i, want, counts)
 
     # ---- the next samples' first candidates, queued behind this sample's requests ---------------

@@ -1,0 +1,88 @@
+"""The sparrta sampler's request pipeline (scenarios/sparrta/early.py, requests.py,
+lookahead.py): the same bytes as one candidate at a time, and the same sampler over a stock
+UnrealCV (UE5) server's commands."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from scenarios.sparrta import scenario as sparrta
+from sparrta_helpers import generate, mask_of as _mask_of, tree_hashes
+
+
+@pytest.mark.render
+def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
+    """Scene groups and first views prepared on the lookahead thread (scenarios/lookahead.py),
+    next candidates drawn and queued while the server counts pixels (skipped by the server once
+    one passed), the next samples' first candidates queued behind (scenarios/sparrta/early.py):
+    the same bytes as one candidate at a time with nothing prepared ahead (a city: clutter,
+    several scene groups, visibility retries), also when the perceptual rule vetoes an accepted
+    view (forced here by a pure function of its mask) after later candidates were queued."""
+    import zlib
+
+    from scenarios.sparrta.early import EarlyRequest
+
+    cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}
+    outs, sent, send = {}, [], EarlyRequest.send
+    real = sparrta.ego_label_disagrees
+
+    def counting_send(self, key, view, request):   # the real send, counted
+        sent.append(key)
+        return send(self, key, view, request)
+    monkeypatch.setattr(EarlyRequest, "send", counting_send)
+    monkeypatch.setattr(sparrta, "ego_label_disagrees",   # a third of accepted views vetoed, by their mask
+                        lambda want, mask, *a: real(want, mask, *a) or zlib.crc32(mask.tobytes()) % 3 == 0)
+    for depth in (0, 3):
+        monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
+        monkeypatch.setattr(sparrta, "QUEUE_NEXT", depth > 0)
+        outs[depth] = tmp_path / f"ahead{depth}"
+        generate(cfg, outs[depth], server=server.address, progress=False)
+        assert bool(sent) == (depth > 0)     # requests queued ahead only with a lookahead
+    assert tree_hashes(outs[0]) == tree_hashes(outs[3])
+    records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
+    assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
+    assert sum(r["rejections"].get("perceptual", 0) for r in records) >= 2   # and some accepted ones were vetoed
+
+
+@pytest.mark.render
+def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch, caplog):
+    """Against a server without the /sceneforge/ extensions (a UE5 level), the same sampler runs
+    on stock commands: every request answered at once, ``render_if_visible`` as a visibility
+    query then a render, the queued candidates' tokens kept by the client. Our server stands in
+    for UE here (the client is told it is stock). The world cannot be set there (one warning), so
+    this checks the labels on the written masks, not bytes against the extension path."""
+    import logging
+
+    from engine.client import RenderClient
+
+    def clear():   # a stock client removes only what it spawned (a UE level keeps its own actors)
+        with RenderClient(server.address) as c:
+            c.reset()
+    clear()
+    monkeypatch.setattr(RenderClient, "is_sceneforge", property(lambda self: False))
+    cfg = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 8, "seed": 5, "masks": True, "depth": True}
+    out = tmp_path / "stock"
+    try:
+        with caplog.at_level(logging.WARNING, logger="engine.client"):
+            generate(cfg, out, server=server.address, progress=False)
+    finally:
+        monkeypatch.undo()
+        clear()
+    assert sum("set_world ignored" in r.getMessage() for r in caplog.records) == 1
+    df = pd.read_parquet(out / "samples.parquet")
+    assert len(df) == 16 and sorted(Counter(df[df.task == "ego"].label).values()) == [2, 2, 2, 2]
+    for _, r in df.iterrows():
+        for name in ("source", "target"):
+            sel = _mask_of(out, r, name)
+            ys, xs = np.nonzero(sel)
+            assert r[f"{name}_visible_ratio"] >= 0.8 and max(xs.max() - xs.min(), ys.max() - ys.min()) + 1 >= 12
+        if r.task == "ego":
+            src, tgt = _mask_of(out, r, "source"), _mask_of(out, r, "target")
+            depth = np.load(out / r.depth_file)
+            du = np.nonzero(tgt)[1].mean() - np.nonzero(src)[1].mean()
+            dz = np.median(depth[tgt]) - np.median(depth[src])
+            assert {"right": du > 0, "left": du < 0, "front": dz > 0, "back": dz < 0}[r.label], (r.index, r.label)
