@@ -148,6 +148,7 @@ class GLBackend(RenderBackend):
         self._lod = bool(lod)
         self._passes = Passes(self._ctx, int(shadow_map_size))
         self._draws_cache: tuple | None = None   # (actors, draw bases, centres, radii): _scene_draws
+        self._frame_cache: tuple | None = None   # (draws cache, ground, camera, Frame): _frame
         log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
                  os.environ.get("LP_NUM_THREADS", "default"))
 
@@ -254,6 +255,19 @@ class GLBackend(RenderBackend):
         return self._passes.mesh(asset_id, self._provider)
 
     def _frame(self, scene: Scene, camera: Camera) -> Frame:
+        """The frame of (scene, camera); the last one is kept while the scene holds the same actor
+        objects and ground and the camera is equal: a ``render_if_visible`` that passes renders the
+        view it has just counted, and the frame (culling, levels of detail, ground tiles: ~0.5 ms
+        for a city) is the same. Passes only read a frame."""
+        self._scene_draws(scene)
+        last = self._frame_cache
+        if last is not None and last[0] is self._draws_cache and last[1] is scene.ground and last[2] == camera:
+            return last[3]
+        frame = self._new_frame(scene, camera)
+        self._frame_cache = (self._draws_cache, scene.ground, camera, frame)
+        return frame
+
+    def _new_frame(self, scene: Scene, camera: Camera) -> Frame:
         bases, centers, radii = self._scene_draws(scene)
         draws = [Draw(*b) for b in bases]   # fresh: a frame sets each draw's level of detail
         g = scene.ground

@@ -51,6 +51,15 @@ def _ambient(sky_rgb, ambient: float) -> tuple[float, float, float]:
     return tuple(float(x) for x in ambient * (0.6 + 0.4 * c))  # type: ignore[return-value]
 
 
+def channel_counts(rgba: bytes, n: int) -> list[int]:
+    """Non-zero pixels of each of the first ``n`` channels of RGBA8 pixels. One 32-bit mask and
+    a contiguous ``count_nonzero`` per channel: numpy's ``count_nonzero(axis=0)`` on the (N, 4)
+    bytes goes through a generic casting reduction, ~18x slower (0.7 ms per coverage chunk of a
+    224² view, a fifth of a visibility call)."""
+    pixels = np.frombuffer(rgba, dtype="<u4")
+    return [int(np.count_nonzero(pixels & np.uint32(0xFF << (8 * k)))) for k in range(n)]
+
+
 class _Program:
     """A program plus its uniforms resolved once (unused uniforms are optimised out: skipped)."""
 
@@ -353,8 +362,7 @@ class Passes:
         self.ctx.blend_equation = moderngl.FUNC_ADD
         self.ctx.disable(moderngl.BLEND)
         raw = t.cover.read(viewport=rect, components=4) if rect is not None else t.color.read()
-        cover = np.frombuffer(raw, np.uint8).reshape(-1, 4)
-        return [int(c) for c in np.count_nonzero(cover, axis=0)[:len(chunk)]]
+        return channel_counts(raw, len(chunk))
 
     def release(self) -> None:
         self.mesh_cache.release()
