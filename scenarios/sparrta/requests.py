@@ -27,6 +27,10 @@ PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when
 class ServerRequests:
     """The server side of a sparrta ``Session`` (see the module docstring)."""
 
+    def holds(self, unit: Unit, group: Group) -> bool:
+        """Does the server hold ``group`` (as far as the requests sent so far go)?"""
+        return self._world == unit.env and self._scene_key == group.key
+
     def show(self, unit: Unit, group: Group) -> None:
         """Make the server hold exactly this group's actors, spawned in a fixed order (the allo
         figure last, parked far below the ground until ``place_human`` moves it).
@@ -34,7 +38,7 @@ class ServerRequests:
         The server's images are a pure function of the scene (its shadow cache is keyed by the
         scene, not by render history), so nothing here depends on earlier scenes.
         """
-        if self._world == unit.env and self._scene_key == group.key:
+        if self.holds(unit, group):
             return
         for read in self._scene_requests(unit, group):
             read()

@@ -50,7 +50,11 @@ NEEDS_SERVER = True
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
 LOOKAHEAD = 4      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
                    # one scene group's worth (samples_per_scene = 4), so the next group is built in time
-QUEUE_NEXT = True  # queue a sample's next candidate behind the one being counted (off: one at a time)
+QUEUE_DEPTH = 3    # a sample's candidates in flight on the server at once (1: one at a time); the
+                   # lookahead draws each sample's first QUEUE_DEPTH. The server skips those behind
+                   # one that passed, so a deeper queue costs client draws, not renders
+SWITCH_EARLY = True   # the next sample's new scene group is queued behind this sample's queued
+                      # candidates before one has passed (when all fail, both groups are shown again)
 
 
 # --- contract -------------------------------------------------------------------------------------
@@ -205,18 +209,7 @@ class Session(ServerRequests):
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
         ahead = Ahead((unit.env, unit.task, unit.triple_id, i), st, look, rng)
         group = self.group(unit, i, 0, st)   # its errors are the sample's (make raises them)
-        try:
-            ahead.view = sample_view(rng, group, unit.task, unit.label(i), st, env.ground, group.viewpoint,
-                                     ahead.counts)
-        except PlacementError as e:
-            ahead.unusable = e
-            return ahead
-        seen: Counter = Counter()   # the candidate after it (make draws it next in any case)
-        try:
-            ahead.second = (sample_view(rng, group, unit.task, unit.label(i), st, env.ground, group.viewpoint, seen),
-                            None, seen)
-        except PlacementError as e:
-            ahead.second = (None, e, seen)
+        ahead.draws = draw_candidates(rng, group, unit.task, unit.label(i), st, env.ground, [], QUEUE_DEPTH)
         return ahead
 
     def _start_quietly(self, unit: Unit, i: int) -> "Ahead | None":
@@ -230,14 +223,14 @@ class Session(ServerRequests):
     def make(self, unit: Unit, i: int, nxt: "list[tuple[Unit, int]] | None" = None) -> dict:
         """Find a valid sample with index ``i``'s label, render it, write its files and record.
 
-        Its first steps (:meth:`start`: look, scene group, first two candidate views) come from
-        the lookahead thread when :meth:`want` asked for them. Each candidate is one request
-        (``request_view``: counts, and the images when they pass). While the server counts one,
-        the next candidate is drawn — the draws the sequential loop makes, in the same order —
-        and queued behind it under the sample's token, so the server skips it once one has
-        passed; a drawn candidate that is not needed is dropped with its rejection counts.
-        ``nxt``: the samples made next; their first candidates are queued behind this one's
-        (:meth:`_send_early`). Same bytes as one candidate at a time (``QUEUE_NEXT`` off, no
+        Its first steps (:meth:`start`: look, scene group, first candidate views) come from the
+        lookahead thread when :meth:`want` asked for them. Each candidate is one request
+        (``request_view``: counts, and the images when they pass). The candidates are the draws
+        the sequential loop makes, in the same order; up to ``QUEUE_DEPTH`` of them are in flight
+        at once under the sample's token, so the server skips the rest once one has passed, and
+        a drawn candidate that is not needed is dropped with its rejection counts. ``nxt``: the
+        samples made next; their first candidates are queued behind this one's
+        (:meth:`_send_early`). Same bytes as one candidate at a time (``QUEUE_DEPTH`` 1, no
         lookahead): ``test_lookahead_changes_no_byte``."""
         cfg, env = self.cfg, self.env(unit.env)
         ahead_key = (unit.env, unit.task, unit.triple_id, i)
@@ -245,90 +238,83 @@ class Session(ServerRequests):
         st, self._look, rng = ahead.st, ahead.look, ahead.rng
         want, counts, renders = unit.label(i), Counter(), 0
         perceptual = self.perceptual(unit)
-
-        def draw(group: Group) -> tuple:   # (view, PlacementError or None, rejections on the way)
-            seen: Counter = Counter()
-            try:
-                return sample_view(rng, group, unit.task, want, st, env.ground, group.viewpoint, seen), None, seen
-            except PlacementError as e:
-                return None, e, seen
-
         vetoes = 0
         for attempt in range(scene_budget(cfg)):
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
-            drawn = (ahead.view, ahead.unusable, ahead.counts) if attempt == 0 else draw(group)   # start()'s
-            queued = None   # (view, reader): the candidate sent behind the one being read
+            draws = ahead.draws if attempt == 0 else []   # this attempt's draws in order: (view, error, rejections)
+            sent: dict[int, object] = {}                  # position in draws -> reply reader in flight
+            if attempt == 0 and draws and draws[0][1] is None:
+                early = self.early.take(ahead_key, draws[0][0])
+                if early is not None:
+                    sent = dict(enumerate(early.readers))
             for t in range(cfg.max_render_tries):
-                view, unusable, seen = drawn
+                draw_candidates(rng, group, unit.task, want, st, env.ground, draws, t + 1)
+                view, unusable, seen = draws[t]
                 counts.update(seen)
                 if unusable is not None:
                     counts["scene_unusable"] += 1
                     break
                 token = self._token(unit, i, attempt, vetoes)
-                self.show(unit, group)   # also when a request queued for the next sample changed it
-                early = None
-                if queued is not None and queued[0] is view:
-                    checked = queued[1]
-                else:
-                    early = self.early.take(ahead_key, view)
-                    checked = early or self.request_view(unit, i, view, st, token=token)
-                self._send_early(nxt)    # the next samples' first candidates, queued behind
-                # the next candidate, drawn while the server counts (start() drew the second one)
-                # and queued too: the server skips it once one of this token has passed
-                first = attempt == 0 and t == 0 and ahead.second is not None
-                drawn = ahead.second if first else draw(group)
-                queued = None
-                if QUEUE_NEXT and drawn[1] is None and t + 1 < cfg.max_render_tries:
-                    sent = early.second if early is not None else None   # queued with the early request
-                    queued = (drawn[0], sent or self.request_view(unit, i, drawn[0], st, token=token))
-                vis, images = checked()
+                if t not in sent or self.holds(unit, group):   # (after a scene switch: not until needed)
+                    self.show(unit, group)   # also when a request queued for the next sample changed it
+                    # the next candidates (drawn while the server counts this one), queued behind it
+                    draw_candidates(rng, group, unit.task, want, st, env.ground, draws,
+                                    min(t + QUEUE_DEPTH, cfg.max_render_tries))
+                    for k, v in enumerate(_usable(draws[t:]), start=t):
+                        if k not in sent:
+                            sent[k] = self.request_view(unit, i, v, st, token=token)
+                self._send_early(nxt, switch=SWITCH_EARLY)   # the next samples' first candidates, queued behind
+                vis, images = sent.pop(t)()
                 if vis is None:          # skipped: an earlier candidate passed, then was vetoed:
+                    self.show(unit, group)
                     vis, images = self.request_view(unit, i, view, st)()   # ask again, unconditionally
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
-                    self._send_early(nxt, new_scene=True)   # this sample is done (bar a perceptual veto)
+                    self._send_early(nxt, switch=True)   # this sample is done (bar a perceptual veto)
                     if images is None:       # a server that did not render it (same rule: not ours)
+                        self.show(unit, group)
                         images = self.render_sample(unit, i, view)()
                     files = self.describe(unit, i, st, group, view, vis)
                     if perceptual and ego_label_disagrees(want, images["object_mask"], images.get("depth"),
                                                           *(self.colors_of(group)[n] for n in ("source", "target"))):
                         counts[PERCEPTUAL_RULE] += 1
                         vetoes += 1
+                        _discard(sent)   # skipped behind the vetoed view: sent again under the new token
                         continue
-                    if queued is not None:
-                        queued[1].discard()  # skipped by the server: nobody reads it
+                    _discard(sent)   # skipped by the server: nobody reads them
                     return self.write(unit, i, group, view, counts, renders, images, files)
                 counts[fail] += 1
-            if queued is not None:
-                queued[1].discard()
+            _discard(sent)
         raise self._give_up(unit, i, want, counts)
 
     # ---- the next samples' first candidates, queued behind this sample's requests ---------------
-    def _send_early(self, upcoming: "list[tuple[Unit, int]] | None", new_scene: bool = False) -> None:
-        """Queue the next samples' first two candidates now (scenarios/sparrta/early.py), in order,
+    def _send_early(self, upcoming: "list[tuple[Unit, int]] | None", switch: bool = False) -> None:
+        """Queue the next samples' first candidates now (scenarios/sparrta/early.py), in order,
         each when its views are ready (lookahead): behind this sample's own requests when it needs
-        no new scene (same environment and scene group as the server holds); with ``new_scene``
-        (this sample is done) the next sample also when it does: its reset and spawn go first."""
+        no new scene (same environment and scene group as the server holds); with ``switch`` the
+        next sample also when it does: its reset and spawn go first (when this sample then needs
+        more candidates, ``show`` puts its group back)."""
         for k, (u, j) in enumerate(upcoming or ()):
             key = (u.env, u.task, u.triple_id, j)
-            if self.early.holds(key):   # sent already: its reply is kept for it
+            if self.early.holds(key):   # sent already: its replies are kept for it
                 continue
             ahead = self.lookahead.peek(key)
-            if not self.early.can_send() or ahead is None or ahead.view is None:
+            if not self.early.can_send() or ahead is None or not ahead.draws or ahead.draws[0][1] is not None:
                 return
             same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id,
                                                                  j // self.cfg.samples_per_scene)
-            if not (same or (new_scene and k == 0)):
+            if not (same or (switch and k == 0)):
                 return
-            view, group, token = ahead.view, None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
-            self.early.send(key, view, lambda: self.request_view(u, j, view, ahead.st, ahead.look, group,
-                                                                 token=token))
-            second = ahead.second
-            if QUEUE_NEXT and second is not None and second[1] is None and self.cfg.max_render_tries > 1:   # and the next
-                self.early.add_second(self.request_view(u, j, second[0], ahead.st, ahead.look, token=token))
+            views = [v for v, _ in zip(_usable(ahead.draws), range(min(QUEUE_DEPTH, self.cfg.max_render_tries)))]
+            group, token = None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
+
+            def request(view, first=views[0]):
+                return self.request_view(u, j, view, ahead.st, ahead.look, group if view is first else None,
+                                         token=token)
+            self.early.send(key, views, request)
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
         """The error names the rule that rejected most, leaving out the label rules (they turn
@@ -363,14 +349,40 @@ class Session(ServerRequests):
 @dataclass
 class Ahead:
     """A sample's client-only first steps (``Session.start``): its setting and look, its RNG
-    after drawing its first two candidate views (or the PlacementError a draw raised), and the
-    rejections counted on the way."""
+    after drawing its first candidate views, and those draws in order: (view, PlacementError or
+    None, the rejections counted on the way), ending at the first error."""
 
     key: tuple
     st: Setting
     look: dict
     rng: object
-    view: object = None
-    unusable: PlacementError | None = None
-    counts: Counter = field(default_factory=Counter)
-    second: tuple | None = None   # the next draw after ``view``: (view, PlacementError or None, rejections)
+    draws: list = field(default_factory=list)
+
+
+def draw_candidates(rng, group: Group, task: str, want: str, st: Setting, ground, draws: list, n: int) -> list:
+    """Extend ``draws`` (a sample's candidate draws for one scene group, in order) to ``n`` items
+    with the sequential loop's next draws from ``rng``; a draw that raises ends them (the loop
+    stops there). Returns ``draws``."""
+    while len(draws) < n and (not draws or draws[-1][1] is None):
+        seen: Counter = Counter()
+        try:
+            draws.append((sample_view(rng, group, task, want, st, ground, group.viewpoint, seen),
+                          None, seen))
+        except PlacementError as e:
+            draws.append((None, e, seen))
+    return draws
+
+
+def _usable(draws: list):
+    """The views of ``draws`` up to the first error."""
+    for view, err, _ in draws:
+        if err is not None:
+            return
+        yield view
+
+
+def _discard(sent: dict) -> None:
+    """Drop the replies of queued requests nobody will read (the server skipped them)."""
+    for reader in sent.values():
+        getattr(reader, "discard", lambda: None)()
+    sent.clear()

@@ -38,7 +38,8 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
                         lambda want, mask, *a: real(want, mask, *a) or zlib.crc32(mask.tobytes()) % 3 == 0)
     for depth in (0, 3):
         monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
-        monkeypatch.setattr(sparrta, "QUEUE_NEXT", depth > 0)
+        monkeypatch.setattr(sparrta, "QUEUE_DEPTH", 4 if depth else 1)
+        monkeypatch.setattr(sparrta, "SWITCH_EARLY", depth > 0)
         outs[depth] = tmp_path / f"ahead{depth}"
         generate(cfg, outs[depth], server=server.address, progress=False)
         assert bool(sent) == (depth > 0)     # requests queued ahead only with a lookahead
