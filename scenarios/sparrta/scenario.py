@@ -54,7 +54,8 @@ QUEUE_DEPTH = 3    # a sample's candidates in flight on the server at once (1: o
                    # lookahead draws each sample's first QUEUE_DEPTH. The server skips those behind
                    # one that passed, so a deeper queue costs client draws, not renders
 SWITCH_EARLY = True   # the next sample's new scene group is queued behind this sample's queued
-                      # candidates before one has passed (when all fail, both groups are shown again)
+                      # candidates before one has passed (when all fail, both groups are shown again;
+                      # sceneforge servers only)
 
 
 # --- contract -------------------------------------------------------------------------------------
@@ -265,7 +266,9 @@ class Session(ServerRequests):
                     for k, v in enumerate(_usable(draws[t:]), start=t):
                         if k not in sent:
                             sent[k] = self.request_view(unit, i, v, st, token=token)
-                self._send_early(nxt, switch=SWITCH_EARLY)   # the next samples' first candidates, queued behind
+                # the next samples' first candidates, queued behind (a stock UnrealCV server answers
+                # each request as it is sent: nothing to gain there from showing the next group early)
+                self._send_early(nxt, switch=SWITCH_EARLY and getattr(self.client, "is_sceneforge", False))
                 vis, images = sent.pop(t)()
                 if vis is None:          # skipped: an earlier candidate passed, then was vetoed:
                     self.show(unit, group)
