@@ -219,3 +219,54 @@ def test_world_dict_round_trip_and_errors():
     scene = _scene()
     apply_world(scene, {"fog": {"density": 1.0, "color": [200, 200, 210]}})
     assert scene.fog.color == (200, 200, 210) and scene.look == Look()
+
+
+@pytest.mark.parametrize("eye", [(0.0, 0.0, 100.0), (-300.0, 250.0, 400.0), (100.0, -200.0, 30.0)])
+def test_coverage_recorded_by_the_id_pass_equals_the_coverage_pass(look_backend, monkeypatch, eye):
+    """Pixel counts with each named actor's coverage recorded by the id pass itself (an atomic OR
+    before the depth test, gl/shaders.py IDS_COVER_FS) equal those of the two-pass way (the named
+    actors drawn again alone): a cut-out card (its transparent half covers nothing) half hidden
+    by a box, actors hiding each other, one sunk in relief ground (the ground hides part of it in
+    ``visible``, not in ``unoccluded``), five names (more than a coverage pass's four)."""
+    import engine.server.gl.backend as B
+    from engine.world import look_at_rotation
+
+    scene = _scene(_actor("leaf", "leaf", (900.0, 0.0, 0.0), 0),
+                   _actor("box", "box", (700.0, -60.0, 0.0), 1),
+                   _actor("sphere", "sphere", (1000.0, 120.0, -40.0), 2),
+                   _actor("cyl", "cyl", (800.0, 180.0, 0.0), 3),
+                   _actor("l", "lshape", (1100.0, -150.0, 0.0), 4),
+                   ground=Ground(texture="flat", relief_amplitude=60.0, relief_wavelength=700.0))
+    cam = _camera(160, 120, location=eye, rotation=look_at_rotation(eye, (900.0, 0.0, 60.0)))
+    names = ["leaf", "box", "sphere", "cyl", "l"]
+    one = look_backend.pixel_counts(scene, cam, names)
+    monkeypatch.setattr(B, "COUNT_IN_ONE_PASS", False)
+    two = look_backend.pixel_counts(scene, cam, names)
+    assert one == two
+    assert any(c.visible < c.unoccluded for c in one.values())   # some hidden: the bits ignore depth
+    assert sum(c.unoccluded > 0 for c in one.values()) >= 4
+
+
+def test_counts_fall_back_to_two_passes_without_image_atomics(look_backend, monkeypatch):
+    """A GL without GLSL 4.50 image atomics (the counting id pass does not compile) counts with
+    the separate coverage pass: same counts, decided once per context."""
+    import moderngl
+
+    import engine.server.gl.backend as B
+
+    passes = look_backend._passes
+    scene = _three_objects()
+    cam = _camera(160, 120)
+    names = [a for a in scene.actors]
+    expected = look_backend.pixel_counts(scene, cam, names)
+    real = type(passes).program
+
+    def no_atomics(self, key):
+        if "idcov" in key:
+            raise moderngl.Error("GLSL 4.50 is not supported")
+        return real(self, key)
+    monkeypatch.setattr(type(passes), "program", no_atomics)
+    monkeypatch.setattr(passes, "_one_pass", None)
+    assert look_backend.pixel_counts(scene, cam, names) == expected and passes._one_pass is False
+    monkeypatch.setattr(B, "COUNT_IN_ONE_PASS", False)
+    assert look_backend.pixel_counts(scene, cam, names) == expected

@@ -32,6 +32,7 @@ from engine.server.gl.passes import Passes
 from engine.world import Camera, Scene
 
 log = logging.getLogger(__name__)
+COUNT_IN_ONE_PASS = True   # pixel counts: coverage recorded by the id pass (passes.counting_id_pass)
 
 
 @dataclass
@@ -185,10 +186,14 @@ class GLBackend(RenderBackend):
             if rect is None:        # nothing wanted in view: every count is 0
                 return {n: PixelCount(0, 0, None) for n in names}
             occluders = possible_occluders(frame, wanted, spheres=spheres) & overlaps
-            self._passes.id_pass(frame, frame.draws, occluders, ground=scene.ground, rect=rect)
-            # coverage before reading the ids: its read-back waits for both passes at once (each
-            # read-back is a wait for llvmpipe's rasteriser thread)
-            alone = dict(zip((d.index for d in drawn), self._passes.coverage(frame, drawn, rect)))
+            if COUNT_IN_ONE_PASS and len(drawn) <= 32 and self._passes.counts_in_one_pass():   # coverage by the id pass
+                self._passes.counting_id_pass(frame, frame.draws, occluders, scene.ground, rect, drawn)
+                alone = dict(zip((d.index for d in drawn), self._passes.read_coverage(frame, rect, len(drawn))))
+            else:
+                self._passes.id_pass(frame, frame.draws, occluders, ground=scene.ground, rect=rect)
+                # coverage before reading the ids: its read-back waits for both passes at once (each
+                # read-back is a wait for llvmpipe's rasteriser thread)
+                alone = dict(zip((d.index for d in drawn), self._passes.coverage(frame, drawn, rect)))
             ids = self._passes.target(camera).read_ids(rect)
             visible = np.bincount(ids.ravel(), minlength=len(order) + 1)
             top = camera.height - (rect[1] + rect[3])   # the block's first row, counted from the top

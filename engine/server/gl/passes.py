@@ -96,6 +96,7 @@ class Passes:
         self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
         self.textures = TextureCache(ctx)
         self._pbr = None  # engine.server.gl.pbr.PbrLook, created on the first PBR frame
+        self._one_pass: bool | None = None   # counts_in_one_pass, once known
 
     # --- resources --------------------------------------------------------------------------
     def program(self, key: str) -> _Program:
@@ -108,6 +109,7 @@ class Passes:
                       "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS),
                       "shadow": (S.SHADOW_VS, S.SHADOW_FS),
                       "aids": (C.ALPHA_VS, C.ALPHA_IDS_FS), "acover": (C.ALPHA_VS, C.ALPHA_COVER_FS),
+                      "idcov": (S.IDS_VS, S.IDS_COVER_FS), "aidcov": (C.ALPHA_VS, C.ALPHA_IDS_COVER_FS),
                       "ashadow": (C.ALPHA_SHADOW_VS, C.ALPHA_SHADOW_FS),
                       "pbr": (P.PBR_VS, P.COMMON + P.PBR_FS), "pbrsky": (S.SKY_VS, P.COMMON + P.SKY_FS),
                       "fxaa": (Q.POST_VS, Q.FXAA_FS)}[base]
@@ -324,6 +326,64 @@ class Passes:
                 self.draw_mesh(d.mesh, prog, "ids", False, "aids", alpha_setup=lambda ap, d=d: (
                     ap.set("u_view_proj", F.gl_bytes(frame.view_proj)), ap.set("u_model", d.placed.model_bytes),
                     ap.set("u_id", d.index + 1)))
+
+    def counts_in_one_pass(self) -> bool:
+        """Can this context record coverage in the id pass (GLSL 4.50 image atomics: Mesa's
+        llvmpipe can)? Asked once; without it pixel counts draw the named actors twice."""
+        if self._one_pass is None:
+            try:
+                self.program("idcov")
+                self.program("aidcov_a")
+                self._one_pass = True
+            except moderngl.Error as e:
+                log.info("pixel counts in two passes (no image atomics here: %s)", str(e).splitlines()[0][:120])
+                self._one_pass = False
+        return self._one_pass
+
+    def counting_id_pass(self, frame: "Frame", draws, visible, ground: Ground | None, rect,
+                         named: list["Draw"]) -> None:
+        """:meth:`id_pass` that also records the coverage of the ``named`` draws (at most 32): each
+        sets its bit (1 << position in ``named``) in ``Targets.cover_bits`` on every pixel its
+        fragments reach, before the depth test (shaders.IDS_COVER_FS). Read with
+        :meth:`read_coverage`: the same counts as :meth:`coverage`, without drawing the named
+        actors a second time."""
+        t = self.target(frame.camera)
+        x, y, w, h = rect
+        t.cover_bits.write(bytes(4 * w * h), viewport=rect)
+        t.cover_bits.bind_to_image(0, read=True, write=True)
+        bit = {d.index: 1 << k for k, d in enumerate(named)}
+        t.id_only.scissor = rect
+        t.id_only.use()
+        t.id_only.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+        try:
+            prog, cprog = self.program("ids"), self.program("idcov")
+            vp = F.gl_bytes(frame.view_proj)
+            prog.set("u_view_proj", vp)
+            cprog.set("u_view_proj", vp)
+            self.ctx.enable(moderngl.DEPTH_TEST)
+            if ground is not None:
+                self._draw_ground(prog, ground, "ids", False, frame.ground)
+            for d, vis in zip(draws, visible):
+                if not vis:
+                    continue
+                b = bit.get(d.index)
+                p, key, akey = (prog, "ids", "aids") if b is None else (cprog, "idcov", "aidcov")
+                p.set("u_model", d.placed.model_bytes)
+                p.set("u_id", d.index + 1)
+                if b is not None:
+                    p.set("u_bit", b)
+                self.draw_mesh(d.mesh, p, key, False, akey, alpha_setup=lambda ap, d=d, b=b: (
+                    ap.set("u_view_proj", vp), ap.set("u_model", d.placed.model_bytes), ap.set("u_id", d.index + 1),
+                    ap.set("u_bit", b) if b is not None else None))
+        finally:
+            t.id_only.scissor = None
+        self.ctx.memory_barrier()
+
+    def read_coverage(self, frame: "Frame", rect, n: int) -> list[int]:
+        """Pixels of ``rect`` with each of the first ``n`` bits set by :meth:`counting_id_pass`."""
+        raw = self.target(frame.camera).cover_bits_fbo.read(viewport=rect, components=1, dtype="u4")
+        bits = np.frombuffer(raw, dtype="<u4")
+        return [int(np.count_nonzero(bits & np.uint32(1 << k))) for k in range(n)]
 
     def coverage(self, frame: "Frame", draws: list["Draw"], rect=None) -> list[int]:
         """Pixels each actor covers with nothing else drawn (no other actor, no ground).

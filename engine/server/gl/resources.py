@@ -346,7 +346,23 @@ class Targets:
         self._lit_normal = None
         self._post = None
         self._post_fbo = None
+        self._cover_bits = None
+        self._cover_bits_fbo = None
         self.post_valid = False  # True when the last lit frame's colour is in ``post`` (FXAA)
+
+    @property
+    def cover_bits(self) -> moderngl.Texture:
+        """r32ui image: the named actors' coverage bits of a counting id pass (passes.py)."""
+        if self._cover_bits is None:
+            self._cover_bits = self.ctx.texture(self.size, 1, dtype="u4")
+            self._cover_bits_fbo = self.ctx.framebuffer([self._cover_bits])
+        return self._cover_bits
+
+    @property
+    def cover_bits_fbo(self) -> moderngl.Framebuffer:
+        """Reads :attr:`cover_bits` back (a block of it)."""
+        self.cover_bits  # noqa: B018 - allocates both
+        return self._cover_bits_fbo
 
     @property
     def post_fbo(self) -> moderngl.Framebuffer:
@@ -392,7 +408,7 @@ class Targets:
         return np.ascontiguousarray(n[::-1, :, :3])
 
     def release(self) -> None:
-        for obj in (self.lit, self.id_only, self.cover, self._lit_normal, self._post_fbo, self.color, self.ids,
-                    self.depth, self._normal, self._post):
+        for obj in (self.lit, self.id_only, self.cover, self._lit_normal, self._post_fbo, self._cover_bits_fbo,
+                    self.color, self.ids, self.depth, self._normal, self._post, self._cover_bits):
             if obj is not None:
                 obj.release()

@@ -13,7 +13,10 @@ Programs:
               actors' fragment shader must stay cheap);
 * ``IDS``     instance id only (location 0): cheap pass for masks, depth and pixel counts;
 * ``COVER``   coverage of up to 4 actors at once (one RGBA channel each, MAX blending, no
-              depth test): the "unoccluded" pixel counts in one pass;
+              depth test): the "unoccluded" pixel counts in one pass (where ``IDS_COVER`` cannot
+              be compiled);
+* ``IDS_COVER`` the id pass of pixel counts recording each named actor's coverage as a bit
+              in an r32ui image (GLSL 4.50 image atomics): counts in one pass;
 * ``SKY``     zenith→horizon gradient on the pixels left empty by the geometry (lit only);
 * ``SHADOW``  depth-only pass from the sun (see gl/shadow.py).
 
@@ -189,6 +192,24 @@ void main() {
 }
 """
 
+# The id pass of pixel counts also records each named actor's coverage (every pixel its
+# fragments reach, whatever the depth test then decides): an atomic OR of the actor's bit into an
+# r32ui image. A fragment shader that writes memory runs before the depth test (no early
+# fragment tests), so the bit is set even where another actor or the ground is in front; the id
+# written is still decided by the depth test. Replaces a second pass drawing the named actors
+# alone (``COVER``). GLSL 4.50 (image load/store); the vertex shader is ``IDS_VS`` unchanged, so
+# the fragments are exactly those of the id and coverage passes.
+IDS_COVER_FS = """#version 450 core
+layout(r32ui, binding = 0) uniform coherent uimage2D u_cover;
+uniform int u_id;
+uniform uint u_bit;
+layout(location = 0) out int f_id;
+void main() {
+    imageAtomicOr(u_cover, ivec2(gl_FragCoord.xy), u_bit);
+    f_id = u_id;
+}
+"""
+
 SKY_VS = """
 out vec2 v_ndc;
 void main() {
@@ -237,5 +258,9 @@ void main() {}
 
 
 def source(body: str, defines: tuple[str, ...] = ()) -> str:
-    """Prefix a shader body with the GLSL version line and ``#define``s (program variants)."""
+    """Prefix a shader body with the GLSL version line and ``#define``s (program variants); a
+    body that starts with its own ``#version`` line keeps it."""
+    if body.startswith("#version"):
+        head, rest = body.split("\n", 1)
+        return head + "\n" + "".join(f"#define {d}\n" for d in defines) + rest
     return HEADER + "".join(f"#define {d}\n" for d in defines) + body
