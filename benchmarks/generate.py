@@ -164,7 +164,8 @@ def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
         if view.human is not None:
             session.place_human(view.human)
         client.set_camera(0, view.camera)
-        client.render(0, ("lit",))   # the shadow map of this pose: drawn once per scene in a sample too
+        client.render(0, ("lit",))   # the shadow map of this pose, drawn once here (a sample draws one of its
+                                     # own: every sample has its own sun; the raw rate leaves that out)
         with Clock(server_pid) as r:
             for _ in range(per):
                 client.render(0, ("lit",))
