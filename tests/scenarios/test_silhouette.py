@@ -42,6 +42,27 @@ def test_the_hull_holds_every_level_and_the_impostor_cards():
     assert IMPOSTOR_MARGIN > 1.02
 
 
+def _spawn_alone(c, lib, k: int, aid: str):
+    """``aid`` alone on the server (yaw 37°·k): its Placed and drawable world points."""
+    shape = AssetShape(aid, "x", np.asarray(lib.footprint(aid), float), float(lib.size_cm(aid)[2]),
+                       silhouette=lambda aid=aid: drawable_points(lib, aid))
+    obj = Placed("obj", shape, 0.0, 0.0, 0.0, 37.0 * k)
+    c.reset()
+    c.spawn([obj.actor((255, 0, 0))])
+    return obj, obj.drawable_world()
+
+
+def _camera_around(obj, d: float, j: int):
+    """A 224² 60° camera ``d`` cm from ``obj``, at azimuth 0.3·j rad and one of 9 heights."""
+    return aimed_camera(-d * np.cos(0.3 * j), d * np.sin(0.3 * j), 150.0 + 40.0 * (j % 9),
+                        tuple(obj.centre()), 60.0, 224)
+
+
+def _rendered_span(c, cam) -> int:
+    bbox = c.visibility(0, ["obj"], camera=cam)["obj"].bbox
+    return 0 if bbox is None else max(bbox[2] - bbox[0] + 1, bbox[3] - bbox[1] + 1)
+
+
 def test_a_view_called_too_small_renders_a_mask_box_under_min_px(server):
     """Views swept across the threshold for a few assets and poses: whenever the bound says
     "certainly under 12 px" the rendered mask box (the drawn level's) is under 12 px."""
@@ -51,20 +72,13 @@ def test_a_view_called_too_small_renders_a_mask_box_under_min_px(server):
     checked = 0
     with RenderClient(server.address) as c:
         for k, aid in enumerate(ASSETS):
-            shape = AssetShape(aid, "x", np.asarray(lib.footprint(aid), float), float(lib.size_cm(aid)[2]),
-                               silhouette=lambda aid=aid: drawable_points(lib, aid))
-            obj = Placed("obj", shape, 0.0, 0.0, 0.0, 37.0 * k)
-            c.reset()
-            c.spawn([obj.actor((255, 0, 0))])
-            pts = obj.drawable_world()
+            obj, pts = _spawn_alone(c, lib, k, aid)
             for j, d in enumerate(np.geomspace(800.0, 40000.0, 60)):
-                cam = aimed_camera(-d * np.cos(0.3 * j), d * np.sin(0.3 * j), 150.0 + 40.0 * (j % 9),
-                                   tuple(obj.centre()), 60.0, 224)
+                cam = _camera_around(obj, d, j)
                 if not certainly_too_small(pts, cam, 12.0):
                     continue
                 checked += 1
-                bbox = c.visibility(0, ["obj"], camera=cam)["obj"].bbox
-                span = 0 if bbox is None else max(bbox[2] - bbox[0] + 1, bbox[3] - bbox[1] + 1)
+                span = _rendered_span(c, cam)
                 assert span < 12, (aid, d, span)
         c.reset()
     assert checked > 30, checked
@@ -80,19 +94,10 @@ def test_views_at_the_threshold_the_centre_count_settles_render_under_min_px(ser
     settled = kept = 0
     with RenderClient(server.address) as c:
         for k, aid in enumerate(ASSETS[:2]):
-            shape = AssetShape(aid, "x", np.asarray(lib.footprint(aid), float), float(lib.size_cm(aid)[2]),
-                               silhouette=lambda aid=aid: drawable_points(lib, aid))
-            obj = Placed("obj", shape, 0.0, 0.0, 0.0, 37.0 * k)
-            c.reset()
-            c.spawn([obj.actor((255, 0, 0))])
-            pts = obj.drawable_world()
-
-            def cam_at(d, j):
-                return aimed_camera(-d * np.cos(0.3 * j), d * np.sin(0.3 * j), 150.0 + 40.0 * (j % 9),
-                                    tuple(obj.centre()), 60.0, 224)
+            obj, pts = _spawn_alone(c, lib, k, aid)
 
             def extent(d, j):
-                uv, _ = cam_at(d, j).project(pts)
+                uv, _ = _camera_around(obj, d, j).project(pts)
                 return max(np.ptp(uv[:, 0]), np.ptp(uv[:, 1]))
             for j in range(12):
                 lo, hi = 500.0, 100000.0   # extent falls with distance: bisect to 11.5 px
@@ -100,13 +105,12 @@ def test_views_at_the_threshold_the_centre_count_settles_render_under_min_px(ser
                     mid = np.sqrt(lo * hi)
                     lo, hi = (mid, hi) if extent(mid, j) > 11.5 else (lo, mid)
                 for d in lo * np.linspace(0.96, 1.04, 15):
-                    cam = cam_at(d, j)
+                    cam = _camera_around(obj, d, j)
                     if not certainly_too_small(pts, cam, 12.0):
                         continue
                     settled += 1
                     kept += extent(d, j) >= 11.0   # the extent test (E < min_px - 1) would have sent it
-                    bbox = c.visibility(0, ["obj"], camera=cam)["obj"].bbox
-                    span = 0 if bbox is None else max(bbox[2] - bbox[0] + 1, bbox[3] - bbox[1] + 1)
+                    span = _rendered_span(c, cam)
                     assert span < 12, (aid, d, span)
         c.reset()
     assert settled >= 20 and kept >= 10, (settled, kept)
