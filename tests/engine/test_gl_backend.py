@@ -250,7 +250,7 @@ def test_unknown_kind_or_name_is_a_config_error(backend):
 def test_channel_counts_equal_a_per_channel_count():
     """The coverage pass's per-channel pixel count (a 32-bit mask per channel) is numpy's own
     per-channel count, whatever the values (not only 0/255) and for any first n channels."""
-    from engine.server.gl.passes import channel_counts
+    from engine.server.gl.count_passes import channel_counts
 
     rgba = np.random.default_rng(3).integers(0, 4, size=(37, 53, 4)).astype(np.uint8) * 85
     rgba[5:9, :, 2] = 0
