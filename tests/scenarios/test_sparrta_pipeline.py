@@ -21,19 +21,40 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     one passed), the next samples' first candidates queued behind (scenarios/sparrta/early.py):
     the same bytes as one candidate at a time with nothing prepared ahead (a city: clutter,
     several scene groups, visibility retries), also when the perceptual rule vetoes an accepted
-    view (forced here by a pure function of its mask) after later candidates were queued."""
+    view (forced here by a pure function of its mask) after later candidates were queued, and
+    when the next sample's scene group was queued before this sample's candidates passed
+    (``SWITCH_EARLY``: this group shown again when they all failed)."""
     import zlib
 
     from scenarios.sparrta.early import EarlyRequest
 
     cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}
-    outs, sent, send = {}, [], EarlyRequest.send
+    outs, sent, send, switches = {}, [], EarlyRequest.send, []
     real = sparrta.ego_label_disagrees
+    real_send_early, real_failure, real_make = sparrta.Session._send_early, sparrta.visibility_failure, sparrta.Session.make
+    passed = [False]
+
+    def make(self, *a, **k):   # a sample: none of its candidates has passed yet
+        passed[0] = False
+        return real_make(self, *a, **k)
 
     def counting_send(self, key, view, request):   # the real send, counted
         sent.append(key)
         return send(self, key, view, request)
+
+    def failure(*a):   # the make loop's verdict on a read reply
+        out = real_failure(*a)
+        passed[0] = passed[0] or out is None
+        return out
+
+    def send_early(self, upcoming, switch=False):   # a scene switch queued before any candidate passed
+        before = self._scene_key
+        real_send_early(self, upcoming, switch)
+        switches.extend([not passed[0]] if self._scene_key != before else [])
     monkeypatch.setattr(EarlyRequest, "send", counting_send)
+    monkeypatch.setattr(sparrta, "visibility_failure", failure)
+    monkeypatch.setattr(sparrta.Session, "_send_early", send_early)
+    monkeypatch.setattr(sparrta.Session, "make", make)
     monkeypatch.setattr(sparrta, "ego_label_disagrees",   # a third of accepted views vetoed, by their mask
                         lambda want, mask, *a: real(want, mask, *a) or zlib.crc32(mask.tobytes()) % 3 == 0)
     for depth in (0, 3):
@@ -47,6 +68,7 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
     assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
     assert sum(r["rejections"].get("perceptual", 0) for r in records) >= 2   # and some accepted ones were vetoed
+    assert any(switches), switches   # some next scene groups were queued before a candidate passed
 
 
 @pytest.mark.render
