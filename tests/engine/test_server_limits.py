@@ -17,17 +17,12 @@ from engine.protocol import frame, recv_frame
 from engine.server.catalog import AssetCatalog
 from engine.server.commands.table import dispatch
 from engine.server.state import ServerState
-
-
-def ask(sock: socket.socket, payload: bytes) -> bytes:
-    sock.sendall(frame(payload))
-    return recv_frame(sock)
+from wire_helpers import ask, greeted
 
 
 @pytest.fixture
 def raw(server):
-    s = socket.create_connection(("127.0.0.1", server.port), timeout=60)
-    assert recv_frame(s).startswith(b"connected to sceneforge")
+    s = greeted(server, timeout=60)
     assert ask(s, b"1:vset /sceneforge/reset") == b"1:ok"
     assert ask(s, b"2:vset /sceneforge/world {}") == b"2:ok"
     yield s
