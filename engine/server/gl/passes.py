@@ -2,7 +2,7 @@
 
 Owns the GL objects (programs, uploaded meshes, ground, targets, shadow map) and issues the draw
 calls; per-frame maths lives in :mod:`engine.server.gl.frame`, reading images back in
-``resources.Targets`` (``read_color``, ``read_ids``...). Per frame only uniforms change:
+``targets.Targets`` (``read_color``, ``read_ids``...). Per frame only uniforms change:
 no buffer or texture is allocated once assets and the resolution have been seen. The id and
 pixel-count passes are in :mod:`engine.server.gl.count_passes`.
 """
@@ -24,7 +24,8 @@ from engine.server.gl.ground import ground_grid
 from engine.server.gl.count_passes import CountPasses
 from engine.server.gl.ground_gpu import GpuGround, upload_ground
 from engine.server.gl.meshes import MeshCache
-from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, Targets, noise_image
+from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, noise_image
+from engine.server.gl.targets import Targets
 from engine.server.gl.shadow import ShadowMaps
 from engine.server.gl.surfaces import TextureCache
 from engine.world import Camera, Ground, Scene
