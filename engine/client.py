@@ -56,8 +56,6 @@ def parse_address(address: "str | tuple[str, int]") -> tuple[str, int]:
     return host or "127.0.0.1", int(port)
 
 
-
-
 def parse_color(text: str) -> tuple[int, int, int]:
     m = _COLOR_RE.search(text)
     if not m:

@@ -70,9 +70,7 @@ class ImageRequests:
         reply = self.send(f"vget /sceneforge/visibility {cam_id} {listed}{extra}")
 
         def counts() -> dict[str, PixelCount]:
-            raw = json.loads(reply().decode("utf-8", errors="replace"))
-            return {n: PixelCount(v["visible"], v["unoccluded"], tuple(v["bbox"]) if v["bbox"] else None)
-                    for n, v in raw.items()}
+            return pixel_counts(json.loads(reply().decode("utf-8", errors="replace")), "visibility")
         return counts
 
     def render_if_visible_async(self, cam_id: int, names: list[str], kinds: Iterable[str], *,
@@ -109,12 +107,10 @@ class ImageRequests:
             if meta.get("skipped") is True:
                 return None, None
             try:
-                counts = {n: PixelCount(int(v["visible"]), int(v["unoccluded"]),
-                                        tuple(map(int, v["bbox"])) if v["bbox"] else None)
-                          for n, v in meta["visibility"].items()}
                 failure = meta["failure"]
-            except (KeyError, TypeError, ValueError, AttributeError) as e:
+            except (KeyError, TypeError) as e:
                 raise ProtocolError(f"render_if_visible reply: bad meta ({e})") from None
+            counts = pixel_counts(meta.get("visibility"), "render_if_visible")
             if failure is not None:
                 return counts, None
             missing = [k for k in kinds if k not in arrays]
@@ -131,6 +127,17 @@ class ImageRequests:
             self.set_camera(cam_id, camera)
         result = stock_call(self, cam_id, what)
         return lambda: result
+
+
+def pixel_counts(raw, what: str) -> dict[str, PixelCount]:
+    """``{name: PixelCount}`` from the server's JSON counts ``{name: {"visible", "unoccluded",
+    "bbox"}}`` (``/sceneforge/visibility``, ``render_if_visible``'s meta); ProtocolError when
+    malformed."""
+    try:
+        return {n: PixelCount(int(v["visible"]), int(v["unoccluded"]), tuple(map(int, v["bbox"])) if v["bbox"] else None)
+                for n, v in raw.items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ProtocolError(f"{what} reply: bad counts ({e})") from None
 
 
 def _camera_json(camera: Camera) -> str:

@@ -32,7 +32,7 @@ from engine.server.gl.passes import Passes
 from engine.world import Camera, Scene
 
 log = logging.getLogger(__name__)
-COUNT_IN_ONE_PASS = True   # pixel counts: coverage recorded by the id pass (passes.counting_id_pass)
+COUNT_IN_ONE_PASS = True   # pixel counts: coverage recorded by the id pass (count_passes.id_pass named=)
 
 
 @dataclass
@@ -187,7 +187,7 @@ class GLBackend(RenderBackend):
                 return {n: PixelCount(0, 0, None) for n in names}
             occluders = possible_occluders(frame, wanted, spheres=spheres) & overlaps
             if COUNT_IN_ONE_PASS and len(drawn) <= 32 and self._passes.counts_in_one_pass():   # coverage by the id pass
-                self._passes.counting_id_pass(frame, frame.draws, occluders, scene.ground, rect, drawn)
+                self._passes.id_pass(frame, frame.draws, occluders, scene.ground, rect, named=drawn)
                 alone = dict(zip((d.index for d in drawn), self._passes.read_coverage(frame, rect, len(drawn))))
             else:
                 self._passes.id_pass(frame, frame.draws, occluders, ground=scene.ground, rect=rect)
