@@ -264,16 +264,16 @@ class GLBackend(RenderBackend):
         objects and ground and the camera is equal: a ``render_if_visible`` that passes renders the
         view it has just counted, and the frame (culling, levels of detail, ground tiles: ~0.5 ms
         for a city) is the same. Passes only read a frame."""
-        self._scene_draws(scene)
+        bases, centers, radii = self._scene_draws(scene)
         last = self._frame_cache
         if last is not None and last[0] is self._draws_cache and last[1] is scene.ground and last[2] == camera:
             return last[3]
-        frame = self._new_frame(scene, camera)
+        frame = self._new_frame(scene, camera, bases, centers, radii)
         self._frame_cache = (self._draws_cache, scene.ground, camera, frame)
         return frame
 
-    def _new_frame(self, scene: Scene, camera: Camera) -> Frame:
-        bases, centers, radii = self._scene_draws(scene)
+    def _new_frame(self, scene: Scene, camera: Camera, bases: list[tuple], centers: np.ndarray,
+                   radii: np.ndarray) -> Frame:
         draws = [Draw(*b) for b in bases]   # fresh: a frame sets each draw's level of detail
         g = scene.ground
         near, far = F.near_far(camera, centers, radii, g.extent, abs(g.relief_amplitude))
