@@ -136,8 +136,9 @@ def build_row(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict
 
 def write_sample(writer, out: Path, cfg: SparrtaConfig, unit: Unit, i: int, group, view, counts, renders: int,
                  img: dict, described: dict) -> dict:
-    """Queue on ``writer`` (a BackgroundWriter) the rendered image, params, scene graph, optional
-    mask/depth, then the record (last: resume relies on it); returns the record."""
+    """Queue on ``writer`` (a BackgroundWriter) the rendered image, params, scene graph (built
+    there when ``described["graph"]`` is a function: ``Session.describe``), optional mask/depth,
+    then the record (last: resume relies on it); returns the record."""
     files, params, graph = described["files"], described["params"], described["graph"]
     rec = {"index": unit.start + i, "row": described["row"], "files": files,
            "rejections": dict(sorted(counts.items())), "renders": renders,
@@ -151,7 +152,7 @@ def write_sample(writer, out: Path, cfg: SparrtaConfig, unit: Unit, i: int, grou
         if cfg.depth:
             atomic_write_bytes(confined(out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
         atomic_write_bytes(confined(out, files["params"]), dumps(params).encode())
-        atomic_write_bytes(confined(out, files["scene"]), graph_json(graph).encode())
+        atomic_write_bytes(confined(out, files["scene"]), graph_json(graph() if callable(graph) else graph).encode())
         atomic_write_json(confined(out, record), rec)
     writer.submit(encode_and_write)
     return rec

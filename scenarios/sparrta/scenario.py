@@ -24,6 +24,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from core.errors import PlacementError
@@ -33,7 +34,7 @@ from scenarios.lookahead import Lookahead, OnceCache, responsive
 from scenarios.sampling import sample_rng, visibility_failure
 from scenarios.sparrta.early import EarlyRequest
 from scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
-from scenarios.sparrta.graph import group_objects, sample_graph
+from scenarios.sparrta.graph import sample_graph
 from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
 from scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_cached, scene_budget,  # noqa: F401 - the
                                        setting_for, units_of)                              # scenario's names
@@ -187,8 +188,7 @@ class Session(ServerRequests):
                                 env.ground, clutter)
             if unit.task == "allo":  # drawn after the placement, from the same group RNG
                 group.viewpoint = self.shapes(unit.env).pick(rng, unit.viewpoint_class)
-            group_objects(lib, group)   # the scene graph's per-group part (graph.py), off the render loop
-            return group
+            return group   # (its scene graph's per-group part: on the writer thread, graph.group_objects)
         return self._groups.get(key, build)
 
     # ---- one sample ----------------------------------------------------------------------------
@@ -332,14 +332,23 @@ class Session(ServerRequests):
 
     def describe(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict) -> dict:
         """Everything a sample writes besides its images and rejection counts (file names,
-        params, scene graph, table row): built while the server renders the image."""
+        params, table row, and its scene graph as a function of values fixed now): built while
+        the server renders the image.
+
+        The scene graph (every actor's node: ~2 ms per city sample, plus ~12 ms for the first
+        sample of a scene group, whose per-group part ``graph.group_objects`` computes) is built
+        by the writer thread (``record.write_sample``), off the thread that queues the server's
+        next requests and off the lookahead thread that builds the next scene groups: the server
+        waited for those threads at scene switches. Same bytes: every input is bound here."""
         cfg = self.cfg
         files = file_names(unit, i, cfg)
-        colors = {n: self.colors_of(group)[n] for n in objects_of(group, view)}
+        all_colors = self.colors_of(group)
+        colors = {n: all_colors[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors)
         params["world"] = self._look  # every drawn look value (issue 14 item 5)
-        graph = sample_graph(self.shapes(unit.env).lib, group, view, vis, self.colors_of(group), server_world(self._look),
-                             {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i})
+        graph = partial(sample_graph, self.shapes(unit.env).lib, group, view, dict(vis), all_colors,
+                        server_world(self._look), {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id,
+                                                   "index": i})
         return {"files": files, "params": params, "graph": graph,
                 "row": build_row(cfg, unit, i, st, group, view, vis, files)}
 

@@ -143,6 +143,23 @@ def test_every_pass_of_a_frame_draws_the_same_level(backends):
         assert counts[name].visible == int((out["instance_id"] == i + 1).sum())
 
 
+def test_pixel_counts_cull_with_the_spheres_of_the_drawn_levels(backends):
+    """``drawn_spheres`` (the culling of ``pixel_counts``) reuses a full-detail draw's own sphere
+    and moves only the levels' spheres: equal to every drawn mesh's sphere moved afresh, here
+    with a level whose sphere differs from its full mesh's."""
+    from engine.server.gl import backend as B
+    from engine.server.gl import frame as F
+
+    on, _, _ = backends
+    frame = on._frame(_balls(), _camera())
+    levels = [d for d in frame.draws if d.mesh is not d.caster]
+    assert levels and any(d.mesh.radius != d.caster.radius for d in levels)
+    centers, radii = B.drawn_spheres(frame)
+    for k, d in enumerate(frame.draws):
+        c, r = F.world_sphere(d.placed, d.mesh.center, d.mesh.radius)
+        assert np.array_equal(centers[k], c) and radii[k] == r, d.asset_id
+
+
 def test_levels_are_a_function_of_the_camera_not_of_history(backends):
     on, _, _ = backends
     scene = _balls()

@@ -65,10 +65,16 @@ class Frame:
 
 def drawn_spheres(frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
     """World bounding spheres (centres (n, 3), radii (n,)) of the levels the frame draws (not
-    the full meshes' ``Draw.center``/``radius``): what the pixel-count culling tests use."""
-    spheres = [F.world_sphere(d.placed, d.mesh.center, d.mesh.radius) for d in frame.draws]
-    return (np.array([c for c, _ in spheres], dtype=np.float64).reshape(-1, 3),
-            np.array([r for _, r in spheres], dtype=np.float64))
+    the full meshes' ``Draw.center``/``radius``): what the pixel-count culling tests use. A draw
+    at full detail already has its sphere (``Draw.center``/``radius``: the same function of the
+    same mesh), so only the levels of detail are moved to world space here (a city frame draws
+    ~10 of its ~70-165 actors at a level; the rest cost ~2 µs each in Python)."""
+    centers = np.array([d.center for d in frame.draws], dtype=np.float64).reshape(-1, 3)
+    radii = np.array([d.radius for d in frame.draws], dtype=np.float64)
+    for k, d in enumerate(frame.draws):
+        if d.mesh is not d.caster:
+            centers[k], radii[k] = F.world_sphere(d.placed, d.mesh.center, d.mesh.radius)
+    return centers, radii
 
 
 def possible_occluders(frame: "Frame", wanted: set[int], spheres=None) -> np.ndarray:
