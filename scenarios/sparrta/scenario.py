@@ -259,13 +259,16 @@ class Session(ServerRequests):
                     break
                 token = self._token(unit, i, attempt, vetoes)
                 if t not in sent or self.holds(unit, group):   # (after a scene switch: not until needed)
-                    self.show(unit, group)   # also when a request queued for the next sample changed it
-                    # the next candidates (drawn while the server counts this one), queued behind it
+                    # the scene first (also when a request queued for the next sample changed it),
+                    # without waiting: the server sets it up while the next candidates are drawn
+                    scene = self._scene_requests(unit, group)
                     draw_candidates(rng, group, unit.task, want, st, env.ground, draws,
                                     min(t + QUEUE_DEPTH, cfg.max_render_tries))
                     for k, v in enumerate(_usable(draws[t:]), start=t):
                         if k not in sent:
                             sent[k] = self.request_view(unit, i, v, st, token=token)
+                    for read in scene:   # its replies (the group's colours), read behind the requests
+                        read()
                 # the next samples' first candidates, queued behind (a stock UnrealCV server answers
                 # each request as it is sent: nothing to gain there from showing the next group early)
                 self._send_early(nxt, switch=SWITCH_EARLY and getattr(self.client, "is_sceneforge", False))
