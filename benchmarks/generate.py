@@ -3,8 +3,9 @@
     python benchmarks/generate.py [--n 160] [--reps 80] [--task ego|allo|both] [--env all|desert,city] [--size 224] [--detail]
     sceneforge bench generate
 
-Defaults (n = 160 samples per row, 80 raw renders): a row's rate is a property of the job's
-scenes, so it is measured over ~40 scene groups, not the ~10 of 40 samples. With n = 40 (the
+Defaults (n = 160 samples per row, 80 raw renders of 8 scenes' views): a row's rate is a
+property of the job's scenes, so it is measured over ~40 scene groups, not the ~10 of 40 samples,
+and the raw rate over 8 scenes, not 1. With n = 40 (the
 old default) one seed's first groups decided it: winter town ego made 2.77 visibility calls per
 image on seed 12345's first 40 samples and 1.4-2.1 on other seeds' (2026-11-26), and its row
 moved by a quarter with them; the raw rate over 20 frames moved by +-15 % run to run.
@@ -13,9 +14,11 @@ Starts one embedded server; for every (environment, task) it warms up on 4 sampl
 the caches a long run has warm (every HDRI of the environment's look randomisation prefiltered,
 every asset the environment can draw loaded on both sides: one-time costs that 20 samples would
 otherwise carry), then measures in the same run:
-  1. raw render rate: ``lit`` renders/s of a typical scene of that unit (source, target,
-     clutter, the figure for allo) at SIZE², over 4 views that pass the geometric rules (the
-     cost of a frame depends on what is in view: foliage), each rendered REPS/4 times;
+  1. raw render rate: ``lit`` renders/s of the unit's scenes (source, target, clutter, the
+     figure for allo) at SIZE², over one view from each of its first 8 scene groups that passes
+     the geometric rules (the cost of a frame depends on what is in view: foliage), each rendered
+     REPS/8 times, half just before and half just after the end-to-end run (the machine's
+     speed drifts);
   2. end to end: ``scenarios.sparrta`` samples/s with every rule on (visibility included),
      written to a temp dir (JPEG + params + records);
 and prints one row: labelled images/s, renders/s and their ratio, by wall clock and by CPU time
@@ -137,10 +140,18 @@ def prime_caches(client, session, cfg) -> None:
     session._world = session._scene_key = session._sent_look = None   # the server's scene changed
 
 
+RAW_GROUPS = 8   # scene groups the raw rate's views come from (one view each)
+
+
 def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
-    """Renders/s (wall, CPU) and visibility calls/s (wall, CPU) on the first scene of the job's first unit,
-    over 4 views that pass the geometric rules (the allo figure placed as in a sample), each
-    rendered ``reps // 4`` times with its camera set once (so only the frame is timed)."""
+    """(n, render wall s, render CPU s, visibility wall s, visibility CPU s) of ``n`` lit renders
+    and visibility calls over ``RAW_GROUPS`` views of the job's first unit, one from each of its
+    first scene groups (a view that passes the geometric
+    rules, the allo figure placed as in a sample), each rendered ``reps // RAW_GROUPS`` times with
+    its camera set once (so only the frame is timed). Views of several scenes, because a frame's
+    cost follows what is in view and the end-to-end rate covers ~40 scenes: city lit renders cost
+    16.4-19.8 ms across its first 10 groups (2026-11-26), and the first group alone, the only one
+    before session 8, was 3 % under their mean."""
     from collections import Counter as C
 
     from scenarios.sparrta import scenario as sparrta
@@ -149,24 +160,24 @@ def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
 
     unit = session_units(cfg)[0]
     st = sparrta.setting_for(cfg, session.env(unit.env), unit.task)
-    group = session.group(unit, 0, 0, st)
-    session.show(unit, group)
     views = []
-    for k in range(256):   # views of this scene that pass the geometric rules
-        try:
-            views.append(sample_view(sample_rng(0, "bench", unit.task, "x", k), group, unit.task,
-                                     ("left", "right", "front", "back")[k % 4], st,
-                                     session.env(unit.env).ground, group.viewpoint, C()))
-        except Exception:  # noqa: BLE001 - this scene may not allow that label: try another draw
-            continue
-        if len(views) == 4:
+    for g in range(RAW_GROUPS):
+        group = session.group(unit, g * cfg.samples_per_scene, 0, st)
+        for k in range(256):   # the first view of this scene that passes the geometric rules
+            try:
+                views.append((group, sample_view(sample_rng(0, "bench", unit.task, "x", g, k), group, unit.task,
+                                                 ("left", "right", "front", "back")[k % 4], st,
+                                                 session.env(unit.env).ground, group.viewpoint, C())))
+            except Exception:  # noqa: BLE001 - this scene may not allow that label: try another draw
+                continue
             break
-    per = max(1, reps // len(views))
+    per = max(1, reps // max(1, len(views)))
     render = Clock(server_pid)
     render.wall = render.cpu = 0.0
     vis = Clock(server_pid)
     vis.wall = vis.cpu = 0.0
-    for view in views:
+    for group, view in views:
+        session.show(unit, group)
         if view.human is not None:
             session.place_human(view.human)
         client.set_camera(0, view.camera)
@@ -180,8 +191,26 @@ def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
                 client.visibility(0, ["source", "target"])
         render.wall, render.cpu = render.wall + r.wall, render.cpu + r.cpu
         vis.wall, vis.cpu = vis.wall + v.wall, vis.cpu + v.cpu
-    n = per * len(views)
-    return n / render.wall, n / render.cpu, (n / vis.wall, n / vis.cpu)
+    return per * len(views), render.wall, render.cpu, vis.wall, vis.cpu
+
+
+def bracketed_raw(address: str, cfg, tmp: Path, reps: int, pid, run):
+    """The raw rates measured in two halves, just before and just after ``run()`` (the end-to-end
+    run): this machine's speed drifts within minutes (the same views rendered 55 and 48 lit
+    frames/s in two runs 2 minutes apart), and a ratio of two rates taken at different moments
+    carries that drift. Returns ((render wall, render CPU, visibility wall, visibility CPU) per
+    second, run())."""
+    from engine.client import RenderClient
+    from scenarios.sparrta import scenario as sparrta
+
+    def half(k: int):
+        with RenderClient(address) as c:   # a fresh session: it knows nothing of the scene on the server
+            return raw_rates(c, sparrta.Session(cfg, c, tmp / "raw"), cfg, k, pid)
+    before = half(reps // 2)
+    out = run()
+    after = half(reps - reps // 2)
+    n, rw, rc, vw, vc = (a + b for a, b in zip(before, after))
+    return (n / rw, n / rc, n / vw, n / vc), out
 
 
 def session_units(cfg):
@@ -239,17 +268,15 @@ def main(argv=None) -> int:
     p.add_argument("--task", choices=["ego", "allo", "both"], default="both")
     p.add_argument("--env", default="all", help="an environment, a comma list, or 'all' (the five)")
     p.add_argument("--size", type=int, default=224)
-    p.add_argument("--reps", type=int, default=80, help="renders for the raw rate (4 views, reps/4 each)")
+    p.add_argument("--reps", type=int, default=80, help="renders for the raw rate (8 views, reps/8 each)")
     p.add_argument("--detail", action="store_true", help="rejections and time split per row")
     p.add_argument("--threads", type=int, default=1,
                    help="the server's llvmpipe threads (default 1: one worker's share of a machine; an inline "
                         "`sceneforge generate` gives its server the free cores, renderfarm.auto.inline_threads)")
     args = p.parse_args(argv)
 
-    from engine.client import RenderClient
     from engine.server.launch import start_server
     from scenarios.environments import list_envs
-    from scenarios.sparrta import scenario as sparrta
     from scenarios.sparrta.config import parse_config
 
     tasks = ["ego", "allo"] if args.task == "both" else [args.task]
@@ -268,10 +295,9 @@ def main(argv=None) -> int:
                 cfg = parse_config({"envs": [env], "tasks": [task], "n": args.n, "size": args.size, "seed": 12345})
                 warm = parse_config({"envs": [env], "tasks": [task], "n": 4, "size": args.size, "seed": 1})
                 end_to_end(srv.address, warm, Path(tmp) / f"warm_{env}_{task}", pid, prime=False)
-                with RenderClient(srv.address) as c:
-                    r_wall, r_cpu, (v_wall, v_cpu) = raw_rates(c, sparrta.Session(cfg, c, Path(tmp) / "raw"), cfg,
-                                                               args.reps, pid)
-                clock, recs, client = end_to_end(srv.address, cfg, Path(tmp) / f"run_{env}_{task}", pid)
+                (r_wall, r_cpu, v_wall, v_cpu), (clock, recs, client) = bracketed_raw(
+                    srv.address, cfg, Path(tmp), args.reps, pid,
+                    lambda: end_to_end(srv.address, cfg, Path(tmp) / f"run_{env}_{task}", pid))
                 done = [r for r in recs if r]
                 i_wall, i_cpu = len(done) / clock.wall, len(done) / clock.cpu
                 vis = sum(r["renders"] for r in done) / max(1, len(done))
