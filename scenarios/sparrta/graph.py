@@ -25,10 +25,10 @@ def sample_graph(lib, group, view, vis: dict, colors: dict, world: dict, extra: 
 
 def group_objects(lib, group, colors: dict | None = None) -> list[SceneObject]:
     """The scene group's objects, each with its camera-independent node computed (``static``):
-    the same in every sample of the group, so computed once per group. Without ``colors`` (the
-    lookahead thread, ``Session.group``, before the server has spawned the group) with the
-    actors' own colours; with the server's instance colours ``colors`` (describing a sample)
-    derived from those (``scene_graph.recolored``: only the colour entry differs)."""
+    the same in every sample of the group, so computed once per group (by the writer thread, for
+    the group's first sample written: ``Session.describe``). Without ``colors`` with the actors'
+    own colours; with the server's instance colours ``colors`` (describing a sample) derived from
+    those (``scene_graph.recolored``: only the colour entry differs)."""
     base = group.regions.get("graph_objects")
     if base is None:
         base = [_object(lib, a, {}) for a in group.actors]
