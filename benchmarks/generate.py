@@ -199,7 +199,7 @@ def bracketed_raw(address: str, cfg, tmp: Path, reps: int, pid, run):
     run): this machine's speed drifts within minutes (the same views rendered 55 and 48 lit
     frames/s in two runs 2 minutes apart), and a ratio of two rates taken at different moments
     carries that drift. Returns ((render wall, render CPU, visibility wall, visibility CPU) per
-    second, run())."""
+    second, (wall renders/s before, after), run())."""
     from engine.client import RenderClient
     from scenarios.sparrta import scenario as sparrta
 
@@ -210,7 +210,8 @@ def bracketed_raw(address: str, cfg, tmp: Path, reps: int, pid, run):
     out = run()
     after = half(reps - reps // 2)
     n, rw, rc, vw, vc = (a + b for a, b in zip(before, after))
-    return (n / rw, n / rc, n / vw, n / vc), out
+    halves = (before[0] / before[1], after[0] / after[1])   # lit renders/s before and after the run
+    return (n / rw, n / rc, n / vw, n / vc), halves, out
 
 
 def session_units(cfg):
@@ -295,7 +296,7 @@ def main(argv=None) -> int:
                 cfg = parse_config({"envs": [env], "tasks": [task], "n": args.n, "size": args.size, "seed": 12345})
                 warm = parse_config({"envs": [env], "tasks": [task], "n": 4, "size": args.size, "seed": 1})
                 end_to_end(srv.address, warm, Path(tmp) / f"warm_{env}_{task}", pid, prime=False)
-                (r_wall, r_cpu, v_wall, v_cpu), (clock, recs, client) = bracketed_raw(
+                (r_wall, r_cpu, v_wall, v_cpu), halves, (clock, recs, client) = bracketed_raw(
                     srv.address, cfg, Path(tmp), args.reps, pid,
                     lambda: end_to_end(srv.address, cfg, Path(tmp) / f"run_{env}_{task}", pid))
                 done = [r for r in recs if r]
@@ -306,7 +307,8 @@ def main(argv=None) -> int:
                       f"{i_cpu:14.1f} {r_cpu:13.1f} {i_cpu / r_cpu:5.2f} | {vis:.2f}", flush=True)
                 if args.detail:
                     print(f"    one visibility call (same views as the renders): {1000 / v_wall:.1f} ms wall, "
-                          f"{1000 / v_cpu:.1f} CPU-ms; one lit render {1000 / r_wall:.1f} ms, {1000 / r_cpu:.1f} CPU-ms")
+                          f"{1000 / v_cpu:.1f} CPU-ms; one lit render {1000 / r_wall:.1f} ms, {1000 / r_cpu:.1f} CPU-ms "
+                          f"(raw rate before / after the run: {halves[0]:.1f} / {halves[1]:.1f} renders/s)")
                     report_detail(len(recs), clock, recs, client)
     for task in tasks:
         sel = [r for r in rows if r[1] == task]
