@@ -146,13 +146,14 @@ def write_sample(writer, out: Path, cfg: SparrtaConfig, unit: Unit, i: int, grou
     record = record_path(Path("."), unit, i)
 
     def encode_and_write() -> None:   # on the writer thread: the record last (resume relies on it)
+        scene = graph_json(graph() if callable(graph) else graph).encode()   # first: its failure writes nothing
         atomic_write_bytes(confined(out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
         if cfg.masks:
             atomic_write_bytes(confined(out, files["mask"]), encode_image(img["object_mask"], "png"))
         if cfg.depth:
             atomic_write_bytes(confined(out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
         atomic_write_bytes(confined(out, files["params"]), dumps(params).encode())
-        atomic_write_bytes(confined(out, files["scene"]), graph_json(graph() if callable(graph) else graph).encode())
+        atomic_write_bytes(confined(out, files["scene"]), scene)
         atomic_write_json(confined(out, record), rec)
     writer.submit(encode_and_write)
     return rec

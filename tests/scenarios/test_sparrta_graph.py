@@ -38,3 +38,30 @@ def test_sparrta_sample_has_a_scene_graph(server, tmp_path):
     coco = json.loads((tmp_path / "annotations.coco.json").read_text())
     src_ann = next(a for a in coco["annotations"] if a["sceneforge_object"] == "source")
     assert np.array_equal(coco_rle.decode(src_ann["segmentation"]), (mask == src["color"]).all(-1))
+
+
+@pytest.mark.render
+def test_a_scene_graph_failing_on_the_writer_thread_leaves_nothing_of_its_sample(server, tmp_path, monkeypatch):
+    """The scene graph is built by the writer thread (``Session.describe`` binds its inputs,
+    ``record.write_sample`` builds it before writing any of the sample's files): an error there
+    stops the job with that error, leaves no file of that sample, and a rerun completes it."""
+    import scenarios.sparrta.scenario as S
+
+    real, calls = S.sample_graph, []
+
+    def failing_second(*a, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("scene graph failed")
+        return real(*a, **k)
+
+    monkeypatch.setattr(S, "sample_graph", failing_second)
+    cfg = {"envs": ["desert"], "tasks": ["ego"], "n": 3, "seed": 5}
+    with pytest.raises(Exception, match="scene graph failed"):
+        generate(cfg, tmp_path, server=server.address)
+    scenes = sorted(p.name for p in tmp_path.glob("desert/ego/*/scene_*.json"))
+    images = sorted(p.name for p in tmp_path.glob("desert/ego/*/img_*.jpg"))
+    assert len(scenes) == 1 and [s.replace("scene_", "img_").replace(".json", ".jpg") for s in scenes] == images
+    monkeypatch.setattr(S, "sample_graph", real)
+    generate(cfg, tmp_path, server=server.address)
+    assert len(list(tmp_path.glob("desert/ego/*/scene_*.json"))) == 3
