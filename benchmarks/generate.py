@@ -239,8 +239,11 @@ def end_to_end(address: str, cfg, out: Path, server_pid: int | None = None, prim
         session = sparrta.Session(cfg, client, out)
         if prime:
             prime_caches(raw, session, cfg)
+        busy = raw.info().get("busy_s")   # the server's busy seconds (None: a server without the counter)
         with Clock(server_pid) as clock:
             sparrta._run_todo(session, units, list(range(n)), ShardResult(0), None)
+        after = raw.info().get("busy_s")
+        clock.busy = None if busy is None or after is None else after - busy
     recs = [load_record(out, *locate(units, g)) for g in range(n)]
     return clock, recs, client
 
@@ -259,8 +262,11 @@ def report_detail(n, clock, recs, client) -> None:
           f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in sorted(client.seconds.items(), key=lambda kv: -kv[1])[:4])}); "
           f"sampling + encoding + writing {1 - server / seconds:.0%}")
     per = 1000.0 / max(1, len(done))
+    busy = getattr(clock, "busy", None)
     print(f"    per image: {seconds * per:.1f} ms wall, server {clock.server * per:.1f} CPU-ms, "
-          f"client {(clock.cpu - clock.server) * per:.1f} CPU-ms (all its threads)")
+          f"client {(clock.cpu - clock.server) * per:.1f} CPU-ms (all its threads)"
+          + ("" if busy is None else f"; the server ran commands {busy * per:.1f} ms and waited for requests "
+             f"{(seconds - busy) * per:.1f} ms"))
 
 
 def main(argv=None) -> int:

@@ -19,6 +19,7 @@ import logging
 import re
 import socket
 import threading
+import time
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 
 from core.errors import ProtocolError
@@ -141,10 +142,19 @@ class RenderServer:
         if self._stopping.is_set():
             return join_reply(request_id, "error server is shutting down")
         try:
-            reply = self._worker.submit(dispatch, self.state, command).result()
+            reply = self._worker.submit(self._run, command).result()
         except (RuntimeError, CancelledError):  # executor shut down / request dropped at shutdown
             reply = "error server is shutting down"
         return join_reply(request_id, reply)
+
+
+    def _run(self, command: str) -> str | bytes:
+        """One command on the worker thread, its wall time added to ``state.busy_s``."""
+        t = time.perf_counter()
+        try:
+            return dispatch(self.state, command)
+        finally:
+            self.state.busy_s += time.perf_counter() - t
 
 
 def _close(sock: socket.socket) -> None:

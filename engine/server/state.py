@@ -50,6 +50,8 @@ class ServerState:
     file_counter: int = 0
     unrealcv: UnrealcvState = field(default_factory=UnrealcvState)  # compat-only settings
     passed: dict = field(default_factory=dict)  # render_if_visible tokens whose view passed (newest last)
+    busy_s: float = 0.0  # wall seconds the worker has spent running commands (``/sceneforge/info``): a
+                         # benchmark's wall time minus this is how long the server waited for requests
     _backend: RenderBackend | None = None
 
     PASSED_KEPT = 1024   # tokens remembered (a sampler's candidates of one sample share one)

@@ -239,6 +239,28 @@ def test_lit_mask_depth_normal_decode_and_agree_with_camera_model(uclient):
 
 
 @pytest.mark.render
+def test_info_counts_the_seconds_commands_ran_not_the_waits(uclient):
+    """``/sceneforge/info``'s ``busy_s``: the seconds the worker spent running commands. It grows
+    by the renders' time and not while the server waits for requests, so wall time minus it is
+    the server's idle time (``benchmarks/generate.py --detail`` prints it)."""
+    import json
+
+    def busy() -> float:
+        return json.loads(uclient.request("vget /sceneforge/info"))["busy_s"]
+
+    _setup_box_scene(uclient)
+    uclient.request("vget /camera/0/lit png")   # the renderer's first frame (context, programs)
+    before, t = busy(), time.perf_counter()
+    for _ in range(3):
+        uclient.request("vget /camera/0/lit png")
+    elapsed, rendered = time.perf_counter() - t, busy() - before
+    assert 0.0 < rendered <= elapsed + 0.1
+    time.sleep(0.5)
+    waited = busy() - before - rendered
+    assert 0.0 <= waited < 0.2, waited   # the two info requests themselves, not the half second
+
+
+@pytest.mark.render
 def test_hidden_and_recoloured_objects_in_mask(uclient):
     from unrealcv.api import MsgDecoder
 

@@ -276,7 +276,7 @@ def assets(state: ServerState, args: list[str]) -> str:
 @command("vget /sceneforge/info")
 def info(state: ServerState, args: list[str]) -> str:
     out = {"version": server_version(), "actors": len(state.scene.actors), "env": state.scene.env,
-           "packs": [], "licenses": None, "renderer": "gl", **state.serving}
+           "packs": [], "licenses": None, "renderer": "gl", "busy_s": round(state.busy_s, 6), **state.serving}
     try:
         backend = state.backend()
         out.update({"backend": backend.name, "triangles": int(backend.triangle_count(state.scene))})
