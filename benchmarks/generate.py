@@ -90,6 +90,7 @@ class Clock:
 
     def __init__(self, server_pid: int | None):
         self.pid = server_pid
+        self.busy: float | None = None   # server seconds spent running commands (end_to_end sets it)
 
     def __enter__(self):
         self.server = server_cpu(self.pid)
@@ -146,9 +147,9 @@ RAW_GROUPS = 8   # scene groups the raw rate's views come from (one view each)
 def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
     """(n, render wall s, render CPU s, visibility wall s, visibility CPU s) of ``n`` lit renders
     and visibility calls over ``RAW_GROUPS`` views of the job's first unit, one from each of its
-    first scene groups (a view that passes the geometric
-    rules, the allo figure placed as in a sample), each rendered ``reps // RAW_GROUPS`` times with
-    its camera set once (so only the frame is timed). Views of several scenes, because a frame's
+    first scene groups (a view that passes the geometric rules, the allo figure placed as in a
+    sample), each rendered ``reps // RAW_GROUPS`` times with its camera set once (so only the
+    frame is timed). Views of several scenes, because a frame's
     cost follows what is in view and the end-to-end rate covers ~40 scenes: city lit renders cost
     16.4-19.8 ms across its first 10 groups (2026-11-26), and the first group alone, the only one
     before session 8, was 3 % under their mean."""
@@ -262,7 +263,7 @@ def report_detail(n, clock, recs, client) -> None:
           f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in sorted(client.seconds.items(), key=lambda kv: -kv[1])[:4])}); "
           f"sampling + encoding + writing {1 - server / seconds:.0%}")
     per = 1000.0 / max(1, len(done))
-    busy = getattr(clock, "busy", None)
+    busy = clock.busy
     print(f"    per image: {seconds * per:.1f} ms wall, server {clock.server * per:.1f} CPU-ms, "
           f"client {(clock.cpu - clock.server) * per:.1f} CPU-ms (all its threads)"
           + ("" if busy is None else f"; the server ran commands {busy * per:.1f} ms and waited for requests "

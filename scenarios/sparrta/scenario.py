@@ -23,7 +23,7 @@ import logging
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -39,7 +39,8 @@ from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
 from scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_cached, scene_budget,  # noqa: F401 - the
                                        setting_for, units_of)                              # scenario's names
 from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
-from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group, sample_view
+from scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
+from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
 from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
 from scenarios.look import LOOK_STREAM, draw_look, server_world
 
@@ -264,7 +265,7 @@ class Session(ServerRequests):
                     scene = self._scene_requests(unit, group)
                     draw_candidates(rng, group, unit.task, want, st, env.ground, draws,
                                     min(t + QUEUE_DEPTH, cfg.max_render_tries))
-                    for k, v in enumerate(_usable(draws[t:]), start=t):
+                    for k, v in enumerate(usable_views(draws[t:]), start=t):
                         if k not in sent:
                             sent[k] = self.request_view(unit, i, v, st, token=token)
                     for read in scene:   # its replies (the group's colours), read behind the requests
@@ -288,12 +289,12 @@ class Session(ServerRequests):
                                                           *(self.colors_of(group)[n] for n in ("source", "target"))):
                         counts[PERCEPTUAL_RULE] += 1
                         vetoes += 1
-                        _discard(sent)   # skipped behind the vetoed view: sent again under the new token
+                        discard_replies(sent)   # skipped behind the vetoed view: sent again under the new token
                         continue
-                    _discard(sent)   # skipped by the server: nobody reads them
+                    discard_replies(sent)   # skipped by the server: nobody reads them
                     return self.write(unit, i, group, view, counts, renders, images, files)
                 counts[fail] += 1
-            _discard(sent)
+            discard_replies(sent)
         raise self._give_up(unit, i, want, counts)
 
     # ---- the next samples' first candidates, queued behind this sample's requests ---------------
@@ -314,7 +315,7 @@ class Session(ServerRequests):
                                                                  j // self.cfg.samples_per_scene)
             if not (same or (switch and k == 0)):
                 return
-            views = [v for v, _ in zip(_usable(ahead.draws), range(min(QUEUE_DEPTH, self.cfg.max_render_tries)))]
+            views = [v for v, _ in zip(usable_views(ahead.draws), range(min(QUEUE_DEPTH, self.cfg.max_render_tries)))]
             group, token = None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
 
             def request(view, first=views[0]):
@@ -359,45 +360,3 @@ class Session(ServerRequests):
               described: dict) -> dict:
         """Write the sample's files and record on the writer thread (record.write_sample)."""
         return write_sample(self.writer, self.out, self.cfg, unit, i, group, view, counts, renders, img, described)
-
-
-@dataclass
-class Ahead:
-    """A sample's client-only first steps (``Session.start``): its setting and look, its RNG
-    after drawing its first candidate views, and those draws in order: (view, PlacementError or
-    None, the rejections counted on the way), ending at the first error."""
-
-    key: tuple
-    st: Setting
-    look: dict
-    rng: object
-    draws: list = field(default_factory=list)
-
-
-def draw_candidates(rng, group: Group, task: str, want: str, st: Setting, ground, draws: list, n: int) -> list:
-    """Extend ``draws`` (a sample's candidate draws for one scene group, in order) to ``n`` items
-    with the sequential loop's next draws from ``rng``; a draw that raises ends them (the loop
-    stops there). Returns ``draws``."""
-    while len(draws) < n and (not draws or draws[-1][1] is None):
-        seen: Counter = Counter()
-        try:
-            draws.append((sample_view(rng, group, task, want, st, ground, group.viewpoint, seen),
-                          None, seen))
-        except PlacementError as e:
-            draws.append((None, e, seen))
-    return draws
-
-
-def _usable(draws: list):
-    """The views of ``draws`` up to the first error."""
-    for view, err, _ in draws:
-        if err is not None:
-            return
-        yield view
-
-
-def _discard(sent: dict) -> None:
-    """Drop the replies of queued requests nobody will read (the server skipped them)."""
-    for reader in sent.values():
-        getattr(reader, "discard", lambda: None)()
-    sent.clear()
