@@ -3,7 +3,9 @@
 Threads: one accepts connections, one per client reads frames and writes replies, and a single
 *worker* runs every command. The worker is the only thread that touches the scene or the GL
 context (moderngl standalone contexts only work in the thread that created them), so scene edits
-and renders from concurrent clients are serialised without locks in the handlers.
+and renders from concurrent clients are serialised without locks in the handlers. A client's
+requests reach the worker as they arrive (up to ``PIPELINE_DEPTH`` at once per connection), and
+its replies go back in request order.
 
 Robustness: a frame with a bad magic or an oversized length cannot be resynchronised, so the
 server answers one ``error ...`` frame and closes that connection; a well-framed request that is
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import logging
 import re
+import selectors
 import socket
 import threading
 import time
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 from core.errors import ProtocolError
 from engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, recv_exact, send_frame, split_request
@@ -31,6 +35,7 @@ log = logging.getLogger(__name__)
 
 _ID_RE = re.compile(rb"^(\d{1,18}):")
 DEFAULT_MAX_CLIENTS = 64
+PIPELINE_DEPTH = 8   # a connection's requests with the worker at once (RenderServer._client_loop)
 
 
 class RenderServer:
@@ -111,16 +116,71 @@ class RenderServer:
             self._slots.release()
 
     def _client_loop(self, conn: socket.socket) -> None:
-        while not self._stopping.is_set():
-            try:
-                payload = self._read_frame(conn)
-            except ProtocolError as e:
-                log.warning("closing connection after a malformed frame: %s", e)
-                _send_quietly(conn, f"error {e}".encode())
-                return
-            if payload is None:
-                return  # clean EOF between frames
-            send_frame(conn, self.handle(payload))
+        """Read requests, run them on the worker, send the replies in request order.
+
+        Up to ``PIPELINE_DEPTH`` of this connection's requests are with the worker at once: a
+        client that queues its next request before reading a reply (the sampler does) has it
+        waiting when the worker finishes the current one, instead of the worker idling through a
+        hand-off (reply sent, next frame read, submitted: ~0.5 ms a request). The depth is small so
+        that one client cannot crowd out the others' requests on the shared worker. A client that
+        stops reading its replies blocks only its own connection thread."""
+        pending: deque[tuple[int, Future] | bytes] = deque()
+        wake_r, wake_w = socket.socketpair()
+        wake_w.setblocking(False)
+        events = selectors.DefaultSelector()
+        try:
+            events.register(wake_r, selectors.EVENT_READ)
+            events.register(conn, selectors.EVENT_READ)
+            watching = True
+
+            def ring(_fut=None) -> None:
+                try:
+                    wake_w.send(b"\0")
+                except OSError:   # full (a wake-up is already pending) or closed
+                    pass
+
+            while not self._stopping.is_set():
+                while pending and (isinstance(pending[0], bytes) or pending[0][1].done()):
+                    send_frame(conn, self._reply(pending.popleft()))
+                if not pending:   # nothing in flight: block on the next request, as a plain loop
+                    try:
+                        payload = self._read_frame(conn)
+                    except ProtocolError as e:
+                        log.warning("closing connection after a malformed frame: %s", e)
+                        _send_quietly(conn, f"error {e}".encode())
+                        return
+                    if payload is None:
+                        return  # clean EOF between frames
+                    pending.append(self._submit(payload, ring))
+                    continue
+                room = len(pending) < PIPELINE_DEPTH
+                if room and not watching:
+                    events.register(conn, selectors.EVENT_READ)
+                elif watching and not room:   # full: the next request waits in the socket
+                    events.unregister(conn)
+                watching = room
+                for key, _ in events.select():
+                    if key.fileobj is wake_r:
+                        _drain(wake_r)
+                        continue
+                    try:
+                        payload = self._read_frame(conn)
+                    except ProtocolError as e:
+                        log.warning("closing connection after a malformed frame: %s", e)
+                        self._flush(conn, pending)
+                        _send_quietly(conn, f"error {e}".encode())
+                        return
+                    if payload is None:   # EOF: the replies already asked for are still sent
+                        self._flush(conn, pending)
+                        return
+                    pending.append(self._submit(payload, ring))
+        finally:
+            for item in pending:   # connection gone: nobody reads these replies
+                if not isinstance(item, bytes):
+                    item[1].cancel()
+            events.close()
+            wake_r.close()
+            wake_w.close()
 
     def _read_frame(self, conn: socket.socket) -> bytes | None:
         first = conn.recv(HEADER.size)
@@ -132,6 +192,11 @@ class RenderServer:
     # --- requests ----------------------------------------------------------------------------
     def handle(self, payload: bytes) -> bytes:
         """One request payload → one reply payload; the command itself runs on the worker thread."""
+        return self._reply(self._submit(payload))
+
+    def _submit(self, payload: bytes, done=None) -> "tuple[int, Future] | bytes":
+        """Queue a request's command on the worker: (request id, future), or the reply itself when
+        the request is refused without running anything. ``done(future)`` is called when it ends."""
         m = _ID_RE.match(payload)
         if not m:
             return b"error request is not of the form '<id>:<command>'"
@@ -142,11 +207,32 @@ class RenderServer:
         if self._stopping.is_set():
             return join_reply(request_id, "error server is shutting down")
         try:
-            reply = self._worker.submit(self._run, command).result()
-        except (RuntimeError, CancelledError):  # executor shut down / request dropped at shutdown
+            fut = self._worker.submit(self._run, command)
+        except RuntimeError:  # executor shut down
+            return join_reply(request_id, "error server is shutting down")
+        if done is not None:
+            fut.add_done_callback(done)
+        return request_id, fut
+
+    @staticmethod
+    def _reply(item: "tuple[int, Future] | bytes") -> bytes:
+        """The reply payload of a :meth:`_submit` result (waits for its command)."""
+        if isinstance(item, bytes):
+            return item
+        request_id, fut = item
+        try:
+            reply = fut.result()
+        except (RuntimeError, CancelledError):  # request dropped at shutdown
             reply = "error server is shutting down"
         return join_reply(request_id, reply)
 
+    def _flush(self, conn: socket.socket, pending: deque) -> None:
+        """Send the replies of the requests in flight, in order (before closing the connection)."""
+        try:
+            while pending:
+                send_frame(conn, self._reply(pending.popleft()))
+        except OSError:
+            pass
 
     def _run(self, command: str) -> str | bytes:
         """One command on the worker thread, its wall time added to ``state.busy_s``."""
@@ -165,6 +251,15 @@ def _close(sock: socket.socket) -> None:
     try:
         sock.close()
     except OSError:
+        pass
+
+
+def _drain(sock: socket.socket) -> None:
+    """Read the wake-up bytes waiting on ``sock`` (non-blocking)."""
+    try:
+        while sock.recv(4096, socket.MSG_DONTWAIT):
+            pass
+    except (BlockingIOError, InterruptedError):
         pass
 
 

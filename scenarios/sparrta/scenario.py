@@ -50,13 +50,16 @@ Config = SparrtaConfig
 NEEDS_SERVER = True
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
-LOOKAHEAD = 4      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
-                   # one scene group's worth (samples_per_scene = 4), so the next group is built in time
+LOOKAHEAD = 8      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
+                   # two scene groups' worth (samples_per_scene = 4). The server runs up to EARLY_DEPTH
+                   # samples ahead of the main thread, so with one group's worth the next group was
+                   # built only once the server had finished the current one (it then idled ~50 ms)
 QUEUE_DEPTH = 3    # a sample's candidates in flight on the server at once (1: one at a time); the
                    # lookahead draws each sample's first QUEUE_DEPTH. The server skips those behind
                    # one that passed, so a deeper queue costs client draws, not renders
-SWITCH_EARLY = True   # the next sample's new scene group is queued behind this sample's queued
-                      # candidates before one has passed (when all fail, both groups are shown again;
+EARLY_DEPTH = 4    # the next samples whose first candidates are queued on the server (early.py)
+SWITCH_EARLY = True   # the next new scene group is queued behind this sample's queued candidates
+                      # before one has passed (when all fail, both groups are shown again;
                       # sceneforge servers only)
 
 
@@ -159,7 +162,7 @@ class Session(ServerRequests):
         self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
         self.lookahead = Lookahead(self._start_quietly)   # the next samples' first steps, while this one renders
         self._session_id = uuid.uuid4().hex[:12]   # names this session's requests on a shared server
-        self.early = EarlyRequest(LOOKAHEAD)   # the next sample's first visibility request, sent ahead (early.py)
+        self.early = EarlyRequest(EARLY_DEPTH)   # the next samples' first visibility requests, sent ahead (early.py)
 
     def env(self, name: str):
         if name not in self._envs:
@@ -300,10 +303,14 @@ class Session(ServerRequests):
     # ---- the next samples' first candidates, queued behind this sample's requests ---------------
     def _send_early(self, upcoming: "list[tuple[Unit, int]] | None", switch: bool = False) -> None:
         """Queue the next samples' first candidates now (scenarios/sparrta/early.py), in order,
-        each when its views are ready (lookahead): behind this sample's own requests when it needs
-        no new scene (same environment and scene group as the server holds); with ``switch`` the
-        next sample also when it does: its reset and spawn go first (when this sample then needs
-        more candidates, ``show`` puts its group back)."""
+        each when its views are ready (lookahead), up to ``EARLY_DEPTH`` samples: behind this
+        sample's own requests when it needs no new scene (same environment and scene group as the
+        server holds); with ``switch`` also the first one that does, once every sample before it
+        is queued: its reset and spawn go first, and the samples after it in its group follow
+        (when this sample or one queued before the switch then needs more candidates, ``show``
+        puts its group back). Before 2026-11-26 only the very next sample could switch, so when
+        the client fell a few samples behind the server (writing, describing) the server idled
+        until the client reached the group's last sample."""
         for k, (u, j) in enumerate(upcoming or ()):
             key = (u.env, u.task, u.triple_id, j)
             if self.early.holds(key):   # sent already: its replies are kept for it
@@ -313,8 +320,10 @@ class Session(ServerRequests):
                 return
             same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id,
                                                                  j // self.cfg.samples_per_scene)
-            if not (same or (switch and k == 0)):
-                return
+            if not same:
+                if not switch:
+                    return
+                switch = False   # one new scene group per call
             views = [v for v, _ in zip(usable_views(ahead.draws), range(min(QUEUE_DEPTH, self.cfg.max_render_tries)))]
             group, token = None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
 

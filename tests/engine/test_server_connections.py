@@ -101,3 +101,49 @@ def test_client_vanishing_with_requests_in_flight(server):
         recv_frame(s2)
         assert ask(s2, b"2:vget /unrealcv/status").startswith(b"2:Is Listening")
     assert server.alive()
+
+
+def test_a_connection_hands_its_next_requests_to_the_worker_while_one_runs():
+    """In-process server whose worker is held busy: requests sent back to back all reach the
+    worker without waiting for the previous reply (no hand-off idle between them), at most
+    ``PIPELINE_DEPTH`` at once (the rest wait in the socket), and the replies come in order. A
+    second client is still answered behind them."""
+    import threading
+    import time
+
+    from engine.server import app as A
+    from engine.server.catalog import AssetCatalog
+    from engine.server.state import ServerState
+
+    submitted: list[bytes] = []
+
+    class Counting(A.RenderServer):
+        def _submit(self, payload, done=None):
+            submitted.append(payload)
+            return super()._submit(payload, done)
+
+    srv = Counting(ServerState(AssetCatalog(None)), port=0)
+    _, port = srv.start()
+    gate = threading.Event()
+    try:
+        srv._worker.submit(gate.wait, 30)   # the worker is busy until the gate opens
+        n = A.PIPELINE_DEPTH + 3
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            recv_frame(s)
+            s.sendall(b"".join(frame(b"%d:vget /objects" % i) for i in range(n)))
+            deadline = time.monotonic() + 10
+            while len(submitted) < A.PIPELINE_DEPTH:
+                assert time.monotonic() < deadline, submitted
+                time.sleep(0.01)
+            time.sleep(0.2)
+            assert len(submitted) == A.PIPELINE_DEPTH   # the rest wait in the socket
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as other:
+                recv_frame(other)
+                other.sendall(frame(b"7:vget /unrealcv/status"))
+                gate.set()
+                assert recv_frame(other).startswith(b"7:Is Listening")
+            assert [recv_frame(s) for _ in range(n)] == [b"%d:" % i for i in range(n)]
+            assert len(submitted) == n + 1
+    finally:
+        gate.set()
+        srv.shutdown()

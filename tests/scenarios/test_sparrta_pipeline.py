@@ -22,8 +22,8 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     the same bytes as one candidate at a time with nothing prepared ahead (a city: clutter,
     several scene groups, visibility retries), also when the perceptual rule vetoes an accepted
     view (forced here by a pure function of its mask) after later candidates were queued, and
-    when the next sample's scene group was queued before this sample's candidates passed
-    (``SWITCH_EARLY``: this group shown again when they all failed)."""
+    when a later sample's scene group was queued before the candidates queued ahead of it passed
+    (``SWITCH_EARLY``: their group shown again when they all failed)."""
     import zlib
 
     from scenarios.sparrta.early import EarlyRequest
@@ -32,6 +32,7 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     outs, sent, send, switches = {}, [], EarlyRequest.send, []
     real = sparrta.ego_label_disagrees
     real_send_early, real_failure, real_make = sparrta.Session._send_early, sparrta.visibility_failure, sparrta.Session.make
+    real_scene_requests, shown = sparrta.Session._scene_requests, []
     passed = [False]
 
     def make(self, *a, **k):   # a sample: none of its candidates has passed yet
@@ -51,13 +52,20 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
         before = self._scene_key
         real_send_early(self, upcoming, switch)
         switches.extend([not passed[0]] if self._scene_key != before else [])
+
+    def scene_requests(self, unit, group):   # the groups the server is asked to hold, in order
+        if self._scene_key != group.key:
+            shown.append(group.key)
+        return real_scene_requests(self, unit, group)
     monkeypatch.setattr(EarlyRequest, "send", counting_send)
     monkeypatch.setattr(sparrta, "visibility_failure", failure)
     monkeypatch.setattr(sparrta.Session, "_send_early", send_early)
+    monkeypatch.setattr(sparrta.Session, "_scene_requests", scene_requests)
     monkeypatch.setattr(sparrta.Session, "make", make)
     monkeypatch.setattr(sparrta, "ego_label_disagrees",   # a third of accepted views vetoed, by their mask
                         lambda want, mask, *a: real(want, mask, *a) or zlib.crc32(mask.tobytes()) % 3 == 0)
     for depth in (0, 3):
+        shown.clear()   # (kept: the queued run's)
         monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
         monkeypatch.setattr(sparrta, "QUEUE_DEPTH", 4 if depth else 1)
         monkeypatch.setattr(sparrta, "SWITCH_EARLY", depth > 0)
@@ -68,7 +76,9 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
     assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
     assert sum(r["rejections"].get("perceptual", 0) for r in records) >= 2   # and some accepted ones were vetoed
-    assert any(switches), switches   # some next scene groups were queued before a candidate passed
+    assert switches, switches   # next scene groups were queued ahead of their samples
+    # and some group was shown again: a sample queued before a switch needed more candidates
+    assert len(shown) > len(set(shown)), shown
 
 
 @pytest.mark.render
