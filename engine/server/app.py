@@ -121,11 +121,12 @@ class RenderServer:
         Up to ``PIPELINE_DEPTH`` of this connection's requests are with the worker at once: a
         client that queues its next request before reading a reply (the sampler does) has it
         waiting when the worker finishes the current one, instead of the worker idling through a
-        hand-off (reply sent, next frame read, submitted: ~0.5 ms a request). The depth is small so
+        hand-off (reply sent, next frame read, submitted: ~0.15 ms a request). The depth is small so
         that one client cannot crowd out the others' requests on the shared worker. A client that
         stops reading its replies blocks only its own connection thread."""
         pending: deque[tuple[int, Future] | bytes] = deque()
         wake_r, wake_w = socket.socketpair()
+        wake_r.setblocking(False)
         wake_w.setblocking(False)
         events = selectors.DefaultSelector()
         try:
@@ -143,14 +144,9 @@ class RenderServer:
                 while pending and (isinstance(pending[0], bytes) or pending[0][1].done()):
                     send_frame(conn, self._reply(pending.popleft()))
                 if not pending:   # nothing in flight: block on the next request, as a plain loop
-                    try:
-                        payload = self._read_frame(conn)
-                    except ProtocolError as e:
-                        log.warning("closing connection after a malformed frame: %s", e)
-                        _send_quietly(conn, f"error {e}".encode())
-                        return
+                    payload = self._next_request(conn, pending)
                     if payload is None:
-                        return  # clean EOF between frames
+                        return
                     pending.append(self._submit(payload, ring))
                     continue
                 room = len(pending) < PIPELINE_DEPTH
@@ -163,17 +159,13 @@ class RenderServer:
                     if key.fileobj is wake_r:
                         _drain(wake_r)
                         continue
-                    try:
-                        payload = self._read_frame(conn)
-                    except ProtocolError as e:
-                        log.warning("closing connection after a malformed frame: %s", e)
-                        self._flush(conn, pending)
-                        _send_quietly(conn, f"error {e}".encode())
-                        return
-                    if payload is None:   # EOF: the replies already asked for are still sent
-                        self._flush(conn, pending)
+                    payload = self._next_request(conn, pending)
+                    if payload is None:
                         return
                     pending.append(self._submit(payload, ring))
+        except ValueError:   # the selector refused the socket: closed under us by shutdown()
+            if conn.fileno() != -1:
+                raise
         finally:
             for item in pending:   # connection gone: nobody reads these replies
                 if not isinstance(item, bytes):
@@ -181,6 +173,21 @@ class RenderServer:
             events.close()
             wake_r.close()
             wake_w.close()
+
+    def _next_request(self, conn: socket.socket, pending: deque) -> bytes | None:
+        """The next request's payload, or None when the connection ends: at EOF (the replies of
+        the requests in flight are sent first: a client that half-closes still gets them) or at
+        a malformed frame (those replies, then its error)."""
+        try:
+            payload = self._read_frame(conn)
+        except ProtocolError as e:
+            log.warning("closing connection after a malformed frame: %s", e)
+            self._flush(conn, pending)
+            _send_quietly(conn, f"error {e}".encode())
+            return None
+        if payload is None:
+            self._flush(conn, pending)
+        return payload
 
     def _read_frame(self, conn: socket.socket) -> bytes | None:
         first = conn.recv(HEADER.size)
@@ -255,9 +262,9 @@ def _close(sock: socket.socket) -> None:
 
 
 def _drain(sock: socket.socket) -> None:
-    """Read the wake-up bytes waiting on ``sock`` (non-blocking)."""
+    """Read the wake-up bytes waiting on ``sock`` (a non-blocking socket)."""
     try:
-        while sock.recv(4096, socket.MSG_DONTWAIT):
+        while sock.recv(4096):
             pass
     except (BlockingIOError, InterruptedError):
         pass
