@@ -82,6 +82,31 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
 
 
 @pytest.mark.render
+def test_a_new_scene_group_per_sample_queued_ahead_changes_no_byte(server, tmp_path, monkeypatch):
+    """One scene group per sample: every sample queued ahead (up to ``EARLY_DEPTH``) needs its own
+    reset and spawn, one new group per ``_send_early`` call, and a sample whose candidates all
+    fail has its group shown again behind them. Same bytes as one candidate at a time."""
+    cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 7, "masks": True, "samples_per_scene": 1}
+    real_scene_requests, shown = sparrta.Session._scene_requests, []
+
+    def scene_requests(self, unit, group):
+        if self._scene_key != group.key:
+            shown.append(group.key)
+        return real_scene_requests(self, unit, group)
+    monkeypatch.setattr(sparrta.Session, "_scene_requests", scene_requests)
+    outs = {}
+    for depth in (0, sparrta.LOOKAHEAD):
+        shown.clear()
+        monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
+        monkeypatch.setattr(sparrta, "QUEUE_DEPTH", 3 if depth else 1)
+        monkeypatch.setattr(sparrta, "SWITCH_EARLY", depth > 0)
+        outs[depth] = tmp_path / f"ahead{depth}"
+        generate(cfg, outs[depth], server=server.address, progress=False)
+    assert tree_hashes(outs[0]) == tree_hashes(outs[sparrta.LOOKAHEAD])
+    assert len(set(shown)) == 12   # every sample's own group (6 ego + 6 allo) was shown
+
+
+@pytest.mark.render
 def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch, caplog):
     """Against a server without the /sceneforge/ extensions (a UE5 level), the same sampler runs
     on stock commands: every request answered at once, ``render_if_visible`` as a visibility
