@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 _ID_RE = re.compile(rb"^(\d{1,18}):")
 DEFAULT_MAX_CLIENTS = 64
 PIPELINE_DEPTH = 8   # a connection's requests with the worker at once (RenderServer._client_loop)
+STOP_POLL_S = 1.0    # how often a waiting connection thread looks whether the server is stopping
 
 
 class RenderServer:
@@ -134,7 +135,7 @@ class RenderServer:
             events.register(conn, selectors.EVENT_READ)
             watching = True
 
-            def ring(_fut=None) -> None:
+            def ring(_fut: Future) -> None:
                 try:
                     wake_w.send(b"\0")
                 except OSError:   # full (a wake-up is already pending) or closed
@@ -143,19 +144,13 @@ class RenderServer:
             while not self._stopping.is_set():
                 while pending and (isinstance(pending[0], bytes) or pending[0][1].done()):
                     send_frame(conn, self._reply(pending.popleft()))
-                if not pending:   # nothing in flight: block on the next request, as a plain loop
-                    payload = self._next_request(conn, pending)
-                    if payload is None:
-                        return
-                    pending.append(self._submit(payload, ring))
-                    continue
                 room = len(pending) < PIPELINE_DEPTH
                 if room and not watching:
                     events.register(conn, selectors.EVENT_READ)
                 elif watching and not room:   # full: the next request waits in the socket
                     events.unregister(conn)
                 watching = room
-                for key, _ in events.select():
+                for key, _ in events.select(timeout=STOP_POLL_S):   # (a socket closed under us is not reported)
                     if key.fileobj is wake_r:
                         _drain(wake_r)
                         continue
@@ -197,11 +192,7 @@ class RenderServer:
         return recv_exact(conn, parse_header(header, self.max_frame))
 
     # --- requests ----------------------------------------------------------------------------
-    def handle(self, payload: bytes) -> bytes:
-        """One request payload → one reply payload; the command itself runs on the worker thread."""
-        return self._reply(self._submit(payload))
-
-    def _submit(self, payload: bytes, done=None) -> "tuple[int, Future] | bytes":
+    def _submit(self, payload: bytes, done) -> "tuple[int, Future] | bytes":
         """Queue a request's command on the worker: (request id, future), or the reply itself when
         the request is refused without running anything. ``done(future)`` is called when it ends."""
         m = _ID_RE.match(payload)
@@ -217,8 +208,7 @@ class RenderServer:
             fut = self._worker.submit(self._run, command)
         except RuntimeError:  # executor shut down
             return join_reply(request_id, "error server is shutting down")
-        if done is not None:
-            fut.add_done_callback(done)
+        fut.add_done_callback(done)
         return request_id, fut
 
     @staticmethod

@@ -137,8 +137,8 @@ def build_row(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict
 def write_sample(writer, out: Path, cfg: SparrtaConfig, unit: Unit, i: int, group, view, counts, renders: int,
                  img: dict, described: dict) -> dict:
     """Queue on ``writer`` (a BackgroundWriter) the rendered image, params, scene graph (built
-    there when ``described["graph"]`` is a function: ``Session.describe``), optional mask/depth,
-    then the record (last: resume relies on it); returns the record."""
+    there: ``described["graph"]`` is the function ``Session.describe`` bound), optional
+    mask/depth, then the record (last: resume relies on it); returns the record."""
     files, params, graph = described["files"], described["params"], described["graph"]
     rec = {"index": unit.start + i, "row": described["row"], "files": files,
            "rejections": dict(sorted(counts.items())), "renders": renders,
@@ -146,7 +146,7 @@ def write_sample(writer, out: Path, cfg: SparrtaConfig, unit: Unit, i: int, grou
     record = record_path(Path("."), unit, i)
 
     def encode_and_write() -> None:   # on the writer thread: the record last (resume relies on it)
-        scene = graph_json(graph() if callable(graph) else graph).encode()   # first: its failure writes nothing
+        scene = graph_json(graph()).encode()   # first: its failure writes nothing
         atomic_write_bytes(confined(out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
         if cfg.masks:
             atomic_write_bytes(confined(out, files["mask"]), encode_image(img["object_mask"], "png"))
