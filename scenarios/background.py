@@ -21,6 +21,8 @@ import queue
 import threading
 from typing import Callable
 
+from scenarios.thread_priority import helper_nice, lower_this_thread
+
 
 class BackgroundWriter:
     def __init__(self, depth: int = 4, inline: bool = False):
@@ -29,8 +31,10 @@ class BackgroundWriter:
         self._error: BaseException | None = None
         self._failed = False   # once a task failed, later tasks are dropped
         self._thread: threading.Thread | None = None
+        self._nice = 0 if inline else helper_nice()   # read here: a bad setting fails the caller, not the thread
 
     def _loop(self) -> None:
+        lower_this_thread(self._nice)   # a helper: gives way to the render server when the CPU is short
         while True:
             task = self._q.get()
             try:

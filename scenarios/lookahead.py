@@ -30,6 +30,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Hashable, Iterable
 
+from scenarios.thread_priority import helper_nice, lower_this_thread
+
 # While the lookahead thread runs Python, the main thread (woken by a server reply) waits for
 # the GIL for up to the interpreter's switch interval (5 ms by default): about one visibility
 # call. ``responsive`` lowers it for the duration of a run.
@@ -93,7 +95,8 @@ class Lookahead:
             if key in self._futures:
                 continue
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name)
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name,   # gives way to the
+                                                initializer=lower_this_thread, initargs=(helper_nice(),))   # server
             self._futures[key] = self._pool.submit(self._fn, *args)
 
     def take(self, key: Hashable, default=None):
