@@ -270,3 +270,57 @@ def test_counts_fall_back_to_two_passes_without_image_atomics(look_backend, monk
     assert look_backend.pixel_counts(scene, cam, names) == expected and passes._one_pass is False
     monkeypatch.setattr(B, "COUNT_IN_ONE_PASS", False)
     assert look_backend.pixel_counts(scene, cam, names) == expected
+
+
+def _four_cards() -> RenderMesh:
+    """Four 100 x 200 cm cards side by side (Y -200..200), one material each: opaque red, opaque
+    blue (rougher), the cut-out leaf texture, opaque green. Faces are sorted by material at
+    upload, so its parts are: red, blue, leaf, green."""
+    v, f, fm = [], [], []
+    for k in range(4):
+        y0, y1 = -200.0 + 100.0 * k, -100.0 + 100.0 * k
+        base = len(v)
+        v += [[0, y0, 0], [0, y1, 0], [0, y1, 200], [0, y0, 200]]
+        f += [[base, base + 1, base + 2], [base, base + 2, base + 3]]
+        fm += [k, k]
+    uv = np.tile(np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32), (4, 1))
+    solid = [np.full((4, 4, 3), c, np.uint8) for c in ((220, 40, 30), (30, 60, 220), (40, 200, 60))]
+    mats = (Material(name="red", albedo=solid[0], roughness=0.5), Material(name="blue", albedo=solid[1], roughness=0.9),
+            Material(name="leaf", albedo=_cutout(), alpha_cutoff=0.5, roughness=0.7),
+            Material(name="green", albedo=solid[2], roughness=0.3))
+    return RenderMesh(np.array(v, np.float32), np.array(f, np.int32), np.full((16, 3), 255, np.uint8),
+                      uvs=uv, materials=mats, face_materials=np.array(fm, np.int32))
+
+
+def test_consecutive_opaque_parts_are_one_draw_with_the_same_pixels(monkeypatch):
+    """``Passes.draw_mesh`` draws a mesh's consecutive opaque parts as one call
+    (``GpuMesh.draw_runs``): the same triangles in the same order, so the same shadow map, ids,
+    depth and coverage as one draw per part, byte for byte."""
+    from engine.server.gl.resources import GpuMesh
+
+    meshes = {**MESHES_LOOK, "cards": _four_cards()}
+    scene = _scene(_actor("cards", "cards", (600.0, 0.0, 0.0), rotation=Rotator(0.0, 20.0, 0.0)),
+                   _actor("box", "box", (450.0, 150.0, 0.0), 1), sun=Sun(pitch=35.0, yaw=150.0))
+    cam = _camera(128, 96, location=(0.0, 0.0, 180.0), rotation=Rotator(-10.0, 0.0, 0.0))
+    kinds = ("lit", "instance_id", "depth")
+
+    def run():
+        b = GLBackend(meshes.__getitem__, shadow_map_size=512, content=Content())
+        try:
+            out = b.render(scene, cam, kinds)
+            counts = b.pixel_counts(scene, cam, ["cards", "box"])
+            runs = b._mesh("cards").draw_runs()
+        finally:
+            b.close()
+        return out, counts, runs
+
+    merged, merged_counts, runs = run()
+    assert [(c, p is not None) for _, c, p in runs] == [(12, False), (6, True), (6, False)]   # red+blue, leaf, green
+    monkeypatch.setattr(GpuMesh, "draw_runs", lambda self: tuple((p.first, p.count, p if p.alpha_tested else None)
+                                                                 for p in self.parts))
+    per_part, part_counts, _ = run()
+    for k in kinds:
+        assert np.array_equal(merged[k], per_part[k]), k
+    assert merged_counts == part_counts and merged_counts["cards"].visible > 0
+    ids = merged["instance_id"] == 1
+    assert ids.any() and (merged["lit"][ids] > 0).any()

@@ -140,17 +140,17 @@ class Passes(CountPasses):
             mesh.vao(self.ctx, prog.prog, key, with_attrs).render()
             return
         flags = key.split("_")[1] if "_" in key else ""
-        for part in mesh.parts:
-            if part.alpha_tested:
+        for first, count, part in mesh.draw_runs():   # consecutive opaque parts in one draw
+            if part is not None:
                 akey = f"{alpha_base}_{flags}a"
                 aprog = self.program(akey)
                 if alpha_setup is not None:
                     alpha_setup(aprog)
                 self.bind_alpha(aprog, part)
                 fmt = PBR_FORMAT if with_attrs else POS_UV_FORMAT
-                mesh.vao(self.ctx, aprog.prog, akey, fmt).render(vertices=part.count, first=part.first)
+                mesh.vao(self.ctx, aprog.prog, akey, fmt).render(vertices=count, first=first)
             else:
-                mesh.vao(self.ctx, prog.prog, key, with_attrs).render(vertices=part.count, first=part.first)
+                mesh.vao(self.ctx, prog.prog, key, with_attrs).render(vertices=count, first=first)
 
     def bind_alpha(self, prog: _Program, part: Part) -> None:
         """The albedo's alpha on texture unit 2 and the cut-off, for an alpha-tested part."""
