@@ -95,8 +95,9 @@ class Lookahead:
             if key in self._futures:
                 continue
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name,   # gives way to the
-                                                initializer=lower_this_thread, initargs=(helper_nice(),))   # server
+                # a helper thread: it gives way to the render server (thread_priority.py)
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name,
+                                                initializer=lower_this_thread, initargs=(helper_nice(),))
             self._futures[key] = self._pool.submit(self._fn, *args)
 
     def take(self, key: Hashable, default=None):

@@ -10,11 +10,10 @@ interrupts.
 
 So each helper thread lowers its own scheduling priority on start. On Linux a thread has its own
 nice value (``setpriority(PRIO_PROCESS, tid)``), so the main thread, which feeds the server its
-requests, keeps the process's priority. Measured on the 2-core machine
-(``python benchmarks/generate.py --task ego --env city``, 5 alternated runs each,
-2026-11-26): labelled images per raw render 0.49-0.50 with helpers at the process's priority,
-0.52-0.55 with them 10 nice levels lower. Lowering the main thread as well gained nothing
-more.
+requests, keeps the process's priority. Measured on the 2-core machine, 11 alternated pairs of
+``python benchmarks/generate.py --task ego --env city`` (2026-11-26): labelled images per raw
+render about +0.02 with the helpers 10 nice levels lower (0.44-0.57 either way on that noisy
+machine; the sign right in 8 of 11 pairs). Lowering the main thread as well gained nothing.
 
 Only the priority changes: what a thread computes, and in which order, does not. So bytes do not
 depend on it (the determinism tests run with it). ``SCENEFORGE_HELPER_NICE`` sets how many
@@ -54,8 +53,8 @@ def helper_nice() -> int:
 
 def lower_this_thread(levels: int) -> int | None:
     """Lower the calling thread's priority by ``levels`` nice levels (:func:`helper_nice`, read by
-    the thread that started this one), never below the lowest. Returns the thread's new nice value, or None where nothing changed:
-    ``levels`` 0, or a system without per-thread nice values (only Linux has them; elsewhere the
+    the thread that started this one), never below the lowest. Returns the thread's new nice
+    value, or None where nothing changed: ``levels`` 0, or a system without per-thread nice values (only Linux has them; elsewhere the
     call would change the whole process, the render loop included). Going down needs no
     privilege, so this cannot fail for want of one; any other OS error is logged, not raised: a
     helper that runs at the normal priority is slower, not wrong."""
