@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import math
-from json.encoder import encode_basestring_ascii
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
@@ -34,7 +33,6 @@ from engine.world import Actor, Camera
 from scenarios.writers import PreEncoded, nested_json
 
 SCHEMA = "sceneforge.scene_graph/1"
-_NODE_LEVEL = 2          # JSON nesting of an object's node: root dict (0) -> "objects" list (1) -> node (2)
 
 
 @dataclass(frozen=True)
@@ -76,7 +74,14 @@ class SceneObject:
 def _r(v, nd: int = 4):
     """``v`` (a number or a nested sequence of numbers) as Python floats rounded to ``nd`` places."""
     if isinstance(v, np.ndarray):
-        v = v.astype(float, copy=False).tolist()
+        # vectors and matrices directly (``tolist`` gives Python floats): the general recursion
+        # took 30 µs for a box's 8 corners, this 19 (every object of every scene group has them)
+        v = v.astype(float, copy=False)
+        if v.ndim == 1:
+            return [round(x, nd) for x in v.tolist()]
+        if v.ndim == 2:
+            return [[round(x, nd) for x in row] for row in v.tolist()]
+        v = v.tolist()
     if isinstance(v, (list, tuple)):
         if v and isinstance(v[0], (list, tuple, np.ndarray)):
             return [_r(x, nd) for x in v]
@@ -127,66 +132,21 @@ def _local_corners(size_cm: tuple[float, float, float]) -> np.ndarray:
 def _static_node(obj: SceneObject) -> tuple[dict, dict, np.ndarray]:
     """The parts of an object's node that do not depend on the camera (pose, box), computed once
     per object: a scene's clutter is the same in every sample of its group, and rounding every
-    corner of a hundred objects per sample was a third of a city sample's client time.
-
-    Still ~9 ms per city scene group of ~70 objects through the general ``_r`` + ``nested_json``
-    (about 3.5 ms per sample, on the writer thread, beside a render server that shares the
-    cores), so the values are rounded and their text written here directly: the same floats
-    (``round(float, nd)``), the same text as ``nested_json`` (``float.__repr__`` items, two-space
-    indents; ``tests/scenarios/test_scene_graph.py`` holds both to the general path), in about a
-    third of the time."""
+    corner of a hundred objects per sample was a third of a city sample's client time."""
     t = obj.actor.transform
     rot = t.rotation.matrix()   # once (Transform.apply's arithmetic, so the same corners)
     corners = _local_corners(tuple(float(v) for v in obj.size_cm)) * np.asarray(t.scale) @ rot.T \
         + np.asarray(t.location)
     centre = corners.mean(axis=0)
     ext = obj.extent_cm()
-    box3d = {"centre": [round(x, 4) for x in centre.tolist()], "size_cm": [round(x, 4) for x in ext.tolist()],
-             "yaw_deg": round(float(t.rotation.yaw), 4),
-             "axes": [[round(x, 8) for x in row] for row in rot.T.tolist()],
-             "corners": [[round(x, 3) for x in row] for row in corners.tolist()]}
     head = {"name": obj.name, "role": obj.role, "class": obj.cls, "asset": obj.actor.asset_id,
-            "location": [round(float(x), 4) for x in t.location],
-            "rotation": [round(float(x), 4) for x in t.rotation.as_tuple()],
-            "scale": [round(float(x), 6) for x in t.scale],
-            "color": list(obj.actor.color), "box3d": box3d,
-            "volume_m3": round(float(np.prod(ext)) / 1e6, 6)}
-    texts = _static_texts(head)
+            "location": _r(t.location), "rotation": _r(t.rotation.as_tuple()), "scale": _r(t.scale, 6),
+            "color": list(obj.actor.color),
+            "box3d": {"centre": _r(centre), "size_cm": _r(ext), "yaw_deg": _r(t.rotation.yaw),
+                      "axes": _r(rot.T, 8), "corners": _r(corners, 3)},
+            "volume_m3": _r(float(np.prod(ext)) / 1e6, 6)}
+    texts = {k: nested_json(v, _NODE_LEVEL + 1) for k, v in head.items()}   # encoded once per object (graph_json)
     return head, {"corners": corners, "texts": texts}, centre
-
-
-def _static_texts(head: dict) -> dict:
-    """``{key: nested_json(head[key], _NODE_LEVEL + 1)}`` for :func:`_static_node`'s values,
-    written without the general encoder's type dispatch. Anything but finite floats where floats
-    are expected (an overflowing volume, say) goes through ``nested_json`` as before."""
-    box = head["box3d"]
-    numbers = [head["volume_m3"], box["yaw_deg"], *head["location"], *head["rotation"], *head["scale"],
-               *box["centre"], *box["size_cm"], *(x for k in ("axes", "corners") for row in box[k] for x in row)]
-    if not all(map(math.isfinite, numbers)):
-        return {k: nested_json(v, _NODE_LEVEL + 1) for k, v in head.items()}
-    level = _NODE_LEVEL + 1
-    inner = {"axes": _rows_text(box["axes"], level + 1), "centre": _flat_text(box["centre"], level + 1),
-             "corners": _rows_text(box["corners"], level + 1), "size_cm": _flat_text(box["size_cm"], level + 1),
-             "yaw_deg": float.__repr__(box["yaw_deg"])}
-    item, end = "\n" + "  " * (level + 1), "\n" + "  " * level
-    return {"name": encode_basestring_ascii(head["name"]), "role": encode_basestring_ascii(head["role"]),
-            "class": encode_basestring_ascii(head["class"]), "asset": encode_basestring_ascii(head["asset"]),
-            "location": _flat_text(head["location"], level), "rotation": _flat_text(head["rotation"], level),
-            "scale": _flat_text(head["scale"], level), "color": _flat_text(head["color"], level),
-            "box3d": "{" + item + ("," + item).join(f'"{k}": {inner[k]}' for k in sorted(inner)) + end + "}",
-            "volume_m3": float.__repr__(head["volume_m3"])}
-
-
-def _flat_text(values: list, level: int) -> str:
-    """``nested_json`` of a non-empty list of finite floats or of ints, ``level`` containers deep."""
-    item = "\n" + "  " * (level + 1)
-    return "[" + item + ("," + item).join(map(repr, values)) + "\n" + "  " * level + "]"
-
-
-def _rows_text(rows: list, level: int) -> str:
-    """``nested_json`` of a non-empty list of non-empty lists of finite floats."""
-    item = "\n" + "  " * (level + 1)
-    return "[" + item + ("," + item).join(_flat_text(r, level + 1) for r in rows) + "\n" + "  " * level + "]"
 
 
 def recolored(obj: SceneObject, color) -> SceneObject:
@@ -300,6 +260,7 @@ def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mappin
 
 
 # --- JSON -----------------------------------------------------------------------------------------
+_NODE_LEVEL = 2          # root dict (0) -> "objects" list (1) -> node dict (2)
 
 
 def graph_json(graph: Mapping) -> str:

@@ -155,10 +155,9 @@ def test_recolored_changes_only_the_colour_and_checks_it():
 
 
 def test_static_node_values_and_text_are_the_general_encoders():
-    """``_static_node`` rounds and writes its text itself (a third of the time of ``_r`` +
-    ``nested_json``): the same floats as ``_r`` and the same text as ``nested_json``, for turned,
-    tilted, scaled, far and tiny objects (negative zeros after rounding included), and the
-    general path where a value is not finite."""
+    """An object's camera-independent node holds the floats ``_r`` gives and the text
+    ``nested_json`` gives, for turned, tilted, scaled, far and tiny objects (negative zeros after
+    rounding included), and a value that is not finite raises as the encoder does."""
     from scenarios.scene_graph import _NODE_LEVEL, _r, _static_node
     from scenarios.writers import nested_json
 
@@ -192,3 +191,19 @@ def test_static_node_values_and_text_are_the_general_encoders():
     huge = SceneObject(Actor("huge", "cube"), "cls", (1e300, 1e300, 1e300))
     with np.errstate(over="ignore"), pytest.raises(ValueError, match="not JSON compliant"):
         _static_node.__wrapped__(huge)   # its volume overflows: the general path raises, as it always did
+
+
+def test_rounding_an_array_is_rounding_its_list():
+    """``_r`` rounds 1-D and 2-D arrays without the general recursion: the same floats as
+    rounding the same numbers given as (nested) lists, other shapes and scalars as before."""
+    from scenarios.scene_graph import _r
+
+    rng = np.random.default_rng(3)
+    for shape in [(0,), (3,), (8, 3), (3, 3), (0, 3), (2, 0), (2, 2, 2), ()]:
+        a = rng.normal(0.0, 1e3, shape) * (rng.random(shape) < 0.8)
+        a = np.where(np.abs(a) < 1e-3, -1e-9, a)   # negative values that round to -0.0
+        for nd in (3, 4, 8):
+            expected = round(float(a), nd) if a.ndim == 0 else _r(a.tolist(), nd)
+            got = _r(a, nd)
+            assert got == expected and repr(got) == repr(expected), (shape, nd)
+    assert _r(np.arange(3, dtype=np.float32), 2) == [0.0, 1.0, 2.0]
