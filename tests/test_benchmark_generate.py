@@ -25,3 +25,28 @@ def test_generate_benchmark_prints_consistent_rows():
         assert abs(float(ratio) - float(img_s) / float(renders_s)) <= 0.011   # printed to 2 decimals
     assert "one lit render" in out.stdout and "per accepted sample:" in out.stdout
     assert "ego: geometric mean ratio over 1 environments" in out.stdout
+
+
+def _bench_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "benchmarks" / "generate.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("ratios, want", [([0.6, 0.4, 0.5], 0.5), ([0.4, 0.7, 0.6, 0.5], 0.5), ([0.45], 0.45)])
+def test_median_run_is_one_whole_run_with_the_median_wall_ratio(ratios, want):
+    mod = _bench_module()
+    runs = [{"i_wall": 10.0 * r, "r_wall": 10.0, "tag": k} for k, r in enumerate(ratios)]
+    m = mod.median_run(runs)
+    assert any(m is r for r in runs)   # the run itself: its rates, ratio and detail belong together
+    assert m["i_wall"] / m["r_wall"] == pytest.approx(want)
+
+
+def test_repeat_below_one_is_refused_naming_the_option(capsys):
+    mod = _bench_module()
+    with pytest.raises(SystemExit) as e:
+        mod.main(["--repeat", "0"])
+    assert e.value.code == 2
+    assert "--repeat" in capsys.readouterr().err
