@@ -1,14 +1,11 @@
 """The socket loop of the embedded render server (UnrealCV wire protocol).
 
 Threads: one accepts connections, one per client reads frames and writes replies, and a single
-*worker* (:class:`RenderWorker`) runs every command. The worker is the only thread that touches
-the scene or the GL context (moderngl standalone contexts only work in the thread that created
-them), so scene edits and renders from concurrent clients are serialised without locks in the
-handlers. A client's requests reach the worker as they arrive (up to ``PIPELINE_DEPTH`` at once
-per connection), and its replies go back in request order. A reply whose last step waits on the
-renderer (a :class:`~engine.server.commands.table.Deferred`: a rendered image still being shaded
-by llvmpipe's own thread) is finished after the worker has run the commands already queued
-behind it, so the two threads work at once.
+*worker* runs every command. The worker is the only thread that touches the scene or the GL
+context (moderngl standalone contexts only work in the thread that created them), so scene edits
+and renders from concurrent clients are serialised without locks in the handlers. A client's
+requests reach the worker as they arrive (up to ``PIPELINE_DEPTH`` at once per connection), and
+its replies go back in request order.
 
 Robustness: a frame with a bad magic or an oversized length cannot be resynchronised, so the
 server answers one ``error ...`` frame and closes that connection; a well-framed request that is
@@ -21,19 +18,17 @@ vanishing mid-request only ends its own thread. Nothing a client sends stops the
 from __future__ import annotations
 
 import logging
-import queue
 import re
 import selectors
 import socket
 import threading
 import time
 from collections import deque
-from concurrent.futures import CancelledError, Future
-from typing import Callable
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 from core.errors import ProtocolError
 from engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, recv_exact, send_frame, split_request
-from engine.server.commands.table import Deferred, dispatch
+from engine.server.commands.table import dispatch
 from engine.server.state import ServerState
 
 log = logging.getLogger(__name__)
@@ -42,85 +37,6 @@ _ID_RE = re.compile(rb"^(\d{1,18}):")
 DEFAULT_MAX_CLIENTS = 64
 PIPELINE_DEPTH = 8   # a connection's requests with the worker at once (RenderServer._client_loop)
 STOP_POLL_S = 1.0    # how often a waiting connection thread looks whether the server is stopping
-MAX_HELD = 8         # commands the worker runs behind a Deferred reply before finishing it
-
-
-class RenderWorker:
-    """The single thread that runs every command, in submission order (``submit`` returns a
-    ``concurrent.futures.Future``, as ``ThreadPoolExecutor(max_workers=1)`` did).
-
-    A command that returns a :class:`~engine.server.commands.table.Deferred` is *held*: while
-    more commands are already queued (at most ``max_held`` replies held), the worker runs them
-    first, then finishes the held replies (``finish(reply)``) and completes their futures in
-    order. Why: a city image's colour pass is ~16 ms of llvmpipe's rasteriser thread, during
-    which the worker used to wait; the sampler has the next scene's edits and the next view's
-    pixel counts queued by then, and their Python and draw submission (~3-4 ms per image) now
-    happen meanwhile. With nothing queued a held reply is finished at once, so a lone client
-    waits no longer than before. The renderer keeps every image what it would be without
-    deferring (``GLBackend.render_deferred``)."""
-
-    def __init__(self, finish: Callable[[Deferred], object], name: str = "sceneforge-render",
-                 max_held: int = MAX_HELD):
-        self._finish, self._name, self._max_held = finish, name, max(1, int(max_held))
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._closed = False
-        self._cancel = False
-
-    def submit(self, fn: Callable, *args) -> Future:
-        fut: Future = Future()
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("cannot schedule new commands after shutdown")
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-                self._thread.start()
-            self._queue.put((fut, fn, args))
-        return fut
-
-    def shutdown(self, cancel_futures: bool = True) -> None:
-        """No more commands; the queued ones are cancelled (``cancel_futures``) or run; held
-        replies are finished. Does not wait for the thread."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed, self._cancel = True, cancel_futures
-            self._queue.put(None)
-
-    def _loop(self) -> None:
-        held: list[tuple[Future, object, bool]] = []   # (future, reply or exception, failed)
-        while True:
-            if held and (self._queue.empty() or len(held) >= self._max_held):
-                self._settle(held)
-            item = self._queue.get()
-            if item is None:
-                self._settle(held)
-                return
-            fut, fn, args = item
-            if self._cancel or not fut.set_running_or_notify_cancel():
-                fut.cancel()
-                continue
-            try:
-                held.append((fut, fn(*args), False))
-            except BaseException as e:  # noqa: BLE001 - the caller gets it from the future
-                held.append((fut, e, True))
-            if not any(isinstance(r, Deferred) for _, r, _ in held):
-                self._settle(held)
-
-    def _settle(self, held: list) -> None:
-        for fut, reply, failed in held:
-            if failed:
-                fut.set_exception(reply)
-                continue
-            if isinstance(reply, Deferred):
-                try:
-                    reply = self._finish(reply)
-                except BaseException as e:  # noqa: BLE001 - Deferred.finish never raises; a hook might
-                    fut.set_exception(e)
-                    continue
-            fut.set_result(reply)
-        held.clear()
 
 
 class RenderServer:
@@ -132,7 +48,7 @@ class RenderServer:
         self.host, self.port = host, port
         self.max_frame = max_frame
         self._slots = threading.BoundedSemaphore(max_clients)
-        self._worker = RenderWorker(self._finish)
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sceneforge-render")
         self._listener: socket.socket | None = None
         self._clients: set[socket.socket] = set()
         self._clients_lock = threading.Lock()
@@ -169,7 +85,7 @@ class RenderServer:
             self._worker.submit(self.state.close).result(timeout=timeout)
         except Exception:  # shutting down anyway; a stuck renderer must not block exit
             log.exception("renderer did not close cleanly")
-        self._worker.shutdown(cancel_futures=True)
+        self._worker.shutdown(wait=False, cancel_futures=True)
 
     # --- connections -------------------------------------------------------------------------
     def _accept_loop(self) -> None:
@@ -315,19 +231,11 @@ class RenderServer:
         except OSError:
             pass
 
-    def _run(self, command: str) -> "str | bytes | Deferred":
+    def _run(self, command: str) -> str | bytes:
         """One command on the worker thread, its wall time added to ``state.busy_s``."""
         t = time.perf_counter()
         try:
-            return dispatch(self.state, command, defer=True)
-        finally:
-            self.state.busy_s += time.perf_counter() - t
-
-    def _finish(self, reply: Deferred) -> "str | bytes":
-        """A held reply's last step on the worker thread, its wall time added to ``busy_s``."""
-        t = time.perf_counter()
-        try:
-            return reply.finish()
+            return dispatch(self.state, command)
         finally:
             self.state.busy_s += time.perf_counter() - t
 

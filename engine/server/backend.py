@@ -46,16 +46,6 @@ class RenderBackend(ABC):
     def render(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         """Render the requested ``kinds`` (subset of :data:`KINDS`) in one pass where possible."""
 
-    def render_deferred(self, scene: Scene, camera: Camera,
-                        kinds: tuple[str, ...]) -> Callable[[], dict[str, np.ndarray]]:
-        """Start :meth:`render`; the returned function gives its arrays. A backend whose
-        renderer works beside the caller (gl: llvmpipe's rasteriser thread) returns once the
-        frame is submitted, so the server can run its next queued command meanwhile
-        (``engine.server.app.RenderWorker``); the images are the same. This default renders
-        now."""
-        out = self.render(scene, camera, kinds)
-        return lambda: out
-
     @abstractmethod
     def pixel_counts(self, scene: Scene, camera: Camera, names: list[str]) -> dict[str, PixelCount]:
         """Visible / unoccluded pixel counts and bbox for each named actor, in one call."""

@@ -74,37 +74,26 @@ class ServerState:
         camera = self.camera(cam_id)  # a bad id fails before the renderer starts
         return self.with_backend(lambda b: b.render(self.scene, camera, kinds))
 
-    def render_deferred(self, cam_id: int, kinds: tuple[str, ...]) -> Callable[[], dict[str, np.ndarray]]:
-        """:meth:`render` in two steps (``RenderBackend.render_deferred``): submit now, the
-        returned function gives the arrays (a renderer failure in either step is handled as
-        :meth:`with_backend` handles it)."""
-        camera = self.camera(cam_id)
-        finish = self.with_backend(lambda b: b.render_deferred(self.scene, camera, kinds))
-        backend = self._backend
-        return lambda: self.with_backend(lambda _b: finish(), backend)
-
-    def with_backend(self, call: Callable[[RenderBackend], T], backend: RenderBackend | None = None) -> T:
+    def with_backend(self, call: Callable[[RenderBackend], T]) -> T:
         """Run ``call(backend)``; if it fails unexpectedly, drop the renderer so the next command
-        gets a fresh one. ``backend``: the renderer an earlier step used (a deferred render's
-        finish); a failure drops it only while it is still the current one.
+        gets a fresh one.
 
         Why: a render that dies half-way (out of memory, a GL error) can leave GL objects in a
         dead state, and every later render of every client would fail until a restart while
         ``vget /unrealcv/status`` still answers. Rebuilding the context costs ~1 s once.
         """
-        backend = backend if backend is not None else self.backend()
+        backend = self.backend()
         try:
             return call(backend)
         except (CommandError, PathSecurityError):
             raise
         except Exception as e:  # noqa: BLE001 - any renderer failure: recover, then report it
             log.exception("render failed; recreating the renderer")
-            if backend is self._backend:
-                try:
-                    backend.close()
-                except Exception:  # noqa: BLE001 - the context may already be unusable
-                    log.exception("closing the failed renderer")
-                self._backend = None
+            try:
+                backend.close()
+            except Exception:  # noqa: BLE001 - the context may already be unusable
+                log.exception("closing the failed renderer")
+            self._backend = None
             if isinstance(e, MemoryError):
                 raise RenderError("render failed: out of memory (scene or image too large)") from None
             raise RenderError(f"render failed ({type(e).__name__}: {str(e)[:200]}); "

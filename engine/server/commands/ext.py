@@ -16,7 +16,7 @@ from core.visibility import check_gate, visibility_failure
 from engine import limits
 from engine.protocol import pack_arrays
 from engine.server.backend import KINDS
-from engine.server.commands.table import Deferred, command, parse_int
+from engine.server.commands.table import command, parse_int
 from engine.server.commands.stock import new_actor, server_version
 from engine.server.state import ServerState
 from engine.world import Rotator, Transform
@@ -242,17 +242,11 @@ def render_if_visible(state: ServerState, args: list[str]) -> bytes:
         _apply_camera(state, cam_id, args[4])
     counts = _counts(state, cam_id, names)
     failure = visibility_failure(counts, names, ratio, px)
-    meta = {"visibility": _counts_json(counts), "failure": failure}
-    if failure is not None:
-        return pack_arrays({}, meta=meta)
-    images = state.render_deferred(cam_id, kinds)   # submitted: the worker may run the next commands
-    if token is not None:                           # while the renderer shades it
+    arrays = state.render(cam_id, kinds) if failure is None else {}
+    if failure is None and token is not None:
         state.mark_passed(token)
-
-    def reply() -> bytes:
-        arrays = images()
-        return pack_arrays({k: arrays[k] for k in kinds}, meta=meta)
-    return Deferred(reply)
+    return pack_arrays({k: arrays[k] for k in kinds} if arrays else {},
+                       meta={"visibility": _counts_json(counts), "failure": failure})
 
 
 @command("vget /sceneforge/colors", "vget /sceneforge/colors [names]")

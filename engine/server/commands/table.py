@@ -113,44 +113,12 @@ def unknown_command(command_line: str) -> str:
             "(Can not find a handler for this command; see vget /unrealcv/help)")
 
 
-class Deferred:
-    """A handler's reply whose last step is left for later: ``finish()`` gives it (a renderer
-    that shades a frame on its own thread, ``RenderBackend.render_deferred``). Until then the
-    server's worker may run the commands queued behind it (``engine.server.app.RenderWorker``);
-    the reply is the same either way."""
-
-    __slots__ = ("_finish", "_command")
-
-    def __init__(self, finish: Callable[[], "str | bytes"]):
-        self._finish = finish
-        self._command = ""
-
-    def finish(self) -> "str | bytes":
-        """The reply; like :func:`dispatch`, never raises (``error ...`` on failure)."""
-        return _guarded(self._command, self._finish)
-
-
-def dispatch(state: ServerState, command_line: str, defer: bool = False) -> "str | bytes | Deferred":
-    """Run one command against ``state``; always returns a reply (``error ...`` on failure).
-    ``defer``: a handler's :class:`Deferred` reply is returned as it is, for the caller to
-    ``finish()`` (else it is finished here)."""
+def dispatch(state: ServerState, command_line: str) -> "str | bytes":
+    """Run one command against ``state``; always returns a reply (``error ...`` on failure)."""
     _load_tables()
-    reply = _guarded(command_line, lambda: _run(state, command_line))
-    if isinstance(reply, Deferred):
-        reply._command = command_line
-        if not defer:
-            return reply.finish()
-    return reply
-
-
-def _run(state: ServerState, command_line: str):
-    route, params, args = _match(command_line)
-    return route.handler(state, args, **params)
-
-
-def _guarded(command_line: str, call: Callable[[], "str | bytes | Deferred"]) -> "str | bytes | Deferred":
     try:
-        return call()
+        route, params, args = _match(command_line)
+        return route.handler(state, args, **params)
     except SceneforgeError as e:
         return f"error {e}"
     except Exception as e:  # a handler bug must not kill the connection or the server

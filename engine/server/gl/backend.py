@@ -125,18 +125,6 @@ def wanted_rect(frame: "Frame", drawn: list, spheres=None) -> tuple[tuple[int, i
     return (x0, y0, x1 - x0, y1 - y0), overlaps
 
 
-class _PendingLit:
-    """A ``lit`` frame whose draws are submitted and whose post-processing and read-back are
-    not done yet (:meth:`GLBackend.render_deferred`)."""
-
-    __slots__ = ("frame", "post", "arrays", "error")
-
-    def __init__(self, frame: "Frame", post: bool):
-        self.frame, self.post = frame, post
-        self.arrays: dict[str, np.ndarray] | None = None
-        self.error: BaseException | None = None
-
-
 class GLBackend(RenderBackend):
     """Rasterising backend: lit/mask/depth/normal/ids in one pass, cached shadow map.
 
@@ -172,7 +160,6 @@ class GLBackend(RenderBackend):
         self._passes = Passes(self._ctx, int(shadow_map_size))
         self._draws_cache: tuple | None = None   # (actors, draw bases, centres, radii): _scene_draws
         self._frame_cache: tuple | None = None   # (draws cache, ground, camera, Frame): _frame
-        self._pending: _PendingLit | None = None   # render_deferred's frame, until _settle
         log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
                  os.environ.get("LP_NUM_THREADS", "default"))
 
@@ -183,7 +170,6 @@ class GLBackend(RenderBackend):
             if k not in KINDS:
                 raise ConfigError(f"unknown render kind {k!r}; expected one of {', '.join(KINDS)}")
         with self._using():
-            self._settle()
             frame = self._frame(scene, camera)
             p = self._passes
             if "lit" in kinds or "normal" in kinds:
@@ -193,58 +179,6 @@ class GLBackend(RenderBackend):
                 p.id_pass(frame, frame.draws, frame.visible, ground=scene.ground)
             return self._read(scene, frame, kinds)
 
-    def render_deferred(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]):
-        """:meth:`render` of ``("lit",)`` in two steps: this call submits the frame's draws (shadow
-        map, colour pass) and returns; the returned function runs the post-processing (FXAA)
-        and reads the image back. Leaving the GL context flushes the submitted draws, so
-        llvmpipe's rasteriser thread shades the frame (~16 ms of a city image's ~35) while this
-        thread runs the server's next commands (the sampler's next scene, the pixel counts of its
-        next view), instead of waiting idle in the post pass. Any call that needs the colour
-        target first finishes the pending frame (:meth:`_settle`), so every image is the one
-        :meth:`render` gives (tests/engine/test_gl_deferred.py). Other kinds render now."""
-        kinds = tuple(kinds)
-        if kinds != ("lit",):
-            return super().render_deferred(scene, camera, kinds)
-        with self._using():
-            self._settle()
-            frame = self._frame(scene, camera)
-            p = self._passes
-            p.update_shadow(scene, frame.draws, frame, content=self._content, lod=self._lod)
-            p.lit_pass(scene, frame, with_normal=False, content=self._content, post=False)
-            pending = self._pending = _PendingLit(frame, p.post_of(scene))
-        return lambda: self._finish(pending)
-
-    def _finish(self, pending: _PendingLit) -> dict[str, np.ndarray]:
-        if pending.arrays is None:
-            with self._using():   # maps a GL error as every call does
-                if pending.error is None:
-                    self._settle()
-                if pending.error is not None:
-                    raise pending.error
-        return pending.arrays
-
-    def _settle(self) -> None:
-        """Finish the pending deferred frame, if any (inside :meth:`_using`): its post-processing
-        and read-back. A failure is kept for the frame's own caller (``_finish`` raises it), not
-        raised into whichever later call happened to settle it."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return
-        try:
-            self._passes.post_pass(pending.frame, pending.post)
-            pending.arrays = {"lit": self._passes.target(pending.frame.camera).read_color()}
-        except Exception as e:  # noqa: BLE001 - reported to the frame's caller
-            pending.error = e
-
-    def _counts_keep_colour(self, camera: Camera, names: list[str]) -> bool:
-        """Do the pixel counts of ``names`` leave the pending frame's colour alone? The one-pass
-        counting id pass writes only ids, depth and coverage bits; the two-pass fallback draws
-        coverage into the colour texture, and another resolution may evict the target."""
-        pending = self._pending
-        return (pending is not None and COUNT_IN_ONE_PASS and len(set(names)) <= 32
-                and self._passes.counts_in_one_pass()
-                and (camera.width, camera.height) == (pending.frame.camera.width, pending.frame.camera.height))
-
     def pixel_counts(self, scene: Scene, camera: Camera, names: list[str]) -> dict[str, PixelCount]:
         order = {name: i for i, name in enumerate(scene.actors)}
         for n in names:
@@ -253,8 +187,6 @@ class GLBackend(RenderBackend):
         if not names:
             return {}
         with self._using():
-            if self._pending is not None and not self._counts_keep_colour(camera, names):
-                self._settle()
             frame = self._frame(scene, camera)
             wanted = {order[n] for n in names}
             in_view = {d.index: d for d, v in zip(frame.draws, frame.visible) if v}
@@ -315,9 +247,6 @@ class GLBackend(RenderBackend):
     def close(self) -> None:
         with self._lock:
             if self._ctx is not None:
-                if self._pending is not None:   # its caller still gets the image
-                    with self._ctx:
-                        self._settle()
                 self._passes.release()
                 self._ctx.release()
                 self._ctx = None

@@ -233,15 +233,12 @@ class Passes(CountPasses):
         self.shadows.update(scene.sun, draws, receivers, level_mesh)
 
     # --- colour pass --------------------------------------------------------------------------
-    def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content=None, post: bool = True) -> None:
-        """The colour pass (with ids, depth and, with ``with_normal``, normals). ``post=False``
-        leaves out the look's post-processing (the PBR look's FXAA): :meth:`post_pass` with
-        :meth:`post_of` ``(scene)`` runs it later (GLBackend.render_deferred)."""
+    def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content=None) -> None:
         if scene.look.style == "pbr":
             if self._pbr is None:
                 from engine.server.gl.pbr import PbrLook
                 self._pbr = PbrLook(self)
-            self._pbr.lit_pass(scene, frame, with_normal, content, post=post)
+            self._pbr.lit_pass(scene, frame, with_normal, content)
             return
         self.target(frame.camera).post_valid = False
         t = self.target(frame.camera)
@@ -263,17 +260,6 @@ class Passes(CountPasses):
         self._set_lit_uniforms(gprog, scene, frame)
         self._draw_ground(gprog, scene.ground, gkey, True, frame.ground)
         self._draw_sky(scene, frame.camera, fbo, with_normal)
-
-    @staticmethod
-    def post_of(scene: Scene) -> bool:
-        """Whether ``scene``'s look has a post-processing pass after the colour pass (FXAA)."""
-        return scene.look.style == "pbr" and bool(scene.look.fxaa)
-
-    def post_pass(self, frame: "Frame", post: bool) -> None:
-        """The post-processing :meth:`lit_pass` left out (``post``: :meth:`post_of` of the
-        scene as it was drawn); it reads only the colour attachment of the frame's target."""
-        if post:
-            self._pbr.fxaa(self.target(frame.camera), frame.camera)
 
     def _set_lit_uniforms(self, prog: _Program, scene: Scene, frame: "Frame") -> None:
         sun, sky = scene.sun, scene.sky

@@ -118,7 +118,7 @@ class PbrLook:
         return procedural_surface(g.texture, tuple(int(c) for c in g.color))
 
     # --- the pass ----------------------------------------------------------------------------
-    def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content, post: bool = True) -> None:
+    def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content) -> None:
         p = self.p
         t = p.target(frame.camera)
         fbo = t.lit_normal if with_normal else t.lit
@@ -145,8 +145,8 @@ class PbrLook:
         self._draw_ground(scene, frame, content, prog_for)
         self._draw_sky(scene, frame, fbo, with_normal, world, env, is_hdri, fog)
         t.post_valid = False
-        if scene.look.fxaa and post:
-            self.fxaa(t, frame.camera)
+        if scene.look.fxaa:
+            self._fxaa(t, frame.camera)
 
     def _world_uniforms(self, scene: Scene, env: _EnvTextures, is_hdri: bool) -> dict:
         sun, sky, fog = scene.sun, scene.sky, scene.fog
@@ -274,7 +274,7 @@ class PbrLook:
         fbo.depth_mask = True
         self.ctx.depth_func = "<"
 
-    def fxaa(self, t, camera) -> None:
+    def _fxaa(self, t, camera) -> None:
         """FXAA from the lit colour into ``t.post`` (ids, depth and the colour attachment untouched)."""
         prog = self.p.program("fxaa")
         post = t.post_fbo
