@@ -1,7 +1,7 @@
 """Benchmark: labelled SpaRRTa images per second, end to end, vs the raw render rate.
 
     python benchmarks/generate.py [--n 160] [--reps 80] [--task ego|allo|both] [--env all|desert,city] [--size 224]
-                                  [--detail] [--repeat 1]
+                                  [--detail] [--repeats 1]
     sceneforge bench generate
 
 Defaults (n = 160 samples per row, 80 raw renders of 8 scenes' views): a row's rate is a
@@ -26,7 +26,7 @@ and prints one row: labelled images/s, renders/s and their ratio, by wall clock 
 (client process with all its threads + the server process, from /proc), and visibility calls
 per image. On a shared machine wall-clock numbers follow the load (printed at start and end);
 CPU-time figures are steadier. ``--detail`` adds rejections and where the time goes per row.
-``--repeat K`` measures each row K times (same config and seed, each run bracketed by its own raw
+``--repeats K`` measures each row K times (same config and seed, each run bracketed by its own raw
 rate) and prints each run, then the run with the median wall ratio and the range: one run's city
 ego ratio moved 0.43-0.59 within an hour on this 2-core machine (2026-11-26).
 """
@@ -282,15 +282,15 @@ def main(argv=None) -> int:
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--reps", type=int, default=80, help="renders for the raw rate (8 views, reps/8 each)")
     p.add_argument("--detail", action="store_true", help="rejections and time split per row")
-    p.add_argument("--repeat", type=int, default=1,
+    p.add_argument("--repeats", type=int, default=1,
                    help="measure each row this many times (same config and seed; each with its own raw rate "
                         "before and after) and report the run with the median wall ratio, and the range")
     p.add_argument("--threads", type=int, default=1,
                    help="the server's llvmpipe threads (default 1: one worker's share of a machine; an inline "
                         "`sceneforge generate` gives its server the free cores, renderfarm.auto.inline_threads)")
     args = p.parse_args(argv)
-    if args.repeat < 1:
-        p.error(f"--repeat: expected a count of at least 1, got {args.repeat}")
+    if args.repeats < 1:   # the other benchmarks' name (render.py, probe.py)
+        p.error(f"--repeats: expected a count of at least 1, got {args.repeats}")
 
     from engine.server.launch import start_server
     from scenarios.environments import list_envs
@@ -313,15 +313,15 @@ def main(argv=None) -> int:
                 warm = parse_config({"envs": [env], "tasks": [task], "n": 4, "size": args.size, "seed": 1})
                 end_to_end(srv.address, warm, Path(tmp) / f"warm_{env}_{task}", pid, prime=False)
                 runs = []
-                for k in range(args.repeat):
+                for k in range(args.repeats):
                     runs.append(measure_row(srv.address, cfg, Path(tmp), args.reps, pid, f"run_{env}_{task}_{k}"))
-                    if args.repeat > 1:
-                        print(f"  {env} {task} run {k + 1}/{args.repeat}: {_row_text(runs[-1])}", flush=True)
+                    if args.repeats > 1:
+                        print(f"  {env} {task} run {k + 1}/{args.repeats}: {_row_text(runs[-1])}", flush=True)
                 m = median_run(runs)
                 rows.append((env, task, m["i_wall"], m["r_wall"], m["i_cpu"], m["r_cpu"]))
                 spread = ""
-                if args.repeat > 1:
-                    ratios = [r["i_wall"] / r["r_wall"] for r in runs]
+                if args.repeats > 1:
+                    ratios = [_wall_ratio(r) for r in runs]
                     spread = f" | median of {len(runs)}, wall ratio {min(ratios):.2f}-{max(ratios):.2f}"
                 print(f"{env:12s} {task:4s} | {_row_text(m)}{spread}", flush=True)
                 if args.detail:
@@ -356,12 +356,16 @@ def median_run(runs: list[dict]) -> dict:
     run, so its printed rates, ratio and detail belong together. On a shared machine one run's
     ratio moves with the load (city ego: 0.43-0.59 within an hour, 2026-11-26); the median of
     several is the steadier figure, as timing tools report (pyperf, hyperfine)."""
-    ranked = sorted(runs, key=lambda r: r["i_wall"] / r["r_wall"])
+    ranked = sorted(runs, key=_wall_ratio)
     return ranked[(len(ranked) - 1) // 2]
 
 
+def _wall_ratio(r: dict) -> float:
+    return r["i_wall"] / r["r_wall"]
+
+
 def _row_text(r: dict) -> str:
-    return (f"{r['i_wall']:11.1f} {r['r_wall']:9.1f} {r['i_wall'] / r['r_wall']:5.2f} | "
+    return (f"{r['i_wall']:11.1f} {r['r_wall']:9.1f} {_wall_ratio(r):5.2f} | "
             f"{r['i_cpu']:14.1f} {r['r_cpu']:13.1f} {r['i_cpu'] / r['r_cpu']:5.2f} | {r['vis']:.2f}")
 
 

@@ -47,6 +47,6 @@ def test_median_run_is_one_whole_run_with_the_median_wall_ratio(ratios, want):
 def test_repeat_below_one_is_refused_naming_the_option(capsys):
     mod = _bench_module()
     with pytest.raises(SystemExit) as e:
-        mod.main(["--repeat", "0"])
+        mod.main(["--repeats", "0"])
     assert e.value.code == 2
     assert "--repeat" in capsys.readouterr().err
