@@ -47,19 +47,19 @@ def test_flat_faces_left_out_give_the_same_image(backend, monkeypatch, pitch, ya
                    ground=Ground(texture="flat"), sun=Sun(pitch=pitch, yaw=yaw))
     eye = (300.0, 100.0, 260.0)
     cam = _camera(192, 144, location=eye, rotation=look_at_rotation(eye, (1200.0, 0.0, 0.0)))
-    backend._passes.shadows._signature = None
+    backend._passes.shadows.forget()
     fast = backend.render(scene, cam, ("lit",))["lit"]          # also: a wholly flat mesh draws no shadow faces
     monkeypatch.setattr(SH, "upright", lambda model: False)      # the reference: every face casts
-    backend._passes.shadows._signature = None
+    backend._passes.shadows.forget()
     full = backend.render(scene, cam, ("lit",))["lit"]
     monkeypatch.undo()
     assert np.array_equal(full, fast), f"{np.mean(np.any(full != fast, axis=-1)):.3%} of pixels differ"
     # power: the kerb's and the box's shadows are in the image (dropping every caster changes it)
     monkeypatch.setattr(SH, "casters_in_view", lambda lvp, vp, c, r, size: np.zeros(len(c), dtype=bool))
-    backend._passes.shadows._signature = None
+    backend._passes.shadows.forget()
     none = backend.render(scene, cam, ("lit",))["lit"]
     monkeypatch.undo()
-    backend._passes.shadows._signature = None
+    backend._passes.shadows.forget()
     assert not np.array_equal(none, fast)
 
 

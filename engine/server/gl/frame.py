@@ -112,14 +112,18 @@ def frustum_corners(view_proj: np.ndarray) -> np.ndarray:
 
 
 def receiver_points(view_proj: np.ndarray, near: float, far: float, max_depth: float,
-                    z_range: tuple[float, float]) -> np.ndarray:
+                    z_range: tuple[float, float], min_depth: float = 0.0) -> np.ndarray:
     """World points whose convex hull holds every surface point the camera sees at planar depth
     <= ``max_depth`` (the shadow distance) with ``z_range[0] <= z <= z_range[1]`` (where the
     ground and the actors are): the frustum truncated at ``max_depth`` and clipped to that slab.
+    ``min_depth``: only the points from that planar depth on (the far cascade's part of a view).
     Empty (0, 3) when nothing of the slab is in view."""
     c = frustum_corners(view_proj)
-    t = min(1.0, max(0.0, (max_depth - near) / max(far - near, 1e-9)))
-    c[4:] = c[:4] + t * (c[4:] - c[:4])
+    if max_depth <= min_depth or min_depth >= far:
+        return np.zeros((0, 3))
+    t0 = min(1.0, max(0.0, (min_depth - near) / max(far - near, 1e-9)))
+    t1 = min(1.0, max(0.0, (max_depth - near) / max(far - near, 1e-9)))
+    c[:4], c[4:] = c[:4] + t0 * (c[4:] - c[:4]), c[:4] + t1 * (c[4:] - c[:4])
     # edges: near ring, far ring (corner order x-major, y-minor: 0-1-3-2), sides
     ring = [(0, 1), (1, 3), (3, 2), (2, 0)]
     edges = ring + [(a + 4, b + 4) for a, b in ring] + [(i, i + 4) for i in range(4)]

@@ -9,6 +9,7 @@ pixel-count passes are in :mod:`engine.server.gl.count_passes`.
 from __future__ import annotations
 
 import logging
+import math
 from typing import TYPE_CHECKING
 
 import moderngl
@@ -56,6 +57,19 @@ def _ambient(sky_rgb, ambient: float) -> tuple[float, float, float]:
 
 _KEPT = (bytes, tuple, float, int)   # immutable uniform values: _Program.set remembers them
 _UNSET = object()
+
+
+def cascade_receivers(frame: "Frame", z_range: tuple[float, float], split: float,
+                      distance: float) -> tuple[np.ndarray, np.ndarray]:
+    """World points whose hulls hold the fragments that read the near and the far cascade
+    (gl/shadow.py): a fragment reads the near one when it is less than ``split`` from the eye, so
+    at planar depth <= ``split``; the far one from ``split`` to ``distance`` away, so at planar
+    depth >= ``split`` x the cosine of the view's widest ray (its corner) and <= ``distance``."""
+    cam = frame.camera
+    corner = math.sqrt(1.0 + ((cam.width / 2.0) ** 2 + (cam.height / 2.0) ** 2) / cam.focal_px ** 2)
+    return (F.receiver_points(frame.view_proj, frame.near, frame.far, min(split, distance), z_range),
+            F.receiver_points(frame.view_proj, frame.near, frame.far, distance, z_range,
+                              min_depth=split / corner - 1.0))   # 1 cm: far from rounding
 
 
 class _Program:
@@ -229,7 +243,7 @@ class Passes(CountPasses):
             bottoms = [d.center[2] - d.radius for d in draws]
             amp = abs(scene.ground.relief_amplitude)
             z_range = (min([-amp] + bottoms) - 1.0, max([amp] + tops) + 1.0)
-            receivers = F.receiver_points(frame.view_proj, frame.near, frame.far, self.shadows.distance, z_range)
+            receivers = cascade_receivers(frame, z_range, self.shadows.split, self.shadows.distance)
         self.shadows.update(scene.sun, draws, receivers, level_mesh)
 
     # --- colour pass --------------------------------------------------------------------------

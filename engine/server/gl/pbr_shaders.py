@@ -15,6 +15,8 @@ sky's image-based light is normalised (see envlight.py) and scaled by ``u_sky_sc
 """
 from __future__ import annotations
 
+from engine.server.gl.shaders import SHADOW_COORD
+
 PBR_VS = """
 // Varyings are the main per-triangle cost on llvmpipe (every one is set up for every triangle,
 // however small): only what the variant reads is passed, and the material colour, constant over
@@ -144,11 +146,6 @@ uniform float u_alpha_cutoff;
 uniform sampler2D u_albedo;
 uniform sampler2D u_normal_map;
 uniform sampler2D u_orm;
-uniform mat4 u_light_vp;
-uniform float u_shadow_texel;
-uniform float u_shadow_bias;
-uniform sampler2DShadow u_shadow_map;
-uniform vec2 u_shadow_fade;      // camera distances (cm): shadows fade out from x, none beyond y
 #ifdef OBJECT_NORMALS
 uniform mat3 u_normal_mat;       // object-space normal maps (impostor cards)
 #endif
@@ -161,7 +158,7 @@ uniform float u_macro;           // 1: macro variation on; 0: uniform ground ("f
 #define HAS_UV
 #endif
 in vec3 v_world;
-in vec3 v_normal;
+""" + SHADOW_COORD + """in vec3 v_normal;
 #ifndef GROUND
 #ifdef VERTEX_COLOR
 in vec3 v_albedo;
@@ -180,20 +177,18 @@ layout(location = 2) out vec4 f_normal;
 
 vec3 srgb_to_linear(vec3 c) { return c * (c * (c * 0.305306011 + 0.682171111) + 0.012522878); }
 
-float shadow_tap(vec3 n) {
+float shadow_tap(vec3 n, float dist) {
 #ifdef SHADOW
-    vec4 lp = u_light_vp * vec4(v_world + n * (1.5 * u_shadow_texel), 1.0);
-    vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
-    if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return 1.0;
-    float ref = p.z - u_shadow_bias;
+    vec3 c = shadow_coord(n, dist);
+    if (c.z > 1.5) return 1.0;          // off the map
 #ifdef GROUND
     vec2 ts = 0.75 / vec2(textureSize(u_shadow_map, 0));
-    return 0.25 * (texture(u_shadow_map, vec3(p.xy + vec2(-ts.x, -ts.y), ref))
-                 + texture(u_shadow_map, vec3(p.xy + vec2(ts.x, -ts.y), ref))
-                 + texture(u_shadow_map, vec3(p.xy + vec2(-ts.x, ts.y), ref))
-                 + texture(u_shadow_map, vec3(p.xy + vec2(ts.x, ts.y), ref)));
+    return 0.25 * (texture(u_shadow_map, vec3(c.xy + vec2(-ts.x, -ts.y), c.z))
+                 + texture(u_shadow_map, vec3(c.xy + vec2(ts.x, -ts.y), c.z))
+                 + texture(u_shadow_map, vec3(c.xy + vec2(-ts.x, ts.y), c.z))
+                 + texture(u_shadow_map, vec3(c.xy + vec2(ts.x, ts.y), c.z)));
 #else
-    return texture(u_shadow_map, vec3(p.xy, ref));
+    return texture(u_shadow_map, c);
 #endif
 #else
     return 1.0;
@@ -203,9 +198,10 @@ float shadow_tap(vec3 n) {
 float shadow_visibility(vec3 n) {
 #ifdef SHADOW
     // Beyond the shadow distance the map holds nothing this view may read (gl/shadow.py).
-    float fade = clamp((length(v_world - u_cam_pos) - u_shadow_fade.x) / (u_shadow_fade.y - u_shadow_fade.x), 0.0, 1.0);
+    float dist = length(v_world - u_cam_pos);
+    float fade = clamp((dist - u_shadow_fade.x) / (u_shadow_fade.y - u_shadow_fade.x), 0.0, 1.0);
     if (fade >= 1.0) return 1.0;
-    return mix(shadow_tap(n), 1.0, fade);
+    return mix(shadow_tap(n, dist), 1.0, fade);
 #else
     return 1.0;
 #endif

@@ -27,6 +27,30 @@ from __future__ import annotations
 
 HEADER = "#version 330 core\n"
 
+SHADOW_COORD = """
+// The sun's cascaded shadow map (gl/shadow.py), used by the SHADOW variant: both cascades share
+// one projection and one atlas texture, so a fragment picks its cascade by coordinates (one
+// lookup, no second sampler); fragments farther than u_shadow_split from the eye read the far one.
+uniform mat4 u_light_vp;
+uniform vec2 u_shadow_texel;     // world size of one texel of the near and the far cascade, cm
+uniform vec2 u_shadow_bias;      // their constant depth bias in map units (2 texels' worth of cm)
+uniform float u_shadow_split;    // camera distance (cm) from which the far cascade is read
+uniform vec4 u_shadow_uv_near;   // [0, 1]^2 map coordinates -> atlas: (scale xy, offset xy)
+uniform vec4 u_shadow_uv_far;
+uniform sampler2DShadow u_shadow_map;
+uniform vec2 u_shadow_fade;      // camera distances (cm): shadows fade out from x, none beyond y
+
+// (atlas xy, reference depth) of this fragment, ``dist`` cm from the eye; z = 2 off the map (lit).
+vec3 shadow_coord(vec3 n, float dist) {
+    bool far_c = dist > u_shadow_split;
+    vec4 uv = far_c ? u_shadow_uv_far : u_shadow_uv_near;
+    vec4 lp = u_light_vp * vec4(v_world + n * (1.5 * (far_c ? u_shadow_texel.y : u_shadow_texel.x)), 1.0);
+    vec3 p = lp.xyz / lp.w * 0.5 + 0.5;                     // normal offset (above) against acne
+    if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return vec3(0.0, 0.0, 2.0);
+    return vec3(p.xy * uv.xy + uv.zw, p.z - (far_c ? u_shadow_bias.y : u_shadow_bias.x));
+}
+"""
+
 LIT_VS = """
 uniform mat4 u_view_proj;
 uniform mat4 u_model;
@@ -62,14 +86,8 @@ uniform vec3 u_amb_side;        // ambient light from the horizon (normals facin
 uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to use it
 uniform int u_id;               // 1 + actor index; 0 = ground
 uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
-// Sun shadow map (gl/shadow.py), used by the SHADOW variant.
-uniform mat4 u_light_vp;
-uniform float u_shadow_texel;   // world size of one shadow-map texel, cm
-uniform float u_shadow_bias;    // constant depth bias in map units (2 texels' worth of cm)
-uniform sampler2DShadow u_shadow_map;
-uniform vec2 u_shadow_fade;     // camera distances (cm): shadows fade out from x, none beyond y
 in vec3 v_world;
-in vec3 v_normal;
+""" + SHADOW_COORD + """in vec3 v_normal;
 in vec3 v_color;
 layout(location = 0) out vec4 f_color;
 layout(location = 1) out int f_id;
@@ -107,24 +125,22 @@ vec3 surface_normal(vec3 to_cam) {
 #endif
 }
 
-float shadow_lookup(sampler2DShadow map, mat4 light_vp, float texel, float bias, vec3 n) {
-    vec4 lp = light_vp * vec4(v_world + n * (1.5 * texel), 1.0);  // normal offset against acne
-    vec3 p = lp.xyz / lp.w * 0.5 + 0.5;
-    if (p.x <= 0.0 || p.x >= 1.0 || p.y <= 0.0 || p.y >= 1.0 || p.z >= 1.0) return 1.0;
-    float ref = p.z - bias;
+float shadow_lookup(vec3 n, float dist) {
+    vec3 c = shadow_coord(n, dist);
+    if (c.z > 1.5) return 1.0;          // off the map
 #ifdef GROUND
     // PCF: 4 hardware-filtered (bilinear compare) taps half a texel apart = a 3x3-texel tent,
     // for the large soft-edged shadows on the ground.
-    vec2 ts = 0.5 / vec2(textureSize(map, 0));
-    float vis = texture(map, vec3(p.xy + vec2(-ts.x, -ts.y), ref))
-              + texture(map, vec3(p.xy + vec2(ts.x, -ts.y), ref))
-              + texture(map, vec3(p.xy + vec2(-ts.x, ts.y), ref))
-              + texture(map, vec3(p.xy + vec2(ts.x, ts.y), ref));
+    vec2 ts = 0.5 / vec2(textureSize(u_shadow_map, 0));
+    float vis = texture(u_shadow_map, vec3(c.xy + vec2(-ts.x, -ts.y), c.z))
+              + texture(u_shadow_map, vec3(c.xy + vec2(ts.x, -ts.y), c.z))
+              + texture(u_shadow_map, vec3(c.xy + vec2(-ts.x, ts.y), c.z))
+              + texture(u_shadow_map, vec3(c.xy + vec2(ts.x, ts.y), c.z));
     return 0.25 * vis;
 #else
     // Actors: one bilinear compare tap (2x2 PCF). Every tiny triangle shades a whole pixel
     // block on llvmpipe, so taps on actors cost far more than their few pixels suggest.
-    return texture(map, vec3(p.xy, ref));
+    return texture(u_shadow_map, c);
 #endif
 }
 
@@ -134,9 +150,10 @@ float shadow_visibility(vec3 n) {
     float vis = 1.0;
 #ifdef SHADOW
     // Beyond the shadow distance the map holds nothing this view may read (gl/shadow.py).
-    float fade = clamp((length(v_world - u_cam_pos) - u_shadow_fade.x) / (u_shadow_fade.y - u_shadow_fade.x), 0.0, 1.0);
+    float dist = length(v_world - u_cam_pos);
+    float fade = clamp((dist - u_shadow_fade.x) / (u_shadow_fade.y - u_shadow_fade.x), 0.0, 1.0);
     if (fade < 1.0)
-        vis = mix(shadow_lookup(u_shadow_map, u_light_vp, u_shadow_texel, u_shadow_bias, n), 1.0, fade);
+        vis = mix(shadow_lookup(n, dist), 1.0, fade);
 #endif
     return vis;
 }
