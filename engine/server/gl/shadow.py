@@ -1,4 +1,4 @@
-"""Sun shadow map for the GL backend, cached per scene.
+"""The sun's shadow map for the GL backend, in two cascades (:class:`ShadowMaps`), cached per scene.
 
 Drawing a 2048² shadow map costs about as much as a whole 224² frame on llvmpipe, so it is redrawn
 only when its inputs change: the sun and every caster's mesh and transform (its *signature*). A
