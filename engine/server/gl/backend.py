@@ -17,6 +17,7 @@ conversion), models from ``Transform.matrix()``; shaders work in UE world cm.
 from __future__ import annotations
 
 import logging
+import operator
 import os
 import threading
 from contextlib import contextmanager
@@ -61,6 +62,9 @@ class Frame:
     visible: np.ndarray  # bool per draw: bounding sphere intersects the frustum
     planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
     ground: tuple = ()  # Passes.ground_draws: face ranges of the ground tiles in view at their level
+    centers: np.ndarray | None = None  # (n, 3) world bounding-sphere centres of the full meshes, per draw
+    radii: np.ndarray | None = None    # (n,) their radii
+    levelled: tuple[int, ...] = ()     # positions of the draws drawn at a level of detail
 
 
 def drawn_spheres(frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
@@ -69,11 +73,15 @@ def drawn_spheres(frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
     at full detail already has its sphere (``Draw.center``/``radius``: the same function of the
     same mesh), so only the levels of detail are moved to world space here (a city frame draws
     ~10 of its ~70-165 actors at a level; the rest cost ~2 µs each in Python)."""
-    centers = np.array([d.center for d in frame.draws], dtype=np.float64).reshape(-1, 3)
-    radii = np.array([d.radius for d in frame.draws], dtype=np.float64)
-    for k, d in enumerate(frame.draws):
-        if d.mesh is not d.caster:
-            centers[k], radii[k] = F.world_sphere(d.placed, d.mesh.center, d.mesh.radius)
+    if frame.centers is not None:   # the scene's arrays, and the draws at a level of detail
+        centers, radii, moved = frame.centers.copy(), frame.radii.copy(), frame.levelled
+    else:
+        centers = np.array([d.center for d in frame.draws], dtype=np.float64).reshape(-1, 3)
+        radii = np.array([d.radius for d in frame.draws], dtype=np.float64)
+        moved = [k for k, d in enumerate(frame.draws) if d.mesh is not d.caster]
+    for k in moved:
+        d = frame.draws[k]
+        centers[k], radii[k] = F.world_sphere(d.placed, d.mesh.center, d.mesh.radius)
     return centers, radii
 
 
@@ -158,7 +166,7 @@ class GLBackend(RenderBackend):
         self._lock = threading.RLock()
         self._lod = bool(lod)
         self._passes = Passes(self._ctx, int(shadow_map_size))
-        self._draws_cache: tuple | None = None   # (actors, draw bases, centres, radii): _scene_draws
+        self._draws_cache: tuple | None = None   # (actors, draw bases, centres, radii, draws): _scene_draws
         self._frame_cache: tuple | None = None   # (draws cache, ground, camera, Frame): _frame
         log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
                  os.environ.get("LP_NUM_THREADS", "default"))
@@ -278,22 +286,23 @@ class GLBackend(RenderBackend):
         last = self._frame_cache
         if last is not None and last[0] is self._draws_cache and last[1] is scene.ground and last[2] == camera:
             return last[3]
-        frame = self._new_frame(scene, camera, bases, centers, radii)
+        frame = self._new_frame(scene, camera, self._draws_cache[4], centers, radii)
         self._frame_cache = (self._draws_cache, scene.ground, camera, frame)
         return frame
 
-    def _new_frame(self, scene: Scene, camera: Camera, bases: list[tuple], centers: np.ndarray,
+    def _new_frame(self, scene: Scene, camera: Camera, full: list[Draw], centers: np.ndarray,
                    radii: np.ndarray) -> Frame:
-        draws = [Draw(*b) for b in bases]   # fresh: a frame sets each draw's level of detail
+        """``full``: the scene's draws at full detail (shared by its frames, never changed: a draw
+        at a level of detail is a new ``Draw`` in this frame's list)."""
+        draws = list(full)
         g = scene.ground
         near, far = F.near_far(camera, centers, radii, g.extent, abs(g.relief_amplitude))
         vp = F.view_proj(camera, near, far)
         planes = F.frustum_planes(vp)
         visible = F.spheres_in_frustum(planes, centers, radii)
-        if self._lod:
-            self._choose_levels(scene, camera, draws, visible)
+        levelled = self._choose_levels(scene, camera, draws, visible) if self._lod else ()
         ground = self._passes.ground_draws(g, camera, planes, self._lod)
-        return Frame(camera, near, far, vp, draws, visible, planes, ground)
+        return Frame(camera, near, far, vp, draws, visible, planes, ground, centers, radii, levelled)
 
     def _scene_draws(self, scene: Scene) -> tuple[list[tuple], np.ndarray, np.ndarray]:
         """The camera-independent part of a frame: each drawn actor's mesh, placement and world
@@ -302,7 +311,7 @@ class GLBackend(RenderBackend):
         and its render do not redo it (~1 ms per frame for 250 actors)."""
         actors = list(scene.actors.values())
         cached = self._draws_cache
-        if cached is not None and len(cached[0]) == len(actors) and all(a is b for a, b in zip(cached[0], actors)):
+        if cached is not None and len(cached[0]) == len(actors) and all(map(operator.is_, cached[0], actors)):
             return cached[1], cached[2], cached[3]
         bases = []
         for i, actor in enumerate(actors):
@@ -316,20 +325,25 @@ class GLBackend(RenderBackend):
             bases.append((i, actor.asset_id, mesh, mesh, placed, c, r, actor.tint))
         centers = np.array([b[5] for b in bases]).reshape(-1, 3)
         radii = np.array([b[6] for b in bases], dtype=np.float64)
-        self._draws_cache = (actors, bases, centers, radii)
+        self._draws_cache = (actors, bases, centers, radii, [Draw(*b) for b in bases])
         return bases, centers, radii
 
-    def _choose_levels(self, scene: Scene, camera: Camera, draws: list[Draw], visible: np.ndarray) -> None:
+    def _choose_levels(self, scene: Scene, camera: Camera, draws: list[Draw], visible: np.ndarray) -> tuple[int, ...]:
         """Each visible actor's level of detail for this camera (gl/lod.py): a function of its
-        mesh, bounding sphere and the camera only."""
+        mesh, bounding sphere and the camera only. A draw at a level is replaced in ``draws`` by
+        a new ``Draw`` (the scene's full-detail ones are shared by its frames); returns their
+        positions."""
         eye = np.asarray(camera.location, dtype=np.float64)
-        actors = list(scene.actors.values())
-        for d, v in zip(draws, visible):
-            if not v:
-                continue
+        levelled = []
+        for k in np.flatnonzero(visible).tolist():
+            d = draws[k]
             level = L.level_for(d.mesh.n_triangles, d.radius, float(np.linalg.norm(d.center - eye)), camera.focal_px)
             if level:
-                d.mesh = self._passes.mesh_level(actors[d.index].asset_id, d.caster, level, self._content)
+                mesh = self._passes.mesh_level(d.asset_id, d.caster, level, self._content)
+                if mesh is not d.mesh:
+                    draws[k] = Draw(d.index, d.asset_id, mesh, d.caster, d.placed, d.center, d.radius, d.tint)
+                    levelled.append(k)
+        return tuple(levelled)
 
     def _read(self, scene: Scene, frame: Frame, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         t, cam, out = self._passes.target(frame.camera), frame.camera, {}
