@@ -139,6 +139,8 @@ class GLBackend(RenderBackend):
     ``threads`` sets ``LP_NUM_THREADS`` (llvmpipe's rasteriser threads) before the context is
     created, unless the environment already sets it. ``lod``: draw small, distant meshes at a
     level of detail when the content provides one (``content.mesh_lod``; see gl/lod.py).
+    ``shadow_map_size``: texels across the sun's near shadow cascade (the far one has half as
+    many; gl/shadow.py).
     """
 
     name = "moderngl"
