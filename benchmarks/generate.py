@@ -289,7 +289,7 @@ def main(argv=None) -> int:
                    help="the server's llvmpipe threads (default 1: one worker's share of a machine; an inline "
                         "`sceneforge generate` gives its server the free cores, renderfarm.auto.inline_threads)")
     args = p.parse_args(argv)
-    if args.repeats < 1:   # the other benchmarks' name (render.py, probe.py)
+    if args.repeats < 1:
         p.error(f"--repeats: expected a count of at least 1, got {args.repeats}")
 
     from engine.server.launch import start_server

@@ -12,6 +12,7 @@ import pytest
 from engine.server.gl import frame as F
 from engine.server.gl import shadow as SH
 from engine.server.gl.passes import cascade_receivers
+from engine.server.optical_flow import world_points
 from engine.world import Ground, Look, Rotator, Sun, look_at_rotation
 from gl_scenes import _actor, _camera, _scene
 
@@ -101,14 +102,15 @@ def test_receivers_hold_the_pixels_that_read_each_cascade(backend):
     projection, where the culling and the filled region are computed)."""
     scene = _field("pbr")
     for cam in _views():
-        out = backend.render(scene, cam, ("lit", "depth"))
+        out = backend.render(scene, cam, ("lit", "depth", "plane_depth"))
         frame = backend._frame(scene, cam)
         draws = frame.draws
         amp = abs(scene.ground.relief_amplitude)
         z_range = (min([-amp] + [d.center[2] - d.radius for d in draws]) - 1.0,
                    max([amp] + [d.center[2] + d.radius for d in draws]) + 1.0)
         near_pts, far_pts = cascade_receivers(frame, z_range, SH.CASCADE_SPLIT_CM, SH.SHADOW_DISTANCE_CM)
-        pts, dist = _surface_points(cam, out["depth"])
+        seen = np.isfinite(out["depth"])             # sky pixels have no surface
+        pts, dist = world_points(cam, out["plane_depth"])[seen], out["depth"][seen]
         lvp = F.light_view_proj(scene.sun.direction_to_sun(), np.array([d.center for d in draws]),
                                 np.array([d.radius for d in draws]))[0]
         for hull_pts, sel in ((near_pts, dist < SH.CASCADE_SPLIT_CM),
@@ -117,20 +119,6 @@ def test_receivers_hold_the_pixels_that_read_each_cascade(backend):
             hull = SH._convex_hull(hull_pts @ lvp[:2, :3].T + lvp[:2, 3])
             xy = pts[sel] @ lvp[:2, :3].T + lvp[:2, 3]
             assert np.all(SH._distance_to_convex(xy, hull) < 1e-6)
-
-
-def _surface_points(cam, depth: np.ndarray):
-    """World points of the pixels' centres from the ray-length depth, and their distances."""
-    h, w = depth.shape
-    f = cam.focal_px
-    u = (np.arange(w) + 0.5 - w / 2.0) / f
-    v = (np.arange(h) + 0.5 - h / 2.0) / f
-    rays = np.stack(np.broadcast_arrays(np.ones((h, w)), u[None, :], -v[:, None]), -1)   # x fwd, y right, z up
-    rays /= np.linalg.norm(rays, axis=-1, keepdims=True)
-    ok = np.isfinite(depth)
-    rot = cam.rotation.matrix()                     # local (fwd, right, up) -> world columns
-    world = np.asarray(cam.location) + (rays[ok] * depth[ok, None]) @ rot.T
-    return world, depth[ok]
 
 
 def test_receiver_points_between_two_depths():

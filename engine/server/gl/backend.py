@@ -61,25 +61,20 @@ class Frame:
     draws: list[Draw]  # all non-hidden actors
     visible: np.ndarray  # bool per draw: bounding sphere intersects the frustum
     planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
+    centers: np.ndarray  # (n, 3) world bounding-sphere centres of the full meshes, per draw
+    radii: np.ndarray    # (n,) their radii
+    levelled: tuple[int, ...] = ()  # positions of the draws drawn at a level of detail
     ground: tuple = ()  # Passes.ground_draws: face ranges of the ground tiles in view at their level
-    centers: np.ndarray | None = None  # (n, 3) world bounding-sphere centres of the full meshes, per draw
-    radii: np.ndarray | None = None    # (n,) their radii
-    levelled: tuple[int, ...] = ()     # positions of the draws drawn at a level of detail
 
 
 def drawn_spheres(frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
     """World bounding spheres (centres (n, 3), radii (n,)) of the levels the frame draws (not
     the full meshes' ``Draw.center``/``radius``): what the pixel-count culling tests use. A draw
-    at full detail already has its sphere (``Draw.center``/``radius``: the same function of the
-    same mesh), so only the levels of detail are moved to world space here (a city frame draws
-    ~10 of its ~70-165 actors at a level; the rest cost ~2 µs each in Python)."""
-    if frame.centers is not None:   # the scene's arrays, and the draws at a level of detail
-        centers, radii, moved = frame.centers.copy(), frame.radii.copy(), frame.levelled
-    else:
-        centers = np.array([d.center for d in frame.draws], dtype=np.float64).reshape(-1, 3)
-        radii = np.array([d.radius for d in frame.draws], dtype=np.float64)
-        moved = [k for k, d in enumerate(frame.draws) if d.mesh is not d.caster]
-    for k in moved:
+    at full detail already has its sphere (the scene's ``Frame.centers``/``radii``: the same
+    function of the same mesh), so only the levels of detail (``Frame.levelled``) are moved to
+    world space here (a city frame draws ~10 of its ~70-165 actors at a level)."""
+    centers, radii = frame.centers.copy(), frame.radii.copy()
+    for k in frame.levelled:
         d = frame.draws[k]
         centers[k], radii[k] = F.world_sphere(d.placed, d.mesh.center, d.mesh.radius)
     return centers, radii
@@ -168,7 +163,7 @@ class GLBackend(RenderBackend):
         self._lock = threading.RLock()
         self._lod = bool(lod)
         self._passes = Passes(self._ctx, int(shadow_map_size))
-        self._draws_cache: tuple | None = None   # (actors, draw bases, centres, radii, draws): _scene_draws
+        self._draws_cache: tuple | None = None   # (actors, full-detail draws, centres, radii): _scene_draws
         self._frame_cache: tuple | None = None   # (draws cache, ground, camera, Frame): _frame
         log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
                  os.environ.get("LP_NUM_THREADS", "default"))
@@ -284,11 +279,11 @@ class GLBackend(RenderBackend):
         objects and ground and the camera is equal: a ``render_if_visible`` that passes renders the
         view it has just counted, and the frame (culling, levels of detail, ground tiles: ~0.5 ms
         for a city) is the same. Passes only read a frame."""
-        bases, centers, radii = self._scene_draws(scene)
+        full, centers, radii = self._scene_draws(scene)
         last = self._frame_cache
         if last is not None and last[0] is self._draws_cache and last[1] is scene.ground and last[2] == camera:
             return last[3]
-        frame = self._new_frame(scene, camera, self._draws_cache[4], centers, radii)
+        frame = self._new_frame(scene, camera, full, centers, radii)
         self._frame_cache = (self._draws_cache, scene.ground, camera, frame)
         return frame
 
@@ -302,11 +297,11 @@ class GLBackend(RenderBackend):
         vp = F.view_proj(camera, near, far)
         planes = F.frustum_planes(vp)
         visible = F.spheres_in_frustum(planes, centers, radii)
-        levelled = self._choose_levels(scene, camera, draws, visible) if self._lod else ()
+        levelled = self._choose_levels(camera, draws, visible) if self._lod else ()
         ground = self._passes.ground_draws(g, camera, planes, self._lod)
-        return Frame(camera, near, far, vp, draws, visible, planes, ground, centers, radii, levelled)
+        return Frame(camera, near, far, vp, draws, visible, planes, centers, radii, levelled, ground)
 
-    def _scene_draws(self, scene: Scene) -> tuple[list[tuple], np.ndarray, np.ndarray]:
+    def _scene_draws(self, scene: Scene) -> tuple[list[Draw], np.ndarray, np.ndarray]:
         """The camera-independent part of a frame: each drawn actor's mesh, placement and world
         bounding sphere. Kept while the scene holds the same actor objects (an ``Actor`` is
         immutable: any edit replaces it), so the pixel counts of many candidate views of one scene
@@ -315,7 +310,7 @@ class GLBackend(RenderBackend):
         cached = self._draws_cache
         if cached is not None and len(cached[0]) == len(actors) and all(map(operator.is_, cached[0], actors)):
             return cached[1], cached[2], cached[3]
-        bases = []
+        draws = []
         for i, actor in enumerate(actors):
             if actor.hidden:
                 continue
@@ -324,13 +319,13 @@ class GLBackend(RenderBackend):
                 continue
             placed = F.placed(actor.transform)
             c, r = F.world_sphere(placed, mesh.center, mesh.radius)
-            bases.append((i, actor.asset_id, mesh, mesh, placed, c, r, actor.tint))
-        centers = np.array([b[5] for b in bases]).reshape(-1, 3)
-        radii = np.array([b[6] for b in bases], dtype=np.float64)
-        self._draws_cache = (actors, bases, centers, radii, [Draw(*b) for b in bases])
-        return bases, centers, radii
+            draws.append(Draw(i, actor.asset_id, mesh, mesh, placed, c, r, actor.tint))
+        centers = np.array([d.center for d in draws]).reshape(-1, 3)
+        radii = np.array([d.radius for d in draws], dtype=np.float64)
+        self._draws_cache = (actors, draws, centers, radii)
+        return draws, centers, radii
 
-    def _choose_levels(self, scene: Scene, camera: Camera, draws: list[Draw], visible: np.ndarray) -> tuple[int, ...]:
+    def _choose_levels(self, camera: Camera, draws: list[Draw], visible: np.ndarray) -> tuple[int, ...]:
         """Each visible actor's level of detail for this camera (gl/lod.py): a function of its
         mesh, bounding sphere and the camera only. A draw at a level is replaced in ``draws`` by
         a new ``Draw`` (the scene's full-detail ones are shared by its frames); returns their

@@ -248,6 +248,7 @@ class ShadowMaps:
         self._fade, self._split = NO_FADE, NO_SPLIT
         self._fit_key: tuple | None = None
         self._fit: tuple = ()
+        self._uniforms: dict = {}   # the lit programs' shadow uniforms of this fit (set by bind)
         self._active = False
         self.static_renders = 0  # maps (one or both cascades) drawn, for tests and benchmarks
 
@@ -272,14 +273,15 @@ class ShadowMaps:
         if not self._active:
             return
         key = (sun, tuple((d.index, d.caster.vbo.glo, d.placed.model_bytes) for d in draws))
+        if self._atlas is None:
+            self._atlas = _Atlas(self.ctx, self.size)
         if key != self._fit_key:  # the scene's part, computed once per sun and casters
             centers = np.array([d.center for d in draws])
             radii = np.array([d.radius for d in draws])
             # fitted to every caster, drawn or not: the texel grids are a function of the scene only
             fit = F.light_view_proj(to_sun, centers, radii, min_extent=self.size * MIN_TEXEL_CM)
             self._fit_key, self._fit = key, (centers, radii, fit)
-        if self._atlas is None:
-            self._atlas = _Atlas(self.ctx, self.size)
+            self._uniforms = self._fit_uniforms(fit)
         if receivers is None:
             plan: list[tuple[int, np.ndarray | None]] = [(0, None)]
             self._fade, self._split = NO_FADE, NO_SPLIT
@@ -322,18 +324,22 @@ class ShadowMaps:
         """Program variant flags: ``s`` when the shadow map is in use."""
         return "s" if self._active else ""
 
+    def _fit_uniforms(self, fit: tuple[np.ndarray, float, float]) -> dict:
+        """The shadow uniforms of a fit: projection, each cascade's texel size (cm) and depth bias
+        (2 texels' worth, in map units) and place in the atlas."""
+        light_vp, extent, depth_range = fit
+        texel = tuple(extent / self._atlas.grid(c)[1] for c in (0, 1))
+        return {"u_light_vp": F.gl_bytes(light_vp), "u_shadow_texel": texel,
+                "u_shadow_bias": tuple(2.0 * t / depth_range for t in texel),
+                "u_shadow_uv_near": self._atlas.uv(0), "u_shadow_uv_far": self._atlas.uv(1)}
+
     def bind(self, prog) -> None:
         """Set shadow uniforms; the map is bound to texture unit 0."""
-        use = self._active and self._atlas is not None and bool(self._fit)
+        use = self._active and bool(self._uniforms)
         if use:
-            atlas, (_, _, (light_vp, extent, depth_range)) = self._atlas, self._fit
-            texel = tuple(extent / atlas.grid(c)[1] for c in (0, 1))
-            prog.set("u_light_vp", F.gl_bytes(light_vp))
-            prog.set("u_shadow_texel", texel)
-            prog.set("u_shadow_bias", tuple(2.0 * t / depth_range for t in texel))
-            prog.set("u_shadow_uv_near", atlas.uv(0))
-            prog.set("u_shadow_uv_far", atlas.uv(1))
-            atlas.tex.use(0)
+            for name, value in self._uniforms.items():
+                prog.set(name, value)
+            self._atlas.tex.use(0)
         prog.set("u_shadow_split", self._split if use else NO_SPLIT)
         prog.set("u_shadow_map", 0)
         prog.set("u_shadow_fade", self._fade if use else NO_FADE)
