@@ -15,6 +15,7 @@ is the point. The schema is documented with a complete example in ``docs/environ
 from __future__ import annotations
 
 import functools
+import logging
 import math
 from pathlib import Path
 from typing import Literal
@@ -43,6 +44,7 @@ class _Strict(BaseModel):
 # engine.world_dict.world_section: one schema for environment files and the server's world dict
 # (same fields, bounds from engine.limits). Ground lengths are cm; the ``_cm``-suffixed names of
 # older environment files are still accepted.
+log = logging.getLogger(__name__)
 _LEGACY_GROUND = {"relief_amplitude_cm": "relief_amplitude", "relief_wavelength_cm": "relief_wavelength",
                   "extent_cm": "extent"}
 
@@ -61,6 +63,27 @@ def _world_section(name: str, value):
     if name == "sun" and section.pitch <= 0:
         raise ValueError(f"world.sun.pitch must be > 0 (the sun above the horizon), got {section.pitch}")
     return section
+
+
+def _ground_colour_precedence(ground: dict, env: str) -> dict:
+    """``surface`` wins over ``color``: a textured surface is drawn with its own albedo. The
+    colour a file gives beside a surface is only the stand-in's (the surface missing from the
+    asset library, e.g. offline with the procedural pack), which such files say with
+    ``fallback_color``; a plain ``color`` beside a surface is what a user who wants a red ground
+    writes, and would be silently ignored, so it is a one-line warning (issue 33, item 6)."""
+    ground = dict(ground)
+    if "fallback_color" in ground:
+        if not ground.get("surface"):
+            raise ValueError("ground.fallback_color is the colour drawn when ground.surface is missing; "
+                             "without a surface write ground.color")
+        if "color" in ground:
+            raise ValueError("ground: give color or fallback_color, not both")
+        ground["color"] = ground.pop("fallback_color")
+    elif ground.get("surface") and "color" in ground:
+        log.warning("environment %s: ground.color %s is not drawn: ground.surface %r is (the colour only "
+                    "shows when that surface is missing); write fallback_color to say so, or remove "
+                    "surface for a plain-coloured ground", env, ground["color"], ground["surface"])
+    return ground
 
 
 class ClutterGroup(_Strict):
@@ -194,6 +217,8 @@ class EnvSpec(_Strict):
     @field_validator("ground", "sky", "sun", "fog", "look", mode="before")
     @classmethod
     def _look_section(cls, v, info):
+        if info.field_name == "ground" and isinstance(v, dict):
+            v = _ground_colour_precedence(v, info.data.get("name", "?"))
         return _world_section(info.field_name, v)
 
 

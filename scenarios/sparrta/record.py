@@ -65,8 +65,12 @@ def objects_of(group, view) -> dict:
     return objs
 
 
-def build_params(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict, colors: dict) -> dict:
-    """SpaRRTa's params file plus our keys (its loader ignores keys it does not know)."""
+def build_params(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict, colors: dict,
+                 all_colors: dict | None = None) -> dict:
+    """SpaRRTa's params file plus our keys (its loader ignores keys it does not know).
+
+    ``colors``: the labelled objects' instance colours; ``all_colors``: the server's colours of
+    every actor of the scene group (clutter too), which the clutter entries record."""
     objs = objects_of(group, view)
     actors = {f"/sceneforge/actors/{n}": {"cls": p.shape.cls, "location": p.location, "rotation": (0.0, p.yaw, 0.0)}
               for n, p in objs.items()}
@@ -81,25 +85,28 @@ def build_params(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: d
         "visibility": {n: _vis(v) for n, v in vis.items()},
         "clutter": None,
     }
-    clutter, text = _clutter_block(group)
+    clutter, text = _clutter_block(group, all_colors or {})
     params = PreEncoded(params_json(unit.env, unit.triple_id, view.camera, actors, {**extra, "clutter": clutter}))
     params.static = ({"clutter": clutter}, {"clutter": text}, 0)   # the same in every sample of the scene
     return params
 
 
-def _clutter_block(group) -> tuple[list, str]:
-    """The scene's clutter entries and their JSON text, made once per scene group."""
+def _clutter_block(group, server_colors: dict) -> tuple[list, str]:
+    """The scene's clutter entries and their JSON text, made once per scene group. Colours are
+    the server's (what the mask draws) where known, else the actor's spawn-order colour."""
     if "params_clutter" not in group.regions:
-        clutter = [clutter_entry(a) for a in group.actors[2:]]
+        clutter = [clutter_entry(a, server_colors.get(a.name)) for a in group.actors[2:]]
         group.regions["params_clutter"] = (clutter, nested_json(clutter, 1))
     return group.regions["params_clutter"]
 
 
-def clutter_entry(actor) -> dict:
-    """Everything needed to spawn a clutter actor again (its scale too: environments scale clutter)."""
+def clutter_entry(actor, color: tuple[int, int, int] | None = None) -> dict:
+    """Everything needed to spawn a clutter actor again (its scale too: environments scale
+    clutter), and its instance colour in the mask (``color``, the server's, else the actor's)."""
     t = actor.transform
     return {"name": actor.name, "asset": actor.asset_id, "location": list(t.location), "yaw": t.rotation.yaw,
-            "rotation": list(t.rotation.as_tuple()), "scale": list(t.scale), "color": list(actor.color)}
+            "rotation": list(t.rotation.as_tuple()), "scale": list(t.scale),
+            "color": list(color if color is not None else actor.color)}
 
 
 def _vis(pc) -> dict:

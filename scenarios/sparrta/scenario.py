@@ -357,7 +357,7 @@ class Session(ServerRequests):
         files = file_names(unit, i, cfg)
         all_colors = self.colors_of(group)
         colors = {n: all_colors[n] for n in objects_of(group, view)}
-        params = build_params(cfg, unit, i, st, group, view, vis, colors)
+        params = build_params(cfg, unit, i, st, group, view, vis, colors, all_colors)
         params["world"] = self._look  # every drawn look value (issue 14 item 5)
         graph = partial(sample_graph, self.shapes(unit.env).lib, group, view, dict(vis), all_colors,
                         server_world(self._look), {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id,

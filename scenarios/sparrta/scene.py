@@ -182,7 +182,9 @@ def _clutter(rng, clutter_fn, placed: list[Placed], shapes: ShapeCache) -> list[
                             shape.height * abs(a.transform.scale[2]))
         loc = a.transform.location
         p = Placed(f"clutter_{k}", scaled, loc[0], loc[1], loc[2], a.transform.rotation.yaw)
-        out.append((p, replace(a, name=p.name, color=instance_color(3 + k))))
+        # the server colours actors in spawn order (source 0, target 1, clutter_K 2 + K, then the
+        # parked human): the colour we record must be the one its mask draws
+        out.append((p, replace(a, name=p.name, color=instance_color(2 + k))))
     return out
 
 

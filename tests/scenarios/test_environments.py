@@ -264,3 +264,35 @@ def test_every_group_keeps_its_zones_and_ring(name, lib):
                 lined.append(fp)
         for i, p in enumerate(lined):
             assert not any(p.overlaps(q) or p.within(q) for q in lined[i + 1:]), (name, seed, i)
+
+
+def test_ground_colour_beside_a_surface_warns_and_fallback_colour_is_the_stand_in(tmp_path, caplog):
+    """A red ``color`` beside ``surface: sand`` is not drawn (the sand is): one warning line
+    naming the environment, the colour and the surface (it was silently ignored: issue 33, item
+    6). ``fallback_color`` says the same colour is only the stand-in's, with no warning; shipped
+    environments say so and load silently."""
+    base = "name: redsand\ntriples:\n  - {id: a, source: rock, target: truck}\n"
+    p = tmp_path / "redsand.yaml"
+    p.write_text(base + "ground: {color: [200, 20, 20], texture: sand, surface: sand}\n")
+    with caplog.at_level("WARNING", logger="scenarios.environments"):
+        env = load_env(p)
+    lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(lines) == 1 and "redsand" in lines[0] and "[200, 20, 20]" in lines[0] and "'sand'" in lines[0]
+    assert env.ground.color == (200, 20, 20) and env.ground.surface == "sand"
+    caplog.clear()
+    p.write_text(base + "ground: {fallback_color: [200, 20, 20], texture: sand, surface: sand}\n")
+    with caplog.at_level("WARNING", logger="scenarios.environments"):
+        env = load_env(p)
+        for name in SPARRTA_TRIPLES:
+            load_env(name)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    assert env.ground.color == (200, 20, 20)   # the procedural stand-in's colour
+    assert "fallback_color" in _bad(tmp_path, base + "ground: {fallback_color: [1, 2, 3]}\n")
+    assert "not both" in _bad(tmp_path, base + "ground: {color: [1, 2, 3], fallback_color: [1, 2, 3], surface: sand}\n")
+
+
+def test_shipped_envs_keep_their_ground_colours():
+    """The shipped files' move from ``color`` to ``fallback_color`` changes no value."""
+    want = {"desert": (214, 186, 140), "bridge": (104, 122, 80), "city": (118, 118, 122),
+            "forest": (86, 112, 60), "winter_town": (232, 236, 242)}
+    assert {n: tuple(load_env(n).ground.color) for n in want} == want

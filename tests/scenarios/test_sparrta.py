@@ -169,6 +169,27 @@ def test_visibility_thresholds_hold_on_stored_masks(dataset):
 
 
 @pytest.mark.render
+def test_params_clutter_colours_are_the_masks_own(dataset):
+    """Every instance colour in a mask is one the params record (labelled objects in
+    ``mask_colors``, background objects in ``clutter[].color``), and no two records share one:
+    the clutter colours were once one spawn index off, so clutter_0 went unrecorded and the last
+    clutter entry held the human's colour (issue 33, item 5)."""
+    out, _, df = dataset
+    seen_clutter = 0
+    for _, r in df.iterrows():
+        params = json.loads((out / r.params_file).read_text())
+        labelled = {n: tuple(c) for n, c in params["mask_colors"].items()}
+        clutter = {c["name"]: tuple(c["color"]) for c in params["clutter"]}
+        recorded = list(labelled.values()) + list(clutter.values())
+        assert len(set(recorded)) == len(recorded), (r.params_file, labelled, clutter)
+        mask = np.asarray(Image.open(out / r.mask_file))[..., :3].reshape(-1, 3)
+        drawn = {tuple(int(v) for v in c) for c in np.unique(mask, axis=0)} - {(0, 0, 0)}
+        assert drawn <= set(recorded), (r.params_file, drawn - set(recorded))
+        seen_clutter += len(drawn & set(clutter.values()))
+    assert seen_clutter > 0   # the desert's clutter is in view somewhere: the check bit
+
+
+@pytest.mark.render
 def test_balance_splits_and_card(dataset):
     out, summary, df = dataset
     for (env, task), g in df.groupby(["env", "task"]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from concurrent.futures import wait
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,7 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     (``SWITCH_EARLY``: their group shown again when they all failed)."""
     import zlib
 
+    from scenarios.lookahead import Lookahead
     from scenarios.sparrta.early import EarlyRequest
 
     cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}
@@ -57,6 +59,13 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
         if self._scene_key != group.key:
             shown.append(group.key)
         return real_scene_requests(self, unit, group)
+    def peek_when_ready(self, key):   # the lookahead thread never "just late": what is queued ahead
+        fut = self._futures.get(key)  # depends on the scenes alone, not on the two cores' timing
+        if fut is not None:
+            wait([fut])
+        return real_peek(self, key)
+    real_peek = Lookahead.peek
+    monkeypatch.setattr(Lookahead, "peek", peek_when_ready)
     monkeypatch.setattr(EarlyRequest, "send", counting_send)
     monkeypatch.setattr(sparrta, "visibility_failure", failure)
     monkeypatch.setattr(sparrta.Session, "_send_early", send_early)
