@@ -32,6 +32,12 @@ from core.errors import AssetError, ConfigError
 log = logging.getLogger(__name__)
 SUPPORTED = {"sh3d": sh3d.PACKAGE, "0ad": zeroad.PACKAGE, "looks": "blender-data, sweethome3d, npm @pmndrs/assets"}
 DEFAULT_SOURCES = ("sh3d", "looks")     # what `sceneforge demo` / `generate` fetch on first use
+# What that first use costs, measured from an empty cache on 2026-11-27 (docs/assets.md, "The
+# cache"): the Debian packages sweethome3d-furniture (120 MB), blender-data (31 MB), sweethome3d
+# (17 MB) and npm @pmndrs/assets 1.7.0 (14 MB); on disk the unpacked sources, the built meshes,
+# the textures and HDRIs. README.md and the docs quote these numbers (a test checks they agree).
+DEFAULTS_DOWNLOAD_MB = 180
+DEFAULTS_DISK_MB = 380
 
 
 def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False, progress: bool = True) -> list[str]:
@@ -211,7 +217,7 @@ def ensure_defaults(cache_dir=None, progress: bool = True, say=None) -> bool:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if missing_defaults(cache):
                 say(f"sceneforge: first use: fetching real assets, textures and HDRIs into {cache} "
-                    "(~190 MB download, about a minute, once)")
+                    f"(~{DEFAULTS_DOWNLOAD_MB} MB download, ~{DEFAULTS_DISK_MB} MB on disk, about a minute, once)")
                 build(list(DEFAULT_SOURCES), cache, progress=progress)
         return True
     except (AssetError, ConfigError, OSError) as e:

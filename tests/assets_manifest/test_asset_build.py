@@ -168,3 +168,22 @@ def test_full_build_from_debian(tmp_path):
     report = build(["sh3d"], cache_dir=tmp_path)
     assert all(": built " in line for line in report)
     assert all(": cached" in line for line in build(["sh3d"], cache_dir=tmp_path))
+
+
+def test_the_first_use_cost_is_quoted_the_same_everywhere(monkeypatch, tmp_path):
+    """The one line ``sceneforge demo`` prints on first use, README.md and docs/assets.md give the
+    same measured download and disk sizes (they once said 190, 170 and nothing: issue 33 item 8)."""
+    from pathlib import Path
+
+    from assets_manifest import build as build_mod
+
+    root = Path(__file__).resolve().parents[2]
+    down, disk = f"~{build_mod.DEFAULTS_DOWNLOAD_MB} MB download", f"~{build_mod.DEFAULTS_DISK_MB} MB on disk"
+    readme, docs = (root / "README.md").read_text(), (root / "docs" / "assets.md").read_text()
+    assert down in readme and disk in readme
+    assert f"**{down}**" in docs and f"**{disk}**" in docs
+    lines = []
+    monkeypatch.setattr(build_mod, "missing_defaults", lambda cache: True)
+    monkeypatch.setattr(build_mod, "build", lambda *a, **k: None)   # the line, not the download
+    build_mod.ensure_defaults(tmp_path, progress=False, say=lines.append)
+    assert down in lines[0] and disk in lines[0], lines
