@@ -17,7 +17,6 @@ import functools
 import hashlib
 import json
 import logging
-import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,19 +28,13 @@ from assets_manifest.licenses import attribution_line, is_share_alike, matches_a
 from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
 from core.errors import AssetError, ConfigError
 from core.meshes import RenderMesh
+from core.paths import cache_root
 
 log = logging.getLogger(__name__)
 
 PACKS_DIR = Path(__file__).parent / "packs"
 PROCEDURAL_PACK = PACKS_DIR / "procedural.yaml"
 BUILT_PACKS = {"sh3d": PACKS_DIR / "sh3d.yaml", "0ad": PACKS_DIR / "zeroad.yaml"}
-
-
-def cache_root(cache_dir: str | Path | None = None) -> Path:
-    """``cache_dir`` or ``$SCENEFORGE_CACHE`` or ``~/.cache/sceneforge``."""
-    if cache_dir is not None:
-        return Path(cache_dir)
-    return Path(os.environ.get("SCENEFORGE_CACHE") or Path.home() / ".cache" / "sceneforge")
 
 
 def built_path(cache: Path, asset_id: str) -> Path:

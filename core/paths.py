@@ -9,6 +9,11 @@ become directory names of the dataset. ``id: ../../../escaped_triple`` used to w
 * :func:`confined` — a relative path joined to an output root must not leave it, neither by
   ``..`` nor through a symlinked directory that already exists inside the root and points out.
 
+And where sceneforge keeps what it fetches, builds and installs: :func:`cache_root`
+(``$SCENEFORGE_CACHE``, else ``~/.cache/sceneforge``), the one definition that the asset library
+(``built/``, ``looks/``), the pretrained weights (``weights/``) and the Cycles renderer
+(``renderers/cycles``) all use.
+
 >>> check_component("rock_truck", "triple id")
 'rock_truck'
 >>> confined(Path("/data/out"), "desert/ego/rock_truck/img_0000.jpg")   # doctest: +SKIP
@@ -22,6 +27,13 @@ from pathlib import Path
 from core.errors import ConfigError, PathSecurityError
 
 _COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """``cache_dir`` if given, else ``$SCENEFORGE_CACHE``, else ``~/.cache/sceneforge``."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    return Path(os.environ.get("SCENEFORGE_CACHE") or Path.home() / ".cache" / "sceneforge")
 
 
 def check_component(name: str, where: str) -> str:

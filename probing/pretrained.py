@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.errors import ConfigError
+from core.paths import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -64,8 +65,7 @@ PRETRAINED: dict[str, Pretrained] = {p.name: p for p in (
 def weights_dir() -> Path:
     if os.environ.get("SCENEFORGE_WEIGHTS"):
         return Path(os.environ["SCENEFORGE_WEIGHTS"])
-    base = os.environ.get("SCENEFORGE_CACHE") or Path.home() / ".cache" / "sceneforge"
-    return Path(base) / "weights"
+    return cache_root() / "weights"
 
 
 def _get(name: str) -> Pretrained:

@@ -6,7 +6,8 @@ Example::
     sceneforge renderers install cycles       # isolated Blender (PyPI bpy) environment, ~1 GB
     sceneforge generate ... --renderer cycles # path-traced lit images from then on
 
-The Cycles environment lives in ``$SCENEFORGE_CYCLES_HOME`` or ``~/.cache/sceneforge/renderers/cycles``.
+The Cycles environment lives in ``$SCENEFORGE_CYCLES_HOME`` if set, else in sceneforge's cache:
+``$SCENEFORGE_CACHE/renderers/cycles``, else ``~/.cache/sceneforge/renderers/cycles``.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="renderers_command", metavar="ACTION")
     ls = sub.add_parser("list", help="render backends and whether each is ready")
     ls.set_defaults(func=run_list)
-    ins = sub.add_parser("install", help="create a renderer's isolated environment (from PyPI)")
+    ins = sub.add_parser("install", help="create a renderer's isolated environment (from PyPI) in "
+                         "$SCENEFORGE_CYCLES_HOME, else $SCENEFORGE_CACHE/renderers/cycles, else "
+                         "~/.cache/sceneforge/renderers/cycles")
     ins.add_argument("name", choices=INSTALLABLE)
     ins.add_argument("--force", action="store_true", help="reinstall even if already installed")
     ins.set_defaults(func=run_install)

@@ -104,6 +104,31 @@ def test_missing_install_is_one_line_with_the_install_command(tmp_path):
     assert len(lines) == 1 and "sceneforge renderers install cycles" in lines[0]
 
 
+def test_cycles_home_is_under_the_sceneforge_cache_unless_overridden(tmp_path, monkeypatch):
+    """``$SCENEFORGE_CACHE/renderers/cycles`` (else ``~/.cache/sceneforge/...``), beside the
+    assets and weights, all from ``core.paths.cache_root``; ``$SCENEFORGE_CYCLES_HOME`` wins."""
+    import re
+
+    from assets_manifest import library
+    from core.paths import cache_root
+    from probing import pretrained
+
+    for var in ("SCENEFORGE_CYCLES_HOME", "SCENEFORGE_WEIGHTS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
+    assert install.home() == tmp_path / "cache" / "renderers" / "cycles"
+    with pytest.raises(RenderError, match=re.escape(str(tmp_path / "cache" / "renderers" / "cycles"))):
+        install.require()
+    assert library.cache_root is cache_root and cache_root() == tmp_path / "cache"
+    assert pretrained.weights_dir() == tmp_path / "cache" / "weights"
+    monkeypatch.setenv("SCENEFORGE_CYCLES_HOME", str(tmp_path / "own"))
+    assert install.home() == tmp_path / "own"
+    monkeypatch.delenv("SCENEFORGE_CYCLES_HOME")
+    monkeypatch.delenv("SCENEFORGE_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert install.home() == tmp_path / "home" / ".cache" / "sceneforge" / "renderers" / "cycles"
+
+
 # --- with Blender ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cycles():

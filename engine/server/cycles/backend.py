@@ -278,27 +278,41 @@ def camera_matrix(camera: Camera) -> np.ndarray:
 
 
 def mesh_message(key: str, mesh: RenderMesh, ground: bool = False) -> tuple[dict, dict]:
-    """A ``mesh`` request: geometry in Blender's frame (Y flipped), colours, optional PBR data."""
+    """A ``mesh`` request: geometry in Blender's frame (Y flipped), colours, optional PBR data.
+
+    Materials as GL draws them (``gl/resources.py``): every material keeps its factors (base
+    colour, roughness, metallic); textures only where the mesh has UVs. A face with a material
+    never shows the vertex colours (their flat fallback), so they are only drawn by a mesh
+    without materials."""
     flip = np.array([1.0, -1.0, 1.0], dtype=np.float32)
     arrays = {"vertices": mesh.vertices * flip, "faces": mesh.faces[:, ::-1].copy(), "colors": mesh.colors}
     if mesh.normals is not None:
         arrays["normals"] = mesh.normals * flip
     materials = []
-    if mesh.uvs is not None and mesh.materials:
-        arrays["uvs"] = mesh.uvs
+    if mesh.materials:
+        textured = mesh.uvs is not None
+        if textured:
+            arrays["uvs"] = mesh.uvs
         for i, m in enumerate(mesh.materials):
             materials.append({"roughness": m.roughness, "metallic": m.metallic,
                               "base_color": [float(x) for x in m.base_color],
                               "alpha_cutoff": m.alpha_cutoff})
             for name, img in (("albedo", m.albedo), ("normal", m.normal_map), ("orm", m.orm_map)):
-                if img is not None:
+                if img is not None and textured:
                     arrays[f"{name}{i}"] = np.asarray(img, dtype=np.uint8)
         if mesh.face_materials is not None:
             arrays["face_materials"] = mesh.face_materials
-    luma = mesh.colors.astype(np.float64) @ np.array([0.2126, 0.7152, 0.0722]) / 255.0
     header = {"op": "mesh", "key": key, "ground": ground, "materials": materials or None,
-              "max_luma": float(max(luma.max() if len(luma) else 1.0, 1e-3))}
+              "vertex_tint_gain": vertex_tint_gain(mesh.colors)}
     return header, arrays
+
+
+def vertex_tint_gain(colors: np.ndarray) -> float:
+    """GL's ``u_tint_gain`` for vertex colours (``gl/pbr.py``, ``GpuMesh.max_luma``): 1 / the
+    brightest colour's luminance (its sRGB luma to the power 2.2), at most 20."""
+    luma = colors.astype(np.float64) @ np.array([0.299, 0.587, 0.114]) / 255.0
+    max_luma = max(float(luma.max()) if len(luma) else 1.0, 1e-3)
+    return min(1.0 / max(max_luma ** 2.2, 1e-3), 20.0)
 
 
 def _content(content, what: str, ident: str):

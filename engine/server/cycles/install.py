@@ -3,7 +3,8 @@
 ``bpy`` (Blender as a Python module, PyPI) is GPL-3, ~970 MB, and pins numpy < 2, so it gets a
 virtual environment of its own and is only ever imported by the worker process
 (``worker.py``), never by sceneforge. Location: ``$SCENEFORGE_CYCLES_HOME`` if set, else
-``$XDG_CACHE_HOME/sceneforge/renderers/cycles`` (``~/.cache/...``). The environment counts as
+``renderers/cycles`` in sceneforge's cache (``core.paths.cache_root``: ``$SCENEFORGE_CACHE``,
+else ``~/.cache/sceneforge``), beside the assets and weights. The environment counts as
 installed once ``installed.json`` exists: it is written last, after ``import bpy`` succeeded in
 the new venv, so an interrupted install is never mistaken for a working one.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from core.errors import ConfigError, RenderError
+from core.paths import cache_root
 
 BPY_REQUIREMENT = "bpy==5.0.1"
 BPY_PYTHON = (3, 11)  # the only Python the bpy 5.0.1 wheels are built for
@@ -27,11 +29,12 @@ INSTALL_HINT = "run `sceneforge renderers install cycles` (creates an isolated ~
 
 
 def home() -> Path:
+    """``$SCENEFORGE_CYCLES_HOME``, else ``$SCENEFORGE_CACHE/renderers/cycles``, else
+    ``~/.cache/sceneforge/renderers/cycles``."""
     env = os.environ.get("SCENEFORGE_CYCLES_HOME")
     if env:
         return Path(env).expanduser()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "sceneforge" / "renderers" / "cycles"
+    return cache_root() / "renderers" / "cycles"
 
 
 def venv_python(root: Path | None = None) -> Path:

@@ -45,7 +45,6 @@ def srgb_to_linear(c: np.ndarray) -> np.ndarray:
 class Worker:
     def __init__(self, tmp: str | None = None) -> None:
         self.meshes: dict[str, bpy.types.Mesh] = {}
-        self.mesh_info: dict[str, dict] = {}
         self.objects: dict[str, bpy.types.Object] = {}
         self.images: dict[str, bpy.types.Image] = {}
         self.matrices: dict[str, tuple] = {}
@@ -174,17 +173,18 @@ class Worker:
         if "uvs" in a:
             uv_layer = me.uv_layers.new(name="UVMap")
             uv = a["uvs"].astype(np.float32)
-            uv = np.stack([uv[:, 0], 1.0 - uv[:, 1]], axis=1)  # glTF v down → Blender v up
+            # RenderMesh uvs are OpenGL's (v = 1 at the texture's row 0, its top) and images are
+            # stored bottom row first (materials.image): Blender's v is the same, no flip
             uv_layer.data.foreach_set("uv", uv[f.ravel()].ravel())
         mats = h.get("materials") or [None]
+        noise = float(self.settings.get("ground_noise_scale", 0.002))
         for i, m in enumerate(mats):
-            noise = float(self.settings.get("ground_noise_scale", 0.002))
+            gain = float(h.get("vertex_tint_gain", 1.0)) if m is None else materials.MATERIAL_TINT_GAIN
             me.materials.append(materials.material(f"{key}#{i}", m, a, i, ground=bool(h.get("ground")),
-                                                   ground_noise_scale=noise))
+                                                   ground_noise_scale=noise, tint_gain=gain))
         if "face_materials" in a and len(f):
             me.polygons.foreach_set("material_index", a["face_materials"].astype(np.int32))
         self.meshes[key] = me
-        self.mesh_info[key] = {"max_luma": float(h.get("max_luma", 1.0))}
         return {"ok": True}, {}
 
     def hdri(self, h: dict, a: dict) -> tuple[dict, dict]:
@@ -259,9 +259,6 @@ class Worker:
                 lin = [float(x) for x in srgb_to_linear(np.asarray(tint) / 255.0)]
                 if list(ob.get("sf_tint", [])) != lin:
                     ob["sf_tint"] = lin
-            scale = 1.0 / max(self.mesh_info[o["mesh"]]["max_luma"], 1e-3)
-            if ob.get("sf_luma_scale") != scale:
-                ob["sf_luma_scale"] = scale
 
     def frame(self, h: dict, a: dict) -> tuple[dict, dict]:
         scene = self.scene
