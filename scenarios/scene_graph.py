@@ -15,6 +15,9 @@ Relations, for every ordered pair (a, b) — "where is b relative to a":
   from a's facing direction (front / back / left / right, 45° sectors);
 * size ratios b/a of volume, height and longest side.
 
+:func:`relations` gives every ordered pair of a view at once (per-object work once, pair tables),
+the same dicts bit for bit as :func:`relation` per pair; ``scene_graph`` uses it.
+
 Example::
 
     g = scene_graph(objects, camera, world=env.world, visibility=vis)
@@ -224,23 +227,82 @@ def four_way(forward: float, right: float) -> str:
 
 
 def relation(a: SceneObject, b: SceneObject, cam: Camera) -> dict:
+    """Where ``b`` is relative to ``a`` (one ordered pair; the module docstring lists the fields).
+    A whole view's pairs: :func:`relations` (the same dicts, ~7x faster: no per-pair numpy)."""
     ca, cb = a.centre(), b.centre()
     d = cb - ca
     cam_d = cam.to_camera(cb[None])[0] - cam.to_camera(ca[None])[0]
     own = d @ a.actor.transform.rotation.matrix()   # (forward, right, up) in a's frame
     ea, eb = a.extent_cm(), b.extent_cm()
-    return {"a": a.name, "b": b.name,
-            "distance_cm": _r(np.linalg.norm(d)), "horizontal_cm": _r(math.hypot(d[0], d[1])),
-            "camera": {"right": _r(cam_d[1]), "up": _r(cam_d[2]), "farther": _r(cam_d[0]),
+    ratios = (float(np.prod(eb) / np.prod(ea)), float(eb[2] / ea[2]), float(eb.max() / ea.max()))
+    return _relation_dict(a.name, b.name, d.tolist(), float(np.linalg.norm(d)), cam_d.tolist(), own.tolist(), ratios)
+
+
+def relations(objs: list[SceneObject], cam: Camera) -> list[dict]:
+    """:func:`relation` of every ordered pair ``(a, b)``, ``a is not b``, in ``for a: for b:`` order.
+
+    Why not one :func:`relation` call per pair: each recomputes both boxes' corners, two camera
+    transforms and a rotation matrix (~50 µs); a city view has 68 objects = 4,556 pairs (0.3 s a
+    view). Here every per-object input is computed once, by the very call :func:`relation` makes,
+    and the per-pair arithmetic runs on (N, N) tables whose every element is the same IEEE
+    operation on the same operands (differences, quotients; the (1,3)@(3,3) and dot products as
+    stacked ``matmul`` items of the same core shape and strides, i.e. the same BLAS call per item),
+    so every float is bit-identical to :func:`relation`'s and the written JSON byte-identical.
+    Rounding and the labels stay per pair in Python (``round`` and ``math.atan2`` differ from
+    numpy's in the last bits). Units: cm, UE frame (left-handed, X forward, Y right, Z up)."""
+    if not objs:
+        return []
+    t = _pair_tables(objs, cam)
+    names = [o.name for o in objs]
+    out = []
+    for i, a in enumerate(objs):
+        d, dist, cam_d, own = t["d"][i], t["dist"][i], t["cam_d"][i], t["own"][i]
+        vol, height, longest = t["volume"][i], t["height"][i], t["longest"][i]
+        for j, b in enumerate(objs):
+            if a is not b:
+                out.append(_relation_dict(names[i], names[j], d[j], dist[j], cam_d[j], own[j],
+                                          (vol[j], height[j], longest[j])))
+    return out
+
+
+def _pair_tables(objs: list[SceneObject], cam: Camera) -> dict[str, list]:
+    """Nested lists ``[i][j]`` of pair (a = objs[i], b = objs[j]) values: ``d`` = b − a (world cm),
+    ``dist`` = |d|, ``cam_d`` = b − a in the camera frame (forward, right, up), ``own`` = d in a's
+    frame, and the b / a size ratios. Per-object inputs by :func:`relation`'s own calls."""
+    centres = np.array([o.centre() for o in objs])
+    cam_c = np.array([cam.to_camera(c[None])[0] for c in centres])
+    # each item laid out as Rotator.matrix() returns it (a transposed view): same BLAS call as d @ R
+    rots = np.stack([o.actor.transform.rotation.matrix().T for o in objs]).transpose(0, 2, 1)
+    ext = [o.extent_cm() for o in objs]
+    vol = np.array([np.prod(e) for e in ext])
+    height, longest = np.array([e[2] for e in ext]), np.array([e.max() for e in ext])
+    d = centres[None, :, :] - centres[:, None, :]                    # [i, j] = centre_j − centre_i
+    own = np.matmul(d[:, :, None, :], rots[:, None])[:, :, 0]        # items: (1,3) @ (3,3), as d @ R
+    dist = np.sqrt(np.matmul(d[:, :, None, :], d[:, :, :, None])[:, :, 0, 0])   # norm = sqrt(dot)
+    with np.errstate(divide="ignore", invalid="ignore"):   # a zero-size box: inf/nan, as relation gives
+        ratios = {k: (v[None, :] / v[:, None]).tolist() for k, v in
+                  (("volume", vol), ("height", height), ("longest", longest))}
+    return {"d": d.tolist(), "dist": dist.tolist(), "cam_d": (cam_c[None, :, :] - cam_c[:, None, :]).tolist(),
+            "own": own.tolist(), **ratios}
+
+
+def _relation_dict(a: str, b: str, d: list[float], dist: float, cam_d: list[float], own: list[float],
+                   ratios: tuple[float, float, float]) -> dict:
+    """The JSON of one pair from its numbers (Python floats): ``d`` world offset b − a (cm),
+    ``cam_d`` camera-frame offset (forward, right, up), ``own`` offset in a's frame, ``ratios``
+    b / a (volume, height, longest side). Rounded to 4 places (6 for ratios), as ``_r`` does."""
+    return {"a": a, "b": b,
+            "distance_cm": round(dist, 4), "horizontal_cm": round(math.hypot(d[0], d[1]), 4),
+            "camera": {"right": round(cam_d[1], 4), "up": round(cam_d[2], 4), "farther": round(cam_d[0], 4),
                        "horizontal": "right" if cam_d[1] > 0 else "left",
                        "vertical": "above" if cam_d[2] > 0 else "below",
                        "depth": "farther" if cam_d[0] > 0 else "closer",
                        "label": four_way(cam_d[0], cam_d[1])},
-            "object": {"forward": _r(own[0]), "right": _r(own[1]), "up": _r(own[2]),
-                       "azimuth_deg": _r(math.degrees(math.atan2(own[1], own[0]))),
+            "object": {"forward": round(own[0], 4), "right": round(own[1], 4), "up": round(own[2], 4),
+                       "azimuth_deg": round(math.degrees(math.atan2(own[1], own[0])), 4),
                        "label": four_way(own[0], own[1])},
-            "size_ratio": {"volume": _r(np.prod(eb) / np.prod(ea), 6), "height": _r(eb[2] / ea[2], 6),
-                           "longest": _r(eb.max() / ea.max(), 6)}}
+            "size_ratio": {"volume": round(ratios[0], 6), "height": round(ratios[1], 6),
+                           "longest": round(ratios[2], 6)}}
 
 
 def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mapping | None = None,
@@ -254,7 +316,7 @@ def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mappin
     nodes = _object_nodes(objs, camera, vis)
     keep = None if relate is None else set(relate)
     rel_objs = [o for o in objs if keep is None or o.name in keep]
-    rels = [relation(a, b, camera) for a in rel_objs for b in rel_objs if a is not b]
+    rels = relations(rel_objs, camera)
     return {"schema": SCHEMA, "camera": camera_block(camera), "world": dict(world or {}), **dict(extra or {}),
             "objects": nodes, "relations": rels}
 

@@ -190,6 +190,15 @@ def finalize(config: dict, out_dir: Path) -> dict:
     return write_dataset(cfg, Path(out_dir), [locate(cfg, k) for k in range(cfg.n * len(cfg.envs))])
 
 
+def with_relations(graph: dict, objs: list, cam) -> dict:
+    """``graph`` with every ordered pair's relation (the scene record's contract: all objects,
+    clutter included), in :func:`scenarios.scene_graph.scene_graph`'s order and key position."""
+    from scenarios.scene_graph import relations
+
+    graph["relations"] = relations(objs, cam)
+    return graph
+
+
 # --- making one scene ----------------------------------------------------------------------------------
 class Maker:
     def __init__(self, cfg: VqaConfig, client, out: Path):
@@ -264,6 +273,7 @@ class Maker:
         base_z = float(np.mean([p.z for p in placed]))
         rules = Rules(cfg.min_visible_ratio, cfg.min_box_px, cfg.margin_deg, cfg.rank_gap)
         names = [a.name for a in actors]
+        objs = self.objects(env_name, actors, colors)   # the same for every view of this scene
         for _ in range(cfg.max_views):
             try:
                 cam = resample_while(lambda r: sample_camera(r, s.centre_cm, s.cam_xy_range_cm, s.cam_height_range_cm,
@@ -274,23 +284,32 @@ class Maker:
                 return None
             vis = {n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
                    for n, v in self.client.visibility(0, names, camera=cam).items()}
-            graph = self.graph(env_name, actors, colors, cam, vis)
+            graph = self.graph(env_name, objs, cam, vis)
             n_ok = sum(passes(o, rules) for o in graph["objects"] if o["role"] == "object")
             if n_ok >= cfg.min_askable:
-                return self.write(env, env_name, i, actors, colors, cam, graph)
+                return self.write(env, env_name, i, actors, colors, cam, with_relations(graph, objs, cam))
             counts["too_few_askable"] += 1
         return None
 
-    def graph(self, env_name, actors, colors, cam, vis) -> dict:
+    def objects(self, env_name: str, actors, colors) -> list:
+        """The scene's objects (:class:`~scenarios.scene_graph.SceneObject`: actors with their server
+        colours, class, unscaled size in cm): built once per scene, shared by all its views."""
         from dataclasses import replace
 
-        from scenarios.scene_graph import SceneObject, scene_graph
+        from scenarios.scene_graph import SceneObject
 
-        env, lib = self._envs[env_name], self._shapes[env_name].lib
-        objs = [SceneObject(replace(a, color=colors[a.name]), lib.info(a.asset_id).cls,
+        lib = self._shapes[env_name].lib
+        return [SceneObject(replace(a, color=colors[a.name]), lib.info(a.asset_id).cls,
                             tuple(float(v) for v in lib.size_cm(a.asset_id)),
                             "object" if a.name.startswith("obj_") else "clutter") for a in actors]
-        return scene_graph(objs, cam, world=env.world, visibility=vis)
+
+    def graph(self, env_name: str, objs: list, cam, vis) -> dict:
+        """The view's graph without relations (``relations: []``): enough for the visibility rule.
+        A city scene has ~68 objects = ~4,600 ordered pairs, and most views are rejected, so the
+        relations are added (:func:`with_relations`) only to the view that is written."""
+        from scenarios.scene_graph import scene_graph
+
+        return scene_graph(objs, cam, world=self._envs[env_name].world, visibility=vis, relate=())
 
     def write(self, env, env_name, i, actors, colors, cam, graph) -> dict:
         from scenarios.vqa.record import scene_record

@@ -74,3 +74,32 @@ def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
     assert main(["vqa", "--env", "desert", "--n", "1", "--size", "160", "--out", str(out), "--seed", "5",
                  "--server", server.address, "--quiet", "--min-box-px", "16"]) == 2
     assert "different config" in capsys.readouterr().err
+
+
+def test_vqa_relations_only_for_the_written_view(tmp_path, server, monkeypatch):
+    """Candidate views are judged on the objects' nodes; the all-pairs relations (a city view has
+    ~4,600) are computed once per sample, for the view that is written (issue 33, item 3)."""
+    from scenarios import scene_graph as sg
+
+    calls, view_relations = [], []
+    real_relations, real_graph = sg.relations, scenario.Maker.graph
+
+    def counted_relations(objs, cam):
+        if objs:                          # a view's graph asks for none (relate=())
+            calls.append(len(objs))
+        return real_relations(objs, cam)
+
+    def recorded_graph(self, *a):
+        g = real_graph(self, *a)
+        view_relations.append(len(g["relations"]))
+        return g
+
+    monkeypatch.setattr(sg, "relations", counted_relations)
+    monkeypatch.setattr(sg, "relation", lambda *a: pytest.fail("per-pair relation() called"))
+    monkeypatch.setattr(scenario.Maker, "graph", recorded_graph)
+    res = scenario.run({**CFG, "depth": False, "seed": 3}, Shard(0, (0,)), tmp_path, server=server.address)
+    assert res.done == [0]
+    rec = json.loads((tmp_path / "desert" / "scene_000000.json").read_text())
+    n = len(rec["graph"]["objects"])
+    assert calls == [n] and set(view_relations) == {0} and len(view_relations) >= 1   # seed 3: 7 views tried, 1 kept
+    assert len(rec["graph"]["relations"]) == n * (n - 1)
