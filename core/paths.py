@@ -9,6 +9,13 @@ become directory names of the dataset. ``id: ../../../escaped_triple`` used to w
 * :func:`confined` — a relative path joined to an output root must not leave it, neither by
   ``..`` nor through a symlinked directory that already exists inside the root and points out.
 
+And the converse for what a dataset's own tables and records name (issue 39: a ``metadata.csv``
+row ``file_name=../../x/victim.jpg`` made ``degrade`` write PNGs next to the victim, and a scene
+record's ``files.image: /etc/hostname`` was read): :func:`inside` — a path read from a dataset
+must resolve, symlinks followed, to a file below the dataset root, or the command stops with one
+line naming where the value came from. Every reader of dataset tables uses it (degrade,
+render-record, probe, export, preview).
+
 And where sceneforge keeps what it fetches, builds and installs: :func:`cache_root`
 (``$SCENEFORGE_CACHE``, else ``~/.cache/sceneforge``), the one definition that the asset library
 (``built/``, ``looks/``), the pretrained weights (``weights/``) and the Cycles renderer
@@ -17,6 +24,7 @@ And where sceneforge keeps what it fetches, builds and installs: :func:`cache_ro
 >>> check_component("rock_truck", "triple id")
 'rock_truck'
 >>> confined(Path("/data/out"), "desert/ego/rock_truck/img_0000.jpg")   # doctest: +SKIP
+>>> inside(Path("/data/out"), "desert/ego/img_0000.jpg", "samples.parquet row 1 file_name")  # doctest: +SKIP
 """
 from __future__ import annotations
 
@@ -63,3 +71,29 @@ def confined(root: Path, rel: str | os.PathLike) -> Path:
             if target != real_root and not target.startswith(real_root.rstrip(os.sep) + os.sep):
                 raise PathSecurityError(f"{here} is a symlink to {target}, outside the output directory {root}")
     return root.joinpath(*parts)
+
+
+def inside(root: str | os.PathLike, rel, what: str) -> Path:
+    """``root / rel`` if it resolves (symlinks followed) to a path below ``root``, else
+    PathSecurityError naming ``what`` (the table/record, row and field the value came from).
+
+    Why: dataset tables and scene records are files anyone can edit or hand over; their paths are
+    data, not permission to read or write elsewhere. Refused: non-strings and empty values,
+    absolute paths, ``..`` that climbs out, and symlinks whose target lies outside ``root``
+    (``a/../b`` that stays inside is fine). The path need not exist (variants are checked
+    before they are written).
+    """
+    root = Path(root)
+    text = rel if isinstance(rel, str) else None
+    if isinstance(rel, os.PathLike):
+        text = os.fspath(rel)
+    if not text or "\x00" in text:
+        raise PathSecurityError(f"{what} {str(rel)[:80]!r}: not a file path (expected a path relative to {root})")
+    if Path(text).is_absolute():
+        raise PathSecurityError(f"{what} {text[:80]!r}: absolute path; dataset paths must be relative to {root}")
+    real_root = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(real_root, text))
+    if not target.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise PathSecurityError(f"{what} {text[:80]!r}: resolves to {target[:120]}, outside the dataset "
+                                f"{root}; dataset paths must stay inside it")
+    return root / text

@@ -3,7 +3,8 @@
 A dataset is a directory holding a table -- ``samples.parquet`` (what ``sceneforge generate``
 writes), ``metadata.parquet`` or ``metadata.csv``, first found wins -- with at least the columns
 in :data:`REQUIRED_COLUMNS` and ``triple`` or ``triple_id``; ``file_name`` is relative to that
-directory (docs/datasets.md). ``--data`` may
+directory (docs/datasets.md) and must stay inside it (:func:`core.paths.inside`: a table is data,
+not permission to read ``/etc`` or a sibling's files). ``--data`` may
 also point at a parent directory: every dataset below it is found (recursively) and concatenated,
 so one feature extraction covers all environments and tasks.
 
@@ -21,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from core.errors import ConfigError
+from core.paths import inside
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +58,8 @@ def read_metadata(dataset_dir: Path) -> pd.DataFrame:
     table["split"] = table["split"].astype(str).str.strip().str.lower()
     for col in ("env", "task", "triple"):
         table[col] = table[col].astype(str)
-    table["path"] = [str((dataset_dir / f).resolve()) for f in table["file_name"]]
+    table["path"] = [str(inside(dataset_dir, f, f"{source} row {i + 1} file_name").resolve())
+                     for i, f in enumerate(table["file_name"])]
     table["dataset"] = str(dataset_dir)
     return table
 

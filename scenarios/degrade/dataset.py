@@ -16,6 +16,10 @@ dataset root does not silently mix clean and degraded images.
 Deterministic (random draws keyed by (seed, type, level, clean file name)) and restartable: every
 file is written atomically and a variant file that exists is not written again (the variant is
 still recomputed, cheaply, to fill its table row).
+
+Every path a row names (``file_name``, ``depth_file``, ``mask_file``, ``params_file``) and every
+variant written from it must lie inside the dataset root (:func:`core.paths.inside`): a table is
+data anyone can edit, and ``file_name=../../x/victim.jpg`` used to write PNGs next to the victim.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from core.errors import ConfigError
+from core.paths import inside
 from scenarios.degrade import NEEDS_DEPTH, check, degrade
 from scenarios.writers import atomic_write_bytes, encode_image
 
@@ -32,17 +37,43 @@ TABLES = ("samples.parquet", "metadata.csv")
 BOX_KEYS = ("x0", "y0", "x1", "y1")
 
 
-def read_table(root: Path):
-    import pandas as pd
-
+def table_path(root: Path) -> Path:
+    """The dataset's table: ``samples.parquet``, else ``metadata.csv``."""
     for name in TABLES:
         p = Path(root) / name
         if p.is_file():
-            try:
-                return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-            except Exception as e:
-                raise ConfigError(f"{p}: cannot read the dataset table ({type(e).__name__}: {e})") from None
+            return p
     raise ConfigError(f"{root}: no samples.parquet or metadata.csv (is this a finished sceneforge dataset?)")
+
+
+def read_table(root: Path):
+    import pandas as pd
+
+    p = table_path(root)
+    try:
+        return pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+    except Exception as e:
+        raise ConfigError(f"{p}: cannot read the dataset table ({type(e).__name__}: {e})") from None
+
+
+PATH_FIELDS = ("file_name", "depth_file", "mask_file", "params_file")
+
+
+def check_row_paths(root: Path, table, source: Path) -> None:
+    """Every path the table names stays inside ``root``, checked before anything is written, so
+    a bad row 500 does not leave 499 rows of variants behind (missing optional paths are NaN)."""
+    fields = [f for f in PATH_FIELDS if f in table.columns]
+    for i, row in enumerate(table[fields].itertuples(index=False)):
+        for field, value in zip(fields, row):
+            if field != "file_name" and not isinstance(value, str):
+                continue   # an optional file this row does not have
+            inside(root, value, f"{source} row {i + 1} {field}")
+
+
+def row_path(root: Path, row, field: str, where: str, name: str | None = None) -> Path:
+    """``root / row[field]`` (or ``root / name``, a file derived from it) after checking it stays
+    inside the dataset; errors name the table, row and field (``where`` = "TABLE row N")."""
+    return inside(root, row[field] if name is None else name, f"{where} {field}")
 
 
 def variant_name(file_name: str, kind: str, level: int) -> str:
@@ -79,28 +110,34 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
     if needs_depth and "depth_file" not in table.columns:
         raise ConfigError(f"{root}: {', '.join(needs_depth)} need depth maps; make the dataset with --depth "
                           f"(no depth_file column)")
+    source = table_path(root)
+    check_row_paths(root, table, source)
     rows, written, kept = [], 0, 0
-    for _, row in table.iterrows():
+    for i, (_, row) in enumerate(table.iterrows()):
+        where = f"{source} row {i + 1}"
+        clean_path = row_path(root, row, "file_name", where)
         clean = str(row["file_name"])
         img = depth = mask = None
         for kind in types:
             for lv in levels:
                 name = variant_name(clean, kind, lv)
-                mask_name = None
+                out = row_path(root, row, "file_name", where, name)
+                mask_name = mask_out = None
                 if kind == "distortion" and "mask_file" in row.index and isinstance(row["mask_file"], str):
+                    row_path(root, row, "mask_file", where)   # the clean mask first: its value in the error
                     mask_name = variant_name(str(row["mask_file"]), kind, lv)
-                out = root / name
-                done = out.is_file() and (mask_name is None or (root / mask_name).is_file())
+                    mask_out = row_path(root, row, "mask_file", where, mask_name)
+                done = out.is_file() and (mask_out is None or mask_out.is_file())
                 if img is None:
-                    img = _load_image(root / clean)
+                    img = _load_image(clean_path)
                 if kind in NEEDS_DEPTH and depth is None:
-                    dp = root / str(row["depth_file"])
+                    dp = row_path(root, row, "depth_file", where)
                     try:
                         depth = np.load(dp, allow_pickle=False)
                     except (OSError, ValueError) as e:
                         raise ConfigError(f"{dp}: cannot read depth ({e})") from None
                 if mask_name and mask is None:
-                    mask = _load_image(root / str(row["mask_file"]))
+                    mask = _load_image(row_path(root, row, "mask_file", where))
                 fov = float(row.get("camera_hfov_deg", 53.13))
                 res = degrade(kind, lv, img, depth=depth, mask=mask if mask_name else None, fov_deg=fov, seed=seed,
                               key=clean)
@@ -108,15 +145,15 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
                     kept += 1
                 else:
                     atomic_write_bytes(out, encode_image(res.image, "png"))
-                    if mask_name:
-                        atomic_write_bytes(root / mask_name, encode_image(res.mask, "png"))
+                    if mask_out is not None:
+                        atomic_write_bytes(mask_out, encode_image(res.mask, "png"))
                     written += 1
                 params = res.params
                 new = row.to_dict()
                 new.update({"file_name": name, "clean_file_name": clean, "degradation": kind, "level": int(lv),
                             "degradation_params": json.dumps(params, sort_keys=True)})
                 if kind == "distortion":
-                    new.update(_warped_boxes(row, res, mask, mask_name, root, params))
+                    new.update(_warped_boxes(row, res, mask, mask_name, root, params, where))
                     if mask_name:
                         new["mask_file"] = mask_name
                 rows.append(new)
@@ -126,14 +163,14 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
     return {"variants": len(rows), "written": written, "kept": kept, "table": str(root / "degraded.parquet")}
 
 
-def _warped_boxes(row, res, mask, mask_name, root: Path, params) -> dict:
+def _warped_boxes(row, res, mask, mask_name, root: Path, params, where: str) -> dict:
     """Box columns of the labelled objects after distortion: from the warped mask (exact) when
     the dataset has masks and mask colours, else through the lens model. Boxes are inclusive pixel
     boxes ``[x0, y0, x1, y1]``, as the server's visibility boxes in the clean rows."""
     colors = {}
     if mask_name and "params_file" in row.index and isinstance(row["params_file"], str):
         try:
-            colors = json.loads((root / str(row["params_file"])).read_text()).get("mask_colors", {})
+            colors = json.loads(row_path(root, row, "params_file", where).read_text()).get("mask_colors", {})
         except (OSError, ValueError):
             colors = {}
     out = {}

@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 
 from core.errors import ConfigError
+from core.paths import inside
 from scenarios.writers import display_label
 
 # (env, source class, target class) → SpaRRTa's environment folder (their position_config.yaml).
@@ -60,7 +61,7 @@ def _read_table(data: Path):
     for name in ("samples.parquet", "metadata.csv"):
         p = data / name
         if p.is_file():
-            return pd.read_parquet(p) if name.endswith(".parquet") else pd.read_csv(p)
+            return (pd.read_parquet(p) if name.endswith(".parquet") else pd.read_csv(p)), p
     raise ConfigError(f"{data}: no samples.parquet or metadata.csv (not a sceneforge SpaRRTa dataset)")
 
 
@@ -84,6 +85,25 @@ def _jpeg_bytes(src: Path) -> bytes:
     return buf.getvalue()
 
 
+def _sample_paths(data: Path, r: dict) -> tuple[Path, Path]:
+    """A row's image and params file, both inside ``data`` (:func:`core.paths.inside`: a table
+    naming ``../../x`` or ``/etc/...`` is refused in one line, not copied into the export)."""
+    image = inside(data, r["file_name"], f"{r['_where']} file_name")
+    params_file = r.get("params_file")
+    if not isinstance(params_file, str) or not params_file:
+        name = Path(r["file_name"])
+        return image, inside(data, str(name.with_name(name.name.replace("img_", "params_").rsplit(".", 1)[0]
+                                                      + ".json")), f"{r['_where']} file_name")
+    return image, inside(data, params_file, f"{r['_where']} params_file")
+
+
+def _read_params(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read the sample's params ({type(e).__name__}: {e})") from None
+
+
 def export_sparrta(data: Path, out: Path, *, replace: bool = False) -> dict[str, int]:
     """Write ``data`` (a finished ``sceneforge generate`` output) to ``out`` in SpaRRTa's layout.
 
@@ -93,26 +113,25 @@ def export_sparrta(data: Path, out: Path, *, replace: bool = False) -> dict[str,
     data, out = Path(data), Path(out)
     if out.exists() and not replace and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"{out}: exists and is not empty (export writes a fresh directory)")
-    table = _read_table(data)
+    table, source = _read_table(data)
     needed = {"file_name", "env", "task", "triple_id", "source_class", "target_class", "unit_index"}
     missing = sorted(needed - set(table.columns))
     if missing:
         raise ConfigError(f"{data}: table lacks column(s) {missing}")
+    table = table.assign(_where=[f"{source} row {i + 1}" for i in range(len(table))])
     rows = sorted(table.to_dict("records"),
                   key=lambda r: (sparrta_folder(r["env"], r["source_class"], r["target_class"], r["triple_id"]),
                                  _TASK_ORDER.get(r["task"], 2), r["triple_id"], int(r["unit_index"])))
+    paths = [_sample_paths(data, r) for r in rows]   # every row checked before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     counts: dict[str, int] = {}
     try:
-        for r in rows:
+        for r, (image, params_path) in zip(rows, paths):
             folder = sparrta_folder(r["env"], r["source_class"], r["target_class"], r["triple_id"])
             k = counts.get(folder, 0)
             counts[folder] = k + 1
-            image = data / r["file_name"]
-            params_file = r.get("params_file") or str(Path(r["file_name"]).with_name(
-                Path(r["file_name"]).name.replace("img_", "params_").rsplit(".", 1)[0] + ".json"))
-            params = json.loads((data / params_file).read_text())
+            params = _read_params(params_path)
             label_of = {display_label(c): sparrta_label(c) for c in (r["source_class"], r["target_class"])}
             dest = tmp / folder / "mid-objects"
             dest.mkdir(parents=True, exist_ok=True)

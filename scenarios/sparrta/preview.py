@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from core.errors import ConfigError
+from core.paths import inside
 from scenarios.writers import atomic_write_bytes
 
 COLORS = {"source": (40, 220, 60), "target": (235, 50, 40), "human": (40, 120, 255)}
@@ -42,7 +43,7 @@ def tile(data_dir: Path, row, size: int):
     """One annotated tile: the image scaled to ``size`` plus a banner with task, label, classes."""
     from PIL import Image, ImageDraw
 
-    path = Path(data_dir) / row["file_name"]
+    path = inside(Path(data_dir), row["file_name"], f"{data_dir}: table row {row.name + 1} file_name")
     if not path.is_file():
         raise ConfigError(f"{path}: image listed in the table is missing")
     img = Image.open(path).convert("RGB")

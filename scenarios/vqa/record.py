@@ -8,6 +8,11 @@ render server and returns the encoded image, which must equal the stored file by
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from core.errors import ConfigError
+from core.paths import inside
 from engine.world import Actor, Camera, Rotator, Transform
 
 SCHEMA = "sceneforge.scene_record/1"
@@ -29,6 +34,20 @@ def scene_record(env: str, index: int, seed: int, world: dict, actors, colors: d
     return {"schema": SCHEMA, "scenario": "vqa", "env": env, "index": index, "seed": seed, "world": world,
             "actors": [actor_entry(a, colors[a.name]) for a in actors], "camera": camera_entry(cam),
             "image": {"format": image_format, "jpeg_quality": jpeg_quality}, "files": files, "graph": graph}
+
+
+def read_record(path: Path) -> tuple[dict, Path]:
+    """The record at ``path`` (``<dataset>/<env>/scene_NNNNNN.json``) and its stored image.
+
+    Why the check: a record is a file anyone can hand over; ``files.image`` must name a file
+    inside the dataset (the record's grandparent directory), never ``/etc/hostname``."""
+    path = Path(path)
+    try:
+        rec = json.loads(path.read_text(encoding="utf-8"))
+        image = rec["files"]["image"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path}: not a scene record ({type(e).__name__}: {e})") from None
+    return rec, inside(path.parent.parent, image, f"{path}: files.image")
 
 
 def actors_from_record(rec: dict) -> list[Actor]:

@@ -78,15 +78,12 @@ def run_generate(args: argparse.Namespace) -> int:
 def run_render_record(args: argparse.Namespace) -> int:
     import contextlib
 
-    from core.errors import ConfigError
     from engine.client import RenderClient
     from scenarios.vqa.record import rerender
 
-    try:
-        rec = json.loads(args.record.read_text())
-        image = args.record.parent.parent / rec["files"]["image"]
-    except (OSError, ValueError, KeyError) as e:
-        raise ConfigError(f"{args.record}: not a scene record ({e})") from None
+    from scenarios.vqa.record import read_record
+
+    rec, image = read_record(args.record)
     with contextlib.ExitStack() as stack:
         address = args.server
         if not address:
