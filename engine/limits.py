@@ -23,6 +23,10 @@ MAX_SPAWN_BATCH = 4096        # actors per ``vset /sceneforge/spawn`` request
 MAX_ACTORS = 65536            # actors in one scene
 MAX_GROUND_CELLS = 1024       # ground grid cells per side (the renderer coarsens the grid beyond)
 MAX_TOKEN_LEN = 256           # characters of a render_if_visible ``unless_passed`` token
+MAX_NAME_LEN = 256            # characters of a world string (env name, sky.hdri, ground.surface/texture)
+WORLD_CONTENT_KEPT = 8        # HDRIs / ground surfaces a server keeps loaded (least recently used dropped)
+MAX_LOGGED_CHARS = 200        # characters of one client-given value quoted in a log line
+MAX_LOG_RECORD = 4000         # characters of one server log message (tracebacks: 4x); the rest is cut
 
 # (section, field) -> (low, high), inclusive; checked for the world dict / environment files.
 WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
@@ -53,6 +57,20 @@ def check_range(where: str, value: float, low: float, high: float) -> float:
     if not low <= value <= high:
         raise ConfigError(f"{where}: {value!r} is outside the allowed range [{low:g}, {high:g}]")
     return float(value)
+
+
+def shown(value, limit: int = MAX_LOGGED_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters (with the full length): how a client-given value
+    is quoted in logs and error replies, so a 1 MiB id costs a line, not a megabyte.
+
+    >>> shown("x" * 1000, 10)
+    "'xxxxxxxx... (1000 characters)"
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    n = len(value) if isinstance(value, (str, bytes)) else len(text)
+    return f"{text[:limit - 1]}... ({n} characters)"
 
 
 def check_world_field(section: str, name: str, value):

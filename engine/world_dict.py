@@ -43,7 +43,10 @@ def _coerce_field(where: str, kind: str, value):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
         return value
     if not isinstance(value, str):
-        raise ConfigError(f"{where}: expected a string{' or null' if optional else ''}, got {value!r}")
+        raise ConfigError(f"{where}: expected a string{' or null' if optional else ''}, "
+                          f"got {limits.shown(value)}")
+    if len(value) > limits.MAX_NAME_LEN:
+        raise ConfigError(f"{where}: {limits.shown(value, 40)} is longer than {limits.MAX_NAME_LEN} characters")
     return value
 
 
@@ -73,8 +76,8 @@ def world_from_dict(data) -> dict:
     if unknown:
         raise ConfigError(f"world: unknown field(s) {unknown} (known: env, {', '.join(WORLD_SECTIONS)})")
     env = data.get("env")
-    if env is not None and not isinstance(env, str):
-        raise ConfigError(f"world.env: expected a string, got {env!r}")
+    if env is not None:
+        env = _coerce_field("world.env", "str | None", env)
     out: dict = {"env": env}
     for k, cls in WORLD_SECTIONS.items():
         out[k] = world_section(k, data[k]) if k in data else cls()
@@ -90,8 +93,11 @@ def world_to_dict(env: str | None = None, **sections) -> dict:
     return out
 
 
-def apply_world(scene: "Scene", data) -> None:
-    """Replace the scene's env and every world section from a world dict (validated first)."""
+def apply_world(scene: "Scene", data, check=None) -> None:
+    """Replace the scene's env and every world section from a world dict (validated first, then
+    ``check(world)`` when given: e.g. the server refusing ids its asset catalogue does not know)."""
     w = world_from_dict(data)
+    if check is not None:
+        check(w)
     scene.env, scene.sun, scene.sky, scene.ground, scene.fog, scene.look = (
         w["env"], w["sun"], w["sky"], w["ground"], w["fog"], w["look"])

@@ -16,12 +16,14 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
 
 from core.errors import AssetError
 from core.meshes import RenderMesh
+from engine.limits import WORLD_CONTENT_KEPT, shown
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +82,9 @@ class AssetCatalog:
         self._load_error: str | None = None
         self._load_lock = threading.Lock()
         self._meshes: dict[str, RenderMesh] = {}
-        self._world_content: dict[tuple[str, str], object] = {}
+        # (kind, id) -> HDRI image / surface Material / None, least recently used first: an HDRI
+        # is tens of MB, so only WORLD_CONTENT_KEPT are kept (ids come from clients)
+        self._world_content: OrderedDict[tuple[str, str], object] = OrderedDict()
         self._lib_ids: set[str] | None = None
         self._lock = threading.Lock()
 
@@ -175,19 +179,60 @@ class AssetCatalog:
         fn = getattr(self.library, "hdri_ids", None) if self.library is not None else None
         return list(fn()) if fn is not None else []
 
+    def check_world_ids(self, hdri: str | None, surface: str | None) -> None:
+        """Refuse an HDRI or ground-surface id the library's catalogue does not list (AssetError,
+        one line): a client's ids are checked *before* anything is looked up or cached.
+
+        Ids the catalogue lists but this machine has not built (offline: no HDRI files) pass:
+        the renderer falls back to the procedural sky / ground as before. Without a library, or
+        one that serves no world content, every id passes (nothing is ever loaded for it)."""
+        try:
+            lib = self.library
+        except AssetError:
+            return  # reported on every render already; the fallbacks apply
+        if lib is None:
+            return
+        if hdri is not None and getattr(lib, "hdri", None) is not None and not self._known_hdri(lib, hdri):
+            known = self.hdri_ids()
+            raise AssetError(f"world.sky.hdri: unknown HDRI {shown(hdri, 60)}"
+                             f"{'; built here: ' + ', '.join(known[:20]) if known else ''}")
+        if surface is not None and getattr(lib, "surface", None) is not None:
+            ids = getattr(lib, "surface_ids", None)
+            known = list(ids()) if ids is not None else None
+            if known is not None and surface not in known:
+                raise AssetError(f"world.ground.surface: unknown surface {shown(surface, 60)}; "
+                                 f"known: {', '.join(sorted(known)[:40])}")
+
+    @staticmethod
+    def _known_hdri(lib, hdri: str) -> bool:
+        info = getattr(lib, "hdri_info", None)
+        if info is None:   # no catalogue to ask: what the library lists as built
+            ids = getattr(lib, "hdri_ids", None)
+            return ids is None or hdri in set(ids())
+        try:
+            info(hdri)
+        except (KeyError, AssetError):
+            return False
+        return True
+
     def _content(self, kind: str, ident: str):
         fn = getattr(self.library, kind, None) if self.library is not None else None
         if fn is None:
             return None
         with self._lock:
             key = (kind, ident)
-            if key not in self._world_content:
-                try:
-                    self._world_content[key] = fn(ident)
-                except (KeyError, AssetError, FileNotFoundError) as e:
-                    log.warning("%s %r not available: %s", kind, ident, e)
-                    self._world_content[key] = None
-            return self._world_content[key]
+            if key in self._world_content:
+                self._world_content.move_to_end(key)
+                return self._world_content[key]
+            try:
+                value = fn(ident)
+            except (KeyError, AssetError, FileNotFoundError) as e:
+                log.warning("%s %s not available: %s", kind, shown(ident), shown(str(e)))
+                value = None
+            self._world_content[key] = value
+            while len(self._world_content) > WORLD_CONTENT_KEPT:
+                self._world_content.popitem(last=False)
+            return value
 
     def _load_mesh(self, asset_id: str) -> RenderMesh:
         if self._in_library(asset_id):

@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     """Listen until SIGTERM/SIGINT; publish the bound port in ``--ready-file``."""
     from core.atomic import atomic_write_text
 
+    cap_log_records()
     server = build_server(args)
     try:
         host, port = server.start()
@@ -148,6 +149,30 @@ def run(args: argparse.Namespace) -> int:
         log.info("serve: shutting down")
         server.shutdown()
     return 0
+
+
+class _CapRecords(logging.Filter):
+    """Cuts a log record's message and traceback: a client's value quoted in full in one log line
+    made a 315 MB log out of 60 requests (issue 39); handlers keep the first characters."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from engine.limits import MAX_LOG_RECORD
+
+        msg = record.getMessage()
+        if len(msg) > MAX_LOG_RECORD:
+            record.msg, record.args = f"{msg[:MAX_LOG_RECORD]}... (cut: {len(msg)} characters)", None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text and len(record.exc_text) > 4 * MAX_LOG_RECORD:
+            record.exc_text = f"{record.exc_text[:4 * MAX_LOG_RECORD]}... (cut: {len(record.exc_text)} characters)"
+        return True
+
+
+def cap_log_records() -> None:
+    """Every handler of the root logger cuts long records (:class:`_CapRecords`)."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, _CapRecords) for f in handler.filters):
+            handler.addFilter(_CapRecords())
 
 
 def watch_parent(stop: threading.Event, period_s: float = 0.5) -> None:

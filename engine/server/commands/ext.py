@@ -41,8 +41,9 @@ def set_world(state: ServerState, args: list[str]) -> str:
     """Replace env and every world section (sun, sky, ground, fog, look); sections not given get
     their defaults (deterministic). Validation lives with the types (``engine.world_dict.world_from_dict``)."""
     data = _as_dict(_json(args[0], "world"), "world")
-    try:
-        apply_world(state.scene, data)
+    try:   # ids the catalogue does not know are refused before anything is loaded or cached
+        apply_world(state.scene, data, check=lambda w: state.catalog.check_world_ids(w["sky"].hdri,
+                                                                                      w["ground"].surface))
     except SceneforgeError as e:
         raise CommandError(str(e)) from None
     return "ok"

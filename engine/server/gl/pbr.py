@@ -22,6 +22,7 @@ from core.meshes import Material
 from engine.server.gl import envlight as E
 from engine.server.gl import frame as F
 from engine.server.gl.resources import PBR_FORMAT
+from engine.limits import shown
 from engine.server.gl.surfaces import procedural_surface
 from engine.world import Scene
 
@@ -33,6 +34,7 @@ log = logging.getLogger(__name__)
 
 EXPOSURE_BASE = 0.7   # linear scale at exposure_ev = 0
 MAX_ENVS = 24  # environments kept on the GPU (~2 MB each with an HDRI background)
+MAX_REMEMBERED = 256  # missing HDRI ids / looked-up surfaces remembered (then forgotten at once)
 SKY_BRIGHTNESS = 1.4      # the visible sky vs its light (brighter reads washed out after ACES)
 DEFAULT_ROUGHNESS = 0.65  # meshes without materials (vertex colours only)
 GROUND_BOUNCE = 0.8       # fraction of the ground colour's radiance seen as bounce light
@@ -90,7 +92,9 @@ class PbrLook:
             if key not in self._envs:
                 img = _lookup(content, "hdri", sky.hdri)
                 if img is None:  # remembered: a frame is the same whether or not it was asked before
-                    log.warning("HDRI %r not available: using the procedural sky", sky.hdri)
+                    log.warning("HDRI %s not available: using the procedural sky", shown(sky.hdri))
+                    if len(self._missing) >= MAX_REMEMBERED:
+                        self._missing.clear()
                     self._missing.add(sky.hdri)
                     key = None
                 else:
@@ -111,6 +115,8 @@ class PbrLook:
         g = scene.ground
         if g.surface:
             if g.surface not in self._surfaces:
+                if len(self._surfaces) >= MAX_REMEMBERED:   # ids come from clients: bounded
+                    self._surfaces.clear()
                 m = _lookup(content, "surface", g.surface)
                 self._surfaces[g.surface] = m if isinstance(m, Material) and m.albedo is not None else None
             if self._surfaces[g.surface] is not None:
@@ -311,5 +317,5 @@ def _lookup(content, what: str, ident: str):
     try:
         return fn(ident)
     except Exception as e:  # noqa: BLE001 - a missing texture must fall back, not fail the frame
-        log.warning("%s %r unavailable (%s): procedural fallback", what, ident, e)
+        log.warning("%s %s unavailable (%s): procedural fallback", what, shown(ident), shown(str(e)))
         return None
