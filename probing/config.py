@@ -51,6 +51,7 @@ class ProbeConfig:
     attention_samples: int = 4
     attention_flow: int = 0
     no_progress: bool = False
+    min_test: int | None = None                    # None: probing.report.MIN_TEST (30); 0: no minimum
 
     @classmethod
     def from_dict(cls, raw: dict, source: str = "command line") -> "ProbeConfig":
@@ -85,7 +86,8 @@ class ProbeConfig:
                         model_kwargs=dict(self.model_arg), layers=list(self.layers) if self.layers else None,
                         heads=self.heads, protocols=self.protocol, cache_dir=self.cache,
                         batch_size=self.extract_batch, train=train, attention_samples=self.attention_samples,
-                        attention_flow=self.attention_flow, progress=not self.no_progress)
+                        attention_flow=self.attention_flow, progress=not self.no_progress,
+                        min_test=self.min_test)
 
 
 def _items(value) -> list:
@@ -159,7 +161,7 @@ def _parse(name: str, value, what: str):
         return _floats(value, what, 0.0, 1.0)
     if name in ("sparrta_schedule", "cls", "no_progress"):
         return _flag(value, what)
-    lo = {"warmup": 0, "seed": 0, "attention_samples": 0, "attention_flow": 0}.get(name, 1)
+    lo = {"warmup": 0, "seed": 0, "attention_samples": 0, "attention_flow": 0, "min_test": 0}.get(name, 1)
     numbers = _ints(value, what, lo)
     if len(numbers) != 1:
         raise ConfigError(f"{what} {value!r}: expected one integer")

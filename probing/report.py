@@ -72,39 +72,70 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     agg = agg.reset_index()
     lo, hi = [], []
     for _, g in sel.groupby(KEYS, sort=True):
-        a, b = bootstrap_ci(g["test_acc"].to_numpy(float), g["n_test"].to_numpy(int))
+        a, b = wilson_ci(float(g["test_acc"].mean()), int(g["n_test"].min()))
         lo.append(a)
         hi.append(b)
     agg["ci_lo"], agg["ci_hi"] = lo, hi
     return agg
 
 
-SMALL_TEST = 100  # below this many test images a 95% CI is wider than ±~0.1 around 0.5
+SMALL_TEST = 100  # below this many test images a 95% CI is wider than ±~0.1 around 0.5: a warning
+MIN_TEST = 30     # below this many no report at all unless asked (--min-test N); docs/probing.md
+Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
 
 
-def bootstrap_ci(accs: np.ndarray, n_test: np.ndarray, draws: int = 2000, seed: int = 0) -> tuple[float, float]:
-    """95% bootstrap interval of the seed-mean test accuracy, resampling test images.
+def wilson_ci(p: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """95% Wilson score interval of an accuracy ``p`` measured on ``n`` test images.
 
-    Per seed, resampling n test images with replacement from a set with accuracy p gives
-    Binomial(n, p)/n; the draws of all seeds are averaged (the reported mean), then the 2.5/97.5
-    percentiles taken. Seeded: the same runs give the same interval (byte-identical summaries).
+    Unlike the normal approximation or a bootstrap of the observed accuracy, it never collapses
+    to a point at p = 0 or 1 (1 image, right: [0.21, 1]) and keeps close to 95% coverage down to
+    a handful of images. ``p`` may be a seed-mean (a fraction of a count): the seeds share the
+    same test images, so ``n`` is the number of images, not images × seeds. No images: [0, 1].
     """
-    rng = np.random.default_rng(seed)
-    sims = np.stack([rng.binomial(max(int(n), 1), min(max(float(p), 0.0), 1.0), draws) / max(int(n), 1)
-                     for p, n in zip(accs, n_test)]).mean(0)
-    return float(np.percentile(sims, 2.5)), float(np.percentile(sims, 97.5))
+    n = int(n)
+    if n <= 0:
+        return 0.0, 1.0
+    p = min(max(float(p), 0.0), 1.0)
+    z2 = z * z
+    denom = 1.0 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def _images(n: int) -> str:
+    return f"{n} test image" + ("" if n == 1 else "s")
 
 
 def small_splits(summary: pd.DataFrame) -> list[str]:
-    """One warning line per (protocol, env, task) whose test split is too small to mean much."""
+    """One warning line per (protocol, env, task) whose test split is too small to mean much,
+    with the widest 95% interval among its rows."""
     out = []
     for (protocol, env, task), g in summary.groupby(["protocol", "env", "task"], sort=True):
         n = int(g["n_test"].min())
         if n < SMALL_TEST:
-            width = float((g["ci_hi"] - g["ci_lo"]).max())
-            out.append(f"{protocol} {env}/{task}: only {n} test images (95% CI up to "
-                       f"{width:.2f} wide): differences smaller than that mean nothing")
+            w = (g["ci_hi"] - g["ci_lo"]).to_numpy(float)
+            i = int(np.argmax(w))
+            out.append(f"{protocol} {env}/{task}: only {_images(n)}: 95% CI of the accuracy up to "
+                       f"{w[i]:.2f} wide ([{g['ci_lo'].iloc[i]:.2f}, {g['ci_hi'].iloc[i]:.2f}]); "
+                       "differences smaller than that mean nothing")
     return out
+
+
+def check_min_test(sizes, min_test: int, command: str) -> None:
+    """Refuse (one :class:`ConfigError` line) when a (protocol, env, task) has fewer than
+    ``min_test`` test images. ``sizes``: (protocol, env, task, n_test) tuples. The line names the
+    smallest group and the ``--min-test`` value that would let every group through."""
+    small = sorted({s for s in sizes if int(s[3]) < min_test}, key=lambda s: (int(s[3]), s[:3]))
+    if not small:
+        return
+    protocol, env, task, n = small[0]
+    lo, hi = wilson_ci(0.5, int(n))
+    k = len(small) - 1
+    more = f" (and {k} more group{'s' if k > 1 else ''} below {min_test})" if k else ""
+    raise ConfigError(f"{command}: {protocol} {env}/{task} has only {_images(int(n))}{more}, fewer than the "
+                      f"{min_test} a report needs (95% CI at 0.5 accuracy: [{lo:.2f}, {hi:.2f}]); generate "
+                      f"more data, or pass --min-test {int(n)} to report anyway")
 
 
 def layer_head_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -115,12 +146,17 @@ def layer_head_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
             for bb, g in s.groupby("backbone", sort=True)}
 
 
-def write_report(root: str | Path) -> Path:
-    """summary.csv/json, plots/*.png and report.html under ``root``; returns the HTML path."""
+def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
+    """summary.csv/json, plots/*.png and report.html under ``root``; returns the HTML path.
+
+    Refuses (:class:`ConfigError`, nothing written) when a (protocol, env, task) has fewer than
+    ``min_test`` test images (:func:`check_min_test`; 0 reports anything)."""
     from probing import plots
 
     root = Path(root)
     runs = load_runs(root)
+    check_min_test(runs[["protocol", "env", "task", "n_test"]].itertuples(index=False, name=None),
+                   min_test, f"probe-report {root}")
     summary = summarize(runs)
     atomic_write_text(root / "summary.csv", summary.to_csv(index=False, float_format="%.4f"))
     atomic_write_text(root / "summary.json", summary.to_json(orient="records", indent=1))
@@ -137,14 +173,15 @@ def write_report(root: str | Path) -> Path:
 def _html(summary: pd.DataFrame, figures: list[tuple[str, Path]], root: Path,
           warnings: list[str] | None = None) -> str:
     table = summary.assign(test=[f"{m:.3f} ± {s:.3f}" for m, s in zip(summary.test_mean, summary.test_std)],
-                           ci95=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(summary.ci_lo, summary.ci_hi)])
-    cols = KEYS + ["test", "ci95", "val_mean", "n_runs", "lr", "dropout", "n_test"]
+                           ci95_wilson=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(summary.ci_lo, summary.ci_hi)])
+    cols = KEYS + ["test", "ci95_wilson", "val_mean", "n_runs", "lr", "dropout", "n_test"]
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>sceneforge probing report</title>",
              "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}img{max-width:100%}</style>",
              "</head><body><h1>sceneforge probing report</h1>",
              "<p>Rows: configuration selected on validation accuracy (lr × dropout grid), "
-             "test accuracy mean ± std over runs (seeds).</p>",
+             "test accuracy mean ± std over runs (seeds); ci95_wilson: 95% Wilson score interval of "
+             "that mean over the n_test test images.</p>",
              table[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", escape=True)]
     if warnings:
         parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)

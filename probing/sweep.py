@@ -48,6 +48,7 @@ class ProbeJob:
     attention_samples: int = 4
     attention_flow: int = 0  # test images per task for the object attention-flow analysis (ViTs)
     progress: bool = True
+    min_test: int | None = None  # refuse groups with fewer test images (None: report.MIN_TEST; 0: none)
 
 
 @dataclass
@@ -80,10 +81,6 @@ def make_groups(table, protocols: tuple[str, ...]) -> list[Group]:
     for g in groups:
         if all(len(v) for v in g.idx.values()):
             usable.append(g)
-            if len(g.idx["test"]) < SMALL_TEST or len(g.idx["train"]) < SMALL_TRAIN:
-                log.warning("%s %s/%s: small split (train %d, test %d): accuracies will have wide "
-                            "confidence intervals (see the report)", g.protocol, g.env, g.task,
-                            len(g.idx["train"]), len(g.idx["test"]))
         else:
             log.warning("%s %s/%s has an empty split (%s); skipped", g.protocol, g.env, g.task,
                         {k: len(v) for k, v in g.idx.items()})
@@ -92,15 +89,29 @@ def make_groups(table, protocols: tuple[str, ...]) -> list[Group]:
     return usable
 
 
+def warn_small(groups: list[Group]) -> None:
+    """One warning per group under SMALL_TEST test / SMALL_TRAIN train images (after the
+    minimum-size check, so a refused job prints only its one error line)."""
+    for g in groups:
+        if len(g.idx["test"]) < SMALL_TEST or len(g.idx["train"]) < SMALL_TRAIN:
+            log.warning("%s %s/%s: small split (train %d, test %d): accuracies will have wide "
+                        "confidence intervals (see the report)", g.protocol, g.env, g.task,
+                        len(g.idx["train"]), len(g.idx["test"]))
+
+
 def run_probe(job: ProbeJob) -> Path:
     """Run the whole job; returns the output directory."""
     from probing.backbones import create_backbone
     from probing.features import extract_features
-    from probing.report import write_report, write_runs
+    from probing.report import MIN_TEST, check_min_test, write_report, write_runs
 
     out = Path(job.out)
+    min_test = MIN_TEST if job.min_test is None else job.min_test
     table = load_datasets(job.data)
     groups = make_groups(table, job.protocols)  # before the backbone: bad data fails fast
+    check_min_test([(g.protocol, g.env, g.task, len(g.idx["test"])) for g in groups], min_test,
+                   f"--data {job.data}")     # no report at the end: refuse before any work
+    warn_small(groups)
     bb = create_backbone(job.backbone, job.weights, job.model_kwargs)
     layers = bb.resolve_layers(job.layers)
     cache = Path(job.cache_dir) if job.cache_dir else out / "cache"
@@ -114,7 +125,7 @@ def run_probe(job: ProbeJob) -> Path:
     write_runs(out, records, {"extract_seconds": round(extract_s, 3), "layers": layers,
                               "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
                               "cache_keys": {n: f.key for n, f in feats.items()}})
-    write_report(out)
+    write_report(out, min_test)
     return out
 
 

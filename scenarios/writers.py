@@ -200,8 +200,9 @@ def params_json(env: str, triple_id: str, cam: Camera, actors: Mapping[str, dict
 
 
 # --- splits ---------------------------------------------------------------------------------------
-def assign_splits(labels: Sequence[str], groups: Sequence | None = None) -> list[str]:
-    """80/10/10 stratified by label, deterministic.
+def assign_splits(labels: Sequence[str], groups: Sequence | None = None,
+                  pattern: Sequence[str] = SPLIT_PATTERN) -> list[str]:
+    """80/10/10 stratified by label, deterministic (another ``pattern``: its own fractions).
 
     Without ``groups``: the k-th sample (in the given order) carrying a label goes to
     ``SPLIT_PATTERN[k % 10]``; with the four labels balanced (±1) overall, each split is too.
@@ -220,14 +221,14 @@ def assign_splits(labels: Sequence[str], groups: Sequence | None = None) -> list
             raise ValueError(f"assign_splits: {len(labels)} labels but {len(groups)} group keys")
         order: dict = {}
         for g in groups:
-            order.setdefault(g, SPLIT_PATTERN[len(order) % len(SPLIT_PATTERN)])
+            order.setdefault(g, pattern[len(order) % len(pattern)])
         return [order[g] for g in groups]
     seen: dict[str, int] = {}
     out = []
     for lab in labels:
         k = seen.get(lab, 0)
         seen[lab] = k + 1
-        out.append(SPLIT_PATTERN[k % len(SPLIT_PATTERN)])
+        out.append(pattern[k % len(pattern)])
     return out
 
 

@@ -14,7 +14,7 @@ from core.errors import ConfigError
 from scenarios.relations import LABELS
 from scenarios.sparrta.config import SparrtaConfig, Unit
 from scenarios.sparrta.record import load_record
-from scenarios.writers import assign_splits, atomic_write_json, write_table
+from scenarios.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
 
 CARD_FILE = "dataset_card.json"
 FIRST_COLUMNS = ("file_name", "index", "env", "task", "triple_id", "unit_index", "label", "split", "source_class",
@@ -39,17 +39,17 @@ def collect(cfg: SparrtaConfig, units: list[Unit], out: Path) -> list[dict]:
     return recs
 
 
-def with_splits(recs: list[dict], samples_per_scene: int) -> list[dict]:
-    """Table rows with ``split``: 80/10/10 within each (env, task) group, by scene: the samples of
-    one scene (same triple, ``unit_index // samples_per_scene``: shared placement and clutter) are
-    never split apart (writers.assign_splits)."""
+def with_splits(recs: list[dict], samples_per_scene: int, pattern=None) -> list[dict]:
+    """Table rows with ``split``: 80/10/10 (or the config's ``split_pattern``) within each (env, task)
+    group, by scene: the samples of one scene (same triple, ``unit_index // samples_per_scene``:
+    shared placement and clutter) are never split apart (writers.assign_splits)."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in recs:
         groups[(r["row"]["env"], r["row"]["task"])].append(r["row"])
     split_of = {}
     for rows in groups.values():
         scenes = [(row["triple_id"], row["unit_index"] // samples_per_scene) for row in rows]
-        for row, s in zip(rows, assign_splits([row["label"] for row in rows], scenes)):
+        for row, s in zip(rows, assign_splits([row["label"] for row in rows], scenes, pattern or SPLIT_PATTERN)):
             split_of[row["index"]] = s
     rows = [{**r["row"], "split": split_of[r["row"]["index"]]} for r in recs]
     return [{k: row[k] for k in FIRST_COLUMNS} | {k: v for k, v in row.items() if k not in FIRST_COLUMNS} for row in rows]
@@ -63,7 +63,7 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
         raise ConfigError(f"{out}: job.json was made with a different config; cannot finalize with this one")
     recs = collect(cfg, units, out)
     remove_stale_temps(out, units)
-    rows = with_splits(recs, cfg.samples_per_scene)
+    rows = with_splits(recs, cfg.samples_per_scene, cfg.split_pattern)
     write_table(rows, out)
     from scenarios.sparrta.graph import write_scene_tables
     write_scene_tables(out, rows)   # objects.parquet (+ annotations.coco.json with masks)

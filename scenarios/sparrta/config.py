@@ -58,6 +58,9 @@ class SparrtaConfig:
     # position in the image gives the label away (a 2-D box of the source alone predicted the
     # ego label at 0.95; docs/validation.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
     aim_jitter_deg: float = 15.0
+    # Splits of successive scenes, cycled (None = writers.SPLIT_PATTERN: 80/10/10). The demo's
+    # 40/20/40 gives a small set a test split a probe report accepts (docs/datasets.md "Splits").
+    split_pattern: tuple[str, ...] | None = None
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -85,13 +88,16 @@ class SparrtaConfig:
             del d["renderer"]
         if d["layout"] == "sceneforge":  # likewise
             del d["layout"]
+        if d["split_pattern"] is None:  # likewise
+            del d["split_pattern"]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-_LISTS = {"envs", "tasks", "triples", "licenses"}
+_LISTS = {"envs", "tasks", "triples", "licenses", "split_pattern"}
+SPLITS = ("train", "val", "test")
 
 
 def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
@@ -158,6 +164,9 @@ def _check(c: SparrtaConfig, src: str) -> None:
     need(isinstance(c.aim_jitter_deg, (int, float)) and not isinstance(c.aim_jitter_deg, bool)
          and 0.0 <= c.aim_jitter_deg <= 45.0, "aim_jitter_deg", "must be a number of degrees in [0, 45]")
     need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
+    need(c.split_pattern is None or (0 < len(c.split_pattern) <= 100 and set(c.split_pattern) == set(SPLITS)),
+         "split_pattern", "must be a list of up to 100 of train/val/test naming each at least once, "
+         "e.g. [train, train, val, test, test]")
     for f in ("margin_ego_deg", "margin_allo_deg"):
         if getattr(c, f) is not None:
             try:

@@ -100,7 +100,9 @@ def run_preview(args) -> int:
         raise ConfigError(f"assets preview: no asset of class {', '.join(args.cls or [])} in the library")
     sheet = contact_sheet(lib, ids, args.tile)
     save_png(sheet, args.out)
-    print(f"wrote {args.out} ({len(ids)} assets)")
+    classes = sorted({lib.info(i).cls for i in ids})
+    names = ", ".join(classes[:8]) + (", ..." if len(classes) > 8 else "")
+    print(f"assets preview: wrote {args.out} ({len(ids)} asset{'s' if len(ids) != 1 else ''}: {names})")
     return 0
 
 

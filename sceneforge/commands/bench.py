@@ -40,7 +40,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="run a benchmark from benchmarks/ (render, generate, videos, probe, farm)")
-    p.add_argument("name", help="benchmark name, e.g. render")
+    names = ", ".join(available()) or "none found (run from the source checkout)"
+    p = sub.add_parser("bench", help="run a benchmark from benchmarks/ (render, generate, videos, probe, farm, ...)",
+                       description="Run benchmarks/NAME.py (throughput measurements, not tests) with the "
+                                   "arguments after NAME.",
+                       epilog="e.g. sceneforge bench render --help   (each benchmark's own options)")
+    p.add_argument("name", metavar="NAME", help=f"one of: {names}")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
     p.set_defaults(func=run)

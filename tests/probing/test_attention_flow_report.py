@@ -13,7 +13,7 @@ from PIL import Image
 from probing.attention_flow import SINKS, attention_flow, object_grid
 from probing.backbones import create_backbone
 from probing.preprocess import Preprocess
-from probing.report import bootstrap_ci, layer_head_tables, small_splits
+from probing.report import layer_head_tables, small_splits, summarize, wilson_ci
 
 COLORS = {"source": [200, 0, 0], "target": [0, 200, 0], "human": [0, 0, 200]}
 
@@ -64,11 +64,32 @@ def test_attention_flow_shares_sum_to_one_per_layer(tmp_path):
     np.testing.assert_allclose(flat["roles"]["source"][0][0], 1 / 17, atol=1e-4)
 
 
-def test_bootstrap_ci_is_seeded_and_narrows_with_more_test_images():
-    lo1, hi1 = bootstrap_ci(np.array([0.6, 0.62]), np.array([20, 20]))
-    assert (lo1, hi1) == bootstrap_ci(np.array([0.6, 0.62]), np.array([20, 20]))
-    lo2, hi2 = bootstrap_ci(np.array([0.6, 0.62]), np.array([2000, 2000]))
-    assert lo1 < lo2 < 0.61 < hi2 < hi1 and hi2 - lo2 < 0.05 < hi1 - lo1
+def test_wilson_ci_is_wide_on_one_image_and_matches_scipy():
+    """Issue 33 item 7: with 1 test image the old bootstrap gave [1, 1] ("CI up to 0.00 wide")."""
+    from scipy.stats import binomtest
+
+    lo, hi = wilson_ci(1.0, 1)
+    assert lo == pytest.approx(0.2065, abs=1e-4) and hi == 1.0
+    assert wilson_ci(0.0, 1) == pytest.approx((0.0, 0.7935), abs=1e-4)
+    for k, n in ((0, 5), (3, 7), (16, 30), (450, 500)):
+        ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert wilson_ci(k / n, n) == pytest.approx((ref.low, ref.high), abs=1e-9)
+    widths = [np.subtract(*wilson_ci(0.6, n)[::-1]) for n in (1, 10, 30, 100, 2000)]
+    assert widths == sorted(widths, reverse=True) and widths[-1] < 0.05 and widths[0] > 0.5
+    assert wilson_ci(0.5, 0) == (0.0, 1.0)
+
+
+def _one_image_runs(n_test: int = 1) -> pd.DataFrame:
+    return pd.DataFrame([dict(run=".", backbone="b", layer=1, head="linear", protocol="within", env="desert",
+                              task="ego", selected=True, test_acc=acc, val_acc=1.0, lr=1e-3, dropout=0.2,
+                              n_test=n_test) for acc in (1.0, 1.0)])
+
+
+def test_one_test_image_gives_a_wide_interval_and_says_so_in_one_line():
+    s = summarize(_one_image_runs())
+    assert s["ci_hi"].iloc[0] - s["ci_lo"].iloc[0] > 0.75   # was [1.000, 1.000]
+    (line,) = small_splits(s)
+    assert "within desert/ego: only 1 test image:" in line and "0.79 wide ([0.21, 1.00])" in line
 
 
 def test_small_split_warning_and_layer_head_tables():

@@ -18,7 +18,7 @@ MODEL_ARGS = [a for k, v in TINY_VIT.items() for a in ("--model-arg", f"{k}={v}"
 def probe_args(data, out, *extra):
     return ["probe", "--data", str(data), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
             *MODEL_ARGS, "--out", str(out), "--epochs", "3", "--warmup", "1", "--lrs", "1e-2,1e-3",
-            "--dropouts", "0.2", "--no-progress", "--threads", "1", *extra]
+            "--dropouts", "0.2", "--no-progress", "--threads", "1", "--min-test", "0", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_second_probe_reuses_cache_and_report_spans_runs(probed):
     info_b = json.loads((out_b / "run_info.json").read_text())
     assert info_b["cache_keys"]["3"] == info_a["cache_keys"]["3"]
     assert not (out_b / "cache").exists()
-    assert main(["probe-report", str(probed / "runs")]) == 0
+    assert main(["probe-report", str(probed / "runs"), "--min-test", "8"]) == 0
     s = pd.read_csv(probed / "runs" / "summary.csv")
     assert len(s) == 2 * 8 * 3 + 4  # run a + run b (one layer, one head, 4 within groups)
     assert (probed / "runs" / "report.html").is_file()
@@ -131,7 +131,7 @@ def test_yaml_config(probed, tmp_path, capsys):
     cfg.write_text(f"data: {probed / 'data'}\nbackbone: timm:vit_small_patch16_224\nweights: random\n"
                    f"model_arg: {[f'{k}={v}' for k, v in TINY_VIT.items()]}\nheads: [linear]\n"
                    f"layers: 3\nepochs: 2\nwarmup: 1\nlrs: [0.01]\ndropouts: [0.2]\n"
-                   f"cache: {probed / 'runs' / 'a' / 'cache'}\n")
+                   f"cache: {probed / 'runs' / 'a' / 'cache'}\nmin_test: 0\n")
     out = tmp_path / "o"
     assert main(["probe", "--config", str(cfg), "--out", str(out), "--epochs", "3", "--no-progress"]) == 0
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
@@ -141,3 +141,27 @@ def test_yaml_config(probed, tmp_path, capsys):
     assert f"--config {cfg}: unknown key 'epoch'" in capsys.readouterr().err
     assert main(["probe", "--out", str(out)]) == 2
     assert "--data is required" in capsys.readouterr().err
+
+
+def test_probe_report_refuses_a_test_split_below_the_minimum(probed, capsys):
+    """Issue 33 item 7: 8 test images per within-env group → no report unless --min-test says so."""
+    out = probed / "runs" / "a"
+    before = (out / "summary.csv").stat().st_mtime_ns
+    assert main(["probe-report", str(out)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1, err
+    assert "within desert/allo has only 8 test images (and 3 more groups below 30)" in err[0]
+    assert "--min-test 8" in err[0]
+    assert (out / "summary.csv").stat().st_mtime_ns == before          # nothing rewritten
+    assert main(["probe-report", str(out), "--min-test", "8"]) == 0
+
+
+def test_probe_refuses_before_any_work_when_the_test_split_is_too_small(probed, capsys, caplog, tmp_path):
+    out = tmp_path / "o"
+    args = probe_args(probed / "data", out)
+    del args[args.index("--min-test"):args.index("--min-test") + 2]     # the default minimum, 30
+    assert main(args) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "within desert/allo has only 8 test images" in err[0] and "--min-test 8" in err[0], err
+    assert not out.exists()           # no features extracted, nothing trained
+    assert not [r for r in caplog.records if "small split" in r.getMessage()]   # the one line only

@@ -79,3 +79,31 @@ def test_generate_fetches_real_assets_on_first_use_and_falls_back_in_one_line(tm
     assert cli.main(["generate", "--env", "desert", "--task", "ego", "--n", "2", "--out", str(tmp_path / "b"),
                      "--quiet", "--no-fetch"]) == 0
     assert "fetching" not in capsys.readouterr().err
+
+
+def _help(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as e:
+        cli.main([*argv, "--help"])
+    assert e.value.code == 0
+    return " ".join(capsys.readouterr().out.split())   # argparse's line wrapping undone
+
+
+def test_probe_help_describes_the_command(capsys):
+    text = _help(capsys, ["probe"])
+    assert "frozen vision backbone" in text and "report.html" in text and "--min-test N" in text
+    assert "Wilson" in text and "example: sceneforge probe" in text
+    assert "runs.jsonl below ROOT" in _help(capsys, ["probe-report"])
+
+
+def test_bench_help_lists_every_benchmark(capsys):
+    text = _help(capsys, ["bench"])
+    assert bench.available() and all(name in text for name in bench.available())
+    assert "one of: " + ", ".join(bench.available()) in text
+
+
+@pytest.mark.render
+def test_assets_preview_prints_what_it_wrote(tmp_path, capsys):
+    out = tmp_path / "sheet.png"
+    assert cli.main(["assets", "preview", "--procedural", "--class", "cone", "--tile", "32", "--out", str(out)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"assets preview: wrote {out} (1 asset: cone)"] and out.is_file()
