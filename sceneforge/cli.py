@@ -49,7 +49,21 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # subcommand not built yet
             raise
         module.register(sub)
+    _describe_from_help(parser)
     return parser
+
+
+def _describe_from_help(parser: argparse.ArgumentParser) -> None:
+    """Every (sub)command's ``--help`` opens with a description: the one its module gave, else
+    the one-line help it is listed with (issue 33 item 9: ``probe --help`` said nothing)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            listed = {a.dest: a.help for a in action._choices_actions}
+            for name, child in action.choices.items():
+                if not child.description and listed.get(name):
+                    text = listed[name].rstrip(". ")
+                    child.description = text[:1].upper() + text[1:] + "."
+                _describe_from_help(child)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -107,3 +107,22 @@ def test_assets_preview_prints_what_it_wrote(tmp_path, capsys):
     assert cli.main(["assets", "preview", "--procedural", "--class", "cone", "--tile", "32", "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"assets preview: wrote {out} (1 asset: cone)"] and out.is_file()
+
+
+def test_every_subcommand_help_has_a_description():
+    """``sceneforge X [Y] --help`` opens with a description for every command and action."""
+    import argparse
+
+    from sceneforge.cli import build_parser
+
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    if not (child.description or "").strip():
+                        missing.append(f"{path} {name}".strip())
+                    walk(child, f"{path} {name}")
+    walk(build_parser(), "")
+    assert not missing, missing
