@@ -25,6 +25,10 @@ from renderfarm.summary import add_throughput, format_summary, summarise, write_
 log = logging.getLogger(__name__)
 
 BACKENDS = ("inline", "local", "ray")
+# Samples in one job (all environments and tasks together). Why: ``--n 99999999999999`` passed
+# validation and died in a MemoryError traceback building the shard list; 10 million images is
+# far beyond any dataset made here (split larger ones over several --out). docs/renderfarm.md.
+MAX_JOB_SAMPLES = 10_000_000
 
 
 def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None = None,
@@ -59,6 +63,7 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
     scenario = module_path(scenario)
     module = load_scenario(scenario)
     plan = module.plan(config)
+    check_job_size(plan.n_samples)
     if plan.config is not None:  # workers get the normalised config (the one job.json records)
         config = plan.config
     servers = parse_server_list(servers)
@@ -79,6 +84,13 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
         finally:
             detach_json_log(warn_handler, "renderfarm")
             detach_json_log(ev_handler, "renderfarm.events")
+
+
+def check_job_size(n_samples: int) -> None:
+    """One line instead of a MemoryError when ``--n`` × environments × tasks is absurd."""
+    if n_samples > MAX_JOB_SAMPLES:
+        raise ConfigError(f"--n: the job would have {n_samples} samples (n x environments x tasks); at most "
+                          f"{MAX_JOB_SAMPLES} per job: lower --n or split the job over several --out")
 
 
 def _run_inline(module, scenario, config, out_dir, plan, *, server, progress) -> dict:

@@ -73,12 +73,12 @@ JOB_FILE = "job.json"  # OUT/job.json: the dataset's identity (scenario, fingerp
 def check_out_dir(out_dir: Path) -> Path:
     """``out_dir`` usable as a dataset directory (created); one ConfigError line otherwise."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"--out {out_dir}: exists and is not a directory")
-    try:
+    try:   # exists() itself raises for a name over NAME_MAX (ENAMETOOLONG), not only mkdir
+        if out_dir.exists() and not out_dir.is_dir():
+            raise ConfigError(f"--out {out_dir}: exists and is not a directory")
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise ConfigError(f"--out {out_dir}: cannot create the directory ({e.strerror or e})") from None
+        raise ConfigError(f"--out {str(out_dir)[:200]}: cannot create the directory ({e.strerror or e})") from None
     return out_dir
 
 

@@ -13,6 +13,7 @@ item counts as crashed and a fresh actor takes the slot, exactly as with local p
 from __future__ import annotations
 
 import logging
+import socket
 from pathlib import Path
 
 from core.errors import ConnectionFailed
@@ -24,6 +25,10 @@ from renderfarm.procs import is_our_server, send_signal
 from renderfarm.worker import WorkerCore
 
 log = logging.getLogger(__name__)
+# How long --ray-address host:port may take to accept a TCP connection before the job gives up.
+# Why: ray.init on an address where nothing listens printed a dozen warnings and retried for
+# minutes (> 165 s); a head node that is up accepts at once. docs/renderfarm.md.
+RAY_CONNECT_TIMEOUT_S = 10.0
 
 
 class FarmActor:
@@ -59,6 +64,23 @@ def ray_init_message(address: str | None, error: BaseException) -> str:
     return f"--ray-address {address or '(local)'}: cannot connect to the Ray cluster ({type(error).__name__}: {first}){hint}"
 
 
+def check_reachable(address: str | None, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
+    """ConnectionFailed in one line when nothing accepts a TCP connection at ``host:port`` (also
+    ``ray://host:port``) within ``timeout_s``; ``auto``, ``local`` and no address are Ray's to find."""
+    if not address or address in ("auto", "local"):
+        return
+    host, sep, port = address.split("://", 1)[-1].rpartition(":")
+    if not sep or not port.isdigit():
+        return   # not host:port: Ray parses it and says what is wrong
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except (OSError, OverflowError, ValueError) as e:
+        reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
+        raise ConnectionFailed(f"--ray-address {address}: nothing accepts connections at {host}:{port} "
+                               f"({reason}; waited at most {timeout_s:g} s); is the Ray head node running "
+                               "(`ray start --head`)?") from None
+
+
 class RayPool(WorkerPool):
     """``n`` Ray actors (or one per external server address)."""
 
@@ -69,6 +91,7 @@ class RayPool(WorkerPool):
         self._ray = ray
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
+            check_reachable(ray_address)
             try:
                 ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
                          ignore_reinit_error=True)

@@ -26,6 +26,7 @@ from shapely.geometry import Point
 
 from core.errors import ConfigError
 from core.paths import check_component
+from engine.limits import MAX_ANGLE_DEG, MAX_COORD_CM, SCALE_RANGE
 from engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
 from engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
 from scenarios.look import LookRandomization
@@ -36,8 +37,29 @@ ENVS_DIR = Path(__file__).parent / "envs"
 CLUTTER_COLOR_BASE = 1000   # instance_color index offset for clutter (labelled objects use 0..)
 
 
+# At most this many background actors per sample: landmarks plus every clutter group's largest
+# count. Why: ``count: 100000000`` (or 70,000 landmarks) was accepted and then placed silently for
+# minutes; the shipped environments use at most 154 and the server caps a scene at
+# engine.limits.MAX_ACTORS. Documented in docs/environments.md.
+MAX_ENV_ACTORS = 2048
+# An environment file is hand-written (the shipped ones are < 4 KB); parsing YAML costs ~10 s per
+# MB, so a file of 70,000 landmarks took 30 s before its actor count could be refused.
+MAX_ENV_FILE_BYTES = 256 * 1024
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    """Unknown keys and non-finite numbers (``.nan``, ``.inf`` in YAML) are errors, not values:
+    a NaN zone corner was accepted silently and an infinite ring crashed numpy's sampler."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+
+
+def _within_world(values, what: str):
+    """Coordinates (cm) inside the world the server accepts (|v| <= engine.limits.MAX_COORD_CM):
+    ``ring_cm: [0, 1e300]`` is finite but overflowed the sampler with a traceback."""
+    if any(abs(v) > MAX_COORD_CM for v in values):
+        raise ValueError(f"{what} {list(values)}: coordinates must be within +-{MAX_COORD_CM:g} cm")
+    return values
 
 
 # The look sections (ground, sky, sun, fog, look) are engine.world's own types, validated by
@@ -109,8 +131,11 @@ class ClutterGroup(_Strict):
             raise ValueError(f"count must be >= 0 (or [min, max] with min <= max), got {self.count}")
         if not 0 <= self.ring_cm[0] < self.ring_cm[1]:
             raise ValueError(f"ring_cm must be [inner, outer] with 0 <= inner < outer, got {self.ring_cm}")
-        if not 0 < self.scale[0] <= self.scale[1]:
-            raise ValueError(f"scale must be [min, max] with 0 < min <= max, got {self.scale}")
+        _within_world(self.ring_cm, "ring_cm")
+        _within_world((self.offset_cm, self.gap_cm), "offset_cm/gap_cm")
+        if not SCALE_RANGE[0] <= self.scale[0] <= self.scale[1] <= SCALE_RANGE[1]:
+            raise ValueError(f"scale must be [min, max] with {SCALE_RANGE[0]:g} <= min <= max <= "
+                             f"{SCALE_RANGE[1]:g}, got {self.scale}")
         if self.facing != "random" and self.along is None:
             raise ValueError(f"facing: {self.facing} needs a line to face ('along: NAME')")
         return self
@@ -124,6 +149,14 @@ class Landmark(_Strict):
     yaw: float = 0.0
     scale: float = Field(1.0, gt=0)
     flat: bool = False      # a ground feature (street, pond): walkable, does not block clutter
+
+    @model_validator(mode="after")
+    def _bounded(self) -> "Landmark":
+        _within_world(self.location_cm, "location_cm")
+        if not abs(self.yaw) <= MAX_ANGLE_DEG or not SCALE_RANGE[0] <= self.scale <= SCALE_RANGE[1]:
+            raise ValueError(f"yaw must be within +-{MAX_ANGLE_DEG:g} and scale within "
+                             f"[{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got yaw {self.yaw}, scale {self.scale}")
+        return self
 
 
 class Triple(_Strict):
@@ -159,7 +192,12 @@ class SamplingParams(_Strict):
     def _heights(cls, v):
         if not 0 <= v[0] <= v[1]:
             raise ValueError(f"must be [min, max] with 0 <= min <= max, got {list(v)}")
-        return v
+        return _within_world(v, "cam_height_range_cm")
+
+    @field_validator("centre_cm", "sigma_cm", "max_pair_dist_cm", "cam_xy_range_cm")
+    @classmethod
+    def _in_the_world(cls, v, info):
+        return _within_world(v if isinstance(v, tuple) else (v,), info.field_name) and v
 
 
 def _path_component(v: str, what: str) -> str:
@@ -188,6 +226,14 @@ class EnvSpec(_Strict):
     zones: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # rects, cm
     lines: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # segments, cm
 
+    @field_validator("zones", "lines")
+    @classmethod
+    def _shapes_in_the_world(cls, v, info):
+        for name, shapes in v.items():
+            for shape in shapes:
+                _within_world(shape, f"{info.field_name}.{name}")
+        return v
+
     @field_validator("lines")
     @classmethod
     def _segments_have_length(cls, v):
@@ -196,6 +242,15 @@ class EnvSpec(_Strict):
                 if seg[0] == seg[2] and seg[1] == seg[3]:
                     raise ValueError(f"lines.{name}: segment {list(seg)} has zero length")
         return v
+
+    @model_validator(mode="after")
+    def _actor_cap(self) -> "EnvSpec":
+        counts = [g.count if isinstance(g.count, int) else g.count[1] for g in self.clutter]
+        total = len(self.landmarks) + sum(counts)
+        if total > MAX_ENV_ACTORS:
+            raise ValueError(f"{len(self.landmarks)} landmarks + clutter counts {counts} = {total} background "
+                             f"actors; at most {MAX_ENV_ACTORS} per sample")
+        return self
 
     @model_validator(mode="after")
     def _names_exist(self) -> "EnvSpec":
@@ -328,19 +383,39 @@ def list_envs() -> list[str]:
     return sorted(p.stem for p in ENVS_DIR.glob("*.yaml"))
 
 
+def is_explicit_path(ref: str | Path) -> bool:
+    """A reference that can only mean a file: it ends in ``.yaml``/``.yml`` or has a directory part
+    (``./desert``, ``envs/mine``). Anything else is first a shipped environment's name."""
+    p = Path(ref)
+    return p.suffix in (".yaml", ".yml") or len(p.parts) > 1 or "/" in str(ref) or str(ref).startswith(".")
+
+
 def env_path(name_or_path: str | Path) -> Path:
+    """The file an environment reference names. Shipped names win over files in the working
+    directory (issue 39: a file ``./desert`` silently replaced the shipped ``desert``, and a
+    directory ``desert/``, which every dataset root has, gave "Is a directory"); write
+    ``./desert`` or ``desert.yaml`` to mean the file. A bare name that is not shipped may still
+    name a file here."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists():
+    if is_explicit_path(name_or_path):
         return p
     shipped = ENVS_DIR / f"{name_or_path}.yaml"
-    if not shipped.exists():
-        import difflib
+    if shipped.exists():
+        if p.is_file():
+            log.warning("environment %r is the shipped one, not the file ./%s (write ./%s to use the file)",
+                        str(name_or_path), p, p)
+        return shipped
+    if p.is_file():
+        return p
+    if p.is_dir():
+        raise ConfigError(f"environment {str(name_or_path)!r}: ./{p} is a directory, not an environment file; "
+                          f"shipped: {', '.join(list_envs())}")
+    import difflib
 
-        close = difflib.get_close_matches(str(name_or_path), list_envs(), n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ConfigError(f"unknown environment {str(name_or_path)!r}; {hint}shipped: {', '.join(list_envs())} "
-                          "(or give a path to a .yaml file)")
-    return shipped
+    close = difflib.get_close_matches(str(name_or_path), list_envs(), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ConfigError(f"unknown environment {str(name_or_path)!r}; {hint}shipped: {', '.join(list_envs())} "
+                      "(or give a path to a .yaml file)")
 
 
 def freeze_envs(refs, source: str = "envs") -> dict[str, dict]:
@@ -390,6 +465,17 @@ def _recorded_dir(path: Path) -> str | None:
     return None if folder == ENVS_DIR.resolve() else str(folder)
 
 
+def _check_file_size(path: Path, text: str | None) -> None:
+    """Refuse an environment file over :data:`MAX_ENV_FILE_BYTES` before parsing it."""
+    try:
+        size = len(text.encode("utf-8")) if text is not None else path.stat().st_size
+    except OSError:
+        return   # read_yaml names the file and the reason
+    if size > MAX_ENV_FILE_BYTES:
+        raise ConfigError(f"{path}: {size} bytes; an environment file may have at most {MAX_ENV_FILE_BYTES} "
+                          f"(at most {MAX_ENV_ACTORS} background actors per sample)")
+
+
 def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str | None = None) -> Environment:
     """Load a shipped environment by name or a user YAML by path; errors name file:line: field.
 
@@ -398,6 +484,7 @@ def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str
     from assets_manifest.schema import KNOWN_CLASSES, read_yaml, read_yaml_text, validation_message
 
     path = Path(name_or_path) if text is not None else env_path(name_or_path)
+    _check_file_size(path, text)
     data, root = read_yaml_text(text, path) if text is not None else read_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: an environment must be a mapping (name, triples, ...)")

@@ -63,6 +63,15 @@ def check(kind: str, level: int) -> None:
         raise ConfigError(f"degradation level must be an integer 1..5, got {level!r}")
 
 
+def check_depth(depth: np.ndarray) -> None:
+    """Ray depth in cm: no NaN and nothing negative (``+inf`` marks the sky). Why: NaN or negative
+    depths passed silently and gave wrong haze, blur and motion without a word."""
+    bad_nan, bad_neg = int(np.isnan(depth).sum()), int((depth < 0).sum())
+    if bad_nan or bad_neg:
+        raise ConfigError(f"depth has {bad_nan} NaN and {bad_neg} negative value(s); ray depth in cm must be "
+                          ">= 0 (+inf for the sky)")
+
+
 def focus_distance(depth: np.ndarray) -> float:
     """Where the camera focuses: the median depth of the central 20 % of the frame (autofocus's
     usual centre-weighted metering), ignoring sky; 10 m if the centre is all sky."""
@@ -88,6 +97,9 @@ def degrade(kind: str, level: int, image: np.ndarray, *, depth: np.ndarray | Non
         depth = np.asarray(depth, dtype=np.float64)
         if depth.shape != img.shape[:2]:
             raise ConfigError(f"depth shape {depth.shape} does not match image {img.shape[:2]}")
+        check_depth(depth)
+    if not (isinstance(fov_deg, (int, float)) and 0 < fov_deg < 180):
+        raise ConfigError(f"fov_deg must be in (0, 180) degrees, got {fov_deg!r}")
     value = LEVELS[kind][int(level) - 1]
     rng = rng_for(seed, kind, int(level), key)
     h, w = img.shape[:2]

@@ -30,10 +30,12 @@ import numpy as np
 
 from core.errors import ConfigError
 from core.paths import inside
-from scenarios.degrade import NEEDS_DEPTH, check, degrade
+from scenarios.degrade import NEEDS_DEPTH, check, check_depth, degrade
 from scenarios.writers import atomic_write_bytes, encode_image
 
 TABLES = ("samples.parquet", "metadata.csv")
+MAX_SIDE = 4096                  # generate, vqa: image_size <= 4096; videos <= 2048
+MAX_PIXELS = MAX_SIDE * MAX_SIDE
 BOX_KEYS = ("x0", "y0", "x1", "y1")
 
 
@@ -59,15 +61,20 @@ def read_table(root: Path):
 PATH_FIELDS = ("file_name", "depth_file", "mask_file", "params_file")
 
 
-def check_row_paths(root: Path, table, source: Path) -> None:
-    """Every path the table names stays inside ``root``, checked before anything is written, so
-    a bad row 500 does not leave 499 rows of variants behind (missing optional paths are NaN)."""
+def check_rows(root: Path, table, source: Path) -> None:
+    """Every path the table names stays inside ``root`` and every field of view and box is a
+    number, checked before anything is written, so a bad row 500 does not leave 499 rows of
+    variants behind (missing optional paths are NaN)."""
     fields = [f for f in PATH_FIELDS if f in table.columns]
-    for i, row in enumerate(table[fields].itertuples(index=False)):
-        for field, value in zip(fields, row):
-            if field != "file_name" and not isinstance(value, str):
+    for i, (_, row) in enumerate(table.iterrows()):
+        where = f"{source} row {i + 1}"
+        for field in fields:
+            if field != "file_name" and not isinstance(row[field], str):
                 continue   # an optional file this row does not have
-            inside(root, value, f"{source} row {i + 1} {field}")
+            inside(root, row[field], f"{where} {field}")
+        _row_fov(row, where)
+        for name in _mask_names(row):
+            _row_box(row, name, where)
 
 
 def row_path(root: Path, row, field: str, where: str, name: str | None = None) -> Path:
@@ -82,13 +89,71 @@ def variant_name(file_name: str, kind: str, level: int) -> str:
 
 
 def _load_image(path: Path) -> np.ndarray:
+    """The image as uint8 RGB; its size is read from the header and checked before decoding
+    (a 14000² PNG was a DecompressionBombError traceback, or gigabytes of float buffers)."""
+    import warnings
+
     from PIL import Image
 
+    too_big = f"degrade handles at most {MAX_PIXELS} pixels ({MAX_SIDE}x{MAX_SIDE}, the largest image sceneforge renders)"
     try:
-        with Image.open(path) as im:
-            return np.asarray(im.convert("RGB"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)   # our own cap says it in one line
+            with Image.open(path) as im:
+                if im.width * im.height > MAX_PIXELS:
+                    raise ConfigError(f"{path}: {im.width}x{im.height}; {too_big}")
+                return np.asarray(im.convert("RGB"))
+    except Image.DecompressionBombError:
+        raise ConfigError(f"{path}: larger than PIL's decompression-bomb limit; {too_big}") from None
     except OSError as e:
         raise ConfigError(f"{path}: cannot read image ({e})") from None
+
+
+def _load_depth(path: Path) -> np.ndarray:
+    """A 2-D ray-depth map in cm: numbers, no NaN, none negative (``+inf`` is the sky). Why: a
+    string array was a traceback, and NaN or negative depths gave silently wrong haze and blur."""
+    try:
+        depth = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read depth ({e})") from None
+    if depth.ndim != 2 or not (np.issubdtype(depth.dtype, np.floating) or np.issubdtype(depth.dtype, np.integer)):
+        raise ConfigError(f"{path}: depth must be a 2-D array of numbers (cm), got {depth.dtype} {depth.shape}")
+    if depth.size > MAX_PIXELS:
+        raise ConfigError(f"{path}: depth {depth.shape} has more than {MAX_PIXELS} pixels")
+    try:
+        check_depth(depth)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+    return depth
+
+
+def _row_fov(row, where: str) -> float:
+    """``camera_hfov_deg`` of the row (53.13°, SpaRRTa's lens, when the table has none)."""
+    value = row.get("camera_hfov_deg", 53.13)
+    try:
+        fov = float(value)
+    except (TypeError, ValueError):
+        fov = float("nan")
+    if not 0 < fov < 180:
+        raise ConfigError(f"{where} camera_hfov_deg {value!r}: expected a horizontal field of view in (0, 180) degrees")
+    return fov
+
+
+def _row_box(row, name: str, where: str) -> list[float] | None:
+    """The row's inclusive pixel box of ``name``, or None when the object has none (NaN)."""
+    box = []
+    for k in BOX_KEYS:
+        value = row[f"{name}_bbox_{k}"]
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            return None
+        try:
+            v = float(value)
+        except (TypeError, ValueError):
+            v = float("nan")
+        if not np.isfinite(v):
+            raise ConfigError(f"{where} {name}_bbox_{k} {value!r}: expected a pixel coordinate (a number)")
+        box.append(v)
+    return box
 
 
 def _mask_names(row) -> list[str]:
@@ -111,7 +176,7 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
         raise ConfigError(f"{root}: {', '.join(needs_depth)} need depth maps; make the dataset with --depth "
                           f"(no depth_file column)")
     source = table_path(root)
-    check_row_paths(root, table, source)
+    check_rows(root, table, source)
     rows, written, kept = [], 0, 0
     for i, (_, row) in enumerate(table.iterrows()):
         where = f"{source} row {i + 1}"
@@ -131,14 +196,10 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
                 if img is None:
                     img = _load_image(clean_path)
                 if kind in NEEDS_DEPTH and depth is None:
-                    dp = row_path(root, row, "depth_file", where)
-                    try:
-                        depth = np.load(dp, allow_pickle=False)
-                    except (OSError, ValueError) as e:
-                        raise ConfigError(f"{dp}: cannot read depth ({e})") from None
+                    depth = _load_depth(row_path(root, row, "depth_file", where))
                 if mask_name and mask is None:
                     mask = _load_image(row_path(root, row, "mask_file", where))
-                fov = float(row.get("camera_hfov_deg", 53.13))
+                fov = _row_fov(row, where)
                 res = degrade(kind, lv, img, depth=depth, mask=mask if mask_name else None, fov_deg=fov, seed=seed,
                               key=clean)
                 if done:
@@ -175,8 +236,8 @@ def _warped_boxes(row, res, mask, mask_name, root: Path, params, where: str) -> 
             colors = {}
     out = {}
     for name in _mask_names(row):
-        box = [row[f"{name}_bbox_{k}"] for k in BOX_KEYS]
-        if any(b is None or (isinstance(b, float) and np.isnan(b)) for b in box):
+        box = _row_box(row, name, where)
+        if box is None:
             continue
         if name in colors and res.mask is not None:
             sel = (res.mask[..., :3] == np.asarray(colors[name], dtype=np.uint8)).all(-1)

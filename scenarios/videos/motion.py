@@ -88,14 +88,19 @@ class MotionConfig:
             object.__setattr__(self, name, lo_hi)
         if not (0 <= float(self.dir_jitter_deg) < 30):
             raise ConfigError(f"motion.dir_jitter_deg must be in [0, 30), got {self.dir_jitter_deg}")
-        if not self.patterns:
-            raise ConfigError("motion.patterns must name at least one pattern")
+        if isinstance(self.patterns, (str, bytes)) or not isinstance(self.patterns, (list, tuple)) or not self.patterns:
+            raise ConfigError(f"motion.patterns must be a non-empty list of patterns, got {self.patterns!r}")
         for p in self.patterns:
             parse_pattern(p)
         object.__setattr__(self, "patterns", tuple(self.patterns))
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "MotionConfig":
+        """``d`` is the config's ``motion`` mapping; ``motion: [1, 2]`` is one line, not a
+        TypeError from ``dict([1, 2])``."""
+        if d is not None and not isinstance(d, dict):
+            raise ConfigError(f"motion must be a mapping of fields ({', '.join(cls.__dataclass_fields__)}), "
+                              f"got {type(d).__name__} {str(d)[:60]}")
         d = dict(d or {})
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:

@@ -37,17 +37,92 @@ def scene_record(env: str, index: int, seed: int, world: dict, actors, colors: d
 
 
 def read_record(path: Path) -> tuple[dict, Path]:
-    """The record at ``path`` (``<dataset>/<env>/scene_NNNNNN.json``) and its stored image.
+    """The record at ``path`` (``<dataset>/<env>/scene_NNNNNN.json``), checked, and its stored image.
 
-    Why the check: a record is a file anyone can hand over; ``files.image`` must name a file
-    inside the dataset (the record's grandparent directory), never ``/etc/hostname``."""
+    Why the checks: a record is a file anyone can hand over. ``files.image`` must name a file
+    inside the dataset (the record's grandparent directory), never ``/etc/hostname``; every field
+    the replay uses is checked first (:func:`check_record`), so a record without ``camera`` or with
+    ``rotation: [1, 2]`` is one line naming the field, not a KeyError after a server start or a
+    silently different scene."""
     path = Path(path)
     try:
         rec = json.loads(path.read_text(encoding="utf-8"))
-        image = rec["files"]["image"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError) as e:
         raise ConfigError(f"{path}: not a scene record ({type(e).__name__}: {e})") from None
-    return rec, inside(path.parent.parent, image, f"{path}: files.image")
+    check_record(rec, str(path))
+    return rec, inside(path.parent.parent, rec["files"]["image"], f"{path}: files.image")
+
+
+def check_record(rec, where: str) -> None:
+    """ConfigError naming ``where``, the field and its value unless ``rec`` has everything
+    :func:`rerender` reads, each of the right type and within the server's bounds."""
+    from core.paths import check_component
+
+    rec = _field(rec, dict, where, "the record", "a JSON object (env, world, actors, camera, image, files)")
+    try:
+        check_component(rec.get("env"), "env")    # a name: never a path to a YAML file elsewhere
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    _field(rec.get("world"), dict, where, "world", "a JSON object")
+    for k, a in enumerate(_field(rec.get("actors"), list, where, "actors", "a list")):
+        _check_actor(a, where, f"actors[{k}]")
+    cam = _field(rec.get("camera"), dict, where, "camera", "a JSON object (location, rotation, fov_deg, width, height)")
+    _vector(cam.get("location"), where, "camera.location", "location")
+    _vector(cam.get("rotation"), where, "camera.rotation", "rotation")
+    _number(cam.get("fov_deg"), where, "camera.fov_deg", 1e-3, 179.999)
+    for side in ("width", "height"):
+        _number(cam.get(side), where, f"camera.{side}", 1, 8192, integer=True)
+    image = _field(rec.get("image"), dict, where, "image", "a JSON object (format, jpeg_quality)")
+    if image.get("format") not in ("jpg", "jpeg", "png"):
+        raise ConfigError(f"{where}: image.format {image.get('format')!r}: expected 'jpg' or 'png'")
+    _number(image.get("jpeg_quality", 95), where, "image.jpeg_quality", 1, 100, integer=True)
+    files = _field(rec.get("files"), dict, where, "files", "a JSON object with 'image'")
+    _field(files.get("image"), str, where, "files.image", "a path relative to the dataset")
+
+
+def _check_actor(a, where: str, at: str) -> None:
+    a = _field(a, dict, where, at, "a JSON object (name, asset, location, rotation, scale, color)")
+    for key in ("name", "asset"):
+        if not isinstance(a.get(key), str) or not a.get(key):
+            raise ConfigError(f"{where}: {at}.{key} {a.get(key)!r}: expected a non-empty string")
+    _vector(a.get("location"), where, f"{at}.location", "location")
+    _vector(a.get("rotation"), where, f"{at}.rotation", "rotation")
+    _vector(a.get("scale", [1, 1, 1]), where, f"{at}.scale", "scale")
+    for key, low, high in (("tint", 0, 1e3), ("color", 0, 255)):
+        if a.get(key) is not None or key == "color":
+            for v in _vector(a.get(key), where, f"{at}.{key}"):
+                _number(v, where, f"{at}.{key}", low, high, integer=key == "color")
+
+
+def _field(value, kind: type, where: str, at: str, expected: str):
+    if not isinstance(value, kind) or (kind is str and not value):
+        shown = "missing" if value is None else f"{type(value).__name__} {str(value)[:60]}"
+        raise ConfigError(f"{where}: {at} is {shown}; expected {expected}")
+    return value
+
+
+def _vector(value, where: str, at: str, bounds: str | None = None) -> list:
+    """Three numbers; with ``bounds`` within the server's limits for a location/rotation/scale."""
+    from engine import limits
+
+    if not isinstance(value, list) or len(value) != 3 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+        raise ConfigError(f"{where}: {at} {str(value)[:60]}: expected 3 numbers")
+    check = {"location": limits.check_location, "rotation": limits.check_rotation,
+             "scale": limits.check_scale}.get(bounds)
+    if check is not None:
+        try:
+            check(at, tuple(value))
+        except ConfigError as e:
+            raise ConfigError(f"{where}: {e}") from None
+    return value
+
+
+def _number(value, where: str, at: str, low: float, high: float, *, integer: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
+    if not ok or (integer and value != int(value)):
+        kind = "an integer" if integer else "a number"
+        raise ConfigError(f"{where}: {at} {value!r}: expected {kind} in [{low:g}, {high:g}]")
 
 
 def actors_from_record(rec: dict) -> list[Actor]:

@@ -111,10 +111,19 @@ def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
         c = replace(c, env_files=freeze_envs(c.envs, f"{source}: envs"))
     for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
                      ("max_objects", c.max_objects >= c.min_objects), ("image_format", c.image_format in ("jpg", "png")),
-                     ("min_askable", 1 <= c.min_askable <= c.max_objects), ("max_per_category", c.max_per_category >= 1)):
+                     ("min_askable", 1 <= c.min_askable <= c.max_objects), ("max_per_category", c.max_per_category >= 1),
+                     # issue 39: --min-box-px nan reached json.dumps in a traceback
+                     ("min_box_px", _within(c.min_box_px, 0, c.size)), ("min_visible_ratio", _within(c.min_visible_ratio, 0, 1)),
+                     ("margin_deg", _within(c.margin_deg, 0, 44.9)), ("rank_gap", _within(c.rank_gap, 0, 10)),
+                     ("jpeg_quality", _within(c.jpeg_quality, 1, 100) and c.jpeg_quality == int(c.jpeg_quality))):
         if not ok:
             raise ConfigError(f"{source}: invalid {name} = {getattr(c, name)!r}")
     return c
+
+
+def _within(value, low: float, high: float) -> bool:
+    """A real number (not a bool, not NaN) in ``[low, high]``."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and low <= value <= high
 
 
 def locate(cfg: VqaConfig, index: int) -> tuple[str, int]:

@@ -41,6 +41,16 @@ def fetch_defaults_once(args: argparse.Namespace) -> None:
     ensure_defaults(progress=not getattr(args, "quiet", False))
 
 
+def out_flag(value, flag: str = "--out") -> Path:
+    """``--out`` as a Path; an empty value is refused (``Path("")`` is ``.``: ``--out ""`` used to
+    write a dataset into the current directory). Commands take ``--out`` as a string for this."""
+    from core.errors import ConfigError
+
+    if value is None or not str(value).strip():
+        raise ConfigError(f"{flag} {str(value)!r}: empty; name a directory (write {flag} . to mean the current one)")
+    return Path(value)
+
+
 def _workers(text: str):
     """``--workers``: an integer >= 1, or ``auto`` (resolved per job by :func:`resolve_auto_workers`)."""
     if text.strip().lower() == "auto":
@@ -90,6 +100,7 @@ def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -
     from core.errors import ConfigError, PlacementError
     from renderfarm import run_job
 
+    out = out_flag(out)
     fetch_defaults_once(args)
     resolve_auto_workers(name, config, args)
     backend = backend_of(args)

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
     ls.set_defaults(func=run_list)
     pv = sub.add_parser("preview", help="render a few views of an environment (PNG)")
     pv.add_argument("env", help="shipped name (desert, forest, ...) or path to a YAML file")
-    pv.add_argument("--out", type=Path, default=Path("env_preview"), help="output directory")
+    pv.add_argument("--out", default="env_preview", help="output directory")
     pv.add_argument("--views", type=int, default=4, help="number of camera azimuths")
     pv.add_argument("--size", type=int, default=256, help="image width and height in pixels")
     pv.add_argument("--seed", type=int, default=0, help="clutter seed")
@@ -50,6 +50,9 @@ def run_preview(args) -> int:
     from scenarios.environments import load_env
     from sceneforge.commands.assets import save_png
 
+    from sceneforge.commands.common import out_flag
+
+    out = out_flag(args.out)
     library = None
     if args.procedural:
         from assets_manifest import AssetLibrary
@@ -61,8 +64,8 @@ def run_preview(args) -> int:
         raise ConfigError("--views must be 1..16, --size 16..1024 and --distance 300..10000 (cm)")
     images = render_views(env, args.views, args.size, args.seed, args.triple, args.distance)
     for k, img in enumerate(images):
-        save_png(img, args.out / f"{env.name}_{k}.png")
-    print(f"wrote {len(images)} views to {args.out}/")
+        save_png(img, out / f"{env.name}_{k}.png")
+    print(f"wrote {len(images)} views to {out}/")
     return 0
 
 

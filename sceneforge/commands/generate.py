@@ -43,7 +43,7 @@ def run_generate(args: argparse.Namespace) -> int:
         from engine.server.renderers import check_renderer
 
         check_renderer(cfg.renderer)
-    summary = run_scenario("sparrta", config, Path(args.out), args)
+    summary = run_scenario("sparrta", config, args.out, args)
     stats = summary.get("finalize", {})
     print(f"{summary.get('samples')} samples in {args.out} ({summary.get('rendered', 0)} rendered this run, "
           f"{summary.get('samples_per_s', 0):.2f} labelled images/s); labels {stats.get('by_label')}")

@@ -21,7 +21,7 @@ def register(subparsers) -> None:
                                           "hflip/reverse/reverse_hflip variants and DSI-Bench metadata CSVs.")
     v.add_argument("--env", help="environment name (sceneforge envs list) or YAML path")
     v.add_argument("--n", type=int, help="number of clips")
-    v.add_argument("--out", type=Path, required=True, help="output directory (created; resumable)")
+    v.add_argument("--out", required=True, help="output directory (created; resumable)")
     v.add_argument("--seed", type=int, help="job seed (default 0)")
     v.add_argument("--config", type=Path, help="YAML with videos config fields (flags override)")
     v.add_argument("--frames", type=int, help="frames per clip (motion.n_frames, default 16)")

@@ -40,7 +40,7 @@ def register_generate(subparsers) -> None:
                                           "COCO annotations. Resumable: rerun the same command.")
     g.add_argument("--env", nargs="+", default=["desert"], help="environment name(s) or YAML path(s)")
     g.add_argument("--n", type=int, required=True, help="images per environment")
-    g.add_argument("--out", type=Path, required=True, help="output directory")
+    g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--size", type=int, default=448, help="square image size (default 448; CRISP's 40 px box rule)")
     g.add_argument("--depth", action="store_true", help="also write depth (for `sceneforge degrade`)")
@@ -57,7 +57,7 @@ def register_generate(subparsers) -> None:
                                           "check the image is byte-identical to the stored one (exit 1 if not).")
     r.add_argument("record", type=Path, help="scene_NNNNNN.json")
     r.add_argument("--server", help="a running render server host:port (default: start one)")
-    r.add_argument("--out", type=Path, help="also write the re-rendered image here")
+    r.add_argument("--out", help="also write the re-rendered image here")
     r.set_defaults(func=run_render_record)
 
 
@@ -93,9 +93,10 @@ def run_render_record(args: argparse.Namespace) -> int:
             address = stack.enter_context(start_server(port=0, assets=packs or None)).address
         with RenderClient(address) as client:
             data = rerender(rec, client)
-    if args.out:
+    if args.out is not None:
         from core.atomic import atomic_write_bytes
-        atomic_write_bytes(args.out, data)
+        from sceneforge.commands.common import out_flag
+        atomic_write_bytes(out_flag(args.out), data)
     same = image.is_file() and image.read_bytes() == data
     print(f"{'identical' if same else 'DIFFERENT'}: re-rendered {rec['files']['image']} ({len(data)} bytes)")
     return 0 if same else 1
