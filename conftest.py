@@ -25,7 +25,7 @@ try:  # optional extra: probing tests are skipped/absent without it
 except Exception:  # pragma: no cover - any import failure is reported by the probing tests
     pass
 
-from engine.server.cycles.install import home as _cycles_home
+from sceneforge.engine.server.cycles.install import home as _cycles_home
 
 SUITE_CACHE = Path(os.environ.get("SCENEFORGE_TEST_CACHE")
                    or Path(__file__).resolve().parent / ".pytest_cache" / "sceneforge")

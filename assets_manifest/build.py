@@ -22,12 +22,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from assets_manifest import normalize, sh3d, zeroad
-from assets_manifest.library import BUILT_PACKS, budget_for, built_path, cache_root
-from assets_manifest.licenses import matches_any
-from assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
-from core.atomic import atomic_write_bytes, atomic_write_text
-from core.errors import AssetError, ConfigError
+from sceneforge.assets_manifest import normalize, sh3d, zeroad
+from sceneforge.assets_manifest.library import BUILT_PACKS, budget_for, built_path, cache_root
+from sceneforge.assets_manifest.licenses import matches_any
+from sceneforge.assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
+from sceneforge.core.atomic import atomic_write_bytes, atomic_write_text
+from sceneforge.core.errors import AssetError, ConfigError
 
 log = logging.getLogger(__name__)
 SUPPORTED = {"sh3d": sh3d.PACKAGE, "0ad": zeroad.PACKAGE, "looks": "blender-data, sweethome3d, npm @pmndrs/assets"}
@@ -49,7 +49,7 @@ def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False
     report = []
     for src in sources:
         if src == "looks":
-            from assets_manifest.looks import build_looks
+            from sceneforge.assets_manifest.looks import build_looks
             report += build_looks(cache, licenses, progress=progress)
             continue
         manifest = BUILT_PACKS[src]
@@ -191,7 +191,7 @@ def _write_glb(mesh, path: Path) -> None:
 
 def missing_defaults(cache_dir=None) -> bool:
     """True when the default real assets (Sweet Home 3D pack, textures, HDRIs) are not all built."""
-    from assets_manifest.looks import looks_complete
+    from sceneforge.assets_manifest.looks import looks_complete
 
     cache = cache_root(cache_dir)
     return (not all(_done(cache, e.id) for e in load_manifest(BUILT_PACKS["sh3d"]).assets)

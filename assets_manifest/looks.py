@@ -32,9 +32,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from core.atomic import atomic_path, atomic_write_text
-from core.errors import AssetError
-from core.meshes import Material
+from sceneforge.core.atomic import atomic_path, atomic_write_text
+from sceneforge.core.errors import AssetError
+from sceneforge.core.meshes import Material
 
 log = logging.getLogger(__name__)
 CATALOG = Path(__file__).parent / "packs" / "looks.yaml"
@@ -106,7 +106,7 @@ def _source_root(name: str, cache: Path) -> Path:
     src = catalog()["sources"][name]
     if src["kind"] == "npm":
         return fetch_npm(src["package"], str(src["version"]), cache)
-    from assets_manifest.build import fetch_package
+    from sceneforge.assets_manifest.build import fetch_package
     return fetch_package(src["package"], cache)
 
 
@@ -137,7 +137,7 @@ def build_looks(cache: Path, licenses=None, progress: bool = True) -> list[str]:
     """Fetch and convert every HDRI and texture in ``packs/looks.yaml`` not yet in the cache."""
     from tqdm import tqdm
 
-    from assets_manifest.licenses import matches_any
+    from sceneforge.assets_manifest.licenses import matches_any
 
     cat = catalog()
     cache = Path(cache)
@@ -229,7 +229,7 @@ def looks_complete(cache: Path) -> bool:
 
 # ---- runtime ---------------------------------------------------------------------------------
 def hdri_ids(cache: Path, licenses=None) -> list[str]:
-    from assets_manifest.licenses import matches_any
+    from sceneforge.assets_manifest.licenses import matches_any
 
     return sorted(h["id"] for h in catalog()["hdris"] if hdri_path(cache, h["id"]).exists()
                   and (licenses is None or matches_any(h["license"], licenses)))
@@ -255,7 +255,7 @@ def hdri(cache: Path, hid: str) -> np.ndarray:
 def _load_hdri(path: str) -> np.ndarray:
     """The stored HDRI with a sun damaged by lossy EXR compression repaired
     (assets_manifest/hdri_repair.py; at load, so caches built before the repair get it too)."""
-    from assets_manifest.hdri_repair import repair_hot_spots
+    from sceneforge.assets_manifest.hdri_repair import repair_hot_spots
 
     a = repair_hot_spots(np.load(path).astype(np.float32))
     a.setflags(write=False)
@@ -268,7 +268,7 @@ def surface_ids() -> list[str]:
 
 def surface(cache: Path, sid: str, licenses=None) -> Material:
     """The surface as a Material (albedo + normal map, ``tile_cm``, licence and credits)."""
-    from assets_manifest.licenses import matches_any
+    from sceneforge.assets_manifest.licenses import matches_any
 
     try:
         s = catalog()["surface_by_id"][sid]

@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-from core.meshes import Material  # noqa: F401  (re-exported for builders)
+from sceneforge.core.meshes import Material  # noqa: F401  (re-exported for builders)
 
 MAX_TEXTURE = 512
 GREY = np.array([180, 180, 180], np.uint8)

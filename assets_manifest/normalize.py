@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import trimesh
 
-from core.atomic import atomic_path
-from core.errors import AssetError
-from assets_manifest import materials as materials_mod
-from core.meshes import Material, RenderMesh
+from sceneforge.core.atomic import atomic_path
+from sceneforge.core.errors import AssetError
+from sceneforge.assets_manifest import materials as materials_mod
+from sceneforge.core.meshes import Material, RenderMesh
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def decimate_raw(raw: RawMesh, budget: int, per_part: bool = False) -> RawMesh:
     """Decimate per material to about ``budget`` triangles keeping UVs (see ``decimate.py``);
     alpha-cut materials are thinned by whole cards instead of simplified. Returns unshared faces
     (3 vertices each)."""
-    from assets_manifest import decimate as dec
+    from sceneforge.assets_manifest import decimate as dec
 
     v, f = np.asarray(raw.vertices, float), np.asarray(raw.faces, np.int64)
     fm = raw.face_materials if raw.face_materials is not None else np.zeros(len(f), np.int32)
@@ -251,7 +251,7 @@ def flat_mesh(v: np.ndarray, f: np.ndarray, face_rgb: np.ndarray, meta: dict | N
 
 def render_mesh(raw: RawMesh, meta: dict | None = None) -> RenderMesh:
     """Unshared faces with per-corner smooth normals (crease angle), UVs and materials."""
-    from assets_manifest.decimate import corner_normals
+    from sceneforge.assets_manifest.decimate import corner_normals
 
     corners = np.asarray(raw.vertices, float)[raw.faces]
     normals = corner_normals(corners).reshape(-1, 3)

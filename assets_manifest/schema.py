@@ -33,7 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 UNITS_TO_CM = {"cm": 1.0, "m": 100.0, "mm": 0.1, "in": 2.54, "ft": 30.48, "km": 1e5}
 AXES = ("+x", "-x", "+y", "-y", "+z", "-z")

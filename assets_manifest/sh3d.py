@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import AssetError
+from sceneforge.core.errors import AssetError
 
 PACKAGE = "sweethome3d-furniture"
 FURNITURE_DIR = Path("usr/share/sweethome3d/furniture")
@@ -120,7 +120,7 @@ def recolor_raw(raw, rgb):
     whose colour is the paint (the car body) get ``rgb``; textured materials stay as they are."""
     from dataclasses import replace
 
-    from assets_manifest.materials import material_srgb, srgb_to_linear
+    from sceneforge.assets_manifest.materials import material_srgb, srgb_to_linear
 
     new_fc = recolor(raw.face_colors, rgb)
     changed = np.any(new_fc != raw.face_colors, axis=1)

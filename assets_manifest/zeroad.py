@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import AssetError
+from sceneforge.core.errors import AssetError
 
 PACKAGE = "0ad-data"
 PUBLIC_ZIP = Path("usr/share/games/0ad/mods/public/public.zip")
@@ -87,8 +87,8 @@ def read_raw(public_zip: Path, mesh: str, texture: str | None):
     """The PMD mesh with its UVs and DDS skin as a textured :class:`normalize.RawMesh`."""
     from PIL import Image
 
-    from assets_manifest import materials as M
-    from assets_manifest.normalize import GREY, RawMesh
+    from sceneforge.assets_manifest import materials as M
+    from sceneforge.assets_manifest.normalize import GREY, RawMesh
 
     with zipfile.ZipFile(public_zip) as z:
         try:
@@ -102,6 +102,6 @@ def read_raw(public_zip: Path, mesh: str, texture: str | None):
     uv = uv * np.array([1.0, -1.0]) + np.array([0.0, 1.0])
     mat = M.Material(name=Path(texture).stem, albedo=M.image_array(img, keep_alpha=False), roughness=0.85)
     raw = RawMesh(pos, faces, np.zeros((len(faces), 3), np.uint8), uv, [mat], np.zeros(len(faces), np.int32))
-    from assets_manifest.normalize import bake_face_colors
+    from sceneforge.assets_manifest.normalize import bake_face_colors
     raw.face_colors = bake_face_colors(uv, faces, raw.face_materials, raw.materials)
     return raw

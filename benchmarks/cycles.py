@@ -35,7 +35,7 @@ def children_cpu() -> float:
 
 
 def run(config: dict, out: Path, workers: int) -> dict:
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
 
     c0, t0 = children_cpu() + time.process_time(), time.perf_counter()
     summary = run_job("scenarios.sparrta", config, out, workers=workers, progress=False)
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--keep", type=Path, help="keep the datasets under this directory")
     args = p.parse_args(argv)
     envs = list(ENVS) if args.envs == ["all"] else args.envs
-    from engine.server.cycles.install import require
+    from sceneforge.engine.server.cycles.install import require
 
     inst = require()
     base = {"envs": envs, "tasks": [args.task], "n": args.n, "size": args.size, "seed": args.seed,

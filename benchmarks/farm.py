@@ -33,7 +33,7 @@ def digest(out_dir: Path) -> str:
 
 def steady_rate(out_dir: Path) -> float:
     """Samples/s once every worker has finished its first shard (start-up excluded), to the end."""
-    from renderfarm.jsonlog import read_log
+    from sceneforge.renderfarm.jsonlog import read_log
 
     done = [e for e in read_log(out_dir / ".farm" / "log.jsonl") if e.get("event") == "shard_done"]
     firsts: dict[str, float] = {}
@@ -46,7 +46,7 @@ def steady_rate(out_dir: Path) -> float:
 
 
 def timed_job(config: dict, out_dir: Path, workers: int) -> tuple[float, dict]:
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
 
     t0 = time.perf_counter()
     summary = run_job("scenarios.sparrta", config, out_dir, workers=workers, progress=False)
@@ -54,7 +54,7 @@ def timed_job(config: dict, out_dir: Path, workers: int) -> tuple[float, dict]:
 
 
 def timed_inline(config: dict, out_dir: Path) -> float:
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
 
     t0 = time.perf_counter()
     run_job("scenarios.sparrta", config, out_dir, backend="inline", progress=False)

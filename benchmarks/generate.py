@@ -116,8 +116,8 @@ def prime_caches(client, session, cfg) -> None:
     randomisation (prefiltered once per server), every asset the environment can draw (meshes
     and each of their levels of detail on the server, shapes and sizes in the client). Samples
     are unchanged (caches are keyed by content)."""
-    from engine.world import Actor, Camera, Transform
-    from scenarios.look import server_world
+    from sceneforge.engine.world import Actor, Camera, Transform
+    from sceneforge.scenarios.look import server_world
 
     for unit in {u.env: u for u in session_units(cfg)}.values():
         env = session.env(unit.env)
@@ -159,9 +159,9 @@ def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
     before session 8, was 3 % under their mean."""
     from collections import Counter as C
 
-    from scenarios.sparrta import scenario as sparrta
-    from scenarios.sampling import sample_rng
-    from scenarios.sparrta.scene import sample_view
+    from sceneforge.scenarios.sparrta import scenario as sparrta
+    from sceneforge.scenarios.sampling import sample_rng
+    from sceneforge.scenarios.sparrta.scene import sample_view
 
     unit = session_units(cfg)[0]
     st = sparrta.setting_for(cfg, session.env(unit.env), unit.task)
@@ -205,8 +205,8 @@ def bracketed_raw(address: str, cfg, tmp: Path, reps: int, pid, run):
     frames/s in two runs 2 minutes apart), and a ratio of two rates taken at different moments
     carries that drift. Returns ((render wall, render CPU, visibility wall, visibility CPU) per
     second, (wall renders/s before, after), run())."""
-    from engine.client import RenderClient
-    from scenarios.sparrta import scenario as sparrta
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.scenarios.sparrta import scenario as sparrta
 
     def half(k: int):
         with RenderClient(address) as c:   # a fresh session: it knows nothing of the scene on the server
@@ -220,22 +220,22 @@ def bracketed_raw(address: str, cfg, tmp: Path, reps: int, pid, run):
 
 
 def session_units(cfg):
-    from scenarios.sparrta import scenario as sparrta
+    from sceneforge.scenarios.sparrta import scenario as sparrta
     return sparrta.units_of(cfg)
 
 
 def end_to_end(address: str, cfg, out: Path, server_pid: int | None = None, prime: bool = True):
     """Run every sample of the job through one Session (its caches primed first, untimed, unless
     ``prime`` is false); returns (Clock, records, TimedClient)."""
-    from engine.client import RenderClient
-    from scenarios.contract import ShardResult
-    from scenarios.sparrta import scenario as sparrta
-    from scenarios.sparrta.config import locate
-    from scenarios.sparrta.record import load_record
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.scenarios.contract import ShardResult
+    from sceneforge.scenarios.sparrta import scenario as sparrta
+    from sceneforge.scenarios.sparrta.config import locate
+    from sceneforge.scenarios.sparrta.record import load_record
 
     units = session_units(cfg)
     n = sum(u.n for u in units)
-    from renderfarm.manifest import claim_output
+    from sceneforge.renderfarm.manifest import claim_output
 
     out.mkdir(parents=True, exist_ok=True)
     claim_output(out, "scenarios.sparrta", sparrta.plan(cfg.to_dict()))
@@ -292,9 +292,9 @@ def main(argv=None) -> int:
     if args.repeats < 1:
         p.error(f"--repeats: expected a count of at least 1, got {args.repeats}")
 
-    from engine.server.launch import start_server
-    from scenarios.environments import list_envs
-    from scenarios.sparrta.config import parse_config
+    from sceneforge.engine.server.launch import start_server
+    from sceneforge.scenarios.environments import list_envs
+    from sceneforge.scenarios.sparrta.config import parse_config
 
     tasks = ["ego", "allo"] if args.task == "both" else [args.task]
     envs = list(list_envs()) if args.env == "all" else args.env.split(",")

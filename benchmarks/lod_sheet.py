@@ -32,11 +32,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = ap.parse_args(argv)
     from PIL import Image, ImageDraw
 
-    from assets_manifest.library import AssetLibrary
-    from assets_manifest.lod import simplified
-    from engine.server.gl import lod as L
-    from engine.server.gl.backend import GLBackend
-    from engine.world import Actor, Camera, Ground, Look, Rotator, Scene, Sun, Transform, look_at_rotation
+    from sceneforge.assets_manifest.library import AssetLibrary
+    from sceneforge.assets_manifest.lod import simplified
+    from sceneforge.engine.server.gl import lod as L
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Actor, Camera, Ground, Look, Rotator, Scene, Sun, Transform, look_at_rotation
 
     density = args.density if args.density is not None else L.TRIANGLES_PER_PX2
     lib, meshes = AssetLibrary.default(), {}

@@ -39,11 +39,11 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     from PIL import Image
 
-    from engine.server.gl.backend import GLBackend
-    from engine.world import Camera, Look, look_at_rotation
-    from engine.world_dict import apply_world
-    from scenarios.environments import list_envs, load_env
-    from scenarios.look import draw_look, server_world
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Camera, Look, look_at_rotation
+    from sceneforge.engine.world_dict import apply_world
+    from sceneforge.scenarios.environments import list_envs, load_env
+    from sceneforge.scenarios.look import draw_look, server_world
     from sceneforge.commands.envs import _azimuths, preview_scene
 
     rows, backend, labels_row = [], None, None
@@ -95,10 +95,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def _hdri_strip(size: int) -> np.ndarray | None:
     """The bridge scene under the procedural sky and five library HDRIs (None without HDRIs)."""
-    from engine.server.catalog import AssetCatalog
-    from engine.server.gl.backend import GLBackend
-    from engine.world import Camera, look_at_rotation
-    from scenarios.environments import load_env
+    from sceneforge.engine.server.catalog import AssetCatalog
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Camera, look_at_rotation
+    from sceneforge.scenarios.environments import load_env
     from sceneforge.commands.envs import _azimuths, preview_scene
 
     env = load_env("bridge")

@@ -47,9 +47,9 @@ def bench_extraction(tmp: Path, n: int, batch: int, layer: int, repeats: int):
     CPU-second (decode thread included) are far less sensitive to that load."""
     import torch
 
-    from probing.backbones import create_backbone
-    from probing.features import extract_features
-    from probing.preprocess import load_batch
+    from sceneforge.probing.backbones import create_backbone
+    from sceneforge.probing.features import extract_features
+    from sceneforge.probing.preprocess import load_batch
 
     paths = make_images(tmp / "imgs", n)
     bb = create_backbone("timm:vit_small_patch16_224", weights="random")
@@ -73,7 +73,7 @@ def bench_extraction(tmp: Path, n: int, batch: int, layer: int, repeats: int):
 def bench_grid(tmp: Path, n: int, epochs: int, warmup: int) -> dict[str, tuple[float, float]]:
     """(wall, CPU) seconds per head for the 9-config grid on cached (memmap) ViT-S-shaped
     features. CPU seconds / threads is what the wall time would be on an idle machine."""
-    from probing.train import ProbeSplits, TrainConfig, run_grid
+    from sceneforge.probing.train import ProbeSplits, TrainConfig, run_grid
 
     rng = np.random.default_rng(0)
     patches = np.lib.format.open_memmap(tmp / "patches.npy", "w+", np.float16, (n, 196, 384))

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from probing import recognition as rec  # noqa: E402
+from sceneforge.probing import recognition as rec  # noqa: E402
 
 AZIMUTH0_DEG = 30.0      # first view: front three-quarter
 ELEVATION_DEG = 12.0     # eye-level-ish, as most photos of animals and vehicles are taken
@@ -53,7 +53,7 @@ FILL = 0.8               # the silhouette's longer side spans this fraction of t
 
 def home_env(cls: str) -> str:
     """The environment whose triples use ``cls`` (its ground and sky); city for the rest."""
-    from scenarios.environments import list_envs, load_env
+    from sceneforge.scenarios.environments import list_envs, load_env
 
     for name in list_envs():
         env = load_env(name)
@@ -64,11 +64,11 @@ def home_env(cls: str) -> str:
 
 def isolated_views(classes: list[str], views: int, size: int, packs: set[str] | None):
     """Yield (pack, class, asset_id, view, rgb) for every asset of ``classes``."""
-    from assets_manifest import AssetLibrary
-    from engine.server.catalog import AssetCatalog
-    from engine.server.gl.backend import GLBackend
-    from engine.world import Actor, Rotator, Scene, Transform, instance_color
-    from scenarios.environments import load_env
+    from sceneforge.assets_manifest import AssetLibrary
+    from sceneforge.engine.server.catalog import AssetCatalog
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Actor, Rotator, Scene, Transform, instance_color
+    from sceneforge.scenarios.environments import load_env
 
     lib = AssetLibrary.default()
     catalog = AssetCatalog(lib)
@@ -106,7 +106,7 @@ def isolated_views(classes: list[str], views: int, size: int, packs: set[str] | 
 
 
 def _orbit_camera(env, target, az: float, dist: float, fov: float, size: int):
-    from engine.world import Camera, look_at_rotation
+    from sceneforge.engine.world import Camera, look_at_rotation
 
     el = math.radians(ELEVATION_DEG)
     eye = (target[0] + dist * math.cos(el) * math.cos(az), target[1] + dist * math.cos(el) * math.sin(az),
@@ -178,7 +178,7 @@ class Classifier:
         import torch
         from safetensors.torch import load_file
 
-        from probing import pretrained
+        from sceneforge.probing import pretrained
 
         path = pretrained.built_file("efficientnet-lite0")
         if path is None:
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sheet", type=Path, default=None, help="contact sheet of classified images with predictions")
     args = ap.parse_args(argv)
 
-    from assets_manifest.schema import SPARRTA_CLASSES
+    from sceneforge.assets_manifest.schema import SPARRTA_CLASSES
 
     classes = args.classes.split(",") if args.classes else list(SPARRTA_CLASSES)
     unknown = [c for c in classes if c not in rec.IMAGENET]

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from engine.world import Actor, Camera, Rotator, Scene, Transform, instance_color, look_at_rotation  # noqa: E402
+from sceneforge.engine.world import Actor, Camera, Rotator, Scene, Transform, instance_color, look_at_rotation  # noqa: E402
 
 CLASSES = ("car", "truck", "human", "tree", "bike", "rock", "trash_bin", "deer", "vespa", "bush",
            "lamp_post", "fire_hydrant", "taxi", "cone", "barrel", "bench")
@@ -38,7 +38,7 @@ CLASSES = ("car", "truck", "human", "tree", "bike", "rock", "trash_bin", "deer",
 
 def typical_provider():
     """The always-available procedural asset pack (what tests and the demo render)."""
-    from assets_manifest import AssetLibrary
+    from sceneforge.assets_manifest import AssetLibrary
 
     lib = AssetLibrary.default()
     return lib.mesh, [i.id for c in CLASSES for i in lib.by_class(c)]
@@ -48,7 +48,7 @@ def dense_provider(subdiv: int = 4):
     """Heavier meshes (~7k triangles each) approximating decimated scanned assets."""
     import trimesh
 
-    from core.meshes import RenderMesh
+    from sceneforge.core.meshes import RenderMesh
 
     meshes = {}
     for k, m in {"sphere": trimesh.creation.icosphere(subdivisions=subdiv, radius=80),
@@ -88,7 +88,7 @@ def make_scene(kind: str):
     provider, ids = typical_provider()
     if kind == "typical":
         return provider, build_scene(ids)
-    from scenarios.environments import load_env
+    from sceneforge.scenarios.environments import load_env
 
     env = load_env(kind)
     scene = build_scene(ids, n=10)
@@ -138,7 +138,7 @@ def best_of(repeats: int, fn) -> float:
 
 def _worker(scene_kind: str, seconds: float, start, queue) -> None:
     os.environ["LP_NUM_THREADS"] = "1"
-    from engine.server.gl.backend import GLBackend
+    from sceneforge.engine.server.gl.backend import GLBackend
 
     provider, scene = make_scene(scene_kind)
     backend = GLBackend(provider)
@@ -168,8 +168,8 @@ def look_comparison(kinds_of_scene: list[str], seconds: float, repeats: int) -> 
     """Frames/s of lit + depth + ids at 224² for the PBR look (with and without FXAA) and the old
     flat look, side by side per scene, in one process; windows interleaved look by look so load
     changes hit all looks alike. Returns {scene: {look: (wall fps, cpu-fps), "triangles": n}}."""
-    from engine.server.gl.backend import GLBackend
-    from engine.world import Look
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Look
 
     out: dict = {}
     kinds = ("lit", "depth", "instance_id")
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict:
         looks = look_comparison(["typical", *ENVS], args.seconds, args.repeats)
         if args.looks == "only":
             return {"looks": looks, "load_avg_1min": os.getloadavg()[0]}
-    from engine.server.gl.backend import GLBackend
+    from sceneforge.engine.server.gl.backend import GLBackend
 
     provider, scene = make_scene(args.scene)
     t0 = time.perf_counter()
@@ -266,7 +266,7 @@ def _figure(results: dict, key: str, args, measure) -> None:
 def _moving_fps(backend, scene: Scene, mode: str, seconds: float, clock=time.perf_counter) -> float:
     """Lit frames/s while one actor moves (shadow map redrawn each frame: a DSI video) or while the sun
     moves (the whole shadow map is redrawn every frame: the worst case)."""
-    from engine.world import Sun
+    from sceneforge.engine.world import Sun
 
     first = next(iter(scene.actors.values()))
     cams, n, t0, w0 = cameras(224), 0, clock(), time.perf_counter()

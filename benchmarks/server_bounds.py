@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from engine.protocol import frame, recv_frame  # noqa: E402
-from engine.server.launch import start_server  # noqa: E402
+from sceneforge.engine.protocol import frame, recv_frame  # noqa: E402
+from sceneforge.engine.server.launch import start_server  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:

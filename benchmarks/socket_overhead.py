@@ -61,7 +61,7 @@ def _inprocess_worker(conn, size: int) -> None:
     """Owns an in-process GLBackend; answers ("fixed"|"moving", seconds) with _measure()."""
     os.environ["LP_NUM_THREADS"] = "1"
     import render as R
-    from engine.server.gl.backend import GLBackend
+    from sceneforge.engine.server.gl.backend import GLBackend
 
     provider, ids = R.typical_provider()
     backend = GLBackend(provider)
@@ -90,8 +90,8 @@ def _interleave(parent, socket_call, server_pid: int, mode: str, rounds: int, wi
 def socket_overhead(seconds: float = 3.0, size: int = 224, rounds: int = 5) -> dict:
     """Measure, print and return the numbers (render.py merges them into its results)."""
     import render as R
-    from engine.client import RenderClient
-    from engine.server.launch import start_server
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.engine.server.launch import start_server
 
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()

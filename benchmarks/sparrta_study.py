@@ -79,8 +79,8 @@ def only_task(data: Path, task: str) -> Path:
 
 
 def probe(data: Path, out: Path, backbone: str, layers: list[int], args) -> float:
-    from probing.sweep import ProbeJob, run_probe
-    from probing.train import TrainConfig
+    from sceneforge.probing.sweep import ProbeJob, run_probe
+    from sceneforge.probing.train import TrainConfig
 
     train = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, runs=args.runs, seed=0,
                         batch_size=args.batch_size)
@@ -245,7 +245,7 @@ def label_geometry(data: Path) -> list[dict]:
 
 
 def write_study(out: Path, data: Path, seconds: dict, args) -> Path:
-    from probing.report import load_runs, summarize, write_report
+    from sceneforge.probing.report import load_runs, summarize, write_report
 
     write_report(out / "runs")
     summary = summarize(load_runs(out / "runs"))

@@ -37,10 +37,10 @@ def _config(args, n: int) -> dict:
 
 def bench_baseline(args, server: str) -> float:
     """Seconds per clip to render the std frames only."""
-    from engine.client import RenderClient
-    from engine.world import Actor
-    from scenarios.videos import motion as mo
-    from scenarios import videos
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.engine.world import Actor
+    from sceneforge.scenarios.videos import motion as mo
+    from sceneforge.scenarios import videos
 
     ctx = videos.load_context(videos.VideoConfig.from_dict(_config(args, args.clips)))
     clips = []
@@ -64,8 +64,8 @@ def bench_baseline(args, server: str) -> float:
 
 def bench_inline(args, server: str, out: Path) -> tuple[float, dict]:
     """Seconds per clip for the full pipeline on one worker, and a stage breakdown."""
-    from engine.client import RenderClient
-    from scenarios import videos
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.scenarios import videos
 
     cfg = _config(args, args.clips)
     ctx = videos.load_context(videos.VideoConfig.from_dict(cfg))
@@ -86,7 +86,7 @@ def bench_inline(args, server: str, out: Path) -> tuple[float, dict]:
 def bench_farm(args, out: Path) -> tuple[float, float]:
     """(seconds per clip including start-up, marginal seconds per clip): a 2-clip job measures
     the start-up (workers, servers, asset loading), a ``--farm-clips`` job the rest."""
-    from renderfarm.job import run_job
+    from sceneforge.renderfarm.job import run_job
 
     times = []
     for name, n in (("small", 2), ("big", args.farm_clips)):
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", default="city")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    from engine.server.launch import start_server
+    from sceneforge.engine.server.launch import start_server
 
     with tempfile.TemporaryDirectory(prefix="bench-videos-") as tmp, start_server() as srv:
         base = bench_baseline(args, srv.address)

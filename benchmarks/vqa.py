@@ -76,8 +76,8 @@ class RelationsProbe:
 
 def makers(cfg, client, tmp: Path):
     """(baseline, current) makers on one client, writing to their own folders."""
-    from scenarios.scene_graph import relation
-    from scenarios.vqa.scenario import Maker
+    from sceneforge.scenarios.scene_graph import relation
+    from sceneforge.scenarios.vqa.scenario import Maker
 
     class Baseline(Timed, Maker):
         """Every view's graph with all pairs, one ``relation`` call each (the old ``scene_graph``)."""
@@ -94,10 +94,10 @@ def makers(cfg, client, tmp: Path):
 
 def bench_env(env: str, n: int, seed: int, tmp: Path) -> dict:
     """Images 1..n of ``env`` by both makers, alternately, on one server (image 0: warm-up)."""
-    from engine.client import RenderClient
-    from engine.server.launch import start_server
-    from renderfarm.auto import inline_threads
-    from scenarios.vqa import scenario
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.engine.server.launch import start_server
+    from sceneforge.renderfarm.auto import inline_threads
+    from sceneforge.scenarios.vqa import scenario
 
     cfg = scenario.parse_config({"envs": [env], "n": n + 1, "seed": seed})
     spec = scenario.server_spec(cfg.to_dict())

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from core.errors import SceneforgeError
+from sceneforge.core.errors import SceneforgeError
 
 
 def temp_path(path: Path) -> Path:

@@ -32,7 +32,7 @@ import os
 import re
 from pathlib import Path
 
-from core.errors import ConfigError, PathSecurityError
+from sceneforge.core.errors import ConfigError, PathSecurityError
 
 _COMPONENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
 

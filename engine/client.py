@@ -34,12 +34,12 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from core.errors import CommandError, ConnectionFailed, ProtocolError
-from engine.client_images import ImageRequests, _camera_json
-from engine.protocol import compact_json  # noqa: F401 - the client's name
-from engine.wire import Wire
-from core.types import PixelCount  # noqa: F401 - the client's name for the counts it returns
-from engine.world import Actor, Camera, Rotator
+from sceneforge.core.errors import CommandError, ConnectionFailed, ProtocolError
+from sceneforge.engine.client_images import ImageRequests, _camera_json
+from sceneforge.engine.protocol import compact_json  # noqa: F401 - the client's name
+from sceneforge.engine.wire import Wire
+from sceneforge.core.types import PixelCount  # noqa: F401 - the client's name for the counts it returns
+from sceneforge.engine.world import Actor, Camera, Rotator
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ class RenderClient(ImageRequests):
         if self.is_sceneforge:
             reply = self.send("vset /sceneforge/spawn " + compact_json([_actor_json(a) for a in actors]))
         else:
-            from engine.client_stock import spawn_stock
+            from sceneforge.engine.client_stock import spawn_stock
             spawn_stock(self, actors)
         self.spawned += [a.name for a in actors]
         hidden = [a.name for a in actors if a.hidden]

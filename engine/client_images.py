@@ -12,11 +12,11 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from core.errors import ProtocolError
-from core.types import PixelCount
-from core.visibility import check_gate
-from engine.protocol import compact_json, unpack_arrays, unpack_bundle
-from engine.world import Camera
+from sceneforge.core.errors import ProtocolError
+from sceneforge.core.types import PixelCount
+from sceneforge.core.visibility import check_gate
+from sceneforge.engine.protocol import compact_json, unpack_arrays, unpack_bundle
+from sceneforge.engine.world import Camera
 
 
 class ImageRequests:
@@ -39,7 +39,7 @@ class ImageRequests:
         client before calling it (on a stock server it renders synchronously)."""
         kinds = tuple(kinds)
         if not self.is_sceneforge:
-            from engine.client_stock import render_stock
+            from sceneforge.engine.client_stock import render_stock
             return self._answered_now(render_stock, cam_id, camera, kinds)
         extra = f" {_camera_json(camera)}" if camera is not None else ""
         reply = self.send(f"vget /sceneforge/render {cam_id} {','.join(kinds)}{extra}")
@@ -63,7 +63,7 @@ class ImageRequests:
         returned function waits for the counts (a sampler draws its next candidate meanwhile).
         Send nothing else on this client before calling it (a stock server answers at once)."""
         if not self.is_sceneforge:
-            from engine.client_stock import visibility_stock
+            from sceneforge.engine.client_stock import visibility_stock
             return self._answered_now(visibility_stock, cam_id, camera, names)
         extra = f" {_camera_json(camera)}" if camera is not None else ""
         listed = ",".join(names) or ","  # a placeholder keeps the camera the third argument
@@ -87,7 +87,7 @@ class ImageRequests:
         kinds = tuple(kinds)
         ratio, px = check_gate(min_visible_ratio, min_bbox_px)
         if not self.is_sceneforge:
-            from engine.client_stock import render_if_visible_stock
+            from sceneforge.engine.client_stock import render_if_visible_stock
             if unless_passed is not None and unless_passed in self._stock_passed:
                 result = lambda: (None, None)  # noqa: E731
             else:

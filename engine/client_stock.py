@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.errors import CommandError
-from core.types import PixelCount
-from engine.world import Actor
+from sceneforge.core.errors import CommandError
+from sceneforge.core.types import PixelCount
+from sceneforge.engine.world import Actor
 
 if TYPE_CHECKING:
-    from engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def spawn_stock(client: "RenderClient", actors: list[Actor]) -> None:
 
 
 def render_stock(client: "RenderClient", cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-    from engine.client import decode_image
+    from sceneforge.engine.client import decode_image
 
     out = {}
     for kind in kinds:
@@ -89,7 +89,7 @@ def visibility_stock(client: "RenderClient", cam_id: int, names: list[str]) -> d
 def render_if_visible_stock(client: "RenderClient", cam_id: int, what: tuple) -> tuple:
     """``render_if_visible`` on a stock server: the counts, then the images when they pass
     (``what`` = (names, kinds, min_visible_ratio, min_bbox_px))."""
-    from core.visibility import visibility_failure
+    from sceneforge.core.visibility import visibility_failure
 
     names, kinds, ratio, px = what
     counts = visibility_stock(client, cam_id, names)

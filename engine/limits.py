@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 MAX_COORD_CM = 1.0e7          # |x|, |y|, |z| of actors and cameras: 100 km
 MAX_ANGLE_DEG = 36000.0       # |pitch|, |yaw|, |roll|: 100 turns (angles wrap; bigger is a bug)

@@ -13,7 +13,7 @@ import re
 import socket
 import struct
 
-from core.errors import ProtocolError
+from sceneforge.core.errors import ProtocolError
 
 MAGIC = 0x9E2B83C1
 HEADER = struct.Struct("<II")

@@ -9,8 +9,8 @@ from __future__ import annotations
 import socket
 from collections import deque
 
-from core.errors import ProtocolError
-from engine.protocol import HEADER, MAGIC
+from sceneforge.core.errors import ProtocolError
+from sceneforge.engine.protocol import HEADER, MAGIC
 
 
 class Wire:

@@ -22,8 +22,8 @@ from typing import Iterable
 
 import numpy as np
 
-from core.errors import ConfigError
-from engine import limits
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine import limits
 
 Vec3 = tuple[float, float, float]
 RGB = tuple[int, int, int]

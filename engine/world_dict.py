@@ -11,12 +11,12 @@ import math
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING
 
-from core.errors import ConfigError
-from engine import limits
-from engine.world import Fog, Ground, Look, Sky, Sun
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine import limits
+from sceneforge.engine.world import Fog, Ground, Look, Sky, Sun
 
 if TYPE_CHECKING:
-    from engine.world import Scene
+    from sceneforge.engine.world import Scene
 
 WORLD_SECTIONS: dict[str, type] = {"sun": Sun, "sky": Sky, "ground": Ground, "fog": Fog, "look": Look}
 

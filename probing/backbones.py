@@ -23,9 +23,9 @@ import hashlib
 import logging
 from dataclasses import dataclass
 
-from core.errors import ConfigError
-from probing.preprocess import Preprocess
-from probing.registry import BACKBONE_KINDS, PRESETS as REGISTERED_PRESETS
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.preprocess import Preprocess
+from sceneforge.probing.registry import BACKBONE_KINDS, PRESETS as REGISTERED_PRESETS
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def _preset_weights(preset, kind: str) -> str:
     """The built file (timm) or directory (hf) behind a ``weights_from`` preset."""
     if preset.weights_from == "random":
         return "random"
-    from probing.pretrained import built_file, built_hf_dir
+    from sceneforge.probing.pretrained import built_file, built_hf_dir
 
     found = built_hf_dir(preset.weights_from) if kind == "hf" else built_file(preset.weights_from)
     if found is None:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from core.errors import ConfigError
-from probing.registry import HEADS, PROTOCOLS
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.registry import HEADS, PROTOCOLS
 
 # SpaRRTa's schedule per head: (epochs, warm-up epochs)
 SPARRTA_SCHEDULE = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)}
@@ -76,8 +76,8 @@ class ProbeConfig:
 
     def job(self):
         """The :class:`probing.sweep.ProbeJob` this config describes."""
-        from probing.sweep import ProbeJob
-        from probing.train import TrainConfig
+        from sceneforge.probing.sweep import ProbeJob
+        from sceneforge.probing.train import TrainConfig
 
         train = TrainConfig(lrs=self.lrs, dropouts=self.dropouts, epochs=self.epochs, warmup=self.warmup,
                             batch_size=self.batch_size, runs=self.runs, seed=self.seed, use_cls=self.cls,

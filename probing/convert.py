@@ -25,7 +25,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 
 def tensor_checksum(state: dict) -> str:

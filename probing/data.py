@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from core.errors import ConfigError
-from core.paths import inside
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.paths import inside
 
 log = logging.getLogger(__name__)
 

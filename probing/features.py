@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from probing.data import content_hash
-from probing.preprocess import load_batch
+from sceneforge.probing.data import content_hash
+from sceneforge.probing.preprocess import load_batch
 
 log = logging.getLogger(__name__)
 CACHE_VERSION = 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from probing.registry import HEADS as REGISTERED_HEADS
+from sceneforge.probing.registry import HEADS as REGISTERED_HEADS
 
 HEADS = tuple(REGISTERED_HEADS)  # names come from probing.registry
 

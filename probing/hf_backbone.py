@@ -15,9 +15,9 @@ import logging
 import os
 from pathlib import Path
 
-from core.errors import ConfigError
-from probing.backbones import Backbone, Tokens, offline_error
-from probing.preprocess import PIL_CODES, Preprocess
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.backbones import Backbone, Tokens, offline_error
+from sceneforge.probing.preprocess import PIL_CODES, Preprocess
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from probing.data import CLASSES
+from sceneforge.probing.data import CLASSES
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ def _plt():
 
 
 def _save(fig, path: Path) -> Path:
-    from core.atomic import atomic_write_bytes
+    from sceneforge.core.atomic import atomic_write_bytes
     import io
 
     buf = io.BytesIO()

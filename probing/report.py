@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from core.atomic import atomic_write_bytes, atomic_write_text
-from core.errors import ConfigError
+from sceneforge.core.atomic import atomic_write_bytes, atomic_write_text
+from sceneforge.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 KEYS = ["run", "backbone", "layer", "head", "protocol", "env", "task"]  # run: dir below the report root
@@ -151,7 +151,7 @@ def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
 
     Refuses (:class:`ConfigError`, nothing written) when a (protocol, env, task) has fewer than
     ``min_test`` test images (:func:`check_min_test`; 0 reports anything)."""
-    from probing import plots
+    from sceneforge.probing import plots
 
     root = Path(root)
     runs = load_runs(root)

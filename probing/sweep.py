@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import ConfigError
-from probing.data import label_ids, load_datasets
-from probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
-from probing.train import ProbeSplits, TrainConfig, run_grid
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.data import label_ids, load_datasets
+from sceneforge.probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
+from sceneforge.probing.train import ProbeSplits, TrainConfig, run_grid
 
 log = logging.getLogger(__name__)
 ATTENTIVE = ("abmilp", "efficient")
@@ -101,9 +101,9 @@ def warn_small(groups: list[Group]) -> None:
 
 def run_probe(job: ProbeJob) -> Path:
     """Run the whole job; returns the output directory."""
-    from probing.backbones import create_backbone
-    from probing.features import extract_features
-    from probing.report import MIN_TEST, check_min_test, write_report, write_runs
+    from sceneforge.probing.backbones import create_backbone
+    from sceneforge.probing.features import extract_features
+    from sceneforge.probing.report import MIN_TEST, check_min_test, write_report, write_runs
 
     out = Path(job.out)
     min_test = MIN_TEST if job.min_test is None else job.min_test
@@ -145,8 +145,8 @@ def flow_rows(table, per_task: int):
 def _write_attention_flow(out: Path, bb, table, per_task: int) -> None:
     import json
 
-    from core.atomic import atomic_write_text
-    from probing.attention_flow import attention_flow
+    from sceneforge.core.atomic import atomic_write_text
+    from sceneforge.probing.attention_flow import attention_flow
 
     t0 = time.perf_counter()
     flow = {task: attention_flow(bb, rows) for task, rows in flow_rows(table, per_task).groupby("task")}
@@ -212,7 +212,7 @@ def _save_attention(out: Path, head: str, meta: dict, results, splits, table, gr
     """Attention maps of the selected head over the first ``k`` test images (+ the head weights)."""
     import torch
 
-    from probing.report import atomic_write_npz
+    from sceneforge.probing.report import atomic_write_npz
 
     best = next(r for r in results if r.selected)
     part = splits.test

@@ -11,10 +11,10 @@ import inspect
 import logging
 from pathlib import Path
 
-from core.errors import ConfigError
-from probing.backbones import Backbone, Tokens, offline_error
-from probing.hf_backbone import hub_cache_dir, hub_offline, hub_usable
-from probing.preprocess import Preprocess
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.backbones import Backbone, Tokens, offline_error
+from sceneforge.probing.hf_backbone import hub_cache_dir, hub_offline, hub_usable
+from sceneforge.probing.preprocess import Preprocess
 
 log = logging.getLogger(__name__)
 

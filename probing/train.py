@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from probing.heads import make_head
+from sceneforge.probing.heads import make_head
 
 log = logging.getLogger(__name__)
 NUM_CLASSES = 4
@@ -158,7 +158,7 @@ def train_heads(name: str, splits: ProbeSplits, configs: list[tuple[float, float
     Attentive heads share each batch's pass over the tokens (:func:`probing.heads.stacked_logits`);
     the summed loss keeps each head's gradient its own. Returns heads in eval mode.
     """
-    from probing.heads import stacked_logits
+    from sceneforge.probing.heads import stacked_logits
 
     gen = torch.Generator().manual_seed(seed)
     dim = splits.train.patches.shape[-1]

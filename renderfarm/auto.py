@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 WORKER_MEMORY_BYTES = 400 * 2**20   # server (~235 MB RSS measured) + scenario process
 CORES_PER_WORKER = 1.3              # what one worker keeps busy (see the module docstring)

@@ -10,17 +10,17 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from core.errors import ConfigError
-from scenarios.contract import load_scenario
-from scenarios.registry import module_path
-from renderfarm.journal import Journal
-from renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
-from renderfarm.local import LocalPool, WorkerSpec, refuse_in_spawn_bootstrap
-from renderfarm.manifest import JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards, open_manifest
-from renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
-from renderfarm.scheduler import Scheduler
-from renderfarm.servers import parse_server_list
-from renderfarm.summary import add_throughput, format_summary, summarise, write_summary
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.contract import load_scenario
+from sceneforge.scenarios.registry import module_path
+from sceneforge.renderfarm.journal import Journal
+from sceneforge.renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
+from sceneforge.renderfarm.local import LocalPool, WorkerSpec, refuse_in_spawn_bootstrap
+from sceneforge.renderfarm.manifest import JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards, open_manifest
+from sceneforge.renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
+from sceneforge.renderfarm.scheduler import Scheduler
+from sceneforge.renderfarm.servers import parse_server_list
+from sceneforge.renderfarm.summary import add_throughput, format_summary, summarise, write_summary
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def check_job_size(n_samples: int) -> None:
 
 
 def _run_inline(module, scenario, config, out_dir, plan, *, server, progress) -> dict:
-    from renderfarm.inline import run_inline
+    from sceneforge.renderfarm.inline import run_inline
 
     t0 = time.perf_counter()
     summary = run_inline(module, scenario, config, out_dir, plan.n_samples, server=server, progress=progress)
@@ -189,7 +189,7 @@ def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, 
 
 def _make_pool(backend, spec, n_workers, servers, ray_address, n_todo):
     if backend == "ray":
-        from renderfarm.raypool import RayPool
+        from sceneforge.renderfarm.raypool import RayPool
 
         return RayPool(spec, n_workers, servers, ray_address, max_workers=n_todo)
     return LocalPool(spec, n_workers, servers)

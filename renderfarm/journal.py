@@ -18,8 +18,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.errors import ConfigError
-from scenarios.contract import Shard, ShardResult
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.contract import Shard, ShardResult
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS shards (

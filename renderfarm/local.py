@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
-from core.errors import ConfigError
-from renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
+from sceneforge.core.errors import ConfigError
+from sceneforge.renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
                              outcome_from)
-from renderfarm.procs import is_our_server, kill_group, send_signal
-from renderfarm.worker import worker_main
+from sceneforge.renderfarm.procs import is_our_server, kill_group, send_signal
+from sceneforge.renderfarm.worker import worker_main
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from core.atomic import atomic_path
-from core.errors import ConfigError
-from scenarios.contract import JobPlan, Shard
+from sceneforge.core.atomic import atomic_path
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.contract import JobPlan, Shard
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ def claim_output(out_dir: Path, scenario: str, plan: JobPlan) -> None:
     The file records the scenario's import path, the config fingerprint and the normalised
     config, so a dataset says how it was made and a resume with other options is refused.
     """
-    from core.atomic import atomic_write_json
+    from sceneforge.core.atomic import atomic_write_json
 
     job = Path(out_dir) / JOB_FILE
     config = plan.config if plan.config is not None else {}

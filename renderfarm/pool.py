@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Callable
 
-from scenarios.contract import Shard, ShardResult
+from sceneforge.scenarios.contract import Shard, ShardResult
 
 log = logging.getLogger(__name__)
 

@@ -33,4 +33,4 @@ def is_our_server(pid: int | None) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"sceneforge" in cmdline or b"engine.server" in cmdline
+    return b"sceneforge" in cmdline   # `sceneforge serve`, `python -m sceneforge.engine.server`

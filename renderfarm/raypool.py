@@ -16,13 +16,13 @@ import logging
 import socket
 from pathlib import Path
 
-from core.errors import ConnectionFailed
+from sceneforge.core.errors import ConnectionFailed
 
-from renderfarm.local import WorkerSpec
-from renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
+from sceneforge.renderfarm.local import WorkerSpec
+from sceneforge.renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
                              outcome_from)
-from renderfarm.procs import is_our_server, send_signal
-from renderfarm.worker import WorkerCore
+from sceneforge.renderfarm.procs import is_our_server, send_signal
+from sceneforge.renderfarm.worker import WorkerCore
 
 log = logging.getLogger(__name__)
 # How long --ray-address host:port may take to accept a TCP connection before the job gives up.
@@ -36,7 +36,7 @@ class FarmActor:
 
     def __init__(self, spec: WorkerSpec, server_dir: str, external: str | None):
         if spec.log_path:  # warnings land in the job's log (out_dir is on a shared filesystem)
-            from renderfarm.jsonlog import attach_json_log
+            from sceneforge.renderfarm.jsonlog import attach_json_log
             attach_json_log(Path(spec.log_path), level=logging.WARNING)
         self.core = WorkerCore(spec.scenario, spec.config, spec.out_dir, server_dir, external)
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from core.atomic import atomic_write_text
-from core.errors import SceneforgeError, ConnectionFailed
-from scenarios.contract import Shard, ShardResult
-from renderfarm.journal import Journal
-from renderfarm.pool import Outcome, WorkerPool, WorkItem
+from sceneforge.core.atomic import atomic_write_text
+from sceneforge.core.errors import SceneforgeError, ConnectionFailed
+from sceneforge.scenarios.contract import Shard, ShardResult
+from sceneforge.renderfarm.journal import Journal
+from sceneforge.renderfarm.pool import Outcome, WorkerPool, WorkItem
 
 log = logging.getLogger(__name__)
 

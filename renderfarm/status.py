@@ -9,9 +9,9 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from core.errors import ConfigError
-from renderfarm.journal import Journal
-from renderfarm.manifest import JOURNAL, MANIFEST, farm_dir
+from sceneforge.core.errors import ConfigError
+from sceneforge.renderfarm.journal import Journal
+from sceneforge.renderfarm.manifest import JOURNAL, MANIFEST, farm_dir
 
 MAX_ROWS = 50
 

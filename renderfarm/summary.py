@@ -6,10 +6,10 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from core.atomic import atomic_write_text
+from sceneforge.core.atomic import atomic_write_text
 
-from renderfarm.journal import Journal
-from renderfarm.manifest import JobManifest
+from sceneforge.renderfarm.journal import Journal
+from sceneforge.renderfarm.manifest import JobManifest
 
 SUMMARY = "summary.json"
 

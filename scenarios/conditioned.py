@@ -36,9 +36,9 @@ from typing import Sequence
 
 import numpy as np
 
-from core.errors import ConfigError
-from scenarios.relations import LABELS, check_margin
-from scenarios.screens import RASTER_SLACK_PX
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.relations import LABELS, check_margin
+from sceneforge.scenarios.screens import RASTER_SLACK_PX
 
 # Centre of each label's sector, as the signed angle δ from f = source - observer to
 # r = target - source (δ > 0 ⇔ cross > 0 ⇔ right); every sector has half-width 45 - m.

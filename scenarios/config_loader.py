@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 T = TypeVar("T")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Protocol
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -85,13 +85,26 @@ class Scenario(Protocol):
     def finalize(self, config: dict, out_dir: Path) -> dict: ...
 
 
+LIBRARY_PACKAGES = ("core", "engine", "scenarios", "probing", "renderfarm", "assets_manifest")
+
+
+def import_path(name: str) -> str:
+    """The module a scenario path names. Paths into the library are written, and recorded in
+    every dataset's job.json, relative to the ``sceneforge`` namespace the library installs
+    under (``"scenarios.sparrta"`` is ``sceneforge.scenarios.sparrta``): datasets made before the
+    namespace move resume unchanged, and a user's own top-level ``scenarios`` package never
+    shadows ours. Any other path is imported as it is."""
+    return f"sceneforge.{name}" if name.split(".", 1)[0] in LIBRARY_PACKAGES else name
+
+
 def load_scenario(name: str) -> ModuleType:
     """Import a scenario module by import path (``"scenarios.sparrta"``) and check the contract."""
+    path = import_path(name)
     try:
-        module = importlib.import_module(name)
+        module = importlib.import_module(path)
     except ModuleNotFoundError as e:
-        if e.name and name.startswith(e.name):
-            from scenarios.registry import scenario_names
+        if e.name and path.startswith(e.name):
+            from sceneforge.scenarios.registry import scenario_names
 
             raise ConfigError(f"scenario '{name}': not a registered scenario ({', '.join(scenario_names())}) "
                               "nor an importable module: no such module") from e

@@ -24,14 +24,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from shapely.geometry import Point
 
-from core.errors import ConfigError
-from core.paths import check_component
-from engine.limits import MAX_ANGLE_DEG, MAX_COORD_CM, SCALE_RANGE
-from engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
-from engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
-from scenarios.look import LookRandomization
-from scenarios.occupancy import Occupancy
-from scenarios.placement import Site, footprint_radius, ground_z_under, pick_variants, place_group
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.paths import check_component
+from sceneforge.engine.limits import MAX_ANGLE_DEG, MAX_COORD_CM, SCALE_RANGE
+from sceneforge.engine.world import Actor, Fog, Ground, Look, Rotator, Sky, Sun, Transform, instance_color
+from sceneforge.engine.world_dict import WORLD_SECTIONS, apply_world, world_section, world_to_dict
+from sceneforge.scenarios.look import LookRandomization
+from sceneforge.scenarios.occupancy import Occupancy
+from sceneforge.scenarios.placement import Site, footprint_radius, ground_z_under, pick_variants, place_group
 
 ENVS_DIR = Path(__file__).parent / "envs"
 CLUTTER_COLOR_BASE = 1000   # instance_color index offset for clutter (labelled objects use 0..)
@@ -291,7 +291,7 @@ class Environment:
     def library(self):
         """The asset library clutter draws from: given, or default + the env's own manifests."""
         if self._library is None:
-            from assets_manifest.library import shared_default_library
+            from sceneforge.assets_manifest.library import shared_default_library
 
             self._library = shared_default_library(tuple(self.asset_packs()), self.licenses)
         return self._library
@@ -481,7 +481,7 @@ def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str
 
     With ``text`` the YAML is parsed from it and the path only names the file in messages and
     anchors relative asset packs (what :func:`load_frozen_env` does in workers)."""
-    from assets_manifest.schema import KNOWN_CLASSES, read_yaml, read_yaml_text, validation_message
+    from sceneforge.assets_manifest.schema import KNOWN_CLASSES, read_yaml, read_yaml_text, validation_message
 
     path = Path(name_or_path) if text is not None else env_path(name_or_path)
     _check_file_size(path, text)

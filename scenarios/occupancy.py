@@ -19,7 +19,7 @@ import math
 import numpy as np
 import shapely
 
-from scenarios.placement_bounds import Candidate, obb_gap, obb_point
+from sceneforge.scenarios.placement_bounds import Candidate, obb_gap, obb_point
 
 CELL_CM = 1000.0    # Occupancy's grid cell: a spot is tested only against objects in the cells it reaches
 _MAX_CELLS = 256    # an object (or a query) spanning more cells than this is kept in (scans) a plain list

@@ -45,13 +45,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from core.errors import ConfigError
-from scenarios.occupancy import Occupancy
-from scenarios.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
-from scenarios.zones import Zone, in_zones
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.occupancy import Occupancy
+from sceneforge.scenarios.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
+from sceneforge.scenarios.zones import Zone, in_zones
 
 if TYPE_CHECKING:   # annotations only: environments imports this module
-    from scenarios.environments import ClutterGroup
+    from sceneforge.scenarios.environments import ClutterGroup
 
 TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
 

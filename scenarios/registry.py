@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 # name -> import path of the module implementing the contract
 BUILTIN: dict[str, str] = {
@@ -49,6 +49,6 @@ def module_path(name_or_path: str) -> str:
 
 def get_scenario(name_or_path: str) -> ModuleType:
     """Import the scenario and check it implements the contract."""
-    from scenarios.contract import load_scenario
+    from sceneforge.scenarios.contract import load_scenario
 
     return load_scenario(module_path(name_or_path))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 LABELS: tuple[str, ...] = ("front", "back", "left", "right")
 TASK_OBSERVER = {"ego": "camera", "allo": "human"}

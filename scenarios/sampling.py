@@ -23,11 +23,11 @@ from typing import Callable, Iterable, Sequence, TypeVar
 import numpy as np
 from shapely.geometry import Polygon
 
-from core.errors import ConfigError, PlacementError
-from core.visibility import visibility_failure  # noqa: F401 - the rule lives in core (the server runs it too)
-from engine.world import Actor, Camera, Ground, Rotator, Transform, look_at_rotation
-from scenarios.relations import relation
-from scenarios.screens import RASTER_SLACK_PX
+from sceneforge.core.errors import ConfigError, PlacementError
+from sceneforge.core.visibility import visibility_failure  # noqa: F401 - the rule lives in core (the server runs it too)
+from sceneforge.engine.world import Actor, Camera, Ground, Rotator, Transform, look_at_rotation
+from sceneforge.scenarios.relations import relation
+from sceneforge.scenarios.screens import RASTER_SLACK_PX
 
 C = TypeVar("C")
 Rule = tuple[str, Callable[[C], bool]]

@@ -32,8 +32,8 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from engine.world import Actor, Camera
-from scenarios.writers import PreEncoded, nested_json
+from sceneforge.engine.world import Actor, Camera
+from sceneforge.scenarios.writers import PreEncoded, nested_json
 
 SCHEMA = "sceneforge.scene_graph/1"
 
@@ -158,7 +158,7 @@ def recolored(obj: SceneObject, color) -> SceneObject:
     nodes before the server has told it their colours (sparrta ``graph.group_objects``)."""
     import copy
 
-    from core.errors import ConfigError
+    from sceneforge.core.errors import ConfigError
 
     rgb = tuple(int(v) for v in color)
     if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):   # as Actor checks it
@@ -328,7 +328,7 @@ _NODE_LEVEL = 2          # root dict (0) -> "objects" list (1) -> node dict (2)
 def graph_json(graph: Mapping) -> str:
     """``scenarios.writers.dumps(graph)``: each node's camera-independent values come as text
     encoded once per object (:class:`Node`)."""
-    from scenarios.writers import dumps
+    from sceneforge.scenarios.writers import dumps
     return dumps(graph)
 
 
@@ -355,7 +355,7 @@ def coco_annotations(mask_rgb: np.ndarray, graph: Mapping, image_id: int, catego
     """COCO instance annotations (RLE masks) of the graph's objects from the instance mask:
     an object's pixels are those of its instance colour. Ids run ``first_id, first_id + 1, ...``
     over the objects that have pixels, so consecutive images never reuse an id."""
-    from scenarios import coco_rle
+    from sceneforge.scenarios import coco_rle
 
     anns = []
     m = np.asarray(mask_rgb)[..., :3].astype(np.int32)

@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-from core.lod_levels import MAX_LEVEL, budget
+from sceneforge.core.lod_levels import MAX_LEVEL, budget
 
 IMPOSTOR_MARGIN = 1.05   # impostor cards reach 1.02× the mesh's extent (gl/impostor.py): a margin above it
 EDGE_EPS_PX = 1.0 / 64   # pixel centres this close outside a projected interval count as covered

@@ -26,7 +26,7 @@ import os
 import sys
 import threading
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

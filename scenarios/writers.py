@@ -17,9 +17,9 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from core.atomic import atomic_write_bytes  # noqa: F401  (re-exported for the scenarios)
-from core.errors import ConfigError
-from engine.world import Camera
+from sceneforge.core.atomic import atomic_write_bytes  # noqa: F401  (re-exported for the scenarios)
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Camera
 
 # k-th scene (or k-th sample of a label) -> SPLIT_PATTERN[k % 10]: 80/10/10, with val and test early in
 # the cycle so even a small set (the demo's 4 per label and task) has all three splits and can be probed.
@@ -181,7 +181,7 @@ def pose_block(location: Sequence[float], rotation: Sequence[float]) -> dict:
 def display_label(cls: str) -> str:
     """SpaRRTa-style actor label: ``fire_hydrant`` -> ``FireHydrant``, ``rock`` -> ``Rock``; a class
     declared by an asset pack uses its declared ``label`` (``assets_manifest.schema.class_label``)."""
-    from assets_manifest.schema import class_label
+    from sceneforge.assets_manifest.schema import class_label
 
     return class_label(cls)
 

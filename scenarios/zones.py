@@ -20,7 +20,7 @@ import shapely
 from shapely.geometry import Point, box
 from shapely.ops import unary_union
 
-from scenarios.placement_bounds import Candidate, slack
+from sceneforge.scenarios.placement_bounds import Candidate, slack
 
 
 def zone_geometry(rects) -> shapely.Geometry:

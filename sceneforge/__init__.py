@@ -1,2 +1,2 @@
 """The ``sceneforge`` command-line front end (the library lives in core/, engine/, scenarios/, ...)."""
-from core.version import __version__  # noqa: F401
+from sceneforge.core.version import __version__  # noqa: F401

@@ -10,7 +10,7 @@ import importlib
 import logging
 import sys
 
-from core.errors import SceneforgeError
+from sceneforge.core.errors import SceneforgeError
 from sceneforge import __version__
 
 # Subcommand modules under sceneforge.commands; each has register(subparsers).

@@ -20,9 +20,9 @@ import pytest
 # Tests never download: `sceneforge demo` / `generate` fetch real assets on first use otherwise.
 os.environ.setdefault("SCENEFORGE_NO_FETCH", "1")
 
-from engine.client import RenderClient
-from engine.server.launch import start_server
-from engine.world import Camera
+from sceneforge.engine.client import RenderClient
+from sceneforge.engine.server.launch import start_server
+from sceneforge.engine.world import Camera
 
 
 @pytest.fixture(scope="session")

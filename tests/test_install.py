@@ -75,8 +75,8 @@ def test_one_opencv_distribution():
 def test_the_suite_keeps_to_its_own_cache():
     """Tests neither see what a user's ``sceneforge demo`` fetched into their cache nor write
     the weight builds (~290 MB) into it."""
-    from core.paths import cache_root
-    from probing.pretrained import weights_dir
+    from sceneforge.core.paths import cache_root
+    from sceneforge.probing.pretrained import weights_dir
 
     SUITE_CACHE = Path(os.environ.get("SCENEFORGE_TEST_CACHE")
                        or Path(__file__).resolve().parents[1] / ".pytest_cache" / "sceneforge")

@@ -1,7 +1,10 @@
 """The package layering of docs/interfaces.md, enforced: no module imports a package above it.
 
 Every ``import``/``from`` statement (module level and inside functions) of every library module
-is parsed with :mod:`ast`; an import of a higher layer fails the test with file:line.
+is parsed with :mod:`ast`; an import of a higher layer fails the test with file:line. The library
+installs under one namespace (``engine/`` is ``sceneforge.engine``: setup.py), so an import by
+the folder's bare name (``import engine``) is an error anywhere in the repository: it would load
+a second copy of the module from the working directory, or a user's own ``engine``.
 """
 from __future__ import annotations
 
@@ -22,6 +25,16 @@ ALLOWED = {
     "sceneforge": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing"},
 }
 OURS = set(ALLOWED)
+LIBRARY = OURS - {"sceneforge"}
+
+
+def _package(module: str) -> str | None:
+    """Which of our packages ``module`` is in (``sceneforge.engine.world`` -> ``engine``;
+    ``sceneforge.cli`` -> ``sceneforge``, the CLI); ``BARE engine`` for a bare library name."""
+    parts = module.split(".")
+    if parts[0] == "sceneforge":
+        return parts[1] if len(parts) > 1 and parts[1] in LIBRARY else "sceneforge"
+    return f"BARE {parts[0]}" if parts[0] in LIBRARY else None
 
 
 def _imports(path: Path):
@@ -29,9 +42,20 @@ def _imports(path: Path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                yield node.lineno, a.name.split(".")[0]
+                yield node.lineno, _package(a.name)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.lineno, node.module.split(".")[0]
+            if node.module == "sceneforge":   # from sceneforge import engine
+                for a in node.names:
+                    yield node.lineno, _package(f"sceneforge.{a.name}")
+            else:
+                yield node.lineno, _package(node.module)
+
+
+def test_no_bare_library_imports():
+    bad = [f"{path.relative_to(ROOT)}:{line} imports {top[5:]} (write sceneforge.{top[5:]})"
+           for path in sorted(ROOT.rglob("*.py")) if not {".git", "build", ".pytest_cache"} & set(path.parts)
+           for line, top in _imports(path) if top and top.startswith("BARE ")]
+    assert not bad, "bare imports of the library:\n" + "\n".join(bad)
 
 
 def test_no_upward_imports():

@@ -14,8 +14,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
-from core.errors import ConfigError
-from core.meshes import RenderMesh
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.meshes import RenderMesh
 
 GENERATORS: dict[str, Callable[..., RenderMesh]] = {}
 
@@ -48,4 +48,4 @@ def names() -> list[str]:
 
 def _load() -> None:
     """Import the generator modules (registration happens at import)."""
-    from assets_manifest.procedural import animals, figures, ground, nature, props, vehicles  # noqa: F401
+    from sceneforge.assets_manifest.procedural import animals, figures, ground, nature, props, vehicles  # noqa: F401

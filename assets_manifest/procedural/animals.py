@@ -10,10 +10,10 @@ tapering legs, a neck that widens into the shoulders, the species' head shape an
 """
 from __future__ import annotations
 
-from assets_manifest.procedural import register
-from assets_manifest.procedural.sculpt import Sculpt
-from assets_manifest.procedural.shapes import shade
-from core.meshes import RenderMesh
+from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.sculpt import Sculpt
+from sceneforge.assets_manifest.procedural.shapes import shade
+from sceneforge.core.meshes import RenderMesh
 
 DARK = (28, 24, 22)
 

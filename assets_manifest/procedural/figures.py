@@ -5,10 +5,10 @@ pose) keep a probe from keying on one silhouette. The figure faces +X.
 """
 from __future__ import annotations
 
-from assets_manifest.procedural import register
-from assets_manifest.procedural.shapes import Builder
-from core.errors import ConfigError
-from core.meshes import RenderMesh
+from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.shapes import Builder
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.meshes import RenderMesh
 
 POSES = ("stand", "walk", "arms_out", "wave")
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from assets_manifest.procedural import register
-from assets_manifest.procedural.shapes import Builder
-from core.meshes import RenderMesh
+from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.shapes import Builder
+from sceneforge.core.meshes import RenderMesh
 
 ASPHALT = (64, 64, 68)          # → surface "asphalt"
 PAVING = (150, 146, 140)        # → surface "paving"

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from assets_manifest.procedural import register
-from assets_manifest.procedural.shapes import Builder, jitter, rot_z, shade
-from core.meshes import RenderMesh
+from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.shapes import Builder, jitter, rot_z, shade
+from sceneforge.core.meshes import RenderMesh
 
 BARK = (101, 72, 45)
 

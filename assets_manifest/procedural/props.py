@@ -7,10 +7,10 @@ import math
 import numpy as np
 import trimesh
 
-from assets_manifest.procedural import register
-from assets_manifest.procedural.ground import ASPHALT
-from assets_manifest.procedural.shapes import Builder, ridge_prism, rot_x, rot_y, rot_z, shade
-from core.meshes import RenderMesh
+from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.ground import ASPHALT
+from sceneforge.assets_manifest.procedural.shapes import Builder, ridge_prism, rot_x, rot_y, rot_z, shade
+from sceneforge.core.meshes import RenderMesh
 
 METAL = (90, 92, 96)
 WHITE = (240, 240, 240)

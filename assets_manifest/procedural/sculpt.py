@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.meshes import RenderMesh
+from sceneforge.core.meshes import RenderMesh
 
 RGB = tuple[int, int, int]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from core.meshes import RenderMesh
+from sceneforge.core.meshes import RenderMesh
 
 RGB = tuple[int, int, int]
 

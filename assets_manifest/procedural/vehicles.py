@@ -1,9 +1,9 @@
 """Truck, car/taxi, bicycle and Vespa-style scooter. Length runs along +X (forward)."""
 from __future__ import annotations
 
-from assets_manifest.procedural import register
-from assets_manifest.procedural.shapes import Builder, rot_x, shade
-from core.meshes import RenderMesh
+from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.shapes import Builder, rot_x, shade
+from sceneforge.core.meshes import RenderMesh
 
 TYRE = (30, 30, 32)
 GLASS = (60, 80, 100)

@@ -1,6 +1,6 @@
-"""``python -m engine.server``: see :mod:`engine.server.main`."""
+"""``python -m sceneforge.engine.server``: see :mod:`engine.server.main`."""
 import sys
 
-from engine.server.main import main
+from sceneforge.engine.server.main import main
 
 sys.exit(main())

@@ -26,10 +26,10 @@ import time
 from collections import deque
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
-from core.errors import ProtocolError
-from engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, recv_exact, send_frame, split_request
-from engine.server.commands.table import dispatch
-from engine.server.state import ServerState
+from sceneforge.core.errors import ProtocolError
+from sceneforge.engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, recv_exact, send_frame, split_request
+from sceneforge.engine.server.commands.table import dispatch
+from sceneforge.engine.server.state import ServerState
 
 log = logging.getLogger(__name__)
 

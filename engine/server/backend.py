@@ -27,9 +27,9 @@ from typing import Callable
 
 import numpy as np
 
-from core.meshes import RenderMesh
-from core.types import PixelCount  # noqa: F401  (backends return it)
-from engine.world import Camera, Scene
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.core.types import PixelCount  # noqa: F401  (backends return it)
+from sceneforge.engine.world import Camera, Scene
 
 KINDS = ("lit", "object_mask", "depth", "plane_depth", "normal", "instance_id")
 

@@ -21,9 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.errors import AssetError
-from core.meshes import RenderMesh
-from engine.limits import WORLD_CONTENT_KEPT, shown
+from sceneforge.core.errors import AssetError
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.limits import WORLD_CONTENT_KEPT, shown
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ import struct
 
 import numpy as np
 
-from core.errors import CommandError
+from sceneforge.core.errors import CommandError
 
 BMP_HEADER_BYTES = 54
 

@@ -1,4 +1,4 @@
-"""Start the render server (``python -m engine.server``) in a subprocess and wait until it listens.
+"""Start the render server (``python -m sceneforge.engine.server``) in a subprocess and wait until it listens.
 
 Used by tests, the demo, dataset generation and render-farm workers: each gets its own server
 on a free port (``--port 0``), learns the port from ``--ready-file``, and stops it with SIGTERM
@@ -19,13 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.errors import ConnectionFailed
+from sceneforge.core.errors import ConnectionFailed
 
 log = logging.getLogger(__name__)
 
 
 class ServerProcess:
-    """A running render server subprocess (``python -m engine.server``); a context manager that stops it on exit."""
+    """A running render server subprocess (``python -m sceneforge.engine.server``); a context manager that stops it on exit."""
 
     def __init__(self, proc: subprocess.Popen, host: str, port: int, log_path: Path, workdir: Path):
         self.proc, self.host, self.port = proc, host, port
@@ -84,8 +84,8 @@ class ServerProcess:
 
 def serve_command(port: int, output_dir: str | os.PathLike | None, assets, threads: int,
                   ready_file: Path, host: str = "127.0.0.1", licenses=None, renderer: str | None = None) -> list[str]:
-    """The argv of ``python -m engine.server`` with everything it serves passed as arguments."""
-    cmd = [sys.executable, "-m", "engine.server", "--host", host, "--port", str(port),
+    """The argv of ``python -m sceneforge.engine.server`` with everything it serves passed as arguments."""
+    cmd = [sys.executable, "-m", "sceneforge.engine.server", "--host", host, "--port", str(port),
            "--threads", str(threads), "--ready-file", str(ready_file), "--exit-with-parent"]
     if output_dir is not None:
         cmd += ["--output-dir", str(output_dir)]
@@ -114,7 +114,7 @@ def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, ass
                  licenses=None, renderer: str | None = None) -> ServerProcess:
     """Launch a server and block until it listens (or raise ConnectionFailed with its log).
 
-    ``extra_args`` go to ``python -m engine.server`` verbatim (e.g. ``["--max-frame", "4096"]``).
+    ``extra_args`` go to ``python -m sceneforge.engine.server`` verbatim (e.g. ``["--max-frame", "4096"]``).
     """
     workdir = Path(tempfile.mkdtemp(prefix="sceneforge-serve-"))
     ready, log_path = workdir / "ready", workdir / "server.log"

@@ -1,4 +1,4 @@
-"""The render server's entry point: ``python -m engine.server [--port N] [--assets PACK ...] ...``.
+"""The render server's entry point: ``python -m sceneforge.engine.server [--port N] [--assets PACK ...] ...``.
 
 This is the server's composition root: it parses the arguments, builds the asset library that
 the server serves (default library + ``--assets`` packs, filtered by ``--licenses``) and hands it
@@ -20,15 +20,15 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-from core.errors import AssetError, ConfigError, SceneforgeError
+from sceneforge.core.errors import AssetError, ConfigError, SceneforgeError
 
 log = logging.getLogger(__name__)
 DESCRIPTION = "Headless render server speaking the UnrealCV protocol (embedded renderer by default)."
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The server's flags (shared by ``python -m engine.server`` and ``sceneforge serve``)."""
-    from engine.server.renderers import DEFAULT_RENDERER, renderer_names
+    """The server's flags (shared by ``python -m sceneforge.engine.server`` and ``sceneforge serve``)."""
+    from sceneforge.engine.server.renderers import DEFAULT_RENDERER, renderer_names
 
     p.add_argument("--host", default="127.0.0.1",
                    help="bind address (default 127.0.0.1; others are reachable from the network)")
@@ -64,7 +64,7 @@ def load_library(packs: Sequence[str] | None, licenses: Sequence[str] | None) ->
     """The default ``AssetLibrary`` plus user ``packs``, filtered by ``licenses``; None (primitives
     only) if the asset package is not installed and no pack was asked for."""
     try:
-        from assets_manifest import AssetLibrary  # slow to import (trimesh): called off the listen path
+        from sceneforge.assets_manifest import AssetLibrary  # slow to import (trimesh): called off the listen path
     except ImportError as e:
         if packs:
             raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
@@ -90,14 +90,14 @@ def _validate(args: argparse.Namespace) -> None:
 
 def build_server(args: argparse.Namespace):
     """Validated args → an unstarted RenderServer (the asset library warms in the background)."""
-    from engine.protocol import DEFAULT_MAX_FRAME
-    from engine.server.app import RenderServer
-    from engine.server.catalog import AssetCatalog
-    from engine.server.renderers import backend_factory, check_renderer
-    from engine.server.state import ServerState
+    from sceneforge.engine.protocol import DEFAULT_MAX_FRAME
+    from sceneforge.engine.server.app import RenderServer
+    from sceneforge.engine.server.catalog import AssetCatalog
+    from sceneforge.engine.server.renderers import backend_factory, check_renderer
+    from sceneforge.engine.server.state import ServerState
 
     _validate(args)
-    from engine.server.gl import llvm_order
+    from sceneforge.engine.server.gl import llvm_order
 
     llvm_order.PRELOAD = False  # a render server never imports triton (see llvm_order)
     factory = backend_factory(args.renderer)
@@ -123,7 +123,7 @@ def build_server(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Listen until SIGTERM/SIGINT; publish the bound port in ``--ready-file``."""
-    from core.atomic import atomic_write_text
+    from sceneforge.core.atomic import atomic_write_text
 
     cap_log_records()
     server = build_server(args)
@@ -156,7 +156,7 @@ class _CapRecords(logging.Filter):
     made a 315 MB log out of 60 requests (issue 39); handlers keep the first characters."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from engine.limits import MAX_LOG_RECORD
+        from sceneforge.engine.limits import MAX_LOG_RECORD
 
         msg = record.getMessage()
         if len(msg) > MAX_LOG_RECORD:
@@ -193,8 +193,8 @@ def watch_parent(stop: threading.Event, period_s: float = 0.5) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m engine.server``: errors as one line on stderr, exit 2."""
-    parser = argparse.ArgumentParser(prog="python -m engine.server", description=DESCRIPTION)
+    """``python -m sceneforge.engine.server``: errors as one line on stderr, exit 2."""
+    parser = argparse.ArgumentParser(prog="python -m sceneforge.engine.server", description=DESCRIPTION)
     add_arguments(parser)
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     args = parser.parse_args(argv)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from engine.server.unrealcv_state import FrameSnapshot
-from engine.world import Camera, Scene
+from sceneforge.engine.server.unrealcv_state import FrameSnapshot
+from sceneforge.engine.world import Camera, Scene
 
 _SKY_CM = 1e9  # far enough that camera translation moves sky pixels by < 1e-3 px
 

@@ -2,7 +2,7 @@
 
 A renderer is a :class:`~engine.server.backend.RenderBackend` built from the server's mesh
 provider and thread count. Register a new one with :func:`register_renderer`; the server
-(``python -m engine.server --renderer NAME``), ``sceneforge serve`` and every scenario that
+(``python -m sceneforge.engine.server --renderer NAME``), ``sceneforge serve`` and every scenario that
 starts servers list their choices from :func:`renderer_names`.
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Callable
 
-from core.errors import ConfigError, RenderError
-from engine.server.backend import MeshProvider, RenderBackend
+from sceneforge.core.errors import ConfigError, RenderError
+from sceneforge.engine.server.backend import MeshProvider, RenderBackend
 
 BackendFactory = Callable[[MeshProvider, int], RenderBackend]
 DEFAULT_RENDERER = "gl"
@@ -85,14 +85,14 @@ def gl_backend(mesh_provider: MeshProvider, threads: int, options: dict | None =
     if lod not in ("0", "1"):
         raise ConfigError(f"renderer gl: lod must be 0 or 1, got {lod!r}")
     try:
-        from engine.server.gl.backend import GLBackend
+        from sceneforge.engine.server.gl.backend import GLBackend
     except ImportError as e:
         raise RenderError(f"the embedded renderer is not available: {e}") from e
     return GLBackend(mesh_provider, threads=threads, lod=lod == "1")
 
 
 def _cycles_installed() -> None:
-    from engine.server.cycles.install import require
+    from sceneforge.engine.server.cycles.install import require
 
     require()
 
@@ -102,6 +102,6 @@ def _cycles_installed() -> None:
                    "cycles`", check=_cycles_installed, options=("samples", "seed", "denoise", "prefilter"))
 def cycles_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """Path-traced ``lit`` from a persistent Blender worker process (its own venv)."""
-    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     return CyclesBackend(mesh_provider, threads=threads, settings=CyclesSettings.from_options(options or {}, threads))

@@ -16,11 +16,11 @@ from typing import Callable, TypeVar
 
 import numpy as np
 
-from core.errors import CommandError, PathSecurityError, RenderError
-from engine.server.backend import MeshProvider, RenderBackend
-from engine.server.catalog import AssetCatalog
-from engine.server.unrealcv_state import UnrealcvState
-from engine.world import Actor, Camera, Scene, instance_color
+from sceneforge.core.errors import CommandError, PathSecurityError, RenderError
+from sceneforge.engine.server.backend import MeshProvider, RenderBackend
+from sceneforge.engine.server.catalog import AssetCatalog
+from sceneforge.engine.server.unrealcv_state import UnrealcvState
+from sceneforge.engine.world import Actor, Camera, Scene, instance_color
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 def default_backend_factory(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
     """The default renderer of :mod:`engine.server.renderers` (the embedded GL rasteriser)."""
-    from engine.server.renderers import DEFAULT_RENDERER, backend_factory
+    from sceneforge.engine.server.renderers import DEFAULT_RENDERER, backend_factory
 
     return backend_factory(DEFAULT_RENDERER)(mesh_provider, threads)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.world import Camera, Transform
+from sceneforge.engine.world import Camera, Transform
 
 
 @dataclass

@@ -6,7 +6,7 @@ warped instance mask and a box mapper so 2-D annotations stay consistent with th
 
 Example::
 
-    from scenarios.degrade import degrade
+    from sceneforge.scenarios.degrade import degrade
     out = degrade("haze", 3, rgb, depth=depth_cm, fov_deg=53.13, seed=0)
     out.image, out.params            # uint8 (H, W, 3); what was drawn, for the table/record
 """
@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 TYPES = ("defocus", "motion_blur", "haze", "water_drops", "low_light", "over_exposure", "jpeg",
          "low_resolution", "distortion")
@@ -87,7 +87,7 @@ def degrade(kind: str, level: int, image: np.ndarray, *, depth: np.ndarray | Non
     """Apply one degradation at one level. ``depth``: ray depth in cm (needed by
     :data:`NEEDS_DEPTH`); ``mask``: instance mask (warped along by distortion); ``key`` makes
     random draws differ between samples (use the image's path)."""
-    from scenarios.degrade import optics, sensor, weather  # OpenCV: only when degrading
+    from sceneforge.scenarios.degrade import optics, sensor, weather  # OpenCV: only when degrading
 
     check(kind, level)
     img = np.ascontiguousarray(np.asarray(image, dtype=np.uint8)[..., :3])

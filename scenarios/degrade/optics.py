@@ -12,7 +12,7 @@ import math
 import cv2
 import numpy as np
 
-from scenarios.degrade.color import to_linear, to_srgb8
+from sceneforge.scenarios.degrade.color import to_linear, to_srgb8
 
 FAR_CM = 1.0e7  # what "infinitely far" (sky, inf depth) becomes in formulas that need a number
 

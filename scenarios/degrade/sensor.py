@@ -6,7 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from scenarios.degrade.color import to_linear, to_srgb8
+from sceneforge.scenarios.degrade.color import to_linear, to_srgb8
 
 
 def low_light(img: np.ndarray, rng: np.random.Generator, light_fraction: float, full_well_e: float = 4000.0,

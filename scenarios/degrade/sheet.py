@@ -1,6 +1,6 @@
 """Contact sheet of the nine degradations at a few levels (docs/img/degradations.png).
 
-    python -m scenarios.degrade.sheet DATASET_DIR SAMPLE_FILE_NAME OUT.png [--levels 1 3 5]
+    python -m sceneforge.scenarios.degrade.sheet DATASET_DIR SAMPLE_FILE_NAME OUT.png [--levels 1 3 5]
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scenarios.degrade import TYPES, degrade
+from sceneforge.scenarios.degrade import TYPES, degrade
 
 
 def contact_sheet(img: np.ndarray, depth: np.ndarray, fov_deg: float, levels=(1, 3, 5), seed: int = 0,

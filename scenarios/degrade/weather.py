@@ -7,8 +7,8 @@ import math
 import cv2
 import numpy as np
 
-from scenarios.degrade.color import to_linear, to_srgb8
-from scenarios.degrade.optics import clean_depth
+from sceneforge.scenarios.degrade.color import to_linear, to_srgb8
+from sceneforge.scenarios.degrade.optics import clean_depth
 
 KOSCHMIEDER = 3.912  # ln(1/0.02): visibility V is where contrast falls to 2 %, so beta = 3.912 / V
 

@@ -5,6 +5,6 @@ Modules: :mod:`.config` (the config, its fingerprint, index → sample mapping),
 :mod:`.record` (params and table rows), :mod:`.card` (table, splits, dataset card),
 :mod:`.job` (the inline runner), :mod:`.preview` (contact sheets).
 """
-from scenarios.sparrta.scenario import (  # noqa: F401  (the scenario contract and its helpers)
+from sceneforge.scenarios.sparrta.scenario import (  # noqa: F401  (the scenario contract and its helpers)
     NAME, NEEDS_SERVER, Config, Session, finalize, plan, run, server_spec, setting_for, units_of,
 )

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from core.errors import PlacementError
-from scenarios.sparrta.scene import Group, Setting, sample_view
+from sceneforge.core.errors import PlacementError
+from sceneforge.scenarios.sparrta.scene import Group, Setting, sample_view
 
 
 @dataclass

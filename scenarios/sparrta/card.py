@@ -10,11 +10,11 @@ from collections import Counter, defaultdict
 from importlib import metadata
 from pathlib import Path
 
-from core.errors import ConfigError
-from scenarios.relations import LABELS
-from scenarios.sparrta.config import SparrtaConfig, Unit
-from scenarios.sparrta.record import load_record
-from scenarios.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.relations import LABELS
+from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
+from sceneforge.scenarios.sparrta.record import load_record
+from sceneforge.scenarios.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
 
 CARD_FILE = "dataset_card.json"
 FIRST_COLUMNS = ("file_name", "index", "env", "task", "triple_id", "unit_index", "label", "split", "source_class",
@@ -65,7 +65,7 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
     remove_stale_temps(out, units)
     rows = with_splits(recs, cfg.samples_per_scene, cfg.split_pattern)
     write_table(rows, out)
-    from scenarios.sparrta.graph import write_scene_tables
+    from sceneforge.scenarios.sparrta.graph import write_scene_tables
     write_scene_tables(out, rows)   # objects.parquet (+ annotations.coco.json with masks)
     stats = statistics(recs, rows)
     atomic_write_json(out / CARD_FILE, card(cfg, units, recs, stats))
@@ -74,7 +74,7 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
 
 def remove_stale_temps(out: Path, units: list[Unit]) -> int:
     """Delete temp files a killed worker left (``.<name>.tmp<pid>``, never a final name)."""
-    from scenarios.sparrta.record import unit_dir
+    from sceneforge.scenarios.sparrta.record import unit_dir
 
     dirs = {out, *(out / unit_dir(u) for u in units), *(out / "records" / unit_dir(u) for u in units)}
     stale = [p for d in dirs if d.is_dir() for p in d.glob(".*.tmp*") if p.is_file()]
@@ -134,8 +134,8 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
 
 def looks_used(cfg: SparrtaConfig, units: list[Unit]) -> dict:
     """HDRI and surface ids the environments of these units can show (their world dicts)."""
-    from assets_manifest.looks import looks_in
-    from scenarios.look import card_worlds
+    from sceneforge.assets_manifest.looks import looks_in
+    from sceneforge.scenarios.look import card_worlds
     return looks_in([w for e in sorted({u.env for u in units}) for w in card_worlds(cfg.env(e))])
 
 

@@ -13,8 +13,8 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Callable
 
-from core.errors import ConfigError
-from scenarios.relations import LABELS, check_margin
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
 FORMATS = ("jpg", "png")
@@ -73,7 +73,7 @@ class SparrtaConfig:
     def env(self, name: str):
         """The environment ``name`` (or the reference it was given as), rebuilt from the recorded
         content, with its asset library filtered by :attr:`licenses`."""
-        from scenarios.environments import load_frozen_env
+        from sceneforge.scenarios.environments import load_frozen_env
 
         return load_frozen_env(self.env_files, name, licenses=self.licenses)
 
@@ -119,7 +119,7 @@ def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
         vals[k] = v
     cfg = SparrtaConfig(**vals)
     _check(cfg, source)
-    from scenarios.environments import freeze_envs
+    from sceneforge.scenarios.environments import freeze_envs
 
     if cfg.env_files is None:  # the first parse (CLI, Python API): read the files once
         cfg = replace(cfg, env_files=freeze_envs(cfg.envs, f"{source}: envs"))
@@ -148,7 +148,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
     need(c.licenses is None or (bool(c.licenses) and all(x.strip() for x in c.licenses)), "licenses",
          "must be a non-empty list of license families, e.g. [cc0, cc-by]")
     if c.licenses:  # `--licenses gpl`: name the licence before anything is written
-        from assets_manifest.library import check_licenses_known
+        from sceneforge.assets_manifest.library import check_licenses_known
 
         check_licenses_known(tuple(c.licenses))
     need(bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
@@ -174,7 +174,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
             except ConfigError as e:
                 raise ConfigError(f"{src}: {f}: {e}") from None
     if c.renderer is not None:
-        from engine.server.renderers import parse_spec
+        from sceneforge.engine.server.renderers import parse_spec
         try:
             parse_spec(c.renderer)
         except ConfigError as e:

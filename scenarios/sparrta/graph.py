@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scenarios.scene_graph import SceneObject, recolored, scene_graph
+from sceneforge.scenarios.scene_graph import SceneObject, recolored, scene_graph
 
 LABELLED = ("source", "target", "human")
 
@@ -62,8 +62,8 @@ def write_scene_tables(out, rows: list[dict]) -> dict:
     import pandas as pd
     from PIL import Image
 
-    from scenarios.scene_graph import coco_annotations, graph_rows
-    from scenarios.writers import atomic_write_bytes, atomic_write_json
+    from sceneforge.scenarios.scene_graph import coco_annotations, graph_rows
+    from sceneforge.scenarios.writers import atomic_write_bytes, atomic_write_json
 
     out = Path(out)
     objects, images, anns, graphs = [], [], [], []

@@ -27,9 +27,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from core.errors import ConfigError
-from core.paths import inside
-from scenarios.writers import display_label
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.paths import inside
+from sceneforge.scenarios.writers import display_label
 
 # (env, source class, target class) → SpaRRTa's environment folder (their position_config.yaml).
 SPARRTA_FOLDERS = {

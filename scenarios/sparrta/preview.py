@@ -7,9 +7,9 @@ import io
 import math
 from pathlib import Path
 
-from core.errors import ConfigError
-from core.paths import inside
-from scenarios.writers import atomic_write_bytes
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.paths import inside
+from sceneforge.scenarios.writers import atomic_write_bytes
 
 COLORS = {"source": (40, 220, 60), "target": (235, 50, 40), "human": (40, 120, 255)}
 BANNER = 30  # pixels of text above each tile

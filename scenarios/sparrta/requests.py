@@ -15,11 +15,11 @@ scene, camera and look, so none of this ordering reaches the bytes written.
 """
 from __future__ import annotations
 
-from scenarios.consistency import needs_depth
-from scenarios.look import server_world
-from scenarios.sampling import Placed
-from scenarios.sparrta.config import Unit
-from scenarios.sparrta.scene import Group, Setting
+from sceneforge.scenarios.consistency import needs_depth
+from sceneforge.scenarios.look import server_world
+from sceneforge.scenarios.sampling import Placed
+from sceneforge.scenarios.sparrta.config import Unit
+from sceneforge.scenarios.sparrta.scene import Group, Setting
 
 PARKED_Z = -1.0e5  # cm: where the allo figure waits (far below the ground) when a scene is built
 

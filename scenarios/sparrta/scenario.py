@@ -14,7 +14,7 @@ exists. Output is therefore independent of shard boundaries and worker count.
 
 Example (the runner claims ``out``, starts the server with :func:`server_spec`'s arguments)::
 
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
     run_job("sparrta", {"envs": ["desert"], "tasks": ["ego"], "n": 8}, out, backend="inline")
 """
 from __future__ import annotations
@@ -27,22 +27,22 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from core.errors import PlacementError
-from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
-from scenarios.background import BackgroundWriter
-from scenarios.lookahead import Lookahead, OnceCache, responsive
-from scenarios.sampling import sample_rng, visibility_failure
-from scenarios.sparrta.early import EarlyRequest
-from scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
-from scenarios.sparrta.graph import sample_graph
-from scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
-from scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_cached, scene_budget,  # noqa: F401 - the
+from sceneforge.core.errors import PlacementError
+from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.background import BackgroundWriter
+from sceneforge.scenarios.lookahead import Lookahead, OnceCache, responsive
+from sceneforge.scenarios.sampling import sample_rng, visibility_failure
+from sceneforge.scenarios.sparrta.early import EarlyRequest
+from sceneforge.scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
+from sceneforge.scenarios.sparrta.graph import sample_graph
+from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
+from sceneforge.scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_cached, scene_budget,  # noqa: F401 - the
                                        setting_for, units_of)                              # scenario's names
-from scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
-from scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
-from scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
-from scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
-from scenarios.look import LOOK_STREAM, draw_look, server_world
+from sceneforge.scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
+from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
+from sceneforge.scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
+from sceneforge.scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
+from sceneforge.scenarios.look import LOOK_STREAM, draw_look, server_world
 
 log = logging.getLogger(__name__)
 NAME = "sparrta"
@@ -85,7 +85,7 @@ def server_spec(config: dict) -> ServerSpec:
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
     """Make the shard's samples (skipping complete ones); stops at the first sample that
     rejection sampling cannot satisfy and reports it in ``failed``."""
-    from engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient
 
     t0 = time.perf_counter()
     cfg = parse_config(config)
@@ -135,12 +135,12 @@ def _make_all(session: "Session", units: list[Unit], todo: list[int], result: Sh
 
 def finalize(config: dict, out_dir: Path) -> dict:
     """Table (``samples.parquet`` + ``metadata.csv``) with splits, and ``dataset_card.json``."""
-    from scenarios.sparrta.card import finalize_dataset
+    from sceneforge.scenarios.sparrta.card import finalize_dataset
 
     cfg = parse_config(config)
     stats = finalize_dataset(cfg, units_of(cfg), Path(out_dir))
     if cfg.layout == "sparrta":  # SpaRRTa's own layout beside ours: SPARRTA_DATA_ROOT=OUT/sparrta
-        from scenarios.sparrta.layout import export_sparrta
+        from sceneforge.scenarios.sparrta.layout import export_sparrta
         stats["sparrta_layout"] = export_sparrta(Path(out_dir), Path(out_dir) / "sparrta", replace=True)
     return stats
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from core.errors import ConfigError, PlacementError
-from engine.world import Actor, Camera, Ground, instance_color
-from scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
+from sceneforge.core.errors import ConfigError, PlacementError
+from sceneforge.engine.world import Actor, Camera, Ground, instance_color
+from sceneforge.scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
                                    gaussian_in_box, max_useful_distance, observer_sector, square_sector_region)
-from scenarios.screens import screen_aimed_cameras
-from scenarios.silhouette import big_enough_silhouettes, drawable_points
-from scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
+from sceneforge.scenarios.screens import screen_aimed_cameras
+from sceneforge.scenarios.silhouette import big_enough_silhouettes, drawable_points
+from sceneforge.scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
                                 projection_rules, resample_batched, resample_while, sample_camera, sample_object,
                                 jittered_aims, standing, within_distance)
 
@@ -379,5 +379,5 @@ def _human_bounds(sector: Sector, target: Placed, radius: float):
 
 
 def _angle(observer, source, target) -> float:
-    from scenarios.relations import angle_and_cross
+    from sceneforge.scenarios.relations import angle_and_cross
     return angle_and_cross(observer, source, target)[0]

@@ -5,8 +5,8 @@ and how many placements one sample may try (``scene_budget``). Pure functions of
 """
 from __future__ import annotations
 
-from scenarios.sparrta.config import SparrtaConfig, Unit, resolve_units
-from scenarios.sparrta.scene import Setting
+from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, resolve_units
+from sceneforge.scenarios.sparrta.scene import Setting
 
 HARD_SAMPLE_FACTOR = 4  # see scene_budget
 
@@ -24,7 +24,7 @@ def scene_budget(cfg: SparrtaConfig) -> int:
 
 
 def units_of(cfg: SparrtaConfig) -> list[Unit]:
-    from scenarios.environments import list_envs
+    from sceneforge.scenarios.environments import list_envs
 
     return resolve_units(cfg, lambda name: load_env_cached(cfg, name), list_envs)
 

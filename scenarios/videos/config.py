@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, replace
 
-from core.errors import ConfigError
-from scenarios.videos import dsi
-from scenarios.videos import motion as mo
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.videos import dsi
+from sceneforge.scenarios.videos import motion as mo
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class VideoConfig:
         cfg = cls(**d)
         cfg.validate()
         if cfg.env_file is None:
-            from scenarios.environments import freeze_envs
+            from sceneforge.scenarios.environments import freeze_envs
 
             (name, entry), = freeze_envs([cfg.env], f"{source}: env").items()
             cfg = replace(cfg, env_file={name: entry})
@@ -66,7 +66,7 @@ class VideoConfig:
 
     def load_env(self):
         """The environment rebuilt from the recorded content (never looked up by name)."""
-        from scenarios.environments import load_frozen_env
+        from sceneforge.scenarios.environments import load_frozen_env
 
         return load_frozen_env(self.env_file, next(iter(self.env_file)))
 
@@ -88,7 +88,7 @@ class VideoConfig:
         if self.fov_deg is not None and not 0 < self.fov_deg < 180:
             raise ConfigError(f"videos config: fov_deg must be in (0, 180), got {self.fov_deg}")
         if self.renderer is not None:
-            from engine.server.renderers import parse_spec
+            from sceneforge.engine.server.renderers import parse_spec
             try:
                 parse_spec(self.renderer)
             except ConfigError as e:

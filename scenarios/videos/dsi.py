@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError
-from scenarios.videos import motion as mo
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.videos import motion as mo
 
 AUGS = ("std", "hflip", "reverse", "reverse_hflip")
 CATE_NAMES = ("Obj:static cam", "Obj:moving cam", "Cam:static scene", "Cam:dynamic scene",

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 # DSI's evaluation iterates the variants in this order (std first: the group's category).
 VIDEO_AUGS = ("std", "reverse", "hflip", "reverse_hflip")

@@ -24,8 +24,8 @@ from typing import Callable
 
 import numpy as np
 
-from core.errors import ConfigError
-from engine.world import Camera, Rotator, Transform
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Camera, Rotator, Transform
 
 CAM_MODES = ("static", "translate", "rotate")
 OBJ_MODES = ("static", "translate", "rotate")

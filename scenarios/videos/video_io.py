@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.atomic import atomic_path
+from sceneforge.core.atomic import atomic_path
 
-from core.errors import ConfigError, RenderError
+from sceneforge.core.errors import ConfigError, RenderError
 
 # x264 CPU feature names for /proc/cpuinfo flags. AVX-512 is deliberately absent: measured on
 # this machine, the bitstream for the same frames depended on leftover heap bytes (1-5 of 48

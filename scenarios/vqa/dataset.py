@@ -8,18 +8,18 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import ConfigError
-from scenarios.writers import atomic_write_bytes, atomic_write_json
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.writers import atomic_write_bytes, atomic_write_json
 
 
 def write_dataset(cfg, out: Path, samples: list[tuple[str, int]]) -> dict:
     import pandas as pd
     from PIL import Image
 
-    from scenarios.sampling import sample_rng
-    from scenarios.scene_graph import coco_annotations, graph_rows
-    from scenarios.vqa.scenario import load_scene
-    from scenarios.vqa.templates import CATEGORIES, Rules, letter_options, questions
+    from sceneforge.scenarios.sampling import sample_rng
+    from sceneforge.scenarios.scene_graph import coco_annotations, graph_rows
+    from sceneforge.scenarios.vqa.scenario import load_scene
+    from sceneforge.scenarios.vqa.templates import CATEGORIES, Rules, letter_options, questions
 
     rules = Rules(cfg.min_visible_ratio, cfg.min_box_px, cfg.margin_deg, cfg.rank_gap)
     counters: Counter = Counter()

@@ -10,7 +10,7 @@ import math
 import re
 from pathlib import Path
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 THRESHOLDS = tuple(0.5 + 0.05 * i for i in range(10))
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")

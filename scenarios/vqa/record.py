@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from core.errors import ConfigError
-from core.paths import inside
-from engine.world import Actor, Camera, Rotator, Transform
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.paths import inside
+from sceneforge.engine.world import Actor, Camera, Rotator, Transform
 
 SCHEMA = "sceneforge.scene_record/1"
 
@@ -56,7 +56,7 @@ def read_record(path: Path) -> tuple[dict, Path]:
 def check_record(rec, where: str) -> None:
     """ConfigError naming ``where``, the field and its value unless ``rec`` has everything
     :func:`rerender` reads, each of the right type and within the server's bounds."""
-    from core.paths import check_component
+    from sceneforge.core.paths import check_component
 
     rec = _field(rec, dict, where, "the record", "a JSON object (env, world, actors, camera, image, files)")
     try:
@@ -103,7 +103,7 @@ def _field(value, kind: type, where: str, at: str, expected: str):
 
 def _vector(value, where: str, at: str, bounds: str | None = None) -> list:
     """Three numbers; with ``bounds`` within the server's limits for a location/rotation/scale."""
-    from engine import limits
+    from sceneforge.engine import limits
 
     if not isinstance(value, list) or len(value) != 3 or not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
@@ -137,7 +137,7 @@ def camera_from_record(rec: dict) -> Camera:
 
 def rerender(rec: dict, client) -> bytes:
     """Replay the record on a connected :class:`engine.client.RenderClient`; the encoded image."""
-    from scenarios.writers import encode_image
+    from sceneforge.scenarios.writers import encode_image
 
     client.set_world(rec["world"])
     client.reset()

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import ConfigError, PlacementError
-from scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.core.errors import ConfigError, PlacementError
+from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
@@ -66,7 +66,7 @@ class VqaConfig:
 
     def env(self, name: str):
         """The environment ``name`` rebuilt from the recorded content."""
-        from scenarios.environments import load_frozen_env
+        from sceneforge.scenarios.environments import load_frozen_env
 
         return load_frozen_env(self.env_files, name)
 
@@ -106,7 +106,7 @@ def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
     except TypeError as e:
         raise ConfigError(f"{source}: {e}") from None
     if c.env_files is None:
-        from scenarios.environments import freeze_envs
+        from sceneforge.scenarios.environments import freeze_envs
 
         c = replace(c, env_files=freeze_envs(c.envs, f"{source}: envs"))
     for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
@@ -167,7 +167,7 @@ def server_spec(config: dict) -> ServerSpec:
 
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
-    from engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient
 
     t0 = time.perf_counter()
     cfg, out = parse_config(config), Path(out_dir)   # the runner has claimed ``out``
@@ -193,7 +193,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
-    from scenarios.vqa.dataset import write_dataset
+    from sceneforge.scenarios.vqa.dataset import write_dataset
 
     cfg = parse_config(config)
     return write_dataset(cfg, Path(out_dir), [locate(cfg, k) for k in range(cfg.n * len(cfg.envs))])
@@ -202,7 +202,7 @@ def finalize(config: dict, out_dir: Path) -> dict:
 def with_relations(graph: dict, objs: list, cam) -> dict:
     """``graph`` with every ordered pair's relation (the scene record's contract: all objects,
     clutter included), in :func:`scenarios.scene_graph.scene_graph`'s order and key position."""
-    from scenarios.scene_graph import relations
+    from sceneforge.scenarios.scene_graph import relations
 
     graph["relations"] = relations(objs, cam)
     return graph
@@ -216,7 +216,7 @@ class Maker:
 
     def env(self, name: str):
         if name not in self._envs:
-            from scenarios.sparrta.scene import ShapeCache
+            from sceneforge.scenarios.sparrta.scene import ShapeCache
 
             env = self._load_env(name)
             self._envs[name] = env
@@ -224,7 +224,7 @@ class Maker:
         return self._envs[name]
 
     def make(self, env_name: str, i: int) -> dict:
-        from scenarios.sampling import sample_rng
+        from sceneforge.scenarios.sampling import sample_rng
 
         env = self.env(env_name)
         rng = sample_rng(self.cfg.seed, env_name, "vqa", "scene", i)
@@ -246,8 +246,8 @@ class Maker:
     def place(self, env, env_name: str, rng, counts):
         from dataclasses import replace
 
-        from engine.world import instance_color
-        from scenarios.sampling import no_overlap, resample_while, sample_object
+        from sceneforge.engine.world import instance_color
+        from sceneforge.scenarios.sampling import no_overlap, resample_while, sample_object
 
         s, shapes = env.sampling, self._shapes[env_name]
         classes = sorted({c for t in env.triples for c in (t.source_class, t.target_class)})
@@ -268,8 +268,8 @@ class Maker:
         return placed, actors
 
     def view(self, env, env_name, i, rng, placed, actors, counts) -> dict | None:
-        from scenarios.sampling import camera_clear, in_frame, resample_while, sample_camera
-        from scenarios.vqa.templates import Rules, passes
+        from sceneforge.scenarios.sampling import camera_clear, in_frame, resample_while, sample_camera
+        from sceneforge.scenarios.vqa.templates import Rules, passes
 
         s, cfg = env.sampling, self.cfg
         if self._world != env_name:
@@ -305,7 +305,7 @@ class Maker:
         colours, class, unscaled size in cm): built once per scene, shared by all its views."""
         from dataclasses import replace
 
-        from scenarios.scene_graph import SceneObject
+        from sceneforge.scenarios.scene_graph import SceneObject
 
         lib = self._shapes[env_name].lib
         return [SceneObject(replace(a, color=colors[a.name]), lib.info(a.asset_id).cls,
@@ -316,13 +316,13 @@ class Maker:
         """The view's graph without relations (``relations: []``): enough for the visibility rule.
         A city scene has ~68 objects = ~4,600 ordered pairs, and most views are rejected, so the
         relations are added (:func:`with_relations`) only to the view that is written."""
-        from scenarios.scene_graph import scene_graph
+        from sceneforge.scenarios.scene_graph import scene_graph
 
         return scene_graph(objs, cam, world=self._envs[env_name].world, visibility=vis, relate=())
 
     def write(self, env, env_name, i, actors, colors, cam, graph) -> dict:
-        from scenarios.vqa.record import scene_record
-        from scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes
+        from sceneforge.scenarios.vqa.record import scene_record
+        from sceneforge.scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes
 
         cfg = self.cfg
         kinds = ("lit", "object_mask") + (("depth",) if cfg.depth else ())

@@ -33,7 +33,7 @@ from typing import Mapping
 
 import numpy as np
 
-from scenarios.relations import angle_and_cross, classify
+from sceneforge.scenarios.relations import angle_and_cross, classify
 
 CATEGORIES = ("counting", "object_size", "object_distance", "camera_distance", "direction_ego", "direction_allo",
               "relative_ranking", "view_transformation", "multi_hop")

@@ -11,7 +11,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 
 
 def _benchmarks_dir() -> Path:

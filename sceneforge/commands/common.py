@@ -36,7 +36,7 @@ def fetch_defaults_once(args: argparse.Namespace) -> None:
 
     if getattr(args, "no_fetch", False) or os.environ.get("SCENEFORGE_NO_FETCH"):
         return
-    from assets_manifest.build import ensure_defaults
+    from sceneforge.assets_manifest.build import ensure_defaults
 
     ensure_defaults(progress=not getattr(args, "quiet", False))
 
@@ -44,7 +44,7 @@ def fetch_defaults_once(args: argparse.Namespace) -> None:
 def out_flag(value, flag: str = "--out") -> Path:
     """``--out`` as a Path; an empty value is refused (``Path("")`` is ``.``: ``--out ""`` used to
     write a dataset into the current directory). Commands take ``--out`` as a string for this."""
-    from core.errors import ConfigError
+    from sceneforge.core.errors import ConfigError
 
     if value is None or not str(value).strip():
         raise ConfigError(f"{flag} {str(value)!r}: empty; name a directory (write {flag} . to mean the current one)")
@@ -72,8 +72,8 @@ def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> N
     import os
     import sys
 
-    from renderfarm.auto import auto_workers, usable_cpus
-    from scenarios.registry import get_scenario
+    from sceneforge.renderfarm.auto import auto_workers, usable_cpus
+    from sceneforge.scenarios.registry import get_scenario
 
     if args.servers or args.ray_address or args.backend == "ray":
         args.workers = None
@@ -97,8 +97,8 @@ def backend_of(args: argparse.Namespace) -> str:
 
 def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -> dict:
     """The CLI's one path to the runner: flags → :func:`renderfarm.run_job`; failures → one line."""
-    from core.errors import ConfigError, PlacementError
-    from renderfarm import run_job
+    from sceneforge.core.errors import ConfigError, PlacementError
+    from sceneforge.renderfarm import run_job
 
     out = out_flag(out)
     fetch_defaults_once(args)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from scenarios.degrade import TYPES  # light: OpenCV is imported when degrading
+    from sceneforge.scenarios.degrade import TYPES  # light: OpenCV is imported when degrading
 
     p = subparsers.add_parser("degrade", help="write degraded variants (defocus, haze, ...) beside a dataset's images",
                               description="Write SpaceDG-style degraded variants of every image of a finished "
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from scenarios.degrade.dataset import degrade_dataset
+    from sceneforge.scenarios.degrade.dataset import degrade_dataset
 
     r = degrade_dataset(args.dataset, args.types, args.levels, seed=args.seed)
     print(f"{r['variants']} variants ({r['written']} written, {r['kept']} already there) -> {r['table']}")

@@ -27,7 +27,7 @@ def demo_config(n: int, env: str, seed: int) -> dict:
 
 def probe_hint(out: Path, by_split: dict) -> str:
     """The next command to run on the demo set: a probe when every task has enough test images."""
-    from probing.report import MIN_TEST
+    from sceneforge.probing.report import MIN_TEST
 
     tests = {k.split("/")[0]: v for k, v in by_split.items() if k.endswith("/test")}
     n_test = min(tests.values(), default=0)
@@ -40,9 +40,9 @@ def probe_hint(out: Path, by_split: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from renderfarm import run_job
-    from scenarios.sparrta.card import rejection_summary
-    from scenarios.sparrta.preview import contact_sheet
+    from sceneforge.renderfarm import run_job
+    from sceneforge.scenarios.sparrta.card import rejection_summary
+    from sceneforge.scenarios.sparrta.preview import contact_sheet
     from sceneforge.commands.common import fetch_defaults_once
 
     out = Path(args.out)
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     summary = run_job("sparrta", demo_config(args.n, args.env, args.seed), out, backend="inline",
                       progress=not args.quiet)
     if summary["failed"]:
-        from core.errors import PlacementError
+        from sceneforge.core.errors import PlacementError
 
         raise PlacementError(f"demo: {len(summary['failed'])} samples failed; e.g. {next(iter(summary['failed'].values()))}")
     sheet = contact_sheet(out, out / "contact_sheet.png", n=min(16, 2 * args.n))

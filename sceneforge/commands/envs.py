@@ -31,7 +31,7 @@ def register(subparsers) -> None:
 
 
 def run_list(args) -> int:
-    from scenarios.environments import list_envs, load_env
+    from sceneforge.scenarios.environments import list_envs, load_env
 
     for name in list_envs():
         env = load_env(name)
@@ -46,8 +46,8 @@ def _mean_count(count) -> float:
 
 
 def run_preview(args) -> int:
-    from core.errors import ConfigError
-    from scenarios.environments import load_env
+    from sceneforge.core.errors import ConfigError
+    from sceneforge.scenarios.environments import load_env
     from sceneforge.commands.assets import save_png
 
     from sceneforge.commands.common import out_flag
@@ -55,7 +55,7 @@ def run_preview(args) -> int:
     out = out_flag(args.out)
     library = None
     if args.procedural:
-        from assets_manifest import AssetLibrary
+        from sceneforge.assets_manifest import AssetLibrary
         library = AssetLibrary.procedural()
     env = load_env(args.env, library=library)
     if not 0 <= args.triple < len(env.triples):
@@ -73,7 +73,7 @@ def preview_scene(env, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0,
     """Scene with the triple's source, target and human near the centre plus the env's clutter."""
     import numpy as np
 
-    from engine.world import Actor, Rotator, Scene, Transform, instance_color
+    from sceneforge.engine.world import Actor, Rotator, Scene, Transform, instance_color
 
     lib, t = env.library, env.triples[triple]
     g = env.ground
@@ -97,8 +97,8 @@ def _azimuths(views: int) -> list[float]:
 
 def render_views(env, views: int = 4, size: int = 256, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0):
     """Lit renders from ``views`` azimuths around the centre, 3 m up, aimed at the objects."""
-    from engine.server.gl.backend import GLBackend
-    from engine.world import Camera, look_at_rotation
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Camera, look_at_rotation
 
     scene = preview_scene(env, seed, triple, cam_dist, views)
     backend = GLBackend(env.library.mesh)

@@ -20,7 +20,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from scenarios.sparrta.layout import export_sparrta
+    from sceneforge.scenarios.sparrta.layout import export_sparrta
 
     counts = export_sparrta(args.data, args.out)
     for folder, n in sorted(counts.items()):

@@ -19,7 +19,7 @@ def register(subparsers) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     """Print the status; exit 0 when the job is complete, 1 while samples are pending/failed."""
-    from renderfarm.status import format_status, job_status
+    from sceneforge.renderfarm.status import format_status, job_status
 
     status = job_status(args.out_dir)
     if args.json:

@@ -21,8 +21,8 @@ FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "image_size", "triples
 
 def config_from_args(args: argparse.Namespace):
     """``--config`` YAML overridden by the flags given on the command line → (config, plain dict)."""
-    from scenarios.config_loader import load_config
-    from scenarios.sparrta.config import SparrtaConfig
+    from sceneforge.scenarios.config_loader import load_config
+    from sceneforge.scenarios.sparrta.config import SparrtaConfig
 
     overrides = {key: getattr(args, flag) for flag, key in FLAGS.items()}
     overrides = {k: v for k, v in overrides.items() if v is not None and v is not False}
@@ -35,12 +35,12 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from scenarios.sparrta.card import rejection_summary
+    from sceneforge.scenarios.sparrta.card import rejection_summary
     from sceneforge.commands.common import run_scenario
 
     cfg, config = config_from_args(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
-        from engine.server.renderers import check_renderer
+        from sceneforge.engine.server.renderers import check_renderer
 
         check_renderer(cfg.renderer)
     summary = run_scenario("sparrta", config, args.out, args)
@@ -53,7 +53,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_preview(args: argparse.Namespace) -> int:
-    from scenarios.sparrta.preview import contact_sheet
+    from sceneforge.scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out) if args.out else Path(args.data_dir) / "contact_sheet.png"
     path = contact_sheet(Path(args.data_dir), out, n=args.n, size=args.size, split=args.split)

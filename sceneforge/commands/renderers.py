@@ -35,8 +35,8 @@ def register(subparsers) -> None:
 
 
 def run_list(args) -> int:
-    from engine.server.cycles.install import home, status
-    from engine.server.renderers import renderer_descriptions
+    from sceneforge.engine.server.cycles.install import home, status
+    from sceneforge.engine.server.renderers import renderer_descriptions
 
     for name, desc in renderer_descriptions().items():
         if name == "cycles":
@@ -50,14 +50,14 @@ def run_list(args) -> int:
 
 
 def run_install(args) -> int:
-    from engine.server.cycles.install import install
+    from sceneforge.engine.server.cycles.install import install
 
     install(force=args.force, echo=lambda line: print(line, flush=True))
     return 0
 
 
 def run_uninstall(args) -> int:
-    from engine.server.cycles.install import home, uninstall
+    from sceneforge.engine.server.cycles.install import home, uninstall
 
     print(f"cycles: removed {home()}" if uninstall() else f"cycles: nothing installed at {home()}")
     return 0

@@ -7,7 +7,7 @@ Example::
     python -c "from unrealcv import Client; c=Client(('127.0.0.1',9000)); c.connect(); \\
                print(c.request('vget /unrealcv/status'))"
 
-The same server runs as ``python -m engine.server`` (what the farm and ``start_server`` launch).
+The same server runs as ``python -m sceneforge.engine.server`` (what the farm and ``start_server`` launch).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import argparse
 
 
 def register(subparsers) -> None:
-    from engine.server.main import add_arguments
+    from sceneforge.engine.server.main import add_arguments
 
     p = subparsers.add_parser("serve", help="run the headless render server (UnrealCV protocol)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -24,6 +24,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from engine.server.main import run as run_server
+    from sceneforge.engine.server.main import run as run_server
 
     return run_server(args)

@@ -49,8 +49,8 @@ def register(subparsers) -> None:
 
 def build_config(args: argparse.Namespace):
     """``--config`` YAML overridden by flags → (VideoConfig, plain dict)."""
-    from scenarios.config_loader import load_config
-    from scenarios.videos import VideoConfig
+    from sceneforge.scenarios.config_loader import load_config
+    from sceneforge.scenarios.videos import VideoConfig
 
     overrides = {"env": args.env, "n": args.n, "seed": args.seed, "image_size": args.size,
                  "motion.n_frames": args.frames, "motion.fps": args.fps, "motion.patterns": args.patterns,
@@ -64,7 +64,7 @@ def run_videos(args: argparse.Namespace) -> int:
 
     cfg, config = build_config(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
-        from engine.server.renderers import check_renderer
+        from sceneforge.engine.server.renderers import check_renderer
         check_renderer(cfg.renderer)
     if args.inline:
         args.backend = "inline"
@@ -74,7 +74,7 @@ def run_videos(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from scenarios.videos import dsi_eval
+    from sceneforge.scenarios.videos import dsi_eval
 
     r = dsi_eval.evaluate(args.meta, args.pred, args.model, args.n_group)
     if args.single:

@@ -25,7 +25,7 @@ def register(subparsers) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from scenarios.vqa import evaluate
+    from sceneforge.scenarios.vqa import evaluate
 
     qs = evaluate.read_jsonl(args.questions, "questions file")
     r = evaluate.score(qs, evaluate.load_predictions(args.pred))
@@ -62,8 +62,8 @@ def register_generate(subparsers) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from renderfarm import exit_code
-    from scenarios.vqa.scenario import parse_config
+    from sceneforge.renderfarm import exit_code
+    from sceneforge.scenarios.vqa.scenario import parse_config
     from sceneforge.commands.common import run_scenario
 
     cfg = {"envs": list(args.env), "n": args.n, "seed": args.seed, "size": args.size, "depth": args.depth,
@@ -78,23 +78,23 @@ def run_generate(args: argparse.Namespace) -> int:
 def run_render_record(args: argparse.Namespace) -> int:
     import contextlib
 
-    from engine.client import RenderClient
-    from scenarios.vqa.record import rerender
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.scenarios.vqa.record import rerender
 
-    from scenarios.vqa.record import read_record
+    from sceneforge.scenarios.vqa.record import read_record
 
     rec, image = read_record(args.record)
     with contextlib.ExitStack() as stack:
         address = args.server
         if not address:
-            from engine.server.launch import start_server
-            from scenarios.environments import load_env
+            from sceneforge.engine.server.launch import start_server
+            from sceneforge.scenarios.environments import load_env
             packs = list(load_env(rec["env"]).asset_packs())   # what the job's servers served
             address = stack.enter_context(start_server(port=0, assets=packs or None)).address
         with RenderClient(address) as client:
             data = rerender(rec, client)
     if args.out is not None:
-        from core.atomic import atomic_write_bytes
+        from sceneforge.core.atomic import atomic_write_bytes
         from sceneforge.commands.common import out_flag
         atomic_write_bytes(out_flag(args.out), data)
     same = image.is_file() and image.read_bytes() == data

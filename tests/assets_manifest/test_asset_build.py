@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from asset_plausible import PLAUSIBLE, VEHICLES, measure
-from assets_manifest import AssetLibrary, sh3d, zeroad
-from assets_manifest.build import build
-from assets_manifest.library import BUILT_PACKS, built_path, cache_root
-from assets_manifest.normalize import to_npz
-from assets_manifest.schema import load_manifest
-from core.errors import AssetError, ConfigError
+from sceneforge.assets_manifest import AssetLibrary, sh3d, zeroad
+from sceneforge.assets_manifest.build import build
+from sceneforge.assets_manifest.library import BUILT_PACKS, built_path, cache_root
+from sceneforge.assets_manifest.normalize import to_npz
+from sceneforge.assets_manifest.schema import load_manifest
+from sceneforge.core.errors import AssetError, ConfigError
 
 CATALOG = """\
 id=SweetHome3D#Test
@@ -175,7 +175,7 @@ def test_the_first_use_cost_is_quoted_the_same_everywhere(monkeypatch, tmp_path)
     same measured download and disk sizes (they once said 190, 170 and nothing: issue 33 item 8)."""
     from pathlib import Path
 
-    from assets_manifest import build as build_mod
+    from sceneforge.assets_manifest import build as build_mod
 
     root = Path(__file__).resolve().parents[2]
     down, disk = f"~{build_mod.DEFAULTS_DOWNLOAD_MB} MB download", f"~{build_mod.DEFAULTS_DISK_MB} MB on disk"

@@ -9,12 +9,12 @@ import trimesh
 from PIL import Image
 
 from asset_plausible import PLAUSIBLE, VEHICLES, measure
-from assets_manifest import AssetLibrary
-from assets_manifest.library import PROCEDURAL_PACK, built_path
-from assets_manifest.licenses import family_matches, is_share_alike
-from assets_manifest.normalize import axes_matrix, to_npz
-from assets_manifest.schema import SPARRTA_CLASSES, load_manifest
-from core.errors import AssetError
+from sceneforge.assets_manifest import AssetLibrary
+from sceneforge.assets_manifest.library import PROCEDURAL_PACK, built_path
+from sceneforge.assets_manifest.licenses import family_matches, is_share_alike
+from sceneforge.assets_manifest.normalize import axes_matrix, to_npz
+from sceneforge.assets_manifest.schema import SPARRTA_CLASSES, load_manifest
+from sceneforge.core.errors import AssetError
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +195,6 @@ def test_unknown_ids_and_classes(proc):
 
 
 def test_shipped_manifests_validate():
-    from assets_manifest.library import BUILT_PACKS
+    from sceneforge.assets_manifest.library import BUILT_PACKS
     for p in (PROCEDURAL_PACK, *BUILT_PACKS.values()):
         assert load_manifest(p).assets

@@ -6,9 +6,9 @@ import textwrap
 import pytest
 import trimesh
 
-from assets_manifest import AssetLibrary
-from assets_manifest.schema import load_manifest
-from core.errors import AssetError, ConfigError
+from sceneforge.assets_manifest import AssetLibrary
+from sceneforge.assets_manifest.schema import load_manifest
+from sceneforge.core.errors import AssetError, ConfigError
 
 GOOD = """\
 pack: mine

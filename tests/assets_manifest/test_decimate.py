@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from assets_manifest import decimate as dec
+from sceneforge.assets_manifest import decimate as dec
 
 
 def _ball(subdivisions: int = 4):

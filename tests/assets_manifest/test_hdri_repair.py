@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from assets_manifest.hdri_repair import repair_hot_spots
+from sceneforge.assets_manifest.hdri_repair import repair_hot_spots
 
 SKY = np.array([0.6, 0.8, 1.2], np.float32)
 

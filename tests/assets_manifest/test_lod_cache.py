@@ -6,9 +6,9 @@ import logging
 
 import numpy as np
 
-import assets_manifest.lod as lod
-from assets_manifest import AssetLibrary
-from assets_manifest.lod_cache import SUBDIR, mesh_key
+import sceneforge.assets_manifest.lod as lod
+from sceneforge.assets_manifest import AssetLibrary
+from sceneforge.assets_manifest.lod_cache import SUBDIR, mesh_key
 
 ASSET = "proc_bear"   # 4,000 triangles, 4 materials: every array a level carries
 ARRAYS = ("vertices", "faces", "colors", "normals", "uvs", "face_materials")
@@ -62,13 +62,13 @@ def test_a_damaged_level_is_recomputed_and_replaced(tmp_path, caplog):
     (path,) = (tmp_path / SUBDIR).glob(f"{ASSET}-1000-*.npz")
     path.write_bytes(path.read_bytes()[:200])                 # a torn file
     lib = AssetLibrary.procedural(cache_dir=tmp_path)
-    with caplog.at_level(logging.WARNING, logger="assets_manifest.lod_cache"):
+    with caplog.at_level(logging.WARNING, logger="sceneforge.assets_manifest.lod_cache"):
         level = lib.mesh_lod(ASSET, 1000)
     assert "unreadable" in caplog.text and path.name in caplog.text
     _same(level, lod.simplified(lib.mesh(ASSET), 1000))
     caplog.clear()
     again = AssetLibrary.procedural(cache_dir=tmp_path)      # the file was replaced: read without a warning
-    with caplog.at_level(logging.WARNING, logger="assets_manifest.lod_cache"):
+    with caplog.at_level(logging.WARNING, logger="sceneforge.assets_manifest.lod_cache"):
         _same(again.mesh_lod(ASSET, 1000), lod.simplified(again.mesh(ASSET), 1000))
     assert "unreadable" not in caplog.text
 

@@ -7,9 +7,9 @@ import stat
 import numpy as np
 import pytest
 
-from assets_manifest import AssetLibrary, looks
-from assets_manifest.build import ensure_defaults, missing_defaults
-from core.errors import AssetError
+from sceneforge.assets_manifest import AssetLibrary, looks
+from sceneforge.assets_manifest.build import ensure_defaults, missing_defaults
+from sceneforge.core.errors import AssetError
 
 
 def test_surfaces_resolve_without_any_download(tmp_path):
@@ -42,7 +42,7 @@ def test_every_catalog_item_has_a_licence_and_credit():
 
 
 def test_card_entries_cover_every_look_of_the_environments(tmp_path):
-    from scenarios.environments import list_envs, load_env
+    from sceneforge.scenarios.environments import list_envs, load_env
 
     lib = AssetLibrary.default(cache_dir=tmp_path)
     worlds = [load_env(name, library=lib).world for name in list_envs()]

@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from assets_manifest.procedural import generate
-from assets_manifest.procedural.sculpt import Sculpt
+from sceneforge.assets_manifest.procedural import generate
+from sceneforge.assets_manifest.procedural.sculpt import Sculpt
 
 
 def _volume(mesh) -> float:

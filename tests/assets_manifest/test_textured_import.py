@@ -6,8 +6,8 @@ import pytest
 import trimesh
 from PIL import Image
 
-from assets_manifest import AssetLibrary, normalize
-from assets_manifest.materials import sample
+from sceneforge.assets_manifest import AssetLibrary, normalize
+from sceneforge.assets_manifest.materials import sample
 
 TEX = 64
 
@@ -86,7 +86,7 @@ def test_user_glb_keeps_texture_uvs_and_normals(tmp_path, budget):
 
 def test_alpha_cards_are_thinned_not_collapsed():
     """Leaf cards (alpha-cut) keep their quads whole when a budget forces fewer triangles."""
-    from core.meshes import Material
+    from sceneforge.core.meshes import Material
 
     rng = np.random.default_rng(0)
     n = 2000

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from assets_manifest import AssetLibrary
-from assets_manifest.schema import class_label, load_manifest
-from core.errors import ConfigError
+from sceneforge.assets_manifest import AssetLibrary
+from sceneforge.assets_manifest.schema import class_label, load_manifest
+from sceneforge.core.errors import ConfigError
 
 PACK = """\
 pack: harbour_pack
@@ -77,7 +77,7 @@ def _env(tmp_path: Path, source: str, target: str, assets: str = "[harbour_pack.
 
 
 def test_env_uses_a_user_class_and_pins_asset_ids(pack, tmp_path, monkeypatch):
-    from scenarios.environments import load_env
+    from sceneforge.scenarios.environments import load_env
 
     monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
     env = load_env(_env(tmp_path, "lighthouse", "proc_truck_blue"))
@@ -93,7 +93,7 @@ def test_env_uses_a_user_class_and_pins_asset_ids(pack, tmp_path, monkeypatch):
 @pytest.mark.render
 def test_dataset_with_a_user_class_writes_its_label(pack, tmp_path, monkeypatch):
     """End to end: the env file by path; the runner starts the server with the env's packs."""
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
 
     monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
     envs = tmp_path / "envs"

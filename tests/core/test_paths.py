@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from core.errors import PathSecurityError, SceneforgeError
-from core.paths import inside
+from sceneforge.core.errors import PathSecurityError, SceneforgeError
+from sceneforge.core.paths import inside
 
 
 def test_relative_paths_below_the_root_pass(tmp_path):

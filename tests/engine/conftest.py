@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.server.gl.backend import GLBackend
+from sceneforge.engine.server.gl.backend import GLBackend
 from gl_scenes import MESHES
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from core.meshes import RenderMesh
-from engine.world import Actor, Camera, Ground, Look, Rotator, Scene, Sun, Transform, instance_color
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.world import Actor, Camera, Ground, Look, Rotator, Scene, Sun, Transform, instance_color
 
 
 def _render_mesh(m: trimesh.Trimesh, rgb) -> RenderMesh:

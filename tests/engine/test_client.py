@@ -1,4 +1,4 @@
-"""engine.client.RenderClient against a real server (extensions and the stock fallback)."""
+"""sceneforge.engine.client.RenderClient against a real server (extensions and the stock fallback)."""
 from __future__ import annotations
 
 import socket
@@ -6,9 +6,9 @@ import socket
 import numpy as np
 import pytest
 
-from engine.client import RenderClient, compact_json, parse_address, parse_color
-from core.errors import CommandError, ConnectionFailed, ProtocolError
-from engine.world import Actor, Camera, Rotator, Transform, instance_color, look_at_rotation
+from sceneforge.engine.client import RenderClient, compact_json, parse_address, parse_color
+from sceneforge.core.errors import CommandError, ConnectionFailed, ProtocolError
+from sceneforge.engine.world import Actor, Camera, Rotator, Transform, instance_color, look_at_rotation
 
 CAM = Camera((0.0, 0.0, 100.0), Rotator(0, 0, 0), 90.0, 160, 120)
 
@@ -41,7 +41,7 @@ def test_connect_failure_is_raised_not_returned():
 
 
 def test_server_death_raises_connection_failed(tmp_path):
-    from engine.server.launch import start_server
+    from sceneforge.engine.server.launch import start_server
 
     with start_server(port=0, output_dir=tmp_path) as srv:
         client = RenderClient(srv.address, timeout=3).connect()
@@ -161,7 +161,7 @@ def test_a_full_server_is_not_a_connection(tmp_path):
     clients``) is a failed attempt, retried until ``connect_timeout``."""
     import threading
 
-    from engine.protocol import send_frame
+    from sceneforge.engine.protocol import send_frame
 
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

@@ -15,10 +15,10 @@ import sys
 import numpy as np
 import pytest
 
-from core.errors import ConfigError, RenderError
-from engine.server.cycles import install, wire
-from engine.server.cycles.exr import read_exr
-from engine.world import Camera, Rotator
+from sceneforge.core.errors import ConfigError, RenderError
+from sceneforge.engine.server.cycles import install, wire
+from sceneforge.engine.server.cycles.exr import read_exr
+from sceneforge.engine.world import Camera, Rotator
 from gl_scenes import MESHES, _actor, _scene
 
 HAVE_CYCLES = install.status() is not None
@@ -79,14 +79,14 @@ def test_exr_reader_reads_channels_row_0_top():
 
 
 def test_renderer_spec_options_are_validated():
-    from engine.server.renderers import backend_factory, parse_spec
+    from sceneforge.engine.server.renderers import backend_factory, parse_spec
 
     assert parse_spec("cycles:samples=8,seed=3") == ("cycles", {"samples": "8", "seed": "3"})
     assert parse_spec("gl") == ("gl", {})
     for bad in ("cycles:samplez=3", "gl:samples=4", "vulkan", "cycles:samples"):
         with pytest.raises(ConfigError):
             backend_factory(bad)
-    from engine.server.cycles.backend import CyclesSettings
+    from sceneforge.engine.server.cycles.backend import CyclesSettings
     s = CyclesSettings.from_options({"samples": "32", "seed": "7", "denoise": "0"}, threads=2)
     assert (s.samples, s.seed, s.denoise, s.threads) == (32, 7, False, 2)
     with pytest.raises(ConfigError, match="samples"):
@@ -97,7 +97,7 @@ def test_missing_install_is_one_line_with_the_install_command(tmp_path):
     with pytest.raises(RenderError, match="sceneforge renderers install cycles"):
         install.require(tmp_path / "nothing")
     env = {**os.environ, "SCENEFORGE_CYCLES_HOME": str(tmp_path / "nothing"), "PYTHONPATH": os.getcwd()}
-    proc = subprocess.run([sys.executable, "-m", "engine.server", "--port", "0", "--renderer", "cycles"],
+    proc = subprocess.run([sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--renderer", "cycles"],
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
@@ -109,9 +109,9 @@ def test_cycles_home_is_under_the_sceneforge_cache_unless_overridden(tmp_path, m
     assets and weights, all from ``core.paths.cache_root``; ``$SCENEFORGE_CYCLES_HOME`` wins."""
     import re
 
-    from assets_manifest import library
-    from core.paths import cache_root
-    from probing import pretrained
+    from sceneforge.assets_manifest import library
+    from sceneforge.core.paths import cache_root
+    from sceneforge.probing import pretrained
 
     for var in ("SCENEFORGE_CYCLES_HOME", "SCENEFORGE_WEIGHTS"):
         monkeypatch.delenv(var, raising=False)
@@ -134,7 +134,7 @@ def test_cycles_home_is_under_the_sceneforge_cache_unless_overridden(tmp_path, m
 def cycles():
     if not HAVE_CYCLES:
         pytest.skip(f"Cycles is not installed: {install.INSTALL_HINT}")
-    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     b = CyclesBackend(MESHES.__getitem__, settings=CyclesSettings(samples=4, threads=1))
     yield b
@@ -178,7 +178,7 @@ def test_hybrid_render_lit_from_cycles_rest_from_gl(cycles):
 @pytest.mark.render
 def test_lit_is_byte_identical_in_a_fresh_worker_with_other_threads(cycles):
     """Fixed seed + fixed samples: same bytes across processes and thread counts, OIDN on."""
-    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     scene, cam = _rotated_scene(), _camera(48)
     first = cycles.render(scene, cam, ("lit",))["lit"]
@@ -228,7 +228,7 @@ def test_renderers_list_says_how_to_install(tmp_path):
 def test_textured_material_and_alpha_cutout(cycles):
     """A wall quad facing the camera with a red|blue albedo: both halves appear; a second quad
     whose albedo alpha is 0 on the right half is cut there (the ground shows through)."""
-    from core.meshes import Material, RenderMesh
+    from sceneforge.core.meshes import Material, RenderMesh
 
     v = np.array([[0, -100, 0], [0, 100, 0], [0, 100, 200], [0, -100, 200]], np.float32)
     f = np.array([[0, 1, 2], [0, 2, 3]], np.int32)
@@ -241,7 +241,7 @@ def test_textured_material_and_alpha_cutout(cycles):
     meshes = {"wall": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv, materials=(Material(albedo=albedo),)),
               "cut": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv,
                                 materials=(Material(albedo=cut, alpha_cutoff=0.5),))}
-    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     b = CyclesBackend(meshes.__getitem__, settings=CyclesSettings(samples=4, threads=1), gl=cycles.gl)
     try:
@@ -261,9 +261,9 @@ def test_textured_material_and_alpha_cutout(cycles):
 def test_hdri_sky_ground_surface_and_exposure(cycles):
     """World content by id (as the server's catalogue serves it): a red HDRI replaces the
     gradient sky, a checker surface textures the ground, exposure_ev brightens the image."""
-    from core.meshes import Material
-    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
-    from engine.world import Ground, Look, Sky
+    from sceneforge.core.meshes import Material
+    from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from sceneforge.engine.world import Ground, Look, Sky
 
     checker = np.zeros((2, 2, 3), np.uint8)
     checker[0, 0] = checker[1, 1] = 230

@@ -30,9 +30,9 @@ import numpy as np
 import pytest
 import trimesh
 
-from core.meshes import Material, RenderMesh
-from engine.server.cycles import install
-from engine.world import Camera, Rotator, Sun
+from sceneforge.core.meshes import Material, RenderMesh
+from sceneforge.engine.server.cycles import install
+from sceneforge.engine.world import Camera, Rotator, Sun
 from gl_scenes import _actor, _scene
 
 HAVE_CYCLES = install.status() is not None
@@ -54,7 +54,7 @@ def _box(size: float) -> tuple[np.ndarray, np.ndarray]:
 
 def _asset(materials: tuple[Material, ...], uvs: np.ndarray | None, size: float = 160.0) -> RenderMesh:
     """Like a real asset after ``normalize.render_mesh``: vertex colours baked from the materials."""
-    from assets_manifest.normalize import bake_face_colors
+    from sceneforge.assets_manifest.normalize import bake_face_colors
 
     v, f = _box(size)
     if not materials:
@@ -83,7 +83,7 @@ def _object_means(lit: np.ndarray, ids: np.ndarray, n: int) -> list[np.ndarray]:
 
 
 def test_cycles_object_colours_match_gl():
-    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     meshes = _meshes()
     names = ("cab", "tyre", "paint")

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from core.errors import ProtocolError
-from engine.protocol import MAGIC, frame, recv_frame
-from engine.server.launch import start_server
+from sceneforge.core.errors import ProtocolError
+from sceneforge.engine.protocol import MAGIC, frame, recv_frame
+from sceneforge.engine.server.launch import start_server
 
 N_FRAMES, TIME_LIMIT_S = 3000, 60.0
 TOKENS = ["0", "1", "-1", "7", "1e309", "nan", "inf", "-0", "3.5", "primitive_cube", "primitive", "a" * 300,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import trimesh
 
-from core.errors import ConfigError
-from core.meshes import RenderMesh
-from engine.server.backend import KINDS
-from engine.world import Ground, Look, Rotator
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.server.backend import KINDS
+from sceneforge.engine.world import Ground, Look, Rotator
 from gl_scenes import MESHES, _actor, _camera, _centroid, _render_mesh, _scene, _three_objects
 
 pytestmark = pytest.mark.render
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.render
 
 # --- mesh preparation (no GL) -----------------------------------------------------------------
 def test_crease_split_gives_flat_box_faces_and_smooth_spheres():
-    from engine.server.gl.resources import crease_split
+    from sceneforge.engine.server.gl.resources import crease_split
 
     box, n = crease_split(MESHES["box"])
     assert len(box.vertices) == 24  # 8 corners x 3 faces
@@ -36,7 +36,7 @@ def test_crease_split_gives_flat_box_faces_and_smooth_spheres():
 
 
 def test_crease_split_handles_high_valence_fans():
-    from engine.server.gl.resources import crease_split
+    from sceneforge.engine.server.gl.resources import crease_split
 
     # Cap centres touch 2000 faces: pairwise smoothing is bounded there (flat per face), which
     # keeps the upload fast (all pairs took seconds) and is exact for planar caps.
@@ -250,7 +250,7 @@ def test_unknown_kind_or_name_is_a_config_error(backend):
 def test_channel_counts_equal_a_per_channel_count():
     """The coverage pass's per-channel pixel count (a 32-bit mask per channel) is numpy's own
     per-channel count, whatever the values (not only 0/255) and for any first n channels."""
-    from engine.server.gl.count_passes import channel_counts
+    from sceneforge.engine.server.gl.count_passes import channel_counts
 
     rgba = np.random.default_rng(3).integers(0, 4, size=(37, 53, 4)).astype(np.uint8) * 85
     rgba[5:9, :, 2] = 0

@@ -10,10 +10,10 @@ import math
 import numpy as np
 import pytest
 
-from engine.server.gl import lod as L
-from engine.server.gl import resources as R
-from engine.server.gl.backend import GLBackend
-from engine.world import Camera, Ground, Scene, look_at_rotation
+from sceneforge.engine.server.gl import lod as L
+from sceneforge.engine.server.gl import resources as R
+from sceneforge.engine.server.gl.backend import GLBackend
+from sceneforge.engine.world import Camera, Ground, Scene, look_at_rotation
 
 HILLS = Ground(relief_amplitude=300.0, relief_wavelength=3000.0)  # steep: cracks would be wide
 FOREST = Ground(relief_amplitude=40.0, relief_wavelength=4500.0)  # scenarios/envs/forest.yaml

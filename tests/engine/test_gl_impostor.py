@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 import trimesh
 
-from assets_manifest.lod import simplified
-from core.meshes import Material, RenderMesh
-from engine.server.gl import lod as L
-from engine.server.gl.backend import GLBackend
-from engine.world import Camera, Look, Rotator, Sun, look_at_rotation
+from sceneforge.assets_manifest.lod import simplified
+from sceneforge.core.meshes import Material, RenderMesh
+from sceneforge.engine.server.gl import lod as L
+from sceneforge.engine.server.gl.backend import GLBackend
+from sceneforge.engine.world import Camera, Look, Rotator, Sun, look_at_rotation
 from gl_scenes import MESHES, _actor, _scene
 
 KINDS = ("lit", "instance_id", "depth")
@@ -180,7 +180,7 @@ def test_impostor_bake_is_deterministic_in_a_fresh_renderer_and_another_process(
     code = textwrap.dedent(f"""
         import sys
         sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests' / 'engine')!r}]
-        from engine.server.gl import lod as L
+        from sceneforge.engine.server.gl import lod as L
         L.IMPOSTOR_STALL = 0.5
         import test_gl_impostor as T
         print(T._digest())

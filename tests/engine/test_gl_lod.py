@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import trimesh
 
-from assets_manifest.lod import simplified
-from core.meshes import RenderMesh
-from engine.server.gl import lod as L
-from engine.server.gl import shadow as SH
-from engine.server.gl.backend import GLBackend
-from engine.server.gl.resources import VERTEX_DTYPE, interleave, weld
-from engine.server.renderers import backend_factory
-from engine.world import Camera, Rotator
+from sceneforge.assets_manifest.lod import simplified
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.server.gl import lod as L
+from sceneforge.engine.server.gl import shadow as SH
+from sceneforge.engine.server.gl.backend import GLBackend
+from sceneforge.engine.server.gl.resources import VERTEX_DTYPE, interleave, weld
+from sceneforge.engine.server.renderers import backend_factory
+from sceneforge.engine.world import Camera, Rotator
 from gl_scenes import MESHES, _actor, _scene
 
 KINDS = ("lit", "instance_id", "depth")
@@ -147,8 +147,8 @@ def test_pixel_counts_cull_with_the_spheres_of_the_drawn_levels(backends):
     """``drawn_spheres`` (the culling of ``pixel_counts``) reuses a full-detail draw's own sphere
     and moves only the levels' spheres: equal to every drawn mesh's sphere moved afresh, here
     with a level whose sphere differs from its full mesh's."""
-    from engine.server.gl import backend as B
-    from engine.server.gl import frame as F
+    from sceneforge.engine.server.gl import backend as B
+    from sceneforge.engine.server.gl import frame as F
 
     on, _, _ = backends
     frame = on._frame(_balls(), _camera())
@@ -191,7 +191,7 @@ def test_vectorised_caster_levels_equal_the_scalar_rules():
 
 
 def test_gl_lod_option():
-    from core.errors import ConfigError
+    from sceneforge.core.errors import ConfigError
 
     assert backend_factory("gl:lod=0") is not None
     with pytest.raises(ConfigError):
@@ -203,7 +203,7 @@ def test_shadow_map_reused_across_cameras_gives_the_images_of_a_fresh_renderer()
     with more casters gives the same image): views rendered in any order equal fresh renders."""
     import math
 
-    from engine.world import Ground, Sun, look_at_rotation
+    from sceneforge.engine.world import Ground, Sun, look_at_rotation
     from gl_scenes import _camera as cam_at
 
     rng = np.random.default_rng(3)
@@ -232,8 +232,8 @@ def test_shadow_map_reused_across_cameras_gives_the_images_of_a_fresh_renderer()
 def _unshared_textured_ball() -> RenderMesh:
     """The ball as the library stores meshes: unshared faces (3 corners each), smooth normals,
     one textured material with UVs (a longitude/latitude map)."""
-    from assets_manifest.normalize import RawMesh, render_mesh
-    from core.meshes import Material
+    from sceneforge.assets_manifest.normalize import RawMesh, render_mesh
+    from sceneforge.core.meshes import Material
 
     m = trimesh.creation.icosphere(subdivisions=4, radius=100)
     v = np.asarray(m.vertices) + [0, 0, 100]
@@ -283,7 +283,7 @@ def test_levels_decimate_every_part_by_the_same_ratio():
     collapse queue for the whole material takes most from the small parts (their quadric error
     is small) — a single queue leaves these 80-triangle balls 10 triangles. Levels decimate each
     connected part by the same ratio: every small ball keeps about a quarter, as the big one."""
-    from assets_manifest import decimate as dec
+    from sceneforge.assets_manifest import decimate as dec
 
     parts = [trimesh.creation.icosphere(subdivisions=3, radius=60)]
     for i in range(30):

@@ -8,11 +8,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from core.meshes import Material, RenderMesh
-from engine.server.gl.backend import GLBackend
-from engine.world import Fog, Ground, Look, Rotator, Sky, Sun
-from engine.world_dict import apply_world, world_from_dict, world_to_dict
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.meshes import Material, RenderMesh
+from sceneforge.engine.server.gl.backend import GLBackend
+from sceneforge.engine.world import Fog, Ground, Look, Rotator, Sky, Sun
+from sceneforge.engine.world_dict import apply_world, world_from_dict, world_to_dict
 from gl_scenes import MESHES, _actor, _camera, _scene, _three_objects
 
 LABELS = ("instance_id", "depth", "object_mask", "normal")
@@ -228,8 +228,8 @@ def test_coverage_recorded_by_the_id_pass_equals_the_coverage_pass(look_backend,
     actors drawn again alone): a cut-out card (its transparent half covers nothing) half hidden
     by a box, actors hiding each other, one sunk in relief ground (the ground hides part of it in
     ``visible``, not in ``unoccluded``), five names (more than a coverage pass's four)."""
-    import engine.server.gl.backend as B
-    from engine.world import look_at_rotation
+    import sceneforge.engine.server.gl.backend as B
+    from sceneforge.engine.world import look_at_rotation
 
     scene = _scene(_actor("leaf", "leaf", (900.0, 0.0, 0.0), 0),
                    _actor("box", "box", (700.0, -60.0, 0.0), 1),
@@ -252,7 +252,7 @@ def test_counts_fall_back_to_two_passes_without_image_atomics(look_backend, monk
     the separate coverage pass: same counts, decided once per context."""
     import moderngl
 
-    import engine.server.gl.backend as B
+    import sceneforge.engine.server.gl.backend as B
 
     passes = look_backend._passes
     scene = _three_objects()
@@ -296,7 +296,7 @@ def test_consecutive_opaque_parts_are_one_draw_with_the_same_pixels(monkeypatch)
     """``Passes.draw_mesh`` draws a mesh's consecutive opaque parts as one call
     (``GpuMesh.draw_runs``): the same triangles in the same order, so the same shadow map, ids,
     depth and coverage as one draw per part, byte for byte."""
-    from engine.server.gl.resources import GpuMesh
+    from sceneforge.engine.server.gl.resources import GpuMesh
 
     meshes = {**MESHES_LOOK, "cards": _four_cards()}
     scene = _scene(_actor("cards", "cards", (600.0, 0.0, 0.0), rotation=Rotator(0.0, 20.0, 0.0)),

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from core.errors import RenderError
-from engine.server.backend import KINDS
-from engine.server.gl.backend import GLBackend
-from engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
+from sceneforge.core.errors import RenderError
+from sceneforge.engine.server.backend import KINDS
+from sceneforge.engine.server.gl.backend import GLBackend
+from sceneforge.engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
                           look_at_rotation)
 from gl_scenes import MESHES, _actor, _camera, _centroid, _scene, _three_objects
 
@@ -156,7 +156,7 @@ def test_look_at_camera_sees_target_at_image_centre(backend):
 def test_every_default_library_asset_renders_where_projected():
     """Integration with the real asset pack: each asset, alone, is visible around its projected
     base centre, with its exact mask colour and finite depth."""
-    from assets_manifest import AssetLibrary
+    from sceneforge.assets_manifest import AssetLibrary
 
     lib = AssetLibrary.default()
     b = GLBackend(lib.mesh, shadow_map_size=512)

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from engine.server.gl.backend import GLBackend
-from engine.server.gl.envlight import directions, hdri_sun, sky_rotation_deg
-from engine.world import Camera, Rotator, Scene, Sky, Sun
+from sceneforge.engine.server.gl.backend import GLBackend
+from sceneforge.engine.server.gl.envlight import directions, hdri_sun, sky_rotation_deg
+from sceneforge.engine.world import Camera, Rotator, Scene, Sky, Sun
 
 W, H = 512, 256
 
@@ -79,7 +79,7 @@ def test_rendered_sky_shows_the_hdri_sun_at_the_sun_yaw():
 
 
 def _needs_cycles(fn):
-    from engine.server.cycles import install
+    from sceneforge.engine.server.cycles import install
 
     have = install.status() is not None
     for mark in (pytest.mark.cycles, pytest.mark.render,
@@ -92,7 +92,7 @@ def _needs_cycles(fn):
 def test_cycles_shows_the_hdri_sun_where_gl_does():
     """Same world, same camera: Cycles' brightest sky pixel (the HDRI's sun, turned to the Sun's
     yaw) lies where GL's does, in the middle of the view."""
-    from engine.server.cycles.backend import CyclesBackend, CyclesSettings
+    from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     content = Content(_sky_with_sun(100.0, 20.0))
     cycles = CyclesBackend({}.__getitem__, settings=CyclesSettings(samples=2, threads=1), content=content)

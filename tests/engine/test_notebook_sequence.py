@@ -21,9 +21,9 @@ pytestmark = [pytest.mark.render,
                                  reason="needs triton and timm installed (the crash involves them)")]
 
 IN_PROCESS = textwrap.dedent("""
-    from assets_manifest import AssetLibrary
-    from engine.server.gl.backend import GLBackend
-    from engine.world import Actor, Camera, Scene, Transform, look_at_rotation
+    from sceneforge.assets_manifest import AssetLibrary
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Actor, Camera, Scene, Transform, look_at_rotation
     scene = Scene()
     scene.add(Actor("box", AssetLibrary.procedural().ids()[0], Transform((500, 0, 0))))
     cam = Camera((0, 0, 150), look_at_rotation((0, 0, 150), (500, 0, 0)), 60, 32, 32)
@@ -38,9 +38,9 @@ IN_PROCESS = textwrap.dedent("""
 """)
 
 THROUGH_SERVER = textwrap.dedent("""
-    from engine.client import RenderClient
-    from engine.server.launch import start_server
-    from engine.world import Camera
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.engine.server.launch import start_server
+    from sceneforge.engine.world import Camera
     with start_server(port=0) as srv, RenderClient(srv.address) as c:
         assert c.render(0, ("lit",), camera=Camera(width=32, height=32))["lit"].shape == (32, 32, 3)
     import timm

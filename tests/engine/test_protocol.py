@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from core.errors import ProtocolError
-from engine.protocol import (MAGIC, frame, join_reply, parse_header, recv_exact, recv_frame, send_frame,
+from sceneforge.core.errors import ProtocolError
+from sceneforge.engine.protocol import (MAGIC, frame, join_reply, parse_header, recv_exact, recv_frame, send_frame,
                              split_request, unframe)
 
 
@@ -124,7 +124,7 @@ def test_split_request_rejects_non_utf8():
 def test_array_bundle_roundtrip_keeps_dtype_shape_and_values():
     import numpy as np
 
-    from engine.protocol import pack_arrays, unpack_arrays
+    from sceneforge.engine.protocol import pack_arrays, unpack_arrays
 
     rng = np.random.default_rng(0)
     arrays = {"lit": rng.integers(0, 255, (5, 7, 3), dtype=np.uint8),
@@ -141,7 +141,7 @@ def test_array_bundle_roundtrip_keeps_dtype_shape_and_values():
 def test_array_bundle_carries_meta():
     import numpy as np
 
-    from engine.protocol import pack_arrays, unpack_arrays, unpack_bundle
+    from sceneforge.engine.protocol import pack_arrays, unpack_arrays, unpack_bundle
 
     meta = {"visibility": {"a": {"visible": 3, "unoccluded": 4, "bbox": [0, 0, 1, 1]}}, "failure": None}
     arrays, got = unpack_bundle(pack_arrays({"depth": np.ones((2, 3), np.float32)}, meta=meta))
@@ -165,7 +165,7 @@ def test_array_bundle_carries_meta():
 def test_malformed_array_bundles_raise_protocol_error(mutate):
     import numpy as np
 
-    from engine.protocol import pack_arrays, unpack_arrays
+    from sceneforge.engine.protocol import pack_arrays, unpack_arrays
 
     good = pack_arrays({"depth": np.ones((2, 3), np.float32)})
     with pytest.raises(ProtocolError):

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from engine.protocol import frame, recv_frame
-from engine.server.launch import start_server
+from sceneforge.engine.protocol import frame, recv_frame
+from sceneforge.engine.server.launch import start_server
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -79,7 +79,7 @@ def _serve_children() -> set[int]:
 
 
 def test_start_server_failure_is_one_line_and_leaves_no_process():
-    from core.errors import ConnectionFailed
+    from sceneforge.core.errors import ConnectionFailed
 
     before = _serve_children()
     with pytest.raises(ConnectionFailed, match=r"exit code 2\).*--threads must be >= 1") as e:
@@ -93,7 +93,7 @@ def test_start_server_failure_is_one_line_and_leaves_no_process():
 def test_serve_import_path_stays_light():
     """`sceneforge serve` must start fast: no ML stack, renderer or OpenCV at import."""
     code = ("import sys, sceneforge.cli as c; c.build_parser(); import engine.server.app, engine.client, "
-            "engine.server.launch; heavy = [m for m in ('torch', 'timm', 'transformers', 'ray', 'moderngl', "
+            "sceneforge.engine.server.launch; heavy = [m for m in ('torch', 'timm', 'transformers', 'ray', 'moderngl', "
             "'cv2', 'trimesh') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
@@ -108,7 +108,7 @@ assets:
 
 
 def test_assets_flag_adds_a_user_pack_and_rejects_a_broken_one(tmp_path):
-    from engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient
 
     pack = tmp_path / "mypack.yaml"
     pack.write_text(USER_PACK)

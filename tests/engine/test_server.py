@@ -15,7 +15,7 @@ import time
 import pytest
 import unrealcv
 
-from engine.protocol import recv_frame
+from sceneforge.engine.protocol import recv_frame
 from wire_helpers import ask, greeted
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -89,7 +89,7 @@ def test_spawn_and_object_properties(uclient):
 
 
 def test_colors_are_distinct_settable_and_in_unrealcv_format(uclient):
-    from engine.world import instance_color
+    from sceneforge.engine.world import instance_color
 
     for n in ("a", "b"):
         uclient.request(f"vset /objects/spawn primitive_cube {n}")
@@ -203,7 +203,7 @@ def uclient_ok(reply) -> bool:
 def _front_face_pixel() -> tuple[int, int, float]:
     """Pixel (col, row) of the box's front-face centre and its ray distance, from the camera model."""
     import numpy as np
-    from engine.world import Camera
+    from sceneforge.engine.world import Camera
 
     cam = Camera(CAM, (0, 0, 0), 90.0, 320, 240)
     point = np.array([[550.0, 200.0, 50.0]])
@@ -290,9 +290,9 @@ def test_file_outputs_land_in_output_dir(uclient, server_output_dir):
 
 def test_client_cap_in_process():
     """An in-process RenderServer (no renderer needed) refuses clients beyond max_clients."""
-    from engine.server.app import RenderServer
-    from engine.server.catalog import AssetCatalog
-    from engine.server.state import ServerState
+    from sceneforge.engine.server.app import RenderServer
+    from sceneforge.engine.server.catalog import AssetCatalog
+    from sceneforge.engine.server.state import ServerState
 
     srv = RenderServer(ServerState(AssetCatalog(None)), port=0, max_clients=1)
     _, port = srv.start()

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import AssetError
-from engine import limits
-from engine.server.catalog import AssetCatalog
+from sceneforge.core.errors import AssetError
+from sceneforge.engine import limits
+from sceneforge.engine.server.catalog import AssetCatalog
 from wire_helpers import ask, greeted
 
 
@@ -61,7 +61,7 @@ def test_unknown_short_ids_are_refused_and_known_ones_accepted(server):
     """An id short enough to pass the length bound is checked against the library's catalogue:
     an unknown HDRI or surface is one error line, a catalogued one (built here or not: offline
     it falls back to the procedural sky/ground) is accepted."""
-    from assets_manifest import looks
+    from sceneforge.assets_manifest import looks
 
     hdri = looks.catalog()["hdris"][0]["id"]
     surface = looks.surface_ids()[0]
@@ -116,7 +116,7 @@ def test_world_content_cache_is_least_recently_used_and_bounded():
 def test_long_log_records_are_cut():
     import logging
 
-    from engine.server.main import _CapRecords
+    from sceneforge.engine.server.main import _CapRecords
 
     rec = logging.LogRecord("x", logging.WARNING, __file__, 1, "id %r", ("y" * 100_000,), None)
     assert _CapRecords().filter(rec)

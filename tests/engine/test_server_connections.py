@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from engine.protocol import MAGIC, frame, recv_frame
+from sceneforge.engine.protocol import MAGIC, frame, recv_frame
 from wire_helpers import ask, greeted
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -111,9 +111,9 @@ def test_a_connection_hands_its_next_requests_to_the_worker_while_one_runs():
     import threading
     import time
 
-    from engine.server import app as A
-    from engine.server.catalog import AssetCatalog
-    from engine.server.state import ServerState
+    from sceneforge.engine.server import app as A
+    from sceneforge.engine.server.catalog import AssetCatalog
+    from sceneforge.engine.server.state import ServerState
 
     submitted: list[bytes] = []
 

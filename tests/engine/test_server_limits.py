@@ -12,11 +12,11 @@ import threading
 
 import pytest
 
-from engine import limits
-from engine.protocol import frame, recv_frame
-from engine.server.catalog import AssetCatalog
-from engine.server.commands.table import dispatch
-from engine.server.state import ServerState
+from sceneforge.engine import limits
+from sceneforge.engine.protocol import frame, recv_frame
+from sceneforge.engine.server.catalog import AssetCatalog
+from sceneforge.engine.server.commands.table import dispatch
+from sceneforge.engine.server.state import ServerState
 from wire_helpers import ask, greeted
 
 
@@ -69,7 +69,7 @@ def test_largest_allowed_ground_stays_bounded(raw):
 def test_failed_render_leaves_the_renderer_usable(monkeypatch):
     """A render that dies half-way (here: the ground grid allocation, as with extent 1e30) must
     not leave dead GL objects behind: the next render, after a reset, works."""
-    from engine.server.gl import passes
+    from sceneforge.engine.server.gl import passes
 
     state = ServerState(AssetCatalog(None))
     real = passes.ground_grid

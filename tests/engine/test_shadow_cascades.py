@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from engine.server.gl import frame as F
-from engine.server.gl import shadow as SH
-from engine.server.gl.passes import cascade_receivers
-from engine.server.optical_flow import world_points
-from engine.world import Ground, Look, Rotator, Sun, look_at_rotation
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl import shadow as SH
+from sceneforge.engine.server.gl.passes import cascade_receivers
+from sceneforge.engine.server.optical_flow import world_points
+from sceneforge.engine.world import Ground, Look, Rotator, Sun, look_at_rotation
 from gl_scenes import _actor, _camera, _scene
 
 pytestmark = pytest.mark.render

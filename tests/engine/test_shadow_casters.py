@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import trimesh
 
-from engine.server.gl import shadow as SH
-from engine.server.gl.casters import FLAT_CASTER_CM, casting_faces
-from engine.world import Ground, Rotator, Sun, look_at_rotation
+from sceneforge.engine.server.gl import shadow as SH
+from sceneforge.engine.server.gl.casters import FLAT_CASTER_CM, casting_faces
+from sceneforge.engine.world import Ground, Rotator, Sun, look_at_rotation
 from gl_scenes import MESHES, _actor, _camera, _render_mesh, _scene
 
 
@@ -64,8 +64,8 @@ def test_flat_faces_left_out_give_the_same_image(backend, monkeypatch, pitch, ya
 
 
 def test_upright_means_z_kept_up_and_not_stretched():
-    from engine.server.gl import frame as F
-    from engine.world import Transform
+    from sceneforge.engine.server.gl import frame as F
+    from sceneforge.engine.world import Transform
 
     assert SH.upright(F.placed(Transform((5, 6, 0), Rotator(0.0, 77.0, 0.0))).model)
     assert SH.upright(F.placed(Transform((0, 0, 0), Rotator(0.0, 10.0, 0.0), (2.0, 2.0, 0.5))).model)

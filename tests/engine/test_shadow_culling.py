@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from engine.server.gl import shadow as SH
-from engine.world import Ground, Rotator, Sun, look_at_rotation
+from sceneforge.engine.server.gl import shadow as SH
+from sceneforge.engine.world import Ground, Rotator, Sun, look_at_rotation
 from gl_scenes import _actor, _camera, _scene
 
 pytestmark = pytest.mark.render
@@ -38,7 +38,7 @@ def _views():
 
 def _receivers(backend, scene, cam):
     """The points the backend culls against (the view up to the shadow distance, scene heights)."""
-    from engine.server.gl import frame as F
+    from sceneforge.engine.server.gl import frame as F
 
     frame = backend._frame(scene, cam)
     z = [d.center[2] + s * d.radius for d in frame.draws for s in (-1, 1)]
@@ -69,7 +69,7 @@ def test_culled_shadow_map_gives_the_same_image(backend, monkeypatch):
         assert np.array_equal(full, fast), f"view {k}: culling changed {np.mean(np.any(full != fast, axis=-1)):.2%} of pixels"
         # the culling did drop casters here (else the test proves nothing)
         draws = backend._frame(scene, cam).draws
-        from engine.server.gl import frame as F
+        from sceneforge.engine.server.gl import frame as F
         centers, radii = np.array([d.center for d in draws]), np.array([d.radius for d in draws])
         fit = F.light_view_proj(scene.sun.direction_to_sun(), centers, radii, min_extent=1024 * SH.MIN_TEXEL_CM)
         keep = SH.casters_in_view(fit[0], _receivers(backend, scene, cam), centers, radii, 1024)
@@ -104,7 +104,7 @@ def test_distance_to_convex_polygon():
 def test_pixel_counts_skip_actors_behind_the_named_ones(backend, monkeypatch):
     """``pixel_counts`` draws in its id pass only actors that can be nearer than a named one
     (backend.possible_occluders): counts and boxes equal those with every actor drawn."""
-    from engine.server.gl import backend as B
+    from sceneforge.engine.server.gl import backend as B
 
     skipped = 0
     for k, cam in enumerate(_views()):
@@ -128,7 +128,7 @@ def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
     spheres, with only the actors that reach it (backend.wanted_rect): counts and boxes (in image
     coordinates) equal those of the whole frame, also for named actors at the image border,
     partly or wholly out of view."""
-    from engine.server.gl import backend as B
+    from sceneforge.engine.server.gl import backend as B
 
     smaller = culled = seen = partly = 0
     for k, cam in enumerate(_views()):

@@ -1,4 +1,4 @@
-"""engine.world conventions checked on hand-computable geometry.
+"""sceneforge.engine.world conventions checked on hand-computable geometry.
 
 UE/UnrealCV: cm, Z up, left-handed X forward / Y right; yaw turns +X towards +Y; pitch lifts the
 nose towards +Z; fov is horizontal. Each expected value below can be checked on paper.
@@ -11,8 +11,8 @@ import re
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
                           look_at_rotation)
 
 X, Y, Z = np.eye(3)
@@ -70,8 +70,8 @@ def test_float_tuples_take_no_shortcut_past_validation(bad):
     """Three plain floats skip the per-element conversion (most actors), never the checks: a
     non-finite one is refused, in any place, with the same message; huge finite floats whose sum
     overflows are still finite; ints and numpy floats become floats as before."""
-    from engine import limits
-    from engine.world import _finite3
+    from sceneforge.engine import limits
+    from sceneforge.engine.world import _finite3
 
     for i in range(3):
         v = [1.0, 2.0, 3.0]

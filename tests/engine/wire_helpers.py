@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import socket
 
-from engine.protocol import frame, recv_frame
+from sceneforge.engine.protocol import frame, recv_frame
 
 
 def ask(sock: socket.socket, payload: bytes) -> bytes:

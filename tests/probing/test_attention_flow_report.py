@@ -10,10 +10,10 @@ import pytest
 import torch
 from PIL import Image
 
-from probing.attention_flow import SINKS, attention_flow, object_grid
-from probing.backbones import create_backbone
-from probing.preprocess import Preprocess
-from probing.report import layer_head_tables, small_splits, summarize, wilson_ci
+from sceneforge.probing.attention_flow import SINKS, attention_flow, object_grid
+from sceneforge.probing.backbones import create_backbone
+from sceneforge.probing.preprocess import Preprocess
+from sceneforge.probing.report import layer_head_tables, small_splits, summarize, wilson_ci
 
 COLORS = {"source": [200, 0, 0], "target": [0, 200, 0], "human": [0, 0, 200]}
 

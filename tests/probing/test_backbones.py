@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from core.errors import ConfigError
-from probing.backbones import PRESETS, create_backbone, parse_spec
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.backbones import PRESETS, create_backbone, parse_spec
 
 from conftest import TINY_VIT
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ConfigError
-from probing.config import ProbeConfig
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.config import ProbeConfig
 from sceneforge.cli import build_parser
 from sceneforge.commands.probe import config_from_args
 

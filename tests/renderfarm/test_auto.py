@@ -1,8 +1,8 @@
 """``--workers auto`` (renderfarm.auto): free cores, memory and sample count decide."""
 import pytest
 
-from core.errors import ConfigError
-from renderfarm.auto import WORKER_MEMORY_BYTES, auto_workers, resolve_workers, usable_cpus
+from sceneforge.core.errors import ConfigError
+from sceneforge.renderfarm.auto import WORKER_MEMORY_BYTES, auto_workers, resolve_workers, usable_cpus
 
 
 @pytest.mark.parametrize("cpus,load,memory,n,want", [
@@ -55,6 +55,6 @@ def test_cli_workers_auto_is_resolved_per_job(capsys):
     (16, 0.0, 4),     # capped: more rasteriser threads do not pay for a 224² frame
 ])
 def test_inline_threads(cpus, load, want):
-    from renderfarm.auto import inline_threads
+    from sceneforge.renderfarm.auto import inline_threads
 
     assert inline_threads(cpus=cpus, load=load) == want

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.server.cycles.install import INSTALL_HINT, status
+from sceneforge.engine.server.cycles.install import INSTALL_HINT, status
 from farm_helpers import dataset_digest
-from renderfarm import run_job
+from sceneforge.renderfarm import run_job
 
 pytestmark = [pytest.mark.render, pytest.mark.cycles,
               pytest.mark.skipif(status() is None, reason=f"Cycles is not installed: {INSTALL_HINT}")]

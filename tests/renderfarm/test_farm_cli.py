@@ -5,8 +5,8 @@ import json
 import subprocess
 import sys
 
-from renderfarm import run_job
-from renderfarm.status import job_status
+from sceneforge.renderfarm import run_job
+from sceneforge.renderfarm.status import job_status
 
 
 def farm_status(*args: str) -> subprocess.CompletedProcess:

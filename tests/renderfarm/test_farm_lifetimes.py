@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from farm_helpers import HERE, pid_alive, wait_for
 
-from core.errors import ConfigError
-from engine.protocol import recv_frame, send_frame
-from renderfarm.manifest import hold_worker_lock, wait_for_old_workers
-from renderfarm.servers import ping, renders
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.protocol import recv_frame, send_frame
+from sceneforge.renderfarm.manifest import hold_worker_lock, wait_for_old_workers
+from sceneforge.renderfarm.servers import ping, renders
 
 ROOT = HERE.parents[1]
 
@@ -35,7 +35,7 @@ def test_run_job_without_main_guard_fails_in_one_line(tmp_path):
     script = tmp_path / "snippet.py"
     script.write_text(textwrap.dedent(f"""\
         from pathlib import Path
-        from renderfarm import run_job
+        from sceneforge.renderfarm import run_job
         run_job("farm_toy_cpu", {{"n": 4, "seed": 1, "size": 8}}, Path({str(tmp_path / 'out')!r}), workers=2, progress=False)
         print("FINISHED")
         """))
@@ -44,7 +44,7 @@ def test_run_job_without_main_guard_fails_in_one_line(tmp_path):
     assert p.returncode != 0 and "FINISHED" not in p.stdout
     worker_lines = [l for l in p.stderr.splitlines() if l.startswith("sceneforge worker:")]
     assert worker_lines and all('if __name__ == "__main__":' in l for l in worker_lines)
-    assert p.stderr.count("core.errors.ConfigError: run_job() was called again") == 1
+    assert p.stderr.count("sceneforge.core.errors.ConfigError: run_job() was called again") == 1
     assert "bootstrapping phase" not in p.stderr      # no multiprocessing RuntimeError tracebacks
 
 
@@ -53,7 +53,7 @@ def test_server_dies_with_a_killed_parent_and_its_temp_dir_goes_on_stop(tmp_path
     a stopped server leaves no /tmp/sceneforge-serve-* directory (item 10)."""
     p = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""\
         import sys, time
-        from engine.server.launch import start_server
+        from sceneforge.engine.server.launch import start_server
         srv = start_server(port=0)
         print(srv.pid, srv._workdir, flush=True)
         time.sleep(600)
@@ -64,7 +64,7 @@ def test_server_dies_with_a_killed_parent_and_its_temp_dir_goes_on_stop(tmp_path
     p.wait()
     wait_for(lambda: not pid_alive(int(pid)), timeout=15, what="the orphaned server to exit")
 
-    from engine.server.launch import start_server
+    from sceneforge.engine.server.launch import start_server
     with start_server(port=0) as srv:
         workdir = srv._workdir
         assert workdir.is_dir() and workdir.name.startswith("sceneforge-serve-")
@@ -77,7 +77,7 @@ def test_resumed_run_waits_for_workers_of_the_killed_run(tmp_path):
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
         import time
         from pathlib import Path
-        from renderfarm.manifest import hold_worker_lock
+        from sceneforge.renderfarm.manifest import hold_worker_lock
         lock = hold_worker_lock(Path({str(out)!r}))
         print("held", flush=True)
         time.sleep(1.5)
@@ -118,7 +118,7 @@ def test_health_check_needs_a_rendered_frame(server):
 
 def test_ray_init_failure_is_one_line_with_the_token_hint():
     """Item 6: `ray start` clusters with token auth failed --ray-address with a 60-line traceback."""
-    from renderfarm.raypool import ray_init_message
+    from sceneforge.renderfarm.raypool import ray_init_message
 
     msg = ray_init_message("10.0.0.5:6379", RuntimeError("Failed to connect: UNAUTHENTICATED: invalid auth token\nmore"))
     assert "\n" not in msg and msg.startswith("--ray-address 10.0.0.5:6379: cannot connect")

@@ -5,10 +5,10 @@ import sqlite3
 
 import pytest
 
-from core.errors import ConfigError
-from scenarios.contract import JobPlan, ShardResult, load_scenario
-from renderfarm.journal import Journal
-from renderfarm.manifest import default_shard_size, make_shards, open_manifest
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.contract import JobPlan, ShardResult, load_scenario
+from sceneforge.renderfarm.journal import Journal
+from sceneforge.renderfarm.manifest import default_shard_size, make_shards, open_manifest
 
 
 def test_shards_cover_every_index_once_in_order():

@@ -8,10 +8,10 @@ import signal
 import pytest
 
 from farm_helpers import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
-from core.errors import ConfigError
-from renderfarm import exit_code, run_job
-from renderfarm.jsonlog import read_log
-from renderfarm.status import format_status, job_status
+from sceneforge.core.errors import ConfigError
+from sceneforge.renderfarm import exit_code, run_job
+from sceneforge.renderfarm.jsonlog import read_log
+from sceneforge.renderfarm.status import format_status, job_status
 
 
 @pytest.mark.parametrize("workers", [2, 4])

@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from farm_helpers import HERE, dataset_digest, live_workers, wait_for
-from renderfarm.jsonlog import read_log
-from renderfarm import run_job
+from sceneforge.renderfarm.jsonlog import read_log
+from sceneforge.renderfarm import run_job
 
 ray = pytest.importorskip("ray")
 

@@ -7,8 +7,8 @@ import signal
 import pytest
 
 from farm_helpers import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
-from renderfarm import run_job
-from renderfarm.jsonlog import read_log
+from sceneforge.renderfarm import run_job
+from sceneforge.renderfarm.jsonlog import read_log
 
 pytestmark = pytest.mark.render
 
@@ -30,7 +30,7 @@ def test_two_workers_render_the_same_bytes_as_one(tmp_path, render_reference):
 
 
 def test_external_server_list_of_our_own_servers(tmp_path, render_reference):
-    from engine.server.launch import start_server
+    from sceneforge.engine.server.launch import start_server
 
     with start_server(port=0, output_dir=tmp_path / "s0") as a, \
             start_server(port=0, output_dir=tmp_path / "s1") as b:
@@ -45,7 +45,7 @@ def test_external_server_list_of_our_own_servers(tmp_path, render_reference):
 def test_unreachable_external_server_is_a_clear_error(tmp_path):
     import socket
 
-    from core.errors import ConnectionFailed
+    from sceneforge.core.errors import ConnectionFailed
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from farm_helpers import dataset_digest
-from renderfarm import run_job
+from sceneforge.renderfarm import run_job
 
 pytestmark = pytest.mark.render
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from farm_helpers import dataset_digest
-from renderfarm.journal import Journal
-from renderfarm.local import LocalPool, WorkerSpec
-from renderfarm.manifest import make_shards
-from renderfarm.scheduler import Scheduler
+from sceneforge.renderfarm.journal import Journal
+from sceneforge.renderfarm.local import LocalPool, WorkerSpec
+from sceneforge.renderfarm.manifest import make_shards
+from sceneforge.renderfarm.scheduler import Scheduler
 
 
 def test_progress_ticks_per_sample_and_adds_up(tmp_path, cpu_reference):

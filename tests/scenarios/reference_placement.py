@@ -15,7 +15,7 @@ import shapely
 from shapely.geometry import Point, Polygon, box
 from shapely.ops import unary_union
 
-from scenarios.placement import pick_variants
+from sceneforge.scenarios.placement import pick_variants
 
 TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
 

@@ -13,11 +13,11 @@ from collections import Counter
 
 import numpy as np
 
-from scenarios.relations import angle_and_cross
-from scenarios.silhouette import big_enough_silhouettes
-from scenarios.sampling import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
+from sceneforge.scenarios.relations import angle_and_cross
+from sceneforge.scenarios.silhouette import big_enough_silhouettes
+from sceneforge.scenarios.sampling import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, standing, sample_camera, sample_object, within_distance)
-from scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, OBJECT_GAP_CM, View
+from sceneforge.scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, OBJECT_GAP_CM, View
 
 
 def reference_target(rng, source: Placed, tgt_shape, st, ground, counts: Counter) -> Placed:

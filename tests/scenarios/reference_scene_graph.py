@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from engine.world import Camera
-from scenarios.scene_graph import SceneObject, _r, four_way
+from sceneforge.engine.world import Camera
+from sceneforge.scenarios.scene_graph import SceneObject, _r, four_way
 
 
 def reference_relation(a: SceneObject, b: SceneObject, cam: Camera) -> dict:

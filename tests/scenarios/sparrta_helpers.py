@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from core.errors import PlacementError
-from renderfarm import run_job
+from sceneforge.core.errors import PlacementError
+from sceneforge.renderfarm import run_job
 
 
 def generate(config: dict, out: Path, *, server: str | None = None, progress: bool = False) -> dict:

@@ -18,16 +18,16 @@ import pytest
 from scipy import stats
 from shapely.geometry import Point, Polygon
 
-from scenarios.conditioned import (ConvexRegion, Sector, gaussian_in_box, max_useful_distance, observer_sector,
+from sceneforge.scenarios.conditioned import (ConvexRegion, Sector, gaussian_in_box, max_useful_distance, observer_sector,
                                    square_sector_region, truncated_normal)
-from scenarios.sampling import AssetShape, Placed, big_enough, in_frame, aimed_camera
-from scenarios.environments import load_env
-from scenarios.relations import LABELS, angle_and_cross, relation
-from scenarios.sampling import sample_rng
-from scenarios.sparrta import scene
-from scenarios.sparrta import scenario as sparrta
-from scenarios.sparrta.config import parse_config
-from scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+from sceneforge.scenarios.sampling import AssetShape, Placed, big_enough, in_frame, aimed_camera
+from sceneforge.scenarios.environments import load_env
+from sceneforge.scenarios.relations import LABELS, angle_and_cross, relation
+from sceneforge.scenarios.sampling import sample_rng
+from sceneforge.scenarios.sparrta import scene
+from sceneforge.scenarios.sparrta import scenario as sparrta
+from sceneforge.scenarios.sparrta.config import parse_config
+from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
 
 from reference_sampler import reference_human, reference_target, reference_view
 
@@ -251,7 +251,7 @@ def test_target_placement_has_the_reference_distribution(desert):
 def test_gaussian_on_polygon_is_the_restricted_gaussian():
     from shapely.geometry import MultiPolygon, box
 
-    from scenarios.conditioned import GaussianOnPolygon
+    from sceneforge.scenarios.conditioned import GaussianOnPolygon
 
     ring = box(-300, -900, 1400, 700).difference(box(100, -400, 700, 300))   # a hole where the mass is
     poly = MultiPolygon([ring, box(-1500, 900, -1100, 1300)])                # and a far island
@@ -276,8 +276,8 @@ def test_gaussian_on_polygon_is_the_restricted_gaussian():
 
 
 def test_free_region_keeps_every_position_the_overlap_rule_keeps():
-    from scenarios.conditioned import clearance_radius, free_region
-    from scenarios.sampling import no_overlap
+    from sceneforge.scenarios.conditioned import clearance_radius, free_region
+    from sceneforge.scenarios.sampling import no_overlap
     from shapely.geometry import box
 
     rng = np.random.default_rng(32)
@@ -333,8 +333,8 @@ def test_screened_cameras_fail_only_what_the_projection_rules_fail():
     """The vectorised screen of camera candidates (screens.screen_aimed_cameras) is a necessary
     condition of the projection rules: every eye it fails, the scalar rules fail too (so drawing
     many candidates at once keeps the distribution); and it does fail most of the bad ones."""
-    from scenarios.sampling import projection_rules
-    from scenarios.screens import screen_aimed_cameras
+    from sceneforge.scenarios.sampling import projection_rules
+    from sceneforge.scenarios.screens import screen_aimed_cameras
 
     rng = np.random.default_rng(33)
     flagged = agree = 0

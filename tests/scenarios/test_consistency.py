@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from scenarios.contract import Shard
-from scenarios.consistency import ego_label_disagrees
+from sceneforge.scenarios.contract import Shard
+from sceneforge.scenarios.consistency import ego_label_disagrees
 
 
 def _scene(src_cols, tgt_cols, src_depth, tgt_depth):
@@ -82,7 +82,7 @@ def test_steep_cameras_give_labels_that_agree_with_the_pixels(server, tmp_path):
 @pytest.mark.render
 def test_hard_allo_sample_is_retried_from_its_own_seed_stream(server, tmp_path):
     """Was: 'winter_town/allo/tree_truck sample 16 (label front): no valid sample in 6 placements'."""
-    from scenarios.sparrta import scenario
+    from sceneforge.scenarios.sparrta import scenario
 
     # Since environments are identified by their content (item 1) the sample streams changed and
     # this sample needs 3 placements, not 7: max_scenes 1 recreates "more than max_scenes needed".

@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from scenarios.degrade import LEVELS, TYPES, degrade, focus_distance
-from scenarios.degrade import optics, sensor, weather
-from scenarios.degrade.color import to_linear
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.degrade import LEVELS, TYPES, degrade, focus_distance
+from sceneforge.scenarios.degrade import optics, sensor, weather
+from sceneforge.scenarios.degrade.color import to_linear
 
 FOV = 90.0  # f_px = W/2: easy hand geometry
 
@@ -284,7 +284,7 @@ def test_distortion_boxes_without_masks_follow_the_lens(tmp_path):
     d = pd.read_parquet(tmp_path / "degraded.parquet").iloc[0]
     # the warped mask of the same object (made here) bounds the same pixels within a pixel
     lens_mask = Image.open(tmp_path / "desert/ego/t/mask_0000.png")
-    from scenarios.degrade import degrade
+    from sceneforge.scenarios.degrade import degrade
     wm = degrade("distortion", 5, np.asarray(lens_mask), mask=np.asarray(lens_mask), fov_deg=FOV).mask
     ys, xs = np.nonzero((wm == (200, 10, 10)).all(-1))
     got = [d[f"source_bbox_{k}"] for k in ("x0", "y0", "x1", "y1")]

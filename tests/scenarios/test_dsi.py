@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.world import Ground
-from scenarios.videos import dsi
-from scenarios.videos import motion as mo
+from sceneforge.engine.world import Ground
+from sceneforge.scenarios.videos import dsi
+from sceneforge.scenarios.videos import motion as mo
 
 T, FPS = 16, 8.0
 SIZE = (400.0, 200.0, 150.0)

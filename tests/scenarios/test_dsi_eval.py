@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import ConfigError
-from engine.world import Ground
-from scenarios.videos import dsi, dsi_eval
-from scenarios.videos import motion as mo
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Ground
+from sceneforge.scenarios.videos import dsi, dsi_eval
+from sceneforge.scenarios.videos import motion as mo
 
 AUGS = dsi.AUGS
 

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from core.errors import ConfigError
-from scenarios.environments import env_path, freeze_envs, load_frozen_env
-from scenarios.sparrta.config import parse_config
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.environments import env_path, freeze_envs, load_frozen_env
+from sceneforge.scenarios.sparrta.config import parse_config
 
 HARBOR = """\
 name: harbor
@@ -58,7 +58,7 @@ def test_two_environments_with_one_name_and_damaged_records_are_refused(tmp_path
 
 @pytest.mark.render
 def test_generate_a_new_environment_with_two_workers(tmp_path):
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
 
     path = tmp_path / "harbor.yaml"
     path.write_text(HARBOR)
@@ -71,7 +71,7 @@ def test_generate_a_new_environment_with_two_workers(tmp_path):
 
 
 def test_vqa_records_environment_content_and_uses_names_for_directories(tmp_path):
-    from scenarios.vqa.scenario import locate, parse_config as vqa_config, plan
+    from sceneforge.scenarios.vqa.scenario import locate, parse_config as vqa_config, plan
 
     path = tmp_path / "harbor.yaml"
     path.write_text(HARBOR)

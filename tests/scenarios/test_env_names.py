@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import ConfigError
-from scenarios.environments import ENVS_DIR, load_env
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.environments import ENVS_DIR, load_env
 
 
 def _local_desert(path):

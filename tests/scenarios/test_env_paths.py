@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError, PathSecurityError
-from core.paths import check_component, confined
-from scenarios.environments import load_env
+from sceneforge.core.errors import ConfigError, PathSecurityError
+from sceneforge.core.paths import check_component, confined
+from sceneforge.scenarios.environments import load_env
 
 BASE = "name: {name}\ntriples:\n  - {{id: '{tid}', source: rock, target: truck}}\n"
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assets_manifest import AssetLibrary
-from core.errors import ConfigError
-from scenarios.environments import list_envs, load_env
+from sceneforge.assets_manifest import AssetLibrary
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.environments import list_envs, load_env
 
 SPARRTA_TRIPLES = {
     "desert": [("rock", "truck"), ("cactus", "camel"), ("barrel", "camel")],
@@ -46,7 +46,7 @@ def test_triples_and_sampling_match_sparrta(name):
     assert w["env"] == name and set(w) == {"env", "sun", "sky", "ground", "fog", "look"}
     from dataclasses import fields
 
-    from engine.world_dict import WORLD_SECTIONS, world_from_dict
+    from sceneforge.engine.world_dict import WORLD_SECTIONS, world_from_dict
     for section, cls in WORLD_SECTIONS.items():  # one schema: engine.world's field names
         assert set(w[section]) == {f.name for f in fields(cls)}
     assert world_from_dict(w)["ground"] == env.ground
@@ -170,7 +170,7 @@ def test_user_env_from_docs_renders(tmp_path, lib):
 def test_env_world_and_clutter_through_the_render_server(render_client):
     """The seam: env.world is accepted by `vset /sceneforge/world` and the clutter actors spawn
     and render through the real server (which loads the default asset library itself)."""
-    from engine.world import Camera, look_at_rotation
+    from sceneforge.engine.world import Camera, look_at_rotation
 
     env = load_env("city")
     render_client.set_world(env.world)
@@ -185,7 +185,7 @@ def test_env_world_and_clutter_through_the_render_server(render_client):
 
 
 def _world_footprint(lib, actor):
-    from scenarios.placement_bounds import footprint_polygon
+    from sceneforge.scenarios.placement_bounds import footprint_polygon
 
     x, y, _ = actor.transform.location
     return footprint_polygon(lib.footprint(actor.asset_id), actor.transform.scale[0], x, y, actor.transform.rotation.yaw)
@@ -196,7 +196,7 @@ def test_city_zoning_keeps_roads_clear_and_lines_the_streets(library):
     """On the generated geometry: no building, lamp post, bench, tree... footprint touches a road
     (only the parked cars stand on it, in the kerb lane), furniture stands on the sidewalks, and
     most buildings face a street with their front on the frontage line."""
-    from scenarios.zones import zone_geometry
+    from sceneforge.scenarios.zones import zone_geometry
 
     lib = AssetLibrary.procedural() if library == "procedural" else AssetLibrary.default()
     env = load_env("city", library=lib)
@@ -243,7 +243,7 @@ def test_every_group_keeps_its_zones_and_ring(name, lib):
     says ``overlap`` (the desert's dunes)."""
     from shapely.ops import unary_union
 
-    from scenarios.zones import zone_geometry
+    from sceneforge.scenarios.zones import zone_geometry
 
     env = load_env(name, library=lib)
     zones = {k: zone_geometry(v) for k, v in env.spec.zones.items()}
@@ -274,14 +274,14 @@ def test_ground_colour_beside_a_surface_warns_and_fallback_colour_is_the_stand_i
     base = "name: redsand\ntriples:\n  - {id: a, source: rock, target: truck}\n"
     p = tmp_path / "redsand.yaml"
     p.write_text(base + "ground: {color: [200, 20, 20], texture: sand, surface: sand}\n")
-    with caplog.at_level("WARNING", logger="scenarios.environments"):
+    with caplog.at_level("WARNING", logger="sceneforge.scenarios.environments"):
         env = load_env(p)
     lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(lines) == 1 and "redsand" in lines[0] and "[200, 20, 20]" in lines[0] and "'sand'" in lines[0]
     assert env.ground.color == (200, 20, 20) and env.ground.surface == "sand"
     caplog.clear()
     p.write_text(base + "ground: {fallback_color: [200, 20, 20], texture: sand, surface: sand}\n")
-    with caplog.at_level("WARNING", logger="scenarios.environments"):
+    with caplog.at_level("WARNING", logger="sceneforge.scenarios.environments"):
         env = load_env(p)
         for name in SPARRTA_TRIPLES:
             load_env(name)

@@ -6,10 +6,10 @@ import re
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from engine.world_dict import world_from_dict
-from scenarios.environments import load_env
-from scenarios.look import ORDER, LookRandomization, card_worlds, draw_look, draw_values, server_world
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world_dict import world_from_dict
+from sceneforge.scenarios.environments import load_env
+from sceneforge.scenarios.look import ORDER, LookRandomization, card_worlds, draw_look, draw_values, server_world
 
 
 def test_draws_are_deterministic_in_range_and_valid_worlds():
@@ -43,7 +43,7 @@ def test_fov_goes_to_the_camera_not_the_server():
 
 
 def test_card_worlds_name_every_hdri_choice():
-    from assets_manifest.looks import looks_in
+    from sceneforge.assets_manifest.looks import looks_in
 
     env = load_env("bridge")
     assert set(looks_in(card_worlds(env))["hdris"]) == {h for h in env.spec.randomize.hdri if h}

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from scenarios.lookahead import Lookahead, OnceCache, responsive
+from sceneforge.scenarios.lookahead import Lookahead, OnceCache, responsive
 
 
 def test_once_cache_builds_each_key_once_across_threads():

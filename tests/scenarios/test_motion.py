@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from engine.world import Ground, Transform, Rotator
-from scenarios.videos import motion as mo
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Ground, Transform, Rotator
+from sceneforge.scenarios.videos import motion as mo
 
 FOV, W, H = 53.13, 224, 224
 GROUND = Ground(relief_amplitude=80.0, relief_wavelength=2500.0)

@@ -5,10 +5,10 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from core.errors import ConfigError, PlacementError
-from engine.server.backend import PixelCount
-from engine.world import Camera, Ground, look_at_rotation
-from scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
+from sceneforge.core.errors import ConfigError, PlacementError
+from sceneforge.engine.server.backend import PixelCount
+from sceneforge.engine.world import Camera, Ground, look_at_rotation
+from sceneforge.scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, sample_camera, sample_object, sample_rng, stable_key,
                                 visibility_failure, within_distance)
 
@@ -151,11 +151,11 @@ def test_a_prism_under_min_px_can_render_a_min_px_mask_box_and_the_screens_keep_
     """A box-shaped building whose prism projects to E in [11, 12) px renders a 12-px mask box
     (E px cover up to floor(E) + 1 pixel centres): the geometric screens must keep such views
     for the mask rule (``min_bbox_px`` = 12) to decide — they reject only E < 11."""
-    from assets_manifest import AssetLibrary
-    from engine.client import RenderClient
-    from scenarios.conditioned import max_useful_distance
-    from scenarios.sampling import aimed_camera, projection_rules
-    from scenarios.screens import screen_aimed_cameras
+    from sceneforge.assets_manifest import AssetLibrary
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.scenarios.conditioned import max_useful_distance
+    from sceneforge.scenarios.sampling import aimed_camera, projection_rules
+    from sceneforge.scenarios.screens import screen_aimed_cameras
 
     lib = AssetLibrary.default()
     aid = "proc_building_a"

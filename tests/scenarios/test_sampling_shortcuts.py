@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from scenarios.environments import load_env
-from scenarios.relations import LABELS, relation
-from scenarios.sampling import sample_rng
-from scenarios.sparrta import scene
-from scenarios.sparrta import scenario as sparrta
-from scenarios.sparrta.config import parse_config
-from scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+from sceneforge.scenarios.environments import load_env
+from sceneforge.scenarios.relations import LABELS, relation
+from sceneforge.scenarios.sampling import sample_rng
+from sceneforge.scenarios.sparrta import scene
+from sceneforge.scenarios.sparrta import scenario as sparrta
+from sceneforge.scenarios.sparrta.config import parse_config
+from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
 
 from test_conditioned import ALPHA, _group, _humans
 
@@ -60,7 +60,7 @@ def test_figure_can_still_face_the_source(desert):
 
 
 def test_figure_yaw_is_validated():
-    from core.errors import ConfigError
+    from sceneforge.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="figure_yaw"):
         parse_config({"figure_yaw": "north"}, "job.yaml")
@@ -102,7 +102,7 @@ def test_one_objects_image_position_does_not_give_the_ego_label_away(desert):
 
 
 def test_aim_jitter_is_validated():
-    from core.errors import ConfigError
+    from sceneforge.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="aim_jitter_deg"):
         parse_config({"aim_jitter_deg": 90}, "job.yaml")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial import ConvexHull
 
-from assets_manifest import AssetLibrary
-from core.lod_levels import MAX_LEVEL, budget
-from scenarios.sampling import AssetShape, Placed, aimed_camera
-from scenarios.silhouette import EDGE_EPS_PX, IMPOSTOR_MARGIN, centres_spanned, certainly_too_small, drawable_points
+from sceneforge.assets_manifest import AssetLibrary
+from sceneforge.core.lod_levels import MAX_LEVEL, budget
+from sceneforge.scenarios.sampling import AssetShape, Placed, aimed_camera
+from sceneforge.scenarios.silhouette import EDGE_EPS_PX, IMPOSTOR_MARGIN, centres_spanned, certainly_too_small, drawable_points
 
 ASSETS = ("proc_bear", "proc_human_man", "proc_street_crossing")   # levels, a thin figure, foliage levels
 
@@ -66,7 +66,7 @@ def _rendered_span(c, cam) -> int:
 def test_a_view_called_too_small_renders_a_mask_box_under_min_px(server):
     """Views swept across the threshold for a few assets and poses: whenever the bound says
     "certainly under 12 px" the rendered mask box (the drawn level's) is under 12 px."""
-    from engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient
 
     lib = AssetLibrary.default()
     checked = 0
@@ -88,7 +88,7 @@ def test_views_at_the_threshold_the_centre_count_settles_render_under_min_px(ser
     """Views whose hull's projected extent is within a pixel of 12 (where the pixel-centre count
     decides, ``centres_spanned``), at many sub-pixel phases: each one the bound calls too small
     renders a box under 12 px, and some the extent alone would have kept are among them."""
-    from engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient
 
     lib = AssetLibrary.default()
     settled = kept = 0
@@ -130,7 +130,7 @@ def test_the_bound_is_tighter_than_the_footprint_prism():
     box is ~1.4x the ball's, so views the prism screen must keep are settled here."""
     import trimesh
 
-    from core.meshes import RenderMesh
+    from sceneforge.core.meshes import RenderMesh
 
     ball = trimesh.creation.icosphere(subdivisions=3, radius=50.0)
     v = np.asarray(ball.vertices) + [0.0, 0.0, 50.0]

@@ -9,16 +9,16 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from core.errors import ConfigError, PlacementError
-from scenarios.contract import Shard
-from scenarios.sparrta import scenario as sparrta
-from scenarios.environments import list_envs, load_env
-from scenarios.relations import LABELS, relation
-from scenarios.sampling import sample_rng
-from scenarios.sparrta.config import locate, parse_config, resolve_units
-from renderfarm.manifest import claim_output
+from sceneforge.core.errors import ConfigError, PlacementError
+from sceneforge.scenarios.contract import Shard
+from sceneforge.scenarios.sparrta import scenario as sparrta
+from sceneforge.scenarios.environments import list_envs, load_env
+from sceneforge.scenarios.relations import LABELS, relation
+from sceneforge.scenarios.sampling import sample_rng
+from sceneforge.scenarios.sparrta.config import locate, parse_config, resolve_units
+from sceneforge.renderfarm.manifest import claim_output
 from sparrta_helpers import generate, mask_of as _mask_of, tree_hashes
-from scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
 
 CFG = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 20, "seed": 7, "masks": True, "depth": True}
 
@@ -61,7 +61,7 @@ def test_bad_config_is_one_clear_error(raw, match):
 
 @pytest.mark.render
 def test_licenses_restrict_the_assets_and_are_recorded(server, tmp_path):
-    from scenarios.environments import load_env as load
+    from sceneforge.scenarios.environments import load_env as load
 
     lib = load("desert", licenses=["cc0"]).library
     assert lib.licenses(lib.active_ids()) and all(x.upper().startswith("CC0") for x in lib.licenses(lib.active_ids()))
@@ -144,7 +144,7 @@ def test_ego_labels_match_mask_centroids_and_depth(dataset):
 def test_allo_labels_match_the_figures_own_view(dataset):
     """Independent of relations.py: a camera at the figure's eye looking at the source (the
     engine's UE projection) sees the target right of the source for "right", farther for "front"."""
-    from engine.world import Camera, look_at_rotation
+    from sceneforge.engine.world import Camera, look_at_rotation
     _, _, df = dataset
     for _, r in df[df.task == "allo"].iterrows():
         eye, src, tgt = (r.human_x, r.human_y, 160.0), (r.source_x, r.source_y, 160.0), (r.target_x, r.target_y, 160.0)
@@ -315,7 +315,7 @@ def test_demo_makes_a_labelled_set_and_a_sheet(tmp_path, capsys):
 @pytest.mark.render
 def test_scale_two_workers_all_rules(tmp_path):
     """400 samples, 2 envs x 2 tasks, through the render farm: complete, balanced, labels = rule."""
-    from renderfarm import run_job
+    from sceneforge.renderfarm import run_job
     cfg = {"envs": ["desert", "city"], "tasks": ["ego", "allo"], "n": 100, "seed": 11}
     summary = run_job("scenarios.sparrta", cfg, tmp_path / "big", workers=2, progress=False)
     assert summary["complete"] == 400 and summary["finalized"]
@@ -329,7 +329,7 @@ def test_scale_two_workers_all_rules(tmp_path):
 
 
 def test_preview_picks_every_label_of_every_task():
-    from scenarios.sparrta.preview import pick_rows
+    from sceneforge.scenarios.sparrta.preview import pick_rows
     df = pd.DataFrame({"index": range(32), "env": "desert", "task": ["ego"] * 16 + ["allo"] * 16,
                        "label": [LABELS[i % 4] for i in range(32)], "split": "train"})
     rows = pick_rows(df, 8)
@@ -342,9 +342,9 @@ def test_preview_picks_every_label_of_every_task():
 def test_each_sample_records_its_drawn_look(dataset):
     """Issue 14 item 5: the look is drawn per sample from its own seed stream, recorded in the params
     and reproducible from (seed, env, task, triple, index) alone."""
-    from scenarios.environments import load_env
-    from scenarios.look import LOOK_STREAM, draw_look
-    from scenarios.sampling import sample_rng
+    from sceneforge.scenarios.environments import load_env
+    from sceneforge.scenarios.look import LOOK_STREAM, draw_look
+    from sceneforge.scenarios.sampling import sample_rng
 
     out, _, df = dataset
     env = load_env("desert")

@@ -2,7 +2,7 @@
 the sample it was sent for; ones nobody will read are discarded."""
 from __future__ import annotations
 
-from scenarios.sparrta.early import EarlyRequest
+from sceneforge.scenarios.sparrta.early import EarlyRequest
 
 
 class Replies:

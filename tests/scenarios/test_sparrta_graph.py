@@ -32,7 +32,7 @@ def test_sparrta_sample_has_a_scene_graph(server, tmp_path):
     # finalize: one objects row per graph node, COCO instances that decode to the mask's pixels
     import pandas as pd
 
-    from scenarios import coco_rle
+    from sceneforge.scenarios import coco_rle
     objs = pd.read_parquet(tmp_path / "objects.parquet")
     assert len(objs) == len(g["objects"]) and set(objs["role"]) >= {"source", "target", "human", "clutter"}
     coco = json.loads((tmp_path / "annotations.coco.json").read_text())
@@ -45,7 +45,7 @@ def test_a_scene_graph_failing_on_the_writer_thread_leaves_nothing_of_its_sample
     """The scene graph is built by the writer thread (``Session.describe`` binds its inputs,
     ``record.write_sample`` builds it before writing any of the sample's files): an error there
     stops the job with that error, leaves no file of that sample, and a rerun completes it."""
-    import scenarios.sparrta.scenario as S
+    import sceneforge.scenarios.sparrta.scenario as S
 
     real, calls = S.sample_graph, []
 

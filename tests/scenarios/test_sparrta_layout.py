@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError
+from sceneforge.core.errors import ConfigError
 from sparrta_helpers import generate
-from scenarios.sparrta.layout import export_sparrta
+from sceneforge.scenarios.sparrta.layout import export_sparrta
 
 CFG = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "layout": "sparrta"}
 THEIR_LABELS = {"city": ("Cone", "Vespa"), "city_2": ("Hydrant", "Taxi"), "city_3": ("Cone", "Bike")}
@@ -81,7 +81,7 @@ def test_generate_layout_sparrta_writes_the_same_tree_as_export(exported):
 
 
 def test_layout_field_keeps_old_dataset_identity():
-    from scenarios.sparrta.config import parse_config
+    from sceneforge.scenarios.sparrta.config import parse_config
 
     plain = {k: v for k, v in CFG.items() if k != "layout"}
     assert parse_config(plain).fingerprint() == parse_config({**plain, "layout": "sceneforge"}).fingerprint()

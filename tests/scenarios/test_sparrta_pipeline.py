@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from scenarios.sparrta import scenario as sparrta
+from sceneforge.scenarios.sparrta import scenario as sparrta
 from sparrta_helpers import generate, mask_of as _mask_of, tree_hashes
 
 
@@ -27,8 +27,8 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     (``SWITCH_EARLY``: their group shown again when they all failed)."""
     import zlib
 
-    from scenarios.lookahead import Lookahead
-    from scenarios.sparrta.early import EarlyRequest
+    from sceneforge.scenarios.lookahead import Lookahead
+    from sceneforge.scenarios.sparrta.early import EarlyRequest
 
     cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}
     outs, sent, send, switches = {}, [], EarlyRequest.send, []
@@ -124,7 +124,7 @@ def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch
     this checks the labels on the written masks, not bytes against the extension path."""
     import logging
 
-    from engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient
 
     def clear():   # a stock client removes only what it spawned (a UE level keeps its own actors)
         with RenderClient(server.address) as c:
@@ -134,7 +134,7 @@ def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch
     cfg = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 8, "seed": 5, "masks": True, "depth": True}
     out = tmp_path / "stock"
     try:
-        with caplog.at_level(logging.WARNING, logger="engine.client"):
+        with caplog.at_level(logging.WARNING, logger="sceneforge.engine.client"):
             generate(cfg, out, server=server.address, progress=False)
     finally:
         monkeypatch.undo()

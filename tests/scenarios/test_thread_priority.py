@@ -5,10 +5,10 @@ import threading
 
 import pytest
 
-from core.errors import ConfigError
-from scenarios import thread_priority as TP
-from scenarios.background import BackgroundWriter
-from scenarios.lookahead import Lookahead
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios import thread_priority as TP
+from sceneforge.scenarios.background import BackgroundWriter
+from sceneforge.scenarios.lookahead import Lookahead
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
 

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from scenarios.contract import Shard
-from scenarios.videos import scenario as videos
+from sceneforge.scenarios.contract import Shard
+from sceneforge.scenarios.videos import scenario as videos
 
 CONFIG = {"env": "desert", "n": 1, "seed": 5, "motion": {"n_frames": 4, "fps": 4.0, "patterns": ["cam_static-obj_translate"]}}
 

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.errors import ConfigError
-from engine.world import Actor
-from scenarios.contract import Shard
-from scenarios.videos import dsi
-from scenarios.videos import scenario as videos
-from scenarios.videos import motion as mo
-from scenarios.videos.video_io import apply_aug, decode_mp4, encode_mp4, probe_mp4
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Actor
+from sceneforge.scenarios.contract import Shard
+from sceneforge.scenarios.videos import dsi
+from sceneforge.scenarios.videos import scenario as videos
+from sceneforge.scenarios.videos import motion as mo
+from sceneforge.scenarios.videos.video_io import apply_aug, decode_mp4, encode_mp4, probe_mp4
 
 CONFIG = {"env": "city", "n": 4, "seed": 3,
           "motion": {"n_frames": 8, "fps": 4.0, "patterns": ["cam_static-obj_translate", "cam_rotate-obj_static",
@@ -257,8 +257,8 @@ def test_cli_oracle_eval_and_clear_errors(dataset, tmp_path):
 
 
 def test_env_name_that_escapes_the_output_dir_is_refused(tmp_path):
-    from core.errors import SceneforgeError
-    from scenarios.environments import env_path
+    from sceneforge.core.errors import SceneforgeError
+    from sceneforge.scenarios.environments import env_path
 
     text = env_path("city").read_text().replace("name: city", "name: ../evil")
     (tmp_path / "evil.yaml").write_text(text)
@@ -303,7 +303,7 @@ def test_question_kinds_are_configurable_and_validated():
 @pytest.mark.slow
 @pytest.mark.render
 def test_farm_with_two_workers_writes_the_same_bytes_as_one_inline_shard(dataset, tmp_path):
-    from renderfarm.job import run_job
+    from sceneforge.renderfarm.job import run_job
 
     out, _, _ = dataset
     summary = run_job("scenarios.videos", CONFIG, tmp_path, workers=2, progress=False)

@@ -5,11 +5,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from core.errors import ConfigError
-from engine.world import Actor, Camera, Rotator, Transform
-from scenarios.scene_graph import SceneObject, scene_graph
-from scenarios.vqa import evaluate, templates
-from scenarios.vqa.templates import Rules, askable, letter_options, questions
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Actor, Camera, Rotator, Transform
+from sceneforge.scenarios.scene_graph import SceneObject, scene_graph
+from sceneforge.scenarios.vqa import evaluate, templates
+from sceneforge.scenarios.vqa.templates import Rules, askable, letter_options, questions
 
 CAM = Camera((0, 0, 0), Rotator(0, 0, 0), 90.0, 224, 224)   # at the origin looking along +X
 OK = {"visible": 900, "unoccluded": 1000, "bbox": [10, 10, 60, 60]}

@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from core.errors import ConfigError
-from scenarios.contract import Shard
-from scenarios import coco_rle
-from scenarios.vqa import scenario
-from scenarios.vqa.record import rerender
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.contract import Shard
+from sceneforge.scenarios import coco_rle
+from sceneforge.scenarios.vqa import scenario
+from sceneforge.scenarios.vqa.record import rerender
 
 CFG = {"envs": ["desert"], "n": 2, "size": 192, "min_box_px": 16, "depth": True, "seed": 1}
 
@@ -79,7 +79,7 @@ def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
 def test_vqa_relations_only_for_the_written_view(tmp_path, server, monkeypatch):
     """Candidate views are judged on the objects' nodes; the all-pairs relations (a city view has
     ~4,600) are computed once per sample, for the view that is written (issue 33, item 3)."""
-    from scenarios import scene_graph as sg
+    from sceneforge.scenarios import scene_graph as sg
 
     calls, view_relations = [], []
     real_relations, real_graph = sg.relations, scenario.Maker.graph

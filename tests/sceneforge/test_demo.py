@@ -7,21 +7,21 @@ from collections import Counter
 
 import pytest
 
-from core.errors import ConfigError
-from probing.report import MIN_TEST
-from scenarios.relations import LABELS
-from scenarios.sparrta.card import with_splits
-from scenarios.sparrta.config import parse_config
-from scenarios.writers import SPLIT_PATTERN
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.report import MIN_TEST
+from sceneforge.scenarios.relations import LABELS
+from sceneforge.scenarios.sparrta.card import with_splits
+from sceneforge.scenarios.sparrta.config import parse_config
+from sceneforge.scenarios.writers import SPLIT_PATTERN
 from sceneforge.cli import build_parser
 from sceneforge.commands import demo
 
 
 def demo_rows(cfg):
     """Records (``{"row": ...}``) laid out as the job's units: env, task, triple, unit index, label."""
-    from scenarios.sparrta.setting import units_of
+    from sceneforge.scenarios.sparrta.setting import units_of
 
-    from scenarios.sparrta.card import FIRST_COLUMNS
+    from sceneforge.scenarios.sparrta.card import FIRST_COLUMNS
 
     blank = dict.fromkeys(FIRST_COLUMNS)
     return [{"row": {**blank, "index": u.start + i, "env": u.env, "task": u.task, "triple_id": u.triple_id,

@@ -13,11 +13,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from core.errors import CommandError
-from engine.server.commands.table import command, parse_floats, parse_int
-from engine.server.commands.unrealcv import NOT_IMPLEMENTED
-from engine.server.state import ServerState
-from engine.server.unrealcv_state import CameraSettings
+from sceneforge.core.errors import CommandError
+from sceneforge.engine.server.commands.table import command, parse_floats, parse_int
+from sceneforge.engine.server.commands.unrealcv import NOT_IMPLEMENTED
+from sceneforge.engine.server.state import ServerState
+from sceneforge.engine.server.unrealcv_state import CameraSettings
 
 MOVETO_RADIUS_CM = 35.0  # UE's DefaultPawn collision sphere: what `moveto` sweeps
 

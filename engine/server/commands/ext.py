@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from core.errors import CommandError, SceneforgeError
-from core.visibility import check_gate, visibility_failure
-from engine import limits
-from engine.protocol import pack_arrays
-from engine.server.backend import KINDS
-from engine.server.commands.table import command, parse_int
-from engine.server.commands.stock import new_actor, server_version
-from engine.server.state import ServerState
-from engine.world import Rotator, Transform
-from engine.world_dict import apply_world
+from sceneforge.core.errors import CommandError, SceneforgeError
+from sceneforge.core.visibility import check_gate, visibility_failure
+from sceneforge.engine import limits
+from sceneforge.engine.protocol import pack_arrays
+from sceneforge.engine.server.backend import KINDS
+from sceneforge.engine.server.commands.table import command, parse_int
+from sceneforge.engine.server.commands.stock import new_actor, server_version
+from sceneforge.engine.server.state import ServerState
+from sceneforge.engine.world import Rotator, Transform
+from sceneforge.engine.world_dict import apply_world
 
 
 def _json(text: str, what: str):

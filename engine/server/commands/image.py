@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from core.atomic import atomic_write_bytes
-from core.errors import CommandError
-from engine.server import image_codecs as codecs
-from engine.server.commands.table import command, parse_int
-from engine.server.optical_flow import optical_flow, snapshot
-from engine.server.state import ServerState
+from sceneforge.core.atomic import atomic_write_bytes
+from sceneforge.core.errors import CommandError
+from sceneforge.engine.server import image_codecs as codecs
+from sceneforge.engine.server.commands.table import command, parse_int
+from sceneforge.engine.server.optical_flow import optical_flow, snapshot
+from sceneforge.engine.server.state import ServerState
 
 IMAGE_KINDS = ("lit", "object_mask", "normal")
 DEPTH_KINDS = ("depth", "plane_depth")

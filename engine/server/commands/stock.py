@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from core.errors import CommandError
-from engine import limits
-from engine.server.commands.table import command, fmt_vec, help_line, parse_floats, parse_int, templates
-from engine.server.state import ServerState
-from engine.world import Actor, Rotator, Transform
+from sceneforge.core.errors import CommandError
+from sceneforge.engine import limits
+from sceneforge.engine.server.commands.table import command, fmt_vec, help_line, parse_floats, parse_int, templates
+from sceneforge.engine.server.state import ServerState
+from sceneforge.engine.world import Actor, Rotator, Transform
 
 # What `vget /unrealcv/version` says: the plugin generation whose commands we speak. Clients parse
 # it strictly (UnrealCV's own test suite does `[int(v) for v in res.lstrip('v').split('.')]`, the

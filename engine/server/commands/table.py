@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from core.errors import CommandError, SceneforgeError
-from engine.server.state import ServerState
+from sceneforge.core.errors import CommandError, SceneforgeError
+from sceneforge.engine.server.state import ServerState
 
 log = logging.getLogger(__name__)
 
@@ -129,8 +129,8 @@ def dispatch(state: ServerState, command_line: str) -> "str | bytes":
 def _load_tables() -> None:
     """Import the modules that register handlers (once; they import this module)."""
     if not _ROUTES:
-        from engine.server.commands import ext, image, stock  # noqa: F401
-        from engine.server.commands import camera_settings, unrealcv  # noqa: F401  (unrealcv's vrun/vexec/vbp catch-alls: last)
+        from sceneforge.engine.server.commands import ext, image, stock  # noqa: F401
+        from sceneforge.engine.server.commands import camera_settings, unrealcv  # noqa: F401  (unrealcv's vrun/vexec/vbp catch-alls: last)
 
 
 # --- argument helpers shared by the handler modules ------------------------------------------

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from core.errors import CommandError
-from engine.server.commands.stock import check_name, new_actor
-from engine.server.commands.table import command, parse_floats, parse_int
-from engine.server.state import ServerState
-from engine.world import Transform
+from sceneforge.core.errors import CommandError
+from sceneforge.engine.server.commands.stock import check_name, new_actor
+from sceneforge.engine.server.commands.table import command, parse_floats, parse_int
+from sceneforge.engine.server.state import ServerState
+from sceneforge.engine.world import Transform
 
 NOT_IMPLEMENTED = "Not Implemented"       # FExecStatus::NotImplemented
 ARGUMENT_INVALID = "Argument Invalid"     # FExecStatus::InvalidArgument

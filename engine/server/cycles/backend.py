@@ -23,13 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import ConfigError
-from core.meshes import RenderMesh
-from engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
-from engine.server.cycles import install
-from engine.server.cycles.client import BlenderWorker, decode_png
-from engine.server.gl.envlight import hdri_sun, sky_rotation_deg
-from engine.world import Camera, Ground, Scene
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
+from sceneforge.engine.server.cycles import install
+from sceneforge.engine.server.cycles.client import BlenderWorker, decode_png
+from sceneforge.engine.server.gl.envlight import hdri_sun, sky_rotation_deg
+from sceneforge.engine.world import Camera, Ground, Scene
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class CyclesBackend(RenderBackend):
         # provider), as for the GL backend; None → gradient sky / procedural ground.
         self._content = content if content is not None else getattr(mesh_provider, "__self__", None)
         if gl is None:
-            from engine.server.gl.backend import GLBackend
+            from sceneforge.engine.server.gl.backend import GLBackend
 
             # labels must outline Cycles' own (full-detail) geometry: no levels of detail
             gl = GLBackend(mesh_provider, threads=threads, lod=False)
@@ -170,7 +170,7 @@ class CyclesBackend(RenderBackend):
                     pal[i + 1] = a.color
                 out["object_mask"] = pal[np.clip(ids, 0, len(scene.actors))]
         if "plane_depth" in raw:
-            from engine.server.gl.frame import ray_factor
+            from sceneforge.engine.server.gl.frame import ray_factor
 
             planar = raw["plane_depth"].astype(np.float32)
             planar[planar >= SKY_DEPTH] = np.inf
@@ -334,7 +334,7 @@ def hdri_for_blender(img: np.ndarray) -> np.ndarray:
     ψ at 180° − ψ; measured with tests/engine/test_hdri_sun.py). Normalised so the upper
     hemisphere's mean luminance is 1, the HDRI's own sun clamped (the sun lamp lights and shadows
     separately), exactly as the GL backend prepares it."""
-    from engine.server.gl.envlight import CLAMP_MEAN, upper_mean
+    from sceneforge.engine.server.gl.envlight import CLAMP_MEAN, upper_mean
 
     img = np.nan_to_num(np.asarray(img, np.float32), nan=0.0, posinf=0.0, neginf=0.0).clip(0.0)
     img = img / max(upper_mean(img), 1e-6)
@@ -344,7 +344,7 @@ def hdri_for_blender(img: np.ndarray) -> np.ndarray:
 def ground_mesh(ground: Ground, surface=None) -> RenderMesh:
     """The GL backend's ground tiles merged into one mesh (same heights, same extent); with a
     ``surface`` material, UVs repeat it every ``tile_cm``."""
-    from engine.server.gl.resources import ground_tiles
+    from sceneforge.engine.server.gl.resources import ground_tiles
 
     verts, faces, colors, normals, off = [], [], [], [], 0
     for mesh, n in ground_tiles(ground):

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.errors import RenderError
-from engine.server.cycles import wire
+from sceneforge.core.errors import RenderError
+from sceneforge.engine.server.cycles import wire
 
 log = logging.getLogger(__name__)
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")

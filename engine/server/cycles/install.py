@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from core.errors import ConfigError, RenderError
-from core.paths import cache_root
+from sceneforge.core.errors import ConfigError, RenderError
+from sceneforge.core.paths import cache_root
 
 BPY_REQUIREMENT = "bpy==5.0.1"
 BPY_PYTHON = (3, 11)  # the only Python the bpy 5.0.1 wheels are built for

@@ -6,7 +6,7 @@ on llvmpipe, installs in 2 MB, and gives colour + integer instance ids + depth f
 
 Example::
 
-    from engine.server.gl.backend import GLBackend
+    from sceneforge.engine.server.gl.backend import GLBackend
     backend = GLBackend(library.mesh)                   # any MeshProvider: asset id -> RenderMesh
     out = backend.render(scene, camera, ("lit", "object_mask", "depth"))
     counts = backend.pixel_counts(scene, camera, ["car_0", "tree_3"])
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.errors import ConfigError, RenderError
-from engine.server.gl import frame as F
-from engine.server.gl import lod as L
-from engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
-from engine.server.gl.passes import Passes
-from engine.world import Camera, Scene
+from sceneforge.core.errors import ConfigError, RenderError
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl import lod as L
+from sceneforge.engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
+from sceneforge.engine.server.gl.passes import Passes
+from sceneforge.engine.world import Camera, Scene
 
 log = logging.getLogger(__name__)
 COUNT_IN_ONE_PASS = True   # pixel counts: coverage recorded by the id pass (count_passes.id_pass named=)
@@ -146,7 +146,7 @@ class GLBackend(RenderBackend):
             os.environ["LP_NUM_THREADS"] = str(int(threads))
         import moderngl  # heavy-ish; keep it out of modules that only need the interface
 
-        from engine.server.gl.llvm_order import preload_before_gl
+        from sceneforge.engine.server.gl.llvm_order import preload_before_gl
 
         preload_before_gl()  # triton's LLVM before Mesa's: else a later `import timm` segfaults
 

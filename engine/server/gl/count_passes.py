@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 import moderngl
 import numpy as np
 
-from engine.server.gl import frame as F
-from engine.world import Ground
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.world import Ground
 
 if TYPE_CHECKING:
-    from engine.server.gl.backend import Draw, Frame
+    from sceneforge.engine.server.gl.backend import Draw, Frame
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from engine.world import Camera, Transform
+from sceneforge.engine.world import Camera, Transform
 
 NEAR_CM = 5.0  # near clip plane; UE's default is 10 cm
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.meshes import RenderMesh
-from engine.limits import MAX_GROUND_CELLS
-from engine.world import Ground
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.limits import MAX_GROUND_CELLS
+from sceneforge.engine.world import Ground
 
 
 GROUND_TILE_CELLS = 16    # at least this many finest cells per tile side (a power of two)

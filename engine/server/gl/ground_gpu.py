@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import moderngl
 import numpy as np
 
-from core.meshes import RenderMesh
-from engine.server.gl import frame as F
-from engine.server.gl import lod as L
-from engine.server.gl.resources import GpuMesh, upload
-from engine.world import Camera
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl import lod as L
+from sceneforge.engine.server.gl.resources import GpuMesh, upload
+from sceneforge.engine.world import Camera
 
 
 @dataclass

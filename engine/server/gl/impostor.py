@@ -34,10 +34,10 @@ import math
 import moderngl
 import numpy as np
 
-from core.meshes import Material, RenderMesh
-from engine.server.gl import frame as F
-from engine.server.gl import shaders as S
-from engine.server.gl.resources import PBR_FORMAT, VERTEX_DTYPE, GpuMesh
+from sceneforge.core.meshes import Material, RenderMesh
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl import shaders as S
+from sceneforge.engine.server.gl.resources import PBR_FORMAT, VERTEX_DTYPE, GpuMesh
 
 CARDS = 4            # vertical cards at 180/CARDS degrees
 TEXELS = 128         # atlas texels over the mesh's height (level >= 1 trees are < ~90 px tall at 0.5 tri/px²)

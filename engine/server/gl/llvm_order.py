@@ -8,7 +8,7 @@ LLVM (the first GL context), a later ``import triton`` crashes the interpreter w
 timm both work. So before the first GL context of a process that *could* import triton, we
 import it (≈ 0.7 s, without torch).
 
-Render servers (``python -m engine.server``) never import triton, so the server's entry point
+Render servers (``python -m sceneforge.engine.server``) never import triton, so the server's entry point
 turns this off (:data:`PRELOAD`) and keeps its first frame fast. Set
 ``SCENEFORGE_PRELOAD_TRITON=0`` to turn it off elsewhere (e.g. a process that will never touch
 timm); the safe alternative for notebooks is rendering through a server subprocess

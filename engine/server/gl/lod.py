@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from core.lod_levels import LOD_RATIO, MAX_LEVEL, MIN_TRIANGLES, budget  # noqa: F401 - the levels' budgets
+from sceneforge.core.lod_levels import LOD_RATIO, MAX_LEVEL, MIN_TRIANGLES, budget  # noqa: F401 - the levels' budgets
 TRIANGLES_PER_PX2 = 0.5     # wanted density over the projected bounding disc (a silhouette covers
                             # roughly half of its disc: ~2 triangles per covered pixel)
 SHADOW_TRIANGLES_PER_TEXEL2 = 0.1  # shadow casters: a shadow is a filtered silhouette seen at a slant

@@ -11,10 +11,10 @@ import logging
 
 import moderngl
 
-from core.meshes import RenderMesh
-from engine.server.gl import lod as L
-from engine.server.gl.impostor import ImpostorBaker
-from engine.server.gl.resources import GpuMesh, upload
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.server.gl import lod as L
+from sceneforge.engine.server.gl.impostor import ImpostorBaker
+from sceneforge.engine.server.gl.resources import GpuMesh, upload
 
 log = logging.getLogger(__name__)
 

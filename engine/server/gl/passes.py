@@ -15,24 +15,24 @@ from typing import TYPE_CHECKING
 import moderngl
 import numpy as np
 
-from engine.server.gl import frame as F
-from engine.server.gl import lod as L
-from engine.server.gl import cutout_shaders as C
-from engine.server.gl import pbr_shaders as P
-from engine.server.gl import post_shaders as Q
-from engine.server.gl import shaders as S
-from engine.server.gl.ground import ground_grid
-from engine.server.gl.count_passes import CountPasses
-from engine.server.gl.ground_gpu import GpuGround, upload_ground
-from engine.server.gl.meshes import MeshCache
-from engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, noise_image
-from engine.server.gl.targets import Targets
-from engine.server.gl.shadow import ShadowMaps
-from engine.server.gl.surfaces import TextureCache
-from engine.world import Camera, Ground, Scene
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl import lod as L
+from sceneforge.engine.server.gl import cutout_shaders as C
+from sceneforge.engine.server.gl import pbr_shaders as P
+from sceneforge.engine.server.gl import post_shaders as Q
+from sceneforge.engine.server.gl import shaders as S
+from sceneforge.engine.server.gl.ground import ground_grid
+from sceneforge.engine.server.gl.count_passes import CountPasses
+from sceneforge.engine.server.gl.ground_gpu import GpuGround, upload_ground
+from sceneforge.engine.server.gl.meshes import MeshCache
+from sceneforge.engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, noise_image
+from sceneforge.engine.server.gl.targets import Targets
+from sceneforge.engine.server.gl.shadow import ShadowMaps
+from sceneforge.engine.server.gl.surfaces import TextureCache
+from sceneforge.engine.world import Camera, Ground, Scene
 
 if TYPE_CHECKING:
-    from engine.server.gl.backend import Draw, Frame
+    from sceneforge.engine.server.gl.backend import Draw, Frame
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +250,7 @@ class Passes(CountPasses):
     def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content=None) -> None:
         if scene.look.style == "pbr":
             if self._pbr is None:
-                from engine.server.gl.pbr import PbrLook
+                from sceneforge.engine.server.gl.pbr import PbrLook
                 self._pbr = PbrLook(self)
             self._pbr.lit_pass(scene, frame, with_normal, content)
             return

@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING
 import moderngl
 import numpy as np
 
-from core.meshes import Material
-from engine.server.gl import envlight as E
-from engine.server.gl import frame as F
-from engine.server.gl.resources import PBR_FORMAT
-from engine.limits import shown
-from engine.server.gl.surfaces import procedural_surface
-from engine.world import Scene
+from sceneforge.core.meshes import Material
+from sceneforge.engine.server.gl import envlight as E
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl.resources import PBR_FORMAT
+from sceneforge.engine.limits import shown
+from sceneforge.engine.server.gl.surfaces import procedural_surface
+from sceneforge.engine.world import Scene
 
 if TYPE_CHECKING:
-    from engine.server.gl.backend import Draw, Frame
-    from engine.server.gl.passes import Passes, _Program
+    from sceneforge.engine.server.gl.backend import Draw, Frame
+    from sceneforge.engine.server.gl.passes import Passes, _Program
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ sky's image-based light is normalised (see envlight.py) and scaled by ``u_sky_sc
 """
 from __future__ import annotations
 
-from engine.server.gl.shaders import SHADOW_COORD
+from sceneforge.engine.server.gl.shaders import SHADOW_COORD
 
 PBR_VS = """
 // Varyings are the main per-triangle cost on llvmpipe (every one is set up for every triangle,

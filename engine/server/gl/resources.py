@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 import moderngl
 import numpy as np
 
-from core.meshes import RenderMesh
-from engine.server.gl.casters import casting_faces
-from engine.server.gl.ground import ground_grid, ground_tiles  # noqa: F401  (re-exported: resources.ground_grid)
+from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.server.gl.casters import casting_faces
+from sceneforge.engine.server.gl.ground import ground_grid, ground_tiles  # noqa: F401  (re-exported: resources.ground_grid)
 
 # Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad), uv (2 f4)
 # = 36 B. Programs bind the subset they read (a VAO per program variant).

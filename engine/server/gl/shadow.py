@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Callable
 import moderngl
 import numpy as np
 
-from engine.server.gl import frame as F
-from engine.world import Sun
+from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.world import Sun
 
 if TYPE_CHECKING:
-    from engine.server.gl.backend import Draw
+    from sceneforge.engine.server.gl.backend import Draw
 
 NO_FADE = (1.0e30, 2.0e30)
 NO_SPLIT = 1.0e30            # no far cascade: every fragment reads the near one

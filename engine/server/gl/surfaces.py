@@ -13,7 +13,7 @@ from functools import lru_cache
 import moderngl
 import numpy as np
 
-from core.meshes import Material
+from sceneforge.core.meshes import Material
 
 SIZE = 256
 
