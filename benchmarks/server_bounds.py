@@ -121,15 +121,24 @@ def pipeline(args) -> dict:
             ask(r, b"1:vset /camera/0/size 64 64")
             ask(r, b"2:vget /sceneforge/render 0 lit")
             time.sleep(1.0)
+            for b in range(0, args.actors, 4096):   # a slow render that takes little memory
+                batch = [{"name": f"s{i}", "asset": "primitive_sphere", "location": [500 + i % 64 * 30, i // 64 % 64 * 30
+                          - 960, i // 4096 * 30]} for i in range(b, min(args.actors, b + 4096))]
+                assert ask(r, b"3:vset /sceneforge/spawn " + json.dumps(batch, separators=(",", ":")).encode()) == b"3:ok"
+            ask(r, b"3:vget /sceneforge/render 0 lit")
             out["rss_start_mb"] = round(rss_mb(srv.pid), 1)
             ask(r, b"3:vset /camera/0/size %d %d" % (args.size, args.size))
-            r.sendall(frame(b"4:vget /sceneforge/render 0 lit,depth,normal,object_mask"))
+            t_render = time.perf_counter()
+            for _ in range(args.renders):   # the worker stays busy, the attackers' requests queue
+                r.sendall(frame(b"4:vget /sceneforge/render 0 lit"))
             time.sleep(0.3)
-            body = b"vget /unrealcv/echo " + b"x" * (int(args.mib * 2**20) - 40)
+            # a request with a short reply (after the fix: refused in one line; before: ``ok``)
+            body = b'vset /sceneforge/world {"env":"' + b"x" * (int(args.mib * 2**20) - 60) + b'"}'
+
             socks, peak = [], 0.0
             t0 = time.perf_counter()
             for _ in range(args.clients):
-                s = connect(srv.port, timeout=300)
+                s = connect(srv.port, timeout=60)
                 try:
                     for i in range(args.requests):
                         s.sendall(frame(b"%d:" % i + body))
@@ -151,7 +160,9 @@ def pipeline(args) -> dict:
                     first.append(type(e).__name__)
                 s.close()
             out["first_replies"] = sorted(set(first))
-            recv_frame(r, max_frame=2**31)
+            for _ in range(args.renders):
+                recv_frame(r, max_frame=2**31)
+            out["render_seconds"] = round(time.perf_counter() - t_render, 1)
             out["renderer_client_ok"] = ask(r, b"5:vget /unrealcv/status").startswith(b"5:Is Listening")
             out["rss_end_mb"] = round(rss_mb(srv.pid), 1)
     return out
@@ -254,6 +265,8 @@ def main(argv=None) -> int:
     a.add_argument("--requests", type=int, default=8)
     a.add_argument("--mib", type=float, default=60.0)
     a.add_argument("--size", type=int, default=2048)
+    a.add_argument("--actors", type=int, default=0, help="spheres in the scene (a slower render)")
+    a.add_argument("--renders", type=int, default=8, help="lit renders queued before the attack")
     a.add_argument("--server-args", nargs="*")
     a.set_defaults(func=pipeline)
     a = sub.add_parser("cycles-kill")

@@ -49,6 +49,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "start_server passes it, so no server outlives its worker")
     p.add_argument("--max-frame", type=int, default=None, metavar="BYTES",
                    help="largest request frame accepted (default 64 MiB)")
+    p.add_argument("--max-clients", type=int, default=64, metavar="N",
+                   help="connections served at once (default 64); when all are taken a new client "
+                        "replaces the connection stalled mid-frame the longest, else is refused")
+    p.add_argument("--frame-timeout", type=float, default=10.0, metavar="S",
+                   help="a request frame must arrive whole within S seconds of its first byte, plus 1 s "
+                        "per MiB (default 10); a late one gets an error and the connection is closed")
+    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="S",
+                   help="close a connection with nothing in flight after S seconds (default 600; 0: never)")
+    p.add_argument("--client-buffer", type=int, default=128 * 2**20, metavar="BYTES",
+                   help="request bytes held for one client, read but not yet answered (default 128 MiB); "
+                        "a client over it gets one error line and is disconnected")
+    p.add_argument("--total-buffer", type=int, default=512 * 2**20, metavar="BYTES",
+                   help="the same for all clients together (default 512 MiB)")
 
 
 def parse_licenses(value: str | Sequence[str] | None) -> list[str] | None:
@@ -81,6 +94,20 @@ def _validate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--threads must be >= 1, got {args.threads}")
     if args.max_frame is not None and args.max_frame < 64:
         raise ConfigError(f"--max-frame must be >= 64 bytes, got {args.max_frame}")
+    if not 1 <= args.max_clients <= 4096:
+        raise ConfigError(f"--max-clients must be in 1..4096, got {args.max_clients}")
+    for flag, value in (("--frame-timeout", args.frame_timeout), ("--idle-timeout", args.idle_timeout)):
+        if not (value == value and 0 <= value <= 86400) or (flag == "--frame-timeout" and value <= 0):
+            raise ConfigError(f"{flag} must be {'> 0' if flag == '--frame-timeout' else '>= 0'} and at most "
+                              f"86400 seconds, got {value}")
+    from sceneforge.engine.protocol import DEFAULT_MAX_FRAME
+
+    max_frame = args.max_frame or DEFAULT_MAX_FRAME
+    if args.client_buffer < max_frame:
+        raise ConfigError(f"--client-buffer ({args.client_buffer}) must be at least --max-frame ({max_frame})")
+    if args.total_buffer < args.client_buffer:
+        raise ConfigError(f"--total-buffer ({args.total_buffer}) must be at least --client-buffer "
+                          f"({args.client_buffer})")
     if args.output_dir is not None and args.output_dir.exists() and not args.output_dir.is_dir():
         raise ConfigError(f"--output-dir {args.output_dir} exists and is not a directory")
     for pack in args.assets or ():
@@ -118,7 +145,10 @@ def build_server(args: argparse.Namespace):
                "renderer": args.renderer}
     state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory,
                         serving=serving)
-    return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME)
+    return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME,
+                        max_clients=args.max_clients, frame_timeout=args.frame_timeout,
+                        idle_timeout=args.idle_timeout, client_buffer=args.client_buffer,
+                        total_buffer=args.total_buffer)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -121,3 +121,138 @@ def test_long_log_records_are_cut():
     rec = logging.LogRecord("x", logging.WARNING, __file__, 1, "id %r", ("y" * 100_000,), None)
     assert _CapRecords().filter(rec)
     assert len(rec.getMessage()) < limits.MAX_LOG_RECORD + 100
+
+
+# --- item 4: slowloris: stalled frames and idle connections do not hold the client cap ----------
+def _official_client(port: int):
+    from unrealcv import Client
+
+    c = Client(("127.0.0.1", port))
+    c.connect(timeout=30)
+    return c
+
+
+def _partial_frames(port: int, n: int) -> list:
+    import socket
+
+    held = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(b"\xc1\x83\x2b\x9e\x10")   # the magic and one byte of the length, then silence
+        held.append(s)
+    return held
+
+
+def _closed_by_server(sock, within: float = 60.0) -> bytes:
+    """Everything the server sends until it closes ``sock`` (AssertionError if it does not)."""
+    import socket
+    import time
+
+    data, deadline = b"", time.monotonic() + within
+    sock.settimeout(1.0)
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(1 << 16)
+        except socket.timeout:
+            continue
+        except OSError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+    raise AssertionError(f"the server did not close the connection within {within:.0f} s")
+
+
+def test_official_client_connects_while_an_attacker_holds_every_slot():
+    """Issue 39 item 4: 64 sockets that send 5 bytes and hold filled the 64-client cap, and every
+    new client got ``error too many clients`` for as long as they held. Now a new client takes the
+    slot of the connection stalled mid-frame the longest, at once (default flags)."""
+    from sceneforge.engine.server.launch import start_server
+
+    with start_server(port=0) as srv:
+        held = _partial_frames(srv.port, 64)
+        try:
+            c = _official_client(srv.port)
+            assert c.isconnected(), "refused while an attacker holds the slots"
+            assert c.request("vget /unrealcv/version", timeout=60) == "v1.1.0"
+            c.disconnect()
+            assert srv.alive()
+        finally:
+            for s in held:
+                s.close()
+
+
+def test_stalled_frames_and_idle_connections_are_closed():
+    """``--frame-timeout``: a frame not whole in time gets one error line naming the flag and
+    the connection is closed; ``--idle-timeout``: a connection with nothing in flight is closed;
+    an active client is unaffected."""
+    from sceneforge.engine.server.launch import start_server
+
+    with start_server(port=0, extra_args=["--frame-timeout", "1", "--idle-timeout", "3"]) as srv:
+        (stalled,) = _partial_frames(srv.port, 1)
+        idle = greeted(srv)
+        with greeted(srv) as active:
+            got = _closed_by_server(stalled)
+            assert b"error frame not complete within 1 s" in got and b"--frame-timeout" in got, got
+            assert _closed_by_server(idle) == b""
+            for i in range(3):
+                assert ask(active, b"%d:vget /unrealcv/status" % i).startswith(b"%d:Is Listening" % i)
+        stalled.close()
+        idle.close()
+        c = _official_client(srv.port)
+        assert c.request("vget /unrealcv/version", timeout=60) == "v1.1.0"
+        c.disconnect()
+
+
+# --- item 3: bytes of unanswered requests bounded per client and in total ---------------------
+_MIB = 1 << 20
+
+
+def _world_request(i: int, size: int) -> bytes:
+    from sceneforge.engine.protocol import frame
+
+    return frame(b'%d:vset /sceneforge/world {"env":"' % i + b"x" * (size - 50) + b'"}')
+
+
+def test_a_client_over_its_request_buffer_is_disconnected_others_unaffected():
+    """Issue 39 item 3: pipelined big requests behind a render were all read and kept (+225 MB a
+    client at 8 × 60 MiB). Now a client holding more than ``--client-buffer`` bytes of unanswered
+    requests gets one error line and is disconnected; another client is served as usual."""
+    from sceneforge.engine.protocol import frame
+    from sceneforge.engine.server.launch import start_server
+
+    args = ["--max-frame", str(_MIB), "--client-buffer", str(2 * _MIB), "--total-buffer", str(64 * _MIB)]
+    with start_server(port=0, extra_args=args) as srv:
+        with greeted(srv, timeout=120) as attacker, greeted(srv, timeout=120) as other:
+            # its own render keeps its later requests unanswered while they arrive
+            attacker.sendall(frame(b'1:vget /sceneforge/render 0 lit {"size":[4096,4096]}') * 2
+                             + b"".join(_world_request(i, int(0.9 * _MIB)) for i in range(2, 5)))
+            got = _closed_by_server(attacker, within=300)
+            assert got.count(b"\xc1\x83\x2b\x9e") == 1, got[:200]   # one frame: the error line
+            assert b"error this client holds" in got and b"at most 2097152" in got, got[:300]
+            assert ask(other, b"7:vget /unrealcv/status").startswith(b"7:Is Listening")
+            assert ask(other, _world_request(8, 1000)[8:]).startswith(b"8:error world.env")   # answered
+        assert srv.alive()
+
+
+def test_clients_over_the_total_request_buffer_are_disconnected():
+    """``--total-buffer``: the client whose request would take the server over it is the one
+    disconnected; the client already holding bytes is answered in full."""
+    from sceneforge.engine.protocol import frame
+    from sceneforge.engine.server.launch import start_server
+
+    args = ["--max-frame", str(_MIB), "--client-buffer", str(2 * _MIB), "--total-buffer", str(3 * _MIB)]
+    with start_server(port=0, extra_args=args) as srv:
+        with greeted(srv, timeout=300) as first, greeted(srv, timeout=300) as second:
+            first.sendall(frame(b'1:vget /sceneforge/render 0 lit {"size":[4096,4096]}') * 2
+                          + _world_request(2, int(0.9 * _MIB)) + _world_request(3, int(0.9 * _MIB)))
+            import time
+
+            time.sleep(0.5)
+            second.sendall(_world_request(4, int(0.9 * _MIB)) + _world_request(5, int(0.9 * _MIB)))
+            got = _closed_by_server(second, within=300)
+            assert b"error the server holds" in got and b"at most 3145728" in got, got[:300]
+            from sceneforge.engine.protocol import recv_frame
+
+            replies = [recv_frame(first, max_frame=1 << 30)[:2] for _ in range(4)]
+            assert replies == [b"1:", b"1:", b"2:", b"3:"], replies
