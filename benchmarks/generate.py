@@ -264,7 +264,7 @@ def report_detail(n, clock, recs, client) -> None:
           f"rejected candidates ({', '.join(f'{k} {v / len(done):.1f}' for k, v in rej.most_common(6))})")
     server = sum(client.seconds.values())
     print(f"    time split: client calls {server / seconds:.0%} of wall time "
-          f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in sorted(client.seconds.items(), key=lambda kv: -kv[1])[:4])}); "
+          f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in _top4(client.seconds))}); "
           f"sampling + encoding + writing {1 - server / seconds:.0%}")
     per = 1000.0 / max(1, len(done))
     busy = clock.busy
@@ -376,3 +376,8 @@ def _gmean(xs):
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _top4(seconds: dict) -> list:
+    """The four client calls that took longest, longest first."""
+    return sorted(seconds.items(), key=lambda kv: -kv[1])[:4]

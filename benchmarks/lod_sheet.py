@@ -4,7 +4,8 @@ Run: ``python benchmarks/lod_sheet.py [--density 0.5] [--assets sh3d_car_suv,sh3
 
 For each asset and level k = 1..3: the nearest distance at which ``gl/lod.py`` draws level k at
 ``--density`` triangles per pixel of the bounding disc (224², 60° field of view), a render of
-level 0 and of level k (as a frame draws it: the decimated level or the impostor) from there (lit, one sun), and two numbers: the silhouette IoU of the two
+level 0 and of level k (as a frame draws it: the decimated level or the impostor) from there (lit, one sun),
+and two numbers: the silhouette IoU of the two
 (``instance_id``) and the mean |lit difference| (0–255) over their union. ``--out``: a sheet
 (rows: assets; columns: L0 | Lk for k = 1, 2, 3; crops of the disc, 160 px, nearest-neighbour).
 """

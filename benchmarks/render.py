@@ -237,12 +237,13 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  figures below: the scene's own look ({scene.look.style})")
     for size in (224, 512):
         for label, kinds in FIGURES:
-            _figure(results, f"{label}_{size}", args, lambda c: bench_inprocess(
-                backend, scene, cameras(size), kinds, args.seconds, clock=c))
+            _figure(results, f"{label}_{size}", args, lambda c: bench_inprocess(  # noqa: B023 (called now)
+                backend, scene, cameras(size), kinds, args.seconds, clock=c))  # noqa: B023
     _figure(results, "pixel_counts_2names_224", args, lambda c: bench_inprocess(
         backend, scene, cameras(224), None, args.seconds, list(scene.actors)[:2], clock=c))
     for mode in ("one_actor_moving", "sun_moving"):
-        _figure(results, f"lit_{mode}_224", args, lambda c: _moving_fps(backend, scene, mode, args.seconds, clock=c))
+        _figure(results, f"lit_{mode}_224", args,
+                lambda c: _moving_fps(backend, scene, mode, args.seconds, clock=c))  # noqa: B023 (called now)
     backend.close()
     if not args.no_parallel:
         one = best_of(args.repeats, lambda: parallel_fps(1, args.scene, args.seconds))

@@ -70,7 +70,7 @@ def _inprocess_worker(conn, size: int) -> None:
     while (msg := conn.recv()) is not None:
         mode, seconds = msg
         use = cams[:1] if mode == "fixed" else cams  # both moving modes orbit the same cameras
-        conn.send(_measure(lambda j: backend.render(scene, use[j % len(use)], KINDS), seconds))
+        conn.send(_measure(lambda j: backend.render(scene, use[j % len(use)], KINDS), seconds))  # noqa: B023 (called now)
     backend.close()
 
 

@@ -159,7 +159,8 @@ def findings(summary: pd.DataFrame, layers: dict) -> list[dict]:
                     "numbers": f"desert {d:.3f}, city {c:.3f} (mean over tasks × heads)"})
         curve = summary[summary["backbone"] == bb].groupby("layer")["test_mean"].mean()
         best, last = int(curve.idxmax()), int(curve.index.max())
-        out.append({"finding": f"best layer late-intermediate, not the last ({bb})", "holds": bool(best != last and best > curve.index.min()),
+        out.append({"finding": f"best layer late-intermediate, not the last ({bb})",
+                    "holds": bool(best != last and best > curve.index.min()),
                     "numbers": "test mean over envs × tasks × heads by layer: "
                                + ", ".join(f"L{k} {v:.3f}" for k, v in curve.items())})
     r = summary[(summary["backbone"] == "vits14-random") & (summary["task"] == "allo")]

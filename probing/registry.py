@@ -69,7 +69,8 @@ register_head("abmilp", "one attention map softmax(w·x) over patches (AbMILP, d
 register_head("efficient", "Efficient probing: 4 learned queries, values to D/8", "sceneforge.probing.heads:EfficientHead")
 
 register_kind("timm", "any timm model with forward_intermediates", "sceneforge.probing.timm_backbone:create_timm")
-register_kind("hf", "Hugging Face AutoModel id (HF cache) or save_pretrained directory", "sceneforge.probing.hf_backbone:create_hf")
+register_kind("hf", "Hugging Face AutoModel id (HF cache) or save_pretrained directory",
+              "sceneforge.probing.hf_backbone:create_hf")
 
 PROTOCOLS["within"] = Entry("within", "one probe per (env, task) on its own train/val/test split")
 PROTOCOLS["loeo"] = Entry("loeo", "leave one environment out, per task; test on every row of it")

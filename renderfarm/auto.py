@@ -9,7 +9,8 @@ box with a load average of 8, two workers were slower than one; on the idle 2-co
 workers now make fewer labelled images/s than one inline server with two rasteriser threads
 (city 18.1 vs 21.5, bridge 24.3 vs 29.7, docs/renderfarm.md). So ``auto`` = the free cores
 (usable CPUs minus the load average, + 0.25) divided by ``CORES_PER_WORKER``, rounded down, at
-least 1, capped by memory (~400 MB per worker: server + client) and by the number of samples. Inline (1) is the answer on small or busy machines; more workers pay
+least 1, capped by memory (~400 MB per worker: server + client) and by the number of samples. Inline (1) is the
+answer on small or busy machines; more workers pay
 off on an idle machine with several cores, or with ``--servers``/Ray where the renderers run
 elsewhere (then the count is the number of servers, not this).
 

@@ -16,7 +16,8 @@ from sceneforge.scenarios.registry import module_path
 from sceneforge.renderfarm.journal import Journal
 from sceneforge.renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
 from sceneforge.renderfarm.local import LocalPool, WorkerSpec, refuse_in_spawn_bootstrap
-from sceneforge.renderfarm.manifest import JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards, open_manifest
+from sceneforge.renderfarm.manifest import (JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards,
+                                            open_manifest)
 from sceneforge.renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
 from sceneforge.renderfarm.scheduler import Scheduler
 from sceneforge.renderfarm.servers import parse_server_list

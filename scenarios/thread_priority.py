@@ -54,7 +54,8 @@ def helper_nice() -> int:
 def lower_this_thread(levels: int) -> int | None:
     """Lower the calling thread's priority by ``levels`` nice levels (:func:`helper_nice`, read by
     the thread that started this one), never below the lowest. Returns the thread's new nice
-    value, or None where nothing changed: ``levels`` 0, or a system without per-thread nice values (only Linux has them; elsewhere the
+    value, or None where nothing changed: ``levels`` 0, or a system without per-thread nice values (only Linux has
+    them; elsewhere the
     call would change the whole process, the render loop included). Going down needs no
     privilege, so this cannot fail for want of one; any other OS error is logged, not raised: a
     helper that runs at the normal priority is slower, not wrong."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence

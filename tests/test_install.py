@@ -16,7 +16,6 @@ import re
 from importlib import metadata
 from pathlib import Path
 
-import pytest
 
 HEAVY = {"torch", "torchvision", "timm", "transformers", "triton", "ray"}
 

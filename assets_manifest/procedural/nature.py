@@ -5,7 +5,7 @@ import numpy as np
 import trimesh
 
 from sceneforge.assets_manifest.procedural import register
-from sceneforge.assets_manifest.procedural.shapes import Builder, jitter, rot_z, shade
+from sceneforge.assets_manifest.procedural.shapes import Builder, jitter, shade
 from sceneforge.core.meshes import RenderMesh
 
 BARK = (101, 72, 45)
@@ -117,7 +117,9 @@ def dune(length_cm: float = 3000.0, height_cm: float = 300.0, color=(214, 184, 1
                 s = (t[j] - 0.72) / 0.28
                 y = s * lee
                 z = h * (1 - s) ** 1.3
-            xs.append(0.5 * L * u[i]); ys.append(y + crest[i] * (1 - 0.5 * abs(u[i]))); zs.append(z)
+            xs.append(0.5 * L * u[i])
+            ys.append(y + crest[i] * (1 - 0.5 * abs(u[i])))
+            zs.append(z)
     v = np.stack([xs, ys, zs], 1)
     f = []
     for i in range(nx - 1):

@@ -19,6 +19,9 @@ DEFAULT_RENDERER = "gl"
 _RENDERERS: dict[str, tuple[BackendFactory, str]] = {}
 _CHECKS: dict[str, Callable[[], None]] = {}
 _OPTIONS: dict[str, tuple[str, ...]] = {}
+# name -> validate(options): raises ConfigError for a bad option value; run by check_renderer,
+# so `--renderer cycles:samples=abc` is one line and exit 2 at start, not a failure per render
+_VALIDATORS: dict[str, Callable[[dict], None]] = {}
 
 
 def register_renderer(name: str, description: str, check: Callable[[], None] | None = None,
@@ -55,8 +58,11 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
 
 
 def check_renderer(spec: str) -> None:
-    """Raise the renderer's own one-line error if it is unknown or cannot run on this machine."""
-    name, _ = parse_spec(spec)
+    """Raise the renderer's own one-line error if it is unknown, an option value is bad, or it
+    cannot run on this machine."""
+    name, options = parse_spec(spec)
+    if name in _VALIDATORS:
+        _VALIDATORS[name](options)
     if name in _CHECKS:
         _CHECKS[name]()
 
@@ -81,14 +87,23 @@ def backend_factory(spec: str) -> BackendFactory:
                    "option gl:lod=0 draws every mesh at full detail (no levels of detail)", options=("lod",))
 def gl_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """The embedded moderngl renderer, imported only when the first image is asked for."""
-    lod = (options or {}).get("lod", "1")
-    if lod not in ("0", "1"):
-        raise ConfigError(f"renderer gl: lod must be 0 or 1, got {lod!r}")
+    lod = _gl_options(options or {})
     try:
         from sceneforge.engine.server.gl.backend import GLBackend
     except ImportError as e:
         raise RenderError(f"the embedded renderer is not available: {e}") from e
-    return GLBackend(mesh_provider, threads=threads, lod=lod == "1")
+    return GLBackend(mesh_provider, threads=threads, lod=lod)
+
+
+def _gl_options(options: dict) -> bool:
+    """``gl:lod=0|1`` → whether levels of detail are drawn; ConfigError otherwise."""
+    lod = options.get("lod", "1")
+    if lod not in ("0", "1"):
+        raise ConfigError(f"renderer gl: lod must be 0 or 1, got {lod!r}")
+    return lod == "1"
+
+
+_VALIDATORS["gl"] = _gl_options
 
 
 def _cycles_installed() -> None:
@@ -98,10 +113,20 @@ def _cycles_installed() -> None:
 
 
 @register_renderer("cycles", "Blender Cycles path tracer (CPU, OpenImageDenoise) for lit; GL for masks, depth, "
-                   "visibility; options cycles:samples=16,seed=0,denoise=1,prefilter=fast|accurate; needs `sceneforge renderers install "
-                   "cycles`", check=_cycles_installed, options=("samples", "seed", "denoise", "prefilter"))
+                   "visibility; options cycles:samples=16,seed=0,denoise=1,prefilter=fast|accurate; "
+                   "needs `sceneforge renderers install cycles`", check=_cycles_installed,
+                   options=("samples", "seed", "denoise", "prefilter"))
 def cycles_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """Path-traced ``lit`` from a persistent Blender worker process (its own venv)."""
     from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     return CyclesBackend(mesh_provider, threads=threads, settings=CyclesSettings.from_options(options or {}, threads))
+
+
+def _cycles_options(options: dict) -> None:
+    from sceneforge.engine.server.cycles.backend import CyclesSettings
+
+    CyclesSettings.from_options(options, 1)
+
+
+_VALIDATORS["cycles"] = _cycles_options

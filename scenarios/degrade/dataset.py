@@ -162,7 +162,6 @@ def _mask_names(row) -> list[str]:
 
 def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int = 0, progress=None) -> dict:
     """Write every variant and the ``degraded`` table; returns counts."""
-    import pandas as pd
 
     root = Path(root)
     for k in types:

@@ -2,7 +2,6 @@
 droplets on the lens (small refracting lenses, out of focus)."""
 from __future__ import annotations
 
-import math
 
 import cv2
 import numpy as np

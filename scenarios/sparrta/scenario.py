@@ -181,7 +181,8 @@ class Session(ServerRequests):
         """Attempt 0: the shared group of index ``i``; later attempts: fresh per-sample scenes."""
         env = self.env(unit.env)
         g = i // self.cfg.samples_per_scene
-        key = (unit.env, unit.task, unit.triple_id, g) if attempt == 0 else (unit.env, unit.task, unit.triple_id, "own", i, attempt)
+        base = (unit.env, unit.task, unit.triple_id)
+        key = (*base, g) if attempt == 0 else (*base, "own", i, attempt)
 
         def build() -> Group:   # a function of the key alone (st: its placement rules, not the look's lens)
             rng = sample_rng(self.cfg.seed, unit.env, unit.task, unit.triple_id, g if attempt == 0 else i,
@@ -327,9 +328,9 @@ class Session(ServerRequests):
             views = [v for v, _ in zip(usable_views(ahead.draws), range(min(QUEUE_DEPTH, self.cfg.max_render_tries)))]
             group, token = None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
 
-            def request(view, first=views[0]):
-                return self.request_view(u, j, view, ahead.st, ahead.look, group if view is first else None,
-                                         token=token)
+            def request(view, first=views[0]):   # called for every view inside send(), in this iteration
+                return self.request_view(u, j, view, ahead.st, ahead.look, group if view is first else None,  # noqa: B023
+                                         token=token)  # noqa: B023
             self.early.send(key, views, request)
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:

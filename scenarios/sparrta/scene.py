@@ -23,7 +23,7 @@ from sceneforge.scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, S
 from sceneforge.scenarios.screens import screen_aimed_cameras
 from sceneforge.scenarios.silhouette import big_enough_silhouettes, drawable_points
 from sceneforge.scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
-                                projection_rules, resample_batched, resample_while, sample_camera, sample_object,
+                                projection_rules, resample_batched, resample_while, sample_object,
                                 jittered_aims, standing, within_distance)
 
 IN_FRAME_MARGIN = 0.02   # fraction of the image size kept free at the border

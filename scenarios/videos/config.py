@@ -98,6 +98,7 @@ class VideoConfig:
 
     def normalised(self) -> dict:
         d = asdict(self)
+        d["motion"] = self.motion.identity()  # opt-in motion fields at their defaults left out
         if d["renderer"] is None:  # jobs made before the field existed keep their identity
             del d["renderer"]
         return json.loads(json.dumps(d, sort_keys=True, default=list))

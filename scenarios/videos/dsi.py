@@ -203,11 +203,22 @@ TEMPLATES = {
     5: "How does the direction of the {obj}, as seen from the camera, change during the video?",
 }
 _ANSWER_FNS = {"obj": object_answer, "cam": camera_answer, "dist": distance_answer, "dir": orientation_answer}
+# Question kinds never asked for a camera mode (scenarios/videos/camera_paths.py): an orbit
+# translates *and* turns, a zoom neither moves nor turns, and DSI's camera answer space names
+# neither. Every other kind is answered by the same rules as DSI's nine patterns.
+EXCLUDED_KINDS = {"orbit": ("cam",), "zoom": ("cam",)}
+
+
+def excluded(kind: str, clip: mo.ClipMotion) -> bool:
+    """True when ``kind`` has no DSI answer for this clip's camera path (never asked)."""
+    return kind in EXCLUDED_KINDS.get(mo.parse_pattern(clip.pattern)[0], ())
 
 
 def _category(kind: str, clip: mo.ClipMotion) -> int:
+    """DSI category; a zooming camera does not move (its pose is fixed), so its subject
+    question is cate 0 ("The camera is static")."""
     cam_mode, obj_mode = mo.parse_pattern(clip.pattern)
-    return {"obj": 0 if cam_mode == "static" else 1, "cam": 2 if obj_mode == "static" else 3,
+    return {"obj": 0 if cam_mode in ("static", "zoom") else 1, "cam": 2 if obj_mode == "static" else 3,
             "dist": 4, "dir": 5}[kind]
 
 
@@ -238,6 +249,9 @@ def make_questions(clip: mo.ClipMotion, obj_name: str, rng: np.random.Generator,
     """Questions for a clip, plus the kinds skipped as ambiguous (not asked in any variant)."""
     qs, skipped = [], []
     for kind in kinds:
+        if excluded(kind, clip):
+            skipped.append(kind)
+            continue
         answers = variant_answers(clip, kind, th)
         if not consistent(answers):
             skipped.append(kind)

@@ -8,8 +8,6 @@ pair from two nodes' actors on demand.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from sceneforge.engine.world import Actor
 from sceneforge.scenarios.scene_graph import SceneObject, scene_graph
 

@@ -30,6 +30,12 @@ from sceneforge.engine.world import Camera, Rotator, Transform
 CAM_MODES = ("static", "translate", "rotate")
 OBJ_MODES = ("static", "translate", "rotate")
 PATTERNS = tuple(f"cam_{c}-obj_{o}" for c in CAM_MODES for o in OBJ_MODES)
+# Opt-in camera paths people film with (orbit, follow, zoom): scenarios/videos/camera_paths.py
+EXTRA_PATTERNS = (
+    "cam_orbit-obj_static", "cam_orbit-obj_rotate", "cam_follow-obj_translate",
+    "cam_zoom-obj_static", "cam_zoom-obj_translate", "cam_zoom-obj_rotate",
+)
+ALL_PATTERNS = PATTERNS + EXTRA_PATTERNS
 # Base direction angles (deg) relative to the camera's initial heading.
 CAM_DIRS = {"forward": 0.0, "right": 90.0, "backward": 180.0, "left": -90.0}
 OBJ_DIRS = {"away": 0.0, "right": 90.0, "toward": 180.0, "left": -90.0}
@@ -39,8 +45,8 @@ HeightFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 def parse_pattern(name: str) -> tuple[str, str]:
     """``"cam_rotate-obj_static"`` -> ``("rotate", "static")``; ConfigError on anything else."""
-    if name not in PATTERNS:
-        raise ConfigError(f"unknown motion pattern {name!r}; choose from {', '.join(PATTERNS)}")
+    if name not in ALL_PATTERNS:
+        raise ConfigError(f"unknown motion pattern {name!r}; choose from {', '.join(ALL_PATTERNS)}")
     cam, obj = name.split("-")
     return cam[4:], obj[4:]
 
@@ -68,6 +74,11 @@ class MotionConfig:
     obj_turn_dps: tuple[float, float] = (40.0, 110.0)
     dir_jitter_deg: float = 12.0
     patterns: tuple[str, ...] = PATTERNS
+    # opt-in camera paths (camera_paths.py); left out of the job's identity while at these defaults
+    cam_orbit_dps: tuple[float, float] = (4.0, 10.0)
+    zoom_ratio: tuple[float, float] = (1.3, 1.8)
+    shake_cm: float = 0.0
+    shake_deg: float = 0.0
 
     def __post_init__(self) -> None:
         n_frames = _number("n_frames", self.n_frames, integer=True)
@@ -78,7 +89,7 @@ class MotionConfig:
             raise ConfigError(f"motion.fps must be in (0, 240], got {self.fps}")
         _number("dir_jitter_deg", self.dir_jitter_deg)
         for name in ("cam_distance_cm", "cam_height_cm", "cam_speed_cms", "cam_pan_dps",
-                     "obj_speed_cms", "obj_turn_dps"):
+                     "obj_speed_cms", "obj_turn_dps", "cam_orbit_dps", "zoom_ratio"):
             value = getattr(self, name)
             if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
                 raise ConfigError(f"motion.{name} must be [lo, hi] numbers, got {value!r}")
@@ -93,6 +104,27 @@ class MotionConfig:
         for p in self.patterns:
             parse_pattern(p)
         object.__setattr__(self, "patterns", tuple(self.patterns))
+        self._check_extras()
+
+    def _check_extras(self) -> None:
+        from sceneforge.scenarios.videos.camera_paths import SHAKE_MAX_CM, SHAKE_MAX_DEG
+
+        if not 1.0 < self.zoom_ratio[0] <= self.zoom_ratio[1] <= 4.0:
+            raise ConfigError(f"motion.zoom_ratio must be [lo, hi] with 1 < lo <= hi <= 4, got {self.zoom_ratio}")
+        for name, hi in (("shake_cm", SHAKE_MAX_CM), ("shake_deg", SHAKE_MAX_DEG)):
+            value = _number(name, getattr(self, name))
+            if not 0.0 <= value <= hi:  # larger shake would blur the "still" / "turns" answers
+                raise ConfigError(f"motion.{name} must be in [0, {hi}], got {value}")
+            object.__setattr__(self, name, value)
+
+    def identity(self) -> dict:
+        """The fields as a dict, without the opt-in fields still at their defaults (so jobs made
+        before they existed keep their fingerprint)."""
+        d, default = asdict(self), MotionConfig()
+        for name in ("cam_orbit_dps", "zoom_ratio", "shake_cm", "shake_deg"):
+            if d[name] == getattr(default, name):
+                del d[name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict | None) -> "MotionConfig":
@@ -128,9 +160,22 @@ class MotionSpec:
     obj_turn_dps: float = 0.0        # signed: + turns clockwise seen from above
     subject_size: tuple[float, float, float] = (400.0, 200.0, 150.0)  # cm, local X/Y/Z extent
     scale: float = 1.0               # size factor applied to distance, height and speeds
+    # opt-in camera paths (camera_paths.py); left out of to_dict() while at these defaults
+    cam_orbit_dps: float = 0.0       # signed: + = heading (and orbit angle) increasing
+    zoom_ratio: float = 1.0          # final / initial focal length (> 1 zooms in)
+    shake_cm: float = 0.0
+    shake_deg: float = 0.0
+    shake_seed: int = 0
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for name, default in _SPEC_EXTRAS.items():
+            if d[name] == default:
+                del d[name]
+        return d
+
+
+_SPEC_EXTRAS = {"cam_orbit_dps": 0.0, "zoom_ratio": 1.0, "shake_cm": 0.0, "shake_deg": 0.0, "shake_seed": 0}
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,13 +204,16 @@ class ClipMotion:
     subject: Track
     subject_size: tuple[float, float, float]
     spec: MotionSpec | None = field(default=None, compare=False)
+    zoom: np.ndarray | None = None   # (T,) focal-length factor (cam_zoom); None = fixed focal
 
     @property
     def n_frames(self) -> int:
         return int(len(self.camera.yaw))
 
     def allclose(self, other: "ClipMotion", atol: float = 1e-6) -> bool:
-        return self.camera.allclose(other.camera, atol) and self.subject.allclose(other.subject, atol)
+        zooms = (self.zoom is None) == (other.zoom is None) and (
+            self.zoom is None or np.allclose(self.zoom, other.zoom, atol=atol))
+        return self.camera.allclose(other.camera, atol) and self.subject.allclose(other.subject, atol) and zooms
 
 
 # --- geometry helpers ------------------------------------------------------------------------
@@ -213,6 +261,12 @@ def _paths(spec: MotionSpec, yaw0: float) -> tuple[np.ndarray, np.ndarray, np.nd
     v_cam = spec.cam_speed_cms * heading(yaw0 + spec.cam_dir_deg) if cam_mode == "translate" else 0.0
     v_obj = spec.obj_speed_cms * heading(yaw0 + spec.obj_dir_deg) if obj_mode == "translate" else 0.0
     cam_yaw = yaw0 + (spec.cam_pan_dps * t[:, 0] if cam_mode == "rotate" else 0.0 * t[:, 0])
+    if cam_mode == "follow":   # a tracking dolly: the subject's velocity, heading kept
+        v_cam = v_obj
+    elif cam_mode == "orbit":  # about the subject's start, facing it (camera_paths.py)
+        from sceneforge.scenarios.videos.camera_paths import orbit_paths
+        cam_xy, cam_yaw = orbit_paths(start, spec.distance_cm, yaw0, spec.cam_orbit_dps, t[:, 0])
+        return cam_xy, cam_yaw, start + v_obj * t
     return cam0 + v_cam * t, cam_yaw, start + v_obj * t
 
 
@@ -249,7 +303,22 @@ def build_clip(spec: MotionSpec, ground_height: HeightFn) -> ClipMotion:
     pitch = float(np.degrees(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1]))).mean())
     camera = Track(cam_loc, np.asarray(cam_yaw, float), np.full_like(t, pitch))
     subject = Track(obj_loc, np.asarray(obj_yaw, float), np.zeros_like(t))
-    return ClipMotion(spec.pattern, spec.fps, camera, subject, tuple(spec.subject_size), spec)
+    if spec.shake_cm > 0 or spec.shake_deg > 0:
+        camera = _shaken(camera, spec)
+    zoom = None
+    if spec.zoom_ratio != 1.0:
+        from sceneforge.scenarios.videos.camera_paths import zoom_track
+        zoom = zoom_track(spec.zoom_ratio, spec.n_frames)
+    return ClipMotion(spec.pattern, spec.fps, camera, subject, tuple(spec.subject_size), spec, zoom)
+
+
+def _shaken(camera: Track, spec: MotionSpec) -> Track:
+    """The camera track plus the spec's handheld jitter (camera_paths.shake_offsets)."""
+    from sceneforge.scenarios.videos.camera_paths import shake_offsets
+
+    o = shake_offsets(spec.shake_seed, spec.n_frames, spec.fps, spec.shake_cm, spec.shake_deg)
+    loc = camera.location + np.column_stack([o["x"], o["y"], o["z"]])
+    return Track(loc, camera.yaw + o["yaw"], camera.pitch + o["pitch"])
 
 
 def _uniform(rng: np.random.Generator, lo_hi: tuple[float, float]) -> float:
@@ -284,6 +353,20 @@ def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
         spec = replace(spec, obj_dir_deg=base + jit(), obj_speed_cms=scale * _uniform(rng, cfg.obj_speed_cms))
     elif obj_mode == "rotate":
         spec = replace(spec, obj_turn_dps=sign() * _uniform(rng, cfg.obj_turn_dps))
+    return _sample_extras(rng, cfg, spec, cam_mode)
+
+
+def _sample_extras(rng: np.random.Generator, cfg: MotionConfig, spec: MotionSpec, cam_mode: str) -> MotionSpec:
+    """The opt-in camera paths' scalars, drawn after everything else (DSI's nine patterns
+    without shake draw nothing here, so their clips are unchanged)."""
+    if cam_mode == "orbit":
+        spec = replace(spec, cam_orbit_dps=float(rng.choice([-1.0, 1.0])) * _uniform(rng, cfg.cam_orbit_dps))
+    elif cam_mode == "zoom":
+        ratio = _uniform(rng, cfg.zoom_ratio)
+        spec = replace(spec, zoom_ratio=ratio if rng.random() < 0.5 else 1.0 / ratio)
+    if cfg.shake_cm > 0 or cfg.shake_deg > 0:
+        spec = replace(spec, shake_cm=cfg.shake_cm, shake_deg=cfg.shake_deg,
+                       shake_seed=int(rng.integers(0, 2**31 - 1)))
     return spec
 
 
@@ -291,7 +374,8 @@ def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
 def reverse_motion(clip: ClipMotion) -> ClipMotion:
     """Time reversal: the same poses played backwards (frame t ← frame T-1-t)."""
     rev = lambda tr: Track(tr.location[::-1].copy(), tr.yaw[::-1].copy(), tr.pitch[::-1].copy())  # noqa: E731
-    return replace(clip, camera=rev(clip.camera), subject=rev(clip.subject), spec=None)
+    zoom = None if clip.zoom is None else clip.zoom[::-1].copy()
+    return replace(clip, camera=rev(clip.camera), subject=rev(clip.subject), spec=None, zoom=zoom)
 
 
 def mirror_plane(clip: ClipMotion) -> tuple[np.ndarray, float]:
@@ -356,8 +440,10 @@ def box_corners(size: tuple[float, float, float]) -> np.ndarray:
 
 
 def camera_at(clip: ClipMotion, t: int, fov_deg: float, width: int, height: int) -> Camera:
-    """The engine Camera of frame ``t``."""
+    """The engine Camera of frame ``t`` (``fov_deg`` is the unzoomed horizontal FOV)."""
     loc = tuple(float(v) for v in clip.camera.location[t])
+    if clip.zoom is not None:  # focal length x zoom[t]
+        fov_deg = math.degrees(2.0 * math.atan(math.tan(math.radians(fov_deg) / 2.0) / float(clip.zoom[t])))
     return Camera(loc, clip.camera.rotator(t), fov_deg, width, height)
 
 
@@ -393,8 +479,21 @@ def keep_out(clip: ClipMotion, pad_cm: float = 100.0, step_cm: float = 100.0) ->
     r_obj = math.hypot(clip.subject_size[0], clip.subject_size[1]) / 2.0 + pad_cm
     out = []
     for loc, r in ((clip.subject.location, r_obj), (clip.camera.location, pad_cm + 50.0)):
+        if clip.pattern not in PATTERNS:  # curved (orbit) or opt-in paths: along every frame
+            out += swept_circles(loc, r, step_cm)
+            continue
         length = float(np.linalg.norm(loc[-1, :2] - loc[0, :2]))
         for s in np.linspace(0.0, 1.0, max(2, int(length / step_cm) + 2)):
             x, y = loc[0, :2] + s * (loc[-1, :2] - loc[0, :2])
             out.append((float(x), float(y), float(r)))
     return out
+
+
+def swept_circles(loc: np.ndarray, r: float, step_cm: float = 100.0) -> list[tuple[float, float, float]]:
+    """Circles of radius ``r`` every ≤ ``step_cm`` along the polyline through ``loc`` (T,2|3)."""
+    out = []
+    for a, b in zip(loc[:-1, :2], loc[1:, :2]):
+        n = max(1, int(np.linalg.norm(b - a) / step_cm) + 1)
+        out += [(float(x), float(y), float(r)) for x, y in (a + s * (b - a) for s in np.arange(n) / n)]
+    x, y = loc[-1, :2]
+    return out + [(float(x), float(y), float(r))]

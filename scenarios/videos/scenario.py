@@ -115,7 +115,7 @@ def _rules(ctx: Context) -> list:
         ("out_of_view", lambda c: mo.min_edge_margin_px(c, ctx.fov, ctx.size, ctx.size) >= ctx.cfg.edge_margin_px),
         ("camera_too_close", lambda c: mo.min_clearance_cm(c) >= ctx.cfg.min_clearance_cm * c.spec.scale),
         ("object_label", lambda c: dsi.consistent(dsi.variant_answers(c, "obj", th))),
-        ("camera_label", lambda c: dsi.consistent(dsi.variant_answers(c, "cam", th))),
+        ("camera_label", lambda c: dsi.excluded("cam", c) or dsi.consistent(dsi.variant_answers(c, "cam", th))),
     ]
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +74,8 @@ def preview_scene(env, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0,
 
     from sceneforge.engine.world import Actor, Rotator, Scene, Transform, instance_color
 
-    lib, t = env.library, env.triples[triple]
+    env.library   # loaded here, before the scene is built, so its errors come first
+    t = env.triples[triple]
     g = env.ground
     scene = Scene()
     env.apply_to(scene)  # sun, sky, ground, fog, look

@@ -46,7 +46,8 @@ def test_a_pack_declares_a_class_with_its_label(pack, tmp_path):
 def test_undeclared_or_builtin_class_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(PACK.replace("classes:\n  lighthouse: {label: Lighthouse, description: a striped tower}\n", ""))
-    with pytest.raises(ConfigError, match=r"bad.yaml:4: assets\[0\].class .asset .dense_lighthouse..: unknown class .lighthouse.; "
+    with pytest.raises(ConfigError,
+                       match=r"bad.yaml:4: assets\[0\].class .asset .dense_lighthouse..: unknown class .lighthouse.; "
                                           r"declare it under 'classes:'"):
         load_manifest(bad)
     bad.write_text(PACK.replace("lighthouse: {label", "truck: {label"))

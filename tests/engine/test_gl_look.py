@@ -3,7 +3,6 @@ parameters change only ``lit``, and the world sections validate. Expected values
 scene's construction (texture colours, hand geometry), never from the renderer."""
 from __future__ import annotations
 
-from dataclasses import replace
 
 import numpy as np
 import pytest

@@ -4,14 +4,12 @@ dirs are removed, and the health check needs a rendered frame."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from farm_helpers import HERE, pid_alive, wait_for

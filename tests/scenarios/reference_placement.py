@@ -9,6 +9,7 @@ hand-built near-tangent shapes. Only the speed differs; the rules are the same.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import shapely
@@ -16,6 +17,9 @@ from shapely.geometry import Point, Polygon, box
 from shapely.ops import unary_union
 
 from sceneforge.scenarios.placement import pick_variants
+
+if TYPE_CHECKING:
+    from sceneforge.scenarios.environments import ClutterGroup
 
 TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
 

@@ -62,7 +62,8 @@ def test_sector_distance_matches_shapely():
         arc = [sec.point(sec.centre_deg - sec.half_deg + 2 * sec.half_deg * k / 400, sec.radius) for k in range(401)]
         poly = Polygon([sec.apex] + arc)
         p = rng.normal(0, 1000, 2)
-        assert sec.distance(p) == pytest.approx(poly.distance(Point(p)), abs=sec.radius * (1 - math.cos(math.radians(sec.half_deg / 400))) + 1e-6)  # chord sag
+        sag = sec.radius * (1 - math.cos(math.radians(sec.half_deg / 400)))   # chord sag
+        assert sec.distance(p) == pytest.approx(poly.distance(Point(p)), abs=sag + 1e-6)
 
 
 def test_square_sector_region_is_uniform_on_the_intersection():
@@ -286,7 +287,8 @@ def test_free_region_keeps_every_position_the_overlap_rule_keeps():
     assert rho == pytest.approx(18.0)            # the nearest edge: y = -18
     kept = removed = 0
     for _ in range(60):
-        obstacles = [Placed(f"o{k}", AssetShape("o", "o", rng.uniform(30, 300, 2) * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]), 100.0),
+        square = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
+        obstacles = [Placed(f"o{k}", AssetShape("o", "o", rng.uniform(30, 300, 2) * square, 100.0),
                             *rng.uniform(-800, 800, 2), 0.0, float(rng.uniform(-180, 180))) for k in range(4)]
         region = free_region(box(-1000, -1000, 1000, 1000), [o.polygon() for o in obstacles], 20.0, rho)
         rule = no_overlap(obstacles, 20.0)
@@ -339,8 +341,9 @@ def test_screened_cameras_fail_only_what_the_projection_rules_fail():
     rng = np.random.default_rng(33)
     flagged = agree = 0
     for _ in range(40):
-        objs = [Placed(f"o{k}", AssetShape("o", "o", rng.uniform(10, 150, 2) * np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]),
-                                          float(rng.uniform(20, 300))), *rng.normal(0, 400, 2), 0.0, float(rng.uniform(-180, 180)))
+        square = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]])
+        objs = [Placed(f"o{k}", AssetShape("o", "o", rng.uniform(10, 150, 2) * square, float(rng.uniform(20, 300))),
+                       *rng.normal(0, 400, 2), 0.0, float(rng.uniform(-180, 180)))
                 for k in range(2)]
         aim = np.mean([o.centre() for o in objs], axis=0)
         eyes = np.column_stack([rng.uniform(-2500, 2500, (60, 2)), rng.uniform(100, 1500, 60)])

@@ -96,8 +96,8 @@ def test_views_at_the_threshold_the_centre_count_settles_render_under_min_px(ser
         for k, aid in enumerate(ASSETS[:2]):
             obj, pts = _spawn_alone(c, lib, k, aid)
 
-            def extent(d, j):
-                uv, _ = _camera_around(obj, d, j).project(pts)
+            def extent(d, j):   # used within this iteration only
+                uv, _ = _camera_around(obj, d, j).project(pts)  # noqa: B023
                 return max(np.ptp(uv[:, 0]), np.ptp(uv[:, 1]))
             for j in range(12):
                 lo, hi = 500.0, 100000.0   # extent falls with distance: bisect to 11.5 px

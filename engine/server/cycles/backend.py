@@ -25,6 +25,7 @@ import numpy as np
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.meshes import RenderMesh
+from sceneforge.engine.limits import MAX_CYCLES_SAMPLES, MAX_CYCLES_SEED, shown
 from sceneforge.engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
 from sceneforge.engine.server.cycles import install
 from sceneforge.engine.server.cycles.client import BlenderWorker, decode_png
@@ -57,24 +58,24 @@ class CyclesSettings:
     @classmethod
     def from_options(cls, options: dict, threads: int) -> "CyclesSettings":
         """From a renderer spec's options (``cycles:samples=32,seed=1,denoise=0``), all strings."""
-        def integer(key: str, default: int, lo: int) -> int:
+        def integer(key: str, default: int, lo: int, hi: int) -> int:
             raw = options.get(key)
             if raw is None:
                 return default
             try:
                 value = int(raw)
             except ValueError:
-                raise ConfigError(f"renderer cycles: {key} must be an integer, got {raw!r}") from None
-            if value < lo:
-                raise ConfigError(f"renderer cycles: {key} must be >= {lo}, got {value}")
+                raise ConfigError(f"renderer cycles: {key} must be an integer, got {shown(raw, 40)}") from None
+            if not lo <= value <= hi:
+                raise ConfigError(f"renderer cycles: {key} must be in {lo}..{hi}, got {value}")
             return value
-        denoise = integer("denoise", 1, 0)
-        if denoise > 1:
-            raise ConfigError(f"renderer cycles: denoise must be 0 or 1, got {denoise}")
+        denoise = integer("denoise", 1, 0, 1)
         prefilter = str(options.get("prefilter", cls.prefilter)).upper()
         if prefilter not in ("FAST", "ACCURATE"):
-            raise ConfigError(f"renderer cycles: prefilter must be fast or accurate, got {options['prefilter']!r}")
-        return cls(samples=integer("samples", cls.samples, 1), seed=integer("seed", cls.seed, 0),
+            raise ConfigError(f"renderer cycles: prefilter must be fast or accurate, got "
+                              f"{shown(options['prefilter'], 40)}")
+        return cls(samples=integer("samples", cls.samples, 1, MAX_CYCLES_SAMPLES),
+                   seed=integer("seed", cls.seed, 0, MAX_CYCLES_SEED),
                    threads=max(1, int(threads)), denoise=bool(denoise), prefilter=prefilter)
 
     def worker_settings(self) -> dict:
@@ -142,6 +143,11 @@ class CyclesBackend(RenderBackend):
     def close(self) -> None:
         self.worker.close()
         self.gl.close()
+
+    def interrupt(self) -> None:
+        """Stop a frame in progress now (any thread; the server is shutting down): the Blender
+        worker is killed, the waiting render raises at once instead of after the whole frame."""
+        self.worker.kill()
 
     # --- Cycles' own passes (checks against GL) ---------------------------------------------
     def render_cycles(self, scene: Scene, camera: Camera,

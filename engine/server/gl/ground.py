@@ -50,7 +50,8 @@ def ground_grid(ground: Ground) -> list[GroundTile]:
 
     Flat ground: one quad (one tile, one level). Relief: a grid of step ``step`` (level 0: a
     twentieth of the relief wavelength, at most ``MAX_GROUND_CELLS`` cells per side; level 1 is
-    the grid drawn everywhere before levels existed) cut into ``T x T`` tiles of ``C`` cells; level ``k`` of a tile keeps every ``2**k``-th vertex, so
+    the grid drawn everywhere before levels existed) cut into ``T x T`` tiles of ``C`` cells; level ``k`` of a tile
+    keeps every ``2**k``-th vertex, so
     tiles at the same level share their edge vertices exactly (same x, y, same
     :meth:`Ground.height`) and only a join between two levels can open a crack. Each level carries
     skirts: a vertical strip hanging ``depth`` cm below each inner edge (``depth`` = twice the

@@ -7,7 +7,8 @@ never touch ids or depth.
 
 Variants (``#define``s, compiled on demand; on llvmpipe an unused branch still costs, so features
 are compile-time): ``GROUND`` (terrain: surface textures with two-scale anti-tiling and macro
-variation, 4-tap PCF), ``VERTEX_COLOR`` (a part without material: vertex colours), ``ALBEDO_MAP``, ``NORMAL_MAP``, ``ORM_MAP``, ``ALPHA_TEST``, ``SHADOW``,
+variation, 4-tap PCF), ``VERTEX_COLOR`` (a part without material: vertex colours), ``ALBEDO_MAP``, ``NORMAL_MAP``,
+``ORM_MAP``, ``ALPHA_TEST``, ``SHADOW``,
 ``WITH_NORMAL``, ``FOG``, ``OBJECT_NORMALS`` (the normal map is in the mesh's frame: impostor cards).
 
 Units: linear radiance, the sun lights a white surface facing it to 1 × ``Sun.intensity``; the
