@@ -34,6 +34,9 @@ class VideoConfig:
     max_tries: int = 400                   # geometric candidates per render attempt
     max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
     renderer: str | None = None            # server renderer spec (None = gl), e.g. "cycles:samples=16"
+    # opt-in (issue 38); left out of the job's identity while at these defaults:
+    ground_truth: tuple[str, ...] = ()     # dense per-frame ground truth: subset of masks, depth, flow
+    distractors: int = 0                   # other movers per clip (scenarios/videos/movers.py)
     # the environment's content (scenarios.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
@@ -50,7 +53,7 @@ class VideoConfig:
             if req not in d:
                 raise ConfigError(f"{source}: missing field '{req}' (--{req} is required, or set '{req}' in --config)")
         d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
-        for key in ("subjects", "questions"):
+        for key in ("subjects", "questions", "ground_truth"):
             if d.get(key) is not None:
                 d[key] = tuple(str(s) for s in d[key])
         cfg = cls(**d)
@@ -93,12 +96,29 @@ class VideoConfig:
                 parse_spec(self.renderer)
             except ConfigError as e:
                 raise ConfigError(f"videos config: renderer: {e}") from None
+        self._validate_extras()
         if self.min_visible_ratio is not None and not 0 <= self.min_visible_ratio <= 1:
             raise ConfigError(f"videos config: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
+
+    def _validate_extras(self) -> None:
+        from sceneforge.scenarios.videos.ground_truth import GT_KINDS
+        from sceneforge.scenarios.videos.movers import MAX_DISTRACTORS
+
+        bad = [g for g in self.ground_truth if g not in GT_KINDS]
+        if bad or len(set(self.ground_truth)) != len(self.ground_truth):
+            raise ConfigError(f"videos config: ground_truth must be distinct items of {', '.join(GT_KINDS)} "
+                              f"(poses and boxes are always written), got {list(self.ground_truth)}")
+        if isinstance(self.distractors, bool) or not isinstance(self.distractors, int) \
+                or not 0 <= self.distractors <= MAX_DISTRACTORS:
+            raise ConfigError(f"videos config: distractors must be an integer in 0..{MAX_DISTRACTORS}, "
+                              f"got {self.distractors!r}")
 
     def normalised(self) -> dict:
         d = asdict(self)
         d["motion"] = self.motion.identity()  # opt-in motion fields at their defaults left out
         if d["renderer"] is None:  # jobs made before the field existed keep their identity
             del d["renderer"]
+        for key, default in (("ground_truth", ()), ("distractors", 0)):
+            if getattr(self, key) == default:
+                del d[key]
         return json.loads(json.dumps(d, sort_keys=True, default=list))

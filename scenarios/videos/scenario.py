@@ -33,7 +33,9 @@ from sceneforge.engine.world import Actor, Ground
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.videos.config import VideoConfig
 from sceneforge.scenarios.videos import dsi
+from sceneforge.scenarios.videos import ground_truth as gt
 from sceneforge.scenarios.videos import motion as mo
+from sceneforge.scenarios.videos.movers import DISTRACTOR_STREAM, keep_out as keep_out_movers, sample_movers
 from sceneforge.scenarios.videos.video_io import apply_aug, encode_mp4
 from sceneforge.scenarios.look import LOOK_STREAM, draw_look, server_world
 
@@ -65,6 +67,7 @@ class Context:
     min_ratio: float
     min_bbox: float
     subject_ids: list[str]
+    mover_pool: list[tuple[str, str, tuple]] = None  # (asset, class, size) of movable assets (distractors)
 
 
 def load_context(cfg: VideoConfig) -> Context:
@@ -81,8 +84,10 @@ def load_context(cfg: VideoConfig) -> Context:
     if not ids:
         raise ConfigError(f"videos config: no assets for subject classes {list(classes)}")
     pick = lambda ours, env_value: float(env_value if ours is None else ours)  # noqa: E731
+    pool = [(i.id, c, tuple(float(v) for v in lib.size_cm(i.id))) for c in MOVABLE for i in lib.by_class(c)]
     return Context(cfg, env, lib, env.ground, int(pick(cfg.image_size, s.image_size)), pick(cfg.fov_deg, s.fov_deg),
-                   pick(cfg.min_visible_ratio, s.min_visible_ratio), pick(cfg.min_bbox_px, s.min_bbox_px), ids)
+                   pick(cfg.min_visible_ratio, s.min_visible_ratio), pick(cfg.min_bbox_px, s.min_bbox_px), ids,
+                   sorted(pool))
 
 
 def mirror_world(world: dict, plane_yaw: float) -> dict:
@@ -140,18 +145,31 @@ def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Act
                   ) -> tuple[dict, list]:
     """Render every frame of ``clip``: {kind: (T,...) array} and per-frame PixelCount of the
     subject (empty when ``visibility`` is False)."""
+    frames, vis = render_clip(client, clip, subject, scenery, world, fov, size, kinds, visibility)
+    return frames, [v[subject.name] for v in vis]
+
+
+def render_clip(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor], world: dict, fov: float,
+                size: int, kinds: tuple[str, ...] = ("lit",), visibility: bool = True,
+                movers: list = ()) -> tuple[dict, list[dict]]:
+    """:func:`render_frames` with distractor ``movers`` (scenarios/videos/movers.py) posed every
+    frame; per-frame visibility is ``{name: PixelCount}`` of the subject and every mover. Spawn
+    order: scenery, subject, movers (instance ids follow it)."""
     client.set_world(world)
     client.reset()  # the server's images are a pure function of the scene: no history to clear
-    client.spawn([*scenery, subject])
+    client.spawn([*scenery, subject, *(Actor(m.name, m.asset_id, m.transform(0)) for m in movers)])
+    names = [subject.name, *(m.name for m in movers)]
     frames, vis = {k: [] for k in kinds}, []
     for t in range(clip.n_frames):
-        client.set_poses({subject.name: {"location": tuple(clip.subject.location[t]),
-                                         "rotation": clip.subject.rotator(t)}})
+        poses = {subject.name: {"location": tuple(clip.subject.location[t]), "rotation": clip.subject.rotator(t)}}
+        for m in movers:
+            poses[m.name] = {"location": tuple(m.track.location[t]), "rotation": m.track.rotator(t)}
+        client.set_poses(poses)
         out = client.render(0, kinds, camera=mo.camera_at(clip, t, fov, size, size))
         for k in kinds:
             frames[k].append(out[k])
         if visibility:
-            vis.append(client.visibility(0, [subject.name])[subject.name])
+            vis.append(client.visibility(0, names))
     return {k: np.stack(v) for k, v in frames.items()}, vis
 
 
@@ -172,6 +190,8 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
     fov = float(world.get("camera", {}).get("fov_deg", ctx.fov))
     pattern = ctx.cfg.motion.patterns[index % len(ctx.cfg.motion.patterns)]
     asset_id = str(rng.choice(ctx.subject_ids))
+    mover_rng = clip_rng(ctx.cfg, ctx.env.name, index, DISTRACTOR_STREAM)
+    kinds = ("lit", *gt.render_kinds(ctx.cfg.ground_truth))
     fail = None
     for attempt in range(ctx.cfg.max_render_tries):
         try:
@@ -187,15 +207,39 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
             asset_id = str(rng.choice(ctx.subject_ids))
             continue
         subject = Actor(SUBJECT, asset_id, mo.subject_transform(clip, 0))
-        scenery = ctx.env.clutter(rng, keep_out=mo.keep_out(clip)) if ctx.cfg.clutter else []
-        frames, vis = render_frames(client, clip, subject, scenery, server_world(world), fov, ctx.size)
+        movers = _distractors(ctx, mover_rng, clip, asset_id, fov)
+        keep = mo.keep_out(clip) + (keep_out_movers(movers) if movers else [])
+        scenery = ctx.env.clutter(rng, keep_out=keep) if ctx.cfg.clutter else []
+        frames, vis_all = render_clip(client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds,
+                                      movers=movers)
+        vis = [v[SUBJECT] for v in vis_all]
         fail = visibility_rule(ctx, vis)
         if fail is None:
             return {"clip": clip, "frames": frames["lit"], "vis": vis, "asset_id": asset_id,
-                    "attempts": attempt + 1, "scenery": scenery, "world": world, "fov": fov}
+                    "attempts": attempt + 1, "scenery": scenery, "world": world, "fov": fov,
+                    "movers": movers, "vis_all": vis_all, "dense": frames}
         counts[fail] += 1
     raise PlacementError(f"clip {index}: subject not visible enough in {ctx.cfg.max_render_tries} rendered "
                          f"attempts (last rule: {fail})", rule=fail, tries=ctx.cfg.max_render_tries)
+
+
+def _distractors(ctx: Context, rng: np.random.Generator, clip: mo.ClipMotion, asset_id: str, fov: float) -> list:
+    """Distractor movers (none unless ``distractors`` > 0), never of the subject's class."""
+    if not ctx.cfg.distractors:
+        return []
+    cls = ctx.lib.info(asset_id).cls
+    pool = [c for c in ctx.mover_pool if c[1] != cls]
+    return sample_movers(rng, clip, ctx.cfg.distractors, pool, ctx.cfg.motion.obj_speed_cms, ctx.ground.height, fov)
+
+
+def features(cfg: VideoConfig, clip: mo.ClipMotion) -> list[str]:
+    """The opt-in features a clip uses (issue 38), for its record; [] for DSI's own clips."""
+    out = [] if clip.pattern in mo.PATTERNS else [f"pattern:{clip.pattern}"]
+    if cfg.motion.shake_cm or cfg.motion.shake_deg:
+        out.append("shake")
+    if cfg.distractors:
+        out.append("distractors")
+    return out + [f"gt:{g}" for g in cfg.ground_truth]
 
 
 def clip_record(ctx: Context, index: int, made: dict) -> dict:
@@ -222,7 +266,23 @@ def clip_record(ctx: Context, index: int, made: dict) -> dict:
         "questions": [{"cate": q.cate, "kind": q.kind, "question": q.text, "options": list(q.options),
                        "answers": q.answers} for q in qs],
         "rows": {aug: dsi.csv_rows(rel, qs, aug) for aug in dsi.AUGS},
+        **_extras(ctx, made),
     }
+
+
+def _extras(ctx: Context, made: dict) -> dict:
+    """Record fields of the opt-in features only (DSI's own clips keep their exact record)."""
+    clip, out = made["clip"], {}
+    flags = features(ctx.cfg, clip)
+    if flags:
+        out["features"] = flags
+    if clip.zoom is not None:
+        fov = made.get("fov", ctx.fov)
+        out["focal_px_per_frame"] = [mo.camera_at(clip, t, fov, ctx.size, ctx.size).focal_px
+                                     for t in range(clip.n_frames)]
+    if ctx.cfg.distractors:
+        out["distractors"] = [m.to_record() for m in made.get("movers", [])]
+    return out
 
 
 # --- the farm contract ---------------------------------------------------------------------------
@@ -274,6 +334,12 @@ def write_graphs(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
     atomic_write_json(out_dir / "graphs" / f"{index:06d}.json", g)
 
 
+def write_ground_truth(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
+    """Per-frame poses and boxes (always), masks / depth / flow on request: ground_truth.py."""
+    from sceneforge.scenarios.videos.gt_writer import write_clip_gt
+    write_clip_gt(ctx, out_dir / "gt" / f"{index:06d}", made, SUBJECT)
+
+
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult:
     """Render the clips of ``shard`` with the render server at ``server``; skip complete ones."""
     from sceneforge.engine.client import RenderClient
@@ -289,6 +355,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
             try:
                 made = make_clip(ctx, client, index, counts)
                 write_graphs(ctx, out_dir, index, made)   # before the record: the record marks done
+                write_ground_truth(ctx, out_dir, index, made)
                 write_clip(out_dir, clip_record(ctx, index, made), made["frames"])
                 result.done.append(index)
                 log.debug("clip %d done (%s, %d render attempt(s))", index, made["clip"].pattern, made["attempts"])
