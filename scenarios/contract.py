@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Protocol
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.registry import module_path, scenario_names
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,6 @@ def load_scenario(name: str) -> ModuleType:
         module = importlib.import_module(path)
     except ModuleNotFoundError as e:
         if e.name and path.startswith(e.name):
-            from sceneforge.scenarios.registry import scenario_names
-
             raise ConfigError(f"scenario '{name}': not a registered scenario ({', '.join(scenario_names())}) "
                               "nor an importable module: no such module") from e
         raise
@@ -124,3 +123,9 @@ def server_spec(module: ModuleType, config: dict) -> ServerSpec:
 def needs_server(module: ModuleType) -> bool:
     """Whether the farm must give this scenario's workers a render server (default: yes)."""
     return bool(getattr(module, "NEEDS_SERVER", True))
+
+
+def get_scenario(name_or_path: str) -> ModuleType:
+    """A registered scenario by name (``"sparrta"``) or any scenario module by import path,
+    imported and checked against the contract."""
+    return load_scenario(module_path(name_or_path))

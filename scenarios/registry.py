@@ -18,7 +18,6 @@ Adding a scenario costs that module plus one line in :data:`BUILTIN`; user code 
 """
 from __future__ import annotations
 
-from types import ModuleType
 
 from sceneforge.core.errors import ConfigError
 
@@ -46,9 +45,3 @@ def module_path(name_or_path: str) -> str:
     """Registry name → import path; anything else is taken as an import path (checked on import)."""
     return _REGISTRY.get(name_or_path, name_or_path)
 
-
-def get_scenario(name_or_path: str) -> ModuleType:
-    """Import the scenario and check it implements the contract."""
-    from sceneforge.scenarios.contract import load_scenario
-
-    return load_scenario(module_path(name_or_path))

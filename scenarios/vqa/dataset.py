@@ -18,7 +18,7 @@ def write_dataset(cfg, out: Path, samples: list[tuple[str, int]]) -> dict:
 
     from sceneforge.scenarios.sampling import sample_rng
     from sceneforge.scenarios.scene_graph import coco_annotations, graph_rows
-    from sceneforge.scenarios.vqa.scenario import load_scene
+    from sceneforge.scenarios.vqa.record import load_scene
     from sceneforge.scenarios.vqa.templates import CATEGORIES, Rules, letter_options, questions
 
     rules = Rules(cfg.min_visible_ratio, cfg.min_box_px, cfg.margin_deg, cfg.rank_gap)

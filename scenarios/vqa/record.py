@@ -18,6 +18,20 @@ from sceneforge.engine.world import Actor, Camera, Rotator, Transform
 SCHEMA = "sceneforge.scene_record/1"
 
 
+
+def scene_path(out: Path, env: str, i: int) -> Path:
+    """Where scene ``i`` of ``env`` records itself in a VQA dataset."""
+    return Path(out) / env / f"scene_{i:06d}.json"
+
+
+def load_scene(out: Path, env: str, i: int) -> dict | None:
+    """Scene ``i``'s record if it and every file it names are complete (else None: redo it)."""
+    try:
+        rec = json.loads(scene_path(out, env, i).read_text())
+    except (OSError, ValueError):
+        return None
+    return rec if all((Path(out) / f).is_file() for f in rec.get("files", {}).values()) else None
+
 def actor_entry(a: Actor, color) -> dict:
     t = a.transform
     return {"name": a.name, "asset": a.asset_id, "location": list(t.location), "rotation": list(t.rotation.as_tuple()),

@@ -27,6 +27,7 @@ import numpy as np
 
 from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.vqa.record import load_scene, scene_path  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
@@ -136,18 +137,6 @@ def file_names(cfg: VqaConfig, env: str, i: int) -> dict[str, str]:
     if cfg.depth:
         files["depth"] = f"{env}/depth_{n}.npy"
     return files
-
-
-def scene_path(out: Path, env: str, i: int) -> Path:
-    return Path(out) / env / f"scene_{i:06d}.json"
-
-
-def load_scene(out: Path, env: str, i: int) -> dict | None:
-    try:
-        rec = json.loads(scene_path(out, env, i).read_text())
-    except (OSError, ValueError):
-        return None
-    return rec if all((Path(out) / f).is_file() for f in rec.get("files", {}).values()) else None
 
 
 # --- contract ---------------------------------------------------------------------------------------

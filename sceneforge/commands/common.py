@@ -73,7 +73,7 @@ def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> N
     import sys
 
     from sceneforge.renderfarm.auto import auto_workers, usable_cpus
-    from sceneforge.scenarios.registry import get_scenario
+    from sceneforge.scenarios.contract import get_scenario
 
     if args.servers or args.ray_address or args.backend == "ray":
         args.workers = None
