@@ -18,7 +18,7 @@ DSI's nine patterns give byte-identical clips with the defaults.
   question is not asked. The subject's distance and direction are unaffected by a zoom (cate 4/5
   answered from geometry: a zoom-in is *not* an approach); the subject question is cate 0.
 * **shake**: any camera mode plus a small smooth perturbation of position (± ``shake_cm``)
-  and yaw / pitch (± ``shake_deg``): three sinusoids per axis at 0.7-2.5 Hz from the clip's own
+  and yaw / pitch (± ``shake_deg``): three sinusoids per axis at 0.4-1.5 Hz from the clip's own
   seed (``MotionSpec.shake_seed``). Answers are computed from the shaken poses, so the bounds
   (≤ 1.5 cm, ≤ 0.4°) keep "still" and "turns" answers clear of their thresholds.
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 SHAKE_MAX_CM, SHAKE_MAX_DEG = 1.5, 0.4
+SHAKE_HZ = (0.4, 1.5)   # hand sway band; the per-frame step is at most 2*pi*1.5/fps x amplitude
 _SHAKE_AXES = ("x", "y", "z", "yaw", "pitch")
 
 
@@ -57,7 +58,7 @@ def shake_offsets(seed: int, n_frames: int, fps: float, amp_cm: float, amp_deg: 
     t = np.arange(n_frames, dtype=float) / fps
     out = {}
     for axis in _SHAKE_AXES:
-        freq, phase = rng.uniform(0.7, 2.5, 3), rng.uniform(0.0, 2 * np.pi, 3)
+        freq, phase = rng.uniform(SHAKE_HZ[0], SHAKE_HZ[1], 3), rng.uniform(0.0, 2 * np.pi, 3)
         w = rng.uniform(0.5, 1.0, 3)
         wave = (w[:, None] * np.sin(2 * np.pi * freq[:, None] * t + phase[:, None])).sum(0) / w.sum()
         out[axis] = wave * (amp_cm if axis in ("x", "y", "z") else amp_deg)

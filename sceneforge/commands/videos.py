@@ -27,7 +27,13 @@ def register(subparsers) -> None:
     v.add_argument("--frames", type=int, help="frames per clip (motion.n_frames, default 16)")
     v.add_argument("--fps", type=float, help="frames per second (motion.fps, default 8)")
     v.add_argument("--size", type=int, help="square frame size in pixels (default: the env's, 224)")
-    v.add_argument("--patterns", nargs="+", help="subset of the 9 motion patterns (cam_X-obj_Y)")
+    v.add_argument("--patterns", nargs="+", help="subset of the 9 motion patterns (cam_X-obj_Y), or the opt-in "
+                   "camera paths cam_orbit-/cam_follow-/cam_zoom-obj_Y (docs/videos.md)")
+    v.add_argument("--distractors", type=int, help="other movers per clip, 0..6 (default 0)")
+    v.add_argument("--ground-truth", nargs="+", metavar="KIND", help="dense per-frame ground truth besides poses "
+                   "and boxes: masks, depth, flow (gt/NNNNNN/*.npz)")
+    v.add_argument("--shake", type=float, nargs=2, metavar=("CM", "DEG"),
+                   help="handheld camera shake amplitude (motion.shake_cm <= 1.5, motion.shake_deg <= 0.4)")
     v.add_argument("--no-clutter", action="store_true", help="no background objects")
     v.add_argument("--renderer", help="renderer of the servers: gl (default) or cycles[:samples=N] "
                    "(path-traced frames; `sceneforge renderers install cycles`)")
@@ -54,7 +60,10 @@ def build_config(args: argparse.Namespace):
 
     overrides = {"env": args.env, "n": args.n, "seed": args.seed, "image_size": args.size,
                  "motion.n_frames": args.frames, "motion.fps": args.fps, "motion.patterns": args.patterns,
-                 "clutter": False if args.no_clutter else None, "renderer": args.renderer}
+                 "clutter": False if args.no_clutter else None, "renderer": args.renderer,
+                 "distractors": args.distractors, "ground_truth": args.ground_truth,
+                 "motion.shake_cm": args.shake[0] if args.shake else None,
+                 "motion.shake_deg": args.shake[1] if args.shake else None}
     return load_config(VideoConfig.from_dict, command="sceneforge videos", config_file=args.config,
                        overrides=overrides)
 
