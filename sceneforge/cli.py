@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "videos",     # sceneforge videos / dsi-eval          (DSI-style videos)
     "degrade",    # sceneforge degrade                    (SpaceDG-style degraded variants)
     "export",     # sceneforge export --layout sparrta    (other projects' layouts)
+    "browse",     # sceneforge browse OUT                 (explorer: static dataset browser)
     "vqa",        # sceneforge vqa-eval                   (template VQA scoring)
     "probe",      # sceneforge probe / probe-report       (probing)
     "farm",       # sceneforge farm status                (renderfarm)

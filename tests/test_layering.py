@@ -22,7 +22,8 @@ ALLOWED = {
     "scenarios": {"core", "assets_manifest", "engine"},
     "renderfarm": {"core", "engine", "scenarios"},  # runs scenarios (contract in scenarios.contract)
     "probing": {"core"},
-    "sceneforge": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing"},
+    "explorer": {"core"},   # reads finished datasets from disk (sceneforge browse)
+    "sceneforge": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing", "explorer"},
 }
 OURS = set(ALLOWED)
 LIBRARY = OURS - {"sceneforge"}

@@ -1,0 +1,47 @@
+"""``sceneforge browse OUT``: write a static, offline explorer of a dataset and print its address.
+
+    sceneforge browse data/desert_ego                       # data/desert_ego/explorer/index.html
+    sceneforge browse data/desert_ego --serve --port 8765   # also serve it on 127.0.0.1:8765
+    sceneforge browse data/desert_ego --predictions preds.csv   # file_name,prediction: misclassified one click away
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("browse", help="write a static dataset explorer (grid, filters, overlays, top-down maps)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", type=Path, help="a finished `generate`, `vqa` or `videos` output directory")
+    p.add_argument("--out", type=Path, help="where to write the explorer (default DATA/explorer)")
+    p.add_argument("--predictions", type=Path,
+                   help="CSV with columns file_name,prediction (one row per image) to mark misclassified samples")
+    p.add_argument("--serve", action="store_true", help="serve the explorer over HTTP on 127.0.0.1 until Ctrl-C")
+    p.add_argument("--port", type=int, default=8765, help="port for --serve (default 8765; 0 = any free port)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from sceneforge.core.errors import ConfigError
+    from sceneforge.explorer import DEFAULT_DIR, build_explorer
+
+    if not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port {args.port}: not a port number (0-65535)")
+    out = args.out or args.data / DEFAULT_DIR
+    page = build_explorer(args.data, out, predictions=args.predictions)
+    print(f"explorer: {page.resolve().as_uri()}", flush=True)
+    if not args.serve:
+        return 0
+    from sceneforge.explorer.serve import make_server, page_url, serve_root
+
+    root = serve_root(args.data, out)
+    server = make_server(root, args.port)
+    print(f"serving {root} at {page_url(server, root, page)} (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
