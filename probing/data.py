@@ -81,15 +81,20 @@ def _validate(table: pd.DataFrame, source: Path) -> None:
         raise ConfigError(f"{source}: column 'split' has unknown value(s) {bad}; expected {list(SPLITS)}")
 
 
+def read_tables(root: str | Path) -> pd.DataFrame:
+    """All datasets' tables under ``root`` as one table, row order as :func:`load_datasets` (the
+    layout baselines of ``probe-report`` need the rows, not the images)."""
+    return pd.concat([read_metadata(d) for d in find_datasets(root)], ignore_index=True)
+
+
 def load_datasets(root: str | Path) -> pd.DataFrame:
     """All datasets under ``root`` as one table, checked for missing image files."""
-    tables = [read_metadata(d) for d in find_datasets(root)]
-    table = pd.concat(tables, ignore_index=True)
+    table = read_tables(root)
     missing = [p for p in table["path"] if not Path(p).is_file()]
     if missing:
         raise ConfigError(f"--data {root}: {len(missing)} image file(s) listed in metadata are missing, "
                           f"e.g. {missing[0]}")
-    log.info("loaded %d images from %d dataset(s) under %s", len(table), len(tables), root)
+    log.info("loaded %d images from %d dataset(s) under %s", len(table), table["dataset"].nunique(), root)
     return table
 
 

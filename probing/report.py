@@ -6,7 +6,9 @@ and calls :func:`write_report`; ``sceneforge probe-report ROOT`` calls it on a d
 any number of run directories, so several backbones/jobs end up in one table.
 
 Summary rows are the *selected* configurations (best val accuracy per grid), aggregated over seeds:
-``test_mean ± test_std`` over ``n_runs``. Every file is written to a temp name and renamed.
+``test_mean ± test_std`` over ``n_runs``, next to the layout baselines of their (protocol, env,
+task) split (``layout.jsonl``, :mod:`probing.layout`: what the 2-D boxes alone reach). Every file
+is written to a temp name and renamed.
 """
 from __future__ import annotations
 
@@ -43,6 +45,64 @@ def write_runs(out: Path, records: list[dict], info: dict) -> None:
         df[col] = [json.dumps(v) for v in df[col]]
     atomic_write_text(out / "runs.csv", df.to_csv(index=False))
     atomic_write_text(out / "run_info.json", json.dumps(info, indent=1, default=str))
+
+
+def write_layout(out: Path, records: list[dict]) -> None:
+    """``layout.jsonl``: the layout baselines of this run's groups (:func:`probing.layout.group_layout`)."""
+    atomic_write_text(Path(out) / "layout.jsonl", "".join(json.dumps(r, sort_keys=True) + "\n" for r in records))
+
+
+def load_layout(runs: pd.DataFrame) -> pd.DataFrame:
+    """Layout baseline records of every run directory in ``runs`` (column ``run`` added).
+
+    Read from ``layout.jsonl``; a run written before that file existed gets them recomputed from
+    its dataset (the ``data`` path in its records) when that is still readable, else none (the
+    report says so)."""
+    frames = []
+    for (run_dir, run), g in runs.groupby(["run_dir", "run"], sort=True):
+        f = Path(run_dir) / "layout.jsonl"
+        if f.is_file():
+            rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        else:
+            rows = _recompute_layout(g)
+        if rows:
+            frames.append(pd.DataFrame(rows).assign(run=run))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _recompute_layout(runs: pd.DataFrame) -> list[dict]:
+    from sceneforge.probing.data import read_tables
+    from sceneforge.probing.layout import group_layout
+    from sceneforge.probing.sweep import make_groups
+
+    data = str(runs["data"].iloc[0]) if "data" in runs else ""
+    try:
+        table = read_tables(data)
+        groups = make_groups(table, tuple(sorted(runs["protocol"].unique())))
+    except (ConfigError, OSError) as e:
+        log.warning("%s: no layout.jsonl and its dataset is not readable (%s): no layout baselines",
+                    runs["run_dir"].iloc[0], e)
+        return []
+    log.info("%s: layout baselines recomputed from %s", runs["run_dir"].iloc[0], data)
+    return group_layout(table, groups)
+
+
+LAYOUT_SETS = ("source", "target", "boxes")
+
+
+def attach_layout(summary: pd.DataFrame, layout: pd.DataFrame) -> pd.DataFrame:
+    """``layout_<set>`` (test accuracy) and ``layout_<set>_lo/_hi`` (95% Wilson) columns per
+    summary row, from the baseline of its (run, protocol, env, task); NaN where there is none."""
+    cols = [f"layout_{k}{x}" for k in LAYOUT_SETS for x in ("", "_lo", "_hi")]
+    if layout.empty:
+        return summary.assign(**{c: np.nan for c in cols})
+    wide = layout.pivot_table(index=["run", "protocol", "env", "task"], columns="features",
+                              values=["acc", "ci_lo", "ci_hi"], aggfunc="first")
+    flat = pd.DataFrame(index=wide.index)
+    for k in LAYOUT_SETS:
+        for src, x in (("acc", ""), ("ci_lo", "_lo"), ("ci_hi", "_hi")):
+            flat[f"layout_{k}{x}"] = wide[(src, k)] if (src, k) in wide else np.nan
+    return summary.merge(flat.reset_index(), on=["run", "protocol", "env", "task"], how="left")
 
 
 def load_runs(root: str | Path) -> pd.DataFrame:
@@ -122,6 +182,31 @@ def small_splits(summary: pd.DataFrame) -> list[str]:
     return out
 
 
+def missing_layout(summary: pd.DataFrame) -> list[str]:
+    """One line per run whose cells have no layout baselines (tables without box columns, or an
+    old run whose dataset is gone)."""
+    gone = summary[summary["layout_boxes"].isna()]
+    return [f"{run}: no layout baselines (the dataset's table has no *_bbox_* columns, or it is no longer "
+            "readable): the probe's accuracy cannot be compared with what the boxes alone give"
+            for run in sorted(gone["run"].unique())]
+
+
+def format_layout(row) -> dict[str, str]:
+    """'0.588 [0.52, 0.65]' per layout set of one summary row ('–' where missing)."""
+    return {f"layout {k}": ("–" if pd.isna(row[f"layout_{k}"]) else
+                            f"{row[f'layout_{k}']:.3f} [{row[f'layout_{k}_lo']:.2f}, {row[f'layout_{k}_hi']:.2f}]")
+            for k in LAYOUT_SETS}
+
+
+def text_table(summary: pd.DataFrame) -> str:
+    """The summary as fixed-width text (what ``probe`` and ``probe-report`` print): each cell's
+    test accuracy and CI next to its layout baselines."""
+    rows = [{"backbone": r.backbone, "layer": r.layer, "head": r.head, "protocol": r.protocol, "env": r.env,
+             "task": r.task, "test [95% CI]": f"{r.test_mean:.3f} [{r.ci_lo:.2f}, {r.ci_hi:.2f}]",
+             "n_test": r.n_test, **format_layout(r._asdict())} for r in summary.itertuples(index=False)]
+    return pd.DataFrame(rows).to_string(index=False)
+
+
 def check_min_test(sizes, min_test: int, command: str) -> None:
     """Refuse (one :class:`ConfigError` line) when a (protocol, env, task) has fewer than
     ``min_test`` test images. ``sizes``: (protocol, env, task, n_test) tuples. The line names the
@@ -147,7 +232,7 @@ def layer_head_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
-    """summary.csv/json, plots/*.png and report.html under ``root``; returns the HTML path.
+    """summary.csv/json/txt, plots/*.png and report.html under ``root``; returns the HTML path.
 
     Refuses (:class:`ConfigError`, nothing written) when a (protocol, env, task) has fewer than
     ``min_test`` test images (:func:`check_min_test`; 0 reports anything)."""
@@ -157,13 +242,17 @@ def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
     runs = load_runs(root)
     check_min_test(runs[["protocol", "env", "task", "n_test"]].itertuples(index=False, name=None),
                    min_test, f"probe-report {root}")
-    summary = summarize(runs)
+    summary = attach_layout(summarize(runs), load_layout(runs))
     atomic_write_text(root / "summary.csv", summary.to_csv(index=False, float_format="%.4f"))
     atomic_write_text(root / "summary.json", summary.to_json(orient="records", indent=1))
     figures = plots.make_all(runs, summary, root, root / "plots")
-    warnings = small_splits(summary)
-    for w in warnings:
+    small, no_layout = small_splits(summary), missing_layout(summary)
+    for w in small:
         log.warning("small split: %s", w)
+    for w in no_layout:
+        log.warning("%s", w)
+    warnings = small + no_layout
+    atomic_write_text(root / "summary.txt", text_table(summary) + "\n")
     page = _html(summary, figures, root, warnings)
     atomic_write_text(root / "report.html", page)
     log.info("report: %s (%d runs, %d summary rows)", root / "report.html", len(runs), len(summary))
@@ -172,16 +261,22 @@ def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
 
 def _html(summary: pd.DataFrame, figures: list[tuple[str, Path]], root: Path,
           warnings: list[str] | None = None) -> str:
+    layout = pd.DataFrame([format_layout(r) for _, r in summary.iterrows()], index=summary.index,
+                          columns=[f"layout {k}" for k in LAYOUT_SETS])
     table = summary.assign(test=[f"{m:.3f} ± {s:.3f}" for m, s in zip(summary.test_mean, summary.test_std)],
                            ci95_wilson=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(summary.ci_lo, summary.ci_hi)])
-    cols = KEYS + ["test", "ci95_wilson", "val_mean", "n_runs", "lr", "dropout", "n_test"]
+    table = pd.concat([table, layout], axis=1)
+    cols = KEYS + ["test", "ci95_wilson", *layout.columns, "val_mean", "n_runs", "lr", "dropout", "n_test"]
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>sceneforge probing report</title>",
              "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}img{max-width:100%}</style>",
              "</head><body><h1>sceneforge probing report</h1>",
              "<p>Rows: configuration selected on validation accuracy (lr × dropout grid), "
              "test accuracy mean ± std over runs (seeds); ci95_wilson: 95% Wilson score interval of "
-             "that mean over the n_test test images.</p>",
+             "that mean over the n_test test images. layout source / target / boxes: test accuracy "
+             "[95% Wilson CI] of a small MLP that sees only the 2-D boxes (source box; target box; "
+             "source, target and, on allo, the figure) on the same split, no pixels: how much of "
+             "the probe's accuracy the layout alone explains (chance 0.25).</p>",
              table[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", escape=True)]
     if warnings:
         parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)

@@ -9,7 +9,7 @@ Example::
 
     job = ProbeJob(data="data/", backbone="timm:vit_small_patch16_224", weights="random",
                    layers=[6, 12], heads=("linear", "efficient"), out="runs/x")
-    run_probe(job)      # writes runs.jsonl, runs.csv, summary.csv, attention/*.npz, report.html
+    run_probe(job)      # writes runs.jsonl, runs.csv, layout.jsonl, summary.csv, attention/*.npz, report.html
 """
 from __future__ import annotations
 
@@ -103,7 +103,8 @@ def run_probe(job: ProbeJob) -> Path:
     """Run the whole job; returns the output directory."""
     from sceneforge.probing.backbones import create_backbone
     from sceneforge.probing.features import extract_features
-    from sceneforge.probing.report import MIN_TEST, check_min_test, write_report, write_runs
+    from sceneforge.probing.layout import group_layout
+    from sceneforge.probing.report import MIN_TEST, check_min_test, write_layout, write_report, write_runs
 
     out = Path(job.out)
     min_test = MIN_TEST if job.min_test is None else job.min_test
@@ -112,6 +113,7 @@ def run_probe(job: ProbeJob) -> Path:
     check_min_test([(g.protocol, g.env, g.task, len(g.idx["test"])) for g in groups], min_test,
                    f"--data {job.data}")     # no report at the end: refuse before any work
     warn_small(groups)
+    write_layout(out, group_layout(table, groups))   # boxes only: seconds, before the backbone
     bb = create_backbone(job.backbone, job.weights, job.model_kwargs)
     layers = bb.resolve_layers(job.layers)
     cache = Path(job.cache_dir) if job.cache_dir else out / "cache"

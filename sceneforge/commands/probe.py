@@ -50,6 +50,7 @@ def run_probe(args: argparse.Namespace) -> int:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     out = run(job)
+    print((out / "summary.txt").read_text(), end="")
     print(f"probe: wrote {out / 'runs.jsonl'}, {out / 'summary.csv'} and {out / 'report.html'}")
     return 0
 
@@ -58,6 +59,7 @@ def run_report(args: argparse.Namespace) -> int:
     from sceneforge.probing.report import MIN_TEST, write_report
 
     page = write_report(args.root, MIN_TEST if args.min_test is None else args.min_test)
+    print((page.parent / "summary.txt").read_text(), end="")
     print(f"probe-report: wrote {page}")
     return 0
 

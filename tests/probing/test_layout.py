@@ -1,0 +1,116 @@
+"""Layout baselines (probing/layout.py) on tables whose answer is known, and in the report."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sceneforge.probing.data import CLASSES
+from sceneforge.probing.layout import BOX_SETS, layout_baselines
+
+SPLIT = {"train": np.arange(1600), "val": np.arange(1600, 1800), "test": np.arange(1800, 2000)}
+
+
+def boxes_table(label_rule, n: int = 2000, with_human: bool = True, seed: int = 0) -> pd.DataFrame:
+    """Random 224² boxes of source, target (and figure); labels from ``label_rule(a, b, c)`` where
+    a, b, c say whether the source, target, figure centre is in the right half of the image."""
+    rng = np.random.default_rng(seed)
+    cols, halves = {}, []
+    for obj in ("source", "target", "human"):
+        side = rng.integers(8, 40, n)
+        x0, y0 = rng.integers(0, 224 - side), rng.integers(0, 224 - side)
+        cx = x0 + (side - 1) / 2
+        halves.append(cx > 111.5)
+        present = with_human or obj != "human"
+        for k, v in (("x0", x0), ("y0", y0), ("x1", x0 + side - 1), ("y1", y0 + side - 1)):
+            cols[f"{obj}_bbox_{k}"] = v.astype(float) if present else np.full(n, np.nan)
+    labels = label_rule(*halves, rng)
+    split = np.empty(n, dtype=object)
+    for name, rows in SPLIT.items():
+        split[rows] = name
+    return pd.DataFrame({"label": [CLASSES[i] for i in labels], "split": split,
+                         "camera_width": 224, "camera_height": 224, **cols})
+
+
+def test_labels_made_from_the_boxes_are_recovered_as_computed_by_hand():
+    """label = 2·[source right] + ([target right] XOR [figure right]). By hand: the source box
+    alone fixes the first bit → Bayes accuracy 0.5; the target box alone tells nothing (the XOR
+    with an unseen figure is a fair coin) → 0.25; all three boxes → 1.0. Needs the figure in
+    'boxes', and a non-linear model: XOR defeats any logistic model."""
+    table = boxes_table(lambda a, b, c, rng: 2 * a + (b ^ c))
+    out = layout_baselines(table, SPLIT)
+    assert set(out) == set(BOX_SETS) and out["boxes"].boxes == ("source", "target", "human")
+    assert out["boxes"].acc >= 0.9, out
+    assert out["source"].ci_lo <= 0.5 <= out["source"].ci_hi and abs(out["source"].acc - 0.5) < 0.1, out
+    assert out["target"].ci_lo <= 0.25 <= out["target"].ci_hi, out
+    assert out["source"].n_test == 200 and out["source"].ci_lo < out["source"].acc < out["source"].ci_hi
+
+
+def test_random_labels_give_chance():
+    table = boxes_table(lambda a, b, c, rng: rng.integers(0, 4, len(a)))
+    for name, b in layout_baselines(table, SPLIT).items():
+        assert b.ci_lo <= 0.25 <= b.ci_hi, (name, b)
+
+
+def test_ego_has_no_figure_box_and_both_boxes_decide():
+    """Ego rows have empty figure columns: 'boxes' is then source + target only."""
+    table = boxes_table(lambda a, b, c, rng: 2 * a + b, with_human=False)
+    out = layout_baselines(table, SPLIT)
+    assert out["boxes"].boxes == ("source", "target") and out["boxes"].acc >= 0.9
+    assert abs(out["source"].acc - 0.5) < 0.1 and abs(out["target"].acc - 0.5) < 0.1
+
+
+def test_deterministic_and_none_without_box_columns():
+    table = boxes_table(lambda a, b, c, rng: 2 * a + b)
+    assert layout_baselines(table, SPLIT) == layout_baselines(table, SPLIT)
+    assert layout_baselines(table[["label", "split"]], SPLIT) == {}
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory):
+    from sceneforge.cli import main
+
+    from conftest import make_image_dataset
+    from test_cli_report import probe_args
+
+    root = tmp_path_factory.mktemp("layout")
+    data = make_image_dataset(root / "data", envs=("desert",), tasks=("ego",), n=(48, 24, 24))
+    assert main(probe_args(data, root / "runs" / "a", "--heads", "linear", "--epochs", "1")) == 0
+    return root
+
+
+def test_probe_writes_layout_and_the_report_shows_it_next_to_each_cell(reported, capsys):
+    from sceneforge.cli import main
+
+    out = reported / "runs" / "a"
+    rows = [json.loads(line) for line in (out / "layout.jsonl").read_text().splitlines()]
+    assert {r["features"] for r in rows} == set(BOX_SETS) and all(r["n_test"] == 24 for r in rows)
+    by = {r["features"]: r for r in rows}
+    assert by["source"]["acc"] >= 0.9   # the fixture's source box is the square that sets the label
+    s = pd.read_csv(out / "summary.csv")
+    assert s["layout_source"].iloc[0] == pytest.approx(by["source"]["acc"], abs=1e-4)
+    assert {"layout_target_lo", "layout_boxes_hi"} <= set(s.columns)
+    page = (out / "report.html").read_text()
+    assert "layout source" in page and f"{by['source']['acc']:.3f} [" in page
+    assert main(["probe-report", str(reported / "runs"), "--min-test", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "layout boxes" in printed and f"{by['target']['acc']:.3f} [" in printed
+
+
+def test_old_runs_get_layout_recomputed_or_a_warning(reported, caplog):
+    from sceneforge.probing.report import write_report
+
+    out = reported / "runs" / "a"
+    before = (out / "layout.jsonl").read_text()
+    (out / "layout.jsonl").unlink()          # a run from before layout.jsonl existed
+    write_report(reported / "runs", min_test=0)
+    s = pd.read_csv(reported / "runs" / "summary.csv")
+    assert s["layout_source"].iloc[0] == pytest.approx(json.loads(before.splitlines()[0])["acc"], abs=1e-4)
+    (reported / "data" / "desert_ego" / "metadata.parquet").rename(reported / "gone.parquet")
+    (reported / "data" / "desert_ego" / "metadata.csv").rename(reported / "gone.csv")
+    write_report(reported / "runs", min_test=0)
+    assert s.shape[0] == pd.read_csv(reported / "runs" / "summary.csv").shape[0]
+    assert pd.read_csv(reported / "runs" / "summary.csv")["layout_source"].isna().all()
+    assert "no layout baselines" in (reported / "runs" / "report.html").read_text()
