@@ -290,6 +290,7 @@ def clips_parquet(records: list[dict]) -> bytes:
                    world=json.dumps(r.get("world"), sort_keys=True),  # the clip's drawn look
                    skipped_questions=",".join(r["skipped_questions"]),
                    scenery_assets=",".join(r["scenery_assets"]),
+                   **({"distractors": json.dumps(r["distractors"], sort_keys=True)} if "distractors" in r else {}),
                    bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]])
         rows.append(row)
     buf = io.BytesIO()
