@@ -115,7 +115,8 @@ def _mirror_pair(client, ctx, pattern, seed):
 
 @pytest.mark.render
 @pytest.mark.parametrize("pattern, seed", [("cam_translate-obj_translate", 0), ("cam_rotate-obj_rotate", 1),
-                                           ("cam_static-obj_translate", 2), ("cam_rotate-obj_translate", 3)])
+                                           ("cam_static-obj_translate", 2), ("cam_rotate-obj_translate", 3),
+                                           ("cam_orbit-obj_rotate", 4), ("cam_zoom-obj_translate", 5)])
 def test_mirror_test_rendered_mirror_world_equals_hflip_variant(render_client, pattern, seed):
     """Tolerance: >= 99% of lit pixels within 8/255 per channel (measured 99.6-99.99%, the rest
     on the horizon line and silhouette edges) and >= 99.9% identical object_mask pixels.
