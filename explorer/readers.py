@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.core.paths import inside
 from sceneforge.explorer.table import Table
 
 ROLES = ("source", "target", "human")
@@ -39,6 +40,16 @@ def read_dataset(data_dir: Path, predictions: Path | None = None) -> Table:
     if predictions is not None:
         add_predictions(table, data_dir, Path(predictions))
     return table
+
+
+def _check_paths(data_dir: Path, df: pd.DataFrame, columns: tuple[str, ...], table: str) -> None:
+    """Every path the explorer will read or link stays inside the dataset (``core.paths.inside``):
+    a table is data anyone can hand over, not permission to read elsewhere."""
+    for col in columns:
+        if col in df.columns:
+            for k, rel in enumerate(df[col]):
+                if isinstance(rel, str) and rel:
+                    inside(data_dir, rel, f"{table} row {k} {col}")
 
 
 def _card(data_dir: Path) -> dict[str, Any]:
@@ -68,6 +79,7 @@ def read_sparrta(data_dir: Path) -> Table:
     df = pd.read_parquet(data_dir / "samples.parquet")
     if "label" not in df.columns:
         raise ConfigError(f"{data_dir}/samples.parquet has no label column: not a relation dataset")
+    _check_paths(data_dir, df, ("file_name", "mask_file", "depth_file", "params_file", "scene_file"), "samples.parquet")
     rejections = _record_rejections(data_dir)
     rej = np.array([sum(rejections.get(int(i), {}).values()) for i in df["index"]], float)
     size = np.fmin(_box_px(df, "source"), _box_px(df, "target"))
@@ -142,6 +154,7 @@ def sparrta_details(data_dir: Path, row: dict[str, Any], rejections: dict[str, i
 def read_vqa(data_dir: Path) -> Table:
     """``sceneforge vqa`` output: one row per image, its questions from ``questions.jsonl``."""
     df = pd.read_parquet(data_dir / "samples.parquet")
+    _check_paths(data_dir, df, ("file_name",), "samples.parquet")
     questions: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for line in (data_dir / "questions.jsonl").read_text().splitlines():
         if line.strip():
@@ -186,6 +199,7 @@ def _vqa_camera(cam: dict[str, Any] | None) -> dict[str, Any] | None:
 def read_videos(data_dir: Path) -> Table:
     """``sceneforge videos`` output: one row per clip, its four variants and their Q&A."""
     df = pd.read_parquet(data_dir / "clips.parquet")
+    _check_paths(data_dir / "videos" / "std", df, ("relative_path",), "clips.parquet")
     meta = {v: pd.read_csv(data_dir / "metadata" / f"{v}.csv") for v in VARIANTS
             if (data_dir / "metadata" / f"{v}.csv").is_file()}
     rows = df.to_dict("records")

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from explorer_helpers import generate_small
-from sceneforge.core.errors import ConfigError
+from sceneforge.core.errors import ConfigError, SceneforgeError
 from sceneforge.explorer import build_explorer, read_dataset
 from sceneforge.scenarios.relations import relation
 
@@ -72,3 +72,17 @@ def test_a_directory_that_is_no_dataset_is_one_line(tmp_path):
         read_dataset(tmp_path)
     with pytest.raises(ConfigError, match="no such dataset"):
         read_dataset(tmp_path / "missing")
+
+
+@pytest.mark.render
+def test_a_table_path_out_of_the_dataset_is_refused(dataset, tmp_path):
+    """samples.parquet is data: a file_name climbing out of the dataset is one line, nothing read."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(dataset, copy)
+    df = pd.read_parquet(copy / "samples.parquet")
+    df.loc[0, "file_name"] = "../../../etc/hostname"
+    df.to_parquet(copy / "samples.parquet")
+    with pytest.raises(SceneforgeError, match="outside the dataset"):
+        read_dataset(copy)
