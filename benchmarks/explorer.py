@@ -55,9 +55,11 @@ def synthetic_table(n: int, seed: int = 0) -> Table:
             return [[x - 50, y - 50], [x + 50, y - 50], [x + 50, y + 50], [x - 50, y + 50]]
         src, tgt, cam = r.normal(0, 500, 2), r.normal(0, 500, 2), r.uniform(-2500, 2500, 2)
         objs = [{"role": "clutter", "class": "rock", "foot": foot(*r.normal(0, 1500, 2))} for _ in range(28)]
-        objs += [{"role": "source", "class": "rock", "foot": foot(*src)}, {"role": "target", "class": "truck", "foot": foot(*tgt)}]
+        objs += [{"role": "source", "class": "rock", "foot": foot(*src)},
+                 {"role": "target", "class": "truck", "foot": foot(*tgt)}]
         return {"size": [224, 224], "label": str(label[i]), "task": str(task[i]), "margin_deg": float(margin[i]),
-                "angle_deg": float(angle[i]), "split": str(split[i]), "boxes": {"source": [10, 10, 40, 40], "target": [100, 90, 160, 140]},
+                "angle_deg": float(angle[i]), "split": str(split[i]),
+                "boxes": {"source": [10, 10, 40, 40], "target": [100, 90, 160, 140]},
                 "rejections": {}, "params": {},
                 "map": {"camera": {"xy": cam.round(1).tolist(), "yaw": 45.0, "hfov": 53.13}, "source": src.round(1).tolist(),
                         "target": tgt.round(1).tolist(), "human": None, "human_yaw": None, "observer": "camera",
@@ -104,7 +106,7 @@ def measure(page: Path, reps: int) -> dict:
         for _ in range(reps):
             pg = b.new_page(viewport={"width": 1300, "height": 900})
             reqs: list[str] = []
-            pg.on("request", lambda r: reqs.append(r.url))
+            pg.on("request", lambda r, reqs=reqs: reqs.append(r.url))
             t0 = time.perf_counter()
             pg.goto(page.as_uri())
             pg.wait_for_function("window.SF_READY === true")

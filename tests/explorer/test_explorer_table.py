@@ -6,7 +6,6 @@ import math
 import os
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
