@@ -5,11 +5,12 @@ So the same clips serve tracking and optical-flow research. Written beside the r
 
     gt/{i:06d}/frames.jsonl     always: one JSON object per frame (schema FRAMES_SCHEMA)
     gt/{i:06d}/instances.json   always: instance id -> name, role, asset, class, size
-    gt/{i:06d}/masks.npz        ground_truth has "masks": instance (T,H,W) uint16, 0 = ground/sky
+    gt/{i:06d}/masks.npz        ground_truth has "masks": instance (T,H,W) uint16, 0 = terrain/sky
     gt/{i:06d}/depth.npz        ground_truth has "depth": depth (T,H,W) float32 ray depth cm, inf = sky
     gt/{i:06d}/flow.npz         ground_truth has "flow": forward, backward (T,H,W,2) float16 px
 
-Instance ids: 1 = subject, 2..1+D = distractor movers, then the static scenery in spawn order.
+Instance ids: 1 = subject, 2..1+D = distractor movers, then the static scenery in spawn order
+(flat landmarks such as city roads are scenery, so they have ids).
 Flow is computed from the renderer's planar depth and instance ids of frame t and the known
 poses of frames t and t±1 (the GL server's own optical-flow rule, engine/server/optical_flow.py:
 each pixel's world point is carried by its actor's motion and projected with the other frame's
