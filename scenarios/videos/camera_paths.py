@@ -41,10 +41,9 @@ def orbit_paths(start: np.ndarray, distance_cm: float, yaw0: float, rate_dps: fl
 
     At t=0 the camera is ``distance_cm`` behind ``start`` along heading ``yaw0``; the heading
     then turns by ``rate_dps * t`` and the camera keeps facing the centre."""
-    from sceneforge.scenarios.videos.motion import heading
-
     yaw = yaw0 + rate_dps * t
-    return start - distance_cm * heading(yaw), yaw
+    r = np.radians(yaw)   # motion.heading, inline: motion imports this module, not the reverse
+    return start - distance_cm * np.stack([np.cos(r), np.sin(r)], axis=-1), yaw
 
 
 def zoom_track(ratio: float, n_frames: int) -> np.ndarray:
