@@ -18,7 +18,8 @@ ray = pytest.importorskip("ray")
 def local_ray():
     """One short-lived Ray session for every test here (start-up costs several seconds)."""
     path = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH")) if p)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    # address="local": always a new instance of our own, never a cluster someone else runs here
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": path}})
     yield
     ray.shutdown()
