@@ -32,6 +32,7 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 
 from sceneforge.core.errors import ProtocolError
 from sceneforge.engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, send_frame, split_request
@@ -103,21 +104,29 @@ class RenderServer:
         threading.Thread(target=self._accept_loop, name="sceneforge-accept", daemon=True).start()
         return self.host, self.port
 
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop accepting, drop clients, release the renderer in its own thread."""
+    def shutdown(self, timeout: float = 5.0) -> bool:
+        """Stop accepting, drop clients, stop a render in progress (a Cycles frame: its Blender
+        worker is killed), release the renderer in its own thread. False when the renderer is
+        still busy after ``timeout`` seconds (a long GL frame): the caller exits without it."""
         if self._stopping.is_set():
-            return
-        self._stopping.set()
+            return True
+        self._stopping.set()   # from now on queued requests answer "shutting down" (_run)
         if self._listener is not None:
             _close(self._listener)
         with self._clients_lock:
             for conn in list(self._clients):
                 _close(conn)
+        self.state.interrupt()
+        clean = True
         try:
             self._worker.submit(self.state.close).result(timeout=timeout)
+        except FutureTimeout:
+            log.warning("the renderer is still busy %.0f s after shutdown began; exiting without it", timeout)
+            clean = False
         except Exception:  # shutting down anyway; a stuck renderer must not block exit
             log.exception("renderer did not close cleanly")
         self._worker.shutdown(wait=False, cancel_futures=True)
+        return clean
 
     # --- connections -------------------------------------------------------------------------
     def _accept_loop(self) -> None:
@@ -351,6 +360,8 @@ class RenderServer:
 
     def _run(self, command: str) -> str | bytes:
         """One command on the worker thread, its wall time added to ``state.busy_s``."""
+        if self._stopping.is_set():   # no render (nor a fresh Blender worker) during shutdown
+            return "error server is shutting down"
         t = time.perf_counter()
         try:
             return dispatch(self.state, command)

@@ -177,7 +177,12 @@ def run(args: argparse.Namespace) -> int:
             pass
     finally:
         log.info("serve: shutting down")
-        server.shutdown()
+        if not server.shutdown():
+            # a frame that cannot be interrupted (GL) is still running: Python would wait for
+            # its thread at exit; SIGTERM must end the server within seconds
+            logging.shutdown()
+            sys.stdout.flush()
+            os._exit(0)
     return 0
 
 

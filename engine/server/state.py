@@ -99,6 +99,17 @@ class ServerState:
             raise RenderError(f"render failed ({type(e).__name__}: {str(e)[:200]}); "
                               "the renderer was reset") from None
 
+    def interrupt(self) -> None:
+        """Stop a render in progress, from any thread (shutdown): backends that can (Cycles:
+        kills its Blender worker) do; the worker thread then closes the renderer as usual."""
+        backend = self._backend
+        stop = getattr(backend, "interrupt", None)
+        if stop is not None:
+            try:
+                stop()
+            except Exception:  # noqa: BLE001 - shutting down anyway
+                log.exception("interrupting the renderer")
+
     def close(self) -> None:
         if self._backend is not None:
             self._backend.close()

@@ -11,6 +11,7 @@ Figures (before → after) are in docs/server.md and come from ``benchmarks/serv
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,127 @@ def test_clients_over_the_total_request_buffer_are_disconnected():
 
             replies = [recv_frame(first, max_frame=1 << 30)[:2] for _ in range(4)]
             assert replies == [b"1:", b"1:", b"2:", b"3:"], replies
+
+
+# --- item 7: renderer specs checked at start; the Blender worker dies with its server ----------
+@pytest.mark.parametrize("spec, words", [
+    ("cycles:samples=abc", "samples must be an integer"),
+    ("cycles:samples=-1", "samples must be in 1..4096"),
+    ("cycles:samples=1000000", "samples must be in 1..4096"),
+    ("cycles:seed=99999999999", "seed must be in"),
+    ("cycles:prefilter=evil", "prefilter must be fast or accurate"),
+    ("gl:lod=5", "lod must be 0 or 1"),
+])
+def test_bad_renderer_specs_are_one_line_and_exit_2_at_start(tmp_path, spec, words):
+    """Issue 39 item 7: these specs started a server whose every render failed (and
+    ``samples=1000000`` took > 90 s for a 32² frame). Now: one line on stderr, exit 2, no port."""
+    import subprocess
+    import sys
+
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--renderer", spec,
+                             "--ready-file", str(ready)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError(f"--renderer {spec} started a server") from None
+    assert proc.returncode == 2 and not ready.exists(), (proc.returncode, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: renderer") and words in lines[0], err
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0]
+    except (OSError, IndexError):
+        return False
+    return "zombie" not in state
+
+
+def _wait_gone(pid: int, within: float) -> bool:
+    import time
+
+    deadline = time.monotonic() + within
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _alive(pid)
+
+
+def _cycles_server_rendering():
+    """A Cycles server, its Blender worker's pid, and a client whose large frame is in flight."""
+    import json
+
+    from sceneforge.engine.protocol import frame
+    from sceneforge.engine.server.launch import start_server
+
+    srv = start_server(port=0, renderer="cycles:samples=64", timeout=120)
+    s = greeted(srv, timeout=600)
+    assert ask(s, b'1:vget /sceneforge/render 0 lit {"size":[16,16]}').startswith(b"1:SFARR1")
+    info = json.loads(ask(s, b"2:vget /sceneforge/info").split(b":", 1)[1])
+    worker = info["worker_pid"]
+    assert worker and _alive(worker)
+    s.sendall(frame(b'3:vget /sceneforge/render 0 lit {"size":[1536,1536]}'))
+    return srv, s, worker
+
+
+def _needs_cycles():
+    from sceneforge.engine.server.cycles import install
+
+    if install.status() is None:
+        pytest.skip(f"Cycles is not installed: {install.INSTALL_HINT}")
+
+
+@pytest.mark.cycles
+@pytest.mark.render
+def test_sigterm_during_a_cycles_frame_exits_and_stops_the_worker():
+    """Issue 39 item 7: SIGTERM during a 1536² Cycles frame logged "renderer did not close
+    cleanly" and the server had not exited after 70 s. Now the worker is killed, the server exits
+    0 (bound: 60 s, generous for a loaded machine; it takes about a second)."""
+    import signal
+    import subprocess
+
+    _needs_cycles()
+    srv, s, worker = _cycles_server_rendering()
+    try:
+        import time
+
+        time.sleep(2.0)   # the frame is being path-traced
+        srv.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = srv.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the server did not exit within 60 s of SIGTERM") from None
+        assert rc == 0
+        assert _wait_gone(worker, 30), "the Blender worker outlived its server"
+    finally:
+        s.close()
+        srv.stop(grace=5)
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
+@pytest.mark.cycles
+@pytest.mark.render
+def test_kill_9_of_a_cycles_server_takes_its_blender_worker_with_it():
+    """Issue 39 item 7: after ``kill -9`` of the server the Blender worker (its own session,
+    parent 1) kept path-tracing at 97 % CPU. Now it gets SIGKILL from the kernel
+    (PR_SET_PDEATHSIG), or exits on its own parent watch."""
+    import signal
+
+    _needs_cycles()
+    srv, s, worker = _cycles_server_rendering()
+    try:
+        import time
+
+        time.sleep(2.0)
+        srv.proc.send_signal(signal.SIGKILL)
+        srv.proc.wait(30)
+        assert _wait_gone(worker, 30), "the Blender worker outlived its server (kill -9)"
+    finally:
+        s.close()
+        srv.stop(grace=5)
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)

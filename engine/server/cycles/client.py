@@ -8,11 +8,14 @@ starts a fresh one (which receives every mesh again).
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import select
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,6 +27,25 @@ from sceneforge.engine.server.cycles import wire
 
 log = logging.getLogger(__name__)
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+
+
+PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
+try:   # loaded before any fork: the child only calls it (no dynamic loading after fork)
+    _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+except OSError:  # pragma: no cover - no libc handle: the worker's own parent watch remains
+    _LIBC = None
+
+
+def _die_with_parent(parent: int):
+    """A ``preexec_fn``: the worker gets SIGKILL when the server thread that started it dies
+    (even by ``kill -9``: the worker runs in its own session, so nothing else reaches it), and
+    exits at once when the server is already gone."""
+    def preexec() -> None:
+        if _LIBC is not None:
+            _LIBC.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    return preexec
 
 
 class WorkerDied(RenderError):
@@ -69,7 +91,8 @@ class BlenderWorker:
             self.proc = subprocess.Popen(
                 [str(self.python), "-E", "-s", "-u", str(WORKER_SCRIPT), str(req_r), str(rep_w), self._tmp],
                 pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                cwd=str(WORKER_SCRIPT.parent), env=env, start_new_session=True)
+                cwd=str(WORKER_SCRIPT.parent), env=env, start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()))
         except OSError as e:
             for fd in (req_r, req_w, rep_r, rep_w):
                 os.close(fd)
@@ -97,6 +120,16 @@ class BlenderWorker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._cleanup()
+
+    def kill(self) -> None:
+        """SIGKILL the worker now, from any thread (shutdown): a call waiting for it returns
+        within a second with :class:`WorkerDied`; the owner's thread cleans up."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.kill()
+            except OSError:
+                pass
 
     def _cleanup(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -302,8 +302,25 @@ class Worker:
         return out_h, out_a
 
 
+def watch_parent(period_s: float = 1.0) -> None:
+    """Exit when the server that started us is gone (re-parented): besides the client's
+    PR_SET_PDEATHSIG, for a kernel without it. A thread, so it also fires between requests."""
+    import threading
+
+    parent = os.getppid()
+
+    def poll() -> None:
+        while True:
+            time.sleep(period_s)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=poll, name="sceneforge-parent-watch", daemon=True).start()
+
+
 def main() -> int:
     req_fd, rep_fd = int(sys.argv[1]), int(sys.argv[2])
+    watch_parent()
     worker = Worker(sys.argv[3] if len(sys.argv) > 3 else None)
     while True:
         try:
