@@ -26,6 +26,7 @@ MAX_TOKEN_LEN = 256           # characters of a render_if_visible ``unless_passe
 MAX_NAME_LEN = 256            # characters of a world string (env name, sky.hdri, ground.surface/texture)
 WORLD_CONTENT_KEPT = 8        # HDRIs / ground surfaces a server keeps loaded (least recently used dropped)
 MAX_LOGGED_CHARS = 200        # characters of one client-given value quoted in a log line
+MIN_FOV_DEG = 0.01             # camera horizontal FOV lower bound (1e-300: an infinite focal length)
 MAX_CYCLES_SAMPLES = 4096      # ``--renderer cycles:samples=N`` (1e6 took > 90 s for a 32² frame)
 MAX_CYCLES_SEED = 2**31 - 1    # Blender's seed is a 32-bit int
 MAX_LOG_RECORD = 4000         # characters of one server log message (tracebacks: 4x); the rest is cut

@@ -135,8 +135,8 @@ class Camera:
         limits.check_location("camera location", self.location)
         if isinstance(self.rotation, (tuple, list)):
             object.__setattr__(self, "rotation", Rotator(*self.rotation))
-        if not (0.0 < float(self.fov_deg) < 180.0):
-            raise ConfigError(f"camera fov_deg must be in (0, 180), got {self.fov_deg}")
+        if not (limits.MIN_FOV_DEG <= float(self.fov_deg) < 180.0):   # 1e-300 made every render fail
+            raise ConfigError(f"camera fov_deg must be in [{limits.MIN_FOV_DEG:g}, 180), got {self.fov_deg}")
         if not (1 <= int(self.width) <= 8192 and 1 <= int(self.height) <= 8192):
             raise ConfigError(f"camera resolution must be 1..8192, got {self.width}x{self.height}")
 

@@ -17,6 +17,7 @@ from typing import Callable, TypeVar
 import numpy as np
 
 from sceneforge.core.errors import CommandError, PathSecurityError, RenderError
+from sceneforge.engine.limits import shown
 from sceneforge.engine.server.backend import MeshProvider, RenderBackend
 from sceneforge.engine.server.catalog import AssetCatalog
 from sceneforge.engine.server.unrealcv_state import UnrealcvState
@@ -162,8 +163,12 @@ class ServerState:
             raise PathSecurityError(f"file name {filename[:40]!r}...: a path component is longer than 255 characters")
         if not all(_SAFE_NAME.match(p) for p in parts):
             raise PathSecurityError(f"file name {filename!r}: use letters, digits, '_', '-', '.', '/' only")
-        root = self.output_dir.resolve()
-        path = (root / Path(*parts)).resolve()
+        try:
+            root = self.output_dir.resolve()
+            path = (root / Path(*parts)).resolve()
+        except (RuntimeError, OSError) as e:   # a symlink loop (RuntimeError before Python 3.13)
+            raise PathSecurityError(f"file name {shown(filename, 80)} cannot be resolved inside the output "
+                                    f"directory: {'symlink loop' if 'loop' in str(e).lower() else e}") from None
         if root != path and root not in path.parents:
             raise PathSecurityError(f"file name {filename!r} leaves the output directory")
         return path

@@ -107,7 +107,7 @@ def test_colors_are_distinct_settable_and_in_unrealcv_format(uclient):
     ("vset /objects/spawn no_such_asset x", "error unknown asset or class 'no_such_asset'"),
     ("vset /object/nobody/location 1 2", "error No handler found for URI 'vset /object/nobody/location 1 2': wrong arguments"),
     ("vset /objects/spawn primitive_cube bad/name", "error object name 'bad/name'"),
-    ("vset /camera/0/fov 200", "error camera fov_deg must be in (0, 180)"),
+    ("vset /camera/0/fov 200", "error camera fov_deg must be in [0.01, 180)"),
     ("vset /camera/0/location 1 2 x", "error camera location: expected numbers"),
     ("vget /camera/99/location", "error Invalid sensor id 99"),
     ("vset /sceneforge/spawn [{\"name\":\"x\"}]", "error spawn[0]: needs 'name' and 'asset'"),

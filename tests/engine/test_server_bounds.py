@@ -192,10 +192,10 @@ def test_stalled_frames_and_idle_connections_are_closed():
     with start_server(port=0, extra_args=["--frame-timeout", "1", "--idle-timeout", "3"]) as srv:
         (stalled,) = _partial_frames(srv.port, 1)
         idle = greeted(srv)
+        got = _closed_by_server(stalled)
+        assert b"error frame not complete within 1 s" in got and b"--frame-timeout" in got, got
+        assert _closed_by_server(idle) == b""
         with greeted(srv) as active:
-            got = _closed_by_server(stalled)
-            assert b"error frame not complete within 1 s" in got and b"--frame-timeout" in got, got
-            assert _closed_by_server(idle) == b""
             for i in range(3):
                 assert ask(active, b"%d:vget /unrealcv/status" % i).startswith(b"%d:Is Listening" % i)
         stalled.close()
@@ -381,3 +381,31 @@ def test_kill_9_of_a_cycles_server_takes_its_blender_worker_with_it():
         srv.stop(grace=5)
         if _alive(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+# --- item 6 (part): fov lower bound, a symlink loop in the output directory --------------------
+def test_a_vanishing_fov_is_refused_and_renders_keep_working(server):
+    """Issue 39 item 6/8: ``vset /camera/0/fov 1e-300`` replied ``ok`` and then every render
+    failed until the fov was reset."""
+    with greeted(server, timeout=120) as s:
+        reply = ask(s, b"1:vset /camera/0/fov 1e-300").decode()
+        assert reply.startswith("1:error") and "fov" in reply and "internal" not in reply, reply
+        assert ask(s, b"2:vget /camera/0/fov") != b"2:0.000"
+        assert ask(s, b'3:vget /sceneforge/render 0 lit {"size":[16,16]}').startswith(b"3:SFARR1")
+        assert ask(s, b"4:vset /camera/0/fov 0.01") == b"4:ok"   # the bound itself is allowed
+        assert ask(s, b"5:vset /camera/0/fov 90") == b"5:ok"
+
+
+def test_a_symlink_loop_in_the_output_dir_is_one_clear_error(server, server_output_dir):
+    """A self-loop symlink in ``--output-dir`` answered ``error internal RuntimeError: Symlink loop``."""
+    loop = server_output_dir / "loop"
+    if not loop.is_symlink():
+        loop.symlink_to("loop")
+    try:
+        with greeted(server, timeout=120) as s:
+            reply = ask(s, b"1:vget /camera/0/lit loop/x.png").decode()
+            assert reply.startswith("1:error file name") and "symlink loop" in reply, reply
+            assert "internal" not in reply
+            assert ask(s, b"2:vget /unrealcv/status").startswith(b"2:Is Listening")
+    finally:
+        loop.unlink()
