@@ -59,7 +59,8 @@ class SlotInfo:
         return {"worker": self.name, "state": self.state, "pid": self.pid,
                 "shard": self.item.shard_id if self.item else None,
                 "server": self.address or self.external, "server_pid": self.server_pid,
-                "items_done": self.items_done, "restarts": self.deaths, "note": self.note}
+                "items_done": self.items_done, "restarts": self.deaths, "note": self.note,
+                "node": self.node}
 
 
 def outcome_from(slot: SlotInfo, item: WorkItem, payload: dict) -> Outcome:

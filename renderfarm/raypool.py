@@ -29,6 +29,12 @@ log = logging.getLogger(__name__)
 # Why: ray.init on an address where nothing listens printed a dozen warnings and retried for
 # minutes (> 165 s); a head node that is up accepts at once. docs/renderfarm.md.
 RAY_CONNECT_TIMEOUT_S = 10.0
+# How long the head node's GCS may refuse connections before the job stops with one line. Why: a
+# driver whose head node died or restarted sat in ray.wait until Ray's own reconnect timeout (60 s)
+# then died with a C++ fatal log; finished shards are journaled, so the job can stop at once and
+# the same command resumes against the restarted head. docs/renderfarm.md, "Ray backend".
+HEAD_LOST_S = 5.0
+HEAD_PROBE_EVERY_S = 1.0
 
 
 class FarmActor:
@@ -99,6 +105,7 @@ class RayPool(WorkerPool):
                 raise ConnectionFailed(ray_init_message(ray_address, e)) from None
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(FarmActor)
         self._node = ray.get_runtime_context().get_node_id()
+        self._head = HeadWatch(ray.get_runtime_context().gcs_address)
         self.spec = spec
         n = n_workers or max(1, min(int(ray.cluster_resources().get("CPU", 1)), max_workers or 1 << 30))
         addresses = servers if servers else [None] * n
@@ -123,6 +130,7 @@ class RayPool(WorkerPool):
         info.state, info.item = "busy", item
 
     def wait(self, timeout: float) -> list[Outcome]:
+        self._head.check()
         for slot in self.overdue():  # hung: kill the actor; its pending call then fails
             self._ray.kill(self._actors[slot.name], no_restart=True)
         if not self._pending:
@@ -176,9 +184,17 @@ class RayPool(WorkerPool):
             self._ray.kill(actor, no_restart=True)
 
     def close(self) -> None:
-        """Ask every actor to stop its server, then kill the actors (and Ray, if we started it)."""
+        """Ask every started actor to stop its server, then kill the actors (and Ray, if we started
+        it). Actors still waiting for a node (a lost node's replacement with no CPU left) are just
+        killed: asking them would wait out the whole timeout. With the head node gone nothing is
+        asked of Ray (every call would block on the lost GCS)."""
+        if self._head.lost or not self._head.answers():
+            for slot in self.slots:
+                slot.state = "retired"
+            return
         ray = self._ray
-        refs = [a.shutdown.remote() for a in self._actors.values()]
+        started = {s.name for s in self.slots if s.state in ("idle", "busy")}
+        refs = [a.shutdown.remote() for n, a in self._actors.items() if n in started]
         try:
             ray.wait(refs, num_returns=len(refs), timeout=15)
         except Exception as e:  # a dead actor must not block the others' shutdown
@@ -189,3 +205,50 @@ class RayPool(WorkerPool):
             slot.state = "retired"
         if self._owns_ray:
             ray.shutdown()
+
+
+class HeadWatch:
+    """Notices a lost head node: its GCS port refusing TCP connections for ``HEAD_LOST_S``.
+
+    Ray itself only gives up after its GCS reconnect timeout and then kills the driver process
+    with a C++ fatal log, so the journal's user would see no reason. A TCP connect every
+    ``HEAD_PROBE_EVERY_S`` costs nothing beside ``ray.wait``.
+    """
+
+    def __init__(self, gcs_address: str | None, lost_after_s: float = HEAD_LOST_S):
+        self.address = gcs_address or ""
+        self.lost_after_s = lost_after_s
+        self.lost = False
+        self._last_probe = 0.0
+        self._down_since: float | None = None
+
+    def answers(self) -> bool:
+        return not self.address or _accepts(self.address)
+
+    def check(self) -> None:
+        """ConnectionFailed (one line) once the head has refused connections long enough."""
+        import time
+
+        now = time.monotonic()
+        if not self.address or now - self._last_probe < HEAD_PROBE_EVERY_S:
+            return
+        self._last_probe = now
+        if _accepts(self.address):
+            self._down_since = None
+            return
+        self._down_since = self._down_since or now
+        if now - self._down_since >= self.lost_after_s:
+            self.lost = True
+            raise ConnectionFailed(
+                f"the Ray head node at {self.address} stopped answering for {self.lost_after_s:g} s "
+                "(restarted or lost); finished shards are in the journal: re-run the same command "
+                "to resume once the cluster is up")
+
+
+def _accepts(address: str, timeout_s: float = 2.0) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+        return True
+    except (OSError, ValueError):
+        return False
