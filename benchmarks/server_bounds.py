@@ -8,7 +8,8 @@ Bounded in count and time: safe to run on a shared machine.
     python benchmarks/server_bounds.py slowloris [--sockets 63] [--hold 20]
     python benchmarks/server_bounds.py pipeline [--clients 4] [--requests 8] [--mib 60]
     python benchmarks/server_bounds.py cycles-kill [--size 1536] [--samples 64]
-    python benchmarks/server_bounds.py big-frame [--size 8192]
+    python benchmarks/server_bounds.py big-frame [--size 8192] [--kinds lit,normal,depth,object_mask]
+    python benchmarks/server_bounds.py small-requests [--actors 16384] [--size 1024] [--renders 4]
 """
 from __future__ import annotations
 
@@ -225,25 +226,95 @@ def _state(pid: int) -> str:
 
 
 def big_frame(args) -> dict:
-    """An ``size``² camera and four lit passes: time, peak and kept RSS."""
-    out: dict = {"scenario": "big-frame", "size": args.size}
-    with start_server(port=0) as srv:
+    """An ``size``² camera and ``kinds`` (four passes by default): time, the reply, RSS before,
+    right after and kept after a small frame (GL render targets of the big size dropped or not)."""
+    out: dict = {"scenario": "big-frame", "size": args.size, "kinds": args.kinds}
+    with start_server(port=0, extra_args=list(args.server_args or [])) as srv:
         with connect(srv.port, timeout=600) as s:
             ask(s, b"1:vset /camera/0/size 64 64")
-            ask(s, b"2:vget /sceneforge/render 0 lit")
+            ask(s, b"2:vget /sceneforge/render 0 lit,normal,depth,object_mask")
             time.sleep(1.0)
             out["rss_start_mb"] = round(rss_mb(srv.pid), 1)
             r = ask(s, b"3:vset /camera/0/size %d %d" % (args.size, args.size))
             out["size_reply"] = r.decode(errors="replace")[:200]
             t0 = time.perf_counter()
-            r = ask(s, b"4:vget /sceneforge/render 0 lit,normal,depth,object_mask")
-            out["render_reply"] = r[:100].decode(errors="replace") if len(r) < 1000 else f"{len(r)} bytes"
+            s.sendall(frame(b"4:vget /sceneforge/render 0 " + args.kinds.encode()))
+            r = recv_frame(s, max_frame=2**31)
+            out["render_reply"] = r[:300].decode(errors="replace") if len(r) < 1000 else f"{len(r)} bytes"
             out["seconds"] = round(time.perf_counter() - t0, 1)
+            del r
+            out["rss_after_frame_mb"] = round(rss_mb(srv.pid), 1)
             ask(s, b"5:vset /camera/0/size 64 64")
             ask(s, b"6:vget /sceneforge/render 0 lit")
             time.sleep(0.5)
             out["rss_kept_mb"] = round(rss_mb(srv.pid), 1)
             out["fov_reply"] = ask(s, b"7:vset /camera/0/fov 1e-300").decode(errors="replace")[:200]
+    return out
+
+def _spawn_spheres(s: socket.socket, n: int) -> None:
+    """``n`` spheres in a 64 × 64 × k block in front of camera 0: a slow render, little memory."""
+    for b in range(0, n, 4096):
+        batch = [{"name": f"s{i}", "asset": "primitive_sphere", "location": [500 + i % 64 * 30, i // 64 % 64 * 30
+                  - 960, i // 4096 * 30]} for i in range(b, min(n, b + 4096))]
+        assert ask(s, b"3:vset /sceneforge/spawn " + json.dumps(batch, separators=(",", ":")).encode()) == b"3:ok"
+
+
+def _latencies(s: socket.socket, seconds: float, until=None) -> list[float]:
+    """Round trips (ms) of alternating ``vget /unrealcv/status`` / ``vget /camera/0/location`` for
+    ``seconds``, or until ``until()`` is true."""
+    out, t_end, i = [], time.monotonic() + seconds, 0
+    while time.monotonic() < t_end and not (until and until()):
+        cmd = b"vget /unrealcv/status" if i % 2 == 0 else b"vget /camera/0/location"
+        t = time.perf_counter()
+        reply = ask(s, b"%d:" % i + cmd)
+        out.append((time.perf_counter() - t) * 1000.0)
+        assert not reply.split(b":", 1)[1].startswith(b"error"), reply
+        i += 1
+        time.sleep(0.01)
+    return out
+
+
+def _summary(ms: list[float]) -> dict:
+    if not ms:
+        return {"n": 0}
+    ms = sorted(ms)
+    return {"n": len(ms), "p50_ms": round(ms[len(ms) // 2], 2),
+            "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2), "max_ms": round(ms[-1], 2)}
+
+
+def small_requests(args) -> dict:
+    """Issue 39 item 5 (head-of-line blocking): one client renders ``renders`` frames of a
+    ``actors``-sphere scene at ``size``²; another sends small requests meanwhile. Their latency
+    (p50 / p99 / max) with the server idle (baseline, same run) and during the renders."""
+    import threading
+
+    out: dict = {"scenario": "small-requests", "actors": args.actors, "size": args.size, "renders": args.renders}
+    with start_server(port=0) as srv:
+        with connect(srv.port, timeout=600) as r, connect(srv.port, timeout=600) as q:
+            ask(r, b"1:vset /camera/0/size 64 64")
+            ask(r, b"2:vget /sceneforge/render 0 lit")
+            _spawn_spheres(r, args.actors)
+            ask(r, b"3:vset /camera/0/size %d %d" % (args.size, args.size))
+            t = time.perf_counter()
+            ask(r, b"4:vget /sceneforge/render 0 lit")   # warm (the frame at this size)
+            out["one_render_s"] = round(time.perf_counter() - t, 2)
+            out["idle"] = _summary(_latencies(q, args.idle_seconds))
+            done = threading.Event()
+
+            def renders() -> None:
+                t0 = time.perf_counter()
+                for _ in range(args.renders):
+                    r.sendall(frame(b"5:vget /sceneforge/render 0 lit"))
+                for _ in range(args.renders):
+                    recv_frame(r, max_frame=2**31)
+                out["renders_s"] = round(time.perf_counter() - t0, 2)
+                done.set()
+
+            th = threading.Thread(target=renders)
+            th.start()
+            time.sleep(0.2)   # the first render is running
+            out["during_renders"] = _summary(_latencies(q, 600.0, until=done.is_set))
+            th.join()
     return out
 
 
@@ -275,7 +346,15 @@ def main(argv=None) -> int:
     a.set_defaults(func=cycles_kill)
     a = sub.add_parser("big-frame")
     a.add_argument("--size", type=int, default=8192)
+    a.add_argument("--kinds", default="lit,normal,depth,object_mask")
+    a.add_argument("--server-args", nargs="*")
     a.set_defaults(func=big_frame)
+    a = sub.add_parser("small-requests")
+    a.add_argument("--actors", type=int, default=16384)
+    a.add_argument("--size", type=int, default=1024)
+    a.add_argument("--renders", type=int, default=4)
+    a.add_argument("--idle-seconds", type=float, default=3.0)
+    a.set_defaults(func=small_requests)
     args = p.parse_args(argv)
     print(json.dumps(args.func(args)), flush=True)
     return 0

@@ -1,11 +1,18 @@
 """The socket loop of the embedded render server (UnrealCV wire protocol).
 
 Threads: one accepts connections, one per client reads frames and writes replies, and a single
-*worker* runs every command. The worker is the only thread that touches the scene or the GL
-context (moderngl standalone contexts only work in the thread that created them), so scene edits
-and renders from concurrent clients are serialised without locks in the handlers. A client's
+*worker* runs every command that renders or changes something. The worker is the only thread that
+edits the scene or touches the GL context (moderngl standalone contexts only work in the thread
+that created them), so scene edits and renders from concurrent clients are serialised. A client's
 requests reach the worker as they arrive (up to ``PIPELINE_DEPTH`` at once per connection), and
 its replies go back in request order.
+
+No head-of-line blocking (issue 39 item 5): a request the command table marks ``read`` (status,
+object and camera queries) is answered on the connection thread, under ``ServerState.lock``,
+when none of that client's earlier requests is still running. The worker lets go of the lock
+while it draws, so a read waits for another client's edit (milliseconds), never for a frame; and
+it sees every edit the same client was answered before it (its earlier requests are finished),
+so per-client order holds.
 
 Robustness: a frame with a bad magic or an oversized length cannot be resynchronised, so the
 server answers one ``error ...`` frame and closes that connection; a well-framed request that is
@@ -36,7 +43,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from sceneforge.core.errors import ProtocolError
 from sceneforge.engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, send_frame, split_request
-from sceneforge.engine.server.commands.table import dispatch
+from sceneforge.engine.server.commands.table import READ, access_of, dispatch
 from sceneforge.engine.server.state import ServerState
 
 log = logging.getLogger(__name__)
@@ -258,7 +265,8 @@ class RenderServer:
                         return
                     payload, held = got
                     del got
-                    item = self._submit(payload, ring)
+                    running = any(not isinstance(it, bytes) and not it[1].done() for it, _ in pending)
+                    item = self._submit(payload, ring, read_now=not running)
                     del payload   # the worker keeps the decoded command only
                     if isinstance(item, bytes):   # answered at once: the request is not kept
                         self._release(info, held)
@@ -317,9 +325,11 @@ class RenderServer:
         return payload, n
 
     # --- requests ----------------------------------------------------------------------------
-    def _submit(self, payload: bytes, done) -> "tuple[int, Future] | bytes":
+    def _submit(self, payload: bytes, done, read_now: bool = False) -> "tuple[int, Future] | bytes":
         """Queue a request's command on the worker: (request id, future), or the reply itself when
-        the request is refused without running anything. ``done(future)`` is called when it ends."""
+        the request is refused without running anything or, with ``read_now`` (none of the
+        client's earlier requests is still running), is a ``read`` answered here and now.
+        ``done(future)`` is called when a queued command ends."""
         m = _ID_RE.match(payload)
         if not m:
             return b"error request is not of the form '<id>:<command>'"
@@ -329,6 +339,9 @@ class RenderServer:
             return join_reply(int(m.group(1)), f"error {e}")
         if self._stopping.is_set():
             return join_reply(request_id, "error server is shutting down")
+        if read_now and access_of(command) == READ:
+            with self.state.locked():
+                return join_reply(request_id, dispatch(self.state, command))
         try:
             fut = self._worker.submit(self._run, command)
         except RuntimeError:  # executor shut down
@@ -364,7 +377,8 @@ class RenderServer:
             return "error server is shutting down"
         t = time.perf_counter()
         try:
-            return dispatch(self.state, command)
+            with self.state.locked():
+                return dispatch(self.state, command)
         finally:
             self.state.busy_s += time.perf_counter() - t
 

@@ -1,18 +1,24 @@
 """Everything one render server holds between commands: the scene, assets, renderer, output dir.
 
-All methods are called from the server's single worker thread (see ``app.py``), which is also the
-thread that owns the GL context (moderngl standalone contexts are bound to the thread that created
-them: using one from another thread fails with "cannot create renderbuffer", checked on this
-machine). So nothing here locks: serialisation is the worker's job.
+Commands that change something or render run on the server's single worker thread (see
+``app.py``), which is also the thread that owns the GL context (moderngl standalone contexts are
+bound to the thread that created them: using one from another thread fails with "cannot create
+renderbuffer", checked on this machine). Commands that only read (``access=READ`` in the command
+table) may also run on a connection thread. :attr:`ServerState.lock` keeps them apart from the
+worker's edits: the worker holds it while it runs a command, except inside :meth:`with_backend`
+(the renderer only reads the scene, and nothing else writes while the worker renders), so a read
+sees the scene before or after an edit, never half of one, and does not wait for a frame.
 """
 from __future__ import annotations
 
 import logging
 import os
 import re
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 
@@ -54,6 +60,8 @@ class ServerState:
     busy_s: float = 0.0  # wall seconds the worker has spent running commands (``/sceneforge/info``): a
                          # benchmark's wall time minus this is how long the server waited for requests
     _backend: RenderBackend | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _lock_owner: int | None = field(default=None, repr=False, compare=False)
 
     PASSED_KEPT = 1024   # tokens remembered (a sampler's candidates of one sample share one)
 
@@ -62,6 +70,30 @@ class ServerState:
         self.passed[token] = True
         while len(self.passed) > self.PASSED_KEPT:
             del self.passed[next(iter(self.passed))]
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold :attr:`lock` for one command (the worker, or a connection thread for a read)."""
+        with self.lock:
+            self._lock_owner = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._lock_owner = None
+
+    @contextmanager
+    def _unlocked(self) -> Iterator[None]:
+        """Let reads in while the renderer works (only when this thread holds :attr:`lock`)."""
+        if self._lock_owner != threading.get_ident():
+            yield
+            return
+        self._lock_owner = None
+        self.lock.release()
+        try:
+            yield
+        finally:
+            self.lock.acquire()
+            self._lock_owner = threading.get_ident()
 
     # --- renderer --------------------------------------------------------------------------
     def backend(self) -> RenderBackend:
@@ -82,7 +114,14 @@ class ServerState:
         Why: a render that dies half-way (out of memory, a GL error) can leave GL objects in a
         dead state, and every later render of every client would fail until a restart while
         ``vget /unrealcv/status`` still answers. Rebuilding the context costs ~1 s once.
+
+        The worker lets go of :attr:`lock` meanwhile: reads from other clients are answered during
+        the frame (the scene cannot change under it: only the worker edits it).
         """
+        with self._unlocked():
+            return self._call_backend(call)
+
+    def _call_backend(self, call: Callable[[RenderBackend], T]) -> T:
         backend = self.backend()
         try:
             return call(backend)

@@ -11,14 +11,19 @@ Figures (before → after) are in docs/server.md and come from ``benchmarks/serv
 """
 from __future__ import annotations
 
+import json
 import os
+import select
+import time
 from pathlib import Path
 
 import pytest
 
 from sceneforge.core.errors import AssetError
 from sceneforge.engine import limits
+from sceneforge.engine.protocol import frame, recv_frame
 from sceneforge.engine.server.catalog import AssetCatalog
+from sceneforge.engine.world import Camera
 from wire_helpers import ask, greeted
 
 
@@ -409,3 +414,96 @@ def test_a_symlink_loop_in_the_output_dir_is_one_clear_error(server, server_outp
             assert ask(s, b"2:vget /unrealcv/status").startswith(b"2:Is Listening")
     finally:
         loop.unlink()
+
+
+# --- item 5: no head-of-line blocking: reads are answered while another client's render runs ---
+def _spheres(n: int) -> bytes:
+    batch = [{"name": f"hol{i}", "asset": "primitive_sphere",
+              "location": [500 + i % 64 * 30, i // 64 % 64 * 30 - 960, 0]} for i in range(n)]
+    return b"vset /sceneforge/spawn " + json.dumps(batch, separators=(",", ":")).encode()
+
+
+@pytest.mark.render
+def test_reads_are_answered_while_another_clients_render_runs(render_client, server):
+    """Issue 39 item 5: while client A renders, client B's ``vget /unrealcv/status`` and
+    ``vget /camera/0/location`` waited for every request queued before them (17.4 s behind a
+    65,536-actor frame in the issue). Now they are answered during A's frames: B sees the camera
+    as it was *before* A's ``vset /camera/0/location`` queued behind A's renders (before the fix
+    it saw the new one: it ran after them), and B's status arrives while A's renders are still
+    unanswered. B's own edit, queued behind A's renders, is still seen by B's next read (order per
+    client). No timing asserts: what is asserted is which state each reply saw."""
+    render_client.set_camera(0, Camera(location=(0.0, 0.0, 100.0)))
+    try:
+        with greeted(server, timeout=600) as a, greeted(server, timeout=600) as b:
+            assert ask(a, b"1:" + _spheres(4096)) == b"1:ok"
+            assert ask(b, b"1:vset /objects/spawn primitive_cube probe") == b"1:probe"
+            renders = 3
+            for _ in range(renders):   # bounded: 3 frames of 4096 spheres at 2048^2
+                a.sendall(frame(b'2:vget /sceneforge/render 0 lit,depth {"size":[2048,2048]}'))
+            a.sendall(frame(b"3:vset /camera/0/location 7 8 9"))
+            time.sleep(0.5)   # A's requests are with the worker
+            status = ask(b, b"2:vget /unrealcv/status")
+            seen = ask(b, b"3:vget /camera/0/location")
+            a_answered = bool(select.select([a], [], [], 0)[0])
+            b.sendall(frame(b"4:vset /object/probe/location 5 6 7") + frame(b"5:vget /object/probe/location"))
+            assert recv_frame(b) == b"4:ok"
+            assert recv_frame(b) == b"5:5.000 6.000 7.000"   # its own edit first, though queued
+            for _ in range(renders):
+                assert recv_frame(a, max_frame=2**31).startswith(b"2:SFARR1")
+            assert recv_frame(a) == b"3:ok"
+            assert ask(b, b"6:vget /camera/0/location") == b"6:7.000 8.000 9.000"
+        assert status.startswith(b"2:Is Listening"), status[:80]
+        assert seen == b"3:0.000 0.000 100.000", "B's read waited for A's renders and edit"
+        assert not a_answered, "A's first render was answered before B's status"
+    finally:
+        render_client.reset()
+        render_client.set_camera(0, Camera())
+
+
+def test_only_side_effect_free_queries_are_answered_off_the_worker():
+    """The command table's classification (engine/server/commands/table.py): ``read`` routes
+    (answered on a connection thread) are all ``vget``; image and mesh queries are ``render``."""
+    from sceneforge.engine.server.commands.table import READ, RENDER, WRITE, access_of, routes
+
+    table = routes()
+    assert {r.access for r in table} == {READ, WRITE, RENDER}
+    assert all(r.verb == "vget" for r in table if r.access == READ)
+    assert all(r.access in (READ, RENDER) for r in table if r.verb == "vget")
+    for line in ("vget /unrealcv/status", "vget /camera/0/location", "vget /objects", "vget /object/x/color"):
+        assert access_of(line) == READ, line
+    for line in ("vget /camera/0/lit png", "vget /sceneforge/render 0 lit", "vget /object/x/bounds",
+                 "vget /sceneforge/info"):
+        assert access_of(line) == RENDER, line
+    assert access_of("vset /camera/0/location 1 2 3") == WRITE
+    assert access_of("vget /no/such/thing") == WRITE
+
+
+def test_the_worker_lets_reads_in_while_the_renderer_draws():
+    """``ServerState.with_backend`` releases ``ServerState.lock`` around the renderer's call (and
+    takes it back after), so a connection thread's read does not wait for a frame."""
+    import threading
+
+    from sceneforge.engine.server.state import ServerState
+
+    got = []
+
+    class Backend:
+        name = "fake"
+
+        def render(self, scene, camera, kinds):
+            t = threading.Thread(target=lambda: got.append(state.lock.acquire(timeout=30) and state.lock.release()))
+            t.start()
+            t.join()
+            return {}
+
+        def info(self):
+            return {}
+
+        def close(self):
+            pass
+
+    state = ServerState(AssetCatalog(None), backend_factory=lambda provider, threads: Backend())
+    with state.locked():
+        state.render(0, ("lit",))
+        assert state.lock.locked()   # held again after the frame
+    assert got == [None]   # acquired (True) and released (None) by the other thread

@@ -16,7 +16,7 @@ from sceneforge.core.visibility import check_gate, visibility_failure
 from sceneforge.engine import limits
 from sceneforge.engine.protocol import pack_arrays
 from sceneforge.engine.server.backend import KINDS
-from sceneforge.engine.server.commands.table import command, parse_int
+from sceneforge.engine.server.commands.table import READ, RENDER, command, parse_int
 from sceneforge.engine.server.commands.stock import new_actor, server_version
 from sceneforge.engine.server.state import ServerState
 from sceneforge.engine.world import Rotator, Transform
@@ -188,7 +188,7 @@ def _counts_json(counts: dict) -> dict:
 
 
 @command("vget /sceneforge/visibility [cam]", "vget /sceneforge/visibility [cam] [names]",
-         "vget /sceneforge/visibility [cam] [names] [camera]")
+         "vget /sceneforge/visibility [cam] [names] [camera]", access=RENDER)
 def visibility(state: ServerState, args: list[str]) -> str:
     """Optional third argument: camera JSON applied first (saves a round trip per frame)."""
     cam_id = parse_int(args[0], "camera id")
@@ -210,7 +210,7 @@ GATE_FIELDS = {"min_visible_ratio", "min_bbox_px", "unless_passed"}
 
 
 @command("vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate]",
-         "vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate] [camera]")
+         "vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate] [camera]", access=RENDER)
 def render_if_visible(state: ServerState, args: list[str]) -> bytes:
     """Pixel counts of ``names``; when they pass the visibility rule (core/visibility.py) with
     ``gate`` = ``{"min_visible_ratio", "min_bbox_px"}``, the images of ``kinds`` too, in one round
@@ -250,7 +250,7 @@ def render_if_visible(state: ServerState, args: list[str]) -> bytes:
                        meta={"visibility": _counts_json(counts), "failure": failure})
 
 
-@command("vget /sceneforge/colors", "vget /sceneforge/colors [names]")
+@command("vget /sceneforge/colors", "vget /sceneforge/colors [names]", access=READ)
 def colors(state: ServerState, args: list[str]) -> str:
     """Instance colours of the named actors (every actor without names) as JSON
     ``{name: [r, g, b]}``: one round trip instead of one ``vget /object/[name]/color`` each."""
@@ -258,7 +258,7 @@ def colors(state: ServerState, args: list[str]) -> str:
     return json.dumps({n: list(map(int, state.actor(n).color)) for n in names}, separators=(",", ":"))
 
 
-@command("vget /sceneforge/render [cam] [kinds]", "vget /sceneforge/render [cam] [kinds] [camera]")
+@command("vget /sceneforge/render [cam] [kinds]", "vget /sceneforge/render [cam] [kinds] [camera]", access=RENDER)
 def render_batch(state: ServerState, args: list[str]) -> bytes:
     """Optional third argument: camera JSON applied first (saves a round trip per frame)."""
     kinds = _kinds(args[1], "render")
@@ -269,19 +269,18 @@ def render_batch(state: ServerState, args: list[str]) -> bytes:
     return pack_arrays({k: arrays[k] for k in kinds})
 
 
-@command("vget /sceneforge/assets")
+@command("vget /sceneforge/assets", access=RENDER)
 def assets(state: ServerState, args: list[str]) -> str:
     return json.dumps(state.catalog.listing(), separators=(",", ":"))
 
 
-@command("vget /sceneforge/info")
+@command("vget /sceneforge/info", access=RENDER)
 def info(state: ServerState, args: list[str]) -> str:
     out = {"version": server_version(), "actors": len(state.scene.actors), "env": state.scene.env,
            "packs": [], "licenses": None, "renderer": "gl", "busy_s": round(state.busy_s, 6), **state.serving}
-    try:
-        backend = state.backend()
-        out.update({"backend": backend.name, "triangles": int(backend.triangle_count(state.scene))})
-        out.update(backend.info())
+    try:   # with_backend: a 65,536-actor count or the first context does not hold reads up
+        out.update(state.with_backend(lambda b: {"backend": b.name, "triangles": int(b.triangle_count(state.scene)),
+                                                 **b.info()}))
     except SceneforgeError as e:
         out.update({"backend": None, "error": str(e)})
     return json.dumps(out, separators=(",", ":"))

@@ -18,7 +18,7 @@ import numpy as np
 from sceneforge.core.atomic import atomic_write_bytes
 from sceneforge.core.errors import CommandError
 from sceneforge.engine.server import image_codecs as codecs
-from sceneforge.engine.server.commands.table import command, parse_int
+from sceneforge.engine.server.commands.table import RENDER, command, parse_int
 from sceneforge.engine.server.optical_flow import optical_flow, snapshot
 from sceneforge.engine.server.state import ServerState
 
@@ -122,7 +122,7 @@ def _register(name: str, kind: str) -> None:
 
     handler.__name__ = f"get_{name}"
     handler.__doc__ = f"Get {kind.replace('_', ' ')} from camera [id] as {'/'.join(_ALLOWED[kind])} bytes or a file"
-    command(f"vget /camera/[id]/{name}", f"vget /camera/[id]/{name} [format]")(handler)
+    command(f"vget /camera/[id]/{name}", f"vget /camera/[id]/{name} [format]", access=RENDER)(handler)
 
 
 for _kind in IMAGE_KINDS + DEPTH_KINDS + (FLOW_KIND,):
@@ -135,7 +135,7 @@ _VIEWMODE_KIND = {"lit": "lit", "unlit": "lit", "base_color": "lit", "vertex_col
                   "object_mask": "object_mask", "normal": "normal", "optical_flow": FLOW_KIND}
 
 
-@command("vget /screenshot [filename]")
+@command("vget /screenshot [filename]", access=RENDER)
 def screenshot(state: ServerState, args: list[str]) -> "str | bytes":
     """Get a screenshot of the game viewport (camera 0 in the current view mode) as png/bmp bytes or a file"""
     mode = state.unrealcv.viewmode

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from sceneforge.core.errors import CommandError
 from sceneforge.engine import limits
-from sceneforge.engine.server.commands.table import command, fmt_vec, help_line, parse_floats, parse_int, templates
+from sceneforge.engine.server.commands.table import READ, RENDER, command, fmt_vec, help_line, parse_floats, parse_int, templates
 from sceneforge.engine.server.state import ServerState
 from sceneforge.engine.world import Actor, Rotator, Transform
 
@@ -32,7 +32,7 @@ def server_version() -> str:
 
 
 # --- server ----------------------------------------------------------------------------------
-@command("vget /unrealcv/status")
+@command("vget /unrealcv/status", access=READ)
 def status(state: ServerState, args: list[str]) -> str:
     cam = state.scene.cameras.get(0)
     w, h, fov = (cam.width, cam.height, cam.fov_deg) if cam else (640, 480, 90.0)
@@ -44,42 +44,42 @@ def status(state: ServerState, args: list[str]) -> str:
     ])
 
 
-@command("vget /unrealcv/version")
+@command("vget /unrealcv/version", access=READ)
 def version_cmd(state: ServerState, args: list[str]) -> str:
     return UNREALCV_COMPAT
 
 
-@command("vget /unrealcv/echo [message]")
+@command("vget /unrealcv/echo [message]", access=READ)
 def echo(state: ServerState, args: list[str]) -> str:
     """The plugin's debug echo: the first argument back."""
     return args[0]
 
 
-@command("vget /unrealcv/help")
+@command("vget /unrealcv/help", access=READ)
 def help_cmd(state: ServerState, args: list[str]) -> str:
     """As the plugin: each template on one line, followed by its help line."""
     return "".join(f"{t}\n{help_line(t)}\n" for t in templates())
 
 
-@command("vget /scene/name")
+@command("vget /scene/name", access=READ)
 def scene_name(state: ServerState, args: list[str]) -> str:
     """UE replies with the project name."""
     return "sceneforge"
 
 
-@command("vget /level/name")
+@command("vget /level/name", access=READ)
 def level_name(state: ServerState, args: list[str]) -> str:
     """The level opened with `vset /action/game/level`, else the environment, else `default`."""
     return state.unrealcv.level or state.scene.env or "default"
 
 
-@command("vget /unrealcv/commands")
+@command("vget /unrealcv/commands", access=READ)
 def commands_cmd(state: ServerState, args: list[str]) -> str:
     return "\n".join(templates())
 
 
 # --- objects ---------------------------------------------------------------------------------
-@command("vget /objects")
+@command("vget /objects", access=READ)
 def objects(state: ServerState, args: list[str]) -> str:
     return " ".join(state.scene.actors)
 
@@ -121,17 +121,17 @@ def destroy(state: ServerState, args: list[str], name: str) -> str:
     return "ok"
 
 
-@command("vget /object/[name]/location")
+@command("vget /object/[name]/location", access=READ)
 def get_location(state: ServerState, args: list[str], name: str) -> str:
     return fmt_vec(state.actor(name).transform.location)
 
 
-@command("vget /object/[name]/rotation")
+@command("vget /object/[name]/rotation", access=READ)
 def get_rotation(state: ServerState, args: list[str], name: str) -> str:
     return fmt_vec(state.actor(name).transform.rotation.as_tuple())
 
 
-@command("vget /object/[name]/scale")
+@command("vget /object/[name]/scale", access=READ)
 def get_scale(state: ServerState, args: list[str], name: str) -> str:
     return fmt_vec(state.actor(name).transform.scale)
 
@@ -157,7 +157,7 @@ def set_scale(state: ServerState, args: list[str], name: str) -> str:
     return _set_transform(state, name, scale=parse_floats(args, "scale"))
 
 
-@command("vget /object/[name]/bounds")
+@command("vget /object/[name]/bounds", access=RENDER)
 def get_bounds(state: ServerState, args: list[str], name: str) -> str:
     """World-space axis-aligned box of the mesh: "min_x min_y min_z max_x max_y max_z" (cm)."""
     actor = state.actor(name)
@@ -165,13 +165,13 @@ def get_bounds(state: ServerState, args: list[str], name: str) -> str:
     return fmt_vec(list(world.min(axis=0)) + list(world.max(axis=0)))
 
 
-@command("vget /object/[name]/uclass_name")
+@command("vget /object/[name]/uclass_name", access=READ)
 def get_uclass(state: ServerState, args: list[str], name: str) -> str:
     """UE reports the actor's class; ours is the asset id it was spawned from."""
     return state.actor(name).asset_id
 
 
-@command("vget /object/[name]/color")
+@command("vget /object/[name]/color", access=READ)
 def get_color(state: ServerState, args: list[str], name: str) -> str:
     """An empty name (``vget /object//color``, what a client asks after splitting the empty
     ``vget /objects`` of an empty scene on ' ') is the background: black in ``object_mask``."""
@@ -204,7 +204,7 @@ def show(state: ServerState, args: list[str], name: str) -> str:
 
 
 # --- cameras ---------------------------------------------------------------------------------
-@command("vget /cameras")
+@command("vget /cameras", access=READ)
 def cameras(state: ServerState, args: list[str]) -> str:
     return " ".join(str(i) for i in sorted(state.scene.cameras))
 
@@ -213,22 +213,22 @@ def _cam_id(text: str) -> int:
     return parse_int(text, "camera id")
 
 
-@command("vget /camera/[id]/location")
+@command("vget /camera/[id]/location", access=READ)
 def cam_location(state: ServerState, args: list[str], id: str) -> str:
     return fmt_vec(state.camera(_cam_id(id)).location)
 
 
-@command("vget /camera/[id]/rotation")
+@command("vget /camera/[id]/rotation", access=READ)
 def cam_rotation(state: ServerState, args: list[str], id: str) -> str:
     return fmt_vec(state.camera(_cam_id(id)).rotation.as_tuple())
 
 
-@command("vget /camera/[id]/fov")
+@command("vget /camera/[id]/fov", access=READ)
 def cam_fov(state: ServerState, args: list[str], id: str) -> str:
     return f"{state.camera(_cam_id(id)).fov_deg:.3f}"
 
 
-@command("vget /camera/[id]/size")
+@command("vget /camera/[id]/size", access=READ)
 def cam_size(state: ServerState, args: list[str], id: str) -> str:
     cam = state.camera(_cam_id(id))
     return f"{cam.width} {cam.height}"
@@ -240,7 +240,7 @@ def _update_camera(state: ServerState, id: str, **changes) -> str:
     return "ok"
 
 
-@command("vget /camera/[id]/pose")
+@command("vget /camera/[id]/pose", access=READ)
 def cam_pose(state: ServerState, args: list[str], id: str) -> str:
     cam = state.camera(_cam_id(id))
     return fmt_vec(cam.location + cam.rotation.as_tuple())

@@ -7,6 +7,13 @@ part of a template becomes a regex (``[name]`` → one path segment); the argume
 counted, so a handler is called only with one of its templates' argument counts. Handlers marked
 ``raw`` get their last argument as the whole rest of the line (JSON may contain spaces).
 
+Each route also says what it touches (``access``), which is how the server schedules it
+(``app.py``): ``render`` (draws, or loads meshes and GL resources: the render worker), ``write``
+(changes the scene or the server's settings: the render worker, between renders) and ``read``
+(looks at the scene and answers at once: the connection thread may run it under
+``ServerState.lock`` while a render is in progress). The default is ``write``: a handler is
+answered concurrently only when it is marked ``read`` on purpose.
+
 :func:`dispatch` never raises: a :class:`~core.errors.SceneforgeError` becomes ``error <msg>``,
 anything else ``error internal ...`` (logged with its traceback), so no command can take the
 server down.
@@ -25,6 +32,8 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[..., "str | bytes"]
 _PLACEHOLDER = re.compile(r"\[([A-Za-z_][A-Za-z0-9_]*)\]")
+READ, WRITE, RENDER = "read", "write", "render"
+ACCESS = (READ, WRITE, RENDER)
 
 
 @dataclass(frozen=True)
@@ -35,9 +44,11 @@ class Route:
     raw: bool
     handler: Handler
     templates: tuple[str, ...]
+    access: str = WRITE
 
 
 _ROUTES: list[Route] = []
+_LOADED = False   # every handler module imported (until then, nothing is classified ``read``)
 
 
 def _path_regex(path: str) -> re.Pattern:
@@ -50,15 +61,20 @@ def _path_regex(path: str) -> re.Pattern:
     return re.compile("".join(out))
 
 
-def command(*templates: str, raw: bool = False) -> Callable[[Handler], Handler]:
+def command(*templates: str, raw: bool = False, access: str = WRITE) -> Callable[[Handler], Handler]:
     """Register a handler ``fn(state, args, **path_params)`` for the given templates.
 
-    All templates of one handler share the verb and path; they differ in arguments.
+    All templates of one handler share the verb and path; they differ in arguments. ``access``:
+    :data:`READ` only for a handler that changes nothing (not even a cache) and uses neither the
+    renderer nor the asset catalogue.
     """
+    if access not in ACCESS:
+        raise ValueError(f"access {access!r}: expected one of {ACCESS}")
+
     def decorate(fn: Handler) -> Handler:
         verb, path = templates[0].split()[:2]
         counts = frozenset(len(t.split()) - 2 for t in templates)
-        _ROUTES.append(Route(verb, _path_regex(path), counts, raw, fn, templates))
+        _ROUTES.append(Route(verb, _path_regex(path), counts, raw, fn, templates, access))
         return fn
     return decorate
 
@@ -113,6 +129,23 @@ def unknown_command(command_line: str) -> str:
             "(Can not find a handler for this command; see vget /unrealcv/help)")
 
 
+def access_of(command_line: str) -> str:
+    """:data:`READ`, :data:`WRITE` or :data:`RENDER` for a command line (:data:`WRITE` when it
+    matches no route, or before the tables are loaded: such a line goes to the render worker)."""
+    if not _LOADED:
+        return WRITE
+    try:
+        return _match(command_line)[0].access
+    except SceneforgeError:
+        return WRITE
+
+
+def routes() -> list[Route]:
+    """Every registered route (tests check the classification)."""
+    _load_tables()
+    return list(_ROUTES)
+
+
 def dispatch(state: ServerState, command_line: str) -> "str | bytes":
     """Run one command against ``state``; always returns a reply (``error ...`` on failure)."""
     _load_tables()
@@ -128,9 +161,11 @@ def dispatch(state: ServerState, command_line: str) -> "str | bytes":
 
 def _load_tables() -> None:
     """Import the modules that register handlers (once; they import this module)."""
+    global _LOADED
     if not _ROUTES:
         from sceneforge.engine.server.commands import ext, image, stock  # noqa: F401
         from sceneforge.engine.server.commands import camera_settings, unrealcv  # noqa: F401  (unrealcv's vrun/vexec/vbp catch-alls: last)
+    _LOADED = True
 
 
 # --- argument helpers shared by the handler modules ------------------------------------------

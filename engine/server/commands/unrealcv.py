@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from sceneforge.core.errors import CommandError
 from sceneforge.engine.server.commands.stock import check_name, new_actor
-from sceneforge.engine.server.commands.table import command, parse_floats, parse_int
+from sceneforge.engine.server.commands.table import READ, RENDER, command, parse_floats, parse_int
 from sceneforge.engine.server.state import ServerState
 from sceneforge.engine.world import Transform
 
@@ -39,7 +39,7 @@ def resume(state: ServerState, args: list[str]) -> str:
     return "ok"
 
 
-@command("vget /action/game/is_paused")
+@command("vget /action/game/is_paused", access=READ)
 def is_paused(state: ServerState, args: list[str]) -> str:
     """Whether the game is paused: true or false"""
     return "true" if state.unrealcv.paused else "false"
@@ -95,13 +95,13 @@ def set_viewmode(state: ServerState, args: list[str]) -> str:
     return "ok"
 
 
-@command("vget /viewmode")
+@command("vget /viewmode", access=READ)
 def get_viewmode(state: ServerState, args: list[str]) -> str:
     """Get current ViewMode"""
     return state.unrealcv.viewmode
 
 
-@command("vget /object/[name]/label")
+@command("vget /object/[name]/label", access=READ)
 def get_label(state: ServerState, args: list[str], name: str) -> str:
     """Get the object's label (the editor's display name; defaults to its name)"""
     state.actor(name)
@@ -132,7 +132,7 @@ def rename(state: ServerState, args: list[str], name: str) -> str:
     return "ok"
 
 
-@command("vget /object/[name]/mobility")
+@command("vget /object/[name]/mobility", access=READ)
 def mobility(state: ServerState, args: list[str], name: str) -> str:
     """Get the object's mobility: every spawned actor can be moved (Movable)"""
     state.actor(name)
@@ -147,7 +147,7 @@ def _material_names(state: ServerState, asset_id: str) -> list[str]:
     return [f"/sceneforge/{asset_id}/{getattr(m, 'name', None) or f'Material_{i}'}" for i, m in enumerate(materials)]
 
 
-@command("vget /object/[name]/material")
+@command("vget /object/[name]/material", access=RENDER)
 def get_material(state: ServerState, args: list[str], name: str) -> str:
     """Get the object's material slots as '[slot] path ' (paths under /sceneforge/<asset>/)"""
     actor = state.actor(name)
@@ -167,7 +167,7 @@ def set_material(state: ServerState, args: list[str], name: str) -> str:
     return "ok"
 
 
-@command("vget /object/[name]/vertex_location")
+@command("vget /object/[name]/vertex_location", access=RENDER)
 def vertex_location(state: ServerState, args: list[str], name: str) -> str:
     """Get the world location of every mesh vertex, one 'x y z' line each (cm)"""
     actor = state.actor(name)
@@ -190,13 +190,13 @@ def spawn_cube(state: ServerState, args: list[str]) -> str:
 
 
 # --- levels and blueprints -------------------------------------------------------------------
-@command("vget /persistent_level/id")
+@command("vget /persistent_level/id", access=READ)
 def persistent_level_id(state: ServerState, args: list[str]) -> str:
     """Get persistent level id, so that we can call BP function defined in it"""
     return PERSISTENT_LEVEL
 
 
-@command("vget /persistent_level/level_script_actor/id")
+@command("vget /persistent_level/level_script_actor/id", access=READ)
 def level_script_actor_id(state: ServerState, args: list[str]) -> str:
     """Get the level script actor's id (it defines no blueprint functions here)"""
     return LEVEL_SCRIPT_ACTOR
