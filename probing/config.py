@@ -45,6 +45,7 @@ class ProbeConfig:
     batch_size: int = 256
     extract_batch: int = 64
     runs: int = 1
+    patience: int = 0                              # early stopping on val (epochs); 0 = off
     seed: int = 0
     cls: bool = False
     threads: int | None = None
@@ -81,6 +82,7 @@ class ProbeConfig:
 
         train = TrainConfig(lrs=self.lrs, dropouts=self.dropouts, epochs=self.epochs, warmup=self.warmup,
                             batch_size=self.batch_size, runs=self.runs, seed=self.seed, use_cls=self.cls,
+                            patience=self.patience,
                             epochs_by_head=dict(SPARRTA_SCHEDULE) if self.sparrta_schedule else {})
         return ProbeJob(data=self.data, backbone=self.backbone, out=self.out, weights=self.weights,
                         model_kwargs=dict(self.model_arg), layers=list(self.layers) if self.layers else None,
@@ -161,7 +163,8 @@ def _parse(name: str, value, what: str):
         return _floats(value, what, 0.0, 1.0)
     if name in ("sparrta_schedule", "cls", "no_progress"):
         return _flag(value, what)
-    lo = {"warmup": 0, "seed": 0, "attention_samples": 0, "attention_flow": 0, "min_test": 0}.get(name, 1)
+    lo = {"warmup": 0, "seed": 0, "attention_samples": 0, "attention_flow": 0, "min_test": 0,
+          "patience": 0}.get(name, 1)
     numbers = _ints(value, what, lo)
     if len(numbers) != 1:
         raise ConfigError(f"{what} {value!r}: expected one integer")

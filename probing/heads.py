@@ -17,6 +17,13 @@ drawn over the image; rows sum to 1 over the P patches.
 * Efficient probing (Psomas et al. 2025): Q learned queries attend over the patch tokens used
   directly as keys (no W_q/W_k/W_o); one value projection to D/8 is split into Q chunks, chunk q
   pooled with query q's map; the concatenation (D/8) goes through LayerNorm to the classifier.
+
+Grid training (:mod:`probing.grid`) stacks G copies of a head's parameters along a leading axis.
+A head that supports it says how its stacked parameters pool: ``grid_scores(params)`` gives the
+attention-score rows (G·Q, D) so that the grid (and several heads) share one pass over the tokens,
+``grid_features(params, z)`` turns the pooled tokens (B, G·Q, D) into (G, B, F) features; the
+shared LayerNorm → Dropout → Linear then runs batched over G. Linear heads train on the pooled
+vector itself (``pre_pooled``), shared by all G.
 """
 from __future__ import annotations
 
@@ -50,6 +57,12 @@ class LinearHead(nn.Module):
     def classify(self, pooled: torch.Tensor) -> torch.Tensor:
         return self.fc(self.drop(self.norm(pooled)))
 
+    stackable = True
+
+    def grid_features(self, params: dict[str, torch.Tensor], pooled: torch.Tensor) -> torch.Tensor:
+        """The pooled (B, D) vectors, shared by every config (broadcast over G downstream)."""
+        return pooled
+
     def forward(self, patches: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
         return self.classify(self.pool(patches, prefix))
 
@@ -78,11 +91,17 @@ class AbMILPHead(nn.Module):
 
     @property
     def stackable(self) -> bool:
+        """Depth 1 only: its score is one linear map, so G of them are one (G, D) matrix."""
         return isinstance(self.score, nn.Linear)
 
-    def score_params(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(W (1, D), b (1,)) with attention logits ``x @ W.T + b`` (depth 1 only; b = 0)."""
-        return self.score.weight, self.score.weight.new_zeros(1)
+    def grid_scores(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Stacked score maps (G, 1, D) → rows (G, D) of the shared score GEMM."""
+        w = params["score.weight"]
+        return w.reshape(w.shape[0], -1)
+
+    def grid_features(self, params: dict[str, torch.Tensor], z: torch.Tensor) -> torch.Tensor:
+        """Pooled tokens (B, G, D) → (G, B, D)."""
+        return z.transpose(0, 1)
 
     def attention(self, patches: torch.Tensor) -> torch.Tensor:
         return self.score(patches.float()).squeeze(-1).softmax(dim=-1).unsqueeze(1)  # (B, 1, P)
@@ -119,17 +138,22 @@ class EfficientHead(nn.Module):
 
     stackable = True
 
-    def score_params(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(W (Q, D), b (Q,)) with attention logits ``x @ W.T + b``: the scaled queries, b = 0.
-
-        Keys are the raw tokens, as in EP (see the module docstring for why no LayerNorm).
-        """
-        w = self.queries * self.scale
-        return w, w.new_zeros(self.num_queries)
-
     def attention(self, patches: torch.Tensor) -> torch.Tensor:
-        w, _ = self.score_params()
+        """Keys are the raw tokens, as in EP (see the module docstring for why no LayerNorm)."""
+        w = self.queries * self.scale
         return torch.matmul(patches.float(), w.t()).transpose(1, 2).softmax(dim=-1)  # (B, Q, P)
+
+    def grid_scores(self, params: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Stacked queries (G, Q, D) → scaled rows (G·Q, D) of the shared score GEMM."""
+        return (params["queries"] * self.scale).reshape(-1, params["queries"].shape[-1])
+
+    def grid_features(self, params: dict[str, torch.Tensor], z: torch.Tensor) -> torch.Tensor:
+        """Pooled tokens (B, G·Q, D) → (G, B, D/8): chunk q of each config's W_v on query q's
+        pooled vector, as :meth:`finish` does for one head."""
+        g = params["v.weight"].shape[0]
+        w = params["v.weight"].view(g, self.num_queries, self.chunk, -1)            # (G, Q, c, D)
+        zq = z.view(z.shape[0], g, self.num_queries, -1)                             # (B, G, Q, D)
+        return torch.einsum("bgqd,gqcd->gbqc", zq, w).reshape(g, z.shape[0], self.out_dim)
 
     def finish(self, z: torch.Tensor) -> torch.Tensor:
         """Pooled tokens (B, Q, D) → logits: EP's ``sum_p a_qp (W_v x_p)[chunk q]`` computed as
@@ -142,23 +166,6 @@ class EfficientHead(nn.Module):
     def forward(self, patches: torch.Tensor, prefix: torch.Tensor) -> torch.Tensor:
         x = patches.float()
         return self.finish(torch.bmm(self.attention(x), x))
-
-
-def stacked_logits(heads: list[nn.Module], x: torch.Tensor) -> list[torch.Tensor]:
-    """Logits of several attentive heads on the same batch with ONE pass over the tokens.
-
-    Why: on CPU these heads are memory-bound (a few FLOPs per token value), so training the
-    9-point lr × dropout grid one head at a time streams the tokens 9x as often. Here every
-    head's score matrix is concatenated into one GEMM and all pooled vectors come from one bmm;
-    each head then finishes on its own slice. Gradients stay separate (disjoint parameters).
-    """
-    params = [h.score_params() for h in heads]
-    w = torch.cat([p[0] for p in params])
-    b = torch.cat([p[1] for p in params])
-    attn = (torch.matmul(x, w.t()) + b).transpose(1, 2).softmax(dim=-1)  # (B, sum Q, P)
-    z = torch.bmm(attn, x)
-    sizes = [p[0].shape[0] for p in params]
-    return [h.finish(zk) for h, zk in zip(heads, z.split(sizes, dim=1))]
 
 
 def make_head(name: str, dim: int, dropout: float, num_classes: int = 4,

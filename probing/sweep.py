@@ -24,7 +24,7 @@ import numpy as np
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.data import label_ids, load_datasets
 from sceneforge.probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
-from sceneforge.probing.train import ProbeSplits, TrainConfig, run_grid
+from sceneforge.probing.train import ProbeSplits, TrainConfig, run_grids
 
 log = logging.getLogger(__name__)
 ATTENTIVE = ("abmilp", "efficient")
@@ -172,9 +172,10 @@ def _train_all(job: ProbeJob, table, groups: list[Group], feats: dict, base: dic
     for layer, f in feats.items():
         for g in groups:
             splits = ProbeSplits.from_index(f.patches, f.prefix, labels, g.idx)
+            bar.set_postfix_str(f"L{layer} {g.protocol} {g.env}/{g.task}")
+            by_head = run_grids(job.heads, splits, job.train)   # all heads' grids in one module
             for head in job.heads:
-                bar.set_postfix_str(f"L{layer} {g.protocol} {g.env}/{g.task} {head}")
-                results = run_grid(head, splits, job.train)
+                results = by_head[head]
                 bar.update()
                 meta = dict(base, layer=layer, protocol=g.protocol, env=g.env, task=g.task,
                             n_train=len(g.idx["train"]), n_val=len(g.idx["val"]),

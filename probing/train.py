@@ -4,12 +4,16 @@ AdamW (weight decay 1e-3), batch 256, linear warmup then cosine decay to 0 (per 
 over lr ∈ {1e-2, 1e-3, 1e-4} × dropout ∈ {0.2, 0.4, 0.6}; the configuration with the best
 validation accuracy is selected and only then evaluated on test. Extra runs repeat the selected
 configuration with new seeds (mean ± std in the reports). Everything is seeded: the same features
-and config give the same numbers.
+and config give the same numbers. The grid (and all heads asked for) trains as one stacked module
+(:mod:`probing.grid`); ``TrainConfig(batched=False)`` trains every config alone, one after the
+other (:func:`train_heads`): the reference the batched grid is tested and benchmarked against,
+and the path of heads that cannot be stacked (AbMILP depth 2).
 
 Example::
 
-    data = ProbeSplits.from_arrays(patches, prefix, labels, split)   # numpy, fp16 is fine
+    data = ProbeSplits.from_index(patches, prefix, labels, {"train": ..., "val": ..., "test": ...})
     results = run_grid("efficient", data, TrainConfig(epochs=50, warmup=10))
+    by_head = run_grids(("linear", "efficient"), data, TrainConfig(patience=10))
 """
 from __future__ import annotations
 
@@ -39,6 +43,8 @@ class TrainConfig:
     seed: int = 0
     use_cls: bool = False
     epochs_by_head: dict = field(default_factory=dict)  # head -> (epochs, warmup), overrides
+    patience: int = 0       # > 0: early stopping on val after this many epochs without a new best
+    batched: bool = True    # False: each config trained alone (the reference; slower)
 
     def schedule(self, head: str) -> tuple[int, int]:
         return tuple(self.epochs_by_head.get(head, (self.epochs, self.warmup)))  # type: ignore
@@ -131,7 +137,7 @@ def lr_at(step: int, total: int, warmup: int, base: float) -> float:
     return 0.5 * base * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-def _inputs(head, part: Part) -> tuple[torch.Tensor, ...]:
+def pooled_inputs(head, part: Part) -> tuple[torch.Tensor, ...]:
     """Linear heads train on pooled (N, D) vectors, computed once per split and pooling mode
     (shared by the whole lr × dropout grid); others on tokens."""
     if getattr(head, "pre_pooled", False):
@@ -152,14 +158,13 @@ def _step_logits(head, inputs: tuple[torch.Tensor, ...], rows) -> torch.Tensor:
 
 def train_heads(name: str, splits: ProbeSplits, configs: list[tuple[float, float]], cfg: TrainConfig,
                 seed: int) -> list[torch.nn.Module]:
-    """Train one head per (lr, dropout) on ``splits.train``, all on the same seeded batch order.
+    """Train one ordinary head module per (lr, dropout), each with its own AdamW and nn.Dropout,
+    on the same seeded init and batch order; heads do not share passes over the tokens.
 
-    Every head starts from the same seeded init (as separate runs with this seed would).
-    Attentive heads share each batch's pass over the tokens (:func:`probing.heads.stacked_logits`);
-    the summed loss keeps each head's gradient its own. Returns heads in eval mode.
+    ``configs=[c]`` is one run alone, as SpaRRTa trains it: the reference for :mod:`probing.grid`.
+    With ``cfg.patience`` each head keeps its best-val weights and stops like the grid's rows.
+    Returns heads in eval mode.
     """
-    from sceneforge.probing.heads import stacked_logits
-
     gen = torch.Generator().manual_seed(seed)
     dim = splits.train.patches.shape[-1]
     heads = []
@@ -168,31 +173,47 @@ def train_heads(name: str, splits: ProbeSplits, configs: list[tuple[float, float
         heads.append(make_head(name, dim, dropout, NUM_CLASSES, use_cls=cfg.use_cls).train())
     opts = [torch.optim.AdamW(h.parameters(), lr=lr, weight_decay=cfg.weight_decay)
             for h, (lr, _) in zip(heads, configs)]
-    stack = len(heads) > 1 and all(getattr(h, "stackable", False) for h in heads)
-    inputs, y = _inputs(heads[0], splits.train), splits.train.y
+    inputs, y = pooled_inputs(heads[0], splits.train), splits.train.y
     epochs, warmup = cfg.schedule(name)
     steps_per_epoch = max(1, math.ceil(len(y) / cfg.batch_size))
     total, warm_steps, step = epochs * steps_per_epoch, warmup * steps_per_epoch, 0
-    for _ in range(epochs):
+    best: dict[int, tuple[float, int, dict]] = {}
+    live = list(range(len(heads)))
+    for epoch in range(epochs):
+        if not live:
+            break
         for rows in torch.randperm(len(y), generator=gen).split(cfg.batch_size):
-            for opt, (lr, _) in zip(opts, configs):
-                for g in opt.param_groups:
-                    g["lr"] = lr_at(step, total, warm_steps, lr)
-            logits = (stacked_logits(heads, inputs[0][rows].float()) if stack
-                      else [_step_logits(h, inputs, rows) for h in heads])
-            loss = sum(torch.nn.functional.cross_entropy(lg, y[rows]) for lg in logits)
-            for opt in opts:
-                opt.zero_grad(set_to_none=True)
+            for k in live:
+                for g in opts[k].param_groups:
+                    g["lr"] = lr_at(step, total, warm_steps, configs[k][0])
+            loss = sum(torch.nn.functional.cross_entropy(_step_logits(heads[k], inputs, rows), y[rows])
+                       for k in live)
+            for k in live:
+                opts[k].zero_grad(set_to_none=True)
             loss.backward()
-            for opt in opts:
-                opt.step()
+            for k in live:
+                opts[k].step()
             step += 1
+        if cfg.patience:
+            live = [k for k in live if _keep_training(heads[k], splits.val, best, k, epoch + 1, warmup, cfg.patience)]
+    for k, (_, _, weights) in best.items():
+        heads[k].load_state_dict(weights)
     return [h.eval() for h in heads]
+
+
+def _keep_training(head, val: Part, best: dict, k: int, epoch: int, warmup: int, patience: int) -> bool:
+    """Early stopping of one head: record its val accuracy (best weights kept in ``best[k]``);
+    False once warm-up is over and its best is ``patience`` epochs old."""
+    acc = scores(val.y.numpy(), predict(head.eval(), val))[0]
+    head.train()
+    if k not in best or acc > best[k][0]:
+        best[k] = (acc, epoch, {n: t.detach().clone() for n, t in head.state_dict().items()})
+    return epoch < warmup or epoch - best[k][1] < patience
 
 
 @torch.inference_mode()
 def predict(head, part: Part, batch_size: int = 512) -> np.ndarray:
-    inputs = _inputs(head, part)
+    inputs = pooled_inputs(head, part)
     out = [_step_logits(head, inputs, torch.arange(s, min(s + batch_size, len(part.y)))).argmax(-1)
            for s in range(0, len(part.y), batch_size)]
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
@@ -209,33 +230,58 @@ def scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, list[float], 
 
 
 def run_grid(name: str, splits: ProbeSplits, cfg: TrainConfig) -> list[Result]:
-    """Full lr × dropout grid with ``cfg.seed``; select on val; test numbers for every run.
+    """Full lr × dropout grid of one head with ``cfg.seed``; see :func:`run_grids`."""
+    return run_grids((name,), splits, cfg)[name]
+
+
+def run_grids(names, splits: ProbeSplits, cfg: TrainConfig) -> dict[str, list[Result]]:
+    """The lr × dropout grid of every head in ``names``, trained together (one stacked module,
+    shared passes over the tokens; :mod:`probing.grid`); per head the config with the best val
+    accuracy is selected; test numbers for every run.
 
     With ``cfg.runs > 1`` the selected configuration is retrained with seeds ``seed+1 ...``; those
     runs are also marked ``selected`` (they are the repeated measurements of the chosen config).
     """
     configs = [(lr, dr) for lr in cfg.lrs for dr in cfg.dropouts]
-    results = _fit(name, splits, configs, cfg, cfg.seed)
-    best = max(results, key=lambda r: (r.val_acc, -r.lr, r.dropout))  # ties: smaller lr, more dropout
-    chosen = [best] + [_fit(name, splits, [(best.lr, best.dropout)], cfg, cfg.seed + k)[0]
-                       for k in range(1, cfg.runs)]
-    for r in chosen:
-        r.selected = True
-    for r in results + chosen[1:]:  # selection above used val only
-        r.test_acc, r.per_class, r.confusion = scores(splits.test.y.numpy(), predict(r.model, splits.test))
-        if not r.selected:
-            r.model = None  # free memory; only selected heads are kept (attention maps)
-    return results + chosen[1:]
+    results = _fit({n: configs for n in names}, splits, cfg, cfg.seed)
+    # ties: smaller lr, then more dropout
+    best = {n: max(rs, key=lambda r: (r.val_acc, -r.lr, r.dropout)) for n, rs in results.items()}
+    extra = {n: [] for n in names}
+    for k in range(1, cfg.runs):
+        for n, rs in _fit({n: [(b.lr, b.dropout)] for n, b in best.items()}, splits, cfg, cfg.seed + k).items():
+            extra[n] += rs
+    out = {}
+    for n in names:
+        for r in [best[n]] + extra[n]:
+            r.selected = True
+        for r in results[n] + extra[n]:  # selection above used val only
+            r.test_acc, r.per_class, r.confusion = scores(splits.test.y.numpy(), predict(r.model, splits.test))
+            if not r.selected:
+                r.model = None  # free memory; only selected heads are kept (attention maps)
+        out[n] = results[n] + extra[n]
+    return out
 
 
-def _fit(name: str, splits: ProbeSplits, configs: list[tuple[float, float]], cfg: TrainConfig,
-         seed: int) -> list[Result]:
+def _fit(grid: dict[str, list[tuple[float, float]]], splits: ProbeSplits, cfg: TrainConfig,
+         seed: int) -> dict[str, list[Result]]:
+    """Train ``grid`` (head -> configs): stackable heads as one module when ``cfg.batched``, the
+    rest config by config. ``Result.seconds``: the training wall time shared equally by configs."""
+    from sceneforge.probing.grid import train_grids
+
     t0 = time.perf_counter()
-    heads = train_heads(name, splits, configs, cfg, seed)
-    seconds = (time.perf_counter() - t0) / len(configs)
-    out = []
-    for head, (lr, dropout) in zip(heads, configs):
-        val_acc = scores(splits.val.y.numpy(), predict(head, splits.val))[0]
-        log.info("%s lr=%g dropout=%g seed=%d: val %.3f", name, lr, dropout, seed, val_acc)
-        out.append(Result(name, lr, dropout, seed, val_acc, seconds=seconds, model=head))
+    dim = splits.train.patches.shape[-1]
+    stacked = {n: c for n, c in grid.items()
+               if cfg.batched and getattr(make_head(n, dim, 0.0, NUM_CLASSES, use_cls=cfg.use_cls), "stackable", False)}
+    heads = train_grids(stacked, splits, cfg, seed) if stacked else {}
+    for n, configs in grid.items():
+        if n not in stacked:
+            heads[n] = [m for c in configs for m in train_heads(n, splits, [c], cfg, seed)]
+    seconds = (time.perf_counter() - t0) / max(1, sum(map(len, grid.values())))
+    out = {}
+    for n, configs in grid.items():
+        out[n] = []
+        for head, (lr, dropout) in zip(heads[n], configs):
+            val_acc = scores(splits.val.y.numpy(), predict(head, splits.val))[0]
+            log.info("%s lr=%g dropout=%g seed=%d: val %.3f", n, lr, dropout, seed, val_acc)
+            out[n].append(Result(n, lr, dropout, seed, val_acc, seconds=seconds, model=head))
     return out

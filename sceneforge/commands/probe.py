@@ -97,6 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, help="head training batch (default 256)")
     p.add_argument("--extract-batch", type=int, help="backbone batch during extraction (default 64)")
     p.add_argument("--runs", type=int, help="seeds of the selected config (mean ± std; default 1)")
+    p.add_argument("--patience", type=int, metavar="N",
+                   help="early stopping: a config stops N epochs after its best val accuracy (after "
+                        "warm-up) and keeps that epoch's weights (default 0 = train every epoch)")
     p.add_argument("--seed", type=int, help="default 0")
     p.add_argument("--cls", action="store_true", help="linear head on the CLS token instead of GAP")
     p.add_argument("--threads", type=int, help="torch CPU threads (torch.set_num_threads)")
