@@ -32,7 +32,7 @@ BACKENDS = ("inline", "local", "ray")
 MAX_JOB_SAMPLES = 10_000_000
 
 
-def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None = None,
+def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | None = None,
             backend: str = "local", servers: list[str] | str | None = None,
             ray_address: str | None = None, shard_size: int | None = None,
             progress: bool = True, max_attempts: int = 3,
@@ -68,11 +68,13 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
     if plan.config is not None:  # workers get the normalised config (the one job.json records)
         config = plan.config
     servers = parse_server_list(servers)
-    out_dir = check_out_dir(out_dir)
-    with job_lock(out_dir):
+    remote = remote_out(out_dir)
+    out_dir = check_out_dir(remote.staging if remote else out_dir)
+    with job_lock(out_dir), publishing(remote) as publisher:
         claim_output(out_dir, scenario, plan)
         if backend == "inline":
-            return _run_inline(module, scenario, config, out_dir, plan, server=server, progress=progress)
+            return _run_inline(module, scenario, config, out_dir, plan, server=server, progress=progress,
+                               publisher=publisher)
         manifest = open_manifest(out_dir, scenario, plan, shard_size)
         fdir = farm_dir(out_dir)
         events, ev_handler = event_logger(fdir / LOG)
@@ -81,7 +83,7 @@ def run_job(scenario: str, config: dict, out_dir: Path, *, workers: int | None =
             return _run(module, scenario, config, out_dir, manifest, events, progress=progress,
                         workers=workers, backend=backend, servers=servers,
                         ray_address=ray_address, max_attempts=max_attempts,
-                        sample_timeout_s=sample_timeout_s)
+                        sample_timeout_s=sample_timeout_s, publisher=publisher)
         finally:
             detach_json_log(warn_handler, "renderfarm")
             detach_json_log(ev_handler, "renderfarm.events")
@@ -94,20 +96,35 @@ def check_job_size(n_samples: int) -> None:
                           f"{MAX_JOB_SAMPLES} per job: lower --n or split the job over several --out")
 
 
-def _run_inline(module, scenario, config, out_dir, plan, *, server, progress) -> dict:
+def _run_inline(module, scenario, config, out_dir, plan, *, server, progress, publisher=None) -> dict:
     from sceneforge.renderfarm.inline import run_inline
 
     t0 = time.perf_counter()
     summary = run_inline(module, scenario, config, out_dir, plan.n_samples, server=server, progress=progress)
     if summary["complete"] == summary["samples"]:
-        summary["finalize"] = module.finalize(config, out_dir)
-        summary["finalized"] = True
+        _finalize(module, config, out_dir, summary, publisher)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
+    _publish(publisher, summary)
     return summary
 
 
+def _finalize(module, config, out_dir, summary, publisher) -> None:
+    """``finalize``; with a bucket, every sample is published first, so the index files it
+    writes never list a sample the bucket lacks."""
+    if publisher is not None:
+        publisher.publish()
+    summary["finalize"] = module.finalize(config, out_dir)
+    summary["finalized"] = True
+
+
+def _publish(publisher, summary: dict) -> None:
+    if publisher is not None:
+        publisher.publish()
+        summary["published"] = {"url": publisher.remote.url, "objects": publisher.objects}
+
+
 def _run(module, scenario, config, out_dir, manifest, events, *, progress, workers, backend,
-         servers, ray_address, max_attempts, sample_timeout_s) -> dict:
+         servers, ray_address, max_attempts, sample_timeout_s, publisher=None) -> dict:
     fdir = farm_dir(out_dir)
     t0 = time.perf_counter()
     with Journal(fdir / JOURNAL) as journal:
@@ -123,20 +140,23 @@ def _run(module, scenario, config, out_dir, manifest, events, *, progress, worke
             finished, n_workers = _dispatch(
                 todo, journal, spec, n_workers, backend=backend, servers=servers,
                 ray_address=ray_address, max_attempts=max_attempts, events=events,
-                progress=progress, total=manifest.n_samples, sample_timeout_s=sample_timeout_s)
+                progress=progress, total=manifest.n_samples, sample_timeout_s=sample_timeout_s,
+                on_shard=publisher.maybe_publish if publisher else None)
         summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0,
                             workers=n_workers, backend=backend)
     add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
-    return _conclude(module, config, out_dir, summary, events, progress, t0)
+    return _conclude(module, config, out_dir, summary, events, progress, t0, publisher)
 
 
-def _conclude(module, config, out_dir, summary, events, progress, t0) -> dict:
+def _conclude(module, config, out_dir, summary, events, progress, t0, publisher=None) -> dict:
     """finalize (only for a complete job), then record and show the summary."""
     if summary["complete"] == summary["samples"]:
-        summary["finalize"] = module.finalize(config, out_dir)
-        summary["finalized"] = True
+        _finalize(module, config, out_dir, summary, publisher)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
+    if publisher is not None:
+        summary["published"] = {"url": publisher.remote.url}
     write_summary(farm_dir(out_dir), summary)
+    _publish(publisher, summary)
     events.info("job finished", extra={"event": "job_end", "summary": summary})
     if progress:
         print(format_summary(summary), file=sys.stderr, flush=True)
@@ -164,7 +184,7 @@ def _default_workers(backend: str) -> int | None:
 
 
 def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, max_attempts,
-              events, progress, total, sample_timeout_s) -> tuple[list, int]:
+              events, progress, total, sample_timeout_s, on_shard=None) -> tuple[list, int]:
     from tqdm import tqdm
 
     done_before = total - sum(len(s.indices) for s in todo)
@@ -172,7 +192,8 @@ def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, 
               disable=not progress, smoothing=0.05, dynamic_ncols=True) as bar:
         scheduler = Scheduler(todo, journal, max_attempts=max_attempts, events=events,
                               on_samples=bar.update,
-                              status_path=farm_dir(Path(spec.out_dir)) / "workers.json")
+                              status_path=farm_dir(Path(spec.out_dir)) / "workers.json",
+                              on_shard=on_shard)
         pool = None
         try:
             with _sigterm_as_interrupt():
@@ -194,6 +215,36 @@ def _make_pool(backend, spec, n_workers, servers, ray_address, n_todo):
 
         return RayPool(spec, n_workers, servers, ray_address, max_workers=n_todo)
     return LocalPool(spec, n_workers, servers)
+
+
+def remote_out(out_dir: Path | str):
+    """A :class:`~renderfarm.objstore.RemoteOut` for ``s3://...`` (any fsspec URL), else None."""
+    from sceneforge.renderfarm.objstore import RemoteOut, is_remote
+
+    return RemoteOut(str(out_dir)) if is_remote(out_dir) else None
+
+
+@contextmanager
+def publishing(remote):
+    """With a bucket: hold its lock, fetch a job it holds that this machine has not staged, and
+    yield the :class:`~renderfarm.objstore.Publisher`; on an error or Ctrl-C, publish what is
+    finished (best effort) so a resume from another machine starts from there."""
+    if remote is None:
+        yield None
+        return
+    from sceneforge.renderfarm.objstore import Publisher
+
+    with remote.session():
+        remote.pull_if_new()
+        publisher = Publisher(remote)
+        try:
+            yield publisher
+        except BaseException:
+            try:
+                publisher.publish()
+            except Exception as e:  # noqa: BLE001 - the job's own error is the one to show
+                log.warning("%s: could not publish the finished files (%s)", remote.url, e)
+            raise
 
 
 @contextmanager

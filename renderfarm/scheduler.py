@@ -61,12 +61,13 @@ class Scheduler:
 
     def __init__(self, shards: list[Shard], journal: Journal, *, max_attempts: int = 3,
                  events: logging.Logger | None = None, on_samples: Callable[[int], None] = lambda n: None,
-                 status_path: Path | None = None):
+                 status_path: Path | None = None, on_shard: Callable[[], None] | None = None):
         self.journal = journal
         self.max_attempts = max(1, int(max_attempts))
         self.events = events or log
         self.on_samples = on_samples
         self.status_path = status_path
+        self.on_shard = on_shard  # after each journaled shard (e.g. publish to a bucket)
         self.state = {s.shard_id: _ShardState(s) for s in shards}
         self.queue = deque(shards)
         self.attempts: dict[int, int] = defaultdict(int)
@@ -152,6 +153,8 @@ class Scheduler:
             "event": "shard_done", "shard": result.shard_id, "worker": slot,
             "done": len(result.done), "skipped": len(result.skipped),
             "failed": len(result.failed), "seconds": result.seconds})
+        if self.on_shard is not None:
+            self.on_shard()
 
     def _write_status(self, pool: WorkerPool) -> None:
         """Per-worker status for ``farm status`` while the job runs (atomic replace)."""

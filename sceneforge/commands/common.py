@@ -41,14 +41,16 @@ def fetch_defaults_once(args: argparse.Namespace) -> None:
     ensure_defaults(progress=not getattr(args, "quiet", False))
 
 
-def out_flag(value, flag: str = "--out") -> Path:
-    """``--out`` as a Path; an empty value is refused (``Path("")`` is ``.``: ``--out ""`` used to
+def out_flag(value, flag: str = "--out") -> Path | str:
+    """``--out`` as a Path, or as the string itself for a URL (``s3://bucket/prefix``: a Path
+    would fold its ``//``); an empty value is refused (``Path("")`` is ``.``: ``--out ""`` used to
     write a dataset into the current directory). Commands take ``--out`` as a string for this."""
     from sceneforge.core.errors import ConfigError
+    from sceneforge.renderfarm.objstore import is_remote
 
     if value is None or not str(value).strip():
         raise ConfigError(f"{flag} {str(value)!r}: empty; name a directory (write {flag} . to mean the current one)")
-    return Path(value)
+    return str(value) if is_remote(value) else Path(value)
 
 
 def _workers(text: str):

@@ -19,7 +19,7 @@ def main() -> int:
 
     p = argparse.ArgumentParser()
     p.add_argument("scenario")
-    p.add_argument("out_dir", type=Path)
+    p.add_argument("out_dir")  # a directory or a URL (s3://bucket/prefix)
     p.add_argument("config")
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--backend", default="local")
