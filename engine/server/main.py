@@ -62,6 +62,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "a client over it gets one error line and is disconnected")
     p.add_argument("--total-buffer", type=int, default=512 * 2**20, metavar="BYTES",
                    help="the same for all clients together (default 512 MiB)")
+    p.add_argument("--max-request-pixels", type=int, default=None, metavar="N",
+                   help="budget of one render request: width x height x passes (each image kind asked "
+                        "for, and a visibility count, is one pass); default 2^26 (8192^2 x 1, 4096^2 x 4)")
 
 
 def parse_licenses(value: str | Sequence[str] | None) -> list[str] | None:
@@ -108,6 +111,8 @@ def _validate(args: argparse.Namespace) -> None:
     if args.total_buffer < args.client_buffer:
         raise ConfigError(f"--total-buffer ({args.total_buffer}) must be at least --client-buffer "
                           f"({args.client_buffer})")
+    if args.max_request_pixels is not None and not 1 <= args.max_request_pixels <= 2**40:
+        raise ConfigError(f"--max-request-pixels must be in 1..2^40, got {args.max_request_pixels}")
     if args.output_dir is not None and args.output_dir.exists() and not args.output_dir.is_dir():
         raise ConfigError(f"--output-dir {args.output_dir} exists and is not a directory")
     for pack in args.assets or ():
@@ -145,6 +150,8 @@ def build_server(args: argparse.Namespace):
                "renderer": args.renderer}
     state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory,
                         serving=serving)
+    if args.max_request_pixels is not None:
+        state.max_request_pixels = args.max_request_pixels
     return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME,
                         max_clients=args.max_clients, frame_timeout=args.frame_timeout,
                         idle_timeout=args.idle_timeout, client_buffer=args.client_buffer,

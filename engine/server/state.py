@@ -23,6 +23,7 @@ from typing import Callable, Iterator, TypeVar
 import numpy as np
 
 from sceneforge.core.errors import CommandError, PathSecurityError, RenderError
+from sceneforge.engine import limits
 from sceneforge.engine.limits import shown
 from sceneforge.engine.server.backend import MeshProvider, RenderBackend
 from sceneforge.engine.server.catalog import AssetCatalog
@@ -57,6 +58,7 @@ class ServerState:
     file_counter: int = 0
     unrealcv: UnrealcvState = field(default_factory=UnrealcvState)  # compat-only settings
     passed: dict = field(default_factory=dict)  # render_if_visible tokens whose view passed (newest last)
+    max_request_pixels: int = limits.MAX_REQUEST_PIXELS  # budget of one request: pixels x passes
     busy_s: float = 0.0  # wall seconds the worker has spent running commands (``/sceneforge/info``): a
                          # benchmark's wall time minus this is how long the server waited for requests
     _backend: RenderBackend | None = None
@@ -105,7 +107,18 @@ class ServerState:
 
     def render(self, cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         camera = self.camera(cam_id)  # a bad id fails before the renderer starts
+        self.check_budget(camera, len(kinds), "render")
         return self.with_backend(lambda b: b.render(self.scene, camera, kinds))
+
+    def check_budget(self, camera: Camera, passes: int, what: str) -> None:
+        """Refuse a request of ``passes`` images (each kind asked for is one, a visibility count
+        one) of ``camera``'s size when width x height x passes is over ``max_request_pixels``,
+        before anything is drawn or allocated."""
+        cost = camera.width * camera.height * passes
+        if cost > self.max_request_pixels:
+            raise CommandError(f"{what}: {camera.width}x{camera.height} px x {passes} pass(es) = {cost} "
+                               f"pixel-passes; at most {self.max_request_pixels} per request "
+                               "(--max-request-pixels)")
 
     def with_backend(self, call: Callable[[RenderBackend], T]) -> T:
         """Run ``call(backend)``; if it fails unexpectedly, drop the renderer so the next command

@@ -507,3 +507,96 @@ def test_the_worker_lets_reads_in_while_the_renderer_draws():
         state.render(0, ("lit",))
         assert state.lock.locked()   # held again after the frame
     assert got == [None]   # acquired (True) and released (None) by the other thread
+
+
+# --- item 6: a per-request budget (pixels x passes); memory returned after a large frame -------
+def test_a_render_over_the_pixel_budget_is_refused_up_front(server):
+    """Issue 39 item 6: ``vset /camera/1/size 8192 8192`` + four passes took 17.8 s and kept
+    1.42 GB. Now a request over width x height x passes (``--max-request-pixels``, default 2^26) is
+    one error line naming the value, the limit and the flag, and nothing is drawn."""
+    budget = limits.MAX_REQUEST_PIXELS
+    with greeted(server, timeout=120) as s:
+        try:
+            assert ask(s, b"1:vset /camera/0/size 8192 8192") == b"1:ok"
+            for i, (cmd, passes) in enumerate([(b"vget /sceneforge/render 0 lit,normal,depth,object_mask", 4),
+                                               (b'vget /sceneforge/render_if_visible 0 x lit {}', 2)]):
+                if i == 1:   # an actor to count
+                    assert ask(s, b"2:vset /objects/spawn primitive_cube x") == b"2:x"
+                reply = ask(s, b"3:" + cmd).decode()
+                cost = 8192 * 8192 * passes
+                assert reply.startswith("3:error") and f"{cost}" in reply and f"{budget}" in reply, reply
+                assert "--max-request-pixels" in reply and "\n" not in reply and len(reply) < 300, reply
+            assert ask(s, b"4:vset /camera/0/size 2048 2048") == b"4:ok"   # 2048^2 x 4: inside
+            s.sendall(frame(b"5:vget /sceneforge/render 0 lit,normal,depth,object_mask"))
+            assert recv_frame(s, max_frame=2**31).startswith(b"5:SFARR1")
+        finally:
+            ask(s, b"6:vset /object/x/destroy")
+            assert ask(s, b"7:vset /camera/0/size 640 480") == b"7:ok"
+
+
+def test_a_smaller_budget_is_taken_from_the_command_line():
+    from sceneforge.engine.server.launch import start_server
+
+    with start_server(port=0, extra_args=["--max-request-pixels", "1000"]) as srv, greeted(srv, timeout=60) as s:
+        assert ask(s, b'1:vget /sceneforge/render 0 lit {"size":[20,50]}').startswith(b"1:SFARR1")
+        reply = ask(s, b'2:vget /sceneforge/render 0 lit,depth {"size":[20,50]}').decode()
+        assert reply.startswith("2:error render: 20x50 px x 2 pass(es) = 2000 pixel-passes; at most 1000"), reply
+
+
+@pytest.mark.render
+def test_render_targets_of_a_large_frame_are_released_after_it(backend):
+    """The GL targets of every camera size stayed allocated (a 4096² lit + normal frame: ~0.5 GB
+    kept). Sizes above ``KEEP_TARGET_PIXELS`` are released after their frame; small ones stay."""
+    from sceneforge.engine.server.gl.passes import KEEP_TARGET_PIXELS
+    from gl_scenes import _scene
+
+    scene = _scene()
+    tall = KEEP_TARGET_PIXELS // 4096 + 16   # 4096 x tall: just over the threshold
+    backend.render(scene, Camera(width=64, height=48), ("lit",))
+    out = backend.render(scene, Camera(width=4096, height=tall), ("lit", "normal", "depth"))
+    assert out["lit"].shape == (tall, 4096, 3)
+    assert set(backend._passes.targets) == {(64, 48)}
+    backend.render(scene, Camera(width=64, height=48), ("lit",))
+    assert (64, 48) in backend._passes.targets
+
+
+def test_the_texture_cache_keeps_the_least_recently_used_within_its_bytes():
+    """Every distinct ground colour is a new procedural material: its textures were kept forever.
+    The cache now drops the least recently used beyond ``max_bytes`` between frames."""
+    import numpy as np
+
+    from sceneforge.core.meshes import Material
+    from sceneforge.engine.server.gl.surfaces import TextureCache
+
+    released = []
+
+    class Tex:
+        def __init__(self, name):
+            self.name = name
+
+        def build_mipmaps(self):
+            pass
+
+        def release(self):
+            released.append(self.name)
+
+    class Ctx:
+        n = 0
+
+        def texture(self, size, components, data, internal_format=None):
+            Ctx.n += 1
+            return Tex(Ctx.n)
+
+    one = 16 * 16 * 3 * 4 // 3   # bytes of one 16x16 RGB map with mipmaps
+    cache = TextureCache(Ctx(), max_bytes=3 * one)
+    mats = [Material(name=f"m{i}", albedo=np.full((16, 16, 3), i, np.uint8)) for i in range(6)]
+    for m in mats[:3]:
+        cache.get(m, "albedo")
+    cache.get(mats[0], "albedo")   # m0 used again: m1 is now the least recent
+    cache.trim()
+    assert released == [] and len(cache) == 3
+    for m in mats[3:]:
+        cache.get(m, "albedo")
+    cache.trim()
+    assert len(cache) == 3 and cache.nbytes == 3 * one
+    assert released == [2, 3, 1]   # m1, m2, then m0 (used before m3..m5)

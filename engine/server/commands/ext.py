@@ -179,6 +179,7 @@ def _names(state: ServerState, text: str | None) -> list[str]:
 
 def _counts(state: ServerState, cam_id: int, names: list[str]) -> dict:
     cam = state.camera(cam_id)
+    state.check_budget(cam, 1, "visibility")
     return state.with_backend(lambda b: b.pixel_counts(state.scene, cam, names))
 
 
@@ -241,6 +242,7 @@ def render_if_visible(state: ServerState, args: list[str]) -> bytes:
         return pack_arrays({}, meta={"skipped": True})
     if len(args) > 4:
         _apply_camera(state, cam_id, args[4])
+    state.check_budget(state.camera(cam_id), len(kinds) + 1, "render_if_visible")   # the count + the kinds
     counts = _counts(state, cam_id, names)
     failure = visibility_failure(counts, names, ratio, px)
     arrays = state.render(cam_id, kinds) if failure is None else {}

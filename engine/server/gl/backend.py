@@ -267,7 +267,11 @@ class GLBackend(RenderBackend):
                 raise RenderError("GL backend is closed")
             try:
                 with self._ctx:
-                    yield
+                    try:
+                        yield
+                    finally:   # large targets released, textures trimmed: after the read-back
+                        if self._passes is not None:
+                            self._passes.after_frame()
             except moderngl.Error as e:
                 raise RenderError(f"OpenGL error while rendering: {e}") from e
 

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 IDENTITY = F.gl_bytes(np.eye(4))
 IDENTITY3 = F.gl_bytes(np.eye(3))
 MAX_TARGETS = 8  # resolutions kept alive at once
+KEEP_TARGET_PIXELS = 2048 * 2048   # render targets of larger sizes are released after their frame
 # Ground.texture → (fine, coarse) noise cell size in cm; "flat"/"none" disables the noise.
 NOISE_SCALES = {"grass": (35.0, 400.0), "sand": (60.0, 900.0), "asphalt": (12.0, 300.0),
                 "snow": (80.0, 1200.0), "noise": (40.0, 500.0)}
@@ -211,6 +212,14 @@ class Passes(CountPasses):
                 self.targets.pop(next(iter(self.targets))).release()
             self.targets[key] = Targets(self.ctx, *key)
         return self.targets[key]
+
+    def after_frame(self) -> None:
+        """Return the memory of a large frame: release the targets of sizes above
+        :data:`KEEP_TARGET_PIXELS` (a 4096² lit + normal frame's hold ~0.5 GB; smaller sizes stay
+        cached, their reallocation would cost every frame), and trim the texture cache."""
+        for key in [k for k in self.targets if k[0] * k[1] > KEEP_TARGET_PIXELS]:
+            self.targets.pop(key).release()
+        self.textures.trim()
 
     def noise_texture(self) -> moderngl.Texture:
         if self._noise is None:

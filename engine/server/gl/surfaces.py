@@ -8,6 +8,7 @@ noise), made from fixed seeds, and therefore identical in every process.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from functools import lru_cache
 
 import moderngl
@@ -16,6 +17,7 @@ import numpy as np
 from sceneforge.core.meshes import Material
 
 SIZE = 256
+TEXTURE_CACHE_BYTES = 256 * 2**20   # material textures kept on the GPU (least recently used dropped)
 
 
 def _noise(size: int, seed: int, cutoff: float, aniso: tuple[float, float] = (1.0, 1.0)) -> np.ndarray:
@@ -86,11 +88,19 @@ def procedural_surface(kind: str | None, color: tuple[int, int, int]) -> Materia
 class TextureCache:
     """GPU textures of materials, keyed by the material object (kept alive here, so its id()
     cannot be reused) and the map name; mipmapped, repeating, trilinear (no anisotropy: ruinous
-    on llvmpipe)."""
+    on llvmpipe).
 
-    def __init__(self, ctx: moderngl.Context):
+    Bounded (issue 39 item 6): every distinct ground colour is a new procedural material, so a
+    client changing ``world.ground.color`` uploaded a new texture set each time and kept it
+    forever. :meth:`trim` (called between frames, never during one: a texture handed out for
+    the frame in progress is never released under it) drops the least recently used textures
+    beyond ``max_bytes``."""
+
+    def __init__(self, ctx: moderngl.Context, max_bytes: int = TEXTURE_CACHE_BYTES):
         self.ctx = ctx
-        self._tex: dict[tuple[int, str], tuple[Material, moderngl.Texture]] = {}
+        self.max_bytes = int(max_bytes)
+        self._tex: OrderedDict[tuple[int, str], tuple[Material, moderngl.Texture, int]] = OrderedDict()
+        self._bytes = 0
         self._white: moderngl.Texture | None = None
 
     def get(self, material: Material, which: str) -> moderngl.Texture | None:
@@ -98,9 +108,29 @@ class TextureCache:
         if img is None:
             return None
         key = (id(material), which)
-        if key not in self._tex:
-            self._tex[key] = (material, self._upload(np.asarray(img), srgb=(which == "albedo")))
+        if key in self._tex:
+            self._tex.move_to_end(key)
+        else:
+            img = np.asarray(img)
+            size = img.size * (3 if img.ndim == 2 else 1) * 4 // 3   # uploaded as RGB(A) + mipmaps
+            self._tex[key] = (material, self._upload(img, srgb=(which == "albedo")), size)
+            self._bytes += size
         return self._tex[key][1]
+
+    def trim(self) -> None:
+        """Release the least recently used textures while the cache holds more than ``max_bytes``."""
+        while self._bytes > self.max_bytes and len(self._tex) > 1:
+            _, (_, tex, size) = self._tex.popitem(last=False)
+            tex.release()
+            self._bytes -= size
+
+    @property
+    def nbytes(self) -> int:
+        """Texture bytes held (estimated: the uploaded images plus a third for mipmaps)."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._tex)
 
     def _upload(self, img: np.ndarray, srgb: bool) -> moderngl.Texture:
         img = np.ascontiguousarray(img.astype(np.uint8))
@@ -118,6 +148,7 @@ class TextureCache:
         return tex
 
     def release(self) -> None:
-        for _, tex in self._tex.values():
+        for _, tex, _ in self._tex.values():
             tex.release()
-        self._tex = {}
+        self._tex = OrderedDict()
+        self._bytes = 0
