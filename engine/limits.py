@@ -32,6 +32,9 @@ MAX_CYCLES_SEED = 2**31 - 1    # Blender's seed is a 32-bit int
 MAX_LOG_RECORD = 4000         # characters of one server log message (tracebacks: 4x); the rest is cut
 MAX_REQUEST_PIXELS = 2**26     # pixels x passes of one render request (``--max-request-pixels``):
                                # 8192² x 1 kind, 4096² x 4; 8192² x 4 lit passes took 17.8 s and kept 1.4 GB
+MAX_SCENE_TRIANGLES = 2**24    # triangles of the visible actors at full detail when a render is asked for
+                               # (``--max-scene-triangles``): 65,536 actors took 17.5 s a frame; the largest
+                               # shipped environment has ~0.5 M (forest), so the default is 30x that
 
 # (section, field) -> (low, high), inclusive; checked for the world dict / environment files.
 WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {

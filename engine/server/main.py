@@ -65,6 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-request-pixels", type=int, default=None, metavar="N",
                    help="budget of one render request: width x height x passes (each image kind asked "
                         "for, and a visibility count, is one pass); default 2^26 (8192^2 x 1, 4096^2 x 4)")
+    p.add_argument("--max-scene-triangles", type=int, default=None, metavar="N",
+                   help="budget of the scene a render draws: triangles of the visible actors at full "
+                        "detail (default 2^24, ~30x the largest shipped environment)")
 
 
 def parse_licenses(value: str | Sequence[str] | None) -> list[str] | None:
@@ -113,6 +116,8 @@ def _validate(args: argparse.Namespace) -> None:
                           f"({args.client_buffer})")
     if args.max_request_pixels is not None and not 1 <= args.max_request_pixels <= 2**40:
         raise ConfigError(f"--max-request-pixels must be in 1..2^40, got {args.max_request_pixels}")
+    if args.max_scene_triangles is not None and not 1 <= args.max_scene_triangles <= 2**40:
+        raise ConfigError(f"--max-scene-triangles must be in 1..2^40, got {args.max_scene_triangles}")
     if args.output_dir is not None and args.output_dir.exists() and not args.output_dir.is_dir():
         raise ConfigError(f"--output-dir {args.output_dir} exists and is not a directory")
     for pack in args.assets or ():
@@ -152,6 +157,8 @@ def build_server(args: argparse.Namespace):
                         serving=serving)
     if args.max_request_pixels is not None:
         state.max_request_pixels = args.max_request_pixels
+    if args.max_scene_triangles is not None:
+        state.max_scene_triangles = args.max_scene_triangles
     return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME,
                         max_clients=args.max_clients, frame_timeout=args.frame_timeout,
                         idle_timeout=args.idle_timeout, client_buffer=args.client_buffer,

@@ -59,6 +59,8 @@ class ServerState:
     unrealcv: UnrealcvState = field(default_factory=UnrealcvState)  # compat-only settings
     passed: dict = field(default_factory=dict)  # render_if_visible tokens whose view passed (newest last)
     max_request_pixels: int = limits.MAX_REQUEST_PIXELS  # budget of one request: pixels x passes
+    max_scene_triangles: int = limits.MAX_SCENE_TRIANGLES  # budget of the scene a render draws
+    _mesh_triangles: dict = field(default_factory=dict, repr=False, compare=False)  # asset id -> count
     busy_s: float = 0.0  # wall seconds the worker has spent running commands (``/sceneforge/info``): a
                          # benchmark's wall time minus this is how long the server waited for requests
     _backend: RenderBackend | None = None
@@ -119,6 +121,25 @@ class ServerState:
             raise CommandError(f"{what}: {camera.width}x{camera.height} px x {passes} pass(es) = {cost} "
                                f"pixel-passes; at most {self.max_request_pixels} per request "
                                "(--max-request-pixels)")
+        triangles = self.scene_triangles()
+        if triangles > self.max_scene_triangles:
+            raise CommandError(f"{what}: the scene's visible actors have {triangles} triangles at full detail; "
+                               f"at most {self.max_scene_triangles} per render (--max-scene-triangles)")
+
+    def scene_triangles(self) -> int:
+        """Triangles of the visible actors at full detail (levels of detail draw fewer): the
+        up-front cost bound of a frame. Counts are kept per asset id, so a check is one dict
+        lookup per actor (~10 ms at the 65,536-actor cap). The ground is bounded separately
+        (``limits.MAX_GROUND_CELLS``)."""
+        counts, total = self._mesh_triangles, 0
+        for actor in self.scene.actors.values():
+            if actor.hidden:
+                continue
+            n = counts.get(actor.asset_id)
+            if n is None:
+                n = counts[actor.asset_id] = int(self.catalog.mesh(actor.asset_id).n_triangles)
+            total += n
+        return total
 
     def with_backend(self, call: Callable[[RenderBackend], T]) -> T:
         """Run ``call(backend)``; if it fails unexpectedly, drop the renderer so the next command
