@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
@@ -36,7 +37,8 @@ def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | 
             backend: str = "local", servers: list[str] | str | None = None,
             ray_address: str | None = None, shard_size: int | None = None,
             progress: bool = True, max_attempts: int = 3,
-            sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S, server: str | None = None) -> dict:
+            sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S, server: str | None = None,
+            wds_shard_size: int | None = None) -> dict:
     """Run (or resume) a scenario job in ``out_dir`` and return its summary.
 
     Example::
@@ -55,6 +57,9 @@ def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | 
     different config is refused (ConfigError). ``finalize`` runs only once every sample is done.
     A work item running longer than ``sample_timeout_s`` per sample has its worker killed and
     counts as a failed attempt (a guard against hung renderers, not a performance limit).
+    ``out_dir`` may be a URL (``s3://bucket/prefix``: :mod:`renderfarm.objstore`);
+    ``wds_shard_size=N`` also packs the finished dataset into WebDataset shards of N samples
+    (``OUT/wds/``, :mod:`renderfarm.wds`).
     """
     refuse_in_spawn_bootstrap()
     if not sample_timeout_s or sample_timeout_s <= 0:
@@ -63,6 +68,7 @@ def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | 
         raise ConfigError(f"--backend: '{backend}' is not one of {', '.join(BACKENDS)}")
     scenario = module_path(scenario)
     module = load_scenario(scenario)
+    finish = Finish(None, check_packable(module, wds_shard_size))
     plan = module.plan(config)
     check_job_size(plan.n_samples)
     if plan.config is not None:  # workers get the normalised config (the one job.json records)
@@ -71,10 +77,11 @@ def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | 
     remote = remote_out(out_dir)
     out_dir = check_out_dir(remote.staging if remote else out_dir)
     with job_lock(out_dir), publishing(remote) as publisher:
+        finish = Finish(publisher, finish.wds_shard_size)
         claim_output(out_dir, scenario, plan)
         if backend == "inline":
             return _run_inline(module, scenario, config, out_dir, plan, server=server, progress=progress,
-                               publisher=publisher)
+                               finish=finish)
         manifest = open_manifest(out_dir, scenario, plan, shard_size)
         fdir = farm_dir(out_dir)
         events, ev_handler = event_logger(fdir / LOG)
@@ -83,7 +90,7 @@ def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | 
             return _run(module, scenario, config, out_dir, manifest, events, progress=progress,
                         workers=workers, backend=backend, servers=servers,
                         ray_address=ray_address, max_attempts=max_attempts,
-                        sample_timeout_s=sample_timeout_s, publisher=publisher)
+                        sample_timeout_s=sample_timeout_s, finish=finish)
         finally:
             detach_json_log(warn_handler, "renderfarm")
             detach_json_log(ev_handler, "renderfarm.events")
@@ -96,25 +103,49 @@ def check_job_size(n_samples: int) -> None:
                           f"{MAX_JOB_SAMPLES} per job: lower --n or split the job over several --out")
 
 
-def _run_inline(module, scenario, config, out_dir, plan, *, server, progress, publisher=None) -> dict:
+@dataclass(frozen=True)
+class Finish:
+    """What happens to a finished job's files beyond ``finalize``: publishing to a bucket
+    (:class:`~renderfarm.objstore.Publisher`, or None) and packing into WebDataset shards."""
+
+    publisher: object | None = None
+    wds_shard_size: int | None = None
+
+
+def check_packable(module, wds_shard_size: int | None) -> int | None:
+    """``--format wds`` is refused up front for a scenario that cannot be packed."""
+    if wds_shard_size is None:
+        return None
+    from sceneforge.renderfarm.wds import check_shard_size
+
+    if not hasattr(module, "wds_samples"):
+        raise ConfigError(f"--format wds: scenario {module.__name__} cannot be packed (it defines no wds_samples)")
+    return check_shard_size(wds_shard_size)
+
+
+def _run_inline(module, scenario, config, out_dir, plan, *, server, progress, finish=Finish()) -> dict:
     from sceneforge.renderfarm.inline import run_inline
 
     t0 = time.perf_counter()
     summary = run_inline(module, scenario, config, out_dir, plan.n_samples, server=server, progress=progress)
     if summary["complete"] == summary["samples"]:
-        _finalize(module, config, out_dir, summary, publisher)
+        _finalize(module, config, out_dir, summary, finish)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
-    _publish(publisher, summary)
+    _publish(finish.publisher, summary)
     return summary
 
 
-def _finalize(module, config, out_dir, summary, publisher) -> None:
-    """``finalize``; with a bucket, every sample is published first, so the index files it
-    writes never list a sample the bucket lacks."""
-    if publisher is not None:
-        publisher.publish()
+def _finalize(module, config, out_dir, summary, finish: Finish) -> None:
+    """``finalize`` (then the WebDataset shards); with a bucket, every sample is published
+    first, so the index files it writes never list a sample the bucket lacks."""
+    if finish.publisher is not None:
+        finish.publisher.publish()
     summary["finalize"] = module.finalize(config, out_dir)
     summary["finalized"] = True
+    if finish.wds_shard_size:
+        from sceneforge.renderfarm.wds import pack
+
+        summary["wds"] = pack(module, config, out_dir, finish.wds_shard_size)
 
 
 def _publish(publisher, summary: dict) -> None:
@@ -124,7 +155,7 @@ def _publish(publisher, summary: dict) -> None:
 
 
 def _run(module, scenario, config, out_dir, manifest, events, *, progress, workers, backend,
-         servers, ray_address, max_attempts, sample_timeout_s, publisher=None) -> dict:
+         servers, ray_address, max_attempts, sample_timeout_s, finish=Finish()) -> dict:
     fdir = farm_dir(out_dir)
     t0 = time.perf_counter()
     with Journal(fdir / JOURNAL) as journal:
@@ -141,22 +172,22 @@ def _run(module, scenario, config, out_dir, manifest, events, *, progress, worke
                 todo, journal, spec, n_workers, backend=backend, servers=servers,
                 ray_address=ray_address, max_attempts=max_attempts, events=events,
                 progress=progress, total=manifest.n_samples, sample_timeout_s=sample_timeout_s,
-                on_shard=publisher.maybe_publish if publisher else None)
+                on_shard=finish.publisher.maybe_publish if finish.publisher else None)
         summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0,
                             workers=n_workers, backend=backend)
     add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
-    return _conclude(module, config, out_dir, summary, events, progress, t0, publisher)
+    return _conclude(module, config, out_dir, summary, events, progress, t0, finish)
 
 
-def _conclude(module, config, out_dir, summary, events, progress, t0, publisher=None) -> dict:
+def _conclude(module, config, out_dir, summary, events, progress, t0, finish=Finish()) -> dict:
     """finalize (only for a complete job), then record and show the summary."""
     if summary["complete"] == summary["samples"]:
-        _finalize(module, config, out_dir, summary, publisher)
+        _finalize(module, config, out_dir, summary, finish)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
-    if publisher is not None:
-        summary["published"] = {"url": publisher.remote.url}
+    if finish.publisher is not None:
+        summary["published"] = {"url": finish.publisher.remote.url}
     write_summary(farm_dir(out_dir), summary)
-    _publish(publisher, summary)
+    _publish(finish.publisher, summary)
     events.info("job finished", extra={"event": "job_end", "summary": summary})
     if progress:
         print(format_summary(summary), file=sys.stderr, flush=True)

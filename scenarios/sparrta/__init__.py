@@ -8,5 +8,5 @@ Modules: :mod:`.config` (the config, its fingerprint, index → sample mapping),
 workers or Ray).
 """
 from sceneforge.scenarios.sparrta.scenario import (  # noqa: F401  (the scenario contract and its helpers)
-    NAME, NEEDS_SERVER, Config, Session, finalize, plan, run, server_spec, setting_for, units_of,
+    NAME, NEEDS_SERVER, Config, Session, finalize, plan, run, server_spec, setting_for, units_of, wds_samples,
 )

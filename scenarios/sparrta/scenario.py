@@ -145,6 +145,24 @@ def finalize(config: dict, out_dir: Path) -> dict:
     return stats
 
 
+def wds_samples(config: dict, out_dir: Path):
+    """For ``--format wds`` (renderfarm/wds.py): per sample, in global index order, the image,
+    its table row (with ``split``) as ``json``, SpaRRTa's ``params.json`` and, when made, the
+    instance mask (``mask.png``) and depth (``depth.npy``); the key is the global index."""
+    from sceneforge.core.paths import confined
+    from sceneforge.scenarios.sparrta.card import collect, with_splits
+    from sceneforge.scenarios.writers import dumps
+
+    cfg, out = parse_config(config), Path(out_dir)
+    for row in with_splits(collect(cfg, units_of(cfg), out), cfg.samples_per_scene, cfg.split_pattern):
+        members = {cfg.image_format: confined(out, row["file_name"]), "json": dumps(row).encode(),
+                   "params.json": confined(out, row["params_file"])}
+        for kind, ext in (("mask_file", "mask.png"), ("depth_file", "depth.npy")):
+            if row.get(kind):
+                members[ext] = confined(out, row[kind])
+        yield f"{row['index']:08d}", members
+
+
 class Session(ServerRequests):
     """One worker's state: its server connection, the scene currently on the server, caches."""
 

@@ -97,6 +97,19 @@ def backend_of(args: argparse.Namespace) -> str:
     return "inline"
 
 
+def wds_shard_size(args: argparse.Namespace) -> int | None:
+    """``--format wds [--wds-shard-size N]`` → samples per shard; None without ``--format wds``."""
+    from sceneforge.core.errors import ConfigError
+    from sceneforge.renderfarm.wds import DEFAULT_SHARD_SIZE
+
+    size = getattr(args, "wds_shard_size", None)
+    if getattr(args, "format", None) != "wds":
+        if size is not None:
+            raise ConfigError("--wds-shard-size needs --format wds")
+        return None
+    return DEFAULT_SHARD_SIZE if size is None else size
+
+
 def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -> dict:
     """The CLI's one path to the runner: flags → :func:`renderfarm.run_job`; failures → one line."""
     from sceneforge.core.errors import ConfigError, PlacementError
@@ -109,7 +122,8 @@ def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -
     if args.server and backend != "inline":
         raise ConfigError("--server runs inline on one server; use --servers a:1,b:2 for several workers")
     summary = run_job(name, config, out, workers=args.workers, backend=backend, servers=args.servers,
-                      ray_address=args.ray_address, progress=not args.quiet, server=args.server)
+                      ray_address=args.ray_address, progress=not args.quiet, server=args.server,
+                      wds_shard_size=wds_shard_size(args))
     failed = summary.get("failed") or {}
     if failed:  # the runner reports failures instead of raising: make them the usual one line
         causes = [m for m in failed.values() if not m.startswith("not attempted")] or list(failed.values())

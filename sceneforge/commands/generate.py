@@ -25,6 +25,8 @@ def config_from_args(args: argparse.Namespace):
     from sceneforge.scenarios.sparrta.config import SparrtaConfig
 
     overrides = {key: getattr(args, flag) for flag, key in FLAGS.items()}
+    if overrides.get("image_format") == "wds":   # jpg images (the default), packed into shards
+        overrides["image_format"] = None
     overrides = {k: v for k, v in overrides.items() if v is not None and v is not False}
     if args.task:
         overrides["tasks"] = TASKS[args.task]
@@ -74,7 +76,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="random seed (default 0)")
     p.add_argument("--size", type=int, help="square image size in pixels (default 224)")
     p.add_argument("--triples", nargs="+", help="only these triple ids, e.g. rock_truck")
-    p.add_argument("--format", choices=["jpg", "png"], help="image format (default jpg, as SpaRRTa)")
+    p.add_argument("--format", choices=["jpg", "png", "wds"],
+                   help="image format (default jpg, as SpaRRTa); wds: jpg images, and the finished dataset "
+                        "also packed into WebDataset tar shards in OUT/wds/ (image + json + mask per sample)")
+    p.add_argument("--wds-shard-size", type=int, default=None,
+                   help="samples per WebDataset shard with --format wds (default 1000)")
     p.add_argument("--layout", choices=["sceneforge", "sparrta"],
                    help="sparrta: also write OUT/sparrta/<env>[_N]/mid-objects for SpaRRTa's train.py")
     p.add_argument("--figure-yaw", choices=["random", "face_source"],

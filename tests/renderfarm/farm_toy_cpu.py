@@ -97,6 +97,13 @@ def finalize(config: dict, out_dir: Path) -> dict:
     return {"records": len(lines)}
 
 
+def wds_samples(config: dict, out_dir: Path):
+    """For ``--format wds``: each sample's image and record, in index order."""
+    for i in range(config["n"]):
+        png, rec = sample_paths(Path(out_dir), i)
+        yield f"{i:06d}", {"png": png, "json": rec}
+
+
 def _write_png(path: Path, image: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
