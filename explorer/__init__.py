@@ -16,10 +16,13 @@ from sceneforge.explorer.site import write_site
 DEFAULT_DIR = "explorer"
 
 
-def build_explorer(data_dir: Path, out_dir: Path | None = None, predictions: Path | None = None) -> Path:
-    """Read ``data_dir`` and write its explorer (default ``data_dir/explorer``); returns index.html."""
+def build_explorer(data_dir: Path, out_dir: Path | None = None, predictions: Path | None = None,
+                   run: str | None = None) -> Path:
+    """Read ``data_dir`` and write its explorer (default ``data_dir/explorer``); returns index.html.
+    ``predictions``: a CSV ``file_name,prediction`` or a ``sceneforge probe`` output directory
+    (``run`` = ``HEAD:LAYER:PROTOCOL`` when it holds several probes)."""
     data_dir = Path(data_dir)
-    table = read_dataset(data_dir, predictions=predictions)
+    table = read_dataset(data_dir, predictions=predictions, run=run)
     return write_site(table, data_dir, Path(out_dir) if out_dir else data_dir / DEFAULT_DIR)
 
 

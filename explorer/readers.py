@@ -23,7 +23,7 @@ ROLES = ("source", "target", "human")
 VARIANTS = ("std", "hflip", "reverse", "reverse_hflip")
 
 
-def read_dataset(data_dir: Path, predictions: Path | None = None) -> Table:
+def read_dataset(data_dir: Path, predictions: Path | None = None, run: str | None = None) -> Table:
     """The explorer's table of ``data_dir``; a directory that is no finished dataset is one line."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
@@ -38,7 +38,7 @@ def read_dataset(data_dir: Path, predictions: Path | None = None) -> Table:
         raise ConfigError(f"{data_dir}: no samples.parquet or clips.parquet (is the job finished? "
                           "`sceneforge generate|vqa|videos` write it at the end)")
     if predictions is not None:
-        add_predictions(table, data_dir, Path(predictions))
+        add_predictions(table, data_dir, Path(predictions), run)
     return table
 
 
@@ -229,15 +229,17 @@ def read_videos(data_dir: Path) -> Table:
                  units={"subject_size": "cm", "attempts": ""})
 
 
-def add_predictions(table: Table, data_dir: Path, path: Path) -> None:
-    """Per-sample predictions (CSV ``file_name,prediction``) as facets ``prediction``/``correct``.
-
-    ``sceneforge probe`` keeps no per-sample predictions (docs/probing.md), so this reads any
-    model's CSV keyed by the image path the dataset's table uses.
-    """
-    if not path.is_file():
-        raise ConfigError(f"--predictions {path}: no such file")
-    pred = pd.read_csv(path)
+def add_predictions(table: Table, data_dir: Path, path: Path, run: str | None = None) -> None:
+    """Per-sample predictions as facets ``prediction``/``correct``: a CSV ``file_name,prediction``
+    (any model's, keyed by the image path the dataset's table uses), or a ``sceneforge probe``
+    output directory, whose ``predictions/*.csv`` hold the selected head's prediction for every
+    test image of each probe (``run`` = ``HEAD:LAYER:PROTOCOL`` picks one when it has several)."""
+    if path.is_dir():
+        pred = probe_predictions(path, data_dir, run)
+    elif path.is_file():
+        pred = pd.read_csv(path)
+    else:
+        raise ConfigError(f"--predictions {path}: no such file or directory")
     if not {"file_name", "prediction"} <= set(pred.columns):
         raise ConfigError(f"--predictions {path}: needs columns file_name,prediction (has {list(pred.columns)})")
     by_file = dict(zip(pred["file_name"].astype(str), pred["prediction"].astype(str)))
@@ -248,3 +250,27 @@ def add_predictions(table: Table, data_dir: Path, path: Path) -> None:
     table.facets["prediction"] = got
     table.facets["correct"] = ["none" if g == "none" else ("yes" if g == lab else "no")
                                for g, lab in zip(got, labels)]
+
+
+def probe_predictions(run_dir: Path, data_dir: Path, run: str | None) -> pd.DataFrame:
+    """The rows of a probe output's ``predictions/*.csv`` for this dataset and one probe run
+    (head, layer, protocol): the one there is, or the one ``run`` names."""
+    files = sorted((run_dir / "predictions").glob("*.csv"))
+    if not files:
+        raise ConfigError(f"--predictions {run_dir}: no predictions/*.csv (a `sceneforge probe` output "
+                          "directory, or a CSV file_name,prediction)")
+    pred = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    if "dataset" in pred.columns:
+        here = str(Path(data_dir).resolve())
+        pred = pred[[str(Path(d).resolve()) == here for d in pred["dataset"].astype(str)]]
+    keys = sorted({f"{h}:{layer}:{p}" for h, layer, p in zip(pred["head"], pred["layer"], pred["protocol"])})
+    if not keys:
+        raise ConfigError(f"--predictions {run_dir}: no probe there was run on {data_dir}")
+    if run is None and len(keys) > 1:
+        raise ConfigError(f"--predictions {run_dir}: {len(keys)} probe runs ({', '.join(keys)}); "
+                          "pick one with --run HEAD:LAYER:PROTOCOL")
+    run = run or keys[0]
+    if run not in keys:
+        raise ConfigError(f"--run {run}: not among the probe runs of {run_dir} ({', '.join(keys)})")
+    head, layer, protocol = run.split(":")
+    return pred[(pred["head"] == head) & (pred["layer"].astype(str) == layer) & (pred["protocol"] == protocol)]

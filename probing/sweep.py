@@ -181,6 +181,7 @@ def _train_all(job: ProbeJob, table, groups: list[Group], feats: dict, base: dic
                             n_train=len(g.idx["train"]), n_val=len(g.idx["val"]),
                             n_test=len(g.idx["test"]), epochs=job.train.schedule(head)[0])
                 records += [_record(r, meta) for r in results]
+                written.add(_save_predictions(out, head, meta, results, splits, table))
                 seconds[head] = seconds.get(head, 0.0) + sum(r.seconds for r in results)
                 if head in ATTENTIVE and job.attention_samples:
                     written.add(_save_attention(out, head, meta, results, splits, table, f.grid,
@@ -193,7 +194,7 @@ def _train_all(job: ProbeJob, table, groups: list[Group], feats: dict, base: dic
 def _remove_stale(out: Path, written: set[str]) -> None:
     """Attention maps / head weights left in OUT by an earlier, different run would end up in
     this run's plots: remove those not written now."""
-    for sub, suffix in (("attention", ".npz"), ("heads", ".pt")):
+    for sub, suffix in (("attention", ".npz"), ("heads", ".pt"), ("predictions", ".csv")):
         for f in (out / sub).glob(f"*{suffix}"):
             if f.name[:-len(suffix)] not in written:
                 f.unlink()
@@ -203,6 +204,32 @@ def _record(r, meta: dict) -> dict:
     return dict(meta, head=r.head, lr=r.lr, dropout=r.dropout, seed=r.seed, selected=r.selected,
                 val_acc=r.val_acc, test_acc=r.test_acc, per_class_acc=r.per_class,
                 confusion=r.confusion)  # no timings here: same inputs ⇒ byte-identical records
+
+
+def _save_predictions(out: Path, head: str, meta: dict, results, splits, table) -> str:
+    """The selected config's prediction for every test image of this probe, as
+    ``predictions/<run id>.csv`` (dataset, file_name, label, prediction, correct + the run's
+    head, layer, protocol): what ``sceneforge browse DATA --predictions OUT`` shows, the
+    misclassified samples one click away. Rows in table order, so a rerun writes the same bytes."""
+    import pandas as pd
+
+    from sceneforge.core.atomic import atomic_write_text
+    from sceneforge.probing.data import CLASSES
+    from sceneforge.probing.train import predict
+
+    best = next(r for r in results if r.selected)
+    part = splits.test
+    pred = predict(best.model, part) if len(part.y) else np.zeros(0, dtype=np.int64)
+    rows = np.asarray(part.index)
+    truth = part.y.numpy()
+    frame = pd.DataFrame({
+        "dataset": table["dataset"].to_numpy()[rows], "file_name": table["file_name"].to_numpy()[rows],
+        "label": [CLASSES[int(k)] for k in truth], "prediction": [CLASSES[int(k)] for k in pred],
+        "correct": (pred == truth).astype(int), "head": head, "layer": meta["layer"], "protocol": meta["protocol"],
+        "env": meta["env"], "task": meta["task"]})
+    name = run_id(meta, head)
+    atomic_write_text(out / "predictions" / f"{name}.csv", frame.to_csv(index=False, lineterminator="\n"))
+    return name
 
 
 def run_id(meta: dict, head: str) -> str:

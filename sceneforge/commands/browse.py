@@ -2,7 +2,9 @@
 
     sceneforge browse data/desert_ego                       # data/desert_ego/explorer/index.html
     sceneforge browse data/desert_ego --serve --port 8765   # also serve it on 127.0.0.1:8765
-    sceneforge browse data/desert_ego --predictions preds.csv   # file_name,prediction: misclassified one click away
+    sceneforge browse data/desert_ego --predictions runs/desert   # a `probe` output: misclassified one click away
+    sceneforge browse data/desert_ego --predictions runs/desert --run efficient:9:within   # one of its probes
+    sceneforge browse data/desert_ego --predictions preds.csv   # any model's CSV file_name,prediction
 """
 from __future__ import annotations
 
@@ -16,7 +18,10 @@ def register(subparsers) -> None:
     p.add_argument("data", type=Path, help="a finished `generate`, `vqa` or `videos` output directory")
     p.add_argument("--out", type=Path, help="where to write the explorer (default DATA/explorer)")
     p.add_argument("--predictions", type=Path,
-                   help="CSV with columns file_name,prediction (one row per image) to mark misclassified samples")
+                   help="a `sceneforge probe` output directory (its predictions/*.csv), or a CSV with columns "
+                        "file_name,prediction: adds prediction/correct filters, misclassified one click away")
+    p.add_argument("--run", metavar="HEAD:LAYER:PROTOCOL",
+                   help="which probe of a --predictions directory that holds several (e.g. efficient:9:within)")
     p.add_argument("--serve", action="store_true", help="serve the explorer over HTTP on 127.0.0.1 until Ctrl-C")
     p.add_argument("--port", type=int, default=8765, help="port for --serve (default 8765; 0 = any free port)")
     p.set_defaults(func=run)
@@ -29,7 +34,7 @@ def run(args) -> int:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: not a port number (0-65535)")
     out = args.out or args.data / DEFAULT_DIR
-    page = build_explorer(args.data, out, predictions=args.predictions)
+    page = build_explorer(args.data, out, predictions=args.predictions, run=args.run)
     print(f"explorer: {page.resolve().as_uri()}", flush=True)
     if not args.serve:
         return 0

@@ -85,3 +85,41 @@ def test_a_table_path_out_of_the_dataset_is_refused(dataset, tmp_path):
     df.to_parquet(copy / "samples.parquet")
     with pytest.raises(SceneforgeError, match="outside the dataset"):
         read_dataset(copy)
+
+
+@pytest.mark.render
+def test_a_probe_run_links_its_predictions(server, tmp_path):
+    """``sceneforge probe`` writes the selected head's prediction for every test image
+    (``predictions/<run>.csv``), and ``browse --predictions RUN_DIR`` turns them into the
+    ``prediction``/``correct`` facets: the misclassified samples one click away (issue 36)."""
+    from sceneforge.cli import main
+    from sceneforge.renderfarm import run_job
+
+    dataset = tmp_path / "data"   # the demo's split by scene: every split has rows at this size
+    config = {"envs": ["desert"], "tasks": ["ego"], "n": 24, "seed": 1,
+              "split_pattern": ["train", "test", "val", "train", "test"]}
+    assert not run_job("sparrta", config, dataset, backend="inline", server=server.address, progress=False)["failed"]
+    tiny = {"img_size": 32, "patch_size": 8, "depth": 3, "embed_dim": 32, "num_heads": 2}
+    run = tmp_path / "run"
+    args = ["probe", "--data", str(dataset), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
+            *[a for k, v in tiny.items() for a in ("--model-arg", f"{k}={v}")], "--out", str(run),
+            "--epochs", "2", "--warmup", "1", "--lrs", "1e-2", "--dropouts", "0.0", "--heads", "linear,efficient",
+            "--layers", "1", "--no-progress", "--threads", "1", "--min-test", "0"]
+    assert main(args) == 0
+    files = sorted((run / "predictions").glob("*.csv"))
+    assert files and all(f.name.startswith(("linear_L1_within_", "efficient_L1_within_")) for f in files)
+    pred = pd.concat([pd.read_csv(f) for f in files])
+    records = [json.loads(line) for line in (run / "runs.jsonl").read_text().splitlines()]
+    for (head, env, task), rows in pred.groupby(["head", "env", "task"]):
+        chosen = [r for r in records if r["selected"] and (r["head"], r["env"], r["task"]) == (head, env, task)]
+        assert any(abs(r["test_acc"] - rows["correct"].mean()) < 1e-9 for r in chosen), (head, env, task)
+        assert (rows["correct"] == (rows["label"] == rows["prediction"])).all()
+    with pytest.raises(ConfigError, match="2 probe runs .*--run HEAD:LAYER:PROTOCOL"):
+        read_dataset(dataset, predictions=run)
+    table = read_dataset(dataset, predictions=run, run="efficient:1:within")
+    mine = pred[pred["head"] == "efficient"]
+    correct = table.facets["correct"]
+    assert correct.count("no") == int((mine["correct"] == 0).sum()) and correct.count("yes") == int(mine["correct"].sum())
+    assert correct.count("none") == len(correct) - len(mine)   # train/val images have no test prediction
+    with pytest.raises(ConfigError, match="--run linear:9:within: not among"):
+        read_dataset(dataset, predictions=run, run="linear:9:within")
