@@ -58,16 +58,24 @@ class FarmActor:
         self.core.close()
 
 
-def ray_init_message(address: str | None, error: BaseException) -> str:
+def ray_init_message(address: str | None, error: BaseException, reachable: bool = False) -> str:
     """One line for a failed ``ray.init``: what failed, and the token-auth hint (clusters started
     with ``ray start`` in current Ray may require a token, read from ``$RAY_AUTH_TOKEN``,
     ``$RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``; see docs/renderfarm.md)."""
     first = " ".join(str(error).split())[:300] or type(error).__name__
     hint = ""
-    if any(w in first.lower() for w in ("auth", "token", "unauthenticated", "permission")):
+    # Ray 2.60 with a wrong or missing token: only "ConnectionError: Failed to connect to Ray cluster"
+    # reaches Python (InvalidAuthToken is in its C++ log); the head accepted our TCP connect, though.
+    refused = reachable and isinstance(error, ConnectionError)
+    if refused or any(w in first.lower() for w in ("auth", "token", "unauthenticated", "permission")):
         hint = ("; the cluster uses token authentication: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
                 "(or RAY_AUTH_TOKEN_PATH / ~/.ray/auth_token) to the head node's token")
     return f"--ray-address {address or '(local)'}: cannot connect to the Ray cluster ({type(error).__name__}: {first}){hint}"
+
+
+def _explicit(address: str | None) -> bool:
+    """An address :func:`check_reachable` probed (so the head accepted a TCP connection)."""
+    return bool(address) and address not in ("auto", "local") and ":" in address
 
 
 def check_reachable(address: str | None, timeout_s: float = RAY_CONNECT_TIMEOUT_S) -> None:
@@ -102,7 +110,7 @@ class RayPool(WorkerPool):
                 ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
                          ignore_reinit_error=True)
             except Exception as e:  # noqa: BLE001 - Ray raises many types; the user needs one line
-                raise ConnectionFailed(ray_init_message(ray_address, e)) from None
+                raise ConnectionFailed(ray_init_message(ray_address, e, reachable=_explicit(ray_address))) from None
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(FarmActor)
         self._node = ray.get_runtime_context().get_node_id()
         self._head = HeadWatch(ray.get_runtime_context().gcs_address)

@@ -9,6 +9,8 @@ already hold a single-node Ray session. Prints one JSON object on its last stdou
 Modes:
   node-loss  3 nodes of 1 CPU, a 3-actor job in this process; once an actor on a non-head node is
              busy, that node is removed (its raylet and actors die); the job must finish on the others.
+  token      3 nodes started with RAY_AUTH_MODE=token and a fresh token; a driver process with the
+             token runs the job, one with another token must stop in one line (the token hint).
   head-loss  3 nodes; the job runs in a separate driver process (``farm_runner.py --backend ray``);
              once a shard is journaled the head node's processes are killed; then a new head on the
              same port and the same command again (the resume).
@@ -18,6 +20,9 @@ from __future__ import annotations
 import os
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # before ray is imported: loopback only
+if __name__ == "__main__" and __import__("sys").argv[1:2] == ["token"]:   # Ray reads these at import
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=__import__("secrets").token_hex(32))
+    os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
 
 import json  # noqa: E402
 import sqlite3  # noqa: E402
@@ -101,10 +106,32 @@ def head_loss(out: Path, config: dict) -> dict:
             "second_rc": second.returncode, "second_stderr": err2.decode(errors="replace")[-2000:]}
 
 
-def _driver(out: Path, config: dict, address: str) -> subprocess.Popen:
+def token(out: Path, config: dict) -> dict:
+    import secrets
+
+    cluster = start_cluster(3)
+    try:
+        good = _driver(out, config, cluster.address)
+        _, err = good.communicate(timeout=240)
+        t0 = time.monotonic()
+        bad = _driver(out.with_name(out.name + "_bad"), config, cluster.address,
+                      env={**os.environ, "RAY_AUTH_TOKEN": secrets.token_hex(32)})
+        try:
+            _, bad_err = bad.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            bad.kill()
+            _, bad_err = bad.communicate()
+    finally:
+        cluster.shutdown()
+    return {"good_rc": good.returncode, "good_stderr": err.decode(errors="replace")[-2000:],
+            "bad_rc": bad.returncode, "bad_stderr": bad_err.decode(errors="replace")[-3000:],
+            "bad_s": round(time.monotonic() - t0, 1)}
+
+
+def _driver(out: Path, config: dict, address: str, env: dict | None = None) -> subprocess.Popen:
     cmd = [sys.executable, str(HERE / "farm_runner.py"), "farm_toy_cpu", str(out), json.dumps(config),
            "--backend", "ray", "--workers", "3", "--shard-size", "4", "--ray-address", address]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
 
 def _journaled(out: Path) -> int:
@@ -117,5 +144,5 @@ def _journaled(out: Path) -> int:
 
 if __name__ == "__main__":
     mode, out_dir, cfg = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3])
-    report = {"node-loss": node_loss, "head-loss": head_loss}[mode](out_dir, cfg)
+    report = {"node-loss": node_loss, "head-loss": head_loss, "token": token}[mode](out_dir, cfg)
     print(json.dumps(report))

@@ -43,3 +43,14 @@ def test_head_node_lost_under_a_running_driver_one_line_then_resume(tmp_path, cp
     assert 1 <= report["journaled_at_loss"] < 12          # stopped mid-job, shards kept
     assert report["second_rc"] == 0, report["second_stderr"]
     assert dataset_digest(tmp_path) == reference
+
+
+def test_token_auth_cluster_runs_with_the_token_and_refuses_another_in_one_line(tmp_path, cpu_reference):
+    """Ray 2.60 starts local clusters with RAY_AUTH_MODE=token for real (3 nodes, a fresh token)."""
+    config, reference = cpu_reference
+    report = _cluster_run("token", tmp_path / "good", config)
+    assert report["good_rc"] == 0, report["good_stderr"]
+    assert dataset_digest(tmp_path / "good") == reference
+    errors = [line for line in report["bad_stderr"].splitlines() if line.startswith("error:")]
+    assert report["bad_rc"] == 2 and len(errors) == 1, report["bad_stderr"]
+    assert "RAY_AUTH_TOKEN" in errors[0] and "Traceback" not in report["bad_stderr"]

@@ -1,0 +1,24 @@
+"""A scenario whose samples cost nothing (``NEEDS_SERVER = False``, writes no file): a job of it
+measures the farm itself — dispatch, IPC or Ray calls, journal commits — per work item.
+Used by benchmarks/farm_scaling.py."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from sceneforge.scenarios.contract import JobPlan, Shard, ShardResult
+
+NEEDS_SERVER = False
+
+
+def plan(config: dict) -> JobPlan:
+    n = int(config["n"])
+    return JobPlan(n_samples=n, fingerprint=hashlib.sha256(f"noop{n}".encode()).hexdigest(), description="noop")
+
+
+def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+    return ShardResult(shard.shard_id, done=list(shard.indices))
+
+
+def finalize(config: dict, out_dir: Path) -> dict:
+    return {}
