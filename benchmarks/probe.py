@@ -105,7 +105,8 @@ def bench_grid(tmp: Path, n: int, epochs: int, warmup: int, patience: int,
     an idle machine."""
     import torch
 
-    from sceneforge.probing.train import TrainConfig, run_grids, train_heads
+    from sceneforge.probing.selection import run_grids
+    from sceneforge.probing.train import TrainConfig, train_heads
 
     torch.optim.AdamW([torch.zeros(1, requires_grad=True)]).step()  # first use imports ~3 s of modules
     heads = ("linear", "abmilp", "efficient")

@@ -93,7 +93,7 @@ def _column(table: pd.DataFrame, name: str, default: float) -> np.ndarray:
 def layout_baselines(table: pd.DataFrame, idx: dict[str, np.ndarray], seed: int = 0) -> dict[str, Baseline]:
     """The three baselines (:data:`BOX_SETS`) on rows ``idx['train'|'val'|'test']`` of ``table``
     (positional). Empty dict when the table has no box columns."""
-    from sceneforge.probing.report import wilson_ci
+    from sceneforge.probing.stats import wilson_ci
 
     if not has_boxes(table):
         return {}

@@ -24,6 +24,7 @@ import pandas as pd
 
 from sceneforge.core.atomic import atomic_write_bytes, atomic_write_text
 from sceneforge.core.errors import ConfigError
+from sceneforge.probing.stats import Z95, wilson_ci  # noqa: F401  (re-exported: reports use them)
 
 log = logging.getLogger(__name__)
 KEYS = ["run", "backbone", "layer", "head", "protocol", "env", "task"]  # run: dir below the report root
@@ -73,7 +74,7 @@ def load_layout(runs: pd.DataFrame) -> pd.DataFrame:
 def _recompute_layout(runs: pd.DataFrame) -> list[dict]:
     from sceneforge.probing.data import read_tables
     from sceneforge.probing.layout import group_layout
-    from sceneforge.probing.sweep import make_groups
+    from sceneforge.probing.groups import make_groups
 
     data = str(runs["data"].iloc[0]) if "data" in runs else ""
     try:
@@ -141,28 +142,6 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
 
 SMALL_TEST = 100  # below this many test images a 95% CI is wider than ±~0.1 around 0.5: a warning
 MIN_TEST = 30     # below this many no report at all unless asked (--min-test N); docs/probing.md
-Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
-
-
-def wilson_ci(p: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """95% Wilson score interval of an accuracy ``p`` measured on ``n`` test images.
-
-    Unlike the normal approximation or a bootstrap of the observed accuracy, it never collapses
-    to a point at p = 0 or 1 (1 image, right: [0.21, 1]) and keeps close to 95% coverage down to
-    a handful of images. ``p`` may be a seed-mean (a fraction of a count): the seeds share the
-    same test images, so ``n`` is the number of images, not images × seeds. No images: [0, 1].
-    """
-    n = int(n)
-    if n <= 0:
-        return 0.0, 1.0
-    p = min(max(float(p), 0.0), 1.0)
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
-    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
-
-
 def _images(n: int) -> str:
     return f"{n} test image" + ("" if n == 1 else "s")
 

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from sceneforge.probing.grid import HeadGrid, train_grids
-from sceneforge.probing.train import ProbeSplits, TrainConfig, predict, run_grids, scores, train_heads
+from sceneforge.probing.selection import run_grids
+from sceneforge.probing.train import ProbeSplits, TrainConfig, predict, scores, train_heads
 
 HEADS = ("linear", "abmilp", "efficient")
 

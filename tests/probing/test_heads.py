@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from sceneforge.probing.heads import AbMILPHead, EfficientHead, LinearHead, make_head
-from sceneforge.probing.train import ProbeSplits, TrainConfig, run_grid
+from sceneforge.probing.selection import run_grid
+from sceneforge.probing.train import ProbeSplits, TrainConfig
 
 
 def marker_task(n=1600, grid=4, dim=64, seed=0):

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from sceneforge.probing.train import ProbeSplits, TrainConfig, lr_at, run_grid, scores
+from sceneforge.probing.selection import run_grid
+from sceneforge.probing.train import ProbeSplits, TrainConfig, lr_at, scores
 
 
 def test_warmup_then_cosine_to_zero():

@@ -20,7 +20,7 @@ def sceneforge(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_generate_with_two_workers_equals_one_worker_and_reports_status(tmp_path):
-    pytest.importorskip("scenarios.sparrta")
+    pytest.importorskip("sceneforge.scenarios.sparrta")
     one = run_job("scenarios.sparrta", SPARRTA, tmp_path / "one", workers=1, progress=False)
     assert one["finalized"] and one["complete"] == 8
     done = sceneforge("generate", "--env", "desert", "--task", "ego", "--n", "8", "--size", "64",
@@ -32,7 +32,7 @@ def test_generate_with_two_workers_equals_one_worker_and_reports_status(tmp_path
 
 
 def test_videos_with_two_workers_equal_one_worker(tmp_path):
-    pytest.importorskip("scenarios.videos")
+    pytest.importorskip("sceneforge.scenarios.videos")
     config = {"env": "desert", "n": 3, "image_size": 64, "motion": {"n_frames": 4}}
     one = run_job("scenarios.videos", config, tmp_path / "one", workers=1, progress=False)
     assert one["finalized"] and one["complete"] == 3
