@@ -374,10 +374,10 @@ def _gmean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
-
-
 def _top4(seconds: dict) -> list:
     """The four client calls that took longest, longest first."""
     return sorted(seconds.items(), key=lambda kv: -kv[1])[:4]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -10,6 +10,11 @@ import pytest
 from sceneforge.probing.data import CLASSES
 from sceneforge.probing.layout import BOX_SETS, layout_baselines
 
+# the probing tests' helpers, imported at collection (as test_cli_report does): inside a test,
+# "conftest" is whichever conftest.py pytest loaded last (tests/renderfarm's in a full run)
+from conftest import make_image_dataset
+from test_cli_report import probe_args
+
 SPLIT = {"train": np.arange(1600), "val": np.arange(1600, 1800), "test": np.arange(1800, 2000)}
 
 
@@ -71,9 +76,6 @@ def test_deterministic_and_none_without_box_columns():
 @pytest.fixture(scope="module")
 def reported(tmp_path_factory):
     from sceneforge.cli import main
-
-    from conftest import make_image_dataset
-    from test_cli_report import probe_args
 
     root = tmp_path_factory.mktemp("layout")
     data = make_image_dataset(root / "data", envs=("desert",), tasks=("ego",), n=(48, 24, 24))
