@@ -45,8 +45,11 @@ def run_grids(names, splits: ProbeSplits, cfg: TrainConfig) -> dict[str, list[Re
         for r in [best[n]] + extra[n]:
             r.selected = True
         for r in results[n] + extra[n]:  # selection above used val only
-            r.test_acc, r.per_class, r.confusion = scores(splits.test.y.numpy(), predict(r.model, splits.test))
-            if not r.selected:
+            pred = predict(r.model, splits.test)
+            r.test_acc, r.per_class, r.confusion = scores(splits.test.y.numpy(), pred)
+            if r.selected:
+                r.test_pred = pred   # per-sample predictions (probe's predictions/*.csv)
+            else:
                 r.model = None  # free memory; only selected heads are kept (attention maps)
         out[n] = results[n] + extra[n]
     return out

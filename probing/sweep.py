@@ -179,11 +179,10 @@ def _save_predictions(out: Path, head: str, meta: dict, results, splits, table) 
 
     from sceneforge.core.atomic import atomic_write_text
     from sceneforge.probing.data import CLASSES
-    from sceneforge.probing.train import predict
 
     best = next(r for r in results if r.selected)
     part = splits.test
-    pred = predict(best.model, part) if len(part.y) else np.zeros(0, dtype=np.int64)
+    pred = best.test_pred
     rows = np.asarray(part.index)
     truth = part.y.numpy()
     frame = pd.DataFrame({

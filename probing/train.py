@@ -126,6 +126,7 @@ class Result:
     seconds: float = 0.0
     selected: bool = False
     model: torch.nn.Module | None = None
+    test_pred: np.ndarray | None = None  # class ids on the test split (selected runs only)
 
 
 def lr_at(step: int, total: int, warmup: int, base: float) -> float:
