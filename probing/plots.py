@@ -3,6 +3,7 @@ matrices, and attention maps of the best AbMILP / Efficient heads over sample te
 (the view SpaRRTa uses to show which objects a probe looks at)."""
 from __future__ import annotations
 
+import io
 import logging
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
+from sceneforge.core.atomic import atomic_write_bytes
 from sceneforge.probing.data import CLASSES
 
 log = logging.getLogger(__name__)
@@ -25,9 +27,6 @@ def _plt():
 
 
 def _save(fig, path: Path) -> Path:
-    from sceneforge.core.atomic import atomic_write_bytes
-    import io
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     _plt().close(fig)

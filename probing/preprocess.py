@@ -68,15 +68,15 @@ class Preprocess:
         if self.resize_hw is not None:
             image = image.resize((self.resize_hw[1], self.resize_hw[0]), resample)
         elif self.resize_shorter is not None:
-            image = _resize_shorter(image, self.resize_shorter, resample)
+            image = resize_shorter_edge(image, self.resize_shorter, resample)
         if self.crop_hw is not None:
-            image = _center_crop(image, self.crop_hw)
+            image = center_crop(image, self.crop_hw)
         arr = np.asarray(image, dtype=np.float32) / 255.0
         arr = (arr - np.asarray(self.mean, np.float32)) / np.asarray(self.std, np.float32)
         return np.ascontiguousarray(arr.transpose(2, 0, 1))
 
 
-def _resize_shorter(image: Image.Image, size: int, resample: int) -> Image.Image:
+def resize_shorter_edge(image: Image.Image, size: int, resample: int) -> Image.Image:
     w, h = image.size
     if min(w, h) == size:
         return image
@@ -85,7 +85,7 @@ def _resize_shorter(image: Image.Image, size: int, resample: int) -> Image.Image
     return image.resize((int(round(size * w / h)), size), resample)
 
 
-def _center_crop(image: Image.Image, crop_hw: tuple[int, int]) -> Image.Image:
+def center_crop(image: Image.Image, crop_hw: tuple[int, int]) -> Image.Image:
     """Centre crop; pads with black when the image is smaller (as torchvision does)."""
     ch, cw = crop_hw
     w, h = image.size

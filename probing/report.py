@@ -24,6 +24,9 @@ import pandas as pd
 
 from sceneforge.core.atomic import atomic_write_bytes, atomic_write_text
 from sceneforge.core.errors import ConfigError
+from sceneforge.probing.data import read_tables
+from sceneforge.probing.groups import make_groups
+from sceneforge.probing.layout import group_layout
 from sceneforge.probing.stats import Z95, wilson_ci  # noqa: F401  (re-exported: reports use them)
 
 log = logging.getLogger(__name__)
@@ -72,10 +75,6 @@ def load_layout(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def _recompute_layout(runs: pd.DataFrame) -> list[dict]:
-    from sceneforge.probing.data import read_tables
-    from sceneforge.probing.layout import group_layout
-    from sceneforge.probing.groups import make_groups
-
     data = str(runs["data"].iloc[0]) if "data" in runs else ""
     try:
         table = read_tables(data)
@@ -215,7 +214,7 @@ def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
 
     Refuses (:class:`ConfigError`, nothing written) when a (protocol, env, task) has fewer than
     ``min_test`` test images (:func:`check_min_test`; 0 reports anything)."""
-    from sceneforge.probing import plots
+    from sceneforge.probing import plots  # matplotlib: only when a report is drawn
 
     root = Path(root)
     runs = load_runs(root)

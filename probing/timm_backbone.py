@@ -12,8 +12,9 @@ import logging
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.probing.backbones import Backbone, Tokens, offline_error
-from sceneforge.probing.hf_backbone import hub_cache_dir, hub_offline, hub_usable
+from sceneforge.probing.backbones import Backbone, Tokens
+from sceneforge.probing.checkpoints import load_file
+from sceneforge.probing.hub import hub_cache_dir, hub_offline, hub_usable, offline_error
 from sceneforge.probing.preprocess import Preprocess
 
 log = logging.getLogger(__name__)
@@ -78,12 +79,12 @@ def _create_model(timm, name: str, weights: str | None, kwargs: dict):
         if not path.is_file():
             raise ConfigError(f"--weights {weights}: no such file")
         model = timm.create_model(name, pretrained=False, **kwargs)
-        _load_file(timm, model, path, f"--weights {weights}")
+        load_file(timm, model, path, f"--weights {weights}")
         return model
     cached = _cached_weights(timm, name)
     if cached:
         model = timm.create_model(name, pretrained=False, **kwargs)
-        _load_file(timm, model, Path(cached), f"cached weights {cached}")
+        load_file(timm, model, Path(cached), f"cached weights {cached}")
         return model
     if not hub_usable():
         why = "HF_HUB_OFFLINE is set" if hub_offline() else "hub unreachable"
@@ -92,52 +93,6 @@ def _create_model(timm, name: str, weights: str | None, kwargs: dict):
         return timm.create_model(name, pretrained=True, **kwargs)
     except Exception as e:  # hub unreachable: huggingface_hub, urllib, OSError ...
         raise offline_error(f"timm:{name}", e) from e
-
-
-def _load_file(timm, model, path: Path, what: str) -> None:
-    """Strict load of a local checkpoint, through the model family's own checkpoint filter.
-
-    Why not ``create_model(pretrained=True, pretrained_cfg_overlay=dict(file=...))``: timm then
-    loads non-strictly whenever num_classes differs from the pretrained config (always, with our
-    num_classes=0), so a wrong file would only log a warning and leave random weights.
-    """
-    try:
-        state = timm.models.load_state_dict(str(path))
-    except Exception as e:
-        raise ConfigError(f"{what}: cannot read ({type(e).__name__}: {str(e)[:200]})") from e
-    state = _filtered_state(timm, model, state, what)
-    heads = _classifier_names(model)
-    try:
-        result = model.load_state_dict(state, strict=False)
-    except RuntimeError as e:  # shape mismatch
-        raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
-                          f"({str(e).strip().splitlines()[-1][:200]})") from e
-    missing = [k for k in result.missing_keys if not k.startswith(tuple(h + "." for h in heads))]
-    if missing or result.unexpected_keys:
-        raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
-                          f"(missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
-                          f"unexpected {result.unexpected_keys[:3]})")
-
-
-def _classifier_names(model) -> tuple[str, ...]:
-    classifier = model.pretrained_cfg.get("classifier") or ()
-    return (classifier,) if isinstance(classifier, str) else tuple(classifier)
-
-
-def _filtered_state(timm, model, state: dict, what: str) -> dict:
-    """``state`` through the model family's ``checkpoint_filter_fn`` (key layout, position-embedding
-    resampling), classifier keys dropped (the backbones are built with ``num_classes=0``)."""
-    import sys
-
-    filter_fn = getattr(sys.modules.get(type(model).__module__), "checkpoint_filter_fn", None)
-    if filter_fn is not None:
-        try:
-            state = filter_fn(state, model)
-        except Exception as e:  # foreign layout the family filter cannot map
-            raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
-                              f"({type(e).__name__}: {str(e)[:200]})") from e
-    heads = _classifier_names(model)
-    return {k: v for k, v in state.items() if not k.startswith(tuple(h + "." for h in heads))}
 
 
 def _cached_weights(timm, name: str) -> str | None:

@@ -127,17 +127,17 @@ def test_registry_is_the_single_source_for_cli_choices():
 
 def test_unreachable_hub_fails_in_seconds(monkeypatch):
     """No HF_HUB_OFFLINE, hub endpoint refusing connections: a clear error in seconds, no retries."""
-    from sceneforge.probing import hf_backbone
+    from sceneforge.probing import hub
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setenv("HF_HOME", "/nonexistent-hf-home")
-    hf_backbone._REACHABLE.clear()
+    hub._REACHABLE.clear()
     t0 = time.perf_counter()
     with pytest.raises(ConfigError, match="offline and no local weights.*unreachable"):
         create_backbone("timm:vit_small_patch16_224.augreg_in21k")
     assert time.perf_counter() - t0 < 10
-    hf_backbone._REACHABLE.clear()
+    hub._REACHABLE.clear()
 
 
 def test_epochs_alone_scales_warmup():
