@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from sceneforge.core.atomic import atomic_write_text
+from sceneforge.core.errors import EXIT_INCOMPLETE, EXIT_OK
 
 from sceneforge.renderfarm.journal import Journal
 from sceneforge.renderfarm.manifest import JobManifest
@@ -49,8 +50,9 @@ def add_throughput(summary: dict, rendered_this_run: int, elapsed: float) -> dic
 
 
 def exit_code(summary: dict) -> int:
-    """What a CLI command should return: 0 when every sample is done, 1 otherwise."""
-    return 0 if summary["complete"] == summary["samples"] else 1
+    """What a CLI command should return: 0 when every sample is done, 1 (failed or pending
+    samples) otherwise; the convention is core/errors.py's."""
+    return EXIT_OK if summary["complete"] == summary["samples"] else EXIT_INCOMPLETE
 
 
 def format_summary(summary: dict) -> str:

@@ -1,7 +1,8 @@
 """The ``sceneforge`` command: parses arguments and delegates to the packages.
 
-Any :class:`core.errors.SceneforgeError` becomes one line on stderr and exit code 2;
-Ctrl-C exits with 130.
+Any :class:`core.errors.SceneforgeError` becomes one line on stderr. Exit codes, the same for
+every command (``sceneforge.core.errors``, README): 0 done; 1 ran but incomplete
+(failed/pending samples, a check that differs); 2 usage or config error; 130 interrupted.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import importlib
 import logging
 import sys
 
-from sceneforge.core.errors import SceneforgeError
+from sceneforge.core.errors import EXIT_USAGE, SceneforgeError, exit_code_of
 from sceneforge import __version__
 
 # Subcommand modules under sceneforge.commands; each has register(subparsers).
@@ -74,15 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
         return int(args.func(args) or 0)
     except SceneforgeError as e:
         print(f"sceneforge {args.command}: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
+        return exit_code_of(e)
+    except KeyboardInterrupt as e:
         print(f"sceneforge {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return exit_code_of(e)
 
 
 if __name__ == "__main__":

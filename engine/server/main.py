@@ -20,7 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-from sceneforge.core.errors import AssetError, ConfigError, SceneforgeError
+from sceneforge.core.errors import AssetError, ConfigError, SceneforgeError, exit_code_of
 
 log = logging.getLogger(__name__)
 DESCRIPTION = "Headless render server speaking the UnrealCV protocol (embedded renderer by default)."
@@ -242,7 +242,8 @@ def watch_parent(stop: threading.Event, period_s: float = 0.5) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m sceneforge.engine.server``: errors as one line on stderr, exit 2."""
+    """``python -m sceneforge.engine.server``: errors as one line on stderr; exit codes as ``sceneforge``
+    (core/errors.py: 2 usage/config error, 130 interrupted)."""
     parser = argparse.ArgumentParser(prog="python -m sceneforge.engine.server", description=DESCRIPTION)
     add_arguments(parser)
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
@@ -253,6 +254,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run(args)
     except SceneforgeError as e:
         print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+        return exit_code_of(e)
+    except KeyboardInterrupt as e:
+        return exit_code_of(e)

@@ -111,8 +111,9 @@ def wds_shard_size(args: argparse.Namespace) -> int | None:
 
 
 def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -> dict:
-    """The CLI's one path to the runner: flags → :func:`renderfarm.run_job`; failures → one line."""
-    from sceneforge.core.errors import ConfigError, PlacementError
+    """The CLI's one path to the runner: flags → :func:`renderfarm.run_job`; failed or pending
+    samples → one line and exit 1 (:class:`core.errors.JobIncomplete`)."""
+    from sceneforge.core.errors import ConfigError
     from sceneforge.renderfarm import run_job
 
     out = out_flag(out)
@@ -124,9 +125,20 @@ def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -
     summary = run_job(name, config, out, workers=args.workers, backend=backend, servers=args.servers,
                       ray_address=args.ray_address, progress=not args.quiet, server=args.server,
                       wds_shard_size=wds_shard_size(args))
-    failed = summary.get("failed") or {}
-    if failed:  # the runner reports failures instead of raising: make them the usual one line
-        causes = [m for m in failed.values() if not m.startswith("not attempted")] or list(failed.values())
-        raise PlacementError(f"{len(failed)} of {summary.get('samples')} samples failed (rerun resumes); "
-                             f"{causes[0]}")
+    check_complete(summary)
     return summary
+
+
+def check_complete(summary: dict) -> None:
+    """A job summary with failed or pending samples → :class:`JobIncomplete` (one line, exit 1):
+    the runner reports failures instead of raising."""
+    from sceneforge.core.errors import JobIncomplete
+    from sceneforge.renderfarm import exit_code
+
+    if not exit_code(summary):
+        return
+    failed = summary.get("failed") or {}
+    if not failed:
+        raise JobIncomplete(f"{summary.get('pending')} of {summary.get('samples')} samples pending (rerun resumes)")
+    causes = [m for m in failed.values() if not m.startswith("not attempted")] or list(failed.values())
+    raise JobIncomplete(f"{len(failed)} of {summary.get('samples')} samples failed (rerun resumes); {causes[0]}")

@@ -43,16 +43,13 @@ def run(args: argparse.Namespace) -> int:
     from sceneforge.renderfarm import run_job
     from sceneforge.scenarios.sparrta.card import rejection_summary
     from sceneforge.scenarios.sparrta.preview import contact_sheet
-    from sceneforge.commands.common import fetch_defaults_once
+    from sceneforge.commands.common import check_complete, fetch_defaults_once
 
     out = Path(args.out)
     fetch_defaults_once(args)     # real models on first use; one line if offline
     summary = run_job("sparrta", demo_config(args.n, args.env, args.seed), out, backend="inline",
                       progress=not args.quiet)
-    if summary["failed"]:
-        from sceneforge.core.errors import PlacementError
-
-        raise PlacementError(f"demo: {len(summary['failed'])} samples failed; e.g. {next(iter(summary['failed'].values()))}")
+    check_complete(summary)       # failed samples: one line, exit 1 (a rerun resumes)
     sheet = contact_sheet(out, out / "contact_sheet.png", n=min(16, 2 * args.n))
     stats = summary["finalize"]
     print(f"sceneforge demo: {stats['samples']} labelled images ({args.n} ego + {args.n} allo, {args.env}) "

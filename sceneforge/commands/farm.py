@@ -19,6 +19,7 @@ def register(subparsers) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     """Print the status; exit 0 when the job is complete, 1 while samples are pending/failed."""
+    from sceneforge.core.errors import EXIT_INCOMPLETE, EXIT_OK
     from sceneforge.renderfarm.status import format_status, job_status
 
     status = job_status(args.out_dir)
@@ -27,4 +28,4 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(format_status(status, show_all=args.all))
     counts = status["counts"]["shards"]
-    return 0 if counts.get("pending", 0) == 0 and counts.get("failed", 0) == 0 else 1
+    return EXIT_OK if counts.get("pending", 0) == 0 and counts.get("failed", 0) == 0 else EXIT_INCOMPLETE

@@ -79,7 +79,7 @@ def run_videos(args: argparse.Namespace) -> int:
         args.backend = "inline"
     summary = run_scenario("videos", config, args.out, args)
     print(json.dumps(summary.get("finalize", {}), indent=2))
-    return 0 if summary.get("finalized") else 1
+    return 0    # run_scenario raised JobIncomplete (exit 1) unless every clip is done
 
 
 def run_eval(args: argparse.Namespace) -> int:

@@ -62,7 +62,6 @@ def register_generate(subparsers) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from sceneforge.renderfarm import exit_code
     from sceneforge.scenarios.vqa.scenario import parse_config
     from sceneforge.commands.common import run_scenario
 
@@ -72,7 +71,7 @@ def run_generate(args: argparse.Namespace) -> int:
     summary = run_scenario("vqa", cfg, args.out, args)
     fin = summary.get("finalize", {})
     print(f"{fin.get('images')} images, {fin.get('questions')} questions in {args.out}: {fin.get('by_category')}")
-    return exit_code(summary)
+    return 0    # run_scenario raised JobIncomplete (exit 1) unless every image is done
 
 
 def run_render_record(args: argparse.Namespace) -> int:
@@ -99,4 +98,8 @@ def run_render_record(args: argparse.Namespace) -> int:
         atomic_write_bytes(out_flag(args.out), data)
     same = image.is_file() and image.read_bytes() == data
     print(f"{'identical' if same else 'DIFFERENT'}: re-rendered {rec['files']['image']} ({len(data)} bytes)")
-    return 0 if same else 1
+    if not same:
+        from sceneforge.core.errors import JobIncomplete
+
+        raise JobIncomplete(f"{args.record}: the re-rendered image differs from {rec['files']['image']}")
+    return 0
