@@ -14,6 +14,12 @@ Categories (DSI-Bench's ``cate`` ints)::
     3 Cam:dynamic scene   how the camera moves; subject moving
     4 Obj-Cam distance    trend of the camera-subject distance
     5 Obj-Cam orientation trend of the subject's direction in the camera's view
+
+Mixed patterns (``motion.MIXED_PATTERNS``, opt-in): a subject that translates *and* turns, or a
+camera that translates *and* pans, is answered from its own space naming both components
+(:data:`MIXED_SPACES`, e.g. "It moves to the right while turning clockwise"); each component
+follows the rules and label tables of DSI's own answers, so the variants still form the same
+Klein group. DSI's spaces, tables and clips are unchanged.
 """
 from __future__ import annotations
 
@@ -59,6 +65,22 @@ ORIENT_SPACE = {
 }
 SPACES = {"obj": OBJ_SPACE, "cam": CAM_SPACE, "dist": DIST_SPACE, "dir": ORIENT_SPACE}
 
+# Mixed answers (opt-in patterns): a translation and a turn at once. key -> (translation key,
+# turn key) of DSI's spaces; the text joins the two.
+_MOVE_TEXT = {"left": "to the left", "right": "to the right", "away": "away from the camera",
+              "toward": "toward the camera", "forward": "forward", "backward": "backward"}
+_TURN_TEXT = {"obj_cw": "turning clockwise (seen from above)", "obj_ccw": "turning counter-clockwise (seen from above)",
+              "cam_pan_left": "turning (panning) to the left", "cam_pan_right": "turning (panning) to the right"}
+MIXED_PARTS = {f"obj_{d}_{s}": (f"obj_{d}", f"obj_{s}") for d in mo.OBJ_DIRS for s in ("cw", "ccw")}
+MIXED_PARTS.update({f"cam_{d}_pan_{s}": (f"cam_{d}", f"cam_pan_{s}") for d in mo.CAM_DIRS for s in ("left", "right")})
+_MIXED_KEY = {parts: key for key, parts in MIXED_PARTS.items()}
+MIXED_SPACES = {
+    "obj": {k: f"It moves {_MOVE_TEXT[m[4:]]} while {_TURN_TEXT[t]}"
+            for k, (m, t) in MIXED_PARTS.items() if k.startswith("obj_")},
+    "cam": {k: f"The camera moves {_MOVE_TEXT[m[4:]]} while {_TURN_TEXT[t]}"
+            for k, (m, t) in MIXED_PARTS.items() if k.startswith("cam_")},
+}
+
 _SWAP_LR = {"obj_left": "obj_right", "cam_left": "cam_right", "cam_pan_left": "cam_pan_right",
             "obj_cw": "obj_ccw", "dir_left": "dir_right", "dir_leftright": "dir_rightleft"}
 _SWAP_TIME = {"obj_left": "obj_right", "obj_away": "obj_toward", "obj_cw": "obj_ccw",
@@ -82,7 +104,25 @@ def transform_answer(key: str, aug: str) -> str:
     """The label a correct viewer of variant ``aug`` gives, from the std label."""
     if aug not in AUG_MAPS:
         raise ConfigError(f"unknown video variant {aug!r}; choose from {', '.join(AUGS)}")
+    if key in MIXED_PARTS:  # each component by DSI's own table
+        move, turn = MIXED_PARTS[key]
+        return _MIXED_KEY[(AUG_MAPS[aug].get(move, move), AUG_MAPS[aug].get(turn, turn))]
     return AUG_MAPS[aug].get(key, key)
+
+
+def space_of(kind: str, key: str) -> dict[str, str]:
+    """The answer space ``key`` belongs to: DSI's space of ``kind``, or the mixed one."""
+    return MIXED_SPACES[kind] if key in MIXED_PARTS else SPACES[kind]
+
+
+def card_tables(patterns: tuple[str, ...]) -> dict:
+    """Extra dataset-card entries for the mixed patterns' answers ({} without them, so DSI's
+    cards keep their bytes): their spaces and each variant's label map."""
+    if not set(patterns) & set(mo.MIXED_PATTERNS):
+        return {}
+    return {"mixed_answer_spaces": MIXED_SPACES,
+            "mixed_label_transforms": {a: {k: transform_answer(k, a) for k in sorted(MIXED_PARTS)
+                                           if transform_answer(k, a) != k} for a in AUGS}}
 
 
 @dataclass(frozen=True)
@@ -122,13 +162,24 @@ def _motion_class(disp_fr: np.ndarray, turn: float, dirs: dict[str, float], pref
     return None
 
 
+def _mixed_class(disp_fr: np.ndarray, turn: float, dirs: dict[str, float], prefix: str,
+                 spins: tuple[str, str], th: Thresholds) -> str | None:
+    """Rule of a mixed mover: translates (>= ``moving_cm``, direction clear of a class boundary
+    by ``class_margin_deg``) *and* turns (>= ``turning_deg``), else None (not asked)."""
+    if float(np.hypot(*disp_fr)) < th.moving_cm or abs(turn) < th.turning_deg:
+        return None
+    c = _direction_class(disp_fr, dirs, th.class_margin_deg)
+    return _MIXED_KEY[(f"{prefix}_{c}", spins[0] if turn > 0 else spins[1])] if c else None
+
+
 def object_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | None:
     """How the subject moves relative to the ground, in the camera's initial frame."""
     s = clip.subject
     cam0, yaw0 = clip.camera.location[0], clip.camera.yaw[0]
     disp = mo.in_camera_frame(s.location[-1], cam0, yaw0) - mo.in_camera_frame(s.location[0], cam0, yaw0)
     turn = float(s.yaw[-1] - s.yaw[0])
-    return _motion_class(disp, turn, mo.OBJ_DIRS, "obj", ("obj_cw", "obj_ccw"), th)
+    rule = _mixed_class if mo.parse_pattern(clip.pattern)[1] == "mixed" else _motion_class
+    return rule(disp, turn, mo.OBJ_DIRS, "obj", ("obj_cw", "obj_ccw"), th)
 
 
 def camera_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | None:
@@ -136,7 +187,8 @@ def camera_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | N
     c = clip.camera
     disp = mo.in_camera_frame(c.location[-1], c.location[0], c.yaw[0])
     turn = float(c.yaw[-1] - c.yaw[0])
-    return _motion_class(disp, turn, mo.CAM_DIRS, "cam", ("cam_pan_right", "cam_pan_left"), th)
+    rule = _mixed_class if mo.parse_pattern(clip.pattern)[0] == "mixed" else _motion_class
+    return rule(disp, turn, mo.CAM_DIRS, "cam", ("cam_pan_right", "cam_pan_left"), th)
 
 
 def trend(x: np.ndarray, flat: float, change: float) -> str | None:
@@ -186,7 +238,7 @@ class Question:
     answers: dict             # aug -> answer key
 
     def options_text(self) -> str:
-        space = SPACES[self.kind]
+        space = space_of(self.kind, self.options[0])
         return " ".join(f"{LETTERS[i]}. {space[k]}" for i, k in enumerate(self.options))
 
     def gt(self, aug: str) -> str:
@@ -238,7 +290,7 @@ def _options(kind: str, answer: str, rng: np.random.Generator) -> tuple[str, ...
     """Four options: the answer's orbit under the variants (so every variant's GT is present,
     with identical texts) plus distractors from the same space, shuffled."""
     orbit = list(dict.fromkeys(transform_answer(answer, a) for a in AUGS))
-    rest = [k for k in SPACES[kind] if k not in orbit]
+    rest = [k for k in space_of(kind, answer) if k not in orbit]
     picks = orbit + [rest[i] for i in rng.permutation(len(rest))[: 4 - len(orbit)]]
     return tuple(picks[i] for i in rng.permutation(4))
 

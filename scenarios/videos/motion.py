@@ -12,6 +12,11 @@ Why this set: translation and rotation are the two independent rigid-motion comp
 moved). Keeping each actor to one component keeps every answer well defined, and every answer
 has a clean mirror / time-reversal image (see :func:`hflip_motion`, :func:`reverse_motion`).
 
+Opt-in *mixed* patterns (``MIXED_PATTERNS``; their answer rules are in dsi.py): a
+``mixed`` subject translates *and* turns (drives or walks along a circular arc, facing its path),
+a ``mixed`` camera translates *and* pans (dollies or trucks along a straight line while its yaw
+turns at a constant rate). They are drawn only when listed in ``motion.patterns``.
+
 Units are UnrealCV's: cm, left-handed X forward / Y right / Z up, yaw in degrees with positive
 yaw turning clockwise seen from above. Times are ``frame / fps`` seconds. Everything is a pure
 function of a :class:`MotionSpec` (sampled scalars) so a clip is reproducible from its record.
@@ -35,7 +40,13 @@ EXTRA_PATTERNS = (
     "cam_orbit-obj_static", "cam_orbit-obj_rotate", "cam_follow-obj_translate",
     "cam_zoom-obj_static", "cam_zoom-obj_translate", "cam_zoom-obj_rotate",
 )
-ALL_PATTERNS = PATTERNS + EXTRA_PATTERNS
+# Opt-in mixed patterns: the subject translates *and* turns (an arc), the camera translates *and*
+# pans, and the combinations with the other modes that DSI defines none for (answer rules: dsi.py)
+MIXED_PATTERNS = (
+    "cam_static-obj_mixed", "cam_translate-obj_mixed", "cam_rotate-obj_mixed", "cam_zoom-obj_mixed",
+    "cam_mixed-obj_static", "cam_mixed-obj_translate", "cam_mixed-obj_rotate", "cam_mixed-obj_mixed",
+)
+ALL_PATTERNS = PATTERNS + EXTRA_PATTERNS + MIXED_PATTERNS
 # Base direction angles (deg) relative to the camera's initial heading.
 CAM_DIRS = {"forward": 0.0, "right": 90.0, "backward": 180.0, "left": -90.0}
 OBJ_DIRS = {"away": 0.0, "right": 90.0, "toward": 180.0, "left": -90.0}
@@ -79,6 +90,7 @@ class MotionConfig:
     zoom_ratio: tuple[float, float] = (1.3, 1.8)
     shake_cm: float = 0.0
     shake_deg: float = 0.0
+    obj_arc_dps: tuple[float, float] = (15.0, 35.0)   # a mixed subject's turn rate along its arc
 
     def __post_init__(self) -> None:
         n_frames = _number("n_frames", self.n_frames, integer=True)
@@ -89,7 +101,7 @@ class MotionConfig:
             raise ConfigError(f"motion.fps must be in (0, 240], got {self.fps}")
         _number("dir_jitter_deg", self.dir_jitter_deg)
         for name in ("cam_distance_cm", "cam_height_cm", "cam_speed_cms", "cam_pan_dps",
-                     "obj_speed_cms", "obj_turn_dps", "cam_orbit_dps", "zoom_ratio"):
+                     "obj_speed_cms", "obj_turn_dps", "cam_orbit_dps", "zoom_ratio", "obj_arc_dps"):
             value = getattr(self, name)
             if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
                 raise ConfigError(f"motion.{name} must be [lo, hi] numbers, got {value!r}")
@@ -121,7 +133,7 @@ class MotionConfig:
         """The fields as a dict, without the opt-in fields still at their defaults (so jobs made
         before they existed keep their fingerprint)."""
         d, default = asdict(self), MotionConfig()
-        for name in ("cam_orbit_dps", "zoom_ratio", "shake_cm", "shake_deg"):
+        for name in ("cam_orbit_dps", "zoom_ratio", "shake_cm", "shake_deg", "obj_arc_dps"):
             if d[name] == getattr(default, name):
                 del d[name]
         return d
@@ -258,9 +270,12 @@ def _paths(spec: MotionSpec, yaw0: float) -> tuple[np.ndarray, np.ndarray, np.nd
     t = np.arange(spec.n_frames, dtype=float)[:, None] / spec.fps
     start = np.asarray(spec.anchor, float)
     cam0 = start - spec.distance_cm * heading(spec.bearing_deg)
-    v_cam = spec.cam_speed_cms * heading(yaw0 + spec.cam_dir_deg) if cam_mode == "translate" else 0.0
+    v_cam = spec.cam_speed_cms * heading(yaw0 + spec.cam_dir_deg) if cam_mode in ("translate", "mixed") else 0.0
     v_obj = spec.obj_speed_cms * heading(yaw0 + spec.obj_dir_deg) if obj_mode == "translate" else 0.0
-    cam_yaw = yaw0 + (spec.cam_pan_dps * t[:, 0] if cam_mode == "rotate" else 0.0 * t[:, 0])
+    cam_yaw = yaw0 + (spec.cam_pan_dps * t[:, 0] if cam_mode in ("rotate", "mixed") else 0.0 * t[:, 0])
+    if obj_mode == "mixed":  # an arc: heading yaw0 + obj_dir_deg, turning at obj_turn_dps
+        return cam0 + v_cam * t, cam_yaw, arc_path(start, yaw0 + spec.obj_dir_deg, spec.obj_speed_cms,
+                                                   spec.obj_turn_dps, t[:, 0])
     if cam_mode == "follow":   # a tracking dolly: the subject's velocity, heading kept
         v_cam = v_obj
     elif cam_mode == "orbit":  # about the subject's start, facing it (camera_paths.py)
@@ -268,6 +283,18 @@ def _paths(spec: MotionSpec, yaw0: float) -> tuple[np.ndarray, np.ndarray, np.nd
         cam_xy, cam_yaw = orbit_paths(start, spec.distance_cm, yaw0, spec.cam_orbit_dps, t[:, 0])
         return cam_xy, cam_yaw, start + v_obj * t
     return cam0 + v_cam * t, cam_yaw, start + v_obj * t
+
+
+def arc_path(start: np.ndarray, heading0_deg: float, speed_cms: float, turn_dps: float,
+             t: np.ndarray) -> np.ndarray:
+    """(T,2) positions along a circular arc from ``start``: initial heading ``heading0_deg``,
+    constant speed, heading turning at ``turn_dps`` (closed form; straight when the rate is 0)."""
+    w = math.radians(turn_dps)
+    if w == 0.0:
+        return np.asarray(start, float) + speed_cms * t[:, None] * heading(heading0_deg)
+    h0, h = math.radians(heading0_deg), math.radians(heading0_deg) + w * t
+    r = speed_cms / w
+    return np.asarray(start, float) + r * np.stack([np.sin(h) - math.sin(h0), math.cos(h0) - np.cos(h)], axis=-1)
 
 
 def _centred_yaw(spec: MotionSpec, iterations: int = 5) -> float:
@@ -296,6 +323,8 @@ def build_clip(spec: MotionSpec, ground_height: HeightFn) -> ClipMotion:
     t = np.arange(spec.n_frames, dtype=float) / spec.fps
     if obj_mode == "translate":
         obj_yaw = np.full_like(t, yaw0 + spec.obj_dir_deg)
+    elif obj_mode == "mixed":  # faces along its arc
+        obj_yaw = yaw0 + spec.obj_dir_deg + spec.obj_turn_dps * t
     else:
         obj_yaw = spec.obj_yaw_deg + (spec.obj_turn_dps * t if obj_mode == "rotate" else 0.0 * t)
     centre = obj_loc + np.array([0.0, 0.0, spec.subject_size[2] / 2.0])
@@ -353,7 +382,31 @@ def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
         spec = replace(spec, obj_dir_deg=base + jit(), obj_speed_cms=scale * _uniform(rng, cfg.obj_speed_cms))
     elif obj_mode == "rotate":
         spec = replace(spec, obj_turn_dps=sign() * _uniform(rng, cfg.obj_turn_dps))
+    if "mixed" in (cam_mode, obj_mode):
+        spec = _sample_mixed(rng, cfg, spec, cam_mode, obj_mode)
     return _sample_extras(rng, cfg, spec, cam_mode)
+
+
+def _sample_mixed(rng: np.random.Generator, cfg: MotionConfig, spec: MotionSpec, cam_mode: str,
+                  obj_mode: str) -> MotionSpec:
+    """Scalars of a mixed camera (translate + pan) or subject (arc). Directions are centred so
+    the net displacement (the chord) points along the base direction ± jitter both in the
+    camera's initial frame and in its final one (what the reversed clip's answer uses): a
+    mixed camera's dolly direction leans by half its pan, a mixed subject's initial heading by
+    minus half its turn plus half the camera's pan."""
+    jit = lambda: float(rng.uniform(-cfg.dir_jitter_deg, cfg.dir_jitter_deg))  # noqa: E731
+    sign = lambda: float(rng.choice([-1.0, 1.0]))  # noqa: E731
+    dur = (spec.n_frames - 1) / spec.fps
+    if cam_mode == "mixed":
+        pan = sign() * _uniform(rng, cfg.cam_pan_dps)
+        spec = replace(spec, cam_pan_dps=pan, cam_speed_cms=spec.scale * _uniform(rng, cfg.cam_speed_cms),
+                       cam_dir_deg=CAM_DIRS[str(rng.choice(list(CAM_DIRS)))] + pan * dur / 2.0 + jit())
+    if obj_mode == "mixed":
+        turn = sign() * _uniform(rng, cfg.obj_arc_dps)
+        lean = spec.cam_pan_dps * dur / 2.0 if cam_mode in ("rotate", "mixed") else 0.0
+        spec = replace(spec, obj_turn_dps=turn, obj_speed_cms=spec.scale * _uniform(rng, cfg.obj_speed_cms),
+                       obj_dir_deg=OBJ_DIRS[str(rng.choice(list(OBJ_DIRS)))] - turn * dur / 2.0 + lean + jit())
+    return spec
 
 
 def _sample_extras(rng: np.random.Generator, cfg: MotionConfig, spec: MotionSpec, cam_mode: str) -> MotionSpec:
