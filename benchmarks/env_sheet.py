@@ -36,7 +36,7 @@ DEFAULT_OVERVIEW = ((0.0, -2400.0), 900.0, (0.0, 0.0, 100.0))
 def env_views(name: str, size: int, seed: int) -> list[np.ndarray]:
     from sceneforge.engine.server.gl.backend import GLBackend
     from sceneforge.engine.world import Camera, look_at_rotation
-    from sceneforge.scenarios.environments import load_env
+    from sceneforge.scenarios.world.environments import load_env
     from sceneforge.commands.envs import preview_scene
 
     env = load_env(name)

@@ -117,7 +117,7 @@ def prime_caches(client, session, cfg) -> None:
     and each of their levels of detail on the server, shapes and sizes in the client). Samples
     are unchanged (caches are keyed by content)."""
     from sceneforge.engine.world import Actor, Camera, Transform
-    from sceneforge.scenarios.look import server_world
+    from sceneforge.scenarios.world.look import server_world
 
     for unit in {u.env: u for u in session_units(cfg)}.values():
         env = session.env(unit.env)
@@ -160,7 +160,7 @@ def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
     from collections import Counter as C
 
     from sceneforge.scenarios.sparrta import scenario as sparrta
-    from sceneforge.scenarios.sampling import sample_rng
+    from sceneforge.scenarios.sampling.rejection import sample_rng
     from sceneforge.scenarios.sparrta.scene import sample_view
 
     unit = session_units(cfg)[0]
@@ -293,7 +293,7 @@ def main(argv=None) -> int:
         p.error(f"--repeats: expected a count of at least 1, got {args.repeats}")
 
     from sceneforge.engine.server.launch import start_server
-    from sceneforge.scenarios.environments import list_envs
+    from sceneforge.scenarios.world.environments import list_envs
     from sceneforge.scenarios.sparrta.config import parse_config
 
     tasks = ["ego", "allo"] if args.task == "both" else [args.task]

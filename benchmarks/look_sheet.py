@@ -42,8 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     from sceneforge.engine.server.gl.backend import GLBackend
     from sceneforge.engine.world import Camera, Look, look_at_rotation
     from sceneforge.engine.world_dict import apply_world
-    from sceneforge.scenarios.environments import list_envs, load_env
-    from sceneforge.scenarios.look import draw_look, server_world
+    from sceneforge.scenarios.world.environments import list_envs, load_env
+    from sceneforge.scenarios.world.look import draw_look, server_world
     from sceneforge.commands.envs import _azimuths, preview_scene
 
     rows, backend, labels_row = [], None, None
@@ -98,7 +98,7 @@ def _hdri_strip(size: int) -> np.ndarray | None:
     from sceneforge.engine.server.catalog import AssetCatalog
     from sceneforge.engine.server.gl.backend import GLBackend
     from sceneforge.engine.world import Camera, look_at_rotation
-    from sceneforge.scenarios.environments import load_env
+    from sceneforge.scenarios.world.environments import load_env
     from sceneforge.commands.envs import _azimuths, preview_scene
 
     env = load_env("bridge")

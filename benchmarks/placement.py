@@ -7,7 +7,7 @@ discs drawn from each seed like the labelled objects of a scene), CPU millisecon
 best of ``--reps`` passes; the machine is shared, so compare runs back to back), objects per scene,
 and a fingerprint: a hash of every actor (asset, location, yaw, scale, name, colour) and of the
 generator's state afterwards. A change to placement that is meant to be a pure speed-up must keep
-every fingerprint (scenarios/placement.py: the same draws and the same decisions).
+every fingerprint (scenarios/world/placement.py: the same draws and the same decisions).
 
 ``--group``: the same for the generator's path, ``scenarios.sparrta.scene.build_group`` (source,
 target, then the clutter around them, with the sparrta ShapeCache), per scene group.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from sceneforge.scenarios.environments import list_envs, load_env  # noqa: E402
+from sceneforge.scenarios.world.environments import list_envs, load_env  # noqa: E402
 from sceneforge.scenarios.sparrta.scene import CachedLibrary, Setting, ShapeCache, build_group  # noqa: E402
 
 

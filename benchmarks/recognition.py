@@ -53,7 +53,7 @@ FILL = 0.8               # the silhouette's longer side spans this fraction of t
 
 def home_env(cls: str) -> str:
     """The environment whose triples use ``cls`` (its ground and sky); city for the rest."""
-    from sceneforge.scenarios.environments import list_envs, load_env
+    from sceneforge.scenarios.world.environments import list_envs, load_env
 
     for name in list_envs():
         env = load_env(name)
@@ -68,7 +68,7 @@ def isolated_views(classes: list[str], views: int, size: int, packs: set[str] | 
     from sceneforge.engine.server.catalog import AssetCatalog
     from sceneforge.engine.server.gl.backend import GLBackend
     from sceneforge.engine.world import Actor, Rotator, Scene, Transform, instance_color
-    from sceneforge.scenarios.environments import load_env
+    from sceneforge.scenarios.world.environments import load_env
 
     lib = AssetLibrary.default()
     catalog = AssetCatalog(lib)

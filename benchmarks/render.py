@@ -88,7 +88,7 @@ def make_scene(kind: str):
     provider, ids = typical_provider()
     if kind == "typical":
         return provider, build_scene(ids)
-    from sceneforge.scenarios.environments import load_env
+    from sceneforge.scenarios.world.environments import load_env
 
     env = load_env(kind)
     scene = build_scene(ids, n=10)

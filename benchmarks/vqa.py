@@ -76,7 +76,7 @@ class RelationsProbe:
 
 def makers(cfg, client, tmp: Path):
     """(baseline, current) makers on one client, writing to their own folders."""
-    from sceneforge.scenarios.scene_graph import relation
+    from sceneforge.scenarios.output.scene_graph import relation
     from sceneforge.scenarios.vqa.scenario import Maker
 
     class Baseline(Timed, Maker):

@@ -1,7 +1,7 @@
 """The triangle budgets of a mesh's levels of detail: what a renderer may draw instead of it.
 
 Shared by the render server (engine/server/gl/lod.py chooses a level per frame) and the samplers
-(scenarios/silhouette.py bounds what any level can cover on screen), which must agree on which
+(scenarios/sampling/silhouette.py bounds what any level can cover on screen), which must agree on which
 levels exist. Level k asks the decimation for ``n / LOD_RATIO**k`` triangles (at least
 ``MIN_TRIANGLES``), k = 1 … ``MAX_LEVEL``.
 """

@@ -2,7 +2,7 @@
 
 A sample is kept only when each labelled object is in the frame, occluded by at most
 ``1 - min_ratio`` of its own pixels, and its visible pixels span at least ``min_bbox_px`` in x or
-y. The samplers decide with it (``scenarios.sampling`` re-exports it); the render server runs
+y. The samplers decide with it (``scenarios.sampling.rejection`` re-exports it); the render server runs
 the same function to decide whether a ``/sceneforge/render_if_visible`` request goes on to
 render (engine/server/commands/ext.py), so the two cannot disagree by construction.
 """

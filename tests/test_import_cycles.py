@@ -26,7 +26,6 @@ KNOWN = [   # debt: untie, then delete the line
     {_P + f"engine.server.gl.{m}" for m in ("backend", "count_passes", "passes", "pbr", "shadow")},
     {_P + f"assets_manifest.{m}" for m in ("build", "library", "looks", "procedural.pbr")},
     {_P + f"engine.{m}" for m in ("client", "client_images", "client_stock")},
-    {_P + f"scenarios.{m}" for m in ("environments", "placement")},
 ]
 
 

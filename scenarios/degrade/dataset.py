@@ -31,7 +31,7 @@ import numpy as np
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import inside
 from sceneforge.scenarios.degrade import NEEDS_DEPTH, check, check_depth, degrade
-from sceneforge.scenarios.writers import atomic_write_bytes, encode_image
+from sceneforge.scenarios.output.writers import atomic_write_bytes, encode_image
 
 TABLES = ("samples.parquet", "metadata.csv")
 MAX_SIDE = 4096                  # generate, vqa: image_size <= 4096; videos <= 2048

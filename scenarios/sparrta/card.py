@@ -11,10 +11,10 @@ from importlib import metadata
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.relations import LABELS
+from sceneforge.scenarios.sampling.relations import LABELS
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.sparrta.record import load_record
-from sceneforge.scenarios.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
+from sceneforge.scenarios.output.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
 
 CARD_FILE = "dataset_card.json"
 FIRST_COLUMNS = ("file_name", "index", "env", "task", "triple_id", "unit_index", "label", "split", "source_class",
@@ -135,7 +135,7 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
 def looks_used(cfg: SparrtaConfig, units: list[Unit]) -> dict:
     """HDRI and surface ids the environments of these units can show (their world dicts)."""
     from sceneforge.assets_manifest.looks import looks_in
-    from sceneforge.scenarios.look import card_worlds
+    from sceneforge.scenarios.world.look import card_worlds
     return looks_in([w for e in sorted({u.env for u in units}) for w in card_worlds(cfg.env(e))])
 
 

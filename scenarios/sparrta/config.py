@@ -3,7 +3,7 @@
 A job covers environments × tasks; ``n`` samples per (environment, task) are spread over that
 environment's object triples (the first ``n % T`` triples get one more). Global sample indices
 run env-major, then task, then triple, then the index within the (env, task, triple) *unit*.
-Labels rotate through :data:`~scenarios.relations.LABELS` along each (env, task) group, so the
+Labels rotate through :data:`~scenarios.sampling.relations.LABELS` along each (env, task) group, so the
 four labels are equally frequent (±1) in every group and in every unit.
 """
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Callable
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.relations import LABELS, check_margin
+from sceneforge.scenarios.sampling.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
 FORMATS = ("jpg", "png")
@@ -62,7 +62,7 @@ class SparrtaConfig:
     # 40/20/40 gives a small set a test split a probe report accepts (docs/datasets.md "Splits").
     split_pattern: tuple[str, ...] | None = None
     # The environments' content, filled in by parse_config from ``envs`` (see
-    # scenarios.environments.freeze_envs): the job's identity and what workers rebuild them from.
+    # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
 
     @property
@@ -73,7 +73,7 @@ class SparrtaConfig:
     def env(self, name: str):
         """The environment ``name`` (or the reference it was given as), rebuilt from the recorded
         content, with its asset library filtered by :attr:`licenses`."""
-        from sceneforge.scenarios.environments import load_frozen_env
+        from sceneforge.scenarios.world.environments import load_frozen_env
 
         return load_frozen_env(self.env_files, name, licenses=self.licenses)
 
@@ -119,7 +119,7 @@ def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
         vals[k] = v
     cfg = SparrtaConfig(**vals)
     _check(cfg, source)
-    from sceneforge.scenarios.environments import freeze_envs
+    from sceneforge.scenarios.world.environments import freeze_envs
 
     if cfg.env_files is None:  # the first parse (CLI, Python API): read the files once
         cfg = replace(cfg, env_files=freeze_envs(cfg.envs, f"{source}: envs"))

@@ -2,7 +2,7 @@
 
 A render server answers one connection's requests in order. When sample i's first candidates are
 requested, the next samples' first candidate views are usually ready already (the lookahead
-thread drew them, scenarios/lookahead.py). Their requests (look, figure pose, pixel counts and,
+thread drew them, scenarios/pipeline/lookahead.py). Their requests (look, figure pose, pixel counts and,
 when they pass, the image: ``Session.request_view``, under the sample's token so the server
 skips the rest once one passed) are then sent straight after sample i's, so the server goes from
 one sample to the next while the client reads, checks and queues sample i's files, instead of

@@ -4,13 +4,13 @@ Every actor of the scene (source, target, the allo figure, clutter) with its ass
 and oriented 3-D box; the camera's intrinsics/extrinsics; the world (sun, sky, ground) the server
 was given; pixel visibility for the labelled objects (the ones the sampler measured — measuring
 every clutter object would cost one extra render per object and sample); relations between the
-labelled objects. Built by :func:`scenarios.scene_graph.scene_graph`.
+labelled objects. Built by :func:`scenarios.output.scene_graph.scene_graph`.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from sceneforge.scenarios.scene_graph import SceneObject, recolored, scene_graph
+from sceneforge.scenarios.output.scene_graph import SceneObject, recolored, scene_graph
 
 LABELLED = ("source", "target", "human")
 
@@ -62,8 +62,8 @@ def write_scene_tables(out, rows: list[dict]) -> dict:
     import pandas as pd
     from PIL import Image
 
-    from sceneforge.scenarios.scene_graph import coco_annotations, graph_rows
-    from sceneforge.scenarios.writers import atomic_write_bytes, atomic_write_json
+    from sceneforge.scenarios.output.scene_graph import coco_annotations, graph_rows
+    from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json
 
     out = Path(out)
     objects, images, anns, graphs = [], [], [], []

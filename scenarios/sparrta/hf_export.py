@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.relations import LABELS
+from sceneforge.scenarios.sampling.relations import LABELS
 
 HF_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 DROP = ("params_file", "mask_file", "depth_file", "scene_file", "file_name")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import inside
-from sceneforge.scenarios.writers import display_label
+from sceneforge.scenarios.output.writers import display_label
 
 # (env, source class, target class) → SpaRRTa's environment folder (their position_config.yaml).
 SPARRTA_FOLDERS = {

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import inside
-from sceneforge.scenarios.writers import atomic_write_bytes
+from sceneforge.scenarios.output.writers import atomic_write_bytes
 
 COLORS = {"source": (40, 220, 60), "target": (235, 50, 40), "human": (40, 120, 255)}
 BANNER = 30  # pixels of text above each tile

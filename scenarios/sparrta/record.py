@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 
 from sceneforge.core.paths import check_component, confined
-from sceneforge.scenarios.relations import TASK_OBSERVER
-from sceneforge.scenarios.scene_graph import graph_json
+from sceneforge.scenarios.sampling.relations import TASK_OBSERVER
+from sceneforge.scenarios.output.scene_graph import graph_json
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
-from sceneforge.scenarios.writers import (PreEncoded, atomic_write_bytes, atomic_write_json, display_label, dumps,
+from sceneforge.scenarios.output.writers import (PreEncoded, atomic_write_bytes, atomic_write_json, display_label, dumps,
                                encode_image, flatten, intrinsics, nested_json, npy_bytes, params_json)
 
 LABELLED = ("source", "target", "human")

@@ -15,9 +15,9 @@ scene, camera and look, so none of this ordering reaches the bytes written.
 """
 from __future__ import annotations
 
-from sceneforge.scenarios.consistency import needs_depth
-from sceneforge.scenarios.look import server_world
-from sceneforge.scenarios.sampling import Placed
+from sceneforge.scenarios.sampling.consistency import needs_depth
+from sceneforge.scenarios.world.look import server_world
+from sceneforge.scenarios.sampling.rejection import Placed
 from sceneforge.scenarios.sparrta.config import Unit
 from sceneforge.scenarios.sparrta.scene import Group, Setting
 
@@ -130,7 +130,7 @@ class ServerRequests:
         return read
 
     def perceptual(self, unit: Unit) -> bool:
-        """Does the perceptual-consistency rule (scenarios/consistency.py) judge this unit's samples?"""
+        """Does the perceptual-consistency rule (scenarios/sampling/consistency.py) judge this unit's samples?"""
         return unit.task == "ego" and getattr(self.env(unit.env).sampling, "perceptual_check", True)
 
     def render_kinds(self, unit: Unit, i: int) -> tuple[str, ...]:

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from sceneforge.core.errors import PlacementError
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
-from sceneforge.scenarios.background import BackgroundWriter
-from sceneforge.scenarios.lookahead import Lookahead, OnceCache, responsive
-from sceneforge.scenarios.sampling import sample_rng, visibility_failure
+from sceneforge.scenarios.pipeline.background import BackgroundWriter
+from sceneforge.scenarios.pipeline.lookahead import Lookahead, OnceCache, responsive
+from sceneforge.scenarios.sampling.rejection import sample_rng, visibility_failure
 from sceneforge.scenarios.sparrta.early import EarlyRequest
 from sceneforge.scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
 from sceneforge.scenarios.sparrta.graph import sample_graph
@@ -41,8 +41,8 @@ from sceneforge.scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_c
 from sceneforge.scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
 from sceneforge.scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
-from sceneforge.scenarios.consistency import PERCEPTUAL_RULE, ego_label_disagrees
-from sceneforge.scenarios.look import LOOK_STREAM, draw_look, server_world
+from sceneforge.scenarios.sampling.consistency import PERCEPTUAL_RULE, ego_label_disagrees
+from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look, server_world
 
 log = logging.getLogger(__name__)
 NAME = "sparrta"
@@ -151,7 +151,7 @@ def wds_samples(config: dict, out_dir: Path):
     instance mask (``mask.png``) and depth (``depth.npy``); the key is the global index."""
     from sceneforge.core.paths import confined
     from sceneforge.scenarios.sparrta.card import collect, with_splits
-    from sceneforge.scenarios.writers import dumps
+    from sceneforge.scenarios.output.writers import dumps
 
     cfg, out = parse_config(config), Path(out_dir)
     for row in with_splits(collect(cfg, units_of(cfg), out), cfg.samples_per_scene, cfg.split_pattern):

@@ -4,7 +4,7 @@ the human figure for the allocentric task). Pure: no renderer, only rules from `
 A scene group (source, target, background clutter) is shared by ``samples_per_scene``
 consecutive indices of a unit and has its own RNG, so it is the same whichever worker builds
 it; each sample then draws its camera (and human) from its own RNG until the cheap geometric
-rules pass. Draws are conditioned on the sample's label (``scenarios.conditioned``: the observer
+rules pass. Draws are conditioned on the sample's label (``scenarios.sampling.conditioned``: the observer
 is drawn from its prior restricted to the label's sector), so the label rules, still applied,
 almost never reject; camera clearance, in-frame and projected size are rejection rules.
 """
@@ -18,11 +18,11 @@ import numpy as np
 
 from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.engine.world import Actor, Camera, Ground, instance_color
-from sceneforge.scenarios.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
+from sceneforge.scenarios.sampling.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
                                    gaussian_in_box, max_useful_distance, observer_sector, square_sector_region)
-from sceneforge.scenarios.screens import screen_aimed_cameras
-from sceneforge.scenarios.silhouette import big_enough_silhouettes, drawable_points
-from sceneforge.scenarios.sampling import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
+from sceneforge.scenarios.sampling.screens import screen_aimed_cameras
+from sceneforge.scenarios.sampling.silhouette import big_enough_silhouettes, drawable_points
+from sceneforge.scenarios.sampling.rejection import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
                                 projection_rules, resample_batched, resample_while, sample_object,
                                 jittered_aims, standing, within_distance)
 
@@ -379,5 +379,5 @@ def _human_bounds(sector: Sector, target: Placed, radius: float):
 
 
 def _angle(observer, source, target) -> float:
-    from sceneforge.scenarios.relations import angle_and_cross
+    from sceneforge.scenarios.sampling.relations import angle_and_cross
     return angle_and_cross(observer, source, target)[0]

@@ -24,7 +24,7 @@ def scene_budget(cfg: SparrtaConfig) -> int:
 
 
 def units_of(cfg: SparrtaConfig) -> list[Unit]:
-    from sceneforge.scenarios.environments import list_envs
+    from sceneforge.scenarios.world.environments import list_envs
 
     return resolve_units(cfg, lambda name: load_env_cached(cfg, name), list_envs)
 

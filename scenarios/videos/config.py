@@ -2,7 +2,7 @@
 
 Plain dict in (YAML + flags via :mod:`scenarios.config_loader`), a frozen :class:`VideoConfig`
 out; every error names the source and the field. ``env_file`` records the environment's content
-(:func:`scenarios.environments.freeze_envs`), so workers rebuild it from the text.
+(:func:`scenarios.world.environments.freeze_envs`), so workers rebuild it from the text.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class VideoConfig:
     # opt-in (issue 38); left out of the job's identity while at these defaults:
     ground_truth: tuple[str, ...] = ()     # dense per-frame ground truth: subset of masks, depth, flow
     distractors: int = 0                   # other movers per clip (scenarios/videos/movers.py)
-    # the environment's content (scenarios.environments.freeze_envs), filled in by from_dict:
+    # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
 
@@ -59,7 +59,7 @@ class VideoConfig:
         cfg = cls(**d)
         cfg.validate()
         if cfg.env_file is None:
-            from sceneforge.scenarios.environments import freeze_envs
+            from sceneforge.scenarios.world.environments import freeze_envs
 
             (name, entry), = freeze_envs([cfg.env], f"{source}: env").items()
             cfg = replace(cfg, env_file={name: entry})
@@ -69,7 +69,7 @@ class VideoConfig:
 
     def load_env(self):
         """The environment rebuilt from the recorded content (never looked up by name)."""
-        from sceneforge.scenarios.environments import load_frozen_env
+        from sceneforge.scenarios.world.environments import load_frozen_env
 
         return load_frozen_env(self.env_file, next(iter(self.env_file)))
 

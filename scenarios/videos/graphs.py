@@ -3,13 +3,13 @@
 Frame ``t``'s graph has the subject at its pose of frame ``t`` (with the pixel visibility the clip
 was checked with) and every scenery object (static; no pixel fields: measuring them would cost a
 render per object and frame), the frame's camera and the clip's world. Relations are left out to
-keep the file small (16 frames × all pairs); :func:`scenarios.scene_graph.relation` computes any
+keep the file small (16 frames × all pairs); :func:`scenarios.output.scene_graph.relation` computes any
 pair from two nodes' actors on demand.
 """
 from __future__ import annotations
 
 from sceneforge.engine.world import Actor
-from sceneforge.scenarios.scene_graph import SceneObject, scene_graph
+from sceneforge.scenarios.output.scene_graph import SceneObject, scene_graph
 
 
 def frame_graphs(lib, clip, subject_name: str, asset_id: str, scenery: list[Actor], vis: list, world: dict,

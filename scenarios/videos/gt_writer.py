@@ -70,7 +70,7 @@ def dense_arrays(ctx, made: dict, table: list[dict]) -> dict[str, dict[str, np.n
 
 def write_clip_gt(ctx, out: Path, made: dict, subject_name: str) -> None:
     """frames.jsonl + instances.json always, then the requested .npz files (atomic writes)."""
-    from sceneforge.scenarios.writers import atomic_write_bytes
+    from sceneforge.scenarios.output.writers import atomic_write_bytes
 
     table = instances(ctx, made, subject_name)
     for stem, arrays in dense_arrays(ctx, made, table).items():

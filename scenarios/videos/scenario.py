@@ -37,7 +37,7 @@ from sceneforge.scenarios.videos import ground_truth as gt
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos.movers import DISTRACTOR_STREAM, keep_out as keep_out_movers, sample_movers
 from sceneforge.scenarios.videos.video_io import apply_aug, encode_mp4
-from sceneforge.scenarios.look import LOOK_STREAM, draw_look, server_world
+from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look, server_world
 
 log = logging.getLogger(__name__)
 TASK = "videos"
@@ -101,7 +101,7 @@ def mirror_world(world: dict, plane_yaw: float) -> dict:
 
 # --- per clip ----------------------------------------------------------------------------------
 def clip_rng(cfg: VideoConfig, env_name: str, index: int, stream: int = 0) -> np.random.Generator:
-    from sceneforge.scenarios.sampling import sample_rng
+    from sceneforge.scenarios.sampling.rejection import sample_rng
     return sample_rng(cfg.seed, env_name, TASK, "", index, stream)
 
 
@@ -127,7 +127,7 @@ def _rules(ctx: Context) -> list:
 def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: str,
                 counts: Counter) -> mo.ClipMotion:
     """Geometric rejection sampling of one clip's motion (no rendering)."""
-    from sceneforge.scenarios.sampling import resample_while
+    from sceneforge.scenarios.sampling.rejection import resample_while
 
     size = ctx.lib.size_cm(asset_id)
     scale = float(np.clip(max(size[0], size[1]) / 450.0, 0.25, 1.5))  # small animals: closer, slower
@@ -174,7 +174,7 @@ def render_clip(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor
 
 
 def visibility_rule(ctx: Context, vis: list) -> str | None:
-    from sceneforge.scenarios.sampling import visibility_failure
+    from sceneforge.scenarios.sampling.rejection import visibility_failure
     for pc in vis:
         fail = visibility_failure({SUBJECT: pc}, [SUBJECT], ctx.min_ratio, ctx.min_bbox)
         if fail:
@@ -316,7 +316,7 @@ def is_complete(out_dir: Path, env_name: str, index: int) -> bool:
 
 def write_clip(out_dir: Path, record: dict, frames: np.ndarray) -> None:
     """Four mp4s (variants are transforms of the std frames), then the record (marks done)."""
-    from sceneforge.scenarios.writers import atomic_write_json
+    from sceneforge.scenarios.output.writers import atomic_write_json
 
     rec_path, vids = _paths(out_dir, record["env"], record["index"])
     for aug, path in vids.items():
@@ -327,7 +327,7 @@ def write_clip(out_dir: Path, record: dict, frames: np.ndarray) -> None:
 def write_graphs(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
     """Per-frame metric scene graphs of the clip (scenarios/videos/graphs.py)."""
     from sceneforge.scenarios.videos.graphs import frame_graphs
-    from sceneforge.scenarios.writers import atomic_write_json
+    from sceneforge.scenarios.output.writers import atomic_write_json
 
     g = frame_graphs(ctx.lib, made["clip"], SUBJECT, made["asset_id"], made["scenery"], made["vis"],
                      server_world(made["world"]), made["fov"], ctx.size)
@@ -368,7 +368,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
 
 def finalize(config: dict, out_dir: Path) -> dict:
     """Merge records in index order: metadata/{aug}.csv, clips.parquet and the dataset card."""
-    from sceneforge.scenarios.writers import atomic_write_bytes, atomic_write_json
+    from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json
 
     cfg, out_dir = VideoConfig.from_dict(config), Path(out_dir)
     ctx = load_context(cfg)
@@ -402,7 +402,7 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
 def _looks(ctx) -> list[dict]:
     """Licence and credit of every HDRI/texture the environment can show (dataset card)."""
     from sceneforge.assets_manifest.looks import looks_in
-    from sceneforge.scenarios.look import card_worlds
+    from sceneforge.scenarios.world.look import card_worlds
     return ctx.lib.look_attributions(**looks_in(card_worlds(ctx.env)))
 
 

@@ -151,7 +151,7 @@ def camera_from_record(rec: dict) -> Camera:
 
 def rerender(rec: dict, client) -> bytes:
     """Replay the record on a connected :class:`engine.client.RenderClient`; the encoded image."""
-    from sceneforge.scenarios.writers import encode_image
+    from sceneforge.scenarios.output.writers import encode_image
 
     client.set_world(rec["world"])
     client.reset()

@@ -55,7 +55,7 @@ class VqaConfig:
     min_box_px: float = 40.0         # CRISP (longest edge of the visible box)
     margin_deg: float = 15.0
     rank_gap: float = 0.15
-    # the environments' content (scenarios.environments.freeze_envs), filled in by parse_config:
+    # the environments' content (scenarios.world.environments.freeze_envs), filled in by parse_config:
     # the job's identity and what workers rebuild the environments from (never looked up by name)
     env_files: dict | None = field(default=None, hash=False, compare=False)
 
@@ -67,7 +67,7 @@ class VqaConfig:
 
     def env(self, name: str):
         """The environment ``name`` rebuilt from the recorded content."""
-        from sceneforge.scenarios.environments import load_frozen_env
+        from sceneforge.scenarios.world.environments import load_frozen_env
 
         return load_frozen_env(self.env_files, name)
 
@@ -107,7 +107,7 @@ def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
     except TypeError as e:
         raise ConfigError(f"{source}: {e}") from None
     if c.env_files is None:
-        from sceneforge.scenarios.environments import freeze_envs
+        from sceneforge.scenarios.world.environments import freeze_envs
 
         c = replace(c, env_files=freeze_envs(c.envs, f"{source}: envs"))
     for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
@@ -190,8 +190,8 @@ def finalize(config: dict, out_dir: Path) -> dict:
 
 def with_relations(graph: dict, objs: list, cam) -> dict:
     """``graph`` with every ordered pair's relation (the scene record's contract: all objects,
-    clutter included), in :func:`scenarios.scene_graph.scene_graph`'s order and key position."""
-    from sceneforge.scenarios.scene_graph import relations
+    clutter included), in :func:`scenarios.output.scene_graph.scene_graph`'s order and key position."""
+    from sceneforge.scenarios.output.scene_graph import relations
 
     graph["relations"] = relations(objs, cam)
     return graph
@@ -213,7 +213,7 @@ class Maker:
         return self._envs[name]
 
     def make(self, env_name: str, i: int) -> dict:
-        from sceneforge.scenarios.sampling import sample_rng
+        from sceneforge.scenarios.sampling.rejection import sample_rng
 
         env = self.env(env_name)
         rng = sample_rng(self.cfg.seed, env_name, "vqa", "scene", i)
@@ -236,7 +236,7 @@ class Maker:
         from dataclasses import replace
 
         from sceneforge.engine.world import instance_color
-        from sceneforge.scenarios.sampling import no_overlap, resample_while, sample_object
+        from sceneforge.scenarios.sampling.rejection import no_overlap, resample_while, sample_object
 
         s, shapes = env.sampling, self._shapes[env_name]
         classes = sorted({c for t in env.triples for c in (t.source_class, t.target_class)})
@@ -257,7 +257,7 @@ class Maker:
         return placed, actors
 
     def view(self, env, env_name, i, rng, placed, actors, counts) -> dict | None:
-        from sceneforge.scenarios.sampling import camera_clear, in_frame, resample_while, sample_camera
+        from sceneforge.scenarios.sampling.rejection import camera_clear, in_frame, resample_while, sample_camera
         from sceneforge.scenarios.vqa.templates import Rules, passes
 
         s, cfg = env.sampling, self.cfg
@@ -290,11 +290,11 @@ class Maker:
         return None
 
     def objects(self, env_name: str, actors, colors) -> list:
-        """The scene's objects (:class:`~scenarios.scene_graph.SceneObject`: actors with their server
+        """The scene's objects (:class:`~scenarios.output.scene_graph.SceneObject`: actors with their server
         colours, class, unscaled size in cm): built once per scene, shared by all its views."""
         from dataclasses import replace
 
-        from sceneforge.scenarios.scene_graph import SceneObject
+        from sceneforge.scenarios.output.scene_graph import SceneObject
 
         lib = self._shapes[env_name].lib
         return [SceneObject(replace(a, color=colors[a.name]), lib.info(a.asset_id).cls,
@@ -305,13 +305,13 @@ class Maker:
         """The view's graph without relations (``relations: []``): enough for the visibility rule.
         A city scene has ~68 objects = ~4,600 ordered pairs, and most views are rejected, so the
         relations are added (:func:`with_relations`) only to the view that is written."""
-        from sceneforge.scenarios.scene_graph import scene_graph
+        from sceneforge.scenarios.output.scene_graph import scene_graph
 
         return scene_graph(objs, cam, world=self._envs[env_name].world, visibility=vis, relate=())
 
     def write(self, env, env_name, i, actors, colors, cam, graph) -> dict:
         from sceneforge.scenarios.vqa.record import scene_record
-        from sceneforge.scenarios.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes
+        from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes
 
         cfg = self.cfg
         kinds = ("lit", "object_mask") + (("depth",) if cfg.depth else ())

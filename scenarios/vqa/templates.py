@@ -1,4 +1,4 @@
-"""Questions from one view's scene graph (:mod:`scenarios.scene_graph`), by deterministic rules.
+"""Questions from one view's scene graph (:mod:`scenarios.output.scene_graph`), by deterministic rules.
 
 Only objects passing CRISP's visibility rule may be asked about: visible ratio ≥ 0.8 (visible /
 unoccluded pixels) and 2-D box longest edge ≥ 40 px (``min_box_px``, scale it with the image).
@@ -33,7 +33,7 @@ from typing import Mapping
 
 import numpy as np
 
-from sceneforge.scenarios.relations import angle_and_cross, classify
+from sceneforge.scenarios.sampling.relations import angle_and_cross, classify
 
 CATEGORIES = ("counting", "object_size", "object_distance", "camera_distance", "direction_ego", "direction_allo",
               "relative_ranking", "view_transformation", "multi_hop")

@@ -30,7 +30,7 @@ def register(subparsers) -> None:
 
 
 def run_list(args) -> int:
-    from sceneforge.scenarios.environments import list_envs, load_env
+    from sceneforge.scenarios.world.environments import list_envs, load_env
 
     for name in list_envs():
         env = load_env(name)
@@ -46,7 +46,7 @@ def _mean_count(count) -> float:
 
 def run_preview(args) -> int:
     from sceneforge.core.errors import ConfigError
-    from sceneforge.scenarios.environments import load_env
+    from sceneforge.scenarios.world.environments import load_env
     from sceneforge.commands.assets import save_png
 
     from sceneforge.commands.common import out_flag

@@ -87,7 +87,7 @@ def run_render_record(args: argparse.Namespace) -> int:
         address = args.server
         if not address:
             from sceneforge.engine.server.launch import start_server
-            from sceneforge.scenarios.environments import load_env
+            from sceneforge.scenarios.world.environments import load_env
             packs = list(load_env(rec["env"]).asset_packs())   # what the job's servers served
             address = stack.enter_context(start_server(port=0, assets=packs or None)).address
         with RenderClient(address) as client:

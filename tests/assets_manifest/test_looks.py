@@ -42,7 +42,7 @@ def test_every_catalog_item_has_a_licence_and_credit():
 
 
 def test_card_entries_cover_every_look_of_the_environments(tmp_path):
-    from sceneforge.scenarios.environments import list_envs, load_env
+    from sceneforge.scenarios.world.environments import list_envs, load_env
 
     lib = AssetLibrary.default(cache_dir=tmp_path)
     worlds = [load_env(name, library=lib).world for name in list_envs()]

@@ -78,7 +78,7 @@ def _env(tmp_path: Path, source: str, target: str, assets: str = "[harbour_pack.
 
 
 def test_env_uses_a_user_class_and_pins_asset_ids(pack, tmp_path, monkeypatch):
-    from sceneforge.scenarios.environments import load_env
+    from sceneforge.scenarios.world.environments import load_env
 
     monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
     env = load_env(_env(tmp_path, "lighthouse", "proc_truck_blue"))

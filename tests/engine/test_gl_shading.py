@@ -192,7 +192,7 @@ def test_images_are_the_same_bytes_at_any_llvmpipe_thread_count():
         "from engine.server.gl.backend import GLBackend\n"
         "from engine.world import Actor, Camera, Ground, Rotator, Scene, Transform, look_at_rotation\n"
         "from assets_manifest import AssetLibrary\n"
-        "from scenarios.environments import load_env\n"
+        "from scenarios.world.environments import load_env\n"
         "lib = AssetLibrary.default()\n"
         "scene = Scene()\n"
         "load_env('forest').apply_to(scene)\n"

@@ -13,7 +13,7 @@ from PIL import Image
 from explorer_helpers import generate_small
 from sceneforge.core.errors import ConfigError, SceneforgeError
 from sceneforge.explorer import build_explorer, read_dataset
-from sceneforge.scenarios.relations import relation
+from sceneforge.scenarios.sampling.relations import relation
 
 
 @pytest.fixture(scope="module")

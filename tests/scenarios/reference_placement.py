@@ -2,7 +2,7 @@
 kept verbatim as the reference: numpy's bounding-disc test picks the near pairs and shapely
 measures every one of them, and every zone test is shapely's.
 
-``tests/scenarios/test_placement.py`` checks that ``scenarios.placement`` (bounds first, shapely
+``tests/scenarios/test_placement.py`` checks that ``scenarios.world.placement`` (bounds first, shapely
 only for close calls) gives exactly the same clutter, draw for draw, and the same answer on
 hand-built near-tangent shapes. Only the speed differs; the rules are the same.
 """
@@ -16,10 +16,10 @@ import shapely
 from shapely.geometry import Point, Polygon, box
 from shapely.ops import unary_union
 
-from sceneforge.scenarios.placement import pick_variants
+from sceneforge.scenarios.world.placement import pick_variants
 
 if TYPE_CHECKING:
-    from sceneforge.scenarios.environments import ClutterGroup
+    from sceneforge.scenarios.world.env_schema import ClutterGroup
 
 TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
 
@@ -165,7 +165,7 @@ def in_zones(c: Candidate, radius: float, avoid, within) -> bool:
     return True
 
 
-# --- placing one clutter group (moved from scenarios/environments.py) -----------------------
+# --- placing one clutter group (moved from scenarios/world/environments.py) -----------------------
 def footprint_radius(lib, asset_id: str) -> float:
     """Footprint radius (cm) around the asset origin."""
     fp = lib.footprint(asset_id)

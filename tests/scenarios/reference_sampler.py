@@ -4,7 +4,7 @@ label-conditioned proposals (issue 19), kept verbatim as the reference distribut
 ``tests/scenarios/test_conditioned.py`` draws many samples from this and from
 ``scenarios.sparrta.scene`` on the same scene and checks, marginal by marginal, that they have
 the same distribution. Only the draws differ; the rules are the production ones (the
-silhouette bound of ``scenarios.silhouette`` included, added with it on 2026-11-25).
+silhouette bound of ``scenarios.sampling.silhouette`` included, added with it on 2026-11-25).
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from collections import Counter
 
 import numpy as np
 
-from sceneforge.scenarios.relations import angle_and_cross
-from sceneforge.scenarios.silhouette import big_enough_silhouettes
-from sceneforge.scenarios.sampling import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
+from sceneforge.scenarios.sampling.relations import angle_and_cross
+from sceneforge.scenarios.sampling.silhouette import big_enough_silhouettes
+from sceneforge.scenarios.sampling.rejection import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
                                 resample_while, standing, sample_camera, sample_object, within_distance)
 from sceneforge.scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, OBJECT_GAP_CM, View
 

@@ -1,9 +1,9 @@
-"""``scenarios.scene_graph.relation`` as it was before the pair tables (issue 33, item 3), kept
+"""``scenarios.output.scene_graph.relation`` as it was before the pair tables (issue 33, item 3), kept
 verbatim as the reference: one pure-Python call per ordered pair, each recomputing both boxes'
 corners, the camera transform and a rotation matrix (~50 µs a pair; a city view has 68 objects,
 4,556 pairs).
 
-``tests/scenarios/test_scene_graph_relations.py`` checks that ``scenarios.scene_graph.relations``
+``tests/scenarios/test_scene_graph_relations.py`` checks that ``scenarios.output.scene_graph.relations``
 gives exactly these dicts (same floats, same labels, same key order), pair for pair.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from sceneforge.engine.world import Camera
-from sceneforge.scenarios.scene_graph import SceneObject, _r, four_way
+from sceneforge.scenarios.output.scene_graph import SceneObject, _r, four_way
 
 
 def reference_relation(a: SceneObject, b: SceneObject, cam: Camera) -> dict:

@@ -1,4 +1,4 @@
-"""Label-conditioned proposals (scenarios.conditioned) and the statistical proof that the new
+"""Label-conditioned proposals (scenarios.sampling.conditioned) and the statistical proof that the new
 SpaRRTa sampler draws the same distribution as the plain rejection sampler it replaces.
 
 Statistical design: on one fixed desert scene, N = 1200 accepted samples from each sampler
@@ -18,12 +18,14 @@ import pytest
 from scipy import stats
 from shapely.geometry import Point, Polygon
 
-from sceneforge.scenarios.conditioned import (ConvexRegion, Sector, gaussian_in_box, max_useful_distance, observer_sector,
-                                   square_sector_region, truncated_normal)
-from sceneforge.scenarios.sampling import AssetShape, Placed, big_enough, in_frame, aimed_camera
-from sceneforge.scenarios.environments import load_env
-from sceneforge.scenarios.relations import LABELS, angle_and_cross, relation
-from sceneforge.scenarios.sampling import sample_rng
+from sceneforge.scenarios.sampling.conditioned import (
+    ConvexRegion, Sector, gaussian_in_box, max_useful_distance, observer_sector, square_sector_region,
+    truncated_normal,
+)
+from sceneforge.scenarios.sampling.rejection import AssetShape, Placed, big_enough, in_frame, aimed_camera
+from sceneforge.scenarios.world.environments import load_env
+from sceneforge.scenarios.sampling.relations import LABELS, angle_and_cross, relation
+from sceneforge.scenarios.sampling.rejection import sample_rng
 from sceneforge.scenarios.sparrta import scene
 from sceneforge.scenarios.sparrta import scenario as sparrta
 from sceneforge.scenarios.sparrta.config import parse_config
@@ -252,7 +254,7 @@ def test_target_placement_has_the_reference_distribution(desert):
 def test_gaussian_on_polygon_is_the_restricted_gaussian():
     from shapely.geometry import MultiPolygon, box
 
-    from sceneforge.scenarios.conditioned import GaussianOnPolygon
+    from sceneforge.scenarios.sampling.conditioned import GaussianOnPolygon
 
     ring = box(-300, -900, 1400, 700).difference(box(100, -400, 700, 300))   # a hole where the mass is
     poly = MultiPolygon([ring, box(-1500, 900, -1100, 1300)])                # and a far island
@@ -277,8 +279,8 @@ def test_gaussian_on_polygon_is_the_restricted_gaussian():
 
 
 def test_free_region_keeps_every_position_the_overlap_rule_keeps():
-    from sceneforge.scenarios.conditioned import clearance_radius, free_region
-    from sceneforge.scenarios.sampling import no_overlap
+    from sceneforge.scenarios.sampling.conditioned import clearance_radius, free_region
+    from sceneforge.scenarios.sampling.rejection import no_overlap
     from shapely.geometry import box
 
     rng = np.random.default_rng(32)
@@ -335,8 +337,8 @@ def test_screened_cameras_fail_only_what_the_projection_rules_fail():
     """The vectorised screen of camera candidates (screens.screen_aimed_cameras) is a necessary
     condition of the projection rules: every eye it fails, the scalar rules fail too (so drawing
     many candidates at once keeps the distribution); and it does fail most of the bad ones."""
-    from sceneforge.scenarios.sampling import projection_rules
-    from sceneforge.scenarios.screens import screen_aimed_cameras
+    from sceneforge.scenarios.sampling.rejection import projection_rules
+    from sceneforge.scenarios.sampling.screens import screen_aimed_cameras
 
     rng = np.random.default_rng(33)
     flagged = agree = 0

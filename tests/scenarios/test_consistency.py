@@ -1,6 +1,6 @@
 """Issue 13 item 12: labels a viewer would not dispute, and one hard sample must not kill a job.
 
-* The perceptual rule (``scenarios/consistency.py``) on hand-made masks, then on a real dataset
+* The perceptual rule (``scenarios/sampling/consistency.py``) on hand-made masks, then on a real dataset
   with near-top-down cameras (pitch down to about -80 deg, where 2 of 150 audited ego samples had
   a front/back label contradicting the depth order): every written sample agrees with its
   pixels, and the card shows the rule rejected views.
@@ -19,7 +19,7 @@ import pytest
 from PIL import Image
 
 from sceneforge.scenarios.contract import Shard
-from sceneforge.scenarios.consistency import ego_label_disagrees
+from sceneforge.scenarios.sampling.consistency import ego_label_disagrees
 
 
 def _scene(src_cols, tgt_cols, src_depth, tgt_depth):

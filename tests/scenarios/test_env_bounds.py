@@ -7,7 +7,7 @@ import time
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.environments import MAX_ENV_ACTORS, MAX_ENV_FILE_BYTES, load_env
+from sceneforge.scenarios.world.environments import MAX_ENV_ACTORS, MAX_ENV_FILE_BYTES, load_env
 
 TRIPLE = "triples:\n  - {id: a, source: rock, target: truck}\n"
 

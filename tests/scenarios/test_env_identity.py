@@ -12,7 +12,7 @@ import json
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.environments import env_path, freeze_envs, load_frozen_env
+from sceneforge.scenarios.world.environments import env_path, freeze_envs, load_frozen_env
 from sceneforge.scenarios.sparrta.config import parse_config
 
 HARBOR = """\

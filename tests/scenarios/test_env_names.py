@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.environments import ENVS_DIR, load_env
+from sceneforge.scenarios.world.environments import ENVS_DIR, load_env
 
 
 def _local_desert(path):

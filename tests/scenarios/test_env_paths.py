@@ -12,7 +12,7 @@ import pytest
 
 from sceneforge.core.errors import ConfigError, PathSecurityError
 from sceneforge.core.paths import check_component, confined
-from sceneforge.scenarios.environments import load_env
+from sceneforge.scenarios.world.environments import load_env
 
 BASE = "name: {name}\ntriples:\n  - {{id: '{tid}', source: rock, target: truck}}\n"
 

@@ -12,7 +12,7 @@ import pytest
 
 from sceneforge.assets_manifest import AssetLibrary
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.environments import list_envs, load_env
+from sceneforge.scenarios.world.environments import list_envs, load_env
 
 SPARRTA_TRIPLES = {
     "desert": [("rock", "truck"), ("cactus", "camel"), ("barrel", "camel")],
@@ -185,7 +185,7 @@ def test_env_world_and_clutter_through_the_render_server(render_client):
 
 
 def _world_footprint(lib, actor):
-    from sceneforge.scenarios.placement_bounds import footprint_polygon
+    from sceneforge.scenarios.world.placement_bounds import footprint_polygon
 
     x, y, _ = actor.transform.location
     return footprint_polygon(lib.footprint(actor.asset_id), actor.transform.scale[0], x, y, actor.transform.rotation.yaw)
@@ -196,7 +196,7 @@ def test_city_zoning_keeps_roads_clear_and_lines_the_streets(library):
     """On the generated geometry: no building, lamp post, bench, tree... footprint touches a road
     (only the parked cars stand on it, in the kerb lane), furniture stands on the sidewalks, and
     most buildings face a street with their front on the frontage line."""
-    from sceneforge.scenarios.zones import zone_geometry
+    from sceneforge.scenarios.world.zones import zone_geometry
 
     lib = AssetLibrary.procedural() if library == "procedural" else AssetLibrary.default()
     env = load_env("city", library=lib)
@@ -243,7 +243,7 @@ def test_every_group_keeps_its_zones_and_ring(name, lib):
     says ``overlap`` (the desert's dunes)."""
     from shapely.ops import unary_union
 
-    from sceneforge.scenarios.zones import zone_geometry
+    from sceneforge.scenarios.world.zones import zone_geometry
 
     env = load_env(name, library=lib)
     zones = {k: zone_geometry(v) for k, v in env.spec.zones.items()}
@@ -274,14 +274,14 @@ def test_ground_colour_beside_a_surface_warns_and_fallback_colour_is_the_stand_i
     base = "name: redsand\ntriples:\n  - {id: a, source: rock, target: truck}\n"
     p = tmp_path / "redsand.yaml"
     p.write_text(base + "ground: {color: [200, 20, 20], texture: sand, surface: sand}\n")
-    with caplog.at_level("WARNING", logger="sceneforge.scenarios.environments"):
+    with caplog.at_level("WARNING", logger="sceneforge.scenarios.world.environments"):
         env = load_env(p)
     lines = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(lines) == 1 and "redsand" in lines[0] and "[200, 20, 20]" in lines[0] and "'sand'" in lines[0]
     assert env.ground.color == (200, 20, 20) and env.ground.surface == "sand"
     caplog.clear()
     p.write_text(base + "ground: {fallback_color: [200, 20, 20], texture: sand, surface: sand}\n")
-    with caplog.at_level("WARNING", logger="sceneforge.scenarios.environments"):
+    with caplog.at_level("WARNING", logger="sceneforge.scenarios.world.environments"):
         env = load_env(p)
         for name in SPARRTA_TRIPLES:
             load_env(name)

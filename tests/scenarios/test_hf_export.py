@@ -8,7 +8,7 @@ from PIL import Image
 
 from sparrta_helpers import generate
 from sceneforge.cli import main
-from sceneforge.scenarios.relations import LABELS
+from sceneforge.scenarios.sampling.relations import LABELS
 
 datasets = pytest.importorskip("datasets")
 

@@ -1,4 +1,4 @@
-"""scenarios/look.py: per-sample look draws declared in the environment YAML (pure, no rendering)."""
+"""scenarios/world/look.py: per-sample look draws declared in the environment YAML (pure, no rendering)."""
 from __future__ import annotations
 
 import re
@@ -8,8 +8,8 @@ import pytest
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.engine.world_dict import world_from_dict
-from sceneforge.scenarios.environments import load_env
-from sceneforge.scenarios.look import ORDER, LookRandomization, card_worlds, draw_look, draw_values, server_world
+from sceneforge.scenarios.world.environments import load_env
+from sceneforge.scenarios.world.look import ORDER, LookRandomization, card_worlds, draw_look, draw_values, server_world
 
 
 def test_draws_are_deterministic_in_range_and_valid_worlds():

@@ -1,4 +1,4 @@
-"""The lookahead thread and the build-once cache (scenarios/lookahead.py)."""
+"""The lookahead thread and the build-once cache (scenarios/pipeline/lookahead.py)."""
 from __future__ import annotations
 
 import sys
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sceneforge.scenarios.lookahead import Lookahead, OnceCache, responsive
+from sceneforge.scenarios.pipeline.lookahead import Lookahead, OnceCache, responsive
 
 
 def test_once_cache_builds_each_key_once_across_threads():

@@ -14,11 +14,11 @@ from shapely.geometry import Point
 
 from sceneforge.assets_manifest import AssetLibrary
 import reference_placement as ref     # tests/scenarios is on sys.path (as for reference_sampler)
-from sceneforge.scenarios.environments import list_envs, load_env
-from sceneforge.scenarios.occupancy import Occupancy
-from sceneforge.scenarios.placement import Line
-from sceneforge.scenarios.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
-from sceneforge.scenarios.zones import Zone, in_zones, zone_geometry
+from sceneforge.scenarios.world.environments import list_envs, load_env
+from sceneforge.scenarios.world.occupancy import Occupancy
+from sceneforge.scenarios.world.placement import Line
+from sceneforge.scenarios.world.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
+from sceneforge.scenarios.world.zones import Zone, in_zones, zone_geometry
 
 SQUARE = np.array([[-50.0, -50.0], [50.0, -50.0], [50.0, 50.0], [-50.0, 50.0]])    # 1 m, origin at its centre
 CAR = np.array([[-225.0, -70.0], [-200.0, -90.0], [200.0, -90.0], [225.0, -70.0],      # rounded corners

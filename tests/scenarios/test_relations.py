@@ -4,7 +4,7 @@ import math
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.relations import LABELS, angle_and_cross, boundary_distance, classify, relation
+from sceneforge.scenarios.sampling.relations import LABELS, angle_and_cross, boundary_distance, classify, relation
 
 O, S = (0.0, 0.0), (100.0, 0.0)  # line of sight along +X; UE +Y is to the observer's right
 

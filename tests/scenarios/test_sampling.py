@@ -1,4 +1,4 @@
-"""Each sampler and predicate of scenarios.sampling, on hand-built geometry."""
+"""Each sampler and predicate of scenarios.sampling.rejection, on hand-built geometry."""
 import math
 from collections import Counter
 
@@ -8,9 +8,10 @@ import pytest
 from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.engine.server.backend import PixelCount
 from sceneforge.engine.world import Camera, Ground, look_at_rotation
-from sceneforge.scenarios.sampling import (AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
-                                resample_while, sample_camera, sample_object, sample_rng, stable_key,
-                                visibility_failure, within_distance)
+from sceneforge.scenarios.sampling.rejection import (
+    AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap, resample_while,
+    sample_camera, sample_object, sample_rng, stable_key, visibility_failure, within_distance,
+)
 
 BOX = AssetShape("box", "box", np.array([[-50, -50], [50, -50], [50, 50], [-50, 50]], float), 100.0)
 STICK = AssetShape("stick", "stick", np.array([[-200, -10], [200, -10], [200, 10], [-200, 10]], float), 50.0)
@@ -153,9 +154,9 @@ def test_a_prism_under_min_px_can_render_a_min_px_mask_box_and_the_screens_keep_
     for the mask rule (``min_bbox_px`` = 12) to decide — they reject only E < 11."""
     from sceneforge.assets_manifest import AssetLibrary
     from sceneforge.engine.client import RenderClient
-    from sceneforge.scenarios.conditioned import max_useful_distance
-    from sceneforge.scenarios.sampling import aimed_camera, projection_rules
-    from sceneforge.scenarios.screens import screen_aimed_cameras
+    from sceneforge.scenarios.sampling.conditioned import max_useful_distance
+    from sceneforge.scenarios.sampling.rejection import aimed_camera, projection_rules
+    from sceneforge.scenarios.sampling.screens import screen_aimed_cameras
 
     lib = AssetLibrary.default()
     aid = "proc_building_a"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sceneforge.scenarios.environments import load_env
-from sceneforge.scenarios.relations import LABELS, relation
-from sceneforge.scenarios.sampling import sample_rng
+from sceneforge.scenarios.world.environments import load_env
+from sceneforge.scenarios.sampling.relations import LABELS, relation
+from sceneforge.scenarios.sampling.rejection import sample_rng
 from sceneforge.scenarios.sparrta import scene
 from sceneforge.scenarios.sparrta import scenario as sparrta
 from sceneforge.scenarios.sparrta.config import parse_config

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from sceneforge.engine.world import Actor, Camera, Rotator, Transform
-from sceneforge.scenarios import coco_rle
-from sceneforge.scenarios.scene_graph import SceneObject, coco_annotations, graph_rows, projected_box, scene_graph
+from sceneforge.scenarios.output import coco_rle
+from sceneforge.scenarios.output.scene_graph import SceneObject, coco_annotations, graph_rows, projected_box, scene_graph
 
 CAM = Camera((0, 0, 0), Rotator(0, 0, 0), 90.0, 224, 224)  # f_px = 112, looking along +X
 
@@ -89,8 +89,8 @@ def test_graph_json_writes_the_bytes_dumps_writes():
     behind and in front of the camera, scaled and turned objects, visibility, numpy scalars,
     unicode, empty containers, a node value changed after the graph was built; and it raises
     where ``dumps`` raises."""
-    from sceneforge.scenarios.scene_graph import graph_json
-    from sceneforge.scenarios.writers import dumps
+    from sceneforge.scenarios.output.scene_graph import graph_json
+    from sceneforge.scenarios.output.writers import dumps
 
     objs = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7),
                 color=(k, 2, 3)) for k in range(8)]
@@ -111,7 +111,7 @@ def test_graph_json_writes_the_bytes_dumps_writes():
 
 
 def test_one_object_node_is_the_node_of_the_batch():
-    from sceneforge.scenarios.scene_graph import object_node
+    from sceneforge.scenarios.output.scene_graph import object_node
 
     objs = [obj("a", (1000, 0, 0), yaw=30.0), obj("b", (800, 300, 0), scale=(2, 1, 1))]
     vis = {"b": {"visible": 10, "unoccluded": 20, "bbox": [5, 6, 7, 8]}}
@@ -123,7 +123,7 @@ def test_one_object_node_is_the_node_of_the_batch():
 def test_a_recoloured_object_is_the_object_made_with_that_colour():
     """``recolored`` derives the new colour's node from the old one (sparrta prepares nodes before
     the server names the colours): same node, same cached text, same graph bytes."""
-    from sceneforge.scenarios.scene_graph import graph_json, recolored
+    from sceneforge.scenarios.output.scene_graph import graph_json, recolored
 
     old = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=(k, 2, 3))
            for k in range(4)]
@@ -143,7 +143,7 @@ def test_recolored_changes_only_the_colour_and_checks_it():
 
     from sceneforge.core.errors import ConfigError
     from sceneforge.engine.world import Actor, Transform
-    from sceneforge.scenarios.scene_graph import SceneObject, recolored
+    from sceneforge.scenarios.output.scene_graph import SceneObject, recolored
 
     o = SceneObject(Actor("clutter_001", "x", Transform((1.0, 2.0, 3.0)), color=(1, 2, 3)), "tree", (100.0, 80.0, 300.0))
     r = recolored(o, [9, 8, 7])
@@ -158,8 +158,8 @@ def test_static_node_values_and_text_are_the_general_encoders():
     """An object's camera-independent node holds the floats ``_r`` gives and the text
     ``nested_json`` gives, for turned, tilted, scaled, far and tiny objects (negative zeros after
     rounding included), and a value that is not finite raises as the encoder does."""
-    from sceneforge.scenarios.scene_graph import _NODE_LEVEL, _r, _static_node
-    from sceneforge.scenarios.writers import nested_json
+    from sceneforge.scenarios.output.scene_graph import _NODE_LEVEL, _r, _static_node
+    from sceneforge.scenarios.output.writers import nested_json
 
     rng = np.random.default_rng(7)
     objs = []
@@ -196,7 +196,7 @@ def test_static_node_values_and_text_are_the_general_encoders():
 def test_rounding_an_array_is_rounding_its_list():
     """``_r`` rounds 1-D and 2-D arrays without the general recursion: the same floats as
     rounding the same numbers given as (nested) lists, other shapes and scalars as before."""
-    from sceneforge.scenarios.scene_graph import _r
+    from sceneforge.scenarios.output.scene_graph import _r
 
     rng = np.random.default_rng(3)
     for shape in [(0,), (3,), (8, 3), (3, 3), (0, 3), (2, 0), (2, 2, 2), ()]:

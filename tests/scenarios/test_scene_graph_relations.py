@@ -11,9 +11,9 @@ import pytest
 
 from sceneforge.engine.world import Actor, Camera, Rotator, Transform
 from reference_scene_graph import reference_relations
-from sceneforge.scenarios import scene_graph as sg
-from sceneforge.scenarios.scene_graph import SceneObject, relation, relations, scene_graph
-from sceneforge.scenarios.writers import dumps
+from sceneforge.scenarios.output import scene_graph as sg
+from sceneforge.scenarios.output.scene_graph import SceneObject, relation, relations, scene_graph
+from sceneforge.scenarios.output.writers import dumps
 
 CAM = Camera((0, 0, 0), Rotator(0, 0, 0), 90.0, 224, 224)  # at the origin, looking along +X
 

@@ -1,4 +1,4 @@
-"""The silhouette bound (scenarios/silhouette.py): the hull of every level the server may draw
+"""The silhouette bound (scenarios/sampling/silhouette.py): the hull of every level the server may draw
 holds each level, and a view it calls too small renders a mask box under ``min_bbox_px``."""
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from scipy.spatial import ConvexHull
 
 from sceneforge.assets_manifest import AssetLibrary
 from sceneforge.core.lod_levels import MAX_LEVEL, budget
-from sceneforge.scenarios.sampling import AssetShape, Placed, aimed_camera
-from sceneforge.scenarios.silhouette import EDGE_EPS_PX, IMPOSTOR_MARGIN, centres_spanned, certainly_too_small, drawable_points
+from sceneforge.scenarios.sampling.rejection import AssetShape, Placed, aimed_camera
+from sceneforge.scenarios.sampling.silhouette import (
+    EDGE_EPS_PX, IMPOSTOR_MARGIN, centres_spanned, certainly_too_small, drawable_points,
+)
 
 ASSETS = ("proc_bear", "proc_human_man", "proc_street_crossing")   # levels, a thin figure, foliage levels
 

@@ -12,9 +12,9 @@ from PIL import Image
 from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.scenarios.contract import Shard
 from sceneforge.scenarios.sparrta import scenario as sparrta
-from sceneforge.scenarios.environments import list_envs, load_env
-from sceneforge.scenarios.relations import LABELS, relation
-from sceneforge.scenarios.sampling import sample_rng
+from sceneforge.scenarios.world.environments import list_envs, load_env
+from sceneforge.scenarios.sampling.relations import LABELS, relation
+from sceneforge.scenarios.sampling.rejection import sample_rng
 from sceneforge.scenarios.sparrta.config import locate, parse_config, resolve_units
 from sceneforge.renderfarm.manifest import claim_output
 from sparrta_helpers import generate, mask_of as _mask_of, tree_hashes
@@ -61,7 +61,7 @@ def test_bad_config_is_one_clear_error(raw, match):
 
 @pytest.mark.render
 def test_licenses_restrict_the_assets_and_are_recorded(server, tmp_path):
-    from sceneforge.scenarios.environments import load_env as load
+    from sceneforge.scenarios.world.environments import load_env as load
 
     lib = load("desert", licenses=["cc0"]).library
     assert lib.licenses(lib.active_ids()) and all(x.upper().startswith("CC0") for x in lib.licenses(lib.active_ids()))
@@ -343,9 +343,9 @@ def test_preview_picks_every_label_of_every_task():
 def test_each_sample_records_its_drawn_look(dataset):
     """Issue 14 item 5: the look is drawn per sample from its own seed stream, recorded in the params
     and reproducible from (seed, env, task, triple, index) alone."""
-    from sceneforge.scenarios.environments import load_env
-    from sceneforge.scenarios.look import LOOK_STREAM, draw_look
-    from sceneforge.scenarios.sampling import sample_rng
+    from sceneforge.scenarios.world.environments import load_env
+    from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look
+    from sceneforge.scenarios.sampling.rejection import sample_rng
 
     out, _, df = dataset
     env = load_env("desert")

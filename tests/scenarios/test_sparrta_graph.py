@@ -32,7 +32,7 @@ def test_sparrta_sample_has_a_scene_graph(server, tmp_path):
     # finalize: one objects row per graph node, COCO instances that decode to the mask's pixels
     import pandas as pd
 
-    from sceneforge.scenarios import coco_rle
+    from sceneforge.scenarios.output import coco_rle
     objs = pd.read_parquet(tmp_path / "objects.parquet")
     assert len(objs) == len(g["objects"]) and set(objs["role"]) >= {"source", "target", "human", "clutter"}
     coco = json.loads((tmp_path / "annotations.coco.json").read_text())

@@ -17,7 +17,7 @@ from sparrta_helpers import generate, mask_of as _mask_of, tree_hashes
 
 @pytest.mark.render
 def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
-    """Scene groups and first views prepared on the lookahead thread (scenarios/lookahead.py),
+    """Scene groups and first views prepared on the lookahead thread (scenarios/pipeline/lookahead.py),
     next candidates drawn and queued while the server counts pixels (skipped by the server once
     one passed), the next samples' first candidates queued behind (scenarios/sparrta/early.py):
     the same bytes as one candidate at a time with nothing prepared ahead (a city: clutter,
@@ -27,7 +27,7 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     (``SWITCH_EARLY``: their group shown again when they all failed)."""
     import zlib
 
-    from sceneforge.scenarios.lookahead import Lookahead
+    from sceneforge.scenarios.pipeline.lookahead import Lookahead
     from sceneforge.scenarios.sparrta.early import EarlyRequest
 
     cfg = {"envs": ["city"], "tasks": ["ego", "allo"], "n": 6, "seed": 3, "masks": True, "samples_per_scene": 2}

@@ -6,9 +6,9 @@ import threading
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios import thread_priority as TP
-from sceneforge.scenarios.background import BackgroundWriter
-from sceneforge.scenarios.lookahead import Lookahead
+from sceneforge.scenarios.pipeline import thread_priority as TP
+from sceneforge.scenarios.pipeline.background import BackgroundWriter
+from sceneforge.scenarios.pipeline.lookahead import Lookahead
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
 

@@ -259,7 +259,7 @@ def test_cli_oracle_eval_and_clear_errors(dataset, tmp_path):
 
 def test_env_name_that_escapes_the_output_dir_is_refused(tmp_path):
     from sceneforge.core.errors import SceneforgeError
-    from sceneforge.scenarios.environments import env_path
+    from sceneforge.scenarios.world.environments import env_path
 
     text = env_path("city").read_text().replace("name: city", "name: ../evil")
     (tmp_path / "evil.yaml").write_text(text)

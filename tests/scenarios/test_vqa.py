@@ -7,7 +7,7 @@ import pytest
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.engine.world import Actor, Camera, Rotator, Transform
-from sceneforge.scenarios.scene_graph import SceneObject, scene_graph
+from sceneforge.scenarios.output.scene_graph import SceneObject, scene_graph
 from sceneforge.scenarios.vqa import evaluate, templates
 from sceneforge.scenarios.vqa.templates import Rules, askable, letter_options, questions
 

@@ -9,7 +9,7 @@ from PIL import Image
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.contract import Shard
-from sceneforge.scenarios import coco_rle
+from sceneforge.scenarios.output import coco_rle
 from sceneforge.scenarios.vqa import scenario
 from sceneforge.scenarios.vqa.record import rerender
 
@@ -79,7 +79,7 @@ def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
 def test_vqa_relations_only_for_the_written_view(tmp_path, server, monkeypatch):
     """Candidate views are judged on the objects' nodes; the all-pairs relations (a city view has
     ~4,600) are computed once per sample, for the view that is written (issue 33, item 3)."""
-    from sceneforge.scenarios import scene_graph as sg
+    from sceneforge.scenarios.output import scene_graph as sg
 
     calls, view_relations = [], []
     real_relations, real_graph = sg.relations, scenario.Maker.graph

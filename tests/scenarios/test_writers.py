@@ -10,8 +10,10 @@ from PIL import Image
 
 from sceneforge.core.errors import ConfigError, SceneforgeError
 from sceneforge.engine.world import Camera, Rotator
-from sceneforge.scenarios.writers import (SPLIT_PATTERN, assign_splits, atomic_write_bytes, atomic_write_json, display_label,
-                               dumps, encode_image, flatten, intrinsics, npy_bytes, params_json, write_table)
+from sceneforge.scenarios.output.writers import (
+    SPLIT_PATTERN, assign_splits, atomic_write_bytes, atomic_write_json, display_label, dumps, encode_image,
+    flatten, intrinsics, npy_bytes, params_json, write_table,
+)
 
 
 def test_atomic_write_leaves_no_temp_and_replaces(tmp_path):
@@ -39,7 +41,7 @@ def test_json_is_canonical(tmp_path):
 def test_fast_json_equals_the_reference_encoder():
     """writers.dumps (hand-written fast paths: float vectors, pre-encoded nodes) writes exactly
     what json.dumps(sort_keys, indent=2) writes, for the value types the datasets hold."""
-    from sceneforge.scenarios.writers import reference_dumps
+    from sceneforge.scenarios.output.writers import reference_dumps
 
     rng = np.random.default_rng(5)
     values = [[0.1, 2.0, -3.5e-7, 1e300], [1, 2.5], [True, 0.5], [np.float64(0.25), 1.5], (0.5, 0.75),
@@ -146,7 +148,7 @@ def test_dumps_writes_the_bytes_of_the_standard_encoder():
 
     import numpy as np
 
-    from sceneforge.scenarios.writers import PreEncoded, dumps, nested_json, reference_dumps
+    from sceneforge.scenarios.output.writers import PreEncoded, dumps, nested_json, reference_dumps
 
     rng = np.random.default_rng(3)
     value = {"b": [1, 2.5, -0.0, 1e-07, 1e22, 123456789012345678901234567890, True, False, None],

@@ -9,10 +9,10 @@ import pytest
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.report import MIN_TEST
-from sceneforge.scenarios.relations import LABELS
+from sceneforge.scenarios.sampling.relations import LABELS
 from sceneforge.scenarios.sparrta.card import with_splits
 from sceneforge.scenarios.sparrta.config import parse_config
-from sceneforge.scenarios.writers import SPLIT_PATTERN
+from sceneforge.scenarios.output.writers import SPLIT_PATTERN
 from sceneforge.cli import build_parser
 from sceneforge.commands import demo
 

@@ -30,7 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Callable, Hashable, Iterable
 
-from sceneforge.scenarios.thread_priority import helper_nice, lower_this_thread
+from sceneforge.scenarios.pipeline.thread_priority import helper_nice, lower_this_thread
 
 # While the lookahead thread runs Python, the main thread (woken by a server reply) waits for
 # the GIL for up to the interpreter's switch interval (5 ms by default): about one visibility

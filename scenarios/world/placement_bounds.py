@@ -1,7 +1,7 @@
 """Clutter objects' shapes as placement tests them, and the conservative bounds around them.
 
-Placement (scenarios/placement.py) must decide exactly what shapely decides: is a spot ``gap``
-clear of everything placed (scenarios/occupancy.py), does it respect its zones (scenarios/zones.py).
+Placement (scenarios/world/placement.py) must decide exactly what shapely decides: is a spot ``gap``
+clear of everything placed (scenarios/world/occupancy.py), does it respect its zones (scenarios/world/zones.py).
 It asks ~350 times per city scene, and building a polygon and measuring it every time was most of
 the cost. So each shape carries cheap bounds, in plain floats, that settle the certain cases:
 

@@ -33,7 +33,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from sceneforge.engine.world import Actor, Camera
-from sceneforge.scenarios.writers import PreEncoded, nested_json
+from sceneforge.scenarios.output.writers import PreEncoded, nested_json
 
 SCHEMA = "sceneforge.scene_graph/1"
 
@@ -116,7 +116,7 @@ def camera_block(cam: Camera) -> dict:
 class Node(PreEncoded):
     """An object's node (a plain dict to every reader) that also carries the JSON text of its
     camera-independent values (``static``: ``(head, {key: text}, level)``, see
-    ``scenarios.writers.PreEncoded``)."""
+    ``scenarios.output.writers.PreEncoded``)."""
 
     __slots__ = ()
 
@@ -326,9 +326,9 @@ _NODE_LEVEL = 2          # root dict (0) -> "objects" list (1) -> node dict (2)
 
 
 def graph_json(graph: Mapping) -> str:
-    """``scenarios.writers.dumps(graph)``: each node's camera-independent values come as text
+    """``scenarios.output.writers.dumps(graph)``: each node's camera-independent values come as text
     encoded once per object (:class:`Node`)."""
-    from sceneforge.scenarios.writers import dumps
+    from sceneforge.scenarios.output.writers import dumps
     return dumps(graph)
 
 
@@ -355,7 +355,7 @@ def coco_annotations(mask_rgb: np.ndarray, graph: Mapping, image_id: int, catego
     """COCO instance annotations (RLE masks) of the graph's objects from the instance mask:
     an object's pixels are those of its instance colour. Ids run ``first_id, first_id + 1, ...``
     over the objects that have pixels, so consecutive images never reuse an id."""
-    from sceneforge.scenarios import coco_rle
+    from sceneforge.scenarios.output import coco_rle
 
     anns = []
     m = np.asarray(mask_rgb)[..., :3].astype(np.int32)

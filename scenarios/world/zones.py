@@ -4,11 +4,11 @@ A zone is given as axis-aligned rectangles ``[x0, y0, x1, y1]`` (cm); their shap
 exactly as it always did. The rectangles are kept next to it because they settle the certain
 cases in plain floats: a centre far outside every rectangle is outside, a shape (its box and
 centre) deep inside one rectangle is inside, a box far from every rectangle does not touch, each
-by more than :func:`scenarios.placement_bounds.slack`; anything closer asks shapely (the zone's
+by more than :func:`scenarios.world.placement_bounds.slack`; anything closer asks shapely (the zone's
 boundary is cached). A zone given only as shapely geometry (``Site.of``'s older form), an empty
 zone or a non-finite rectangle leaves every test to shapely.
 
-Kept out of scenarios/placement.py, which draws the spots and asks :func:`in_zones` before the
+Kept out of scenarios/world/placement.py, which draws the spots and asks :func:`in_zones` before the
 collision test (it is the cheaper one; both are pure, so the order changes no answer): zone tests
 are a concern of their own, with their own rectangle maths.
 """
@@ -20,7 +20,7 @@ import shapely
 from shapely.geometry import Point, box
 from shapely.ops import unary_union
 
-from sceneforge.scenarios.placement_bounds import Candidate, slack
+from sceneforge.scenarios.world.placement_bounds import Candidate, slack
 
 
 def zone_geometry(rects) -> shapely.Geometry:

@@ -19,7 +19,7 @@ The bound counts pixel centres, not the projected extent: a pixel is drawn only 
 spans at most the pixel centres in that interval, widened by ``EDGE_EPS_PX`` for float32 vertex
 maths and the rasteriser's fixed-point snapping (1/256 px in llvmpipe). An extent E covers
 floor(E) or floor(E) + 1 centres depending on where it starts; the old test (E < ``min_px`` -
-``scenarios.screens.RASTER_SLACK_PX``) assumed the worse case (the cheaper screens still do).
+``scenarios.sampling.screens.RASTER_SLACK_PX``) assumed the worse case (the cheaper screens still do).
 Measured on 126 server-judged city ego candidates: the bound equalled the rendered box for some
 (never less) and would have settled 31 of them client-side. Visibility calls per city ego image:
 2.53 → 1.98 (60 samples, seed 777), 2.38 → 1.95 (the benchmark's row, seed 12345).

@@ -4,7 +4,7 @@
 cameras at once (``scene.sample_view`` draws 32+ at a time); only candidates it passes go through
 the rules one by one (``sampling.projection_rules``). ``RASTER_SLACK_PX`` is the pixel every size
 screen must leave to the rasteriser (the prism, ``conditioned.max_useful_distance``, the
-silhouette bound of ``scenarios/silhouette.py``).
+silhouette bound of ``scenarios/sampling/silhouette.py``).
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ import queue
 import threading
 from typing import Callable
 
-from sceneforge.scenarios.thread_priority import helper_nice, lower_this_thread
+from sceneforge.scenarios.pipeline.thread_priority import helper_nice, lower_this_thread
 
 
 class BackgroundWriter:

@@ -23,7 +23,7 @@ are thrown away (hundreds per sample in the allocentric task). Here the prior is
   ``too_far`` rule checks the exact discs with two hypot()s before any prism is projected; it
   never rejects a view the projection rules would keep.
 
-The labelling rule (``scenarios.relations``) and every other rule are still applied to the
+The labelling rule (``scenarios.sampling.relations``) and every other rule are still applied to the
 final candidate by the caller, so a candidate on a boundary (floating point) is rejected as
 before and a label can never disagree with the rule. Geometry in UE units: cm, X forward,
 Y right, bearings ``atan2(y, x)`` in degrees (+ turns X towards Y).
@@ -37,8 +37,8 @@ from typing import Sequence
 import numpy as np
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.relations import LABELS, check_margin
-from sceneforge.scenarios.screens import RASTER_SLACK_PX
+from sceneforge.scenarios.sampling.relations import LABELS, check_margin
+from sceneforge.scenarios.sampling.screens import RASTER_SLACK_PX
 
 # Centre of each label's sector, as the signed angle δ from f = source - observer to
 # r = target - source (δ > 0 ⇔ cross > 0 ⇔ right); every sector has half-width 45 - m.

@@ -26,8 +26,8 @@ from shapely.geometry import Polygon
 from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.core.visibility import visibility_failure  # noqa: F401 - the rule lives in core (the server runs it too)
 from sceneforge.engine.world import Actor, Camera, Ground, Rotator, Transform, look_at_rotation
-from sceneforge.scenarios.relations import relation
-from sceneforge.scenarios.screens import RASTER_SLACK_PX
+from sceneforge.scenarios.sampling.relations import relation
+from sceneforge.scenarios.sampling.screens import RASTER_SLACK_PX
 
 C = TypeVar("C")
 Rule = tuple[str, Callable[[C], bool]]
@@ -124,7 +124,7 @@ def resample_batched(draw_batch: Callable[[np.random.Generator, int], Sequence],
 class AssetShape:
     """What placement needs to know about an asset: footprint polygon (local XY, cm) and height;
     optionally ``silhouette()``: local points whose hull holds everything drawn for it
-    (scenarios/silhouette.py), computed on first use."""
+    (scenarios/sampling/silhouette.py), computed on first use."""
 
     asset_id: str
     cls: str

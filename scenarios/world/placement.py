@@ -26,11 +26,11 @@ shapely. So the outcome is byte-identical to asking shapely every time (checked 
 previous implementation, tests/scenarios/reference_placement.py), only without building most
 polygons and points. That machinery lives beside this module, one concern each:
 
-* scenarios/placement_bounds.py: an object's shape (:class:`Candidate`, geometry on demand) and
+* scenarios/world/placement_bounds.py: an object's shape (:class:`Candidate`, geometry on demand) and
   its bounds (boxes, oriented boxes, inner discs, cores, fill; ``slack``);
-* scenarios/occupancy.py: :class:`Occupancy`, what already stands (grid-indexed) and the
+* scenarios/world/occupancy.py: :class:`Occupancy`, what already stands (grid-indexed) and the
   collision rule;
-* scenarios/zones.py: :class:`Zone` (rectangles and their shapely union) and :func:`in_zones`.
+* scenarios/world/zones.py: :class:`Zone` (rectangles and their shapely union) and :func:`in_zones`.
 
 This module draws the spots (rings, :class:`Line`), holds an environment's :class:`Site` (zones
 and lines), the per-library memo of asset footprints and variants, and :func:`place_group`, which
@@ -46,12 +46,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.occupancy import Occupancy
-from sceneforge.scenarios.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
-from sceneforge.scenarios.zones import Zone, in_zones
+from sceneforge.scenarios.world.occupancy import Occupancy
+from sceneforge.scenarios.world.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
+from sceneforge.scenarios.world.zones import Zone, in_zones
 
 if TYPE_CHECKING:   # annotations only: environments imports this module
-    from sceneforge.scenarios.environments import ClutterGroup
+    from sceneforge.scenarios.world.env_schema import ClutterGroup
 
 TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
 
@@ -175,7 +175,7 @@ def _asset(lib, asset_id: str, memo: dict | None = None) -> AssetFootprint:
     return memo[key]
 
 
-# --- placing one clutter group (moved from scenarios/environments.py) -----------------------
+# --- placing one clutter group (moved from scenarios/world/environments.py) -----------------------
 def footprint_radius(lib, asset_id: str) -> float:
     """Footprint radius (cm) around the asset origin (computed once per library and asset)."""
     return _asset(lib, asset_id).radius

@@ -9,7 +9,7 @@ pads, is ``>= gap`` and ``> 0``.
 It is its own module because it is placement's hot loop (a forest places 140 objects, each tried
 up to 40 times against all before it) and has its own machinery for that: a grid of
 ``CELL_CM`` cells, so a spot meets only the objects around it, and per near pair the bounds of
-scenarios/placement_bounds.py (:meth:`Occupancy._pair`), so shapely measures only the close calls,
+scenarios/world/placement_bounds.py (:meth:`Occupancy._pair`), so shapely measures only the close calls,
 in one vectorised call. The boolean is the one shapely alone gives.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import math
 import numpy as np
 import shapely
 
-from sceneforge.scenarios.placement_bounds import Candidate, obb_gap, obb_point
+from sceneforge.scenarios.world.placement_bounds import Candidate, obb_gap, obb_point
 
 CELL_CM = 1000.0    # Occupancy's grid cell: a spot is tested only against objects in the cells it reaches
 _MAX_CELLS = 256    # an object (or a query) spanning more cells than this is kept in (scans) a plain list
@@ -50,7 +50,7 @@ class Occupancy:
 
     Per object: its bounding disc (the "near" test that picks which pairs shapely would measure),
     its bounding box and a disc inside it (cheap bounds that settle most near pairs: see
-    scenarios/placement_bounds.py), and its shape, built only when a close call needs shapely.
+    scenarios/world/placement_bounds.py), and its shape, built only when a close call needs shapely.
     Objects sit in a grid of ``CELL_CM`` cells, so a spot is tested only against the objects
     around it (a forest places 140 objects, each tried against all before it)."""
 
