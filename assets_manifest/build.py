@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from tqdm import tqdm
 
 from sceneforge.assets_manifest import normalize, sh3d, zeroad
+from sceneforge.assets_manifest.fetch import fetch_package
 from sceneforge.assets_manifest.library import BUILT_PACKS, budget_for, built_path, cache_root
 from sceneforge.assets_manifest.licenses import matches_any
+from sceneforge.assets_manifest.looks import build_looks, looks_complete
 from sceneforge.assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
 from sceneforge.core.atomic import atomic_write_bytes, atomic_write_text
 from sceneforge.core.errors import AssetError, ConfigError
@@ -49,7 +47,6 @@ def build(sources: list[str], cache_dir=None, licenses=None, force: bool = False
     report = []
     for src in sources:
         if src == "looks":
-            from sceneforge.assets_manifest.looks import build_looks
             report += build_looks(cache, licenses, progress=progress)
             continue
         manifest = BUILT_PACKS[src]
@@ -66,43 +63,6 @@ def _done(cache: Path, asset_id: str) -> bool:
     """Built with the current mesh layout (older builds lack textures and are redone)."""
     p = built_path(cache, asset_id)
     return p.with_suffix(".json").exists() and normalize.npz_version(p) >= normalize.CACHE_VERSION
-
-
-def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    if shutil.which(cmd[0]) is None:
-        raise AssetError(f"`{cmd[0]}` not found: `sceneforge assets build` needs a Debian/Ubuntu system")
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-
-
-def fetch_package(package: str, cache: Path) -> Path:
-    """Download (``apt-get download``) and unpack (``dpkg-deb -x``) a package; cached."""
-    root = cache / "sources" / package
-    if (root / ".complete").exists():
-        return root
-    debs = cache / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    deb = next(iter(sorted(debs.glob(f"{package}_*.deb"))), None)
-    if deb is None:
-        log.info("downloading %s with apt-get download", package)
-        r = _run(["apt-get", "download", package], debs)
-        deb = next(iter(sorted(debs.glob(f"{package}_*.deb"))), None)
-        if r.returncode != 0 or deb is None:
-            hint = " (run `apt-get update` first: the package index is empty or stale)" \
-                if "Unable to locate" in r.stderr or "no installation candidate" in r.stderr else ""
-            last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-            raise AssetError(f"apt-get download {package} failed{hint}: {last}")
-    (cache / "sources").mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="unpack-", dir=cache / "sources"))
-    r = _run(["dpkg-deb", "-x", str(deb), str(tmp)], cache)
-    if r.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise AssetError(f"dpkg-deb -x {deb.name} failed: {r.stderr.strip()}")
-    (tmp / ".complete").write_text(deb.name)
-    if root.exists():
-        shutil.rmtree(root)
-    os.replace(tmp, root)
-    deb.unlink()   # the unpacked tree is the cache; keeping 0ad-data's deb would cost 1.4 GB more
-    return root
 
 
 def _build_sh3d(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]:
@@ -191,8 +151,6 @@ def _write_glb(mesh, path: Path) -> None:
 
 def missing_defaults(cache_dir=None) -> bool:
     """True when the default real assets (Sweet Home 3D pack, textures, HDRIs) are not all built."""
-    from sceneforge.assets_manifest.looks import looks_complete
-
     cache = cache_root(cache_dir)
     return (not all(_done(cache, e.id) for e in load_manifest(BUILT_PACKS["sh3d"]).assets)
             or not looks_complete(cache))

@@ -23,8 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sceneforge.assets_manifest import normalize
+from sceneforge.assets_manifest import looks, normalize
 from sceneforge.assets_manifest.licenses import attribution_line, is_share_alike, matches_any
+from sceneforge.assets_manifest.lod import simplified
+from sceneforge.assets_manifest.lod_cache import LodCache
+from sceneforge.assets_manifest.procedural import generate, pbr
 from sceneforge.assets_manifest.schema import UNITS_TO_CM, AssetEntry, load_manifest
 from sceneforge.core.errors import AssetError, ConfigError
 from sceneforge.core.meshes import RenderMesh
@@ -180,31 +183,25 @@ class AssetLibrary:
     # ---- HDRIs and surface textures (assets_manifest/looks.py) --------------------------------
     def hdri_ids(self) -> list[str]:
         """HDRIs present in the cache (built from the registries), sorted; [] before a build."""
-        from sceneforge.assets_manifest import looks
         return looks.hdri_ids(self.cache_dir, self.license_filter)
 
     def hdri(self, hdri_id: str) -> np.ndarray:
         """float32 (H, W, 3) linear equirectangular radiance (row 0 = up), read once per process."""
-        from sceneforge.assets_manifest import looks
         return looks.hdri(self.cache_dir, hdri_id)
 
     def hdri_info(self, hdri_id: str) -> dict:
-        from sceneforge.assets_manifest import looks
         return looks.hdri_info(hdri_id)
 
     def surface_ids(self) -> list[str]:
-        from sceneforge.assets_manifest import looks
         return looks.surface_ids()
 
     def surface(self, surface_id: str):
         """A ground/facade surface as a core.meshes.Material: albedo + normal map, ``tile_cm``,
         ``license`` and ``attribution``. Always resolves (procedural albedo when not built)."""
-        from sceneforge.assets_manifest import looks
         return looks.surface(self.cache_dir, surface_id, self.license_filter)
 
     def look_attributions(self, hdris=(), surfaces=()) -> list[dict]:
         """Card entries (kind, id, license, attribution) for the HDRIs and surfaces used."""
-        from sceneforge.assets_manifest import looks
         return looks.attributions_for(hdris, surfaces, self.cache_dir, self.license_filter)
 
     # ---- geometry ---------------------------------------------------------------------------
@@ -219,9 +216,6 @@ class AssetLibrary:
         """The mesh simplified to about ``budget`` triangles (a renderer's level of detail; see
         ``assets_manifest/lod.py``); computed once per process and budget, and kept on disk
         beside the built assets for later processes (``assets_manifest/lod_cache.py``)."""
-        from sceneforge.assets_manifest.lod import simplified
-        from sceneforge.assets_manifest.lod_cache import LodCache
-
         mesh = self.mesh(asset_id)
         with self._lock:
             key = (asset_id, int(budget))
@@ -250,7 +244,6 @@ class AssetLibrary:
     def _load(self, info: AssetInfo) -> RenderMesh:
         e = info.entry
         if e.procedural is not None:
-            from sceneforge.assets_manifest.procedural import generate
             raw = generate(e.procedural.generator, e.procedural.params)
             return _finish(raw, e, self.surface)
         if e.build is not None:
@@ -291,7 +284,6 @@ def _finish(raw: RenderMesh, e: AssetEntry, surface=None) -> RenderMesh:
     v = raw.vertices.astype(float) * UNITS_TO_CM[e.units]
     v = v @ normalize.axes_matrix(e.up, e.forward).T
     v = v * normalize.size_scale(v.max(axis=0) - v.min(axis=0), e.size)
-    from sceneforge.assets_manifest.procedural import pbr
     mesh = RenderMesh(normalize.ground_and_center(v, e.ground_offset_cm), raw.faces, raw.colors)
     return pbr.apply(mesh, e.cls, surface)   # noise albedo + roughness per part, facades, surfaces
 

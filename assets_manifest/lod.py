@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sceneforge.assets_manifest import decimate as dec
+from sceneforge.assets_manifest.normalize import RawMesh, decimate_raw, render_mesh
 from sceneforge.core.meshes import RenderMesh
 
 
@@ -39,8 +41,6 @@ def foliage(mesh: RenderMesh, v: np.ndarray, faces: np.ndarray) -> bool:
     many small separate pieces: ``decimate.thinned_whole``; ``v``/``faces``: :func:`shared`). Such
     materials are thinned by whole cards, so their levels stall far above the budget; a renderer
     may draw them as impostors instead (engine/server/gl/impostor.py)."""
-    from sceneforge.assets_manifest import decimate as dec
-
     fm = mesh.face_materials if mesh.face_materials is not None else np.zeros(len(faces), np.int32)
     diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0))) if len(v) else 0.0
     for i, m in enumerate(mesh.materials or ()):
@@ -52,8 +52,6 @@ def foliage(mesh: RenderMesh, v: np.ndarray, faces: np.ndarray) -> bool:
 
 def simplified(mesh: RenderMesh, budget: int) -> RenderMesh:
     """``mesh`` decimated to about ``budget`` triangles (unchanged when it already has no more)."""
-    from sceneforge.assets_manifest.normalize import RawMesh, decimate_raw, render_mesh
-
     if mesh.n_triangles <= budget:
         return mesh
     v, faces, uvs = shared(mesh)

@@ -29,6 +29,8 @@ from typing import Callable
 
 import numpy as np
 
+from sceneforge.assets_manifest import decimate, lod, normalize
+from sceneforge.core.atomic import atomic_path
 from sceneforge.core.meshes import RenderMesh
 
 log = logging.getLogger(__name__)
@@ -40,10 +42,6 @@ LAYOUT = 1   # file layout version (part of the key)
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """Hash of what a level depends on besides the mesh: the decimation code and its libraries."""
-    import sceneforge.assets_manifest.decimate as decimate
-    import sceneforge.assets_manifest.lod as lod
-    import sceneforge.assets_manifest.normalize as normalize
-
     h = hashlib.blake2b(digest_size=16)
     h.update(f"layout {LAYOUT}".encode())
     for mod in (lod, decimate, normalize):
@@ -107,8 +105,6 @@ class LodCache:
 def write_level(path: Path, level: RenderMesh, full: RenderMesh) -> None:
     """Store ``level``'s arrays and meta; its materials as indices into ``full.materials``
     (ValueError when it has one ``full`` lacks: then it is not cached)."""
-    from sceneforge.core.atomic import atomic_path
-
     index = []
     for m in level.materials:
         k = next((j for j, f in enumerate(full.materials) if f is m), None)

@@ -23,8 +23,6 @@ import io
 import json
 import logging
 import shutil
-import subprocess
-import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
@@ -32,6 +30,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from sceneforge.assets_manifest.fetch import fetch_npm, fetch_package
+from sceneforge.assets_manifest.hdri_repair import repair_hot_spots
+from sceneforge.assets_manifest.licenses import matches_any
+from sceneforge.assets_manifest.noise import normal_from_height, tileable_noise
 from sceneforge.core.atomic import atomic_path, atomic_write_text
 from sceneforge.core.errors import AssetError
 from sceneforge.core.meshes import Material
@@ -68,34 +70,6 @@ def _normal_path(cache: Path, n: str) -> Path:
 
 
 # ---- fetching --------------------------------------------------------------------------------
-def fetch_npm(package: str, version: str, cache: Path) -> Path:
-    """``npm pack package@version`` into the cache and unpack it (no node_modules, no root)."""
-    root = Path(cache) / "sources" / ("npm-" + package.replace("/", "+").lstrip("@"))
-    if (root / ".complete").exists():
-        return root
-    if shutil.which("npm") is None:
-        raise AssetError(f"`npm` not found: cannot fetch {package} (install Debian's npm)")
-    dest = Path(cache) / "npm"
-    dest.mkdir(parents=True, exist_ok=True)
-    tgz = next(iter(sorted(dest.glob(package.lstrip("@").replace("/", "-") + f"-{version}.tgz"))), None)
-    if tgz is None:
-        r = subprocess.run(["npm", "pack", f"{package}@{version}", "--pack-destination", str(dest)],
-                           capture_output=True, text=True, cwd=dest)
-        tgz = next(iter(sorted(dest.glob(package.lstrip("@").replace("/", "-") + f"-{version}.tgz"))), None)
-        if r.returncode != 0 or tgz is None:
-            last = (r.stderr.strip().splitlines() or ["no output"])[-1]
-            raise AssetError(f"npm pack {package}@{version} failed: {last}")
-    (Path(cache) / "sources").mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix="unpack-", dir=Path(cache) / "sources"))
-    with tarfile.open(tgz) as tf:
-        tf.extractall(tmp, filter="data")
-    (tmp / ".complete").write_text(tgz.name)
-    if root.exists():
-        shutil.rmtree(root)
-    tmp.rename(root)
-    return root
-
-
 def available(name: str) -> bool:
     """A source can be fetched here (npm sources need the ``npm`` client; Debian ones apt-get)."""
     kind = catalog()["sources"][name]["kind"]
@@ -106,7 +80,6 @@ def _source_root(name: str, cache: Path) -> Path:
     src = catalog()["sources"][name]
     if src["kind"] == "npm":
         return fetch_npm(src["package"], str(src["version"]), cache)
-    from sceneforge.assets_manifest.build import fetch_package
     return fetch_package(src["package"], cache)
 
 
@@ -136,8 +109,6 @@ def _data_url_bytes(js: str) -> bytes:
 def build_looks(cache: Path, licenses=None, progress: bool = True) -> list[str]:
     """Fetch and convert every HDRI and texture in ``packs/looks.yaml`` not yet in the cache."""
     from tqdm import tqdm
-
-    from sceneforge.assets_manifest.licenses import matches_any
 
     cat = catalog()
     cache = Path(cache)
@@ -229,8 +200,6 @@ def looks_complete(cache: Path) -> bool:
 
 # ---- runtime ---------------------------------------------------------------------------------
 def hdri_ids(cache: Path, licenses=None) -> list[str]:
-    from sceneforge.assets_manifest.licenses import matches_any
-
     return sorted(h["id"] for h in catalog()["hdris"] if hdri_path(cache, h["id"]).exists()
                   and (licenses is None or matches_any(h["license"], licenses)))
 
@@ -255,8 +224,6 @@ def hdri(cache: Path, hid: str) -> np.ndarray:
 def _load_hdri(path: str) -> np.ndarray:
     """The stored HDRI with a sun damaged by lossy EXR compression repaired
     (assets_manifest/hdri_repair.py; at load, so caches built before the repair get it too)."""
-    from sceneforge.assets_manifest.hdri_repair import repair_hot_spots
-
     a = repair_hot_spots(np.load(path).astype(np.float32))
     a.setflags(write=False)
     return a
@@ -268,8 +235,6 @@ def surface_ids() -> list[str]:
 
 def surface(cache: Path, sid: str, licenses=None) -> Material:
     """The surface as a Material (albedo + normal map, ``tile_cm``, licence and credits)."""
-    from sceneforge.assets_manifest.licenses import matches_any
-
     try:
         s = catalog()["surface_by_id"][sid]
     except KeyError:
@@ -309,20 +274,6 @@ def _load_png(path: str) -> np.ndarray:
     return a
 
 
-def tileable_noise(size: int, scale: float, seed: int, beta: float = 1.8) -> np.ndarray:
-    """Periodic fractal noise in [0, 1] (FFT of 1/f^beta spectrum: tiles without seams)."""
-    rng = np.random.default_rng(seed)
-    fx = np.fft.fftfreq(size)[None, :]
-    fy = np.fft.fftfreq(size)[:, None]
-    f = np.sqrt(fx ** 2 + fy ** 2) * size / max(scale, 1e-3)
-    amp = 1.0 / np.maximum(f, 1.0) ** beta
-    amp[0, 0] = 0
-    spec = amp * np.exp(2j * np.pi * rng.random((size, size)))
-    n = np.real(np.fft.ifft2(spec))
-    n = (n - n.min()) / max(float(np.ptp(n)), 1e-9)
-    return n
-
-
 @functools.lru_cache(maxsize=32)
 def procedural_albedo(sid: str, colors: tuple, scale: float, size: int = 256):
     """Tileable noise albedo between two sRGB colours (plus fine grain) and its height field."""
@@ -334,15 +285,6 @@ def procedural_albedo(sid: str, colors: tuple, scale: float, size: int = 256):
     img = (c0 + (c1 - c0) * t[..., None]).clip(0, 255).astype(np.uint8)
     img.setflags(write=False)
     return img, t
-
-
-def normal_from_height(h: np.ndarray, strength: float = 2.0) -> np.ndarray:
-    """Tangent-space normal map (OpenGL +Y up, uint8) from a periodic height field."""
-    dx = (np.roll(h, -1, axis=1) - np.roll(h, 1, axis=1)) * strength * h.shape[1] / 64
-    dy = (np.roll(h, 1, axis=0) - np.roll(h, -1, axis=0)) * strength * h.shape[0] / 64
-    n = np.stack([-dx, -dy, np.ones_like(h)], -1)
-    n /= np.linalg.norm(n, axis=-1, keepdims=True)
-    return ((n * 0.5 + 0.5) * 255).round().astype(np.uint8)
 
 
 def looks_in(worlds) -> dict:

@@ -24,7 +24,9 @@ import trimesh
 
 from sceneforge.core.atomic import atomic_path
 from sceneforge.core.errors import AssetError
+from sceneforge.assets_manifest import decimate as dec
 from sceneforge.assets_manifest import materials as materials_mod
+from sceneforge.assets_manifest.decimate import corner_normals
 from sceneforge.core.meshes import Material, RenderMesh
 
 log = logging.getLogger(__name__)
@@ -165,8 +167,6 @@ def decimate_raw(raw: RawMesh, budget: int, per_part: bool = False) -> RawMesh:
     """Decimate per material to about ``budget`` triangles keeping UVs (see ``decimate.py``);
     alpha-cut materials are thinned by whole cards instead of simplified. Returns unshared faces
     (3 vertices each)."""
-    from sceneforge.assets_manifest import decimate as dec
-
     v, f = np.asarray(raw.vertices, float), np.asarray(raw.faces, np.int64)
     fm = raw.face_materials if raw.face_materials is not None else np.zeros(len(f), np.int32)
     mats = raw.materials or [Material()]
@@ -251,8 +251,6 @@ def flat_mesh(v: np.ndarray, f: np.ndarray, face_rgb: np.ndarray, meta: dict | N
 
 def render_mesh(raw: RawMesh, meta: dict | None = None) -> RenderMesh:
     """Unshared faces with per-corner smooth normals (crease angle), UVs and materials."""
-    from sceneforge.assets_manifest.decimate import corner_normals
-
     corners = np.asarray(raw.vertices, float)[raw.faces]
     normals = corner_normals(corners).reshape(-1, 3)
     uv = raw.uvs[raw.faces].reshape(-1, 2) if raw.uvs is not None else None

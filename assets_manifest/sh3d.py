@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.assets_manifest.materials import material_srgb, srgb_to_linear
 from sceneforge.core.errors import AssetError
 
 PACKAGE = "sweethome3d-furniture"
@@ -119,8 +120,6 @@ def recolor_raw(raw, rgb):
     """:func:`recolor` on a loaded mesh: the fallback face colours and the untextured materials
     whose colour is the paint (the car body) get ``rgb``; textured materials stay as they are."""
     from dataclasses import replace
-
-    from sceneforge.assets_manifest.materials import material_srgb, srgb_to_linear
 
     new_fc = recolor(raw.face_colors, rgb)
     changed = np.any(new_fc != raw.face_colors, axis=1)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.assets_manifest import materials as M
+from sceneforge.assets_manifest.normalize import GREY, RawMesh, bake_face_colors
 from sceneforge.core.errors import AssetError
 
 PACKAGE = "0ad-data"
@@ -87,9 +89,6 @@ def read_raw(public_zip: Path, mesh: str, texture: str | None):
     """The PMD mesh with its UVs and DDS skin as a textured :class:`normalize.RawMesh`."""
     from PIL import Image
 
-    from sceneforge.assets_manifest import materials as M
-    from sceneforge.assets_manifest.normalize import GREY, RawMesh
-
     with zipfile.ZipFile(public_zip) as z:
         try:
             pos, faces, uv = parse_pmd(z.read(mesh))
@@ -102,6 +101,5 @@ def read_raw(public_zip: Path, mesh: str, texture: str | None):
     uv = uv * np.array([1.0, -1.0]) + np.array([0.0, 1.0])
     mat = M.Material(name=Path(texture).stem, albedo=M.image_array(img, keep_alpha=False), roughness=0.85)
     raw = RawMesh(pos, faces, np.zeros((len(faces), 3), np.uint8), uv, [mat], np.zeros(len(faces), np.int32))
-    from sceneforge.assets_manifest.normalize import bake_face_colors
     raw.face_colors = bake_face_colors(uv, faces, raw.face_materials, raw.materials)
     return raw

@@ -20,12 +20,10 @@ LIBRARY = ("core", "engine", "scenarios", "probing", "renderfarm", "assets_manif
 
 _P = "sceneforge."
 KNOWN = [   # debt: untie, then delete the line
-    {_P + "assets_manifest.procedural"} | {_P + f"assets_manifest.procedural.{m}" for m in
-                                           ("animals", "figures", "ground", "nature", "props", "vehicles")},
     {_P + f"engine.server.commands.{m}" for m in ("camera_settings", "ext", "image", "stock", "table", "unrealcv")},
     {_P + f"engine.server.gl.{m}" for m in ("backend", "count_passes", "passes", "pbr", "shadow")},
-    {_P + f"assets_manifest.{m}" for m in ("build", "library", "looks", "procedural.pbr")},
     {_P + f"engine.{m}" for m in ("client", "client_images", "client_stock")},
+    {_P + f"scenarios.{m}" for m in ("environments", "placement")},
 ]
 
 

@@ -3,33 +3,26 @@
 Each generator is a small function ``(**params) -> RenderMesh`` registered by name; a manifest
 entry ``procedural: {generator: truck, params: {length_cm: 650}}`` calls it. They need no files or
 network, cost hundreds to a few thousand triangles, and are deterministic (fixed seeds), so tests
-and the demo run anywhere and produce byte-identical images.
+and the demo run anywhere and produce byte-identical images. The table they register in is
+``procedural/registry.py``; this package imports every generator module, so it is complete.
 
-    >>> from assets_manifest.procedural import generate
-    >>> generate("cone", {}).bounds()[1][2]   # height in cm
+    >>> from sceneforge.assets_manifest.procedural import generate
+    >>> generate("traffic_cone", {}).bounds()[1][2]   # height in cm
     70.0
 """
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from typing import Any
 
+from sceneforge.assets_manifest.procedural import animals, figures, ground, nature, props, vehicles  # noqa: F401  (register at import)
+from sceneforge.assets_manifest.procedural.registry import GENERATORS
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.meshes import RenderMesh
-
-GENERATORS: dict[str, Callable[..., RenderMesh]] = {}
-
-
-def register(name: str) -> Callable:
-    def deco(fn: Callable[..., RenderMesh]) -> Callable[..., RenderMesh]:
-        GENERATORS[name] = fn
-        return fn
-    return deco
 
 
 def generate(name: str, params: dict[str, Any] | None = None) -> RenderMesh:
     """Run generator ``name`` with ``params``; unknown names/params raise ConfigError."""
-    _load()
     if name not in GENERATORS:
         raise ConfigError(f"unknown procedural generator {name!r}; known: {', '.join(sorted(GENERATORS))}")
     fn = GENERATORS[name]
@@ -42,10 +35,4 @@ def generate(name: str, params: dict[str, Any] | None = None) -> RenderMesh:
 
 
 def names() -> list[str]:
-    _load()
     return sorted(GENERATORS)
-
-
-def _load() -> None:
-    """Import the generator modules (registration happens at import)."""
-    from sceneforge.assets_manifest.procedural import animals, figures, ground, nature, props, vehicles  # noqa: F401

@@ -10,7 +10,7 @@ tapering legs, a neck that widens into the shoulders, the species' head shape an
 """
 from __future__ import annotations
 
-from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.registry import register
 from sceneforge.assets_manifest.procedural.sculpt import Sculpt
 from sceneforge.assets_manifest.procedural.shapes import shade
 from sceneforge.core.meshes import RenderMesh

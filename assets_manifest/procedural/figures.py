@@ -5,7 +5,7 @@ pose) keep a probe from keying on one silhouette. The figure faces +X.
 """
 from __future__ import annotations
 
-from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.registry import register
 from sceneforge.assets_manifest.procedural.shapes import Builder
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.meshes import RenderMesh

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.registry import register
 from sceneforge.assets_manifest.procedural.shapes import Builder
 from sceneforge.core.meshes import RenderMesh
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.registry import register
 from sceneforge.assets_manifest.procedural.shapes import Builder, jitter, shade
 from sceneforge.core.meshes import RenderMesh
 

@@ -14,6 +14,8 @@ import functools
 
 import numpy as np
 
+from sceneforge.assets_manifest.decimate import corner_normals
+from sceneforge.assets_manifest.noise import normal_from_height, tileable_noise
 from sceneforge.core.meshes import Material, RenderMesh
 
 GRAIN_CM = 120.0                       # one noise tile covers this much surface
@@ -35,8 +37,6 @@ def _srgb_to_linear(c):
 @functools.lru_cache(maxsize=4)
 def grain(size: int = 64, seed: int = 7) -> np.ndarray:
     """Tileable grey grain (sRGB uint8, mean ≈ 235) to modulate a part's colour."""
-    from sceneforge.assets_manifest.looks import tileable_noise
-
     n = 0.6 * tileable_noise(size, 3.0, seed) + 0.4 * tileable_noise(size, 16.0, seed + 1, beta=1.0)
     g = (205 + 50 * n).clip(0, 255).astype(np.uint8)
     img = np.repeat(g[..., None], 3, axis=2)
@@ -58,8 +58,6 @@ def fur(size: int = 128, seed: int = 23) -> tuple[np.ndarray, np.ndarray]:
     amp[0, 0] = 0
     n = np.real(np.fft.ifft2(amp * np.exp(2j * np.pi * rng.random((size, size)))))
     n = (n - n.min()) / max(float(np.ptp(n)), 1e-9)
-    from sceneforge.assets_manifest.looks import normal_from_height, tileable_noise
-
     macro = tileable_noise(size, 2.0, seed + 1)
     h = 0.75 * n + 0.25 * macro
     g = (150 + 110 * h).clip(0, 255).astype(np.uint8)
@@ -73,8 +71,6 @@ def fur(size: int = 128, seed: int = 23) -> tuple[np.ndarray, np.ndarray]:
 @functools.lru_cache(maxsize=16)
 def facade(color: tuple, size: int = 64, seed: int = 11) -> np.ndarray:
     """One storey × one bay of wall: noisy wall colour, a recessed dark window with a light frame."""
-    from sceneforge.assets_manifest.looks import tileable_noise
-
     n = tileable_noise(size, 8.0, seed)
     wall = np.asarray(color, float)[None, None, :] * (0.85 + 0.25 * n[..., None])
     img = wall.copy()
@@ -109,8 +105,6 @@ SURFACE_COLOURS = {(64, 64, 68): "asphalt", (150, 146, 140): "paving", (170, 168
 def apply(mesh: RenderMesh, cls: str, surface=None) -> RenderMesh:
     """The mesh with unshared faces, UVs, crease normals and one material per part colour.
     ``surface(id) -> Material`` (the library's) textures the parts listed in SURFACE_COLOURS."""
-    from sceneforge.assets_manifest.decimate import corner_normals
-
     corners = mesh.vertices[mesh.faces].astype(float)
     face_rgb = mesh.colors[mesh.faces[:, 0]]
     colours, fm = np.unique(face_rgb, axis=0, return_inverse=True)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import trimesh
 
-from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.registry import register
 from sceneforge.assets_manifest.procedural.ground import ASPHALT
 from sceneforge.assets_manifest.procedural.shapes import Builder, ridge_prism, rot_x, rot_y, rot_z, shade
 from sceneforge.core.meshes import RenderMesh

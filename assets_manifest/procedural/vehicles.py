@@ -1,7 +1,7 @@
 """Truck, car/taxi, bicycle and Vespa-style scooter. Length runs along +X (forward)."""
 from __future__ import annotations
 
-from sceneforge.assets_manifest.procedural import register
+from sceneforge.assets_manifest.procedural.registry import register
 from sceneforge.assets_manifest.procedural.shapes import Builder, rot_x, shade
 from sceneforge.core.meshes import RenderMesh
 
