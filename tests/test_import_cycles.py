@@ -23,7 +23,6 @@ KNOWN = [   # debt: untie, then delete the line
     {_P + f"engine.server.commands.{m}" for m in ("camera_settings", "ext", "image", "stock", "table", "unrealcv")},
     {_P + f"engine.server.gl.{m}" for m in ("backend", "count_passes", "passes", "pbr", "shadow")},
     {_P + f"engine.{m}" for m in ("client", "client_images", "client_stock")},
-    {_P + f"scenarios.{m}" for m in ("environments", "placement")},
 ]
 
 
