@@ -37,6 +37,7 @@ class VideoConfig:
     # opt-in (issue 38); left out of the job's identity while at these defaults:
     ground_truth: tuple[str, ...] = ()     # dense per-frame ground truth: subset of masks, depth, flow
     distractors: int = 0                   # other movers per clip (scenarios/videos/movers.py)
+    distractor_motions: tuple[str, ...] = ("straight",)  # how they move: movers.MOVER_MOTIONS
     # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
@@ -53,7 +54,7 @@ class VideoConfig:
             if req not in d:
                 raise ConfigError(f"{source}: missing field '{req}' (--{req} is required, or set '{req}' in --config)")
         d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
-        for key in ("subjects", "questions", "ground_truth"):
+        for key in ("subjects", "questions", "ground_truth", "distractor_motions"):
             if d.get(key) is not None:
                 d[key] = tuple(str(s) for s in d[key])
         cfg = cls(**d)
@@ -102,7 +103,7 @@ class VideoConfig:
 
     def _validate_extras(self) -> None:
         from sceneforge.scenarios.videos.ground_truth import GT_KINDS
-        from sceneforge.scenarios.videos.movers import MAX_DISTRACTORS
+        from sceneforge.scenarios.videos.movers import MAX_DISTRACTORS, MOVER_MOTIONS
 
         bad = [g for g in self.ground_truth if g not in GT_KINDS]
         if bad or len(set(self.ground_truth)) != len(self.ground_truth):
@@ -112,13 +113,18 @@ class VideoConfig:
                 or not 0 <= self.distractors <= MAX_DISTRACTORS:
             raise ConfigError(f"videos config: distractors must be an integer in 0..{MAX_DISTRACTORS}, "
                               f"got {self.distractors!r}")
+        motions = self.distractor_motions
+        if isinstance(motions, str) or not motions or len(set(motions)) != len(motions) \
+                or any(m not in MOVER_MOTIONS for m in motions):
+            raise ConfigError(f"videos config: distractor_motions must be distinct items of {', '.join(MOVER_MOTIONS)}, "
+                              f"got {motions!r}")
 
     def normalised(self) -> dict:
         d = asdict(self)
         d["motion"] = self.motion.identity()  # opt-in motion fields at their defaults left out
         if d["renderer"] is None:  # jobs made before the field existed keep their identity
             del d["renderer"]
-        for key, default in (("ground_truth", ()), ("distractors", 0)):
+        for key, default in (("ground_truth", ()), ("distractors", 0), ("distractor_motions", ("straight",))):
             if getattr(self, key) == default:
                 del d[key]
         return json.loads(json.dumps(d, sort_keys=True, default=list))

@@ -229,7 +229,8 @@ def _distractors(ctx: Context, rng: np.random.Generator, clip: mo.ClipMotion, as
         return []
     cls = ctx.lib.info(asset_id).cls
     pool = [c for c in ctx.mover_pool if c[1] != cls]
-    return sample_movers(rng, clip, ctx.cfg.distractors, pool, ctx.cfg.motion.obj_speed_cms, ctx.ground.height, fov)
+    return sample_movers(rng, clip, ctx.cfg.distractors, pool, ctx.cfg.motion.obj_speed_cms, ctx.ground.height, fov,
+                         motions=ctx.cfg.distractor_motions)
 
 
 def features(cfg: VideoConfig, clip: mo.ClipMotion) -> list[str]:
@@ -392,7 +393,7 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
     return {"generator": f"sceneforge {__version__}", "format": "DSI-Bench (videos/{aug}/{relative_path}, "
             "metadata/{aug}.csv) + clips.parquet", "config": ctx.cfg.normalised(), "fingerprint": plan_digest(ctx.cfg),
             "variants": list(dsi.AUGS), "categories": dict(enumerate(dsi.CATE_NAMES)),
-            "question_templates": dsi.TEMPLATES, "answer_spaces": dsi.SPACES,
+            "question_templates": dsi.TEMPLATES, "answer_spaces": dsi.SPACES, **dsi.card_tables(ctx.cfg.motion.patterns),
             "label_transforms": {a: dict(sorted(m.items())) for a, m in dsi.AUG_MAPS.items()},
             "stats": stats, "licenses": ctx.lib.licenses(ids), "share_alike": ctx.lib.has_share_alike(ids),
             "attributions": ctx.lib.attributions(ids),

@@ -28,8 +28,11 @@ def register(subparsers) -> None:
     v.add_argument("--fps", type=float, help="frames per second (motion.fps, default 8)")
     v.add_argument("--size", type=int, help="square frame size in pixels (default: the env's, 224)")
     v.add_argument("--patterns", nargs="+", help="subset of the 9 motion patterns (cam_X-obj_Y), or the opt-in "
-                   "camera paths cam_orbit-/cam_follow-/cam_zoom-obj_Y (docs/videos.md)")
+                   "camera paths cam_orbit-/cam_follow-/cam_zoom-obj_Y and mixed patterns cam_mixed-/obj_mixed "
+                   "(translate and turn at once; docs/videos.md)")
     v.add_argument("--distractors", type=int, help="other movers per clip, 0..6 (default 0)")
+    v.add_argument("--distractor-motions", nargs="+", metavar="KIND", help="how distractors move, drawn per "
+                   "mover: straight (default), curve, stop_and_go, turn")
     v.add_argument("--ground-truth", nargs="+", metavar="KIND", help="dense per-frame ground truth besides poses "
                    "and boxes: masks, depth, flow (gt/NNNNNN/*.npz)")
     v.add_argument("--shake", type=float, nargs=2, metavar=("CM", "DEG"),
@@ -61,7 +64,8 @@ def build_config(args: argparse.Namespace):
     overrides = {"env": args.env, "n": args.n, "seed": args.seed, "image_size": args.size,
                  "motion.n_frames": args.frames, "motion.fps": args.fps, "motion.patterns": args.patterns,
                  "clutter": False if args.no_clutter else None, "renderer": args.renderer,
-                 "distractors": args.distractors, "ground_truth": args.ground_truth,
+                 "distractors": args.distractors, "distractor_motions": args.distractor_motions,
+                 "ground_truth": args.ground_truth,
                  "motion.shake_cm": args.shake[0] if args.shake else None,
                  "motion.shake_deg": args.shake[1] if args.shake else None}
     return load_config(VideoConfig.from_dict, command="sceneforge videos", config_file=args.config,
