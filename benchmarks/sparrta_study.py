@@ -79,18 +79,17 @@ def only_task(data: Path, task: str) -> Path:
 
 
 def probe(data: Path, out: Path, backbone: str, layers: list[int], args) -> float:
-    from sceneforge.probing.sweep import ProbeJob, run_probe
-    from sceneforge.probing.train import TrainConfig
+    from sceneforge.probing.config import ProbeConfig
+    from sceneforge.probing.sweep import run_probe
 
-    train = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, runs=args.runs, seed=0,
-                        batch_size=args.batch_size)
     kwargs = {"img_size": args.vit_size} if backbone in VITS and args.vit_size != 224 else {}
     name = backbone + (f"_L{'-'.join(map(str, layers))}" if args.layers else "")
-    job = ProbeJob(data=str(data), backbone=backbone, out=str(out / "runs" / name), layers=layers,
-                   model_kwargs=kwargs,
-                   heads=("linear", "abmilp", "efficient"), protocols=("within",),
-                   cache_dir=str(out / "cache"), train=train, attention_samples=4,
-                   attention_flow=args.flow_images if backbone in VITS else 0, progress=False)
+    job = ProbeConfig.from_dict({
+        "data": str(data), "backbone": backbone, "out": str(out / "runs" / name), "layers": layers,
+        "model_arg": kwargs, "heads": ["linear", "abmilp", "efficient"], "protocol": ["within"],
+        "cache": str(out / "cache"), "epochs": args.epochs, "warmup": args.epochs // 5, "runs": args.runs,
+        "seed": 0, "batch_size": args.batch_size, "attention_samples": 4,
+        "attention_flow": args.flow_images if backbone in VITS else 0, "quiet": True}, "sparrta_study")
     t0 = time.perf_counter()
     run_probe(job)
     return time.perf_counter() - t0

@@ -1,4 +1,5 @@
-"""``ProbeConfig``: what ``sceneforge probe`` (or a ``--config probe.yaml``) asks for, validated.
+"""``ProbeConfig``: a probe job, the one description of it: what ``sceneforge probe`` (or a
+``--config probe.yaml``, or Python) asks for, validated; :func:`probing.sweep.run_probe` runs it.
 
 Why a dataclass and not the argparse namespace: a probe run is configured from a YAML file, the
 command line, or Python (``benchmarks/sparrta_study.py``), and all three must mean the same
@@ -8,17 +9,19 @@ error is one line naming the file (when there is one) and the key.
 
 Keys are the command's long options with ``_`` for ``-`` (``batch_size`` or ``batch-size``);
 list-valued options take a YAML list or a comma string (``heads: [linear, efficient]`` or
-``heads: linear,efficient``); ``model_arg`` takes ``[img_size=224]`` or a mapping.
+``heads: linear,efficient``); ``model_arg`` takes ``[img_size=224]`` or a mapping. Old key names
+(``no_progress``) still work with one deprecation line (``core/config_names.py``).
 
     >>> cfg = ProbeConfig.from_dict({"data": "d", "backbone": "x", "out": "o", "epochs": 50}, "command line")
-    >>> cfg.warmup, cfg.heads
-    (10, ('linear', 'abmilp', 'efficient'))
+    >>> cfg.warmup, cfg.heads, cfg.train.warmup
+    (10, ('linear', 'abmilp', 'efficient'), 10)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from sceneforge.core.config_names import rename_keys
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.registry import HEADS, PROTOCOLS
 
@@ -28,6 +31,9 @@ SPARRTA_SCHEDULE = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (5
 
 @dataclass(frozen=True)
 class ProbeConfig:
+    """Datasets → cached features of ``layers`` → every head's lr x dropout grid per (layer, env,
+    task) under ``protocol`` → run records and a report in ``out``. Field = ``sceneforge probe``'s
+    long option (``extract_batch`` = ``--extract-batch``)."""
     data: str
     backbone: str
     out: str
@@ -51,12 +57,13 @@ class ProbeConfig:
     threads: int | None = None
     attention_samples: int = 4
     attention_flow: int = 0
-    no_progress: bool = False
+    quiet: bool = False                            # no progress bars (old key: no_progress)
     min_test: int | None = None                    # None: probing.report.MIN_TEST (30); 0: no minimum
 
     @classmethod
     def from_dict(cls, raw: dict, source: str = "command line") -> "ProbeConfig":
         where = f"--config {source}: " if source != "command line" else ""
+        raw = rename_keys(raw, "probe", f"--config {source}" if where else source)
         known = {f.name for f in fields(cls)}
         values: dict[str, Any] = {}
         for key, value in raw.items():
@@ -75,21 +82,22 @@ class ProbeConfig:
         values["warmup"] = epochs // 5 if warmup is None else warmup
         return cls(**values)
 
-    def job(self):
-        """The :class:`probing.sweep.ProbeJob` this config describes."""
-        from sceneforge.probing.sweep import ProbeJob
+    @property
+    def train(self):
+        """The head-training part as :class:`probing.train.TrainConfig` (derived, not stored)."""
         from sceneforge.probing.train import TrainConfig
 
-        train = TrainConfig(lrs=self.lrs, dropouts=self.dropouts, epochs=self.epochs, warmup=self.warmup,
-                            batch_size=self.batch_size, runs=self.runs, seed=self.seed, use_cls=self.cls,
-                            patience=self.patience,
-                            epochs_by_head=dict(SPARRTA_SCHEDULE) if self.sparrta_schedule else {})
-        return ProbeJob(data=self.data, backbone=self.backbone, out=self.out, weights=self.weights,
-                        model_kwargs=dict(self.model_arg), layers=list(self.layers) if self.layers else None,
-                        heads=self.heads, protocols=self.protocol, cache_dir=self.cache,
-                        batch_size=self.extract_batch, train=train, attention_samples=self.attention_samples,
-                        attention_flow=self.attention_flow, progress=not self.no_progress,
-                        min_test=self.min_test)
+        return TrainConfig(lrs=self.lrs, dropouts=self.dropouts, epochs=self.epochs, warmup=self.warmup,
+                           batch_size=self.batch_size, runs=self.runs, seed=self.seed, use_cls=self.cls,
+                           patience=self.patience,
+                           epochs_by_head=dict(SPARRTA_SCHEDULE) if self.sparrta_schedule else {})
+
+    def job(self) -> "ProbeConfig":
+        """Deprecated: a ProbeConfig is the job (:func:`probing.sweep.run_probe` takes it)."""
+        import logging
+
+        logging.getLogger(__name__).warning("ProbeConfig.job() is deprecated: pass the ProbeConfig to run_probe")
+        return self
 
 
 def _items(value) -> list:
@@ -161,7 +169,7 @@ def _parse(name: str, value, what: str):
         return _floats(value, what, 1e-12, 10.0)
     if name == "dropouts":
         return _floats(value, what, 0.0, 1.0)
-    if name in ("sparrta_schedule", "cls", "no_progress"):
+    if name in ("sparrta_schedule", "cls", "quiet"):
         return _flag(value, what)
     lo = {"warmup": 0, "seed": 0, "attention_samples": 0, "attention_flow": 0, "min_test": 0,
           "patience": 0}.get(name, 1)

@@ -5,23 +5,27 @@ Protocols:
   ``loeo``    leave-one-environment-out, per task: train/val on the other envs' train/val rows,
               test on *every* row of the held-out env (none of its images were seen)
 
-Example::
+The job is a :class:`probing.config.ProbeConfig` (its one description; ``ProbeJob`` is its
+deprecated old spelling). Example::
 
-    job = ProbeJob(data="data/", backbone="timm:vit_small_patch16_224", weights="random",
-                   layers=[6, 12], heads=("linear", "efficient"), out="runs/x")
-    run_probe(job)      # writes runs.jsonl, runs.csv, layout.jsonl, summary.csv, attention/*.npz, report.html
+    cfg = ProbeConfig.from_dict({"data": "data/", "backbone": "timm:vit_small_patch16_224",
+                                 "weights": "random", "layers": [6, 12], "heads": ["linear", "efficient"],
+                                 "out": "runs/x"}, "python")
+    run_probe(cfg)      # writes runs.jsonl, runs.csv, layout.jsonl, summary.csv, attention/*.npz, report.html
 """
 from __future__ import annotations
 
 import logging
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from sceneforge.core.config_names import RENAMED, deprecation_line
 from sceneforge.core.errors import ConfigError
+from sceneforge.probing.config import SPARRTA_SCHEDULE, ProbeConfig
 from sceneforge.probing.data import label_ids, load_datasets
 from sceneforge.probing.groups import Group, make_groups  # noqa: F401  (Group re-exported)
 from sceneforge.probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
@@ -34,23 +38,31 @@ PROTOCOLS = tuple(REGISTERED_PROTOCOLS)
 SMALL_TEST, SMALL_TRAIN = 100, 200  # warn below these (95% CI ±0.1 at 100 test images)
 
 
-@dataclass
-class ProbeJob:
-    data: str
-    backbone: str
-    out: str
-    weights: str | None = None
-    model_kwargs: dict = field(default_factory=dict)
-    layers: list[int] | None = None
-    heads: tuple[str, ...] = ("linear", "abmilp", "efficient")
-    protocols: tuple[str, ...] = ("within",)
-    cache_dir: str | None = None
-    batch_size: int = 64
-    train: TrainConfig = field(default_factory=TrainConfig)
-    attention_samples: int = 4
-    attention_flow: int = 0  # test images per task for the object attention-flow analysis (ViTs)
-    progress: bool = True
-    min_test: int | None = None  # refuse groups with fewer test images (None: report.MIN_TEST; 0: none)
+def ProbeJob(**kwargs) -> ProbeConfig:  # noqa: N802  (the old class name)
+    """Deprecated spelling of :class:`probing.config.ProbeConfig` (one deprecation line): its old
+    keywords (``model_kwargs``, ``protocols``, ``cache_dir``, ``batch_size`` = extraction batch,
+    ``progress``, ``train=TrainConfig(...)``) become ProbeConfig fields, validated the same way."""
+    log.warning(deprecation_line("probing.sweep", "ProbeJob(...)", "ProbeConfig.from_dict({...})"))
+    raw = {RENAMED["ProbeJob"].get(k, k): v for k, v in kwargs.items()}
+    if "progress" in raw:
+        raw["quiet"] = not raw.pop("progress")
+    if "train" in raw:
+        raw.update(_train_fields(raw.pop("train")))
+    return ProbeConfig.from_dict(raw, "ProbeJob")
+
+
+def _train_fields(train: TrainConfig) -> dict:
+    """A ``TrainConfig`` as ProbeConfig fields; values ProbeConfig cannot say are refused."""
+    t, default = asdict(train), asdict(TrainConfig())
+    if t["epochs_by_head"] not in ({}, {k: v for k, v in SPARRTA_SCHEDULE.items()}):
+        raise ConfigError(f"ProbeJob: train.epochs_by_head {t['epochs_by_head']!r}: only SpaRRTa's schedule "
+                          "(sparrta_schedule: true) is a probe config")
+    for name in ("weight_decay", "batched"):
+        if t[name] != default[name]:
+            raise ConfigError(f"ProbeJob: train.{name} {t[name]!r}: not a probe config field (default {default[name]!r})")
+    return {"lrs": t["lrs"], "dropouts": t["dropouts"], "epochs": t["epochs"], "warmup": t["warmup"],
+            "batch_size": t["batch_size"], "runs": t["runs"], "seed": t["seed"], "cls": t["use_cls"],
+            "patience": t["patience"], "sparrta_schedule": bool(t["epochs_by_head"])}
 
 
 def warn_small(groups: list[Group]) -> None:
@@ -63,7 +75,7 @@ def warn_small(groups: list[Group]) -> None:
                         len(g.idx["train"]), len(g.idx["test"]))
 
 
-def run_probe(job: ProbeJob) -> Path:
+def run_probe(job: ProbeConfig) -> Path:
     """Run the whole job; returns the output directory."""
     from sceneforge.probing.backbones import create_backbone
     from sceneforge.probing.features import extract_features
@@ -73,16 +85,16 @@ def run_probe(job: ProbeJob) -> Path:
     out = Path(job.out)
     min_test = MIN_TEST if job.min_test is None else job.min_test
     table = load_datasets(job.data)
-    groups = make_groups(table, job.protocols)  # before the backbone: bad data fails fast
+    groups = make_groups(table, job.protocol)  # before the backbone: bad data fails fast
     check_min_test([(g.protocol, g.env, g.task, len(g.idx["test"])) for g in groups], min_test,
                    f"--data {job.data}")     # no report at the end: refuse before any work
     warn_small(groups)
     write_layout(out, group_layout(table, groups))   # boxes only: seconds, before the backbone
-    bb = create_backbone(job.backbone, job.weights, job.model_kwargs)
-    layers = bb.resolve_layers(job.layers)
-    cache = Path(job.cache_dir) if job.cache_dir else out / "cache"
+    bb = create_backbone(job.backbone, job.weights, dict(job.model_arg))
+    layers = bb.resolve_layers(list(job.layers) if job.layers else None)
+    cache = Path(job.cache) if job.cache else out / "cache"
     t0 = time.perf_counter()
-    feats = extract_features(bb, table["path"].tolist(), layers, cache, job.batch_size, job.progress)
+    feats = extract_features(bb, table["path"].tolist(), layers, cache, job.extract_batch, not job.quiet)
     extract_s = time.perf_counter() - t0
     base = {"backbone": bb.spec, "weights_hash": bb.weights_hash[:16], "data": str(job.data)}
     if job.attention_flow:
@@ -124,26 +136,27 @@ def _write_attention_flow(out: Path, bb, table, per_task: int) -> None:
     atomic_write_text(out / "attention_flow.json", json.dumps(merged, indent=1))
 
 
-def _train_all(job: ProbeJob, table, groups: list[Group], feats: dict, base: dict):
+def _train_all(job: ProbeConfig, table, groups: list[Group], feats: dict, base: dict):
     """Every (layer, group, head) grid; returns run records and training seconds per head."""
     from tqdm import tqdm
 
     out = Path(job.out)
     labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
     records, seconds, written = [], {}, set()
+    train = job.train
     bar = tqdm(total=len(feats) * len(groups) * len(job.heads), desc="probe grids", unit="grid",
-               disable=not job.progress)
+               disable=job.quiet)
     for layer, f in feats.items():
         for g in groups:
             splits = ProbeSplits.from_index(f.patches, f.prefix, labels, g.idx)
             bar.set_postfix_str(f"L{layer} {g.protocol} {g.env}/{g.task}")
-            by_head = run_grids(job.heads, splits, job.train)   # all heads' grids in one module
+            by_head = run_grids(job.heads, splits, train)   # all heads' grids in one module
             for head in job.heads:
                 results = by_head[head]
                 bar.update()
                 meta = dict(base, layer=layer, protocol=g.protocol, env=g.env, task=g.task,
                             n_train=len(g.idx["train"]), n_val=len(g.idx["val"]),
-                            n_test=len(g.idx["test"]), epochs=job.train.schedule(head)[0])
+                            n_test=len(g.idx["test"]), epochs=train.schedule(head)[0])
                 records += [_record(r, meta) for r in results]
                 written.add(_save_predictions(out, head, meta, results, splits, table))
                 seconds[head] = seconds.get(head, 0.0) + sum(r.seconds for r in results)

@@ -11,6 +11,7 @@ import importlib
 import logging
 import sys
 
+from sceneforge.commands.common import add_old_spellings
 from sceneforge.core.errors import EXIT_USAGE, SceneforgeError, exit_code_of
 from sceneforge import __version__
 
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(sub)
     _describe_from_help(parser)
+    add_old_spellings(parser)    # --no-progress etc. keep working (core/config_names.py)
     return parser
 
 

@@ -25,6 +25,41 @@ def add_runner_flags(p: argparse.ArgumentParser) -> None:
                         "the procedural pack stands in")
 
 
+def add_old_spellings(parser: argparse.ArgumentParser) -> None:
+    """Give every flag of :data:`core.config_names.RENAMED_FLAGS` that ``parser`` or its
+    subcommands have its old spelling: hidden from ``--help``, the same values, one deprecation
+    line when used (``--no-progress`` → ``--quiet``)."""
+    from sceneforge.core.config_names import RENAMED_FLAGS
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                add_old_spellings(child)
+    for old, new in RENAMED_FLAGS.items():
+        target = parser._option_string_actions.get(new)
+        if target is not None and old not in parser._option_string_actions:
+            parser.add_argument(old, dest=target.dest, action=_OldSpelling, new=new, nargs=target.nargs,
+                                const=target.const, type=target.type, choices=target.choices,
+                                metavar=target.metavar, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+class _OldSpelling(argparse.Action):
+    """An old flag name: stores what the new one would (a flag's const, or the value), with one
+    deprecation line naming both."""
+
+    def __init__(self, option_strings, dest, new: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import logging
+
+        from sceneforge.core.config_names import deprecation_line
+
+        logging.getLogger("sceneforge").warning(deprecation_line(parser.prog, option_string, self.new))
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
 def fetch_defaults_once(args: argparse.Namespace) -> None:
     """Build the default real assets (Sweet Home 3D pack, textures, HDRIs) on first use.
 

@@ -36,20 +36,19 @@ def config_from_args(args: argparse.Namespace):
 
 
 def build_job(args: argparse.Namespace):
-    """Validated :class:`probing.sweep.ProbeJob` from parsed arguments (and ``--config``)."""
-    return config_from_args(args).job()
+    """The validated job (a :class:`probing.config.ProbeConfig`) from parsed arguments and ``--config``."""
+    return config_from_args(args)
 
 
 def run_probe(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
-    job = cfg.job()
     import torch
 
     from sceneforge.probing.sweep import run_probe as run
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    out = run(job)
+    out = run(cfg)
     print((out / "summary.txt").read_text(), end="")
     print(f"probe: wrote {out / 'runs.jsonl'}, {out / 'summary.csv'} and {out / 'report.html'}")
     return 0
@@ -107,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attention-flow", type=int, metavar="N",
                    help="ViTs: per-layer attention flow between source/target/viewpoint objects on N test "
                         "images per task (needs data generated with --masks); plotted in the report")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (old spelling: --no-progress)")
     p.add_argument("--min-test", type=int, metavar="N", help=MIN_TEST_HELP)
     p.set_defaults(func=run_probe)
     r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs",

@@ -18,7 +18,7 @@ MODEL_ARGS = [a for k, v in TINY_VIT.items() for a in ("--model-arg", f"{k}={v}"
 def probe_args(data, out, *extra):
     return ["probe", "--data", str(data), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
             *MODEL_ARGS, "--out", str(out), "--epochs", "3", "--warmup", "1", "--lrs", "1e-2,1e-3",
-            "--dropouts", "0.2", "--no-progress", "--threads", "1", "--min-test", "0", *extra]
+            "--dropouts", "0.2", "--quiet", "--threads", "1", "--min-test", "0", *extra]
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_yaml_config(probed, tmp_path, capsys):
                    f"layers: 3\nepochs: 2\nwarmup: 1\nlrs: [0.01]\ndropouts: [0.2]\n"
                    f"cache: {probed / 'runs' / 'a' / 'cache'}\nmin_test: 0\n")
     out = tmp_path / "o"
-    assert main(["probe", "--config", str(cfg), "--out", str(out), "--epochs", "3", "--no-progress"]) == 0
+    assert main(["probe", "--config", str(cfg), "--out", str(out), "--epochs", "3", "--quiet"]) == 0
     rows = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert {(r["head"], r["layer"], r["lr"], r["epochs"]) for r in rows} == {("linear", 3, 0.01, 3)}
     cfg.write_text("data: x\nepoch: 3\n")

@@ -103,8 +103,8 @@ def test_patience_is_a_config_key_and_a_flag():
     from sceneforge.probing.config import ProbeConfig
 
     base = {"data": "d", "backbone": "b", "out": "o"}
-    assert ProbeConfig.from_dict(base).job().train.patience == 0
-    assert ProbeConfig.from_dict({**base, "patience": 10}, "p.yaml").job().train.patience == 10
+    assert ProbeConfig.from_dict(base).train.patience == 0
+    assert ProbeConfig.from_dict({**base, "patience": 10}, "p.yaml").train.patience == 10
     with pytest.raises(ConfigError, match="patience"):
         ProbeConfig.from_dict({**base, "patience": -1}, "p.yaml")
     args = build_parser().parse_args(["probe", "--data", "d", "--backbone", "b", "--out", "o", "--patience", "7"])

@@ -22,7 +22,7 @@ def test_probe_on_generated_dataset(tmp_path):
     args = ["probe", "--data", str(data), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
             "--model-arg", "depth=2", "--model-arg", "embed_dim=48", "--model-arg", "num_heads=2",
             "--layers", "1,2", "--out", str(out), "--epochs", "4", "--warmup", "1",
-            "--lrs", "1e-3", "--dropouts", "0.2", "--no-progress", "--threads", "1", "--min-test", "0"]
+            "--lrs", "1e-3", "--dropouts", "0.2", "--quiet", "--threads", "1", "--min-test", "0"]
     assert main(args) == 0
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert {(r["env"], r["task"]) for r in runs} == {("desert", "ego"), ("desert", "allo")}
