@@ -135,7 +135,7 @@ def test_distractor_motions_config_is_opt_in_and_validated():
     assert "distractor_motions" not in base.normalised() and base.distractor_motions == ("straight",)
     mixed = VideoConfig.from_dict({"env": "city", "n": 2, "distractors": 2, "distractor_motions": ["curve", "turn"]})
     assert mixed.normalised()["distractor_motions"] == ["curve", "turn"]
-    for bad in (["walk"], [], ["curve", "curve"], "curve"):
+    for bad in (["walk"], [], ["curve", "curve"]):
         with pytest.raises(ConfigError, match="distractor_motions"):
             VideoConfig.from_dict({"env": "city", "n": 2, "distractor_motions": bad})
 
