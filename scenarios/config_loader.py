@@ -65,9 +65,16 @@ def load_config(from_dict: Callable[[dict, str], T], *, command: str, config_fil
 
     Returns the validated config object and the merged plain dict (what runners pass to
     workers). Errors name the file when there is one (``c.yaml: unknown field(s) nn``), else the
-    command (``sceneforge generate: n must be ...``; the flag names the field).
+    command (``sceneforge generate: n must be ...``; the flag names the field). Old key names in
+    the file (``core/config_names.RENAMED`` of the config's ``SCENARIO``) are renamed with one
+    deprecation line naming the file, before the flags (already new names) are applied.
     """
     base = read_config_file(config_file) if config_file else {}
+    if base:
+        from sceneforge.core.config_names import rename_keys
+
+        scope = getattr(getattr(from_dict, "__self__", None), "SCENARIO", None)
+        base = rename_keys(base, scope, f"--config {config_file}") if scope else base
     merged = merge_config(base, dict(overrides or {}))
     source = str(config_file) if config_file else "command line"
     return from_dict(merged, source), merged

@@ -106,7 +106,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--attention-flow", type=int, metavar="N",
                    help="ViTs: per-layer attention flow between source/target/viewpoint objects on N test "
                         "images per task (needs data generated with --masks); plotted in the report")
-    p.add_argument("--quiet", action="store_true", help="no progress bars (old spelling: --no-progress)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--min-test", type=int, metavar="N", help=MIN_TEST_HELP)
     p.set_defaults(func=run_probe)
     r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs",

@@ -1,0 +1,122 @@
+"""Issue 35 item 5: one name per thing. Old key names and flags keep working with one deprecation
+line naming the file and key (core/config_names.py); both names at once is an error; one
+image-size range."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, fields
+
+import pytest
+
+from sceneforge.cli import build_parser
+from sceneforge.core.config_names import (IMAGE_SIZE, RENAMED, RENAMED_FLAGS, VIDEO_MAX_IMAGE_SIZE, check_image_size,
+                                          rename_keys)
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.config_loader import load_config
+
+
+def deprecations(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "deprecated" in r.getMessage()]
+
+
+def test_old_keys_are_renamed_with_one_line_naming_the_file_and_key(caplog):
+    with caplog.at_level(logging.WARNING):
+        out = rename_keys({"n": 2, "size": 448, "min-box-px": 16}, "vqa", "--config q.yaml")
+    assert out == {"n": 2, "image_size": 448, "min_bbox_px": 16} and list(out) == ["n", "image_size", "min_bbox_px"]
+    assert deprecations(caplog) == [
+        "--config q.yaml: 'size' is deprecated, write 'image_size' (the old name still works for now)",
+        "--config q.yaml: 'min-box-px' is deprecated, write 'min_bbox_px' (the old name still works for now)"]
+
+
+def test_new_names_pass_silently_and_both_names_are_an_error(caplog):
+    with caplog.at_level(logging.WARNING):
+        assert rename_keys({"image_size": 96}, "sparrta", "s.yaml") == {"image_size": 96}
+        assert rename_keys({"size": 96}, "no-such-scope", "s.yaml") == {"size": 96}
+    assert deprecations(caplog) == []
+    with pytest.raises(ConfigError, match=r"^s.yaml: give image_size only \(size is its old name\)$"):
+        rename_keys({"size": 96, "image_size": 96}, "sparrta", "s.yaml")
+
+
+def test_every_old_name_maps_to_a_different_new_name():
+    for scope, table in RENAMED.items():
+        assert all(old != new for old, new in table.items()), scope
+        assert not set(table) & set(table.values()), scope
+    assert all(old.startswith("--") and new.startswith("--") and old != new for old, new in RENAMED_FLAGS.items())
+
+
+@dataclass(frozen=True)
+class _Videos:
+    SCENARIO = "videos"
+    image_size: int = 224
+    n: int = 1
+
+    @classmethod
+    def from_dict(cls, raw: dict, source: str) -> "_Videos":
+        unknown = set(raw) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ConfigError(f"{source}: unknown field(s) {', '.join(sorted(unknown))}")
+        return cls(**raw)
+
+
+def test_a_config_file_with_an_old_key_loads_with_one_line(tmp_path, caplog):
+    """load_config renames the file's keys (the config's SCENARIO scope) before the flags apply, so
+    an old key in the file and its new flag on the command line do not collide."""
+    path = tmp_path / "v.yaml"
+    path.write_text("size: 96\nn: 3\n")
+    with caplog.at_level(logging.WARNING):
+        cfg, merged = load_config(_Videos.from_dict, command="sceneforge videos", config_file=path)
+    assert cfg == _Videos(image_size=96, n=3) and merged == {"image_size": 96, "n": 3}
+    assert deprecations(caplog) == [f"--config {path}: 'size' is deprecated, write 'image_size' (the old name "
+                                    "still works for now)"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        cfg, _ = load_config(_Videos.from_dict, command="sceneforge videos", config_file=path,
+                             overrides={"image_size": 64})
+    assert cfg.image_size == 64 and len(deprecations(caplog)) == 1   # the flag wins, as for any key
+
+
+def _commands_with(flag: str) -> list[str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return [name for name, p in sub.choices.items() if flag in p._option_string_actions]
+
+
+@pytest.mark.parametrize("old, new", sorted(RENAMED_FLAGS.items()))
+def test_every_renamed_flag_keeps_its_old_spelling_on_every_command_that_has_the_new_one(old, new, caplog):
+    commands = _commands_with(new)
+    assert commands, f"no command has {new}"
+    for command in commands:
+        parser = build_parser()
+        sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+        action = sub._option_string_actions[new]
+        value = [] if action.nargs == 0 else ["16"]
+        required = [a for a in sub._actions if a.required and a.option_strings]
+        base = [command] + [x for a in required for x in (a.option_strings[0], "16" if a.type in (int, float) else "x")]
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            with_new = build_parser().parse_args([*base, new, *value])
+            assert deprecations(caplog) == []
+            with_old = build_parser().parse_args([*base, old, *value])
+        assert vars(with_old) == vars(with_new), command
+        lines = deprecations(caplog)
+        assert len(lines) == 1 and f"'{old}' is deprecated, write '{new}'" in lines[0] and command in lines[0]
+        assert old not in sub.format_help()    # hidden from --help
+
+
+@pytest.mark.parametrize("value", [IMAGE_SIZE[0], 224, IMAGE_SIZE[1]])
+def test_one_image_size_range(value):
+    assert check_image_size(value, "c.yaml") == value
+
+
+@pytest.mark.parametrize("value", [IMAGE_SIZE[0] - 1, IMAGE_SIZE[1] + 1, 224.0, True, "224", None])
+def test_image_size_out_of_range_is_one_line_naming_file_and_value(value):
+    with pytest.raises(ConfigError) as e:
+        check_image_size(value, "c.yaml")
+    assert str(e.value) == f"c.yaml: image_size must be an integer in 16..4096 pixels, got {value!r}"
+
+
+def test_video_frames_are_even_and_at_most_2048():
+    assert check_image_size(VIDEO_MAX_IMAGE_SIZE, "v", video=True) == 2048
+    for bad in (2050, 225):
+        with pytest.raises(ConfigError, match="image_size must be an even integer in 16..2048"):
+            check_image_size(bad, "v", video=True)
