@@ -112,3 +112,21 @@ def test_a_scenario_command_whose_samples_fail_exits_1(server, tmp_path, capsys)
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "1 of 1 samples failed (rerun resumes)" in err[0], err
     assert err[0].startswith("sceneforge generate: error:")
+
+
+@pytest.mark.render
+def test_a_check_that_differs_exits_1(server, tmp_path, capsys):
+    """`render-record` re-renders a scene record: identical bytes 0; a stored image that differs 1."""
+    out = tmp_path / "v"
+    assert cli.main(["vqa", "--env", "desert", "--n", "1", "--size", "96", "--out", str(out), "--server",
+                     server.address, "--quiet", "--per-category", "1", "--min-box-px", "8", "--no-fetch"]) == EXIT_OK
+    record = out / "desert" / "scene_000000.json"
+    assert cli.main(["render-record", str(record), "--server", server.address]) == EXIT_OK
+    image = next((out / "desert").glob("img_000000.*"))
+    image.write_bytes(image.read_bytes()[:-1] + b"\0")
+    capsys.readouterr()
+    assert cli.main(["render-record", str(record), "--server", server.address]) == EXIT_INCOMPLETE
+    captured = capsys.readouterr()
+    assert captured.out.startswith("DIFFERENT")
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("sceneforge render-record: error:") and "differs" in err[0]
