@@ -38,6 +38,7 @@ class VideoConfig:
     ground_truth: tuple[str, ...] = ()     # dense per-frame ground truth: subset of masks, depth, flow
     distractors: int = 0                   # other movers per clip (scenarios/videos/movers.py)
     distractor_motions: tuple[str, ...] = ("straight",)  # how they move: movers.MOVER_MOTIONS
+    articulation: bool = False             # subjects/movers as posed rigs that walk, trot, roll (videos/rigs.py)
     # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
@@ -113,6 +114,8 @@ class VideoConfig:
                 or not 0 <= self.distractors <= MAX_DISTRACTORS:
             raise ConfigError(f"videos config: distractors must be an integer in 0..{MAX_DISTRACTORS}, "
                               f"got {self.distractors!r}")
+        if not isinstance(self.articulation, bool):
+            raise ConfigError(f"videos config: articulation must be true or false, got {self.articulation!r}")
         motions = self.distractor_motions
         if isinstance(motions, str) or not motions or len(set(motions)) != len(motions) \
                 or any(m not in MOVER_MOTIONS for m in motions):
@@ -124,7 +127,8 @@ class VideoConfig:
         d["motion"] = self.motion.identity()  # opt-in motion fields at their defaults left out
         if d["renderer"] is None:  # jobs made before the field existed keep their identity
             del d["renderer"]
-        for key, default in (("ground_truth", ()), ("distractors", 0), ("distractor_motions", ("straight",))):
+        for key, default in (("ground_truth", ()), ("distractors", 0), ("distractor_motions", ("straight",)),
+                             ("articulation", False)):
             if getattr(self, key) == default:
                 del d[key]
         return json.loads(json.dumps(d, sort_keys=True, default=list))

@@ -30,6 +30,7 @@ def server_lut(made: dict, table: list[dict]) -> np.ndarray:
     """Server instance id (1 + spawn index; spawn order scenery, subject, movers) -> our id."""
     ours = {r["name"]: r["instance_id"] for r in table}
     spawned = [a.name for a in made["scenery"]] + [table[0]["name"]] + [m.name for m in made.get("movers", [])]
+    spawned = made.get("spawn_owners") or spawned  # articulated: every part of a rig is its owner's id
     return np.array([0] + [ours[n] for n in spawned], np.int64)
 
 
@@ -45,6 +46,9 @@ def frame_rows(ctx, made: dict, table: list[dict]) -> list[dict]:
                               clip.subject_size, mo.subject_transform(clip, t), cam, vis.get(table[0]["name"]))]
         objs += [gt.object_row(k + 2, "distractor", m.name, m.asset_id, m.cls, m.size, m.transform(t), cam,
                                vis.get(m.name)) for k, m in enumerate(movers)]
+        for o in objs:  # articulated actors: the animation state (gait phase, every part's transform)
+            if o["name"] in made.get("posed", {}):
+                o["rig"] = made["posed"][o["name"]].frame_state(t)
         rows.append({"schema": gt.FRAMES_SCHEMA, "frame": t, "time_s": t / clip.fps, "camera": gt.camera_row(cam),
                      "objects": objs})
     return rows
@@ -64,7 +68,24 @@ def dense_arrays(ctx, made: dict, table: list[dict]) -> dict[str, dict[str, np.n
         poses = {1: [mo.subject_transform(clip, t) for t in range(clip.n_frames)]}
         for k, m in enumerate(made.get("movers", [])):
             poses[k + 2] = [m.transform(t) for t in range(clip.n_frames)]
+        if made.get("posed"):  # rig parts move on their own: carry each part by its own transforms
+            poses, ids = _part_poses(made, table, poses), dense["instance_id"]
         out["flow"] = gt.clip_flow(cams, dense["plane_depth"], ids, poses)
+    return out
+
+
+def _part_poses(made: dict, table: list[dict], poses: dict) -> dict:
+    """Per-frame transforms keyed by *server* instance id (1 + spawn index): each part of a rig
+    its own, every other mover its owner's (``poses`` is keyed by our instance id)."""
+    ours = {r["name"]: r["instance_id"] for r in table}
+    out, seen = {}, {}
+    for k, owner in enumerate(made["spawn_owners"]):
+        if owner in made["posed"]:
+            part = seen.get(owner, 0)
+            seen[owner] = part + 1
+            out[k + 1] = [row[part] for row in made["posed"][owner].transforms]
+        elif ours.get(owner) in poses:
+            out[k + 1] = poses[ours[owner]]
     return out
 
 

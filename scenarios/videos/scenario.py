@@ -32,7 +32,7 @@ from sceneforge.core.errors import ConfigError, PathSecurityError, PlacementErro
 from sceneforge.engine.world import Actor, Ground
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.videos.config import VideoConfig
-from sceneforge.scenarios.videos import dsi
+from sceneforge.scenarios.videos import articulation, dsi
 from sceneforge.scenarios.videos import ground_truth as gt
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos.movers import DISTRACTOR_STREAM, keep_out as keep_out_movers, sample_movers
@@ -210,14 +210,20 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
         movers = _distractors(ctx, mover_rng, clip, asset_id, fov)
         keep = mo.keep_out(clip) + (keep_out_movers(movers) if movers else [])
         scenery = ctx.env.clutter(rng, keep_out=keep) if ctx.cfg.clutter else []
-        frames, vis_all = render_clip(client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds,
-                                      movers=movers)
+        posed = _articulated(ctx, index, clip, asset_id, movers)
+        if posed:  # opt-in articulation: subject and movers drawn as posed rigs (scenarios/videos/articulation.py)
+            frames, vis_all, owners = articulation.render_clip(client, clip, subject, scenery, server_world(world), fov,
+                                                               ctx.size, kinds, movers=movers, posed=posed)
+        else:
+            frames, vis_all = render_clip(client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds,
+                                          movers=movers)
         vis = [v[SUBJECT] for v in vis_all]
         fail = visibility_rule(ctx, vis)
         if fail is None:
-            return {"clip": clip, "frames": frames["lit"], "vis": vis, "asset_id": asset_id,
+            made = {"clip": clip, "frames": frames["lit"], "vis": vis, "asset_id": asset_id,
                     "attempts": attempt + 1, "scenery": scenery, "world": world, "fov": fov,
                     "movers": movers, "vis_all": vis_all, "dense": frames}
+            return {**made, "posed": posed, "spawn_owners": owners} if posed else made
         counts[fail] += 1
     raise PlacementError(f"clip {index}: subject not visible enough in {ctx.cfg.max_render_tries} rendered "
                          f"attempts (last rule: {fail})", rule=fail, tries=ctx.cfg.max_render_tries)
@@ -233,6 +239,18 @@ def _distractors(ctx: Context, rng: np.random.Generator, clip: mo.ClipMotion, as
                          motions=ctx.cfg.distractor_motions)
 
 
+def _articulated(ctx: Context, index: int, clip: mo.ClipMotion, asset_id: str, movers: list) -> dict:
+    """{actor name: PosedRig} of the subject and movers whose class has a rig; {} unless
+    ``articulation`` is on. Gait phases come from the clip's ``RIG_STREAM``."""
+    if not ctx.cfg.articulation:
+        return {}
+    rng = clip_rng(ctx.cfg, ctx.env.name, index, articulation.RIG_STREAM)
+    posed = {SUBJECT: articulation.subject_rig(ctx.lib, asset_id, clip, ctx.ground.height, rng)}
+    for m in movers:
+        posed[m.name] = articulation.mover_rig(ctx.lib, m, clip.fps, ctx.ground.height, rng)
+    return {k: v for k, v in posed.items() if v is not None}
+
+
 def features(cfg: VideoConfig, clip: mo.ClipMotion) -> list[str]:
     """The opt-in features a clip uses (issue 38), for its record; [] for DSI's own clips."""
     out = [] if clip.pattern in mo.PATTERNS else [f"pattern:{clip.pattern}"]
@@ -240,6 +258,8 @@ def features(cfg: VideoConfig, clip: mo.ClipMotion) -> list[str]:
         out.append("shake")
     if cfg.distractors:
         out.append("distractors")
+    if cfg.articulation:
+        out.append("articulated")
     return out + [f"gt:{g}" for g in cfg.ground_truth]
 
 
@@ -283,6 +303,8 @@ def _extras(ctx: Context, made: dict) -> dict:
                                      for t in range(clip.n_frames)]
     if ctx.cfg.distractors:
         out["distractors"] = [m.to_record() for m in made.get("movers", [])]
+    if ctx.cfg.articulation:  # rig, palette and gait per articulated actor; per-frame parts in gt/frames.jsonl
+        out["articulation"] = articulation.record(made.get("posed") or {})
     return out
 
 

@@ -37,6 +37,8 @@ def register(subparsers) -> None:
                    "and boxes: masks, depth, flow (gt/NNNNNN/*.npz)")
     v.add_argument("--shake", type=float, nargs=2, metavar=("CM", "DEG"),
                    help="handheld camera shake amplitude (motion.shake_cm <= 1.5, motion.shake_deg <= 0.4)")
+    v.add_argument("--articulated", action="store_true", help="subjects (and distractors) as rigs that walk, "
+                   "trot, run, roll and steer (config articulation: true; docs/videos.md)")
     v.add_argument("--no-clutter", action="store_true", help="no background objects")
     v.add_argument("--renderer", help="renderer of the servers: gl (default) or cycles[:samples=N] "
                    "(path-traced frames; `sceneforge renderers install cycles`)")
@@ -65,7 +67,7 @@ def build_config(args: argparse.Namespace):
                  "motion.n_frames": args.frames, "motion.fps": args.fps, "motion.patterns": args.patterns,
                  "clutter": False if args.no_clutter else None, "renderer": args.renderer,
                  "distractors": args.distractors, "distractor_motions": args.distractor_motions,
-                 "ground_truth": args.ground_truth,
+                 "ground_truth": args.ground_truth, "articulation": True if args.articulated else None,
                  "motion.shake_cm": args.shake[0] if args.shake else None,
                  "motion.shake_deg": args.shake[1] if args.shake else None}
     return load_config(VideoConfig.from_dict, command="sceneforge videos", config_file=args.config,
