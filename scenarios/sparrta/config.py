@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Callable
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES
 from sceneforge.scenarios.sampling.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
@@ -58,6 +59,10 @@ class SparrtaConfig:
     # position in the image gives the label away (a 2-D box of the source alone predicted the
     # ego label at 0.95; docs/validation.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
     aim_jitter_deg: float = 15.0
+    # Where the camera aims (scenarios/sparrta/camera_policy.py, docs/datasets.md "Camera policy"):
+    # "jitter" (the centroid ± aim_jitter_deg), "sparrta" (exactly at the centroid, as SpaRRTa
+    # describes) or "balanced" (the source at a label-independent image position: no source-box shortcut).
+    camera_policy: str = "jitter"
     # Splits of successive scenes, cycled (None = writers.SPLIT_PATTERN: 80/10/10). The demo's
     # 40/20/40 gives a small set a test split a probe report accepts (docs/datasets.md "Splits").
     split_pattern: tuple[str, ...] | None = None
@@ -90,6 +95,8 @@ class SparrtaConfig:
             del d["layout"]
         if d["split_pattern"] is None:  # likewise
             del d["split_pattern"]
+        if d["camera_policy"] == "jitter":  # likewise
+            del d["camera_policy"]
         return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
 
     def fingerprint(self) -> str:
@@ -163,6 +170,9 @@ def _check(c: SparrtaConfig, src: str) -> None:
     need(c.figure_yaw in FIGURE_YAWS, "figure_yaw", f"must be one of {FIGURE_YAWS}")
     need(isinstance(c.aim_jitter_deg, (int, float)) and not isinstance(c.aim_jitter_deg, bool)
          and 0.0 <= c.aim_jitter_deg <= 45.0, "aim_jitter_deg", "must be a number of degrees in [0, 45]")
+    need(c.camera_policy in CAMERA_POLICIES, "camera_policy", f"must be one of {CAMERA_POLICIES}")
+    need(c.camera_policy == "jitter" or c.aim_jitter_deg in (0.0, 15.0), "aim_jitter_deg",
+         f"applies to camera_policy jitter only (camera_policy {c.camera_policy} aims without jitter)")
     need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
     need(c.split_pattern is None or (0 < len(c.split_pattern) <= 100 and set(c.split_pattern) == set(SPLITS)),
          "split_pattern", "must be a list of up to 100 of train/val/test naming each at least once, "

@@ -37,7 +37,7 @@ from sceneforge.scenarios.sparrta.requests import PARKED_Z, ServerRequests  # no
 from sceneforge.scenarios.sparrta.graph import sample_graph
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
 from sceneforge.scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_cached, scene_budget,  # noqa: F401 - the
-                                       setting_for, units_of)                              # scenario's names
+                                       sample_setting, setting_for, units_of)              # scenario's names
 from sceneforge.scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
 from sceneforge.scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
@@ -230,6 +230,7 @@ class Session(ServerRequests):
         look = draw_look(env, sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=LOOK_STREAM))
         if "camera" in look:  # randomised lens (camera intrinsics)
             st = replace(st, fov_deg=float(look["camera"]["fov_deg"]))
+        st = sample_setting(cfg, st, unit, i)   # camera_policy balanced: where this sample's source goes
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
         ahead = Ahead((unit.env, unit.task, unit.triple_id, i), st, look, rng)
         group = self.group(unit, i, 0, st)   # its errors are the sample's (make raises them)

@@ -21,6 +21,7 @@ from sceneforge.engine.world import Actor, Camera, Ground, instance_color
 from sceneforge.scenarios.sampling.conditioned import (ConvexRegion, GaussianOnPolygon, Sector, clearance_radius, free_region,
                                    gaussian_in_box, max_useful_distance, observer_sector, square_sector_region)
 from sceneforge.scenarios.sampling.screens import screen_aimed_cameras
+from sceneforge.scenarios.sparrta.camera_policy import aims_at_screen
 from sceneforge.scenarios.sampling.silhouette import big_enough_silhouettes, drawable_points
 from sceneforge.scenarios.sampling.rejection import (AssetShape, Placed, aimed_camera, camera_clear, label_rules, no_overlap,
                                 projection_rules, resample_batched, resample_while, sample_object,
@@ -49,6 +50,9 @@ class Setting:
     centre: tuple[float, float] = (0.0, 0.0)
     figure_yaw: str = "random"      # allo figure: "random" (uniform) or "face_source"
     aim_jitter_deg: float = 0.0     # camera aim: centroid turned by uniform ±this yaw and pitch
+    # camera_policy "balanced": the source's centre at this (x, y) image fraction, drawn per sample
+    # independently of the label (camera_policy.py); None: aim at the centroid (± aim_jitter_deg)
+    source_screen: tuple[float, float] | None = None
 
 
 @dataclass
@@ -233,6 +237,8 @@ def sample_view(rng: np.random.Generator, group: Group, task: str, want: str, st
     def draw(r: np.random.Generator, n: int) -> np.ndarray:   # uniform on the region = the prior given what it excludes
         xy = region.sample_many(r, n)
         eyes = np.column_stack([xy, base_z + r.uniform(lo, hi, n)])
+        if st.source_screen is not None:   # balanced: the source where the sample's quota put it
+            return np.column_stack([eyes, aims_at_screen(eyes, src.centre(), st.source_screen, st.fov_deg)])
         if st.aim_jitter_deg <= 0.0:
             return np.column_stack([eyes, np.tile(centroid, (n, 1))])
         jitter = r.uniform(-st.aim_jitter_deg, st.aim_jitter_deg, (n, 2))

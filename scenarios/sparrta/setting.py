@@ -5,6 +5,10 @@ and how many placements one sample may try (``scene_budget``). Pure functions of
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from sceneforge.scenarios.sampling.rejection import sample_rng
+from sceneforge.scenarios.sparrta.camera_policy import BALANCE_STREAM, effective_jitter, source_screen
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, resolve_units
 from sceneforge.scenarios.sparrta.scene import Setting
 
@@ -47,4 +51,14 @@ def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
     return Setting(float(s.sigma_cm), float(s.max_pair_dist_cm), float(s.cam_xy_range_cm),
                    tuple(float(v) for v in s.cam_height_range_cm), float(s.fov_deg), cfg.size, float(margin),
                    float(ratio), float(min_bbox), cfg.max_tries, tuple(getattr(s, "centre_cm", (0.0, 0.0))),
-                   cfg.figure_yaw, float(cfg.aim_jitter_deg))
+                   cfg.figure_yaw, effective_jitter(cfg.camera_policy, cfg.aim_jitter_deg))
+
+
+def sample_setting(cfg: SparrtaConfig, st: Setting, unit: Unit, i: int) -> Setting:
+    """Sample ``i``'s own part of its unit's setting: with ``camera_policy: balanced`` where its
+    source must appear (its quota cell along the label rotation, a uniform point in it from its
+    own seed stream); otherwise ``st`` unchanged."""
+    if cfg.camera_policy != "balanced":
+        return st
+    rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=BALANCE_STREAM)
+    return replace(st, source_screen=source_screen(unit.label_offset + i, rng))

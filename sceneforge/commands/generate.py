@@ -16,7 +16,7 @@ FLAGS = {"env": "envs", "n": "n", "seed": "seed", "size": "image_size", "triples
          "min_visible_ratio": "min_visible_ratio", "min_bbox_px": "min_bbox_px",
          "samples_per_scene": "samples_per_scene", "licenses": "licenses", "renderer": "renderer",
          "layout": "layout", "figure_yaw": "figure_yaw",
-         "aim_jitter": "aim_jitter_deg"}
+         "aim_jitter": "aim_jitter_deg", "camera_policy": "camera_policy"}
 
 
 def config_from_args(args: argparse.Namespace):
@@ -89,6 +89,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--aim-jitter", type=float,
                    help="camera aim: the objects' centroid turned by uniform ±DEG yaw and pitch (default 15; "
                         "0 = exactly at the centroid, which lets one object's position give the label away)")
+    p.add_argument("--camera-policy", choices=["jitter", "sparrta", "balanced"],
+                   help="where the camera aims: jitter (default: the objects' centroid ± --aim-jitter), sparrta "
+                        "(exactly at the centroid, as SpaRRTa describes) or balanced (the source at an image "
+                        "position drawn independently of the label: no source-box shortcut); docs/datasets.md")
     p.add_argument("--masks", action="store_true", help="also write instance masks (mask_NNNN.png)")
     p.add_argument("--depth", action="store_true", help="also write depth (depth_NNNN.npy, cm)")
     p.add_argument("--no-clutter", action="store_true", help="leave out the environment's background objects")
