@@ -2,7 +2,7 @@
 
 The framing is engine/protocol.py's (``magic | length | b"{id}:{payload}"``, the official
 ``unrealcv.Client``'s), so UE5 + UnrealCV servers work unchanged; why we do not use the official
-client is in engine/client.py's docstring.
+client is in engine/client/render_client.py's docstring.
 """
 from __future__ import annotations
 

@@ -20,9 +20,6 @@ LIBRARY = ("core", "engine", "scenarios", "probing", "renderfarm", "assets_manif
 
 _P = "sceneforge."
 KNOWN = [   # debt: untie, then delete the line
-    {_P + f"engine.server.commands.{m}" for m in ("camera_settings", "ext", "image", "stock", "table", "unrealcv")},
-    {_P + f"engine.server.gl.{m}" for m in ("backend", "count_passes", "passes", "pbr", "shadow")},
-    {_P + f"engine.{m}" for m in ("client", "client_images", "client_stock")},
 ]
 
 

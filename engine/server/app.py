@@ -43,7 +43,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 from sceneforge.core.errors import ProtocolError
 from sceneforge.engine.protocol import DEFAULT_MAX_FRAME, HEADER, join_reply, parse_header, send_frame, split_request
-from sceneforge.engine.server.commands.table import READ, access_of, dispatch
+from sceneforge.engine.server.commands.dispatch import READ, access_of, dispatch
 from sceneforge.engine.server.state import ServerState
 
 log = logging.getLogger(__name__)

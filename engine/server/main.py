@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from sceneforge.core.errors import AssetError, ConfigError, SceneforgeError, exit_code_of
+from sceneforge.core.atomic import atomic_write_text
+from sceneforge.engine.limits import MAX_LOG_RECORD
+from sceneforge.engine.protocol import DEFAULT_MAX_FRAME
+from sceneforge.engine.server.gl import llvm_order
 
 log = logging.getLogger(__name__)
 DESCRIPTION = "Headless render server speaking the UnrealCV protocol (embedded renderer by default)."
@@ -28,6 +32,7 @@ DESCRIPTION = "Headless render server speaking the UnrealCV protocol (embedded r
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The server's flags (shared by ``python -m sceneforge.engine.server`` and ``sceneforge serve``)."""
+    # lazy: the registry imports the renderer interface (numpy); `sceneforge --help` does not need it
     from sceneforge.engine.server.renderers import DEFAULT_RENDERER, renderer_names
 
     p.add_argument("--host", default="127.0.0.1",
@@ -106,8 +111,6 @@ def _validate(args: argparse.Namespace) -> None:
         if not (value == value and 0 <= value <= 86400) or (flag == "--frame-timeout" and value <= 0):
             raise ConfigError(f"{flag} must be {'> 0' if flag == '--frame-timeout' else '>= 0'} and at most "
                               f"86400 seconds, got {value}")
-    from sceneforge.engine.protocol import DEFAULT_MAX_FRAME
-
     max_frame = args.max_frame or DEFAULT_MAX_FRAME
     if args.client_buffer < max_frame:
         raise ConfigError(f"--client-buffer ({args.client_buffer}) must be at least --max-frame ({max_frame})")
@@ -127,15 +130,14 @@ def _validate(args: argparse.Namespace) -> None:
 
 def build_server(args: argparse.Namespace):
     """Validated args → an unstarted RenderServer (the asset library warms in the background)."""
-    from sceneforge.engine.protocol import DEFAULT_MAX_FRAME
+    # lazy: the server's modules (numpy, the renderer registry) load when a server is built,
+    # not for `--help` or a flag error
     from sceneforge.engine.server.app import RenderServer
     from sceneforge.engine.server.catalog import AssetCatalog
     from sceneforge.engine.server.renderers import backend_factory, check_renderer
     from sceneforge.engine.server.state import ServerState
 
     _validate(args)
-    from sceneforge.engine.server.gl import llvm_order
-
     llvm_order.PRELOAD = False  # a render server never imports triton (see llvm_order)
     factory = backend_factory(args.renderer)
     check_renderer(args.renderer)  # e.g. cycles not installed: one line before listening
@@ -167,8 +169,6 @@ def build_server(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     """Listen until SIGTERM/SIGINT; publish the bound port in ``--ready-file``."""
-    from sceneforge.core.atomic import atomic_write_text
-
     cap_log_records()
     server = build_server(args)
     try:
@@ -205,8 +205,6 @@ class _CapRecords(logging.Filter):
     made a 315 MB log out of 60 requests (issue 39); handlers keep the first characters."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        from sceneforge.engine.limits import MAX_LOG_RECORD
-
         msg = record.getMessage()
         if len(msg) > MAX_LOG_RECORD:
             record.msg, record.args = f"{msg[:MAX_LOG_RECORD]}... (cut: {len(msg)} characters)", None

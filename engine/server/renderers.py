@@ -12,6 +12,7 @@ from typing import Callable
 
 from sceneforge.core.errors import ConfigError, RenderError
 from sceneforge.engine.server.backend import MeshProvider, RenderBackend
+from sceneforge.engine.server.cycles import install   # light: paths and a version check
 
 BackendFactory = Callable[[MeshProvider, int], RenderBackend]
 DEFAULT_RENDERER = "gl"
@@ -107,9 +108,7 @@ _VALIDATORS["gl"] = _gl_options
 
 
 def _cycles_installed() -> None:
-    from sceneforge.engine.server.cycles.install import require
-
-    require()
+    install.require()
 
 
 @register_renderer("cycles", "Blender Cycles path tracer (CPU, OpenImageDenoise) for lit; GL for masks, depth, "
@@ -118,12 +117,14 @@ def _cycles_installed() -> None:
                    options=("samples", "seed", "denoise", "prefilter"))
 def cycles_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """Path-traced ``lit`` from a persistent Blender worker process (its own venv)."""
+    # lazy, as every renderer's module: it loads when the renderer is chosen, not for the list
     from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     return CyclesBackend(mesh_provider, threads=threads, settings=CyclesSettings.from_options(options or {}, threads))
 
 
 def _cycles_options(options: dict) -> None:
+    # lazy: the Cycles backend's modules load only when `--renderer cycles:...` is given
     from sceneforge.engine.server.cycles.backend import CyclesSettings
 
     CyclesSettings.from_options(options, 1)

@@ -23,10 +23,11 @@ from typing import Callable, Iterator, TypeVar
 import numpy as np
 
 from sceneforge.core.errors import CommandError, PathSecurityError, RenderError
-from sceneforge.engine import limits
+from sceneforge.engine import limits, render_kinds
 from sceneforge.engine.limits import shown
 from sceneforge.engine.server.backend import MeshProvider, RenderBackend
 from sceneforge.engine.server.catalog import AssetCatalog
+from sceneforge.engine.server.renderers import DEFAULT_RENDERER, backend_factory
 from sceneforge.engine.server.unrealcv_state import UnrealcvState
 from sceneforge.engine.world import Actor, Camera, Scene, instance_color
 
@@ -38,8 +39,6 @@ _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 def default_backend_factory(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
     """The default renderer of :mod:`engine.server.renderers` (the embedded GL rasteriser)."""
-    from sceneforge.engine.server.renderers import DEFAULT_RENDERER, backend_factory
-
     return backend_factory(DEFAULT_RENDERER)(mesh_provider, threads)
 
 
@@ -110,6 +109,9 @@ class ServerState:
     def render(self, cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         camera = self.camera(cam_id)  # a bad id fails before the renderer starts
         self.check_budget(camera, len(kinds), "render")
+        renderer = getattr(self.backend(), "renderer", "")   # a backend without a name is not in the table
+        if renderer:   # a kind this renderer lacks: one line, and the renderer is not reset
+            kinds = render_kinds.require(renderer, kinds, CommandError)
         return self.with_backend(lambda b: b.render(self.scene, camera, kinds))
 
     def check_budget(self, camera: Camera, passes: int, what: str) -> None:

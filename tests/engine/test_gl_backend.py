@@ -12,7 +12,7 @@ import trimesh
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.meshes import RenderMesh
-from sceneforge.engine.server.backend import KINDS
+from sceneforge.engine import render_kinds
 from sceneforge.engine.world import Ground, Look, Rotator
 from gl_scenes import MESHES, _actor, _camera, _centroid, _render_mesh, _scene, _three_objects
 
@@ -145,8 +145,8 @@ def test_object_mask_colours_and_instance_ids(backend):
 
 
 def test_all_kinds_shapes_and_dtypes(backend):
-    out = backend.render(_three_objects(), _camera(96, 64), KINDS)
-    assert list(out) == list(KINDS)
+    out = backend.render(_three_objects(), _camera(96, 64), render_kinds.rendered())
+    assert list(out) == list(render_kinds.rendered())
     assert out["lit"].shape == (64, 96, 3) and out["lit"].dtype == np.uint8
     assert out["normal"].shape == (64, 96, 3) and out["normal"].dtype == np.float32
     assert out["instance_id"].shape == (64, 96)

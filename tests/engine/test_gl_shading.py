@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sceneforge.core.errors import RenderError
-from sceneforge.engine.server.backend import KINDS
+from sceneforge.engine import render_kinds
 from sceneforge.engine.server.gl.backend import GLBackend
 from sceneforge.engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
                           look_at_rotation)
@@ -100,10 +100,10 @@ def test_shadows_do_not_depend_on_render_history(backend):
 
 def test_renders_are_deterministic(backend):
     scene, cam = _three_objects(), _camera(128, 96, rotation=Rotator(-5.0, 3.0, 0.0))
-    first = backend.render(scene, cam, KINDS)
-    backend.render(_scene(_actor("x", "sphere", (500.0, 0.0, 0.0))), _camera(64, 64), KINDS)  # churn caches
-    second = backend.render(scene, cam, KINDS)
-    for k in KINDS:
+    first = backend.render(scene, cam, render_kinds.rendered())
+    backend.render(_scene(_actor("x", "sphere", (500.0, 0.0, 0.0))), _camera(64, 64), render_kinds.rendered())  # churn caches
+    second = backend.render(scene, cam, render_kinds.rendered())
+    for k in render_kinds.rendered():
         assert first[k].tobytes() == second[k].tobytes(), k
 
 

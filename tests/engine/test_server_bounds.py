@@ -463,7 +463,7 @@ def test_reads_are_answered_while_another_clients_render_runs(render_client, ser
 def test_only_side_effect_free_queries_are_answered_off_the_worker():
     """The command table's classification (engine/server/commands/table.py): ``read`` routes
     (answered on a connection thread) are all ``vget``; image and mesh queries are ``render``."""
-    from sceneforge.engine.server.commands.table import READ, RENDER, WRITE, access_of, routes
+    from sceneforge.engine.server.commands.dispatch import READ, RENDER, WRITE, access_of, routes
 
     table = routes()
     assert {r.access for r in table} == {READ, WRITE, RENDER}

@@ -15,7 +15,7 @@ import pytest
 from sceneforge.engine import limits
 from sceneforge.engine.protocol import frame, recv_frame
 from sceneforge.engine.server.catalog import AssetCatalog
-from sceneforge.engine.server.commands.table import dispatch
+from sceneforge.engine.server.commands.dispatch import dispatch
 from sceneforge.engine.server.state import ServerState
 from wire_helpers import ask, greeted
 

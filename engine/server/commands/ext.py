@@ -13,9 +13,8 @@ from dataclasses import replace
 
 from sceneforge.core.errors import CommandError, SceneforgeError
 from sceneforge.core.visibility import check_gate, visibility_failure
-from sceneforge.engine import limits
+from sceneforge.engine import limits, render_kinds
 from sceneforge.engine.protocol import pack_arrays
-from sceneforge.engine.server.backend import KINDS
 from sceneforge.engine.server.commands.table import READ, RENDER, command, parse_int
 from sceneforge.engine.server.commands.stock import new_actor, server_version
 from sceneforge.engine.server.state import ServerState
@@ -201,9 +200,10 @@ def visibility(state: ServerState, args: list[str]) -> str:
 
 def _kinds(text: str, what: str) -> tuple[str, ...]:
     kinds = tuple(k for k in text.split(",") if k)
-    bad = [k for k in kinds if k not in KINDS]
+    known = render_kinds.rendered()   # the table's rows a renderer draws (not the derived ones)
+    bad = [k for k in kinds if k not in known]
     if bad or not kinds:
-        raise CommandError(f"{what}: unknown kind(s) {bad} (known: {', '.join(KINDS)})")
+        raise CommandError(f"{what}: unknown kind(s) {bad} (known: {', '.join(known)})")
     return kinds
 
 

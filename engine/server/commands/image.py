@@ -3,8 +3,10 @@
 Formats as the UnrealCV plugin (byte layouts in :mod:`engine.server.image_codecs`): ``png``
 (RGBA), ``bmp`` (the plugin's 32-bit BGRA top-down BMP) and ``npy`` (``np.save`` bytes: uint8 RGB
 images, float32 depth in cm, float32 (H, W, 2) flow in pixels). Depth also as ``exr`` (float32)
-and ``png`` (16-bit cm). ``seg`` is the plugin's alias of ``object_mask``; ``optical_flow`` is the
-motion since this camera's previous image request (:mod:`engine.server.optical_flow`).
+and ``png`` (16-bit cm). The commands, their formats and aliases (the plugin's ``seg``) are made
+from the render-kind table (:mod:`engine.render_kinds`); ``optical_flow`` is the motion since
+this camera's previous image request (:mod:`engine.server.optical_flow`), derived from two
+rendered kinds (:data:`DERIVED`).
 A file name ending in a format's extension writes the file into the server's output directory
 (never outside it) and replies with its absolute path; no argument writes an auto-numbered file
 there, as older plugins did. An unsupported format gets the plugin's ``Invalid filename type``.
@@ -17,34 +19,31 @@ import numpy as np
 
 from sceneforge.core.atomic import atomic_write_bytes
 from sceneforge.core.errors import CommandError
+from sceneforge.engine import render_kinds
 from sceneforge.engine.server import image_codecs as codecs
 from sceneforge.engine.server.commands.table import RENDER, command, parse_int
 from sceneforge.engine.server.optical_flow import optical_flow, snapshot
 from sceneforge.engine.server.state import ServerState
 
-IMAGE_KINDS = ("lit", "object_mask", "normal")
-DEPTH_KINDS = ("depth", "plane_depth")
-FLOW_KIND = "optical_flow"
-ALIASES = {"seg": "object_mask"}
 FORMATS = ("png", "bmp", "npy", "exr")
-_ALLOWED = {**{k: ("png", "bmp", "npy") for k in IMAGE_KINDS + (FLOW_KIND,)},
-            **{k: ("npy", "exr", "png") for k in DEPTH_KINDS}}
 
 
 def to_uint8(kind: str, array: np.ndarray) -> np.ndarray:
-    """RGB uint8 view of a rendered array (normals map [-1, 1] → [0, 255]; flow colour-coded)."""
-    if kind == "normal":
+    """RGB uint8 view of a rendered array, as its row's ``as_image`` says (normals map [-1, 1]
+    → [0, 255]; flow colour-coded)."""
+    shown = render_kinds.get(kind).as_image
+    if shown == "unit_vector":
         return np.clip(np.rint((array + 1.0) * 127.5), 0, 255).astype(np.uint8)
-    if kind == FLOW_KIND:
+    if shown == "flow":
         return codecs.flow_rgb(array)
     return np.ascontiguousarray(array, dtype=np.uint8)
 
 
 def encode(kind: str, array: np.ndarray, fmt: str) -> bytes:
-    """Encode one rendered array in an UnrealCV format."""
+    """Encode one rendered array in an UnrealCV format (one of its row's ``formats``)."""
     if fmt == "npy":
         return codecs.npy_bytes(array)
-    if kind in DEPTH_KINDS:
+    if render_kinds.get(kind).as_image == "depth16":
         return codecs.exr_bytes(array) if fmt == "exr" else codecs.depth_png_bytes(array)
     rgb = to_uint8(kind, array)
     return codecs.png_rgba_bytes(rgb) if fmt == "png" else codecs.bmp_bytes(rgb)
@@ -61,7 +60,7 @@ def _invalid(arg: str) -> CommandError:
 
 def _target(state: ServerState, kind: str, args: list[str]) -> tuple[str, str | None]:
     """(format, filename or None) for the optional argument."""
-    allowed = _ALLOWED[kind]
+    allowed = render_kinds.get(kind).formats
     if not args:
         return allowed[0], state.auto_filename(kind, allowed[0])
     arg = args[0]
@@ -90,10 +89,10 @@ def render_kind(state: ServerState, cam_id: int, kind: str) -> np.ndarray:
     """One stock image of camera ``cam_id``; records the frame for the next optical flow."""
     camera = state.camera(cam_id)
     settings = state.unrealcv.camera(cam_id)
-    if kind == FLOW_KIND:
-        arrays = state.render(cam_id, ("plane_depth", "instance_id"))
-        out = optical_flow(state.unrealcv.previous_frame.get(cam_id), state.scene, camera,
-                           arrays["plane_depth"], arrays["instance_id"])
+    row = render_kinds.get(kind)
+    if row.derived_from:
+        arrays = state.render(cam_id, row.derived_from)
+        out = DERIVED[kind](state, cam_id, camera, arrays)
     elif kind == "lit" and settings.lit_source == "normal":
         out = to_uint8("normal", state.render(cam_id, ("normal",))["normal"])
     elif kind == "lit":
@@ -116,23 +115,36 @@ def image_reply(state: ServerState, cam: str, kind: str, args: list[str]) -> "st
     return str(path)
 
 
+def _flow(state: ServerState, cam_id: int, camera, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    return optical_flow(state.unrealcv.previous_frame.get(cam_id), state.scene, camera,
+                        arrays["plane_depth"], arrays["instance_id"])
+
+
+# The server's code of each derived kind (a row with ``derived_from``): f(state, cam_id, camera,
+# {source kind: array}) -> the array
+DERIVED = {"optical_flow": _flow}
+
+
 def _register(name: str, kind: str) -> None:
     def handler(state: ServerState, args: list[str], id: str) -> "str | bytes":
         return image_reply(state, id, kind, args)
 
     handler.__name__ = f"get_{name}"
-    handler.__doc__ = f"Get {kind.replace('_', ' ')} from camera [id] as {'/'.join(_ALLOWED[kind])} bytes or a file"
+    formats = render_kinds.get(kind).formats
+    handler.__doc__ = f"Get {kind.replace('_', ' ')} from camera [id] as {'/'.join(formats)} bytes or a file"
     command(f"vget /camera/[id]/{name}", f"vget /camera/[id]/{name} [format]", access=RENDER)(handler)
 
 
-for _kind in IMAGE_KINDS + DEPTH_KINDS + (FLOW_KIND,):
-    _register(_kind, _kind)
-for _alias, _kind in ALIASES.items():
-    _register(_alias, _kind)
+# one camera command per row of the render-kind table with formats, then the plugin's aliases
+for _row in render_kinds.camera_kinds():
+    _register(_row.name, _row.name)
+for _row in render_kinds.camera_kinds():
+    for _alias in _row.aliases:
+        _register(_alias, _row.name)
 
 _VIEWMODE_KIND = {"lit": "lit", "unlit": "lit", "base_color": "lit", "vertex_color": "lit",
                   "no_transparency": "lit", "wireframe": "lit", "debug": "lit",
-                  "object_mask": "object_mask", "normal": "normal", "optical_flow": FLOW_KIND}
+                  "object_mask": "object_mask", "normal": "normal", "optical_flow": "optical_flow"}
 
 
 @command("vget /screenshot [filename]", access=RENDER)

@@ -14,21 +14,17 @@ Each route also says what it touches (``access``), which is how the server sched
 ``ServerState.lock`` while a render is in progress). The default is ``write``: a handler is
 answered concurrently only when it is marked ``read`` on purpose.
 
-:func:`dispatch` never raises: a :class:`~core.errors.SceneforgeError` becomes ``error <msg>``,
-anything else ``error internal ...`` (logged with its traceback), so no command can take the
-server down.
+This module is the registry only: the handler modules import it to register their routes, and
+:mod:`.dispatch` imports them all and runs command lines against the table.
 """
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from typing import Callable
 
-from sceneforge.core.errors import CommandError, SceneforgeError
-from sceneforge.engine.server.state import ServerState
+from sceneforge.core.errors import CommandError
 
-log = logging.getLogger(__name__)
 
 Handler = Callable[..., "str | bytes"]
 _PLACEHOLDER = re.compile(r"\[([A-Za-z_][A-Za-z0-9_]*)\]")
@@ -48,7 +44,6 @@ class Route:
 
 
 _ROUTES: list[Route] = []
-_LOADED = False   # every handler module imported (until then, nothing is classified ``read``)
 
 
 def _path_regex(path: str) -> re.Pattern:
@@ -85,7 +80,6 @@ def templates() -> list[str]:
     Extensions come first: the official client checks every request against this list in
     order (~5 µs per template), and the batched extensions are what a generator sends per frame.
     """
-    _load_tables()
     listed = [t for r in _ROUTES for t in r.templates]
     return [t for t in listed if "/sceneforge/" in t] + [t for t in listed if "/sceneforge/" not in t]
 
@@ -129,43 +123,15 @@ def unknown_command(command_line: str) -> str:
             "(Can not find a handler for this command; see vget /unrealcv/help)")
 
 
-def access_of(command_line: str) -> str:
-    """:data:`READ`, :data:`WRITE` or :data:`RENDER` for a command line (:data:`WRITE` when it
-    matches no route, or before the tables are loaded: such a line goes to the render worker)."""
-    if not _LOADED:
-        return WRITE
-    try:
-        return _match(command_line)[0].access
-    except SceneforgeError:
-        return WRITE
+def match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:
+    """The route of ``command_line``, its path parameters and arguments; CommandError (the
+    plugin's wording) when none matches."""
+    return _match(command_line)
 
 
 def routes() -> list[Route]:
-    """Every registered route (tests check the classification)."""
-    _load_tables()
+    """Every registered route, in registration order."""
     return list(_ROUTES)
-
-
-def dispatch(state: ServerState, command_line: str) -> "str | bytes":
-    """Run one command against ``state``; always returns a reply (``error ...`` on failure)."""
-    _load_tables()
-    try:
-        route, params, args = _match(command_line)
-        return route.handler(state, args, **params)
-    except SceneforgeError as e:
-        return f"error {e}"
-    except Exception as e:  # a handler bug must not kill the connection or the server
-        log.exception("command %r failed", _short(command_line))
-        return f"error internal {type(e).__name__}: {_short(str(e), 200)}"
-
-
-def _load_tables() -> None:
-    """Import the modules that register handlers (once; they import this module)."""
-    global _LOADED
-    if not _ROUTES:
-        from sceneforge.engine.server.commands import ext, image, stock  # noqa: F401
-        from sceneforge.engine.server.commands import camera_settings, unrealcv  # noqa: F401  (unrealcv's vrun/vexec/vbp catch-alls: last)
-    _LOADED = True
 
 
 # --- argument helpers shared by the handler modules ------------------------------------------

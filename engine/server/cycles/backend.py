@@ -26,10 +26,13 @@ import numpy as np
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.meshes import RenderMesh
 from sceneforge.engine.limits import MAX_CYCLES_SAMPLES, MAX_CYCLES_SEED, shown
-from sceneforge.engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
+from sceneforge.engine import render_kinds
+from sceneforge.engine.server.backend import MeshProvider, PixelCount, RenderBackend
 from sceneforge.engine.server.cycles import install
 from sceneforge.engine.server.cycles.client import BlenderWorker, decode_png
-from sceneforge.engine.server.gl.envlight import hdri_sun, sky_rotation_deg
+from sceneforge.engine.server.gl.envlight import CLAMP_MEAN, hdri_sun, sky_rotation_deg, upper_mean
+from sceneforge.engine.server.gl.frame import ray_factor
+from sceneforge.engine.server.gl.ground import ground_tiles
 from sceneforge.engine.world import Camera, Ground, Scene
 
 log = logging.getLogger(__name__)
@@ -88,6 +91,7 @@ class CyclesBackend(RenderBackend):
     """Path-traced ``lit`` (Cycles, CPU, OpenImageDenoise) + the GL backend for everything else."""
 
     name = "cycles"
+    renderer = "cycles"
 
     def __init__(self, mesh_provider: MeshProvider, *, threads: int = 1, settings: CyclesSettings | None = None,
                  root: Path | None = None, gl: RenderBackend | None = None, timeout_s: float = 600.0,
@@ -99,6 +103,8 @@ class CyclesBackend(RenderBackend):
         # provider), as for the GL backend; None → gradient sky / procedural ground.
         self._content = content if content is not None else getattr(mesh_provider, "__self__", None)
         if gl is None:
+            # lazy: the GL backend loads moderngl and EGL; CyclesSettings (validating
+            # `--renderer cycles:...` options) is imported without them
             from sceneforge.engine.server.gl.backend import GLBackend
 
             # labels must outline Cycles' own (full-detail) geometry: no levels of detail
@@ -115,10 +121,7 @@ class CyclesBackend(RenderBackend):
 
     # --- RenderBackend ----------------------------------------------------------------------
     def render(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-        kinds = tuple(kinds)
-        for k in kinds:
-            if k not in KINDS:
-                raise ConfigError(f"unknown render kind {k!r}; expected one of {', '.join(KINDS)}")
+        kinds = render_kinds.require(self.renderer, kinds)   # ConfigError: unknown or not drawn here
         out: dict[str, np.ndarray] = {}
         rest = tuple(k for k in kinds if k != "lit")
         if rest:
@@ -176,8 +179,6 @@ class CyclesBackend(RenderBackend):
                     pal[i + 1] = a.color
                 out["object_mask"] = pal[np.clip(ids, 0, len(scene.actors))]
         if "plane_depth" in raw:
-            from sceneforge.engine.server.gl.frame import ray_factor
-
             planar = raw["plane_depth"].astype(np.float32)
             planar[planar >= SKY_DEPTH] = np.inf
             out["plane_depth"] = planar
@@ -340,8 +341,6 @@ def hdri_for_blender(img: np.ndarray) -> np.ndarray:
     ψ at 180° − ψ; measured with tests/engine/test_hdri_sun.py). Normalised so the upper
     hemisphere's mean luminance is 1, the HDRI's own sun clamped (the sun lamp lights and shadows
     separately), exactly as the GL backend prepares it."""
-    from sceneforge.engine.server.gl.envlight import CLAMP_MEAN, upper_mean
-
     img = np.nan_to_num(np.asarray(img, np.float32), nan=0.0, posinf=0.0, neginf=0.0).clip(0.0)
     img = img / max(upper_mean(img), 1e-6)
     return np.ascontiguousarray(np.minimum(img, CLAMP_MEAN))
@@ -350,8 +349,6 @@ def hdri_for_blender(img: np.ndarray) -> np.ndarray:
 def ground_mesh(ground: Ground, surface=None) -> RenderMesh:
     """The GL backend's ground tiles merged into one mesh (same heights, same extent); with a
     ``surface`` material, UVs repeat it every ``tile_cm``."""
-    from sceneforge.engine.server.gl.resources import ground_tiles
-
     verts, faces, colors, normals, off = [], [], [], [], 0
     for mesh, n in ground_tiles(ground):
         verts.append(mesh.vertices)

@@ -21,50 +21,21 @@ import operator
 import os
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import numpy as np
 
 from sceneforge.core.errors import ConfigError, RenderError
 from sceneforge.engine.server.gl import frame as F
 from sceneforge.engine.server.gl import lod as L
-from sceneforge.engine.server.backend import KINDS, MeshProvider, PixelCount, RenderBackend
+from sceneforge.engine import render_kinds
+from sceneforge.engine.server.backend import MeshProvider, PixelCount, RenderBackend
+from sceneforge.engine.server.gl.frame import Draw, Frame
+from sceneforge.engine.server.gl.llvm_order import preload_before_gl
 from sceneforge.engine.server.gl.passes import Passes
 from sceneforge.engine.world import Camera, Scene
 
 log = logging.getLogger(__name__)
 COUNT_IN_ONE_PASS = True   # pixel counts: coverage recorded by the id pass (count_passes.id_pass named=)
-
-
-@dataclass
-class Draw:
-    """One actor to draw this frame."""
-
-    index: int  # position in scene.actors (instance id = index + 1)
-    asset_id: str
-    mesh: object  # GpuMesh drawn by every pass of this frame (a level of detail when small on screen)
-    caster: object  # GpuMesh at full detail (the shadow map draws its level for the map's texel size)
-    placed: F.Placed
-    center: np.ndarray  # world bounding-sphere centre, cm
-    radius: float
-    tint: tuple[int, int, int] | None
-
-
-@dataclass
-class Frame:
-    """Everything a pass needs about one (scene, camera): computed once per call."""
-
-    camera: Camera
-    near: float
-    far: float
-    view_proj: np.ndarray
-    draws: list[Draw]  # all non-hidden actors
-    visible: np.ndarray  # bool per draw: bounding sphere intersects the frustum
-    planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
-    centers: np.ndarray  # (n, 3) world bounding-sphere centres of the full meshes, per draw
-    radii: np.ndarray    # (n,) their radii
-    levelled: tuple[int, ...] = ()  # positions of the draws drawn at a level of detail
-    ground: tuple = ()  # Passes.ground_draws: face ranges of the ground tiles in view at their level
 
 
 def drawn_spheres(frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
@@ -139,14 +110,13 @@ class GLBackend(RenderBackend):
     """
 
     name = "moderngl"
+    renderer = "gl"
 
     def __init__(self, mesh_provider: MeshProvider, *, shadow_map_size: int = 2048,
                  threads: int | None = None, content=None, lod: bool = True):
         if threads is not None and "LP_NUM_THREADS" not in os.environ:
             os.environ["LP_NUM_THREADS"] = str(int(threads))
         import moderngl  # heavy-ish; keep it out of modules that only need the interface
-
-        from sceneforge.engine.server.gl.llvm_order import preload_before_gl
 
         preload_before_gl()  # triton's LLVM before Mesa's: else a later `import timm` segfaults
 
@@ -170,10 +140,7 @@ class GLBackend(RenderBackend):
 
     # --- RenderBackend ----------------------------------------------------------------------
     def render(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-        kinds = tuple(kinds)
-        for k in kinds:
-            if k not in KINDS:
-                raise ConfigError(f"unknown render kind {k!r}; expected one of {', '.join(KINDS)}")
+        kinds = render_kinds.require(self.renderer, kinds)   # ConfigError: unknown or not drawn here
         with self._using():
             frame = self._frame(scene, camera)
             p = self._passes

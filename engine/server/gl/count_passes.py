@@ -9,16 +9,13 @@ They use the ``Passes`` members ``ctx``, ``program``, ``target``, ``draw_mesh`` 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import moderngl
 import numpy as np
 
 from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl.frame import Draw, Frame
 from sceneforge.engine.world import Ground
-
-if TYPE_CHECKING:
-    from sceneforge.engine.server.gl.backend import Draw, Frame
 
 log = logging.getLogger(__name__)
 

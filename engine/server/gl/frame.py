@@ -197,3 +197,34 @@ def ray_factor(width: int, height: int, focal_px: float) -> np.ndarray:
 def eye_to_world(camera: Camera) -> np.ndarray:
     """3x3 rotation from GL eye axes (x right, y up, -z forward) to UE world axes."""
     return camera.view_matrix()[:3, :3].T
+
+
+@dataclass
+class Draw:
+    """One actor to draw this frame."""
+
+    index: int  # position in scene.actors (instance id = index + 1)
+    asset_id: str
+    mesh: object  # GpuMesh drawn by every pass of this frame (a level of detail when small on screen)
+    caster: object  # GpuMesh at full detail (the shadow map draws its level for the map's texel size)
+    placed: Placed
+    center: np.ndarray  # world bounding-sphere centre, cm
+    radius: float
+    tint: tuple[int, int, int] | None
+
+
+@dataclass
+class Frame:
+    """Everything a pass needs about one (scene, camera): computed once per call."""
+
+    camera: Camera
+    near: float
+    far: float
+    view_proj: np.ndarray
+    draws: list[Draw]  # all non-hidden actors
+    visible: np.ndarray  # bool per draw: bounding sphere intersects the frustum
+    planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
+    centers: np.ndarray  # (n, 3) world bounding-sphere centres of the full meshes, per draw
+    radii: np.ndarray    # (n,) their radii
+    levelled: tuple[int, ...] = ()  # positions of the draws drawn at a level of detail
+    ground: tuple = ()  # Passes.ground_draws: face ranges of the ground tiles in view at their level

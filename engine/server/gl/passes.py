@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
-
 import moderngl
 import numpy as np
 
@@ -23,16 +21,16 @@ from sceneforge.engine.server.gl import post_shaders as Q
 from sceneforge.engine.server.gl import shaders as S
 from sceneforge.engine.server.gl.ground import ground_grid
 from sceneforge.engine.server.gl.count_passes import CountPasses
+from sceneforge.engine.server.gl.frame import Draw, Frame
 from sceneforge.engine.server.gl.ground_gpu import GpuGround, upload_ground
 from sceneforge.engine.server.gl.meshes import MeshCache
+from sceneforge.engine.server.gl.pbr import PbrLook
+from sceneforge.engine.server.gl.program import Program
 from sceneforge.engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, noise_image
 from sceneforge.engine.server.gl.targets import Targets
 from sceneforge.engine.server.gl.shadow import ShadowMaps
 from sceneforge.engine.server.gl.surfaces import TextureCache
 from sceneforge.engine.world import Camera, Ground, Scene
-
-if TYPE_CHECKING:
-    from sceneforge.engine.server.gl.backend import Draw, Frame
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +54,6 @@ def _ambient(sky_rgb, ambient: float) -> tuple[float, float, float]:
     return tuple(float(x) for x in ambient * (0.6 + 0.4 * c))  # type: ignore[return-value]
 
 
-_KEPT = (bytes, tuple, float, int)   # immutable uniform values: _Program.set remembers them
-_UNSET = object()
-
-
 def cascade_receivers(frame: "Frame", z_range: tuple[float, float], split: float,
                       distance: float) -> tuple[np.ndarray, np.ndarray]:
     """World points whose hulls hold the fragments that read the near and the far cascade
@@ -73,42 +67,12 @@ def cascade_receivers(frame: "Frame", z_range: tuple[float, float], split: float
                               min_depth=split / corner - 1.0))   # 1 cm: far from rounding
 
 
-class _Program:
-    """A program plus its uniforms resolved once (unused uniforms are optimised out: skipped).
-
-    A GL program keeps its uniforms' values between draws, so :meth:`set` skips a value equal to
-    the one it last set (same type, immutable): a frame sets ~650 uniforms, most of them the same
-    material or camera values again, and each write is a few µs of Python in moderngl. Every
-    uniform of these programs is set through :meth:`set`."""
-
-    def __init__(self, ctx: moderngl.Context, vs: str, fs: str, defines: tuple[str, ...] = ()):
-        self.prog = ctx.program(vertex_shader=S.source(vs, defines), fragment_shader=S.source(fs, defines))
-        self.u = {name: self.prog[name] for name in self.prog if isinstance(self.prog[name], moderngl.Uniform)}
-        self._last: dict[str, object] = {}
-
-    def set(self, name: str, value) -> None:
-        u = self.u.get(name)
-        if u is None:
-            return
-        last = self._last.get(name, _UNSET)
-        if type(last) is type(value) and last == value:
-            return
-        if isinstance(value, bytes):
-            u.write(value)
-        else:
-            u.value = value
-        if type(value) in _KEPT:
-            self._last[name] = value
-        else:
-            self._last.pop(name, None)
-
-
 class Passes(CountPasses):
     """The GL objects of one context and the passes drawn with them (lit, ids, coverage)."""
 
     def __init__(self, ctx: moderngl.Context, shadow_map_size: int):
         self.ctx = ctx
-        self.progs: dict[str, _Program] = {}
+        self.progs: dict[str, Program] = {}
         self.mesh_cache = MeshCache(ctx, lambda: self.textures)
         self.targets: dict[tuple[int, int], Targets] = {}
         self._ground_key: Ground | None = None
@@ -119,12 +83,12 @@ class Passes(CountPasses):
                                           ap.set("u_light_vp", F.gl_bytes(light_vp)),
                                           ap.set("u_model", d.placed.model_bytes))))
         self._noise: moderngl.Texture | None = None
-        self._sky_vaos: dict[_Program, moderngl.VertexArray] = {}
+        self._sky_vaos: dict[Program, moderngl.VertexArray] = {}
         self.textures = TextureCache(ctx)
         self._pbr = None  # engine.server.gl.pbr.PbrLook, created on the first PBR frame
 
     # --- resources --------------------------------------------------------------------------
-    def program(self, key: str) -> _Program:
+    def program(self, key: str) -> Program:
         """Programs by key, e.g. ``lit_ngs``: base name + variant flags (n: normals, g: ground,
         s: sun shadow map, a: alpha test, t/m/o: albedo/normal/ORM maps, f: fog, c: vertex colours,
         j: object-space normal map of impostor cards)."""
@@ -143,10 +107,10 @@ class Passes(CountPasses):
                                            ("t", "ALBEDO_MAP"), ("m", "NORMAL_MAP"), ("o", "ORM_MAP"), ("f", "FOG"),
                                            ("c", "VERTEX_COLOR"), ("j", "OBJECT_NORMALS"))
                             if f in flags)
-            self.progs[key] = _Program(self.ctx, vs, fs, defines)
+            self.progs[key] = Program(self.ctx, vs, fs, defines)
         return self.progs[key]
 
-    def draw_mesh(self, mesh: GpuMesh, prog: _Program, key: str, with_attrs: bool, alpha_base: str,
+    def draw_mesh(self, mesh: GpuMesh, prog: Program, key: str, with_attrs: bool, alpha_base: str,
                   alpha_setup=None) -> None:
         """Draw a mesh with ``prog``; alpha-tested parts with ``alpha_base`` + the same flags
         (the cut-out must be identical in every pass). A mesh without alpha-tested parts is one
@@ -167,7 +131,7 @@ class Passes(CountPasses):
             else:
                 mesh.vao(self.ctx, prog.prog, key, with_attrs).render(vertices=count, first=first)
 
-    def bind_alpha(self, prog: _Program, part: Part) -> None:
+    def bind_alpha(self, prog: Program, part: Part) -> None:
         """The albedo's alpha on texture unit 2 and the cut-off, for an alpha-tested part."""
         self.textures.get(part.material, "albedo").use(2)
         prog.set("u_albedo", 2)
@@ -259,7 +223,6 @@ class Passes(CountPasses):
     def lit_pass(self, scene: Scene, frame: "Frame", with_normal: bool, content=None) -> None:
         if scene.look.style == "pbr":
             if self._pbr is None:
-                from sceneforge.engine.server.gl.pbr import PbrLook
                 self._pbr = PbrLook(self)
             self._pbr.lit_pass(scene, frame, with_normal, content)
             return
@@ -284,7 +247,7 @@ class Passes(CountPasses):
         self._draw_ground(gprog, scene.ground, gkey, True, frame.ground)
         self._draw_sky(scene, frame.camera, fbo, with_normal)
 
-    def _set_lit_uniforms(self, prog: _Program, scene: Scene, frame: "Frame") -> None:
+    def _set_lit_uniforms(self, prog: Program, scene: Scene, frame: "Frame") -> None:
         sun, sky = scene.sun, scene.sky
         prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
         prog.set("u_cam_pos", tuple(float(x) for x in frame.camera.location))
@@ -295,7 +258,7 @@ class Passes(CountPasses):
         prog.set("u_amb_side", _ambient(sky.horizon, amb))
         self.shadows.bind(prog)
 
-    def _set_actor(self, prog: _Program, d: "Draw") -> None:
+    def _set_actor(self, prog: Program, d: "Draw") -> None:
         prog.set("u_model", d.placed.model_bytes)
         prog.set("u_normal_mat", d.placed.normal_bytes)
         prog.set("u_id", d.index + 1)
@@ -305,7 +268,7 @@ class Passes(CountPasses):
             k = 1.0 / d.mesh.max_luma
             prog.set("u_tint", tuple(min(c * k, 4.0) for c in _rgb(d.tint)) + (1.0,))
 
-    def _draw_ground(self, prog: _Program, ground: Ground, key: str, lit: bool, ground_draws: list) -> None:
+    def _draw_ground(self, prog: Program, ground: Ground, key: str, lit: bool, ground_draws: list) -> None:
         prog.set("u_model", IDENTITY)
         prog.set("u_id", 0)
         if lit:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING
 
 import moderngl
 import numpy as np
@@ -21,14 +20,12 @@ import numpy as np
 from sceneforge.core.meshes import Material
 from sceneforge.engine.server.gl import envlight as E
 from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl.frame import Draw, Frame
+from sceneforge.engine.server.gl.program import Program
 from sceneforge.engine.server.gl.resources import PBR_FORMAT
 from sceneforge.engine.limits import shown
 from sceneforge.engine.server.gl.surfaces import procedural_surface
 from sceneforge.engine.world import Scene
-
-if TYPE_CHECKING:
-    from sceneforge.engine.server.gl.backend import Draw, Frame
-    from sceneforge.engine.server.gl.passes import Passes, _Program
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +68,9 @@ class _EnvTextures:
 class PbrLook:
     """Draws the PBR colour pass with the :class:`Passes`' programs, meshes and targets."""
 
-    def __init__(self, passes: "Passes"):
+    def __init__(self, passes):
+        """``passes``: the :class:`engine.server.gl.passes.Passes` that creates this look (its
+        ``ctx``, ``program``, ``shadows``, ``textures``, ``noise_texture`` and ``render_ground``)."""
         self.p = passes
         self.ctx = passes.ctx
         self._envs: dict[tuple, _EnvTextures] = {}
@@ -137,7 +136,7 @@ class PbrLook:
         common = ("n" if with_normal else "") + p.shadows.flags() + ("f" if fog else "")
         prepared: set = set()
 
-        def prog_for(flags: str) -> tuple["_Program", str]:
+        def prog_for(flags: str) -> tuple[Program, str]:
             key = "pbr_" + "".join(sorted(common + flags))
             prog = p.program(key)
             if key not in prepared:
@@ -191,7 +190,7 @@ class PbrLook:
             "u_bg_gain": SKY_BRIGHTNESS,
         }
 
-    def _set_frame(self, prog: "_Program", frame: "Frame", world: dict, env: _EnvTextures) -> None:
+    def _set_frame(self, prog: Program, frame: "Frame", world: dict, env: _EnvTextures) -> None:
         prog.set("u_view_proj", F.gl_bytes(frame.view_proj))
         prog.set("u_cam_pos", tuple(float(x) for x in frame.camera.location))
         for k, v in world.items():
@@ -200,7 +199,7 @@ class PbrLook:
         env.spec.use(5)
         prog.set("u_spec", 5)
 
-    def _bind_material(self, prog: "_Program", m: Material | None) -> None:
+    def _bind_material(self, prog: Program, m: Material | None) -> None:
         tex = self.p.textures
         if m is None:  # vertex colours (the VERTEX_COLOR variant)
             prog.set("u_base_color", (1.0, 1.0, 1.0, 1.0))

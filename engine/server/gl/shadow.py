@@ -31,16 +31,14 @@ different casters is not redrawn per camera (images identical to a fresh rendere
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import moderngl
 import numpy as np
 
 from sceneforge.engine.server.gl import frame as F
+from sceneforge.engine.server.gl.frame import Draw
 from sceneforge.engine.world import Sun
-
-if TYPE_CHECKING:
-    from sceneforge.engine.server.gl.backend import Draw
 
 NO_FADE = (1.0e30, 2.0e30)
 NO_SPLIT = 1.0e30            # no far cascade: every fragment reads the near one

@@ -3,7 +3,7 @@
 Each has an ``_async`` form that sends the request now and returns a function that reads the
 reply later (the server works meanwhile; the client's wire keeps replies read out of order for
 their readers, engine/wire.py). On a stock UnrealCV server (UE5) they fall back to stock
-commands (engine/client_stock.py), answered at once.
+commands (engine/client/stock.py), answered at once.
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import numpy as np
 from sceneforge.core.errors import ProtocolError
 from sceneforge.core.types import PixelCount
 from sceneforge.core.visibility import check_gate
+from sceneforge.engine.client.codec import camera_json, pixel_counts
+from sceneforge.engine.client.stock import render_if_visible_stock, render_stock, visibility_stock
 from sceneforge.engine.protocol import compact_json, unpack_arrays, unpack_bundle
 from sceneforge.engine.world import Camera
 
@@ -39,9 +41,8 @@ class ImageRequests:
         client before calling it (on a stock server it renders synchronously)."""
         kinds = tuple(kinds)
         if not self.is_sceneforge:
-            from sceneforge.engine.client_stock import render_stock
             return self._answered_now(render_stock, cam_id, camera, kinds)
-        extra = f" {_camera_json(camera)}" if camera is not None else ""
+        extra = f" {camera_json(camera)}" if camera is not None else ""
         reply = self.send(f"vget /sceneforge/render {cam_id} {','.join(kinds)}{extra}")
 
         def images() -> dict[str, np.ndarray]:
@@ -63,9 +64,8 @@ class ImageRequests:
         returned function waits for the counts (a sampler draws its next candidate meanwhile).
         Send nothing else on this client before calling it (a stock server answers at once)."""
         if not self.is_sceneforge:
-            from sceneforge.engine.client_stock import visibility_stock
             return self._answered_now(visibility_stock, cam_id, camera, names)
-        extra = f" {_camera_json(camera)}" if camera is not None else ""
+        extra = f" {camera_json(camera)}" if camera is not None else ""
         listed = ",".join(names) or ","  # a placeholder keeps the camera the third argument
         reply = self.send(f"vget /sceneforge/visibility {cam_id} {listed}{extra}")
 
@@ -87,7 +87,6 @@ class ImageRequests:
         kinds = tuple(kinds)
         ratio, px = check_gate(min_visible_ratio, min_bbox_px)
         if not self.is_sceneforge:
-            from sceneforge.engine.client_stock import render_if_visible_stock
             if unless_passed is not None and unless_passed in self._stock_passed:
                 result = lambda: (None, None)  # noqa: E731
             else:
@@ -96,7 +95,7 @@ class ImageRequests:
                     self._stock_passed.add(unless_passed)
             result.discard = lambda: None   # type: ignore[attr-defined]
             return result
-        extra = f" {_camera_json(camera)}" if camera is not None else ""
+        extra = f" {camera_json(camera)}" if camera is not None else ""
         gate = compact_json({"min_visible_ratio": ratio, "min_bbox_px": px,
                              **({"unless_passed": unless_passed} if unless_passed is not None else {})})
         reply = self.send(f"vget /sceneforge/render_if_visible {cam_id} {','.join(names) or ','} "
@@ -127,19 +126,3 @@ class ImageRequests:
             self.set_camera(cam_id, camera)
         result = stock_call(self, cam_id, what)
         return lambda: result
-
-
-def pixel_counts(raw, what: str) -> dict[str, PixelCount]:
-    """``{name: PixelCount}`` from the server's JSON counts ``{name: {"visible", "unoccluded",
-    "bbox"}}`` (``/sceneforge/visibility``, ``render_if_visible``'s meta); ProtocolError when
-    malformed."""
-    try:
-        return {n: PixelCount(int(v["visible"]), int(v["unoccluded"]), tuple(map(int, v["bbox"])) if v["bbox"] else None)
-                for n, v in raw.items()}
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ProtocolError(f"{what} reply: bad counts ({e})") from None
-
-
-def _camera_json(camera: Camera) -> str:
-    return compact_json({"location": list(camera.location), "rotation": list(camera.rotation.as_tuple()),
-                         "fov": camera.fov_deg, "size": [camera.width, camera.height]})

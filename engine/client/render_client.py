@@ -15,73 +15,31 @@ come back in request order). The official client is still what the server's comp
 (``tests/engine/test_unrealcv_compat.py``) and docs/server.md's examples use.
 
 On our server (``/sceneforge/`` in ``vget /unrealcv/commands``) it uses the batched extensions;
-on a real UE5 server it falls back to stock commands (see ``engine/client_stock.py`` and
+on a real UE5 server it falls back to stock commands (see ``engine/client/stock.py`` and
 docs/server.md). One ``RenderClient`` per thread (it owns one socket; framing in engine/wire.py).
 
->>> from engine.client import RenderClient
+>>> from sceneforge.engine.client import RenderClient
 >>> with RenderClient("127.0.0.1:9000") as c:                      # doctest: +SKIP
 ...     c.spawn([Actor("cube", "primitive_cube", Transform((500, 0, 0)))])
 ...     images = c.render(0, ("lit", "object_mask", "depth"))      # dict of numpy arrays
 """
 from __future__ import annotations
 
-import io
 import json
 import logging
-import re
 import time
 from typing import Callable, Iterable
 
-import numpy as np
-
 from sceneforge.core.errors import CommandError, ConnectionFailed, ProtocolError
-from sceneforge.engine.client_images import ImageRequests, _camera_json
+from sceneforge.engine.client.codec import camera_json, decode_image, parse_address, parse_color, parse_vec  # noqa: F401 - the client's names
+from sceneforge.engine.client.images import ImageRequests
+from sceneforge.engine.client.stock import spawn_stock
 from sceneforge.engine.protocol import compact_json  # noqa: F401 - the client's name
 from sceneforge.engine.wire import Wire
 from sceneforge.core.types import PixelCount  # noqa: F401 - the client's name for the counts it returns
 from sceneforge.engine.world import Actor, Camera, Rotator
 
 log = logging.getLogger(__name__)
-
-_COLOR_RE = re.compile(r"R=(\d+),G=(\d+),B=(\d+)")
-
-
-def parse_address(address: "str | tuple[str, int]") -> tuple[str, int]:
-    """``"host:port"`` or ``(host, port)`` → ``(host, port)``."""
-    if isinstance(address, tuple):
-        return str(address[0]), int(address[1])
-    host, sep, port = str(address).rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConnectionFailed(f"server address must be HOST:PORT, got {address!r}")
-    return host or "127.0.0.1", int(port)
-
-
-def parse_color(text: str) -> tuple[int, int, int]:
-    m = _COLOR_RE.search(text)
-    if not m:
-        raise ProtocolError(f"cannot parse a colour from {text[:60]!r}")
-    return tuple(int(g) for g in m.groups())  # type: ignore[return-value]
-
-
-def parse_vec(text: str, what: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(v) for v in text.split())
-    except ValueError:
-        raise ProtocolError(f"cannot parse {what} from {text[:60]!r}") from None
-
-
-def decode_image(data: bytes, kind: str) -> np.ndarray:
-    """PNG/BMP/NPY bytes → array in the backend's conventions (RGB uint8, float32 cm, normals)."""
-    if data[:6] == b"\x93NUMPY":
-        return np.load(io.BytesIO(data), allow_pickle=False)
-    import cv2  # lazy
-
-    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
-    if img is None:
-        raise ProtocolError(f"{kind}: reply is neither NPY nor a decodable image")
-    rgb = np.ascontiguousarray(img[..., 2::-1])
-    return (rgb.astype(np.float32) / 127.5 - 1.0) if kind == "normal" else rgb
-
 
 class RenderClient(ImageRequests):
     """Typed calls against one render server. See the module docstring for an example."""
@@ -240,7 +198,6 @@ class RenderClient(ImageRequests):
         if self.is_sceneforge:
             reply = self.send("vset /sceneforge/spawn " + compact_json([_actor_json(a) for a in actors]))
         else:
-            from sceneforge.engine.client_stock import spawn_stock
             spawn_stock(self, actors)
         self.spawned += [a.name for a in actors]
         hidden = [a.name for a in actors if a.hidden]
@@ -306,7 +263,7 @@ class RenderClient(ImageRequests):
         """Pose, horizontal FOV and resolution of camera ``cam_id``."""
         loc, rot = camera.location, camera.rotation.as_tuple()
         if self.is_sceneforge:  # one round trip
-            self.text(f"vset /sceneforge/camera {cam_id} {_camera_json(camera)}")
+            self.text(f"vset /sceneforge/camera {cam_id} {camera_json(camera)}")
             return
         self.text(f"vset /camera/{cam_id}/location {loc[0]:.6f} {loc[1]:.6f} {loc[2]:.6f}")
         self.text(f"vset /camera/{cam_id}/rotation {rot[0]:.6f} {rot[1]:.6f} {rot[2]:.6f}")

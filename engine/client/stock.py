@@ -1,11 +1,17 @@
 """Stock-UnrealCV fallbacks for :class:`engine.client.RenderClient` (a real UE5 server).
 
+Each function takes the client (its ``text``/``binary`` requests, ``object_color``, ``spawned``
+and ``ue_classes``) as its first argument; this module imports nothing of the client's but its
+decoders (engine/client/codec.py), so the client imports it and not the other way round.
+
 Used only when the server lacks our ``/sceneforge/`` extensions:
 
 * spawn: ``vset /objects/spawn [class] [name]`` then location/rotation/scale, one actor at a time
   (``class`` = ``client.ue_classes[asset_id]`` or the asset id itself: it must be a UE
   class/blueprint the level can spawn; tints are not applied);
-* render: one ``vget /camera/[id]/<kind> png|npy`` per kind; ``instance_id`` is not available;
+* render: one ``vget /camera/[id]/<kind> <format>`` per kind, in the format of the kind's
+  ``ue_format`` in the render-kind table (engine/render_kinds.py); a kind without one
+  (``instance_id``) is refused;
 * visibility: ``visible`` from the object mask by matching each actor's ``vget
   /object/[name]/color`` (±3 per channel: UE's mask may be gamma-encoded); ``unoccluded`` by
   hiding the *other actors this client spawned* and rendering the mask again, so level geometry
@@ -15,24 +21,22 @@ Used only when the server lacks our ``/sceneforge/`` extensions:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sceneforge.core.errors import CommandError
 from sceneforge.core.types import PixelCount
+from sceneforge.core.visibility import visibility_failure
+from sceneforge.engine import render_kinds
+from sceneforge.engine.client.codec import decode_image
 from sceneforge.engine.world import Actor
-
-if TYPE_CHECKING:
-    from sceneforge.engine.client import RenderClient
 
 log = logging.getLogger(__name__)
 
-_FORMATS = {"lit": "png", "object_mask": "png", "normal": "png", "depth": "npy", "plane_depth": "npy"}
 COLOR_TOLERANCE = 3
 
 
-def spawn_stock(client: "RenderClient", actors: list[Actor]) -> None:
+def spawn_stock(client, actors: list[Actor]) -> None:
     for a in actors:
         client.text(f"vset /objects/spawn {client.ue_classes.get(a.asset_id, a.asset_id)} {a.name}")
         t = a.transform
@@ -42,15 +46,14 @@ def spawn_stock(client: "RenderClient", actors: list[Actor]) -> None:
             log.warning("tint of %s ignored: stock UnrealCV cannot recolour materials", a.name)
 
 
-def render_stock(client: "RenderClient", cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-    from sceneforge.engine.client import decode_image
-
+def render_stock(client, cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
     out = {}
     for kind in kinds:
-        if kind not in _FORMATS:
+        row = render_kinds.TABLE.get(kind)
+        if row is None or row.ue_format is None:
             raise CommandError(f"render: {kind!r} is not available from a stock UnrealCV server")
-        arr = decode_image(client.binary(f"vget /camera/{cam_id}/{kind} {_FORMATS[kind]}"), kind)
-        out[kind] = arr[..., 0] if kind in ("depth", "plane_depth") and arr.ndim == 3 else arr
+        arr = decode_image(client.binary(f"vget /camera/{cam_id}/{kind} {row.ue_format}"), kind)
+        out[kind] = arr[..., 0] if row.channels == 0 and arr.ndim == 3 else arr
     return out
 
 
@@ -67,7 +70,7 @@ def _bbox(hits: np.ndarray) -> tuple[int, int, int, int] | None:
     return int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())
 
 
-def visibility_stock(client: "RenderClient", cam_id: int, names: list[str]) -> dict[str, PixelCount]:
+def visibility_stock(client, cam_id: int, names: list[str]) -> dict[str, PixelCount]:
     colors = {n: client.object_color(n) for n in names}
     full = render_stock(client, cam_id, ("object_mask",))["object_mask"]
     others = [n for n in client.spawned if n not in names] + list(names)
@@ -86,11 +89,9 @@ def visibility_stock(client: "RenderClient", cam_id: int, names: list[str]) -> d
     return out
 
 
-def render_if_visible_stock(client: "RenderClient", cam_id: int, what: tuple) -> tuple:
+def render_if_visible_stock(client, cam_id: int, what: tuple) -> tuple:
     """``render_if_visible`` on a stock server: the counts, then the images when they pass
     (``what`` = (names, kinds, min_visible_ratio, min_bbox_px))."""
-    from sceneforge.core.visibility import visibility_failure
-
     names, kinds, ratio, px = what
     counts = visibility_stock(client, cam_id, names)
     passed = visibility_failure(counts, names, ratio, px) is None
