@@ -15,6 +15,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from types import ModuleType
 
+from sceneforge.engine.server.launch import start_server
+from sceneforge.renderfarm.auto import inline_threads
+from sceneforge.renderfarm.servers import check_reachable, check_serves
 from sceneforge.scenarios.contract import Shard, needs_server, server_spec
 
 log = logging.getLogger(__name__)
@@ -52,16 +55,11 @@ def run_inline(module: ModuleType, scenario: str, config: dict, out_dir: Path, n
 def _server(stack: ExitStack, module: ModuleType, config: dict, out_dir: Path, server: str | None) -> str:
     """A user-given server (checked: reachable and serving what the job needs), or our own one
     started with the scenario's :class:`~scenarios.contract.ServerSpec` as arguments."""
-    from sceneforge.renderfarm.servers import check_reachable, check_serves
-
     spec = server_spec(module, config)
     if server:
         check_reachable(server)
         check_serves(server, spec)
         return server
-    from sceneforge.engine.server.launch import start_server
-    from sceneforge.renderfarm.auto import inline_threads
-
     threads = inline_threads()
     log.info("inline render server: %d renderer thread(s)", threads)
     srv = stack.enter_context(start_server(port=0, assets=list(spec.assets), licenses=spec.licenses,

@@ -14,15 +14,19 @@ from pathlib import Path
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.contract import load_scenario
 from sceneforge.scenarios.registry import module_path
+from sceneforge.renderfarm.inline import run_inline
 from sceneforge.renderfarm.journal import Journal
 from sceneforge.renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
 from sceneforge.renderfarm.local import LocalPool, WorkerSpec, refuse_in_spawn_bootstrap
 from sceneforge.renderfarm.manifest import (JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards,
                                             open_manifest)
+from sceneforge.renderfarm.objstore import Publisher, RemoteOut, is_remote
 from sceneforge.renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
+from sceneforge.renderfarm.raypool import RayPool  # ray itself is imported when a RayPool starts
 from sceneforge.renderfarm.scheduler import Scheduler
 from sceneforge.renderfarm.servers import parse_server_list
 from sceneforge.renderfarm.summary import add_throughput, format_summary, summarise, write_summary
+from sceneforge.renderfarm.wds import check_shard_size, pack
 
 log = logging.getLogger(__name__)
 
@@ -116,16 +120,12 @@ def check_packable(module, wds_shard_size: int | None) -> int | None:
     """``--format wds`` is refused up front for a scenario that cannot be packed."""
     if wds_shard_size is None:
         return None
-    from sceneforge.renderfarm.wds import check_shard_size
-
     if not hasattr(module, "wds_samples"):
         raise ConfigError(f"--format wds: scenario {module.__name__} cannot be packed (it defines no wds_samples)")
     return check_shard_size(wds_shard_size)
 
 
 def _run_inline(module, scenario, config, out_dir, plan, *, server, progress, finish=Finish()) -> dict:
-    from sceneforge.renderfarm.inline import run_inline
-
     t0 = time.perf_counter()
     summary = run_inline(module, scenario, config, out_dir, plan.n_samples, server=server, progress=progress)
     if summary["complete"] == summary["samples"]:
@@ -143,8 +143,6 @@ def _finalize(module, config, out_dir, summary, finish: Finish) -> None:
     summary["finalize"] = module.finalize(config, out_dir)
     summary["finalized"] = True
     if finish.wds_shard_size:
-        from sceneforge.renderfarm.wds import pack
-
         summary["wds"] = pack(module, config, out_dir, finish.wds_shard_size)
 
 
@@ -242,16 +240,12 @@ def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, 
 
 def _make_pool(backend, spec, n_workers, servers, ray_address, n_todo):
     if backend == "ray":
-        from sceneforge.renderfarm.raypool import RayPool
-
         return RayPool(spec, n_workers, servers, ray_address, max_workers=n_todo)
     return LocalPool(spec, n_workers, servers)
 
 
 def remote_out(out_dir: Path | str):
     """A :class:`~renderfarm.objstore.RemoteOut` for ``s3://...`` (any fsspec URL), else None."""
-    from sceneforge.renderfarm.objstore import RemoteOut, is_remote
-
     return RemoteOut(str(out_dir)) if is_remote(out_dir) else None
 
 
@@ -263,8 +257,6 @@ def publishing(remote):
     if remote is None:
         yield None
         return
-    from sceneforge.renderfarm.objstore import Publisher
-
     with remote.session():
         remote.pull_if_new()
         publisher = Publisher(remote)

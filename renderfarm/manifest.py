@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sceneforge.core.atomic import atomic_path
+from sceneforge.core.atomic import atomic_path, atomic_write_json
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.contract import JobPlan, Shard
 
@@ -88,8 +88,6 @@ def claim_output(out_dir: Path, scenario: str, plan: JobPlan) -> None:
     The file records the scenario's import path, the config fingerprint and the normalised
     config, so a dataset says how it was made and a resume with other options is refused.
     """
-    from sceneforge.core.atomic import atomic_write_json
-
     job = Path(out_dir) / JOB_FILE
     config = plan.config if plan.config is not None else {}
     if job.exists():

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConnectionFailed
 
+from sceneforge.renderfarm.jsonlog import attach_json_log
 from sceneforge.renderfarm.local import WorkerSpec
 from sceneforge.renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
                              outcome_from)
@@ -42,7 +43,6 @@ class FarmActor:
 
     def __init__(self, spec: WorkerSpec, server_dir: str, external: str | None):
         if spec.log_path:  # warnings land in the job's log (out_dir is on a shared filesystem)
-            from sceneforge.renderfarm.jsonlog import attach_json_log
             attach_json_log(Path(spec.log_path), level=logging.WARNING)
         self.core = WorkerCore(spec.scenario, spec.config, spec.out_dir, server_dir, external)
 

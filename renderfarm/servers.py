@@ -17,6 +17,8 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConfigError, ConnectionFailed, ProtocolError
 from sceneforge.engine.protocol import recv_frame, send_frame
+from sceneforge.engine.server.launch import start_server
+from sceneforge.scenarios.contract import ServerSpec
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +82,7 @@ def check_serves(address: str, spec) -> None:
     """Refuse (one line) an external sceneforge server that lacks the job's packs, licence filter
     or renderer: it would render other assets than the sampler placed. A real UE5 + UnrealCV
     server has no ``/sceneforge/info`` and is trusted (its level defines the assets)."""
-    from sceneforge.engine.client import RenderClient
+    from sceneforge.engine.client import RenderClient  # loads numpy: only to check an external server
 
     with RenderClient(address, timeout=10) as client:
         if not client.is_sceneforge:
@@ -114,8 +116,6 @@ class ServerSlot:
     """One worker's server: started on demand, health-checked before work, restarted if dead."""
 
     def __init__(self, output_dir: Path, external: str | None = None, threads: int = 1, spec=None):
-        from sceneforge.scenarios.contract import ServerSpec
-
         self.output_dir = Path(output_dir)
         self.external = external
         self.threads = threads
@@ -148,8 +148,6 @@ class ServerSlot:
         return self._handle.address
 
     def _start(self):
-        from sceneforge.engine.server.launch import start_server  # heavy: imported only in workers
-
         self.output_dir.mkdir(parents=True, exist_ok=True)
         return start_server(port=0, output_dir=self.output_dir, threads=self.threads,
                             assets=list(self.spec.assets), licenses=self.spec.licenses,

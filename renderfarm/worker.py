@@ -20,6 +20,8 @@ from pathlib import Path
 from types import ModuleType
 
 from sceneforge.scenarios.contract import Shard, ShardResult, load_scenario, needs_server, server_spec
+from sceneforge.renderfarm.jsonlog import attach_json_log
+from sceneforge.renderfarm.manifest import hold_worker_lock
 from sceneforge.renderfarm.servers import ServerSlot
 
 log = logging.getLogger(__name__)
@@ -129,11 +131,8 @@ def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _raise_exit)
     if log_path:
-        from sceneforge.renderfarm.jsonlog import attach_json_log
         attach_json_log(Path(log_path), level=logging.WARNING)
     core = None
-    from sceneforge.renderfarm.manifest import hold_worker_lock
-
     lock = hold_worker_lock(Path(out_dir))  # a resumed run waits for it (kill -9 of the parent)
     try:
         core = WorkerCore(scenario, config, out_dir, server_dir, external)

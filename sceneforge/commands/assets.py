@@ -12,6 +12,10 @@ import logging
 import math
 from pathlib import Path
 
+from sceneforge.core.atomic import atomic_path
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Actor, Camera, Ground, Scene, look_at_rotation
+
 log = logging.getLogger(__name__)
 TILE = 160
 
@@ -53,11 +57,11 @@ def _library_args(p: argparse.ArgumentParser) -> None:
 
 
 def open_library(args):
-    from sceneforge.assets_manifest import AssetLibrary
+    from sceneforge.assets_manifest import AssetLibrary  # trimesh, pydantic: not at parser build
 
     lic = args.licenses.split(",") if args.licenses else None
     if args.procedural:
-        from sceneforge.assets_manifest.library import PROCEDURAL_PACK
+        from sceneforge.assets_manifest.library import PROCEDURAL_PACK  # trimesh, pydantic: not at parser build
         return AssetLibrary.from_manifests([PROCEDURAL_PACK], args.cache_dir, lic)
     return AssetLibrary.default(args.cache_dir, lic, extra_manifests=args.manifest or ())
 
@@ -75,7 +79,7 @@ def run_list(args) -> int:
 
 
 def run_validate(args) -> int:
-    from sceneforge.assets_manifest import AssetLibrary
+    from sceneforge.assets_manifest import AssetLibrary  # trimesh, pydantic: not at parser build
     from sceneforge.assets_manifest.schema import load_manifest
 
     for path in args.manifests:
@@ -90,8 +94,6 @@ def run_validate(args) -> int:
 
 
 def run_preview(args) -> int:
-    from sceneforge.core.errors import ConfigError
-
     lib = open_library(args)
     ids = [i for i in lib.active_ids() if not args.cls or lib.info(i).cls in args.cls]
     if args.one_per_class:
@@ -107,7 +109,7 @@ def run_preview(args) -> int:
 
 
 def run_build(args) -> int:
-    from sceneforge.assets_manifest.build import build
+    from sceneforge.assets_manifest.build import build  # trimesh, pydantic: not at parser build
 
     lic = args.licenses.split(",") if args.licenses else None
     report = build([s.strip() for s in args.sources.split(",") if s.strip()], cache_dir=args.cache_dir,
@@ -121,8 +123,6 @@ def run_build(args) -> int:
 
 def asset_view(lib, asset_id: str, tile: int):
     """A scene with the asset alone on a neutral ground and a 3/4 camera framing it."""
-    from sceneforge.engine.world import Actor, Camera, Ground, Scene, look_at_rotation
-
     L, W, H = lib.size_cm(asset_id)
     radius = 0.5 * math.sqrt(L * L + W * W + H * H)
     dist = radius / math.tan(math.radians(40) / 2) * 1.1
@@ -139,7 +139,7 @@ def contact_sheet(lib, ids: list[str], tile: int = TILE, cols: int | None = None
     import numpy as np
     from tqdm import tqdm
 
-    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.server.gl.backend import GLBackend  # moderngl: not at parser build
 
     cols = cols or min(len(ids), 8)
     rows = math.ceil(len(ids) / cols)
@@ -170,8 +170,6 @@ def caption(img, text: str):
 def save_png(img, out: Path) -> None:
     """Write atomically (temp file then os.replace)."""
     from PIL import Image
-
-    from sceneforge.core.atomic import atomic_path
 
     with atomic_path(Path(out)) as tmp:
         Image.fromarray(img).save(tmp, format="PNG", optimize=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sceneforge.core.errors import ConfigError
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("browse", help="write a static dataset explorer (grid, filters, overlays, top-down maps)",
@@ -28,8 +30,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from sceneforge.core.errors import ConfigError
-    from sceneforge.explorer import DEFAULT_DIR, build_explorer
+    from sceneforge.explorer import DEFAULT_DIR, build_explorer  # pandas, PIL: not at parser build
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: not a port number (0-65535)")
@@ -38,7 +39,7 @@ def run(args) -> int:
     print(f"explorer: {page.resolve().as_uri()}", flush=True)
     if not args.serve:
         return 0
-    from sceneforge.explorer.serve import make_server, page_url, serve_root
+    from sceneforge.explorer.serve import make_server, page_url, serve_root  # pandas, PIL: not at parser build
 
     root = serve_root(args.data, out)
     server = make_server(root, args.port)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sceneforge.scenarios.degrade import TYPES  # light: OpenCV is imported when degrading
+
 
 def register(subparsers) -> None:
-    from sceneforge.scenarios.degrade import TYPES  # light: OpenCV is imported when degrading
-
     p = subparsers.add_parser("degrade", help="write degraded variants (defocus, haze, ...) beside a dataset's images",
                               description="Write SpaceDG-style degraded variants of every image of a finished "
                                           "dataset (labels unchanged) and a degraded.parquet/.csv table. "
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.degrade.dataset import degrade_dataset
+    from sceneforge.scenarios.degrade.dataset import degrade_dataset  # the dataset writers: not at parser build
 
     r = degrade_dataset(args.dataset, args.types, args.levels, seed=args.seed)
     print(f"{r['variants']} variants ({r['written']} written, {r['kept']} already there) -> {r['table']}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sceneforge.commands.common import check_complete, fetch_defaults_once
+
 
 N = 96  # images per task: 24 scenes of 4 -> 36 test images per task in the desert (3 triples)
 # Scenes cycle through these splits (40/20/40): 80/10/10 would need 320 images per task for as many
@@ -27,7 +29,7 @@ def demo_config(n: int, env: str, seed: int) -> dict:
 
 def probe_hint(out: Path, by_split: dict) -> str:
     """The next command to run on the demo set: a probe when every task has enough test images."""
-    from sceneforge.probing.report import MIN_TEST
+    from sceneforge.probing.report import MIN_TEST  # pandas: not at parser build
 
     tests = {k.split("/")[0]: v for k, v in by_split.items() if k.endswith("/test")}
     n_test = min(tests.values(), default=0)
@@ -40,10 +42,10 @@ def probe_hint(out: Path, by_split: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # the runner and the scenario load pydantic, trimesh, the renderer: not at parser build
     from sceneforge.renderfarm import run_job
     from sceneforge.scenarios.sparrta.card import rejection_summary
     from sceneforge.scenarios.sparrta.preview import contact_sheet
-    from sceneforge.commands.common import check_complete, fetch_defaults_once
 
     out = Path(args.out)
     fetch_defaults_once(args)     # real models on first use; one line if offline

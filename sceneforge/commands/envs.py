@@ -8,6 +8,11 @@ from __future__ import annotations
 import logging
 import math
 
+from sceneforge.commands.assets import save_png
+from sceneforge.commands.common import out_flag
+from sceneforge.core.errors import ConfigError
+from sceneforge.engine.world import Actor, Camera, Rotator, Scene, Transform, instance_color, look_at_rotation
+
 log = logging.getLogger(__name__)
 
 
@@ -30,7 +35,7 @@ def register(subparsers) -> None:
 
 
 def run_list(args) -> int:
-    from sceneforge.scenarios.world.environments import list_envs, load_env
+    from sceneforge.scenarios.world.environments import list_envs, load_env  # pydantic: not at parser build
 
     for name in list_envs():
         env = load_env(name)
@@ -45,16 +50,12 @@ def _mean_count(count) -> float:
 
 
 def run_preview(args) -> int:
-    from sceneforge.core.errors import ConfigError
-    from sceneforge.scenarios.world.environments import load_env
-    from sceneforge.commands.assets import save_png
-
-    from sceneforge.commands.common import out_flag
+    from sceneforge.scenarios.world.environments import load_env  # pydantic: not at parser build
 
     out = out_flag(args.out)
     library = None
     if args.procedural:
-        from sceneforge.assets_manifest import AssetLibrary
+        from sceneforge.assets_manifest import AssetLibrary  # trimesh: not at parser build
         library = AssetLibrary.procedural()
     env = load_env(args.env, library=library)
     if not 0 <= args.triple < len(env.triples):
@@ -71,8 +72,6 @@ def run_preview(args) -> int:
 def preview_scene(env, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0, views: int = 4):
     """Scene with the triple's source, target and human near the centre plus the env's clutter."""
     import numpy as np
-
-    from sceneforge.engine.world import Actor, Rotator, Scene, Transform, instance_color
 
     env.library   # loaded here, before the scene is built, so its errors come first
     t = env.triples[triple]
@@ -97,8 +96,7 @@ def _azimuths(views: int) -> list[float]:
 
 def render_views(env, views: int = 4, size: int = 256, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0):
     """Lit renders from ``views`` azimuths around the centre, 3 m up, aimed at the objects."""
-    from sceneforge.engine.server.gl.backend import GLBackend
-    from sceneforge.engine.world import Camera, look_at_rotation
+    from sceneforge.engine.server.gl.backend import GLBackend  # moderngl: not at parser build
 
     scene = preview_scene(env, seed, triple, cam_dist, views)
     backend = GLBackend(env.library.mesh)

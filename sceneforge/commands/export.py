@@ -29,12 +29,12 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     if args.format == "hf":
-        from sceneforge.scenarios.sparrta.hf_export import export_hf
+        from sceneforge.scenarios.sparrta.hf_export import export_hf  # pandas, pyarrow: not at parser build
 
         counts = export_hf(args.data, args.out)
         print(f"{args.out}: DatasetDict {counts} (datasets.load_from_disk; Parquet shards in {args.out / 'data'})")
         return 0
-    from sceneforge.scenarios.sparrta.layout import export_sparrta
+    from sceneforge.scenarios.sparrta.layout import export_sparrta  # pydantic, pandas: not at parser build
 
     counts = export_sparrta(args.data, args.out)
     for folder, n in sorted(counts.items()):

@@ -5,6 +5,8 @@ import argparse
 import json
 from pathlib import Path
 
+from sceneforge.core.errors import EXIT_INCOMPLETE, EXIT_OK
+
 
 def register(subparsers) -> None:
     farm = subparsers.add_parser("farm", help="render farm: inspect sharded jobs",
@@ -19,8 +21,7 @@ def register(subparsers) -> None:
 
 def run_status(args: argparse.Namespace) -> int:
     """Print the status; exit 0 when the job is complete, 1 while samples are pending/failed."""
-    from sceneforge.core.errors import EXIT_INCOMPLETE, EXIT_OK
-    from sceneforge.renderfarm.status import format_status, job_status
+    from sceneforge.renderfarm.status import format_status, job_status  # the renderfarm package: not at parser build
 
     status = job_status(args.out_dir)
     if args.json:

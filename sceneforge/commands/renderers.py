@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import argparse
 
+from sceneforge.engine.server.cycles.install import home, install, status, uninstall
+from sceneforge.engine.server.renderers import renderer_descriptions
+
 INSTALLABLE = ("cycles",)
 
 
@@ -35,9 +38,6 @@ def register(subparsers) -> None:
 
 
 def run_list(args) -> int:
-    from sceneforge.engine.server.cycles.install import home, status
-    from sceneforge.engine.server.renderers import renderer_descriptions
-
     for name, desc in renderer_descriptions().items():
         if name == "cycles":
             inst = status()
@@ -50,14 +50,10 @@ def run_list(args) -> int:
 
 
 def run_install(args) -> int:
-    from sceneforge.engine.server.cycles.install import install
-
     install(force=args.force, echo=lambda line: print(line, flush=True))
     return 0
 
 
 def run_uninstall(args) -> int:
-    from sceneforge.engine.server.cycles.install import home, uninstall
-
     print(f"cycles: removed {home()}" if uninstall() else f"cycles: nothing installed at {home()}")
     return 0

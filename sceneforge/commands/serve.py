@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import argparse
 
+from sceneforge.engine.server.main import add_arguments, run as run_server
+
 
 def register(subparsers) -> None:
-    from sceneforge.engine.server.main import add_arguments
-
     p = subparsers.add_parser("serve", help="run the headless render server (UnrealCV protocol)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
@@ -24,6 +24,4 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from sceneforge.engine.server.main import run as run_server
-
     return run_server(args)
