@@ -33,7 +33,8 @@ from types import ModuleType
 from typing import Protocol
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.registry import module_path, scenario_names
+from sceneforge.scenarios.config import ScenarioConfig
+from sceneforge.scenarios.registry import module_path, registered, scenario_names
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,9 @@ def load_scenario(name: str) -> ModuleType:
     missing = [f for f in ("plan", "run", "finalize") if not callable(getattr(module, f, None))]
     if missing:
         raise ConfigError(f"scenario '{name}' lacks {', '.join(missing)}() of the farm contract")
+    cls = getattr(module, "Config", None)
+    if cls is not None and not (isinstance(cls, type) and issubclass(cls, ScenarioConfig)):
+        raise ConfigError(f"scenario '{name}': Config must derive from sceneforge.scenarios.config.ScenarioConfig")
     return module
 
 
@@ -127,5 +131,18 @@ def needs_server(module: ModuleType) -> bool:
 
 def get_scenario(name_or_path: str) -> ModuleType:
     """A registered scenario by name (``"sparrta"``) or any scenario module by import path,
-    imported and checked against the contract."""
-    return load_scenario(module_path(name_or_path))
+    imported and checked against the contract (a registered one's ``NAME`` must be its name)."""
+    module = load_scenario(module_path(name_or_path))
+    name = getattr(module, "NAME", None)
+    if registered(name_or_path) and name is not None and name != name_or_path:
+        raise ConfigError(f"scenario '{name_or_path}' is registered as {module_path(name_or_path)!r}, "
+                          f"whose NAME is {name!r}")
+    return module
+
+
+def config_class(name_or_path: str) -> type[ScenarioConfig]:
+    """The scenario's ``Config`` (its fields are its command line and its job.json record)."""
+    cls = getattr(get_scenario(name_or_path), "Config", None)
+    if cls is None:
+        raise ConfigError(f"scenario '{name_or_path}' has no Config (a scenarios.config.ScenarioConfig dataclass)")
+    return cls

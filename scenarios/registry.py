@@ -3,16 +3,20 @@
 A scenario is one module (or package) that provides the contract of :mod:`scenarios.contract`::
 
     NAME = "sparrta"                          # registry name, CLI and docs use it
-    Config                                    # a dataclass: Config.from_dict(raw, source) validates
-                                              # (ranges, defaults, env-derived values, unknown keys
-                                              # named), .to_dict() normalises, .fingerprint()
+    Config                                    # a scenarios.config.ScenarioConfig dataclass:
+                                              # Config.from_dict(raw, source) validates (ranges,
+                                              # defaults, env-derived values, unknown keys named),
+                                              # .to_dict() normalises, .fingerprint(); its fields'
+                                              # metadata are the command line (sceneforge run NAME)
     plan(config) -> JobPlan                   # validate, count samples, fingerprint
     run(config, shard, out_dir, *, server) -> ShardResult
     finalize(config, out_dir) -> dict
     server_spec(config) -> ServerSpec         # optional: packs / licences / renderer for servers
     NEEDS_SERVER = True                       # optional
 
-Adding a scenario costs that module plus one line in :data:`BUILTIN`; user code can call
+Adding a scenario costs that module plus one line in :data:`BUILTIN` (``scenarios/distance.py`` is
+the example); ``sceneforge run NAME --flags`` runs any of them, flags generated from ``Config``
+(:func:`scenarios.contract.config_class` reads it; :func:`get_scenario` checks ``NAME``). User code can call
 :func:`register_scenario` for scenarios that live outside this repository. Runners
 (:func:`renderfarm.run_job`) and CLI commands take either a registry name or an import path.
 """
@@ -26,6 +30,7 @@ BUILTIN: dict[str, str] = {
     "sparrta": "scenarios.sparrta",   # SpaRRTa ego/allo relation images
     "videos": "scenarios.videos",     # DSI-Bench-style dynamic clips + variants
     "vqa": "scenarios.vqa.scenario",  # template VQA over metric scene graphs (CRISP/SpaCE-10 style)
+    "distance": "scenarios.distance",  # which of two objects is nearer the camera (the kit's small example)
 }
 _REGISTRY: dict[str, str] = dict(BUILTIN)
 
@@ -35,6 +40,10 @@ def register_scenario(name: str, module: str) -> None:
     if not name.isidentifier():
         raise ConfigError(f"scenario name {name!r} must be an identifier")
     _REGISTRY[name] = module
+
+
+def registered(name: str) -> bool:
+    return name in _REGISTRY
 
 
 def scenario_names() -> list[str]:

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "export",     # sceneforge export --layout sparrta    (other projects' layouts)
     "browse",     # sceneforge browse OUT                 (explorer: static dataset browser)
     "vqa",        # sceneforge vqa-eval                   (template VQA scoring)
+    "run",        # sceneforge run SCENARIO               (any registered scenario, flags from its Config)
     "probe",      # sceneforge probe / probe-report       (probing)
     "farm",       # sceneforge farm status                (renderfarm)
     "bench",      # sceneforge bench <name>               (benchmarks/)

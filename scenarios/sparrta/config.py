@@ -8,64 +8,78 @@ four labels are equally frequent (±1) in every group and in every unit.
 """
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.config import ScenarioConfig, comma_list, option
 from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES
 from sceneforge.scenarios.sampling.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
 FORMATS = ("jpg", "png")
 FIGURE_YAWS = ("random", "face_source")  # allo viewpoint figure: SpaRRTa's random yaw, or looking at the source
+SPLITS = ("train", "val", "test")
 LAYOUTS = ("sceneforge", "sparrta")  # sparrta: also OUT/sparrta/<env>[_N]/mid-objects (scenarios/sparrta/layout.py)
 
 
 @dataclass(frozen=True)
-class SparrtaConfig:
+class SparrtaConfig(ScenarioConfig):
     """Everything that determines the output bytes (so it all goes into the fingerprint)."""
 
-    envs: tuple[str, ...] = ("desert",)
-    tasks: tuple[str, ...] = ("ego",)
-    n: int = 40                     # samples per (environment, task)
-    seed: int = 0
-    image_size: int = 224           # square output, pixels (the one name everywhere; "size" is accepted)
-    triples: tuple[str, ...] | None = None   # restrict to these triple ids
-    image_format: str = "jpg"
-    jpeg_quality: int = 95
-    depth: bool = False             # depth_NNNN.npy (ray depth, cm, float32)
-    masks: bool = False             # mask_NNNN.png (instance colours, see params "mask_colors")
-    clutter: bool = True            # the environment's background objects
-    margin_ego_deg: float | None = None      # None = the environment's default (15)
-    margin_allo_deg: float | None = None     # None = the environment's default (10)
-    min_visible_ratio: float | None = None   # None = environment default (0.8)
-    min_bbox_px: float | None = None         # None = environment default, at the output size
-    samples_per_scene: int = 4      # consecutive samples sharing one object placement
-    max_tries: int = 4000           # geometric candidates per placement/camera search
-    max_render_tries: int = 12      # visibility checks per scene before a fresh placement
-    max_scenes: int = 6             # fresh placements per sample before giving up
-    licenses: tuple[str, ...] | None = None  # only assets of these license families (cc0, cc-by, ...)
-    renderer: str | None = None     # server renderer spec (None = gl), e.g. "cycles" or "cycles:samples=32"
-    layout: str = "sceneforge"      # "sparrta": finalize also writes SpaRRTa's training layout
+    SCENARIO = "sparrta"
+    ALIASES = {"size": "image_size"}   # the old name of image_size
+    # left out of to_dict at these values: datasets made before the field existed keep their identity
+    OMIT_AT_DEFAULT = {"renderer": None, "layout": "sceneforge", "split_pattern": None, "camera_policy": "jitter"}
+
+    envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s), a YAML path, or 'all'")
+    tasks: tuple[str, ...] = option(("ego",), choices=TASKS, help="ego (camera) and/or allo (human figure)")
+    n: int = option(40, help="samples per (environment, task), spread over the triples")
+    seed: int = option(0, help="random seed")
+    image_size: int = option(224, flag="--size", help="square image size in pixels")  # "size" is accepted
+    triples: tuple[str, ...] | None = option(None, help="only these triple ids, e.g. rock_truck")
+    image_format: str = option("jpg", flag="--format", choices=FORMATS, help="image format (as SpaRRTa: jpg)")
+    jpeg_quality: int = option(95, help="JPEG quality, 1..100")
+    depth: bool = option(False, help="also write depth (depth_NNNN.npy, ray depth, cm, float32)")
+    masks: bool = option(False, help="also write instance masks (mask_NNNN.png; colours in params mask_colors)")
+    clutter: bool = option(True, flag="--no-clutter", help="leave out the environment's background objects")
+    margin_ego_deg: float | None = option(None, flag="--margin-ego",
+                                          help="ambiguity margin for the camera, degrees (default: the env's, 15)")
+    margin_allo_deg: float | None = option(None, flag="--margin-allo",
+                                           help="ambiguity margin for the human, degrees (default: the env's, 10)")
+    min_visible_ratio: float | None = option(None, help="visible/unoccluded pixels per object (default: the env's, 0.8)")
+    min_bbox_px: float | None = option(None, help="min bbox longest edge at the output size, px (default: the env's)")
+    samples_per_scene: int = option(4, help="consecutive samples sharing one object placement")
+    max_tries: int = option(4000, help="geometric candidates per placement/camera search")
+    max_render_tries: int = option(12, help="visibility checks per scene before a fresh placement")
+    max_scenes: int = option(6, help="fresh placements per sample before giving up")
+    licenses: tuple[str, ...] | None = option(None, parse=comma_list,
+                                              help="only assets of these license families, e.g. cc0,cc-by")
+    renderer: str | None = option(None, help="renderer of the servers this job starts: gl (default) or cycles "
+                                  "(path-traced lit; `sceneforge renderers install cycles`), e.g. cycles:samples=32")
+    layout: str = option("sceneforge", choices=LAYOUTS,
+                         help="sparrta: also write OUT/sparrta/<env>[_N]/mid-objects for SpaRRTa's train.py")
     # The allo figure's yaw. The label never depends on it (SpaRRTa's rule: the line of sight
     # from the figure's position through the source); "random" (uniform, as in SpaRRTa's own
     # scenes) keeps the figure's body from pointing at the source, which would hand a model
     # the label's frame without any perspective taking. "face_source" = sceneforge < 0.3.
-    figure_yaw: str = "random"
+    figure_yaw: str = option("random", choices=FIGURE_YAWS, help="allo figure's yaw: random (as SpaRRTa's scenes) "
+                             "or facing the source; the label never depends on it")
     # The camera aims at the labelled objects' centroid turned by a uniform yaw and pitch offset
     # in ±aim_jitter_deg. Aimed exactly at the centroid (0, sceneforge < 0.3), one object's
     # position in the image gives the label away (a 2-D box of the source alone predicted the
     # ego label at 0.95; docs/validation.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
-    aim_jitter_deg: float = 15.0
+    aim_jitter_deg: float = option(15.0, flag="--aim-jitter", help="camera aim: the objects' centroid turned by "
+                                   "uniform ±DEG yaw and pitch (0 = exactly at the centroid, which lets one object's "
+                                   "position give the label away)")
     # Where the camera aims (scenarios/sparrta/camera_policy.py, docs/datasets.md "Camera policy"):
     # "jitter" (the centroid ± aim_jitter_deg), "sparrta" (exactly at the centroid, as SpaRRTa
     # describes) or "balanced" (the source at a label-independent image position: no source-box shortcut).
     camera_policy: str = "jitter"
     # Splits of successive scenes, cycled (None = writers.SPLIT_PATTERN: 80/10/10). The demo's
     # 40/20/40 gives a small set a test split a probe report accepts (docs/datasets.md "Splits").
-    split_pattern: tuple[str, ...] | None = None
+    split_pattern: tuple[str, ...] | None = option(None, choices=SPLITS, help="splits of successive scenes, "
+                                                   "cycled (default 80/10/10: 8 train, 1 val, 1 test)")
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -85,54 +99,24 @@ class SparrtaConfig:
     @classmethod
     def from_dict(cls, raw: dict, source: str = "config") -> "SparrtaConfig":
         """Validate a plain dict (YAML file + flags); errors name ``source`` and the field."""
-        return parse_config(raw, source)
+        return super().from_dict(raw, source)
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        if d["renderer"] is None:  # datasets made before the field existed keep their identity
-            del d["renderer"]
-        if d["layout"] == "sceneforge":  # likewise
-            del d["layout"]
-        if d["split_pattern"] is None:  # likewise
-            del d["split_pattern"]
-        if d["camera_policy"] == "jitter":  # likewise
-            del d["camera_policy"]
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+    def check(self, source: str) -> None:
+        _check(self, source)
 
-    def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+    def complete(self, source: str) -> "SparrtaConfig":
+        """The environments' content, read once (CLI, Python API) or checked when recorded."""
+        from sceneforge.scenarios.world.environments import freeze_envs
 
-
-_LISTS = {"envs", "tasks", "triples", "licenses", "split_pattern"}
-SPLITS = ("train", "val", "test")
+        if self.env_files is None:
+            return replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
+        _check_frozen(self.env_files, source)
+        return self
 
 
 def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:
     """Validate a plain dict (CLI or YAML); every error names ``source`` and the field."""
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: expected a mapping, got {type(raw).__name__}")
-    if "size" in raw:  # the old name of image_size
-        if "image_size" in raw:
-            raise ConfigError(f"{source}: give image_size only (size is its old name)")
-        raw = {("image_size" if k == "size" else k): v for k, v in raw.items()}
-    known = {f.name: f for f in fields(SparrtaConfig)}
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    vals = {}
-    for k, v in raw.items():
-        if k in _LISTS and v is not None:
-            v = (v,) if isinstance(v, str) else tuple(str(x) for x in v)
-        vals[k] = v
-    cfg = SparrtaConfig(**vals)
-    _check(cfg, source)
-    from sceneforge.scenarios.world.environments import freeze_envs
-
-    if cfg.env_files is None:  # the first parse (CLI, Python API): read the files once
-        cfg = replace(cfg, env_files=freeze_envs(cfg.envs, f"{source}: envs"))
-    else:
-        _check_frozen(cfg.env_files, source)
-    return cfg
+    return SparrtaConfig.from_dict(raw, source)
 
 
 def _check_frozen(files, source: str) -> None:

@@ -19,8 +19,8 @@ Example (the runner claims ``out``, starts the server with :func:`server_spec`'s
 """
 from __future__ import annotations
 
+import contextlib
 import logging
-import time
 import uuid
 from collections import Counter
 from dataclasses import replace
@@ -31,6 +31,7 @@ from sceneforge.core.errors import PlacementError
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.pipeline.background import BackgroundWriter
 from sceneforge.scenarios.pipeline.lookahead import Lookahead, OnceCache, responsive
+from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.sampling.rejection import sample_rng, visibility_failure
 from sceneforge.scenarios.sparrta.early import EarlyRequest
 from sceneforge.scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
@@ -83,54 +84,42 @@ def server_spec(config: dict) -> ServerSpec:
 
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
-    """Make the shard's samples (skipping complete ones); stops at the first sample that
-    rejection sampling cannot satisfy and reports it in ``failed``."""
-    from sceneforge.engine.client import RenderClient
-
-    t0 = time.perf_counter()
+    """Make the shard's samples in index order, skipping complete ones (the kit's shard skeleton,
+    :func:`scenarios.pipeline.shard.run_shard`). A sample that exhausts its placement budget
+    (:func:`scene_budget`) is reported failed and the others still run."""
     cfg = parse_config(config)
     units = units_of(cfg)
     out = Path(out_dir)
-    result = ShardResult(shard.shard_id)
-    todo = []
-    for idx in sorted(shard.indices):
-        unit, i = locate(units, idx)
-        (result.skipped if load_record(out, unit, i) else todo).append(idx)
-    if todo:
-        with RenderClient(server) as client:
-            _run_todo(Session(cfg, client, out), units, todo, result, progress)
-    result.seconds = time.perf_counter() - t0
-    return result
+    return run_shard(shard, server, complete=lambda idx: bool(load_record(out, *locate(units, idx))),
+                     maker=lambda client, todo: ShardMaker(Session(cfg, client, out), units), progress=progress,
+                     lookahead=LOOKAHEAD)
 
 
-def _run_todo(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
-    """Make samples in index order. A sample that exhausts its placement budget
-    (:func:`scene_budget`) is reported failed and the others still run: one hard sample must
-    not cost the rest of the job (a rerun resumes only the failed ones). Files are written by
-    the session's background writer; all are on disk when this returns."""
-    with session.writer:
-        _make_all(session, units, todo, result, progress)
+class ShardMaker:
+    """The session as the shard skeleton's maker: while entered, the background writer, the
+    lookahead thread (the next ``LOOKAHEAD`` samples' first steps, pure functions of their index:
+    no effect on bytes) and the helpers' priority run; all files are on disk when it exits."""
 
+    def __init__(self, session: "Session", units: list[Unit]):
+        self.session, self.units = session, units
+        self._stack = contextlib.ExitStack()
 
-def _make_all(session: "Session", units: list[Unit], todo: list[int], result: ShardResult, progress) -> None:
-    """Each sample in turn; the next ``LOOKAHEAD`` samples' first steps are prepared on the
-    session's lookahead thread meanwhile (pure functions of their index: no effect on bytes)."""
-    with session.lookahead, responsive():
-        for k, idx in enumerate(todo):
-            unit, i = locate(units, idx)
-            upcoming = [locate(units, j) for j in todo[k + 1:k + 1 + LOOKAHEAD]]
-            session.want(upcoming)
-            try:
-                rec = session.make(unit, i, upcoming)
-            except PlacementError as e:
-                result.failed[idx] = str(e)
-                result.rejections = dict(Counter(result.rejections) + Counter(e.rejections))
-                continue
-            result.done.append(idx)
-            result.rejections = dict(Counter(result.rejections) + Counter(rec["rejections"]))
-            if progress is not None:
-                progress(1)
-        session.settle()
+    def __enter__(self) -> "ShardMaker":
+        for cm in (self.session.writer, self.session.lookahead, responsive()):
+            self._stack.enter_context(cm)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                self.session.settle()
+        finally:
+            self._stack.__exit__(*exc)
+
+    def make_sample(self, idx: int, upcoming) -> dict:
+        ahead = [locate(self.units, j) for j in upcoming]
+        self.session.want(ahead)
+        return self.session.make(*locate(self.units, idx), ahead)
 
 
 def finalize(config: dict, out_dir: Path) -> dict:

@@ -10,22 +10,25 @@ import json
 from dataclasses import asdict, dataclass, field, replace
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.videos import dsi
 from sceneforge.scenarios.videos import motion as mo
 
 
 @dataclass(frozen=True)
-class VideoConfig:
+class VideoConfig(ScenarioConfig):
     """A validated ``videos`` job config (plain dict in, errors name the field)."""
 
-    env: str
-    n: int
-    seed: int = 0
-    image_size: int | None = None          # default: the environment's
+    SCENARIO = "videos"
+
+    env: str = option(help="environment name (sceneforge envs list) or YAML path")
+    n: int = option(help="number of clips")
+    seed: int = option(0, help="job seed")
+    image_size: int | None = option(None, flag="--size", help="square frame size in pixels (default: the env's, 224)")
     fov_deg: float | None = None           # default: the environment's
-    motion: mo.MotionConfig = field(default_factory=mo.MotionConfig)
+    motion: mo.MotionConfig = option(default_factory=mo.MotionConfig, help="motion ranges (motion.FIELD)")
     subjects: tuple[str, ...] | None = None  # classes; default: the env triples' movable targets
-    clutter: bool = True
+    clutter: bool = option(True, flag="--no-clutter", help="no background objects")
     questions: tuple[str, ...] = ("obj", "cam", "dist", "dir")  # kinds asked per clip (see scenarios.videos.dsi)
     min_visible_ratio: float | None = None  # default: the environment's (0.8)
     min_bbox_px: float | None = None        # default: the environment's
@@ -33,10 +36,12 @@ class VideoConfig:
     min_clearance_cm: float = 150.0
     max_tries: int = 400                   # geometric candidates per render attempt
     max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
-    renderer: str | None = None            # server renderer spec (None = gl), e.g. "cycles:samples=16"
+    renderer: str | None = option(None, help="renderer of the servers: gl (default) or cycles[:samples=N] "
+                                  "(path-traced frames; `sceneforge renderers install cycles`)")
     # opt-in (issue 38); left out of the job's identity while at these defaults:
-    ground_truth: tuple[str, ...] = ()     # dense per-frame ground truth: subset of masks, depth, flow
-    distractors: int = 0                   # other movers per clip (scenarios/videos/movers.py)
+    ground_truth: tuple[str, ...] = option((), metavar="KIND", help="dense per-frame ground truth besides poses "
+                                           "and boxes: masks, depth, flow (gt/NNNNNN/*.npz)")
+    distractors: int = option(0, help="other movers per clip, 0..6 (scenarios/videos/movers.py)")
     distractor_motions: tuple[str, ...] = ("straight",)  # how they move: movers.MOVER_MOTIONS
     articulation: bool = False             # subjects/movers as posed rigs that walk, trot, roll (videos/rigs.py)
     # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
@@ -44,30 +49,24 @@ class VideoConfig:
     env_file: dict | None = field(default=None, hash=False, compare=False)
 
     @classmethod
-    def from_dict(cls, d: dict, source: str = "videos config") -> "VideoConfig":
-        if not isinstance(d, dict):
-            raise ConfigError(f"{source}: must be a mapping, got {type(d).__name__}")
-        d = dict(d)
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"{source}: unknown field(s) {sorted(unknown)}; known: {', '.join(cls.__dataclass_fields__)}")
-        for req in ("env", "n"):
-            if req not in d:
-                raise ConfigError(f"{source}: missing field '{req}' (--{req} is required, or set '{req}' in --config)")
+    def coerce(cls, d: dict, source: str) -> dict:
+        d = super().coerce(d, source)
         d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
-        for key in ("subjects", "questions", "ground_truth", "distractor_motions"):
-            if d.get(key) is not None:
-                d[key] = tuple(str(s) for s in d[key])
-        cfg = cls(**d)
-        cfg.validate()
-        if cfg.env_file is None:
+        return d
+
+    def check(self, source: str) -> None:
+        self.validate()
+
+    def complete(self, source: str) -> "VideoConfig":
+        """The environment's content, read once (never looked up by name again)."""
+        if self.env_file is None:
             from sceneforge.scenarios.world.environments import freeze_envs
 
-            (name, entry), = freeze_envs([cfg.env], f"{source}: env").items()
-            cfg = replace(cfg, env_file={name: entry})
-        elif not (isinstance(cfg.env_file, dict) and len(cfg.env_file) == 1):
+            (name, entry), = freeze_envs([self.env], f"{source}: env").items()
+            return replace(self, env_file={name: entry})
+        if not (isinstance(self.env_file, dict) and len(self.env_file) == 1):
             raise ConfigError(f"{source}: env_file is damaged (it records the environment's YAML)")
-        return cfg
+        return self
 
     def load_env(self):
         """The environment rebuilt from the recorded content (never looked up by name)."""
@@ -122,7 +121,8 @@ class VideoConfig:
             raise ConfigError(f"videos config: distractor_motions must be distinct items of {', '.join(MOVER_MOTIONS)}, "
                               f"got {motions!r}")
 
-    def normalised(self) -> dict:
+    def to_dict(self) -> dict:
+        """The normalised plain form (job.json's ``config``; its hash is the fingerprint)."""
         d = asdict(self)
         d["motion"] = self.motion.identity()  # opt-in motion fields at their defaults left out
         if d["renderer"] is None:  # jobs made before the field existed keep their identity
@@ -132,3 +132,5 @@ class VideoConfig:
             if getattr(self, key) == default:
                 del d[key]
         return json.loads(json.dumps(d, sort_keys=True, default=list))
+
+    normalised = to_dict   # its older name

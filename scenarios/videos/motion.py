@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.config import option
 from sceneforge.engine.world import Camera, Rotator, Transform
 
 CAM_MODES = ("static", "translate", "rotate")
@@ -75,8 +76,8 @@ def _number(name: str, value, integer: bool = False) -> float:
 class MotionConfig:
     """Ranges the sampler draws from (all ``(lo, hi)`` uniform). Validated on construction."""
 
-    n_frames: int = 16
-    fps: float = 8.0
+    n_frames: int = option(16, flag="--frames", help="frames per clip (motion.n_frames)")
+    fps: float = option(8.0, help="frames per second (motion.fps)")
     cam_distance_cm: tuple[float, float] = (700.0, 1300.0)
     cam_height_cm: tuple[float, float] = (150.0, 450.0)
     cam_speed_cms: tuple[float, float] = (80.0, 180.0)
@@ -84,7 +85,9 @@ class MotionConfig:
     obj_speed_cms: tuple[float, float] = (80.0, 220.0)
     obj_turn_dps: tuple[float, float] = (40.0, 110.0)
     dir_jitter_deg: float = 12.0
-    patterns: tuple[str, ...] = PATTERNS
+    patterns: tuple[str, ...] = option(PATTERNS, help="subset of the 9 motion patterns (cam_X-obj_Y), or the opt-in "
+                                       "camera paths cam_orbit-/cam_follow-/cam_zoom-obj_Y and mixed patterns "
+                                       "cam_mixed-/obj_mixed (translate and turn at once; docs/videos.md)")
     # opt-in camera paths (camera_paths.py); left out of the job's identity while at these defaults
     cam_orbit_dps: tuple[float, float] = (4.0, 10.0)
     zoom_ratio: tuple[float, float] = (1.3, 1.8)

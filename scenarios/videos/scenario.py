@@ -17,7 +17,6 @@ Output (``out_dir``)::
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -314,7 +313,7 @@ def plan(config: dict) -> JobPlan:
     cfg = VideoConfig.from_dict(config)
     load_context(cfg)  # env, subjects and names checked before any worker starts
     return JobPlan(cfg.n, plan_digest(cfg), f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})",
-                   config=cfg.normalised())
+                   config=cfg.to_dict())
 
 
 def server_spec(config: dict) -> ServerSpec:
@@ -324,7 +323,7 @@ def server_spec(config: dict) -> ServerSpec:
 
 
 def plan_digest(cfg: VideoConfig) -> str:
-    return hashlib.sha256(json.dumps(cfg.normalised(), sort_keys=True).encode()).hexdigest()[:16]
+    return cfg.fingerprint()
 
 
 def _paths(out_dir: Path, env_name: str, index: int) -> tuple[Path, dict[str, Path]]:
@@ -413,7 +412,7 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
 
     ids = sorted({r["subject_asset"] for r in records} | {a for r in records for a in r["scenery_assets"]})
     return {"generator": f"sceneforge {__version__}", "format": "DSI-Bench (videos/{aug}/{relative_path}, "
-            "metadata/{aug}.csv) + clips.parquet", "config": ctx.cfg.normalised(), "fingerprint": plan_digest(ctx.cfg),
+            "metadata/{aug}.csv) + clips.parquet", "config": ctx.cfg.to_dict(), "fingerprint": plan_digest(ctx.cfg),
             "variants": list(dsi.AUGS), "categories": dict(enumerate(dsi.CATE_NAMES)),
             "question_templates": dsi.TEMPLATES, "answer_spaces": dsi.SPACES, **dsi.card_tables(ctx.cfg.motion.patterns),
             "label_transforms": {a: dict(sorted(m.items())) for a, m in dsi.AUG_MAPS.items()},

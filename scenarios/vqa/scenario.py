@@ -15,18 +15,17 @@ order (balanced answer positions across the dataset) and writes ``questions.json
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from sceneforge.core.errors import ConfigError, PlacementError
+from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.vqa.record import load_scene, scene_path  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
@@ -35,26 +34,29 @@ OBJECT_GAP_CM = 30.0
 
 
 @dataclass(frozen=True)
-class VqaConfig:
-    envs: tuple[str, ...] = ("desert",)
-    n: int = 8                       # images per environment
-    seed: int = 0
-    size: int = 448
-    min_objects: int = 3
-    max_objects: int = 6
-    min_askable: int = 3
-    clutter: bool = True
-    image_format: str = "jpg"
-    jpeg_quality: int = 95
-    depth: bool = False
-    max_scenes: int = 30
-    max_views: int = 20
-    max_tries: int = 200
-    max_per_category: int = 2        # questions per category and image
-    min_visible_ratio: float = 0.8   # CRISP
-    min_box_px: float = 40.0         # CRISP (longest edge of the visible box)
-    margin_deg: float = 15.0
-    rank_gap: float = 0.15
+class VqaConfig(ScenarioConfig):
+    SCENARIO = "vqa"
+    ALIASES = {"env": "envs"}
+
+    envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s) or YAML path(s)")
+    n: int = option(8, help="images per environment")
+    seed: int = option(0, help="random seed")
+    size: int = option(448, help="square image size (CRISP's 40 px box rule)")
+    min_objects: int = option(3, help="labelled objects per scene, at least")
+    max_objects: int = option(6, help="labelled objects per scene, at most")
+    min_askable: int = option(3, help="objects that must pass the visibility rule in a view")
+    clutter: bool = option(True, flag="--no-clutter", help="leave out the environment's background objects")
+    image_format: str = option("jpg", flag="--format", choices=("jpg", "png"), help="image format")
+    jpeg_quality: int = option(95, help="JPEG quality, 1..100")
+    depth: bool = option(False, help="also write depth (for `sceneforge degrade`)")
+    max_scenes: int = option(30, help="fresh scenes per image before giving up")
+    max_views: int = option(20, help="camera draws per scene")
+    max_tries: int = option(200, help="geometric candidates per draw")
+    max_per_category: int = option(2, flag="--per-category", help="questions per category and image")
+    min_visible_ratio: float = option(0.8, help="CRISP's rule: visible/unoccluded pixels per object")
+    min_box_px: float = option(40.0, help="CRISP's rule: visible box longest edge >= this many px (scale with --size)")
+    margin_deg: float = option(15.0, help="direction questions: ambiguity margin, degrees")
+    rank_gap: float = option(0.15, help="ranking questions: top two differ by at least this much (relative)")
     # the environments' content (scenarios.world.environments.freeze_envs), filled in by parse_config:
     # the job's identity and what workers rebuild the environments from (never looked up by name)
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -71,17 +73,28 @@ class VqaConfig:
 
         return load_frozen_env(self.env_files, name)
 
-    def fingerprint(self) -> str:
-        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+    def check(self, source: str) -> None:
+        c = self
+        for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
+                         ("max_objects", c.max_objects >= c.min_objects),
+                         ("image_format", c.image_format in ("jpg", "png")),
+                         ("min_askable", 1 <= c.min_askable <= c.max_objects),
+                         ("max_per_category", c.max_per_category >= 1),
+                         # issue 39: --min-box-px nan reached json.dumps in a traceback
+                         ("min_box_px", _within(c.min_box_px, 0, c.size)),
+                         ("min_visible_ratio", _within(c.min_visible_ratio, 0, 1)),
+                         ("margin_deg", _within(c.margin_deg, 0, 44.9)), ("rank_gap", _within(c.rank_gap, 0, 10)),
+                         ("jpeg_quality", _within(c.jpeg_quality, 1, 100) and c.jpeg_quality == int(c.jpeg_quality))):
+            if not ok:
+                raise ConfigError(f"{source}: invalid {name} = {getattr(c, name)!r}")
 
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["envs"] = list(self.envs)
-        return d
+    def complete(self, source: str) -> "VqaConfig":
+        """The environments' content, read once (never looked up by name again)."""
+        if self.env_files is not None:
+            return self
+        from sceneforge.scenarios.world.environments import freeze_envs
 
-    @classmethod
-    def from_dict(cls, d: dict, source: str = "vqa config") -> "VqaConfig":
-        return parse_config(d, source)
+        return replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
 
 
 NAME = "vqa"
@@ -89,37 +102,7 @@ Config = VqaConfig  # the registry's name for a scenario's config class
 
 
 def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
-    if not isinstance(config, dict):
-        raise ConfigError(f"{source}: must be a mapping, got {type(config).__name__}")
-    known = {f.name for f in fields(VqaConfig)}
-    cfg = dict(config)
-    if "env" in cfg:
-        cfg["envs"] = cfg.pop("env")
-    unknown = sorted(set(cfg) - known)
-    if unknown:
-        raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if isinstance(cfg.get("envs"), str):
-        cfg["envs"] = (cfg["envs"],)
-    if "envs" in cfg:
-        cfg["envs"] = tuple(str(e) for e in cfg["envs"])
-    try:
-        c = VqaConfig(**cfg)
-    except TypeError as e:
-        raise ConfigError(f"{source}: {e}") from None
-    if c.env_files is None:
-        from sceneforge.scenarios.world.environments import freeze_envs
-
-        c = replace(c, env_files=freeze_envs(c.envs, f"{source}: envs"))
-    for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
-                     ("max_objects", c.max_objects >= c.min_objects), ("image_format", c.image_format in ("jpg", "png")),
-                     ("min_askable", 1 <= c.min_askable <= c.max_objects), ("max_per_category", c.max_per_category >= 1),
-                     # issue 39: --min-box-px nan reached json.dumps in a traceback
-                     ("min_box_px", _within(c.min_box_px, 0, c.size)), ("min_visible_ratio", _within(c.min_visible_ratio, 0, 1)),
-                     ("margin_deg", _within(c.margin_deg, 0, 44.9)), ("rank_gap", _within(c.rank_gap, 0, 10)),
-                     ("jpeg_quality", _within(c.jpeg_quality, 1, 100) and c.jpeg_quality == int(c.jpeg_quality))):
-        if not ok:
-            raise ConfigError(f"{source}: invalid {name} = {getattr(c, name)!r}")
-    return c
+    return VqaConfig.from_dict(config, source)
 
 
 def _within(value, low: float, high: float) -> bool:
@@ -156,29 +139,10 @@ def server_spec(config: dict) -> ServerSpec:
 
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
-    from sceneforge.engine.client import RenderClient
-
-    t0 = time.perf_counter()
+    """The shard's scenes in index order, complete ones skipped (:func:`scenarios.pipeline.shard.run_shard`)."""
     cfg, out = parse_config(config), Path(out_dir)   # the runner has claimed ``out``
-    result = ShardResult(shard.shard_id)
-    todo = []
-    for idx in sorted(shard.indices):
-        env, i = locate(cfg, idx)
-        (result.skipped if load_scene(out, env, i) else todo).append(idx)
-    if todo:
-        with RenderClient(server) as client:
-            maker = Maker(cfg, client, out)
-            for k, idx in enumerate(todo):
-                try:
-                    maker.make(*locate(cfg, idx))
-                except PlacementError as e:
-                    result.failed[idx] = str(e)
-                    continue
-                result.done.append(idx)
-                if progress is not None:
-                    progress(1)
-    result.seconds = time.perf_counter() - t0
-    return result
+    return run_shard(shard, server, complete=lambda idx: bool(load_scene(out, *locate(cfg, idx))),
+                     maker=lambda client, todo: Maker(cfg, client, out), progress=progress)
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
@@ -211,6 +175,10 @@ class Maker:
             self._envs[name] = env
             self._shapes[name] = ShapeCache(env.library, lambda cls, e=env: e.variants(cls, e.library))
         return self._envs[name]
+
+    def make_sample(self, index: int, upcoming=()) -> dict:
+        """Scene ``index`` of the job (the shard skeleton's call)."""
+        return self.make(*locate(self.cfg, index))
 
     def make(self, env_name: str, i: int) -> dict:
         from sceneforge.scenarios.sampling.rejection import sample_rng

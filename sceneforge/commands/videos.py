@@ -15,33 +15,21 @@ from pathlib import Path
 
 def register(subparsers) -> None:
     from sceneforge.commands.common import add_runner_flags
+    from sceneforge.commands.config_flags import add_config_flags
+    from sceneforge.scenarios.videos.config import VideoConfig   # numpy, no renderer: flags from its fields
 
     v = subparsers.add_parser("videos", help="render DSI-Bench-style dynamic clips (std/hflip/reverse/reverse_hflip)",
                               description="Render dynamic clips with 9 camera/object motion patterns, their "
                                           "hflip/reverse/reverse_hflip variants and DSI-Bench metadata CSVs.")
-    v.add_argument("--env", help="environment name (sceneforge envs list) or YAML path")
-    v.add_argument("--n", type=int, help="number of clips")
     v.add_argument("--out", required=True, help="output directory (created; resumable)")
-    v.add_argument("--seed", type=int, help="job seed (default 0)")
     v.add_argument("--config", type=Path, help="YAML with videos config fields (flags override)")
-    v.add_argument("--frames", type=int, help="frames per clip (motion.n_frames, default 16)")
-    v.add_argument("--fps", type=float, help="frames per second (motion.fps, default 8)")
-    v.add_argument("--size", type=int, help="square frame size in pixels (default: the env's, 224)")
-    v.add_argument("--patterns", nargs="+", help="subset of the 9 motion patterns (cam_X-obj_Y), or the opt-in "
-                   "camera paths cam_orbit-/cam_follow-/cam_zoom-obj_Y and mixed patterns cam_mixed-/obj_mixed "
-                   "(translate and turn at once; docs/videos.md)")
-    v.add_argument("--distractors", type=int, help="other movers per clip, 0..6 (default 0)")
+    add_config_flags(v, VideoConfig)   # --env, --n, --seed, --size, --frames, --fps, --patterns, ... from its fields
     v.add_argument("--distractor-motions", nargs="+", metavar="KIND", help="how distractors move, drawn per "
                    "mover: straight (default), curve, stop_and_go, turn")
-    v.add_argument("--ground-truth", nargs="+", metavar="KIND", help="dense per-frame ground truth besides poses "
-                   "and boxes: masks, depth, flow (gt/NNNNNN/*.npz)")
     v.add_argument("--shake", type=float, nargs=2, metavar=("CM", "DEG"),
                    help="handheld camera shake amplitude (motion.shake_cm <= 1.5, motion.shake_deg <= 0.4)")
     v.add_argument("--articulated", action="store_true", help="subjects (and distractors) as rigs that walk, "
                    "trot, run, roll and steer (config articulation: true; docs/videos.md)")
-    v.add_argument("--no-clutter", action="store_true", help="no background objects")
-    v.add_argument("--renderer", help="renderer of the servers: gl (default) or cycles[:samples=N] "
-                   "(path-traced frames; `sceneforge renderers install cycles`)")
     v.add_argument("--inline", action="store_true", help="same as --backend inline: one server in this process")
     add_runner_flags(v)
     v.set_defaults(func=run_videos)
@@ -60,18 +48,13 @@ def register(subparsers) -> None:
 
 def build_config(args: argparse.Namespace):
     """``--config`` YAML overridden by flags → (VideoConfig, plain dict)."""
-    from sceneforge.scenarios.config_loader import load_config
+    from sceneforge.commands.config_flags import config_from_args
     from sceneforge.scenarios.videos import VideoConfig
 
-    overrides = {"env": args.env, "n": args.n, "seed": args.seed, "image_size": args.size,
-                 "motion.n_frames": args.frames, "motion.fps": args.fps, "motion.patterns": args.patterns,
-                 "clutter": False if args.no_clutter else None, "renderer": args.renderer,
-                 "distractors": args.distractors, "distractor_motions": args.distractor_motions,
-                 "ground_truth": args.ground_truth, "articulation": True if args.articulated else None,
-                 "motion.shake_cm": args.shake[0] if args.shake else None,
-                 "motion.shake_deg": args.shake[1] if args.shake else None}
-    return load_config(VideoConfig.from_dict, command="sceneforge videos", config_file=args.config,
-                       overrides=overrides)
+    extra = {"distractor_motions": args.distractor_motions, "articulation": True if args.articulated else None,
+             "motion.shake_cm": args.shake[0] if args.shake else None,   # one flag, two fields
+             "motion.shake_deg": args.shake[1] if args.shake else None}
+    return config_from_args(args, VideoConfig, command="sceneforge videos", extra=extra)
 
 
 def run_videos(args: argparse.Namespace) -> int:

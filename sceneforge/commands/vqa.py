@@ -38,16 +38,12 @@ def register_generate(subparsers) -> None:
                               description="Render scenes with 3-6 labelled objects, write each scene's record and "
                                           "metric scene graph, then template questions (questions.jsonl), tables and "
                                           "COCO annotations. Resumable: rerun the same command.")
-    g.add_argument("--env", nargs="+", default=["desert"], help="environment name(s) or YAML path(s)")
-    g.add_argument("--n", type=int, required=True, help="images per environment")
+    from sceneforge.commands.config_flags import add_config_flags
+    from sceneforge.scenarios.vqa.scenario import VqaConfig   # numpy, no renderer: flags from its fields
+
     g.add_argument("--out", required=True, help="output directory")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--size", type=int, default=448, help="square image size (default 448; CRISP's 40 px box rule)")
-    g.add_argument("--depth", action="store_true", help="also write depth (for `sceneforge degrade`)")
-    g.add_argument("--no-clutter", action="store_true", help="leave out the environment's background objects")
-    g.add_argument("--per-category", type=int, default=2, help="questions per category and image (default 2)")
-    g.add_argument("--min-box-px", type=float, default=40.0,
-                   help="CRISP's rule: visible box longest edge >= this many px (default 40; scale with --size)")
+    g.add_argument("--config", help="YAML file of config fields (flags override it)")
+    add_config_flags(g, VqaConfig, required=("n",))
     from sceneforge.commands.common import add_runner_flags
     add_runner_flags(g)
     g.set_defaults(func=run_generate)
@@ -62,12 +58,11 @@ def register_generate(subparsers) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.vqa.scenario import parse_config
+    from sceneforge.commands.config_flags import config_from_args
+    from sceneforge.scenarios.vqa.scenario import VqaConfig
     from sceneforge.commands.common import run_scenario
 
-    cfg = {"envs": list(args.env), "n": args.n, "seed": args.seed, "size": args.size, "depth": args.depth,
-           "clutter": not args.no_clutter, "max_per_category": args.per_category, "min_box_px": args.min_box_px}
-    parse_config(cfg, "sceneforge vqa")
+    _, cfg = config_from_args(args, VqaConfig, command="sceneforge vqa")
     summary = run_scenario("vqa", cfg, args.out, args)
     fin = summary.get("finalize", {})
     print(f"{fin.get('images')} images, {fin.get('questions')} questions in {args.out}: {fin.get('by_category')}")
