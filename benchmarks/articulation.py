@@ -1,21 +1,20 @@
 """Articulated subjects (issue 38 item 1): media and the cost of animation.
 
     python benchmarks/articulation.py media [--out docs/img]     # contact sheet + one mp4 per class
-    python benchmarks/articulation.py cost [--clips 12 --rounds 3]   # ms/frame with vs without articulation
+    python benchmarks/articulation.py cost [--clips 12 --rounds 2]   # ms/frame with vs without articulation
     python benchmarks/articulation.py sliding                  # foot sliding per class, posing ms/frame
 
 ``media`` renders every rigged class walking/trotting/driving past a tracking camera on the city
 street (the embedded GL server): ``docs/img/videos_rigs_sheet.png`` (rows = classes, columns =
 four instants of one gait cycle, the first mid-stride) and ``docs/img/videos_rig_<class>.mp4``.
-``cost`` runs the same inline videos job with ``articulation`` off and on, interleaved for
-``--rounds`` rounds in one process (same seed, clips and server, both modes warmed up), and
-prints ms per frame (best and median of the rounds); numbers go to docs/videos.md. ``sliding``
+``cost`` makes every clip rigid and articulated back to back on one server (paired, order
+alternating, ``--rounds`` times) and prints the per-clip difference in ms per rendered frame
+(wall and client CPU); numbers go to docs/videos.md. ``sliding``
 prints the foot sliding per class (cm per step) and the posing time per frame.
 """
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 import tempfile
 import time
@@ -128,35 +127,45 @@ def sliding() -> None:
               + f"; pose {ms:.2f} ms/frame")
 
 
-def cost(clips: int, rounds: int = 3) -> None:
+def cost(clips: int, rounds: int = 2) -> None:
+    """Paired per clip: the same clip made rigid and articulated back to back on one server
+    (sample + render + visibility: ``scenario.make_clip``), the order alternating, ``rounds``
+    times; the median of the per-clip differences cancels the slow load drift of a shared machine."""
+    from collections import Counter
+
+    from sceneforge.engine.client import RenderClient
     from sceneforge.engine.server.launch import start_server
-    from sceneforge.scenarios.contract import Shard
     from sceneforge.scenarios.videos import scenario as videos
 
     base = {"env": "city", "n": clips, "seed": 0}
-    modes = {"rigid": base, "articulated": {**base, "articulation": True}}
+    ctxs = {m: videos.load_context(videos.VideoConfig.from_dict(c))
+            for m, c in (("rigid", base), ("articulated", {**base, "articulation": True}))}
     srv = start_server(port=0, output_dir=Path(tempfile.mkdtemp()))
-    res = {m: [] for m in modes}
+    per = {m: [] for m in ctxs}
+    cpu = {m: [] for m in ctxs}
     try:
-        for label, cfg in modes.items():   # warm-up: assets, meshes and GL caches of both modes
-            videos.run({**cfg, "n": 2}, Shard(0, (0, 1)), Path(tempfile.mkdtemp()), server=srv.address)
-        for rnd in range(rounds):           # interleaved, so load changes hit both modes alike
-            for label, cfg in modes.items():
-                out = Path(tempfile.mkdtemp())
-                t0 = time.perf_counter()
-                r = videos.run(cfg, Shard(0, tuple(range(cfg["n"]))), out, server=srv.address)
-                dt = time.perf_counter() - t0
-                frames = len(r.done) * 16
-                res[label].append(1e3 * dt / max(frames, 1))
-                print(f"round {rnd} {label:12s} {len(r.done)} clips {dt:6.1f} s  {dt / max(len(r.done), 1):.2f} s/clip "
-                      f"{res[label][-1]:.1f} ms/frame  rejections {r.rejections}", flush=True)
-                shutil.rmtree(out, ignore_errors=True)
+        with RenderClient(srv.address, timeout=300) as client:
+            for m, ctx in ctxs.items():   # warm-up: meshes, rigs and GL caches of both modes
+                videos.make_clip(ctx, client, 0, Counter())
+            for rnd in range(rounds):
+                for i in range(clips):
+                    order = list(ctxs) if (i + rnd) % 2 == 0 else list(ctxs)[::-1]
+                    for m in order:
+                        t0, c0 = time.perf_counter(), time.process_time()
+                        made = videos.make_clip(ctxs[m], client, i, Counter())
+                        n = made["clip"].n_frames * made["attempts"]
+                        per[m].append(1e3 * (time.perf_counter() - t0) / n)
+                        cpu[m].append(1e3 * (time.process_time() - c0) / n)
     finally:
         srv.stop()
-    rigid, art = min(res["rigid"]), min(res["articulated"])
-    print(f"best of {rounds}: rigid {rigid:.1f} ms/frame, articulated {art:.1f} ms/frame: animation costs "
-          f"{art - rigid:+.1f} ms/frame ({art / rigid:.2f}x); medians {np.median(res['rigid']):.1f} / "
-          f"{np.median(res['articulated']):.1f}")
+    r, a = np.array(per["rigid"]), np.array(per["articulated"])
+    cr, ca = np.array(cpu["rigid"]), np.array(cpu["articulated"])
+    print(f"{clips} clips x {rounds} rounds, paired (make_clip: sample + render + visibility, ms per rendered frame)")
+    print(f"  wall: rigid median {np.median(r):.1f}, articulated median {np.median(a):.1f}; "
+          f"per-clip difference median {np.median(a - r):+.1f} ms/frame (IQR {np.percentile(a - r, 25):+.1f} .. "
+          f"{np.percentile(a - r, 75):+.1f}), ratio median {np.median(a / r):.2f}x")
+    print(f"  client CPU: rigid median {np.median(cr):.1f}, articulated {np.median(ca):.1f} ms/frame "
+          f"(difference median {np.median(ca - cr):+.1f}: posing, poses JSON, union counts)")
 
 
 def main(argv=None) -> int:
@@ -166,7 +175,7 @@ def main(argv=None) -> int:
     m.add_argument("--out", type=Path, default=Path("docs/img"))
     c = sub.add_parser("cost")
     c.add_argument("--clips", type=int, default=12)
-    c.add_argument("--rounds", type=int, default=3)
+    c.add_argument("--rounds", type=int, default=2)
     sub.add_parser("sliding")
     a = ap.parse_args(argv)
     if a.cmd == "media":
