@@ -1,4 +1,5 @@
-"""The render kinds: one table that the server, the renderers and the client read (issue 35).
+"""The render kinds: one table that the server, the renderers, the client and the dataset writers
+read (issue 35).
 
 A *render kind* is one image a server can give of a camera's view: ``lit``, ``object_mask``,
 ``depth``... Each row of :data:`TABLE` says everything the rest of the engine needs about it (as
@@ -17,7 +18,8 @@ kubric's one ``post_processors`` table does for its passes):
 
 Adding a kind is one row here plus the renderer's code that draws it (or the server's, for a
 derived kind): the camera commands, ``/sceneforge/render``, the server's refusals, the client's
-decoding and its stock fallback all read the row (tests/engine/test_render_kinds.py serves every
+decoding, its stock fallback and the dataset writers (scenarios/output/writers.py ``kind_bytes``)
+all read the row (tests/engine/test_render_kinds.py serves every
 row). A renderer plugin registers its kinds with :func:`register_kind` before the server's
 command table is imported (the camera commands are made from the rows then).
 

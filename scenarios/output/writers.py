@@ -18,6 +18,7 @@ import numpy as np
 
 from sceneforge.core.atomic import atomic_write_bytes  # noqa: F401  (re-exported for the scenarios)
 from sceneforge.core.errors import ConfigError
+from sceneforge.engine import render_kinds
 from sceneforge.engine.world import Camera
 
 # k-th scene (or k-th sample of a label) -> SPLIT_PATTERN[k % 10]: 80/10/10, with val and test early in
@@ -162,6 +163,20 @@ def npy_bytes(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
     return buf.getvalue()
+
+
+def kind_file(kind: str) -> str:
+    """The dataset file extension of a rendered kind, from its row of the render-kind table
+    (engine/render_kinds.py): ``png`` for a colour image (``object_mask``), ``npy`` for data."""
+    return "png" if render_kinds.get(kind).role == render_kinds.COLOR else "npy"
+
+
+def kind_bytes(kind: str, array: np.ndarray) -> bytes:
+    """A rendered array as its dataset file (:func:`kind_file`): a colour kind as PNG, a data kind
+    as ``.npy`` in the row's dtype (depth: float32 cm)."""
+    if kind_file(kind) == "png":
+        return encode_image(array, "png")
+    return npy_bytes(np.asarray(array).astype(render_kinds.get(kind).dtype))
 
 
 # --- SpaRRTa's params file ------------------------------------------------------------------------

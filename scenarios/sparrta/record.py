@@ -18,7 +18,7 @@ from sceneforge.scenarios.sampling.relations import TASK_OBSERVER
 from sceneforge.scenarios.output.scene_graph import graph_json
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.output.writers import (PreEncoded, atomic_write_bytes, atomic_write_json, display_label, dumps,
-                               encode_image, flatten, intrinsics, nested_json, npy_bytes, params_json)
+                               encode_image, flatten, intrinsics, kind_bytes, kind_file, nested_json, params_json)
 
 LABELLED = ("source", "target", "human")
 
@@ -35,9 +35,9 @@ def file_names(unit: Unit, i: int, cfg: SparrtaConfig) -> dict[str, str]:
     files = {"image": f"{d}/img_{n}.{cfg.image_format}", "params": f"{d}/params_{n}.json",
              "scene": f"{d}/scene_{n}.json"}
     if cfg.masks:
-        files["mask"] = f"{d}/mask_{n}.png"
+        files["mask"] = f"{d}/mask_{n}.{kind_file('object_mask')}"
     if cfg.depth:
-        files["depth"] = f"{d}/depth_{n}.npy"
+        files["depth"] = f"{d}/depth_{n}.{kind_file('depth')}"
     return files
 
 
@@ -156,9 +156,9 @@ def write_sample(writer, out: Path, cfg: SparrtaConfig, unit: Unit, i: int, grou
         scene = graph_json(graph()).encode()   # first: its failure writes nothing
         atomic_write_bytes(confined(out, files["image"]), encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
         if cfg.masks:
-            atomic_write_bytes(confined(out, files["mask"]), encode_image(img["object_mask"], "png"))
+            atomic_write_bytes(confined(out, files["mask"]), kind_bytes("object_mask", img["object_mask"]))
         if cfg.depth:
-            atomic_write_bytes(confined(out, files["depth"]), npy_bytes(img["depth"].astype("float32")))
+            atomic_write_bytes(confined(out, files["depth"]), kind_bytes("depth", img["depth"]))
         atomic_write_bytes(confined(out, files["params"]), dumps(params).encode())
         atomic_write_bytes(confined(out, files["scene"]), scene)
         atomic_write_json(confined(out, record), rec)

@@ -243,3 +243,18 @@ def test_every_rendered_row_is_served_by_the_cycles_renderer():
                     assert arr.dtype == np.dtype(k.dtype) and arr.shape == _shape(k), k.name
     finally:
         srv.stop()
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda k: k.name)
+def test_the_writers_file_each_kind_as_its_row_says(row):
+    """scenarios/output/writers.py: a colour kind becomes a PNG, a data kind an .npy in the row's
+    dtype (what sparrta's masks and depth are written with)."""
+    from sceneforge.scenarios.output.writers import kind_bytes, kind_file
+
+    array = np.arange(H * W * max(row.channels, 1)).reshape(_shape(row)).astype(np.float64)
+    data = kind_bytes(row.name, array.astype(np.uint8) if row.role == render_kinds.COLOR else array)
+    assert kind_file(row.name) == ("png" if row.role == render_kinds.COLOR else "npy")
+    assert data.startswith(MAGIC[kind_file(row.name)])
+    if kind_file(row.name) == "npy":
+        back = np.load(io.BytesIO(data), allow_pickle=False)
+        assert back.dtype == np.dtype(row.dtype) and back.shape == _shape(row)
