@@ -271,13 +271,13 @@ SPECIES = {
                        ((62, -6, 157), (57, -17, 166), 4.0, "head"), ((62, 6, 157), (57, 17, 166), 4.0, "head")],
              "antlers": [((62, -4, 160), (50, -24, 198), 2.2), ((50, -24, 198), (46, -28, 220), 1.6),
                          ((62, 4, 160), (50, 24, 198), 2.2), ((50, 24, 198), (46, 28, 220), 1.6)],
-             "legs": (34, -40, 9.5, 92, 100, 8, 3.0), "hoof": (3.5, 2.6, 2.8), "foot_z": 2.8},
+             "legs": (34, -40, 9.5, 92, 100, 8, 3.0), "hoof": (3.5, 2.6, 2.8), "foot_z": 2.8, "chain": 1.08},
     "camel": {"body": [((0, 0, 148), (58, 27, 30), "coat"), ((36, 0, 146), (26, 25, 32), "coat"),
                        ((-2, 0, 170), (36, 20, 40), "coat"), ((108, 0, 190), (15, 9.5, 10), "head"),
                        ((100, -8, 200), (3, 3, 5), "head"), ((100, 8, 200), (3, 3, 5), "head")],
               "limbs": [((52, 0, 150), (80, 0, 136), 14, "coat"), ((80, 0, 136), (104, 0, 184), 10, "coat"),
                         ((112, 0, 188), (133, 0, 177), 7.5, "head"), ((-56, 0, 150), (-64, 0, 106), 3.0, "coat")],
-              "legs": (42, -40, 13.5, 136, 146, 9, 5.5), "hoof": (10, 7.5, 3.5), "foot_z": 3.5},
+              "legs": (42, -40, 13.5, 136, 146, 9, 5.5), "hoof": (10, 7.5, 3.5), "foot_z": 3.5, "chain": 1.06},
 }
 # the same species under the class names of the library
 SPECIES_OF = {"bear": "bear", "fox": "fox", "husky": "husky", "deer": "deer", "camel": "camel"}
@@ -321,7 +321,7 @@ def _quadruped(cls: str, size, pal: dict) -> Rig:
     for i, (name, x, yy, z, bend) in enumerate((("lf", fx, -y, zf, +1.0), ("rf", fx, y, zf, +1.0),
                                                  ("lh", hx, -y, zh, -1.0), ("rh", hx, y, zh, -1.0))):
         hip = to((x, yy, z))
-        chain = 1.12 * (hip[2] - foot_z)   # bent at rest: a planted foot reaches ~0.45 hip heights
+        chain = sp.get("chain", 1.12) * (hip[2] - foot_z)   # bent at rest: 1.12 reaches ~0.45 hip heights
         legs.append(Leg(hip, 0.5 * chain, 0.5 * chain, bend, foot_z))
         parts += [Part(f"upper_{name}", "ellipsoid", (2 * ru * kr, 2 * ru * kr, 0.0), col["coat"], "upper", index=i),
                   Part(f"lower_{name}", "ellipsoid", (2 * rl * kr, 2 * rl * kr, 0.0), col["legs"], "lower", index=i),
