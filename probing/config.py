@@ -85,7 +85,7 @@ class ProbeConfig:
     @property
     def train(self):
         """The head-training part as :class:`probing.train.TrainConfig` (derived, not stored)."""
-        from sceneforge.probing.train import TrainConfig
+        from sceneforge.probing.train import TrainConfig  # torch: a ProbeConfig is read and checked without it
 
         return TrainConfig(lrs=self.lrs, dropouts=self.dropouts, epochs=self.epochs, warmup=self.warmup,
                            batch_size=self.batch_size, runs=self.runs, seed=self.seed, use_cls=self.cls,

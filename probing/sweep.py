@@ -15,6 +15,7 @@ deprecated old spelling). Example::
 """
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -22,13 +23,21 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sceneforge.core.config_names import RENAMED, deprecation_line
+from sceneforge.core.atomic import atomic_write_text
 from sceneforge.core.errors import ConfigError
+from sceneforge.probing.attention_flow import attention_flow
+from sceneforge.probing.backbones import create_backbone
 from sceneforge.probing.config import SPARRTA_SCHEDULE, ProbeConfig
-from sceneforge.probing.data import label_ids, load_datasets
+from sceneforge.probing.data import CLASSES, label_ids, load_datasets
+from sceneforge.probing.features import extract_features
 from sceneforge.probing.groups import Group, make_groups  # noqa: F401  (Group re-exported)
+from sceneforge.probing.layout import group_layout
 from sceneforge.probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
+from sceneforge.probing.report import (MIN_TEST, atomic_write_npz, check_min_test, write_layout, write_report,
+                                       write_runs)
 from sceneforge.probing.selection import run_grids
 from sceneforge.probing.train import ProbeSplits, TrainConfig
 
@@ -77,11 +86,6 @@ def warn_small(groups: list[Group]) -> None:
 
 def run_probe(job: ProbeConfig) -> Path:
     """Run the whole job; returns the output directory."""
-    from sceneforge.probing.backbones import create_backbone
-    from sceneforge.probing.features import extract_features
-    from sceneforge.probing.layout import group_layout
-    from sceneforge.probing.report import MIN_TEST, check_min_test, write_layout, write_report, write_runs
-
     out = Path(job.out)
     min_test = MIN_TEST if job.min_test is None else job.min_test
     table = load_datasets(job.data)
@@ -121,11 +125,6 @@ def flow_rows(table, per_task: int):
 
 
 def _write_attention_flow(out: Path, bb, table, per_task: int) -> None:
-    import json
-
-    from sceneforge.core.atomic import atomic_write_text
-    from sceneforge.probing.attention_flow import attention_flow
-
     t0 = time.perf_counter()
     flow = {task: attention_flow(bb, rows) for task, rows in flow_rows(table, per_task).groupby("task")}
     merged = dict(next(iter(flow.values())))
@@ -188,11 +187,6 @@ def _save_predictions(out: Path, head: str, meta: dict, results, splits, table) 
     ``predictions/<run id>.csv`` (dataset, file_name, label, prediction, correct + the run's
     head, layer, protocol): what ``sceneforge browse DATA --predictions OUT`` shows, the
     misclassified samples one click away. Rows in table order, so a rerun writes the same bytes."""
-    import pandas as pd
-
-    from sceneforge.core.atomic import atomic_write_text
-    from sceneforge.probing.data import CLASSES
-
     best = next(r for r in results if r.selected)
     part = splits.test
     pred = best.test_pred
@@ -217,8 +211,6 @@ def run_id(meta: dict, head: str) -> str:
 def _save_attention(out: Path, head: str, meta: dict, results, splits, table, grid, k: int) -> str:
     """Attention maps of the selected head over the first ``k`` test images (+ the head weights)."""
     import torch
-
-    from sceneforge.probing.report import atomic_write_npz
 
     best = next(r for r in results if r.selected)
     part = splits.test
