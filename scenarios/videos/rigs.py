@@ -12,8 +12,8 @@ on the server changes and the parts render, mask and count like any actor.
   assets_manifest/procedural/animals.py). Walks (four-beat) or trots (diagonal pairs).
 * ``vehicle`` (car, taxi, truck, bike, vespa): body parts + wheels. Each wheel spins by the
   distance its contact point rolls along the wheel's heading (angle = distance / radius, in
-  radians) and front wheels steer to the direction their contact point moves (so they follow
-  the curvature of a curved path; clipped at ±35°).
+  radians) and front wheels steer by Ackermann geometry to the path's curvature (the inner
+  wheel more; clipped at ±35°).
 
 Legs are solved by two-bone IK towards the gait's foot targets; a planted foot is pinned to a
 world point, so feet in stance do not slide (measured by :func:`foot_sliding` on the posed
@@ -523,27 +523,42 @@ def _arms(rig: Rig, feet_local: np.ndarray) -> list:
 
 
 def _wheels(rig: Rig, path: ga.RootPath, phase0: float) -> tuple[np.ndarray, np.ndarray]:
-    """(T,W) spin (deg, forward roll positive) and steer (deg) of every wheel: spin += distance
-    the contact point moved along the wheel's heading / radius; steer of a front wheel = the
-    direction its contact point moves relative to the body (clipped; 0 when it does not move)."""
+    """(T,W) spin (deg, forward roll positive) and steer (deg) of every wheel.
+
+    Spin += the distance the wheel's contact point moved along the wheel's heading / radius.
+    Steer (front wheels): Ackermann geometry about the rear axle, ``atan(wheelbase * k /
+    (1 - y * k))`` with ``k`` = yaw rate / speed the path's signed curvature and ``y`` the wheel's
+    lateral offset (the inner wheel steers more; a single wheel on the centre line gets the
+    bicycle model's ``atan(wheelbase * k)``). Almost no speed but turning (in place): the front
+    wheels point along their contact point's motion. Clipped at ± MAX_STEER_DEG."""
     T, nw = len(path.times), len(rig.wheels)
     spin, steer = np.zeros((T, nw)), np.zeros((T, nw))
     if not nw:
         return spin, steer
+    rear = [wh.centre[0] for wh in rig.wheels if not wh.steer]
+    front = [wh.centre[0] for wh in rig.wheels if wh.steer]
+    base = (float(np.mean(front)) - float(np.mean(rear))) if rear and front else 0.0
+    if T > 1:
+        vel = np.gradient(path.xyz[:, :2], path.times, axis=0)
+        head = np.column_stack([np.cos(np.radians(path.yaw)), np.sin(np.radians(path.yaw))])
+        speed = (vel * head).sum(1)                                   # signed: reversing < 0
+        omega = np.radians(np.gradient(path.yaw, path.times))
     for w, wh in enumerate(rig.wheels):
         c = np.array([wh.centre[0], wh.centre[1], 0.0])
         pts = ga.to_world(path.xyz, path.yaw, np.repeat(c[None], T, 0))
         if wh.steer and T > 1:
-            v = np.gradient(pts[:, :2], path.times, axis=0)
-            moving = np.linalg.norm(v, axis=1) > 1e-6
+            k = np.divide(omega, speed, out=np.zeros(T), where=np.abs(speed) > 1.0)
+            ack = np.degrees(np.arctan2(base * k, np.maximum(1.0 - wh.centre[1] * k, 1e-6)))
+            v = np.gradient(pts[:, :2], path.times, axis=0)             # turning in place: along the contact's motion
             ang = np.degrees(np.arctan2(v[:, 1], v[:, 0])) - path.yaw
             ang = (ang + 180.0) % 360.0 - 180.0
-            ang = np.where(np.abs(ang) > 90.0, ang - np.sign(ang) * 180.0, ang)   # reversing: same wheel line
-            steer[:, w] = np.where(moving, np.clip(ang, -MAX_STEER_DEG, MAX_STEER_DEG), 0.0)
+            ang = np.where(np.abs(ang) > 90.0, ang - np.sign(ang) * 180.0, ang)
+            ang = np.where(np.linalg.norm(v, axis=1) > 1e-6, ang, 0.0)
+            steer[:, w] = np.clip(np.where(np.abs(speed) > 1.0, ack, ang), -MAX_STEER_DEG, MAX_STEER_DEG)
         spin[0, w] = 360.0 * phase0
         for t in range(1, T):
-            head = np.radians(path.yaw[t - 1:t + 1].mean() + steer[t - 1:t + 1, w].mean())
-            dist = float((pts[t, :2] - pts[t - 1, :2]) @ np.array([math.cos(head), math.sin(head)]))
+            h = np.radians(path.yaw[t - 1:t + 1].mean() + steer[t - 1:t + 1, w].mean())
+            dist = float((pts[t, :2] - pts[t - 1, :2]) @ np.array([math.cos(h), math.sin(h)]))
             spin[t, w] = spin[t - 1, w] + math.degrees(dist / wh.radius)
     return spin, steer
 

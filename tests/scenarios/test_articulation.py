@@ -109,17 +109,21 @@ def test_wheels_turn_by_distance_over_radius_and_steer_on_curves(env, cls):
     r0, r1 = straight.transforms[0][i].rotation.matrix(), straight.transforms[1][i].rotation.matrix()
     step = math.degrees(math.acos(np.clip((np.trace(r0.T @ r1) - 1) / 2, -1, 1)))
     assert step == pytest.approx((straight.wheel_spin_deg[1, 0] - straight.wheel_spin_deg[0, 0]) % 360, abs=1.0)
-    # a right-hand arc (yaw increasing): front wheels steer right by ~atan(curvature x axle offset)
-    arc = _posed(env, cls, 300.0, 25.0)
-    kappa = math.radians(25.0) / 300.0
+    # a right-hand arc (yaw increasing): front wheels steer right by Ackermann's angle about the
+    # rear axle, atan(wheelbase x curvature / (1 - y x curvature)): the inner (right) wheel more
+    arc = _posed(env, cls, 300.0, 15.0)
+    kappa = math.radians(15.0) / 300.0
+    rear = np.mean([wh.centre[0] for wh in arc.rig.wheels if not wh.steer])
     for w, wh in enumerate(arc.rig.wheels):
         mid = arc.wheel_steer_deg[5:-5, w]
         if wh.steer:
-            assert mid.min() > 0.0
-            if wh.centre[1] == 0.0:   # on the centre line the bicycle-model angle is exact
-                assert mid.mean() == pytest.approx(math.degrees(math.atan(kappa * wh.centre[0])), abs=0.3)
+            base = wh.centre[0] - rear
+            want = min(math.degrees(math.atan(base * kappa / (1 - wh.centre[1] * kappa))), rigs.MAX_STEER_DEG)
+            assert mid.min() > 0.0 and mid.mean() == pytest.approx(want, abs=0.3)
         else:
             assert np.abs(mid).max() < 1e-6
+    if len(arc.rig.wheels) == 4:
+        assert arc.wheel_steer_deg[10, 1] > arc.wheel_steer_deg[10, 0]   # right (inner) wheel steers more
 
 
 @pytest.mark.parametrize("cls", ["human", "deer", "taxi"])
