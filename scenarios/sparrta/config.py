@@ -75,7 +75,10 @@ class SparrtaConfig(ScenarioConfig):
     # Where the camera aims (scenarios/sparrta/camera_policy.py, docs/datasets.md "Camera policy"):
     # "jitter" (the centroid ± aim_jitter_deg), "sparrta" (exactly at the centroid, as SpaRRTa
     # describes) or "balanced" (the source at a label-independent image position: no source-box shortcut).
-    camera_policy: str = "jitter"
+    camera_policy: str = option("jitter", choices=CAMERA_POLICIES, help="where the camera aims: jitter (the "
+                                "objects' centroid ± --aim-jitter), sparrta (exactly at the centroid, as SpaRRTa "
+                                "describes) or balanced (the source at an image position drawn independently of "
+                                "the label: no source-box shortcut); docs/datasets.md")
     # Splits of successive scenes, cycled (None = writers.SPLIT_PATTERN: 80/10/10). The demo's
     # 40/20/40 gives a small set a test split a probe report accepts (docs/datasets.md "Splits").
     split_pattern: tuple[str, ...] | None = option(None, choices=SPLITS, help="splits of successive scenes, "

@@ -42,8 +42,10 @@ class VideoConfig(ScenarioConfig):
     ground_truth: tuple[str, ...] = option((), metavar="KIND", help="dense per-frame ground truth besides poses "
                                            "and boxes: masks, depth, flow (gt/NNNNNN/*.npz)")
     distractors: int = option(0, help="other movers per clip, 0..6 (scenarios/videos/movers.py)")
-    distractor_motions: tuple[str, ...] = ("straight",)  # how they move: movers.MOVER_MOTIONS
-    articulation: bool = False             # subjects/movers as posed rigs that walk, trot, roll (videos/rigs.py)
+    distractor_motions: tuple[str, ...] = option(("straight",), metavar="KIND", help="how distractors move, drawn "
+                                                 "per mover: straight (default), curve, stop_and_go, turn")
+    articulation: bool = option(False, flag="--articulated", help="subjects (and distractors) as rigs that walk, "
+                                "trot, run, roll and steer (config articulation: true; docs/videos.md)")
     # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)

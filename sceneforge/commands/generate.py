@@ -18,8 +18,7 @@ def config_from_args(args: argparse.Namespace):
     from sceneforge.scenarios.sparrta.config import SparrtaConfig
 
     extra = {"tasks": TASKS[args.task] if args.task else None,
-             "image_format": None if args.format == "wds" else args.format,
-             "camera_policy": args.camera_policy}   # wds: jpg images, packed into shards
+             "image_format": None if args.format == "wds" else args.format}   # wds: jpg images, packed into shards
     return config_from_args(args, SparrtaConfig, command="sceneforge generate", extra=extra)
 
 
@@ -67,10 +66,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wds-shard-size", type=int, default=None,
                    help="samples per WebDataset shard with --format wds (default 1000)")
     add_config_flags(p, SparrtaConfig, skip=("tasks", "image_format"))   # --env, --n, --size, --masks, ...
-    p.add_argument("--camera-policy", choices=["jitter", "sparrta", "balanced"],
-                   help="where the camera aims: jitter (default: the objects' centroid ± --aim-jitter), sparrta "
-                        "(exactly at the centroid, as SpaRRTa describes) or balanced (the source at an image "
-                        "position drawn independently of the label: no source-box shortcut); docs/datasets.md")
     p.add_argument("--config", help="YAML file of config fields (flags override it)")
     add_runner_flags(p)
     p.set_defaults(func=run_generate)

@@ -24,12 +24,8 @@ def register(subparsers) -> None:
     v.add_argument("--out", required=True, help="output directory (created; resumable)")
     v.add_argument("--config", type=Path, help="YAML with videos config fields (flags override)")
     add_config_flags(v, VideoConfig)   # --env, --n, --seed, --size, --frames, --fps, --patterns, ... from its fields
-    v.add_argument("--distractor-motions", nargs="+", metavar="KIND", help="how distractors move, drawn per "
-                   "mover: straight (default), curve, stop_and_go, turn")
     v.add_argument("--shake", type=float, nargs=2, metavar=("CM", "DEG"),
                    help="handheld camera shake amplitude (motion.shake_cm <= 1.5, motion.shake_deg <= 0.4)")
-    v.add_argument("--articulated", action="store_true", help="subjects (and distractors) as rigs that walk, "
-                   "trot, run, roll and steer (config articulation: true; docs/videos.md)")
     v.add_argument("--inline", action="store_true", help="same as --backend inline: one server in this process")
     add_runner_flags(v)
     v.set_defaults(func=run_videos)
@@ -51,8 +47,7 @@ def build_config(args: argparse.Namespace):
     from sceneforge.commands.config_flags import config_from_args
     from sceneforge.scenarios.videos import VideoConfig
 
-    extra = {"distractor_motions": args.distractor_motions, "articulation": True if args.articulated else None,
-             "motion.shake_cm": args.shake[0] if args.shake else None,   # one flag, two fields
+    extra = {"motion.shake_cm": args.shake[0] if args.shake else None,   # one flag, two fields
              "motion.shake_deg": args.shake[1] if args.shake else None}
     return config_from_args(args, VideoConfig, command="sceneforge videos", extra=extra)
 
