@@ -7,8 +7,14 @@ Example::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
+
+from sceneforge.commands.common import add_runner_flags, out_flag, run_scenario
+from sceneforge.core.atomic import atomic_write_bytes
+from sceneforge.core.errors import JobIncomplete
+from sceneforge.engine.server.launch import start_server
 
 
 def register(subparsers) -> None:
@@ -25,7 +31,7 @@ def register(subparsers) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.vqa import evaluate
+    from sceneforge.scenarios.vqa import evaluate  # the scenarios package: not at parser build
 
     qs = evaluate.read_jsonl(args.questions, "questions file")
     r = evaluate.score(qs, evaluate.load_predictions(args.pred))
@@ -44,7 +50,6 @@ def register_generate(subparsers) -> None:
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--config", help="YAML file of config fields (flags override it)")
     add_config_flags(g, VqaConfig, required=("n",))
-    from sceneforge.commands.common import add_runner_flags
     add_runner_flags(g)
     g.set_defaults(func=run_generate)
 
@@ -60,7 +65,6 @@ def register_generate(subparsers) -> None:
 def run_generate(args: argparse.Namespace) -> int:
     from sceneforge.commands.config_flags import config_from_args
     from sceneforge.scenarios.vqa.scenario import VqaConfig
-    from sceneforge.commands.common import run_scenario
 
     _, cfg = config_from_args(args, VqaConfig, command="sceneforge vqa")
     summary = run_scenario("vqa", cfg, args.out, args)
@@ -70,31 +74,23 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_render_record(args: argparse.Namespace) -> int:
-    import contextlib
-
+    # the client (numpy codecs) and the scenarios package: not at parser build
     from sceneforge.engine.client import RenderClient
-    from sceneforge.scenarios.vqa.record import rerender
-
-    from sceneforge.scenarios.vqa.record import read_record
+    from sceneforge.scenarios.vqa.record import read_record, rerender
 
     rec, image = read_record(args.record)
     with contextlib.ExitStack() as stack:
         address = args.server
         if not address:
-            from sceneforge.engine.server.launch import start_server
-            from sceneforge.scenarios.world.environments import load_env
+            from sceneforge.scenarios.world.environments import load_env  # pydantic: not at parser build
             packs = list(load_env(rec["env"]).asset_packs())   # what the job's servers served
             address = stack.enter_context(start_server(port=0, assets=packs or None)).address
         with RenderClient(address) as client:
             data = rerender(rec, client)
     if args.out is not None:
-        from sceneforge.core.atomic import atomic_write_bytes
-        from sceneforge.commands.common import out_flag
         atomic_write_bytes(out_flag(args.out), data)
     same = image.is_file() and image.read_bytes() == data
     print(f"{'identical' if same else 'DIFFERENT'}: re-rendered {rec['files']['image']} ({len(data)} bytes)")
     if not same:
-        from sceneforge.core.errors import JobIncomplete
-
         raise JobIncomplete(f"{args.record}: the re-rendered image differs from {rec['files']['image']}")
     return 0
