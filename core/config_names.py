@@ -36,6 +36,13 @@ RENAMED: dict[str, dict[str, str]] = {
                  "batch_size": "extract_batch"},
 }
 
+# config scope -> {field: the name its recorded config keeps}: OUT/job.json (and the fingerprint, the
+# job's identity) of a scenario whose field was renamed keeps the name its datasets were made with,
+# so they stay byte-identical and resume; reading a recorded config maps it back silently
+RECORDED_AS: dict[str, dict[str, str]] = {
+    "vqa": {"image_size": "size", "min_bbox_px": "min_box_px"},
+}
+
 # old CLI flag -> new flag (same meaning, same values); the old one is hidden from --help
 RENAMED_FLAGS: dict[str, str] = {
     "--no-progress": "--quiet",
@@ -69,6 +76,17 @@ def rename_keys(raw: Mapping, scope: str, source: str) -> dict:
         log.warning(deprecation_line(source, str(key), new))
         out[new] = value
     return out
+
+
+def as_recorded(config: Mapping, scope: str) -> dict:
+    """A config's ``to_dict`` under the names its recorded configs use (:data:`RECORDED_AS`), order kept."""
+    table = RECORDED_AS.get(scope, {})
+    return {table.get(k, k): v for k, v in config.items()}
+
+
+def from_recorded(scope: str) -> dict[str, str]:
+    """``{recorded name: field}`` of ``scope``: the silent renames that read a recorded config back."""
+    return {old: new for new, old in RECORDED_AS.get(scope, {}).items()}
 
 
 def check_image_size(value, where: str, *, video: bool = False) -> int:

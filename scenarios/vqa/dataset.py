@@ -21,7 +21,7 @@ def write_dataset(cfg, out: Path, samples: list[tuple[str, int]]) -> dict:
     from sceneforge.scenarios.vqa.record import load_scene
     from sceneforge.scenarios.vqa.templates import CATEGORIES, Rules, letter_options, questions
 
-    rules = Rules(cfg.min_visible_ratio, cfg.min_box_px, cfg.margin_deg, cfg.rank_gap)
+    rules = Rules(cfg.min_visible_ratio, cfg.min_bbox_px, cfg.margin_deg, cfg.rank_gap)
     counters: Counter = Counter()
     qs_out, images, objects, anns = [], [], [], []
     recs = []

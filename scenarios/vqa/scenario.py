@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.core.config_names import as_recorded, check_image_size, from_recorded
 from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
@@ -36,12 +37,12 @@ OBJECT_GAP_CM = 30.0
 @dataclass(frozen=True)
 class VqaConfig(ScenarioConfig):
     SCENARIO = "vqa"
-    ALIASES = {"env": "envs"}
+    ALIASES = {"env": "envs", **from_recorded("vqa")}   # + a job.json's size/min_box_px, read back silently
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s) or YAML path(s)")
     n: int = option(8, help="images per environment")
     seed: int = option(0, help="random seed")
-    size: int = option(448, help="square image size (CRISP's 40 px box rule)")
+    image_size: int = option(448, flag="--size", help="square image size (CRISP's 40 px box rule)")
     min_objects: int = option(3, help="labelled objects per scene, at least")
     max_objects: int = option(6, help="labelled objects per scene, at most")
     min_askable: int = option(3, help="objects that must pass the visibility rule in a view")
@@ -54,7 +55,7 @@ class VqaConfig(ScenarioConfig):
     max_tries: int = option(200, help="geometric candidates per draw")
     max_per_category: int = option(2, flag="--per-category", help="questions per category and image")
     min_visible_ratio: float = option(0.8, help="CRISP's rule: visible/unoccluded pixels per object")
-    min_box_px: float = option(40.0, help="CRISP's rule: visible box longest edge >= this many px (scale with --size)")
+    min_bbox_px: float = option(40.0, help="CRISP's rule: visible box longest edge >= this many px (scale with --size)")
     margin_deg: float = option(15.0, help="direction questions: ambiguity margin, degrees")
     rank_gap: float = option(0.15, help="ranking questions: top two differ by at least this much (relative)")
     # the environments' content (scenarios.world.environments.freeze_envs), filled in by parse_config:
@@ -73,15 +74,21 @@ class VqaConfig(ScenarioConfig):
 
         return load_frozen_env(self.env_files, name)
 
+    def to_dict(self) -> dict:
+        """As every config's, under the names VQA datasets were first recorded with (``size``,
+        ``min_box_px``: core/config_names.RECORDED_AS), so their job.json and fingerprint stay the same."""
+        return as_recorded(super().to_dict(), "vqa")
+
     def check(self, source: str) -> None:
         c = self
-        for name, ok in (("n", c.n >= 1), ("size", 32 <= c.size <= 4096), ("min_objects", 2 <= c.min_objects),
+        check_image_size(c.image_size, source)
+        for name, ok in (("n", c.n >= 1), ("min_objects", 2 <= c.min_objects),
                          ("max_objects", c.max_objects >= c.min_objects),
                          ("image_format", c.image_format in ("jpg", "png")),
                          ("min_askable", 1 <= c.min_askable <= c.max_objects),
                          ("max_per_category", c.max_per_category >= 1),
                          # issue 39: --min-box-px nan reached json.dumps in a traceback
-                         ("min_box_px", _within(c.min_box_px, 0, c.size)),
+                         ("min_bbox_px", _within(c.min_bbox_px, 0, c.image_size)),
                          ("min_visible_ratio", _within(c.min_visible_ratio, 0, 1)),
                          ("margin_deg", _within(c.margin_deg, 0, 44.9)), ("rank_gap", _within(c.rank_gap, 0, 10)),
                          ("jpeg_quality", _within(c.jpeg_quality, 1, 100) and c.jpeg_quality == int(c.jpeg_quality))):
@@ -237,13 +244,13 @@ class Maker:
         colors = self.client.object_colors([a.name for a in actors])   # one request
         centroid = np.mean([p.centre() for p in placed], axis=0)
         base_z = float(np.mean([p.z for p in placed]))
-        rules = Rules(cfg.min_visible_ratio, cfg.min_box_px, cfg.margin_deg, cfg.rank_gap)
+        rules = Rules(cfg.min_visible_ratio, cfg.min_bbox_px, cfg.margin_deg, cfg.rank_gap)
         names = [a.name for a in actors]
         objs = self.objects(env_name, actors, colors)   # the same for every view of this scene
         for _ in range(cfg.max_views):
             try:
                 cam = resample_while(lambda r: sample_camera(r, s.centre_cm, s.cam_xy_range_cm, s.cam_height_range_cm,
-                                                             base_z, tuple(centroid), s.fov_deg, cfg.size),
+                                                             base_z, tuple(centroid), s.fov_deg, cfg.image_size),
                                      [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0))],
                                      rng, cfg.max_tries, counts, what="vqa camera")
             except PlacementError:

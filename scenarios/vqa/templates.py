@@ -1,7 +1,7 @@
 """Questions from one view's scene graph (:mod:`scenarios.output.scene_graph`), by deterministic rules.
 
 Only objects passing CRISP's visibility rule may be asked about: visible ratio ≥ 0.8 (visible /
-unoccluded pixels) and 2-D box longest edge ≥ 40 px (``min_box_px``, scale it with the image).
+unoccluded pixels) and 2-D box longest edge ≥ 40 px (``min_bbox_px``, scale it with the image).
 An object is named by its class, so a class is only used when exactly one object of it is in view
 (any visible pixel): "the car" must be unambiguous. Counting asks about a class only when every
 instance of it in view passes the rule.
@@ -62,7 +62,7 @@ class Question:
 @dataclass(frozen=True)
 class Rules:
     min_visible_ratio: float = 0.8
-    min_box_px: float = 40.0
+    min_bbox_px: float = 40.0
     margin_deg: float = 15.0
     rank_gap: float = 0.15
 
@@ -75,7 +75,7 @@ def box_longest(o: Mapping) -> float:
 
 def passes(o: Mapping, rules: Rules) -> bool:
     """CRISP's visibility rule."""
-    return (o.get("visible_ratio") or 0.0) >= rules.min_visible_ratio and box_longest(o) >= rules.min_box_px
+    return (o.get("visible_ratio") or 0.0) >= rules.min_visible_ratio and box_longest(o) >= rules.min_bbox_px
 
 
 def in_view(o: Mapping) -> bool:

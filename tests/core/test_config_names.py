@@ -120,3 +120,49 @@ def test_video_frames_are_even_and_at_most_2048():
     for bad in (2050, 225):
         with pytest.raises(ConfigError, match="image_size must be an even integer in 16..2048"):
             check_image_size(bad, "v", video=True)
+
+
+def test_a_recorded_config_keeps_the_names_its_datasets_were_made_with(caplog):
+    """VQA's fields are image_size / min_bbox_px; its job.json (and fingerprint) still say size /
+    min_box_px, so existing datasets stay byte-identical and resume; reading one back is silent."""
+    from sceneforge.core.config_names import as_recorded, from_recorded
+
+    d = {"envs": ["desert"], "image_size": 448, "min_bbox_px": 40.0, "n": 8}
+    recorded = as_recorded(d, "vqa")
+    assert recorded == {"envs": ["desert"], "size": 448, "min_box_px": 40.0, "n": 8}
+    assert list(recorded) == ["envs", "size", "min_box_px", "n"]
+    assert {from_recorded("vqa").get(k, k): v for k, v in recorded.items()} == d
+    assert as_recorded(d, "sparrta") == d and from_recorded("sparrta") == {}
+
+
+def test_vqa_old_keys_and_flag_keep_working_with_one_line_each(tmp_path, caplog):
+    """VQA said ``size`` / ``min_box_px`` / ``--min-box-px`` where every other config says
+    ``image_size`` / ``min_bbox_px``: the old spellings give the same config, one line each."""
+    from sceneforge.commands.config_flags import config_from_args
+    from sceneforge.scenarios.vqa.scenario import VqaConfig
+
+    old_file, new_file = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old_file.write_text("envs: [desert]\nn: 1\nsize: 192\nmin_box_px: 16\n")
+    new_file.write_text("envs: [desert]\nn: 1\nimage_size: 192\nmin_bbox_px: 16\n")
+    with caplog.at_level(logging.WARNING):
+        new, new_plain = load_config(VqaConfig.from_dict, command="sceneforge vqa", config_file=new_file)
+        assert deprecations(caplog) == []
+        old, old_plain = load_config(VqaConfig.from_dict, command="sceneforge vqa", config_file=old_file)
+    assert old == new and old_plain == new_plain and (new.image_size, new.min_bbox_px) == (192, 16)
+    assert len(deprecations(caplog)) == 2
+    assert all(line.startswith(f"--config {old_file}: ") for line in deprecations(caplog))
+    assert "'size'" in deprecations(caplog)[0] and "'min_box_px'" in deprecations(caplog)[1]
+    caplog.clear()
+    argv = ["vqa", "--n", "1", "--out", "x", "--size", "192"]
+    with caplog.at_level(logging.WARNING):
+        by_old, _ = config_from_args(build_parser().parse_args([*argv, "--min-box-px", "16"]), VqaConfig,
+                                     command="sceneforge vqa")
+    by_new, _ = config_from_args(build_parser().parse_args([*argv, "--min-bbox-px", "16"]), VqaConfig,
+                                 command="sceneforge vqa")
+    assert by_old == by_new and by_new.min_bbox_px == 16 and len(deprecations(caplog)) == 1
+    # the recorded form (job.json, the fingerprint) keeps VQA's first names and reads back silently
+    assert {"size", "min_box_px"} <= set(new.to_dict()) and not {"image_size", "min_bbox_px"} & set(new.to_dict())
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert VqaConfig.from_dict(new.to_dict(), "job.json") == new
+    assert deprecations(caplog) == []

@@ -54,10 +54,10 @@ def test_motion_that_is_not_a_mapping(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
-def test_vqa_min_box_px_must_be_a_real_size(capsys, tmp_path, value):
-    line = _one_line_error(capsys, ["vqa", "--env", "desert", "--n", "1", "--min-box-px", value,
+def test_vqa_min_bbox_px_must_be_a_real_size(capsys, tmp_path, value):
+    line = _one_line_error(capsys, ["vqa", "--env", "desert", "--n", "1", "--min-bbox-px", value,
                                     "--out", str(tmp_path / "q")])
-    assert "min_box_px" in line and value in line
+    assert "min_bbox_px" in line and value in line
 
 
 def test_unreachable_ray_address_fails_fast(capsys, tmp_path):

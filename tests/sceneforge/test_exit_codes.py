@@ -119,7 +119,7 @@ def test_a_check_that_differs_exits_1(server, tmp_path, capsys):
     """`render-record` re-renders a scene record: identical bytes 0; a stored image that differs 1."""
     out = tmp_path / "v"
     assert cli.main(["vqa", "--env", "desert", "--n", "1", "--size", "96", "--out", str(out), "--server",
-                     server.address, "--quiet", "--per-category", "1", "--min-box-px", "8", "--no-fetch"]) == EXIT_OK
+                     server.address, "--quiet", "--per-category", "1", "--min-bbox-px", "8", "--no-fetch"]) == EXIT_OK
     record = out / "desert" / "scene_000000.json"
     assert cli.main(["render-record", str(record), "--server", server.address]) == EXIT_OK
     image = next((out / "desert").glob("img_000000.*"))
