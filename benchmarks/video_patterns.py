@@ -6,7 +6,9 @@ Renders one clip per pattern — DSI's nine, the opt-in camera paths and the mix
 the ``videos`` scenario itself (city, the std variant, no distractors), copies each std mp4 to
 ``OUT/videos_pattern_<pattern>.mp4`` and prints a markdown table of the files with each clip's
 subject and std answers (for docs/videos.md). Same arguments give the same bytes.
-``--distractors N --distractor-motions ...`` adds one more file, ``videos_distractors.mp4``.
+``--distractors N --distractor-motions ...`` adds one more file, ``videos_distractors.mp4``;
+``--articulated`` draws subjects and distractors as posed rigs (``articulation: true``; the docs
+files are the default, rigid clips).
 """
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _config(args, patterns: tuple[str, ...], **extra) -> dict:
+    if args.articulated:
+        extra["articulation"] = True
     return {"env": args.env, "n": len(patterns), "seed": args.seed, "image_size": args.size,
             "motion": {"n_frames": args.frames, "fps": args.fps, "patterns": list(patterns)}, **extra}
 
@@ -60,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=2)
     p.add_argument("--distractors", type=int, default=0, help="also write videos_distractors.mp4 with N movers")
     p.add_argument("--distractor-motions", nargs="+", default=["straight", "curve", "stop_and_go", "turn"])
+    p.add_argument("--articulated", action="store_true", help="subjects and distractors as posed rigs")
     args = p.parse_args(argv)
     patterns = mo.ALL_PATTERNS
     args.out.mkdir(parents=True, exist_ok=True)
