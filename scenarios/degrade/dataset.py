@@ -28,13 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.core.config_names import IMAGE_SIZE
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import inside
 from sceneforge.scenarios.degrade import NEEDS_DEPTH, check, check_depth, degrade
 from sceneforge.scenarios.output.writers import atomic_write_bytes, encode_image
 
 TABLES = ("samples.parquet", "metadata.csv")
-MAX_SIDE = 4096                  # generate, vqa: image_size <= 4096; videos <= 2048
+MAX_SIDE = IMAGE_SIZE[1]         # the largest image any scenario makes (core/config_names.py)
 MAX_PIXELS = MAX_SIDE * MAX_SIDE
 BOX_KEYS = ("x0", "y0", "x1", "y1")
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from sceneforge.core.config_names import check_image_size
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.config import ScenarioConfig, comma_list, option
 from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES
@@ -151,7 +152,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
         need(isinstance(getattr(c, f), int) and not isinstance(getattr(c, f), bool) and getattr(c, f) >= 1,
              f, "must be an integer >= 1")
     need(isinstance(c.seed, int) and 0 <= c.seed < 2**63, "seed", "must be an integer in [0, 2**63)")
-    need(16 <= c.image_size <= 4096, "image_size", "must be in 16..4096 pixels")
+    check_image_size(c.image_size, src)   # the one range of every config (core/config_names.py)
     need(c.image_format in FORMATS, "image_format", f"must be one of {FORMATS}")
     need(c.layout in LAYOUTS, "layout", f"must be one of {LAYOUTS}")
     need(c.figure_yaw in FIGURE_YAWS, "figure_yaw", f"must be one of {FIGURE_YAWS}")

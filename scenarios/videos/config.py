@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field, replace
 
+from sceneforge.core.config_names import check_image_size
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.videos import dsi
@@ -83,8 +84,8 @@ class VideoConfig(ScenarioConfig):
             raise ConfigError(f"videos config: n must be an integer >= 1, got {self.n!r}")
         if not (isinstance(self.seed, int) and self.seed >= 0):
             raise ConfigError(f"videos config: seed must be an integer >= 0, got {self.seed!r}")
-        if self.image_size is not None and (self.image_size % 2 or not 32 <= self.image_size <= 2048):
-            raise ConfigError(f"videos config: image_size must be even in 32..2048 (H.264 yuv420p), got {self.image_size}")
+        if self.image_size is not None:   # the one range, even and <= 2048 for H.264 (core/config_names.py)
+            check_image_size(self.image_size, "videos config", video=True)
         if self.max_tries < 1 or self.max_render_tries < 1:
             raise ConfigError("videos config: max_tries and max_render_tries must be >= 1")
         bad = [q for q in self.questions if q not in dsi.SPACES]

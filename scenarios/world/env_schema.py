@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sceneforge.core.config_names import IMAGE_SIZE
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import check_component
 from sceneforge.engine.limits import MAX_ANGLE_DEG, MAX_COORD_CM, SCALE_RANGE
@@ -162,7 +163,7 @@ class SamplingParams(_Strict):
     cam_xy_range_cm: float = Field(2500.0, gt=0)
     cam_height_range_cm: tuple[float, float] = (100.0, 1500.0)
     fov_deg: float = Field(2 * math.degrees(math.atan(0.5)), gt=0, lt=180)   # 50 mm lens, 50 mm sensor
-    image_size: int = Field(224, ge=16, le=4096)
+    image_size: int = Field(224, ge=IMAGE_SIZE[0], le=IMAGE_SIZE[1])   # the one range (core/config_names.py)
     margin_ego_deg: float = Field(15.0, ge=0, lt=45)
     margin_allo_deg: float = Field(10.0, ge=0, lt=45)
     min_visible_ratio: float = Field(0.8, ge=0, le=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,36 @@ def test_vqa_old_keys_and_flag_keep_working_with_one_line_each(tmp_path, caplog)
     with caplog.at_level(logging.WARNING):
         assert VqaConfig.from_dict(new.to_dict(), "job.json") == new
     assert deprecations(caplog) == []
+
+
+@pytest.mark.parametrize("scenario, bad", [("sparrta", 4097), ("sparrta", 15), ("vqa", 4097), ("vqa", 15),
+                                           ("videos", 2050), ("videos", 225), ("videos", 15)])
+def test_every_config_checks_image_size_with_the_one_rule(scenario, bad):
+    """sparrta 16..4096, vqa 16..4096 (was 32..4096), videos even 16..2048 (was 32..2048): one
+    function, one wording naming the source and the value."""
+    from sceneforge.scenarios.contract import config_class
+
+    cls = config_class(scenario)
+    env = {"videos": {"env": "desert"}}.get(scenario, {"envs": ["desert"]})
+    with pytest.raises(ConfigError, match=rf"image_size must be an (even )?integer in 16\.\.(4096|2048) "
+                                          rf"(\(H\.264 yuv420p\) )?pixels, got {bad}$"):
+        cls.from_dict({**env, "n": 1, "image_size": bad}, "c.yaml")
+    smallest = {"videos": {"image_size": 16}, "vqa": {"image_size": 16, "min_bbox_px": 8}}
+    assert cls.from_dict({**env, "n": 1, **smallest.get(scenario, {"image_size": 16})}, "c.yaml")
+
+
+def test_an_environment_file_s_image_size_has_the_same_range(tmp_path):
+    import yaml
+
+    from sceneforge.scenarios.world.environments import load_env
+
+    env = yaml.safe_load((Path(__file__).parents[2] / "scenarios" / "envs" / "desert.yaml").read_text())
+    for value, ok in ((IMAGE_SIZE[1], True), (IMAGE_SIZE[1] + 1, False), (IMAGE_SIZE[0] - 1, False)):
+        env["sampling"]["image_size"] = value
+        path = tmp_path / f"desert_{value}.yaml"
+        path.write_text(yaml.safe_dump(env))
+        if ok:
+            assert load_env(str(path)).sampling.image_size == value
+        else:
+            with pytest.raises(ConfigError, match="image_size"):
+                load_env(str(path))
