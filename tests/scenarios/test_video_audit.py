@@ -131,3 +131,23 @@ def test_rendered_mirror_world_equals_hflip_variant_on_mixed_patterns(render_cli
     for kind in ("obj", "cam"):
         ans = dsi.variant_answers(clip, kind)
         assert dsi.consistent(ans) and dsi.variant_answers(m_clip, kind)["std"] == ans["hflip"]
+
+
+@pytest.mark.render
+def test_direction_answers_agree_with_the_rendered_boxes_on_every_variant(audit_set):
+    """Answers come from trajectories; the subject's rendered mask boxes (clips.parquet) must
+    shift the way each variant's 'direction' answer says, mixed patterns included."""
+    import json
+
+    df = pd.read_parquet(audit_set / "clips.parquet")
+    checked = set()
+    for _, r in df.iterrows():
+        boxes = np.stack(r["bbox"]).astype(float)
+        shift = (boxes[-1, 0] + boxes[-1, 2] - boxes[0, 0] - boxes[0, 2]) / 2
+        for q in json.loads(r["questions"]):
+            for aug, ans in q["answers"].items():
+                s = {"hflip": -shift, "reverse": -shift, "reverse_hflip": shift}.get(aug, shift)
+                if ans in ("dir_left", "dir_right"):
+                    assert (s < -2) if ans == "dir_left" else (s > 2), (r["pattern"], aug, ans, s)
+                    checked.add(r["pattern"])
+    assert len(checked & set(mo.MIXED_PATTERNS)) >= 2 and len(checked) >= 5
