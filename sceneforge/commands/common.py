@@ -7,7 +7,14 @@ scenario; adding one adds a command module, not a branch here.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import sys
 from pathlib import Path
+
+from sceneforge.core.config_names import RENAMED_FLAGS, deprecation_line
+from sceneforge.core.errors import ConfigError, JobIncomplete
+from sceneforge.scenarios.contract import get_scenario
 
 
 def add_runner_flags(p: argparse.ArgumentParser) -> None:
@@ -29,8 +36,6 @@ def add_old_spellings(parser: argparse.ArgumentParser) -> None:
     """Give every flag of :data:`core.config_names.RENAMED_FLAGS` that ``parser`` or its
     subcommands have its old spelling: hidden from ``--help``, the same values, one deprecation
     line when used (``--no-progress`` → ``--quiet``)."""
-    from sceneforge.core.config_names import RENAMED_FLAGS
-
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
@@ -52,10 +57,6 @@ class _OldSpelling(argparse.Action):
         self.new = new
 
     def __call__(self, parser, namespace, values, option_string=None):
-        import logging
-
-        from sceneforge.core.config_names import deprecation_line
-
         logging.getLogger("sceneforge").warning(deprecation_line(parser.prog, option_string, self.new))
         setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
 
@@ -67,11 +68,9 @@ def fetch_defaults_once(args: argparse.Namespace) -> None:
     first ``generate`` must not silently fall back to primitives. A no-op when they are built;
     offline it says so in one line and the procedural pack stands in (assets_manifest/build.py).
     """
-    import os
-
     if getattr(args, "no_fetch", False) or os.environ.get("SCENEFORGE_NO_FETCH"):
         return
-    from sceneforge.assets_manifest.build import ensure_defaults
+    from sceneforge.assets_manifest.build import ensure_defaults  # trimesh, pydantic: not at parser build
 
     ensure_defaults(progress=not getattr(args, "quiet", False))
 
@@ -80,8 +79,7 @@ def out_flag(value, flag: str = "--out") -> Path | str:
     """``--out`` as a Path, or as the string itself for a URL (``s3://bucket/prefix``: a Path
     would fold its ``//``); an empty value is refused (``Path("")`` is ``.``: ``--out ""`` used to
     write a dataset into the current directory). Commands take ``--out`` as a string for this."""
-    from sceneforge.core.errors import ConfigError
-    from sceneforge.renderfarm.objstore import is_remote
+    from sceneforge.renderfarm.objstore import is_remote  # the renderfarm package: not at parser build
 
     if value is None or not str(value).strip():
         raise ConfigError(f"{flag} {str(value)!r}: empty; name a directory (write {flag} . to mean the current one)")
@@ -106,11 +104,7 @@ def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> N
     stderr); external servers or Ray decide the count themselves, so ``auto`` leaves it unset."""
     if args.workers != "auto":
         return
-    import os
-    import sys
-
-    from sceneforge.renderfarm.auto import auto_workers, usable_cpus
-    from sceneforge.scenarios.contract import get_scenario
+    from sceneforge.renderfarm.auto import auto_workers, usable_cpus  # the renderfarm package: not at parser build
 
     if args.servers or args.ray_address or args.backend == "ray":
         args.workers = None
@@ -134,8 +128,7 @@ def backend_of(args: argparse.Namespace) -> str:
 
 def wds_shard_size(args: argparse.Namespace) -> int | None:
     """``--format wds [--wds-shard-size N]`` → samples per shard; None without ``--format wds``."""
-    from sceneforge.core.errors import ConfigError
-    from sceneforge.renderfarm.wds import DEFAULT_SHARD_SIZE
+    from sceneforge.renderfarm.wds import DEFAULT_SHARD_SIZE  # the renderfarm package: not at parser build
 
     size = getattr(args, "wds_shard_size", None)
     if getattr(args, "format", None) != "wds":
@@ -148,8 +141,7 @@ def wds_shard_size(args: argparse.Namespace) -> int | None:
 def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -> dict:
     """The CLI's one path to the runner: flags → :func:`renderfarm.run_job`; failed or pending
     samples → one line and exit 1 (:class:`core.errors.JobIncomplete`)."""
-    from sceneforge.core.errors import ConfigError
-    from sceneforge.renderfarm import run_job
+    from sceneforge.renderfarm import run_job  # the renderfarm package: not at parser build
 
     out = out_flag(out)
     fetch_defaults_once(args)
@@ -167,8 +159,7 @@ def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -
 def check_complete(summary: dict) -> None:
     """A job summary with failed or pending samples → :class:`JobIncomplete` (one line, exit 1):
     the runner reports failures instead of raising."""
-    from sceneforge.core.errors import JobIncomplete
-    from sceneforge.renderfarm import exit_code
+    from sceneforge.renderfarm import exit_code  # the renderfarm package: not at parser build
 
     if not exit_code(summary):
         return

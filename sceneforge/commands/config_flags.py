@@ -19,6 +19,7 @@ import typing
 from typing import Any, Iterable, Mapping
 
 from sceneforge.scenarios.config import cli_fields, is_tuple_field
+from sceneforge.scenarios.config_loader import load_config
 
 DEST = "config:"   # argparse dest prefix of generated flags (never a valid identifier: no clash)
 
@@ -91,8 +92,6 @@ def config_from_args(args: argparse.Namespace, cls: type, *, command: str,
                      extra: Mapping[str, Any] | None = None) -> tuple[Any, dict]:
     """``--config`` YAML (when the command has it) overridden by the generated flags and ``extra``
     → (validated config, the merged plain dict the runner records)."""
-    from sceneforge.scenarios.config_loader import load_config
-
     overrides = {**overrides_from_args(args), **{k: v for k, v in (extra or {}).items() if v is not None}}
     return load_config(cls.from_dict, command=command, config_file=getattr(args, "config", None),
                        overrides=overrides)

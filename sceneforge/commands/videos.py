@@ -11,13 +11,15 @@ import argparse
 import json
 from pathlib import Path
 
+from sceneforge.commands.common import add_runner_flags, run_scenario
+from sceneforge.commands.config_flags import add_config_flags, config_from_args
+from sceneforge.engine.server.renderers import check_renderer
+from sceneforge.scenarios.videos import dsi_eval
+from sceneforge.scenarios.videos.config import VideoConfig   # numpy, no renderer: flags from its fields
+
 
 
 def register(subparsers) -> None:
-    from sceneforge.commands.common import add_runner_flags
-    from sceneforge.commands.config_flags import add_config_flags
-    from sceneforge.scenarios.videos.config import VideoConfig   # numpy, no renderer: flags from its fields
-
     v = subparsers.add_parser("videos", help="render DSI-Bench-style dynamic clips (std/hflip/reverse/reverse_hflip)",
                               description="Render dynamic clips with 9 camera/object motion patterns, their "
                                           "hflip/reverse/reverse_hflip variants and DSI-Bench metadata CSVs.")
@@ -44,20 +46,14 @@ def register(subparsers) -> None:
 
 def build_config(args: argparse.Namespace):
     """``--config`` YAML overridden by flags → (VideoConfig, plain dict)."""
-    from sceneforge.commands.config_flags import config_from_args
-    from sceneforge.scenarios.videos import VideoConfig
-
     extra = {"motion.shake_cm": args.shake[0] if args.shake else None,   # one flag, two fields
              "motion.shake_deg": args.shake[1] if args.shake else None}
     return config_from_args(args, VideoConfig, command="sceneforge videos", extra=extra)
 
 
 def run_videos(args: argparse.Namespace) -> int:
-    from sceneforge.commands.common import run_scenario
-
     cfg, config = build_config(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
-        from sceneforge.engine.server.renderers import check_renderer
         check_renderer(cfg.renderer)
     if args.inline:
         args.backend = "inline"
@@ -67,8 +63,6 @@ def run_videos(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.videos import dsi_eval
-
     r = dsi_eval.evaluate(args.meta, args.pred, args.model, args.n_group)
     if args.single:
         r["single_view"] = dsi_eval.single_view(dsi_eval.load_all(args.meta, args.pred, r["model"]), args.single)

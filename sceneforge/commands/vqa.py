@@ -12,9 +12,13 @@ import json
 from pathlib import Path
 
 from sceneforge.commands.common import add_runner_flags, out_flag, run_scenario
+from sceneforge.commands.config_flags import add_config_flags, config_from_args
 from sceneforge.core.atomic import atomic_write_bytes
 from sceneforge.core.errors import JobIncomplete
 from sceneforge.engine.server.launch import start_server
+from sceneforge.scenarios.vqa import evaluate
+from sceneforge.scenarios.vqa.record import read_record, rerender
+from sceneforge.scenarios.vqa.scenario import VqaConfig   # numpy, no renderer: flags from its fields
 
 
 def register(subparsers) -> None:
@@ -31,8 +35,6 @@ def register(subparsers) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.vqa import evaluate  # the scenarios package: not at parser build
-
     qs = evaluate.read_jsonl(args.questions, "questions file")
     r = evaluate.score(qs, evaluate.load_predictions(args.pred))
     print(json.dumps(r, indent=2, sort_keys=True) if args.json else evaluate.format_scores(r))
@@ -44,9 +46,6 @@ def register_generate(subparsers) -> None:
                               description="Render scenes with 3-6 labelled objects, write each scene's record and "
                                           "metric scene graph, then template questions (questions.jsonl), tables and "
                                           "COCO annotations. Resumable: rerun the same command.")
-    from sceneforge.commands.config_flags import add_config_flags
-    from sceneforge.scenarios.vqa.scenario import VqaConfig   # numpy, no renderer: flags from its fields
-
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--config", help="YAML file of config fields (flags override it)")
     add_config_flags(g, VqaConfig, required=("n",))
@@ -63,9 +62,6 @@ def register_generate(subparsers) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from sceneforge.commands.config_flags import config_from_args
-    from sceneforge.scenarios.vqa.scenario import VqaConfig
-
     _, cfg = config_from_args(args, VqaConfig, command="sceneforge vqa")
     summary = run_scenario("vqa", cfg, args.out, args)
     fin = summary.get("finalize", {})
@@ -74,9 +70,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_render_record(args: argparse.Namespace) -> int:
-    # the client (numpy codecs) and the scenarios package: not at parser build
-    from sceneforge.engine.client import RenderClient
-    from sceneforge.scenarios.vqa.record import read_record, rerender
+    from sceneforge.engine.client import RenderClient  # its codecs: not at parser build
 
     rec, image = read_record(args.record)
     with contextlib.ExitStack() as stack:
