@@ -87,7 +87,7 @@ class VqaConfig(ScenarioConfig):
                          ("image_format", c.image_format in ("jpg", "png")),
                          ("min_askable", 1 <= c.min_askable <= c.max_objects),
                          ("max_per_category", c.max_per_category >= 1),
-                         # issue 39: --min-box-px nan reached json.dumps in a traceback
+                         # issue 39: --min-bbox-px nan reached json.dumps in a traceback
                          ("min_bbox_px", _within(c.min_bbox_px, 0, c.image_size)),
                          ("min_visible_ratio", _within(c.min_visible_ratio, 0, 1)),
                          ("margin_deg", _within(c.margin_deg, 0, 44.9)), ("rank_gap", _within(c.rank_gap, 0, 10)),

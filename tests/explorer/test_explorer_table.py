@@ -104,7 +104,7 @@ def test_a_probe_run_links_its_predictions(server, tmp_path):
     args = ["probe", "--data", str(dataset), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
             *[a for k, v in tiny.items() for a in ("--model-arg", f"{k}={v}")], "--out", str(run),
             "--epochs", "2", "--warmup", "1", "--lrs", "1e-2", "--dropouts", "0.0", "--heads", "linear,efficient",
-            "--layers", "1", "--no-progress", "--threads", "1", "--min-test", "0"]
+            "--layers", "1", "--quiet", "--threads", "1", "--min-test", "0"]
     assert main(args) == 0
     files = sorted((run / "predictions").glob("*.csv"))
     assert files and all(f.name.startswith(("linear_L1_within_", "efficient_L1_within_")) for f in files)

@@ -13,7 +13,7 @@ from sceneforge.scenarios.output import coco_rle
 from sceneforge.scenarios.vqa import scenario
 from sceneforge.scenarios.vqa.record import rerender
 
-CFG = {"envs": ["desert"], "n": 2, "size": 192, "min_box_px": 16, "depth": True, "seed": 1}
+CFG = {"envs": ["desert"], "n": 2, "image_size": 192, "min_bbox_px": 16, "depth": True, "seed": 1}
 
 
 def test_vqa_scenario_end_to_end(tmp_path, server, render_client):
@@ -62,7 +62,7 @@ def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
 
     out = tmp_path / "v"
     assert main(["vqa", "--env", "desert", "--n", "1", "--size", "160", "--out", str(out), "--seed", "4",
-                 "--server", server.address, "--quiet", "--per-category", "1", "--min-box-px", "16"]) == 0
+                 "--server", server.address, "--quiet", "--per-category", "1", "--min-bbox-px", "16"]) == 0
     assert "1 images" in capsys.readouterr().out
     assert main(["render-record", str(out / "desert" / "scene_000000.json"), "--server", server.address]) == 0
     assert "identical" in capsys.readouterr().out
@@ -72,7 +72,7 @@ def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
     assert "overall (macro)" in capsys.readouterr().out
     # a different config in the same directory is refused by the runner, in one line
     assert main(["vqa", "--env", "desert", "--n", "1", "--size", "160", "--out", str(out), "--seed", "5",
-                 "--server", server.address, "--quiet", "--min-box-px", "16"]) == 2
+                 "--server", server.address, "--quiet", "--min-bbox-px", "16"]) == 2
     assert "different config" in capsys.readouterr().err
 
 
