@@ -58,7 +58,7 @@ class VideoConfig(ScenarioConfig):
         return d
 
     def check(self, source: str) -> None:
-        self.validate()
+        self.validate(source)
 
     def complete(self, source: str) -> "VideoConfig":
         """The environment's content, read once (never looked up by name again)."""
@@ -77,51 +77,51 @@ class VideoConfig(ScenarioConfig):
 
         return load_frozen_env(self.env_file, next(iter(self.env_file)))
 
-    def validate(self) -> None:
+    def validate(self, source: str = "videos config") -> None:
         if not isinstance(self.env, str) or not self.env:
-            raise ConfigError(f"videos config: env must be a name or path, got {self.env!r}")
+            raise ConfigError(f"{source}: env must be a name or path, got {self.env!r}")
         if not (isinstance(self.n, int) and self.n >= 1):
-            raise ConfigError(f"videos config: n must be an integer >= 1, got {self.n!r}")
+            raise ConfigError(f"{source}: n must be an integer >= 1, got {self.n!r}")
         if not (isinstance(self.seed, int) and self.seed >= 0):
-            raise ConfigError(f"videos config: seed must be an integer >= 0, got {self.seed!r}")
+            raise ConfigError(f"{source}: seed must be an integer >= 0, got {self.seed!r}")
         if self.image_size is not None:   # the one range, even and <= 2048 for H.264 (core/config_names.py)
-            check_image_size(self.image_size, "videos config", video=True)
+            check_image_size(self.image_size, source, video=True)
         if self.max_tries < 1 or self.max_render_tries < 1:
-            raise ConfigError("videos config: max_tries and max_render_tries must be >= 1")
+            raise ConfigError(f"{source}: max_tries and max_render_tries must be >= 1")
         bad = [q for q in self.questions if q not in dsi.SPACES]
         if bad or not self.questions:
-            raise ConfigError(f"videos config: questions must be a non-empty subset of {', '.join(dsi.SPACES)}, "
+            raise ConfigError(f"{source}: questions must be a non-empty subset of {', '.join(dsi.SPACES)}, "
                               f"got {list(self.questions)}")
         if self.fov_deg is not None and not 0 < self.fov_deg < 180:
-            raise ConfigError(f"videos config: fov_deg must be in (0, 180), got {self.fov_deg}")
+            raise ConfigError(f"{source}: fov_deg must be in (0, 180), got {self.fov_deg}")
         if self.renderer is not None:
             from sceneforge.engine.server.renderers import parse_spec
             try:
                 parse_spec(self.renderer)
             except ConfigError as e:
-                raise ConfigError(f"videos config: renderer: {e}") from None
-        self._validate_extras()
+                raise ConfigError(f"{source}: renderer: {e}") from None
+        self._validate_extras(source)
         if self.min_visible_ratio is not None and not 0 <= self.min_visible_ratio <= 1:
-            raise ConfigError(f"videos config: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
+            raise ConfigError(f"{source}: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
 
-    def _validate_extras(self) -> None:
+    def _validate_extras(self, source: str) -> None:
         from sceneforge.scenarios.videos.ground_truth import GT_KINDS
         from sceneforge.scenarios.videos.movers import MAX_DISTRACTORS, MOVER_MOTIONS
 
         bad = [g for g in self.ground_truth if g not in GT_KINDS]
         if bad or len(set(self.ground_truth)) != len(self.ground_truth):
-            raise ConfigError(f"videos config: ground_truth must be distinct items of {', '.join(GT_KINDS)} "
+            raise ConfigError(f"{source}: ground_truth must be distinct items of {', '.join(GT_KINDS)} "
                               f"(poses and boxes are always written), got {list(self.ground_truth)}")
         if isinstance(self.distractors, bool) or not isinstance(self.distractors, int) \
                 or not 0 <= self.distractors <= MAX_DISTRACTORS:
-            raise ConfigError(f"videos config: distractors must be an integer in 0..{MAX_DISTRACTORS}, "
+            raise ConfigError(f"{source}: distractors must be an integer in 0..{MAX_DISTRACTORS}, "
                               f"got {self.distractors!r}")
         if not isinstance(self.articulation, bool):
-            raise ConfigError(f"videos config: articulation must be true or false, got {self.articulation!r}")
+            raise ConfigError(f"{source}: articulation must be true or false, got {self.articulation!r}")
         motions = self.distractor_motions
         if isinstance(motions, str) or not motions or len(set(motions)) != len(motions) \
                 or any(m not in MOVER_MOTIONS for m in motions):
-            raise ConfigError(f"videos config: distractor_motions must be distinct items of {', '.join(MOVER_MOTIONS)}, "
+            raise ConfigError(f"{source}: distractor_motions must be distinct items of {', '.join(MOVER_MOTIONS)}, "
                               f"got {motions!r}")
 
     def to_dict(self) -> dict:
