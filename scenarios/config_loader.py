@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
+from sceneforge.core.config_names import rename_keys
 from sceneforge.core.errors import ConfigError
 
 T = TypeVar("T")
@@ -71,8 +72,6 @@ def load_config(from_dict: Callable[[dict, str], T], *, command: str, config_fil
     """
     base = read_config_file(config_file) if config_file else {}
     if base:
-        from sceneforge.core.config_names import rename_keys
-
         scope = getattr(getattr(from_dict, "__self__", None), "SCENARIO", None)
         base = rename_keys(base, scope, f"--config {config_file}") if scope else base
     merged = merge_config(base, dict(overrides or {}))
