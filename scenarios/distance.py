@@ -26,9 +26,17 @@ from pathlib import Path
 import numpy as np
 
 from sceneforge.core.errors import PlacementError
+from sceneforge.core.visibility import visibility_failure
+from sceneforge.engine.world import instance_color
 from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.output.writers import (
+    atomic_write_bytes, atomic_write_json, encode_image, intrinsics, npy_bytes, pose_block, write_table,
+)
 from sceneforge.scenarios.pipeline.shard import run_shard
+
+# Imported inside functions: environments (pydantic, ~0.3 s), sampling.rejection (shapely) and
+# sparrta.scene, because `sceneforge run` reads Config from this module while building its parser.
 
 NAME = "distance"
 LABELS = ("a", "b")
@@ -83,8 +91,6 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
-    from sceneforge.scenarios.output.writers import write_table
-
     cfg, out = Config.from_dict(config), Path(out_dir)
     rows = []
     for i in range(cfg.n):
@@ -155,9 +161,6 @@ class Maker:
                                ("ambiguous", distinct)], rng, cfg.max_tries, counts, what="distance camera")
 
     def visible(self, placed, cam) -> str | None:
-        from sceneforge.core.visibility import visibility_failure
-        from sceneforge.engine.world import instance_color
-
         if not self.world_set:
             self.client.set_world(self.env.world)
             self.world_set = True
@@ -167,11 +170,6 @@ class Maker:
         return visibility_failure(counts, LABELS, self.cfg.min_visible_ratio, self.cfg.min_bbox_px)
 
     def write(self, i: int, placed, cam, counts) -> dict:
-        from sceneforge.engine.world import instance_color
-        from sceneforge.scenarios.output.writers import (
-            atomic_write_bytes, atomic_write_json, encode_image, intrinsics, npy_bytes, pose_block,
-        )
-
         cfg, stem = self.cfg, f"{self.name}/%s_{i:06d}"
         kinds = ("lit", "object_mask") + (("depth",) if cfg.depth else ())
         img = self.client.render(0, kinds, camera=cam)
