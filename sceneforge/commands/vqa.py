@@ -15,8 +15,6 @@ from sceneforge.commands.common import add_runner_flags, out_flag, run_scenario
 from sceneforge.commands.config_flags import add_config_flags, config_from_args
 from sceneforge.core.atomic import atomic_write_bytes
 from sceneforge.core.errors import JobIncomplete
-from sceneforge.engine.server.launch import start_server
-from sceneforge.scenarios.vqa import evaluate
 from sceneforge.scenarios.vqa.record import read_record, rerender
 from sceneforge.scenarios.vqa.scenario import VqaConfig   # numpy, no renderer: flags from its fields
 
@@ -35,6 +33,8 @@ def register(subparsers) -> None:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from sceneforge.scenarios.vqa import evaluate  # not at parser build: `sceneforge --help` start-up
+
     qs = evaluate.read_jsonl(args.questions, "questions file")
     r = evaluate.score(qs, evaluate.load_predictions(args.pred))
     print(json.dumps(r, indent=2, sort_keys=True) if args.json else evaluate.format_scores(r))
@@ -76,6 +76,7 @@ def run_render_record(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         address = args.server
         if not address:
+            from sceneforge.engine.server.launch import start_server  # not at parser build: `sceneforge --help` start-up
             from sceneforge.scenarios.world.environments import load_env  # pydantic: not at parser build
             packs = list(load_env(rec["env"]).asset_packs())   # what the job's servers served
             address = stack.enter_context(start_server(port=0, assets=packs or None)).address
