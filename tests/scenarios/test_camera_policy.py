@@ -4,7 +4,6 @@ baseline of probing/layout.py on the source box falls near chance where SpaRRTa'
 label away)."""
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 
 import numpy as np
