@@ -39,6 +39,19 @@ def test_help_does_not_import_heavy_libraries():
     assert out.strip() == "[]"
 
 
+def test_demo_does_not_import_the_ml_stack(tmp_path):
+    """`sceneforge demo` (README command 1) renders and labels without torch, timm, transformers,
+    ray or matplotlib: the base install has none of them (.ci/run, tests/test_install.py), and the
+    imports of our modules that would pull them in stay inside the commands that need them."""
+    code = ("import atexit, sys; from sceneforge import cli; atexit.register(lambda: print(sorted(m for m in "
+            "('torch', 'timm', 'transformers', 'ray', 'matplotlib') if m in sys.modules)))\n"
+            "sys.exit(cli.main(['demo', '--n', '2', '--out', 'demo', '--quiet', '--no-fetch']))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path / "demo" / "samples.parquet").is_file()
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:]
+
+
 @pytest.mark.parametrize("argv", [["generate", "--out", "x", "--env", "atlantis"], ["envs", "preview", "atlantis"]])
 def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
