@@ -118,7 +118,7 @@ def test_known_cycles_are_still_there():
 # or a renderer/worker that only some runs start. The budget per package may only shrink: lower it
 # when you move one to module level; a new one needs a reason and a raised number in review.
 FUNCTION_LEVEL_BUDGET = {"assets_manifest": 0, "core": 0, "explorer": 0, "probing": 6, "renderfarm": 1,
-                         "sceneforge": 36, "engine": 10, "scenarios": 83}
+                         "sceneforge": 37, "engine": 10, "scenarios": 83}
 
 
 def function_level_imports() -> list[tuple[str, int, str]]:

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from sceneforge.core.config_names import RENAMED_FLAGS, deprecation_line
 from sceneforge.core.errors import ConfigError, JobIncomplete
-from sceneforge.scenarios.contract import get_scenario
 
 
 def add_runner_flags(p: argparse.ArgumentParser) -> None:
@@ -105,6 +104,7 @@ def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> N
     if args.workers != "auto":
         return
     from sceneforge.renderfarm.auto import auto_workers, usable_cpus  # the renderfarm package: not at parser build
+    from sceneforge.scenarios.contract import get_scenario  # not at `import sceneforge.cli` (cli.py imports this module)
 
     if args.servers or args.ray_address or args.backend == "ray":
         args.workers = None

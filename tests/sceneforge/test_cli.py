@@ -39,6 +39,15 @@ def test_help_does_not_import_heavy_libraries():
     assert out.strip() == "[]"
 
 
+def test_importing_the_cli_loads_no_library_package():
+    """`import sceneforge.cli` (every command's first step) loads the CLI and core only: the
+    library packages come with the commands (build_parser) or inside them."""
+    code = ("import sys, sceneforge.cli; print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('sceneforge.')}"
+            " | ({'numpy'} & set(sys.modules))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['cli', 'commands', 'core']", out
+
+
 def test_demo_does_not_import_the_ml_stack(tmp_path):
     """`sceneforge demo` (README command 1) renders and labels without torch, timm, transformers,
     ray or matplotlib: the base install has none of them (.ci/run, tests/test_install.py), and the
