@@ -1,0 +1,220 @@
+"""SpaRRTa-scale probing study (issue 34 items 2-4): data-efficiency curves and ablation rows.
+
+Each dataset's features are extracted once for every requested layer (one forward pass, fp16
+cache shared by all rows); each (dataset, layer, n_train) row trains the three heads' lr × dropout
+grids as one batched module (probing.selection.run_grids, early stopping on val) on the **first
+n_train train rows** of the dataset's own split (val and test: all of them), and records the
+val-selected config's test accuracy with its 95% Wilson interval, next to the layout baselines
+(probing.layout: an MLP on the source box, the target box, both boxes) on the same rows.
+
+Resumable: every finished row is one line of OUT/results.jsonl and is skipped when the same
+command runs again (kill it at any time; at most the row in progress is lost).
+
+    # curves: ego, desert and city, n_train 400..4000, two layers
+    python benchmarks/sparrta_scale.py run --out /work/study14/scale --layers 9,12 \\
+        --n-train 400,1000,2000,4000 --row curve:desert=DATA/desert_ego --row curve:city=DATA/city_ego
+    # ablations at one n_train (name=dataset)
+    python benchmarks/sparrta_scale.py run --out /work/study14/scale --layers 9 --n-train 2000 \\
+        --row ablation:sparrta=DATA/abl_ego_sparrta --row ablation:balanced=DATA/abl_ego_balanced
+    python benchmarks/sparrta_scale.py report --out /work/study14/scale --plot docs/img/validation_curves.png
+
+Rows are run in the order given, smallest n_train first within a row.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HEADS = ("linear", "abmilp", "efficient")
+BACKBONE = "dinov2-s-imgfocus"
+
+
+def batch_for(n_train: int) -> int:
+    """Head batch: SpaRRTa's 256, but at least 16 steps per epoch on small train sets."""
+    return int(min(256, max(32, n_train // 16)))
+
+
+def done_keys(results: Path) -> set:
+    if not results.is_file():
+        return set()
+    keys = set()
+    for line in results.read_text().splitlines():
+        r = json.loads(line)
+        keys.add((r["kind"], r["name"], r["layer"], r["n_train"]))
+    return keys
+
+
+def run_rows(args) -> None:
+    import torch
+
+    from sceneforge.core.errors import ConfigError
+    from sceneforge.probing.backbones import create_backbone
+    from sceneforge.probing.data import label_ids, load_datasets
+    from sceneforge.probing.features import extract_features
+    from sceneforge.probing.groups import make_groups
+    from sceneforge.probing.layout import layout_baselines
+    from sceneforge.probing.selection import run_grids
+    from sceneforge.probing.stats import wilson_ci
+    from sceneforge.probing.train import ProbeSplits, TrainConfig
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results = out / "results.jsonl"
+    done = done_keys(results)
+    layers = [int(x) for x in args.layers.split(",")]
+    sizes = sorted(int(x) for x in args.n_train.split(","))
+    bb = create_backbone(BACKBONE, None, {})
+    for spec in args.row:
+        kind_name, data = spec.split("=", 1)
+        kind, name = kind_name.split(":", 1)
+        todo = [(layer, n) for n in sizes for layer in layers if (kind, name, layer, n) not in done]
+        if not todo:
+            continue
+        try:
+            table = load_datasets(data)
+        except ConfigError as e:   # not generated (yet): the next run picks it up
+            print(f"{kind}:{name}: skipped ({e})", flush=True)
+            continue
+        if args.subset_train:   # only the first N train rows (and every val/test row) are extracted
+            train_rank = (table["split"] == "train").cumsum()
+            table = table[(table["split"] != "train") | (train_rank <= args.subset_train)].reset_index(drop=True)
+        (group,) = make_groups(table, ("within",))   # one (env, task) per dataset
+        t0 = time.perf_counter()
+        wanted = sorted(set(layers) | {int(x) for x in args.extract_layers.split(",") if x})
+        feats = extract_features(bb, table["path"].tolist(), wanted, args.cache, 64, False)
+        print(f"{kind}:{name}: features of {len(table)} images in {time.perf_counter() - t0:.0f} s", flush=True)
+        labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
+        for layer, n in todo:
+            train = group.idx["train"]
+            if len(train) < n:
+                print(f"{kind}:{name}: only {len(train)} train rows, n_train {n} skipped", flush=True)
+                continue
+            idx = dict(group.idx, train=train[:n])
+            t1 = time.perf_counter()
+            layout = {k: b.acc for k, b in layout_baselines(table, idx).items()}
+            cfg = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, patience=args.patience,
+                              batch_size=batch_for(n), seed=0)
+            f = feats[layer]
+            by_head = run_grids(HEADS, ProbeSplits.from_index(f.patches, f.prefix, labels, idx), cfg)
+            n_test = len(idx["test"])
+            heads = {}
+            for h in HEADS:
+                best = next(r for r in by_head[h] if r.selected)
+                lo, hi = wilson_ci(best.test_acc, n_test)
+                heads[h] = {"test": round(best.test_acc, 4), "ci": [round(lo, 3), round(hi, 3)],
+                            "val": round(best.val_acc, 4), "lr": best.lr, "dropout": best.dropout}
+            rec = {"kind": kind, "name": name, "data": str(data), "env": group.env, "task": group.task,
+                   "backbone": BACKBONE, "layer": layer, "n_train": n, "n_val": len(idx["val"]), "n_test": n_test,
+                   "epochs": args.epochs, "patience": args.patience, "batch_size": cfg.batch_size,
+                   "heads": heads, "layout": {k: round(v, 4) for k, v in layout.items()},
+                   "seconds": round(time.perf_counter() - t1, 1)}
+            with results.open("a") as fh:
+                fh.write(json.dumps(rec) + "\n")
+            print(f"{kind}:{name} L{layer} n={n}: " + ", ".join(f"{h} {v['test']:.3f}" for h, v in heads.items())
+                  + " | layout " + ", ".join(f"{k} {v:.3f}" for k, v in layout.items())
+                  + f" ({rec['seconds']:.0f} s)", flush=True)
+
+
+def _cell(h: dict) -> str:
+    return f"{100 * h['test']:.1f} [{100 * h['ci'][0]:.0f}, {100 * h['ci'][1]:.0f}]"
+
+
+def report(args) -> None:
+    out = Path(args.out)
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    lines = []
+    for kind in ("curve", "ablation"):
+        rows = sorted((r for r in recs if r["kind"] == kind), key=lambda r: (r["name"], r["layer"], r["n_train"]))
+        if not rows:
+            continue
+        lines += [f"### {kind}s", "",
+                  "| rows | env/task | layer | n_train | linear | abmilp | efficient | layout: source | target | both |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            lay = r["layout"]
+            lines.append(f"| {r['name']} | {r['env']}/{r['task']} | L{r['layer']} | {r['n_train']} | "
+                         + " | ".join(_cell(r["heads"][h]) for h in HEADS)
+                         + f" | {100 * lay.get('source', float('nan')):.1f} | {100 * lay.get('target', float('nan')):.1f}"
+                         f" | {100 * lay.get('boxes', float('nan')):.1f} |")
+        lines.append("")
+    text = "\n".join(lines)
+    (out / "scale.md").write_text(text)
+    print(text)
+    if args.plot:
+        plot_curves([r for r in recs if r["kind"] == "curve"], Path(args.plot))
+
+
+def plot_curves(recs: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted({r["name"] for r in recs})
+    fig, axes = plt.subplots(1, len(names), figsize=(5.2 * len(names), 4.2), squeeze=False, sharey=True)
+    for ax, name in zip(axes[0], names):
+        rows = [r for r in recs if r["name"] == name]
+        for layer, style in zip(sorted({r["layer"] for r in rows}), ("-", "--", ":")):
+            rl = sorted((r for r in rows if r["layer"] == layer), key=lambda r: r["n_train"])
+            n = [r["n_train"] for r in rl]
+            for h, colour in zip(HEADS, ("tab:blue", "tab:orange", "tab:green")):
+                acc = [r["heads"][h]["test"] for r in rl]
+                lo = [r["heads"][h]["ci"][0] for r in rl]
+                hi = [r["heads"][h]["ci"][1] for r in rl]
+                ax.plot(n, acc, style, color=colour, marker="o", ms=3, label=f"{h} L{layer}")
+                if style == "-":
+                    ax.fill_between(n, lo, hi, color=colour, alpha=0.12)
+        first = sorted({r["layer"] for r in rows})[0]
+        rl = sorted((r for r in rows if r["layer"] == first), key=lambda r: r["n_train"])
+        for k, colour in (("source", "grey"), ("boxes", "black")):
+            ax.plot([r["n_train"] for r in rl], [r["layout"].get(k, np.nan) for r in rl], "-.", color=colour,
+                    label=f"layout: {'source box' if k == 'source' else 'both boxes'}")
+        ax.axhline(0.25, color="red", lw=0.8, ls=":", label="chance")
+        ax.set_xscale("log")
+        ax.set_xticks([400, 1000, 2000, 4000], ["400", "1k", "2k", "4k"])
+        ax.set_title(f"{name} ego, DINOv2-S")
+        ax.set_xlabel("train images")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("test accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print(f"plot: {path}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="train the rows not in OUT/results.jsonl yet")
+    r.add_argument("--out", required=True)
+    r.add_argument("--row", action="append", required=True, help="KIND:NAME=DATASET_DIR (kind: curve or ablation)")
+    r.add_argument("--layers", default="9,12")
+    r.add_argument("--n-train", default="400,1000,2000,4000")
+    r.add_argument("--extract-layers", default="", help="also cache these layers in the same forward pass")
+    r.add_argument("--subset-train", type=int, default=0,
+                   help="use (and extract) only the first N train rows of each dataset (val/test: all)")
+    r.add_argument("--epochs", type=int, default=100)
+    r.add_argument("--patience", type=int, default=10)
+    r.add_argument("--threads", type=int, default=2)
+    r.add_argument("--cache", default=None, help="feature cache (default OUT/../cache)")
+    p = sub.add_parser("report", help="OUT/scale.md tables (and a curves plot)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--plot", default=None)
+    args = ap.parse_args(argv)
+    if args.cmd == "run":
+        args.cache = args.cache or str(Path(args.out).parent / "cache")
+        run_rows(args)
+    else:
+        report(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
