@@ -3,9 +3,10 @@
 
 Why a dataclass and not the argparse namespace: a probe run is configured from a YAML file, the
 command line, or Python (``benchmarks/sparrta_study.py``), and all three must mean the same
-thing and fail the same way. Like every scenario config it is built by ``from_dict(raw,
-source)`` (``scenarios.config_loader.load_config`` merges the file and the flags first); every
-error is one line naming the file (when there is one) and the key.
+thing and fail the same way. It is built on core's config base (``core/config_base.py``, as every
+scenario's config is): ``from_dict(raw, source)`` (``scenarios.config_loader.load_config`` merges
+the file and the flags first), every error one line naming ``--config FILE`` (or ``command line``),
+the key, the value and what is allowed: ``--config p.yaml: epochs must be a number in [1, inf], got 0``.
 
 Keys are the command's long options with ``_`` for ``-`` (``batch_size`` or ``batch-size``);
 list-valued options take a YAML list or a comma string (``heads: [linear, efficient]`` or
@@ -18,69 +19,100 @@ list-valued options take a YAML list or a comma string (``heads: [linear, effici
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, replace
 from typing import Any
 
+from sceneforge.core.config_base import ConfigBase, option
 from sceneforge.core.config_names import rename_keys
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.registry import HEADS, PROTOCOLS
 
 # SpaRRTa's schedule per head: (epochs, warm-up epochs)
 SPARRTA_SCHEDULE = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)}
+COMMAND_LINE = "command line"
+_COUNT = (1, float("inf"))      # bounds of a count (epochs, batch sizes, runs, threads)
+_NATURAL = (0, float("inf"))    # bounds of a number that may be 0 (seed, patience, ...)
+
+
+def _where(name: str, source: str) -> str:
+    """How errors name a key: its flag on the command line, ``--config p.yaml: key`` from a file."""
+    return f"--{name.replace('_', '-')}" if source == COMMAND_LINE else f"{source}: {name}"
+
+
+def _count(default, help: str = "", low: tuple = _COUNT) -> Any:
+    return option(default, bounds=low, integer=True, help=help)
 
 
 @dataclass(frozen=True)
-class ProbeConfig:
+class ProbeConfig(ConfigBase):
     """Datasets → cached features of ``layers`` → every head's lr x dropout grid per (layer, env,
     task) under ``protocol`` → run records and a report in ``out``. Field = ``sceneforge probe``'s
-    long option (``extract_batch`` = ``--extract-batch``)."""
-    data: str
-    backbone: str
-    out: str
-    weights: str | None = None
-    model_arg: dict = field(default_factory=dict)
-    layers: tuple[int, ...] | None = None          # 1-based blocks (-1 = last); None = last
-    heads: tuple[str, ...] = tuple(HEADS)
-    protocol: tuple[str, ...] = ("within",)
-    cache: str | None = None
-    epochs: int = 100
-    warmup: int | None = None                      # None: epochs // 5 (SpaRRTa's 200/1000 and 100/500)
-    sparrta_schedule: bool = False
-    lrs: tuple[float, ...] = (1e-2, 1e-3, 1e-4)
-    dropouts: tuple[float, ...] = (0.2, 0.4, 0.6)
-    batch_size: int = 256
-    extract_batch: int = 64
-    runs: int = 1
-    patience: int = 0                              # early stopping on val (epochs); 0 = off
-    seed: int = 0
-    cls: bool = False
-    threads: int | None = None
-    attention_samples: int = 4
-    attention_flow: int = 0
-    quiet: bool = False                            # no progress bars (old key: no_progress)
-    min_test: int | None = None                    # None: probing.report.MIN_TEST (30); 0: no minimum
+    long option (``extract_batch`` = ``--extract-batch``). Validated as every config is
+    (``core/config_base.py``: ``option`` bounds and choices); lists and ``model_arg`` are parsed
+    from their YAML/flag spellings first (:meth:`coerce`)."""
+
+    LABEL = COMMAND_LINE
+
+    data: str = option(help="directory of the dataset(s)")
+    backbone: str = option(help="backbone name")
+    out: str = option(help="output directory")
+    weights: str | None = option(None, help="weights file (or 'random')")
+    model_arg: dict = option(default_factory=dict, help="KEY=VALUE keywords of the backbone")
+    layers: tuple[int, ...] | None = option(None, help="1-based blocks (-1 = last); None = last")
+    heads: tuple[str, ...] = option(tuple(HEADS), choices=tuple(HEADS), help="probe heads")
+    protocol: tuple[str, ...] = option(("within",), choices=tuple(PROTOCOLS), help="split protocols")
+    cache: str | None = option(None, help="feature cache directory")
+    epochs: int = _count(100)
+    warmup: int | None = _count(None, "None: epochs // 5 (SpaRRTa's 200/1000 and 100/500)", _NATURAL)
+    sparrta_schedule: bool = option(False, help="SpaRRTa's epochs per head")
+    lrs: tuple[float, ...] = option((1e-2, 1e-3, 1e-4), help="learning rates, in [1e-12, 10)")
+    dropouts: tuple[float, ...] = option((0.2, 0.4, 0.6), help="dropouts, in [0, 1)")
+    batch_size: int = _count(256)
+    extract_batch: int = _count(64)
+    runs: int = _count(1)
+    patience: int = _count(0, "early stopping on val (epochs); 0 = off", _NATURAL)
+    seed: int = _count(0, "random seed", _NATURAL)
+    cls: bool = option(False, help="also probe the CLS token")
+    threads: int | None = _count(None, "torch threads")
+    attention_samples: int = _count(4, "attention maps per head", _NATURAL)
+    attention_flow: int = _count(0, "attention-flow samples", _NATURAL)
+    quiet: bool = option(False, help="no progress bars (old key: no_progress)")
+    min_test: int | None = _count(None, "None: probing.report.MIN_TEST (30); 0: no minimum", _NATURAL)
 
     @classmethod
-    def from_dict(cls, raw: dict, source: str = "command line") -> "ProbeConfig":
-        where = f"--config {source}: " if source != "command line" else ""
-        raw = rename_keys(raw, "probe", f"--config {source}" if where else source)
-        known = {f.name for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, value in raw.items():
-            name = str(key).replace("-", "_")
-            if name not in known:
-                raise ConfigError(f"{where}unknown key {key!r}")
-            if value is not None:
-                values[name] = _parse(name, value, f"{where}{key}" if where else f"--{name.replace('_', '-')}")
+    def from_dict(cls, raw: Any, source: str | None = COMMAND_LINE) -> "ProbeConfig":
+        """As every config's, with errors naming ``--config FILE`` (or ``command line``) and the key."""
+        source = source or COMMAND_LINE
+        return super().from_dict(raw, source if source == COMMAND_LINE else f"--config {source}")
+
+    @classmethod
+    def rename_aliases(cls, values: dict, source: str) -> dict:
+        """Keys with ``_`` for ``-``, old names renamed (one deprecation line); None = not given."""
+        values = rename_keys(values, "probe", source)
+        return {str(k).replace("-", "_"): v for k, v in values.items() if v is not None}
+
+    @classmethod
+    def coerce(cls, values: dict, source: str) -> dict:
+        """YAML/flag spellings into field values: comma strings or lists, ``KEY=VALUE`` pairs, numbers."""
+        return {name: _parse(name, value, _where(name, source)) for name, value in values.items()}
+
+    @staticmethod
+    def need(ok: bool, name: str, what: str, value: Any, source: str) -> None:
+        """As every config's, naming the flag on the command line: ``--epochs must be ..., got 0``."""
+        if not ok:
+            raise ConfigError(f"{_where(name, source)} {what}, got {value!r}")
+
+    def check(self, source: str) -> None:
         for name in ("data", "backbone", "out"):
-            if not values.get(name):
-                raise ConfigError(f"--{name} is required (on the command line or in --config)")
-        epochs = values.get("epochs", cls.epochs)
-        warmup = values.get("warmup")
-        if warmup is not None and warmup > epochs:
-            raise ConfigError(f"{where or '--'}warmup {warmup}: must be <= epochs ({epochs})")
-        values["warmup"] = epochs // 5 if warmup is None else warmup
-        return cls(**values)
+            self.need(bool(getattr(self, name)), name, "is required (on the command line or in --config)",
+                      getattr(self, name), source)
+        for name in ("heads", "protocol"):
+            self.need(bool(getattr(self, name)), name, "must name at least one", getattr(self, name), source)
+        if self.warmup is not None:
+            self.need(self.warmup <= self.epochs, "warmup", f"must be <= epochs ({self.epochs})", self.warmup, source)
+
+    def complete(self, source: str) -> "ProbeConfig":
+        return self if self.warmup is not None else replace(self, warmup=self.epochs // 5)
 
     @property
     def train(self):
@@ -127,13 +159,6 @@ def _floats(value, what: str, lo: float, hi: float) -> tuple[float, ...]:
     return items
 
 
-def _names(value, what: str, allowed) -> tuple[str, ...]:
-    items = tuple(str(v) for v in _items(value))
-    if not items or any(v not in allowed for v in items):
-        raise ConfigError(f"{what} {value!r}: expected a comma list of {', '.join(allowed)}")
-    return items
-
-
 def _model_args(value, what: str) -> dict:
     import yaml
 
@@ -154,6 +179,20 @@ def _flag(value, what: str) -> bool:
     raise ConfigError(f"{what} {value!r}: expected true or false")
 
 
+def _number(value):
+    """A number's text (a flag, a comma string) as the number; anything else as it is (the field's
+    ``option`` checks it)."""
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return value
+    return value
+
+
 def _parse(name: str, value, what: str):
     if name in ("data", "backbone", "out", "weights", "cache"):
         return str(value)
@@ -161,19 +200,12 @@ def _parse(name: str, value, what: str):
         return _model_args(value, what)
     if name == "layers":
         return None if str(value).strip() in ("", "last") else _ints(value, what, 1, allow_minus_one=True)
-    if name == "heads":
-        return _names(value, what, tuple(HEADS))
-    if name == "protocol":
-        return _names(value, what, tuple(PROTOCOLS))
+    if name in ("heads", "protocol"):
+        return tuple(str(v) for v in _items(value))
     if name == "lrs":
         return _floats(value, what, 1e-12, 10.0)
     if name == "dropouts":
         return _floats(value, what, 0.0, 1.0)
     if name in ("sparrta_schedule", "cls", "quiet"):
         return _flag(value, what)
-    lo = {"warmup": 0, "seed": 0, "attention_samples": 0, "attention_flow": 0, "min_test": 0,
-          "patience": 0}.get(name, 1)
-    numbers = _ints(value, what, lo)
-    if len(numbers) != 1:
-        raise ConfigError(f"{what} {value!r}: expected one integer")
-    return numbers[0]
+    return _number(value)

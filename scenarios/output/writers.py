@@ -171,12 +171,18 @@ def kind_file(kind: str) -> str:
     return "png" if render_kinds.get(kind).role == render_kinds.COLOR else "npy"
 
 
+def kind_array(kind: str, array: np.ndarray) -> np.ndarray:
+    """A rendered array in its row's dtype (depth: float32 cm), as every dataset stores it (a
+    ``.npy`` of :func:`kind_bytes`, or an array of a video clip's ground-truth ``.npz``)."""
+    return np.asarray(array).astype(render_kinds.get(kind).dtype)
+
+
 def kind_bytes(kind: str, array: np.ndarray) -> bytes:
     """A rendered array as its dataset file (:func:`kind_file`): a colour kind as PNG, a data kind
-    as ``.npy`` in the row's dtype (depth: float32 cm)."""
+    as ``.npy`` of :func:`kind_array`."""
     if kind_file(kind) == "png":
         return encode_image(array, "png")
-    return npy_bytes(np.asarray(array).astype(render_kinds.get(kind).dtype))
+    return npy_bytes(kind_array(kind, array))
 
 
 # --- SpaRRTa's params file ------------------------------------------------------------------------

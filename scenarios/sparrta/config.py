@@ -22,6 +22,7 @@ FORMATS = ("jpg", "png")
 FIGURE_YAWS = ("random", "face_source")  # allo viewpoint figure: SpaRRTa's random yaw, or looking at the source
 SPLITS = ("train", "val", "test")
 LAYOUTS = ("sceneforge", "sparrta")  # sparrta: also OUT/sparrta/<env>[_N]/mid-objects (scenarios/sparrta/layout.py)
+_COUNT = (1, float("inf"))  # bounds of a count (n, samples_per_scene, max_tries, ...)
 
 
 @dataclass(frozen=True)
@@ -35,12 +36,12 @@ class SparrtaConfig(ScenarioConfig):
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s), a YAML path, or 'all'")
     tasks: tuple[str, ...] = option(("ego",), choices=TASKS, help="ego (camera) and/or allo (human figure)")
-    n: int = option(40, help="samples per (environment, task), spread over the triples")
-    seed: int = option(0, help="random seed")
+    n: int = option(40, bounds=_COUNT, integer=True, help="samples per (environment, task), spread over the triples")
+    seed: int = option(0, bounds=(0, 2**63 - 1), integer=True, help="random seed")
     image_size: int = option(224, flag="--size", help="square image size in pixels")  # "size" is accepted
     triples: tuple[str, ...] | None = option(None, help="only these triple ids, e.g. rock_truck")
     image_format: str = option("jpg", flag="--format", choices=FORMATS, help="image format (as SpaRRTa: jpg)")
-    jpeg_quality: int = option(95, help="JPEG quality, 1..100")
+    jpeg_quality: int = option(95, bounds=(1, 100), help="JPEG quality, 1..100")
     depth: bool = option(False, help="also write depth (depth_NNNN.npy, ray depth, cm, float32)")
     masks: bool = option(False, help="also write instance masks (mask_NNNN.png; colours in params mask_colors)")
     clutter: bool = option(True, flag="--no-clutter", help="leave out the environment's background objects")
@@ -48,12 +49,13 @@ class SparrtaConfig(ScenarioConfig):
                                           help="ambiguity margin for the camera, degrees (default: the env's, 15)")
     margin_allo_deg: float | None = option(None, flag="--margin-allo",
                                            help="ambiguity margin for the human, degrees (default: the env's, 10)")
-    min_visible_ratio: float | None = option(None, help="visible/unoccluded pixels per object (default: the env's, 0.8)")
+    min_visible_ratio: float | None = option(None, bounds=(0.0, 1.0),
+                                             help="visible/unoccluded pixels per object (default: the env's, 0.8)")
     min_bbox_px: float | None = option(None, help="min bbox longest edge at the output size, px (default: the env's)")
-    samples_per_scene: int = option(4, help="consecutive samples sharing one object placement")
-    max_tries: int = option(4000, help="geometric candidates per placement/camera search")
-    max_render_tries: int = option(12, help="visibility checks per scene before a fresh placement")
-    max_scenes: int = option(6, help="fresh placements per sample before giving up")
+    samples_per_scene: int = option(4, bounds=_COUNT, integer=True, help="consecutive samples sharing one object placement")
+    max_tries: int = option(4000, bounds=_COUNT, integer=True, help="geometric candidates per placement/camera search")
+    max_render_tries: int = option(12, bounds=_COUNT, integer=True, help="visibility checks per scene before a fresh placement")
+    max_scenes: int = option(6, bounds=_COUNT, integer=True, help="fresh placements per sample before giving up")
     licenses: tuple[str, ...] | None = option(None, parse=comma_list,
                                               help="only assets of these license families, e.g. cc0,cc-by")
     renderer: str | None = option(None, help="renderer of the servers this job starts: gl (default) or cycles "
@@ -70,9 +72,9 @@ class SparrtaConfig(ScenarioConfig):
     # in ±aim_jitter_deg. Aimed exactly at the centroid (0, sceneforge < 0.3), one object's
     # position in the image gives the label away (a 2-D box of the source alone predicted the
     # ego label at 0.95; docs/validation.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
-    aim_jitter_deg: float = option(15.0, flag="--aim-jitter", help="camera aim: the objects' centroid turned by "
-                                   "uniform ±DEG yaw and pitch (0 = exactly at the centroid, which lets one object's "
-                                   "position give the label away)")
+    aim_jitter_deg: float = option(15.0, flag="--aim-jitter", bounds=(0.0, 45.0),
+                                   help="camera aim: the objects' centroid turned by uniform ±DEG yaw and pitch "
+                                   "(0 = exactly at the centroid, which lets one object's position give the label away)")
     # Where the camera aims (scenarios/sparrta/camera_policy.py, docs/datasets.md "Camera policy"):
     # "jitter" (the centroid ± aim_jitter_deg), "sparrta" (exactly at the centroid, as SpaRRTa
     # describes) or "balanced" (the source at a label-independent image position: no source-box shortcut).
@@ -148,20 +150,11 @@ def _check(c: SparrtaConfig, src: str) -> None:
         check_licenses_known(tuple(c.licenses))
     need(bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
          "tasks", f"must be distinct values of {TASKS}")
-    for f in ("n", "image_size", "samples_per_scene", "max_tries", "max_render_tries", "max_scenes"):
-        need(isinstance(getattr(c, f), int) and not isinstance(getattr(c, f), bool) and getattr(c, f) >= 1,
-             f, "must be an integer >= 1")
-    need(isinstance(c.seed, int) and 0 <= c.seed < 2**63, "seed", "must be an integer in [0, 2**63)")
+    # one field's range or choices is its option() (n, seed, jpeg_quality, image_format, layout, ...);
+    # here: the rules option() cannot say
     check_image_size(c.image_size, src)   # the one range of every config (core/config_names.py)
-    need(c.image_format in FORMATS, "image_format", f"must be one of {FORMATS}")
-    need(c.layout in LAYOUTS, "layout", f"must be one of {LAYOUTS}")
-    need(c.figure_yaw in FIGURE_YAWS, "figure_yaw", f"must be one of {FIGURE_YAWS}")
-    need(isinstance(c.aim_jitter_deg, (int, float)) and not isinstance(c.aim_jitter_deg, bool)
-         and 0.0 <= c.aim_jitter_deg <= 45.0, "aim_jitter_deg", "must be a number of degrees in [0, 45]")
-    need(c.camera_policy in CAMERA_POLICIES, "camera_policy", f"must be one of {CAMERA_POLICIES}")
     need(c.camera_policy == "jitter" or c.aim_jitter_deg in (0.0, 15.0), "aim_jitter_deg",
          f"applies to camera_policy jitter only (camera_policy {c.camera_policy} aims without jitter)")
-    need(1 <= c.jpeg_quality <= 100, "jpeg_quality", "must be in 1..100")
     need(c.split_pattern is None or (0 < len(c.split_pattern) <= 100 and set(c.split_pattern) == set(SPLITS)),
          "split_pattern", "must be a list of up to 100 of train/val/test naming each at least once, "
          "e.g. [train, train, val, test, test]")
@@ -177,7 +170,6 @@ def _check(c: SparrtaConfig, src: str) -> None:
             parse_spec(c.renderer)
         except ConfigError as e:
             raise ConfigError(f"{src}: renderer: {e}") from None
-    need(c.min_visible_ratio is None or 0.0 <= c.min_visible_ratio <= 1.0, "min_visible_ratio", "must be in [0, 1]")
     need(c.min_bbox_px is None or 0 <= c.min_bbox_px <= c.size, "min_bbox_px",
          f"must be in [0, image_size={c.image_size}] (an object cannot be larger than the image)")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.scenarios.output.writers import atomic_write_bytes, kind_array
 from sceneforge.scenarios.videos import ground_truth as gt
 from sceneforge.scenarios.videos import motion as mo
 
@@ -62,7 +63,7 @@ def dense_arrays(ctx, made: dict, table: list[dict]) -> dict[str, dict[str, np.n
     if "masks" in want:
         out["masks"] = {"instance": ids}
     if "depth" in want:
-        out["depth"] = {"depth": dense["depth"].astype(np.float32)}
+        out["depth"] = {"depth": kind_array("depth", dense["depth"])}   # the render kind's dtype (float32 cm)
     if "flow" in want:
         cams = [mo.camera_at(clip, t, made["fov"], ctx.size, ctx.size) for t in range(clip.n_frames)]
         poses = {1: [mo.subject_transform(clip, t) for t in range(clip.n_frames)]}
@@ -91,8 +92,6 @@ def _part_poses(made: dict, table: list[dict], poses: dict) -> dict:
 
 def write_clip_gt(ctx, out: Path, made: dict, subject_name: str) -> None:
     """frames.jsonl + instances.json always, then the requested .npz files (atomic writes)."""
-    from sceneforge.scenarios.output.writers import atomic_write_bytes
-
     table = instances(ctx, made, subject_name)
     for stem, arrays in dense_arrays(ctx, made, table).items():
         atomic_write_bytes(out / f"{stem}.npz", gt.npz_bytes(arrays))

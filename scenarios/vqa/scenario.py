@@ -23,9 +23,10 @@ from pathlib import Path
 import numpy as np
 
 from sceneforge.core.config_names import as_recorded, check_image_size, from_recorded
-from sceneforge.core.errors import ConfigError, PlacementError
+from sceneforge.core.errors import PlacementError
 from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json, encode_image, kind_bytes, kind_file
 from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.vqa.record import load_scene, scene_path  # noqa: F401  (re-exported)
 
@@ -34,30 +35,34 @@ NEEDS_SERVER = True
 OBJECT_GAP_CM = 30.0
 
 
+_COUNT = (1, float("inf"))
+
+
 @dataclass(frozen=True)
 class VqaConfig(ScenarioConfig):
     SCENARIO = "vqa"
     ALIASES = {"env": "envs", **from_recorded("vqa")}   # + a job.json's size/min_box_px, read back silently
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s) or YAML path(s)")
-    n: int = option(8, help="images per environment")
+    n: int = option(8, bounds=_COUNT, integer=True, help="images per environment")
     seed: int = option(0, help="random seed")
     image_size: int = option(448, flag="--size", help="square image size (CRISP's 40 px box rule)")
-    min_objects: int = option(3, help="labelled objects per scene, at least")
+    min_objects: int = option(3, bounds=(2, float("inf")), integer=True, help="labelled objects per scene, at least")
     max_objects: int = option(6, help="labelled objects per scene, at most")
     min_askable: int = option(3, help="objects that must pass the visibility rule in a view")
     clutter: bool = option(True, flag="--no-clutter", help="leave out the environment's background objects")
     image_format: str = option("jpg", flag="--format", choices=("jpg", "png"), help="image format")
-    jpeg_quality: int = option(95, help="JPEG quality, 1..100")
+    jpeg_quality: int = option(95, bounds=(1, 100), help="JPEG quality, 1..100")
     depth: bool = option(False, help="also write depth (for `sceneforge degrade`)")
     max_scenes: int = option(30, help="fresh scenes per image before giving up")
     max_views: int = option(20, help="camera draws per scene")
     max_tries: int = option(200, help="geometric candidates per draw")
-    max_per_category: int = option(2, flag="--per-category", help="questions per category and image")
-    min_visible_ratio: float = option(0.8, help="CRISP's rule: visible/unoccluded pixels per object")
+    max_per_category: int = option(2, flag="--per-category", bounds=_COUNT, integer=True,
+                                   help="questions per category and image")
+    min_visible_ratio: float = option(0.8, bounds=(0.0, 1.0), help="CRISP's rule: visible/unoccluded pixels per object")
     min_bbox_px: float = option(40.0, help="CRISP's rule: visible box longest edge >= this many px (scale with --size)")
-    margin_deg: float = option(15.0, help="direction questions: ambiguity margin, degrees")
-    rank_gap: float = option(0.15, help="ranking questions: top two differ by at least this much (relative)")
+    margin_deg: float = option(15.0, bounds=(0.0, 44.9), help="direction questions: ambiguity margin, degrees")
+    rank_gap: float = option(0.15, bounds=(0.0, 10.0), help="ranking questions: top two differ by at least this much (relative)")
     # the environments' content (scenarios.world.environments.freeze_envs), filled in by parse_config:
     # the job's identity and what workers rebuild the environments from (never looked up by name)
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -80,20 +85,17 @@ class VqaConfig(ScenarioConfig):
         return as_recorded(super().to_dict(), "vqa")
 
     def check(self, source: str) -> None:
+        """Rules between fields (one field's range is its ``option``: n, min_objects, jpeg_quality, ...)."""
         c = self
         check_image_size(c.image_size, source)
-        for name, ok in (("n", c.n >= 1), ("min_objects", 2 <= c.min_objects),
-                         ("max_objects", c.max_objects >= c.min_objects),
-                         ("image_format", c.image_format in ("jpg", "png")),
-                         ("min_askable", 1 <= c.min_askable <= c.max_objects),
-                         ("max_per_category", c.max_per_category >= 1),
-                         # issue 39: --min-bbox-px nan reached json.dumps in a traceback
-                         ("min_bbox_px", _within(c.min_bbox_px, 0, c.image_size)),
-                         ("min_visible_ratio", _within(c.min_visible_ratio, 0, 1)),
-                         ("margin_deg", _within(c.margin_deg, 0, 44.9)), ("rank_gap", _within(c.rank_gap, 0, 10)),
-                         ("jpeg_quality", _within(c.jpeg_quality, 1, 100) and c.jpeg_quality == int(c.jpeg_quality))):
-            if not ok:
-                raise ConfigError(f"{source}: invalid {name} = {getattr(c, name)!r}")
+        c.need(c.max_objects >= c.min_objects, "max_objects", f"must be >= min_objects ({c.min_objects})",
+               c.max_objects, source)
+        c.need(1 <= c.min_askable <= c.max_objects, "min_askable", f"must be in [1, max_objects ({c.max_objects})]",
+               c.min_askable, source)
+        # issue 39: --min-bbox-px nan reached json.dumps in a traceback
+        c.need(_within(c.min_bbox_px, 0, c.image_size), "min_bbox_px", f"must be a number in [0, image_size "
+               f"({c.image_size})]", c.min_bbox_px, source)
+        c.need(c.jpeg_quality == int(c.jpeg_quality), "jpeg_quality", "must be a whole number", c.jpeg_quality, source)
 
     def complete(self, source: str) -> "VqaConfig":
         """The environments' content, read once (never looked up by name again)."""
@@ -123,10 +125,15 @@ def locate(cfg: VqaConfig, index: int) -> tuple[str, int]:
 
 def file_names(cfg: VqaConfig, env: str, i: int) -> dict[str, str]:
     n = f"{i:06d}"
-    files = {"image": f"{env}/img_{n}.{cfg.image_format}", "mask": f"{env}/mask_{n}.png"}
-    if cfg.depth:
-        files["depth"] = f"{env}/depth_{n}.npy"
+    files = {"image": f"{env}/img_{n}.{cfg.image_format}"}
+    for key, kind in rendered_kinds(cfg).items():   # mask_N.png, depth_N.npy: as the kind's row says
+        files[key] = f"{env}/{key}_{n}.{kind_file(kind)}"
     return files
+
+
+def rendered_kinds(cfg: VqaConfig) -> dict[str, str]:
+    """The files written of the render kinds besides the image: ``{file key: render kind}``."""
+    return {"mask": "object_mask", **({"depth": "depth"} if cfg.depth else {})}
 
 
 # --- contract ---------------------------------------------------------------------------------------
@@ -286,16 +293,14 @@ class Maker:
 
     def write(self, env, env_name, i, actors, colors, cam, graph) -> dict:
         from sceneforge.scenarios.vqa.record import scene_record
-        from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json, encode_image, npy_bytes
 
         cfg = self.cfg
-        kinds = ("lit", "object_mask") + (("depth",) if cfg.depth else ())
-        img = self.client.render(0, kinds, camera=cam)
+        more = rendered_kinds(cfg)
+        img = self.client.render(0, ("lit", *more.values()), camera=cam)
         files = file_names(cfg, env_name, i)
         atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
-        atomic_write_bytes(self.out / files["mask"], encode_image(img["object_mask"], "png"))
-        if cfg.depth:
-            atomic_write_bytes(self.out / files["depth"], npy_bytes(img["depth"].astype("float32")))
+        for key, kind in more.items():
+            atomic_write_bytes(self.out / files[key], kind_bytes(kind, img[kind]))
         rec = scene_record(env_name, i, cfg.seed, env.world, actors, colors, cam, files, cfg.image_format,
                            cfg.jpeg_quality, graph)
         atomic_write_json(scene_path(self.out, env_name, i), rec)

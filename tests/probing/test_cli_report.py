@@ -97,7 +97,8 @@ def test_same_inputs_give_byte_identical_outputs(probed, tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--heads", "mlp"], "--heads 'mlp'"),
+    (["--heads", "mlp"], "--heads must be one of ('linear', 'abmilp', 'efficient'), got ('mlp',)"),
+    (["--epochs", "0"], "--epochs must be an integer in [1, inf], got 0"),
     (["--layers", "9"], "--layers: 9 out of range"),
     (["--lrs", "fast"], "--lrs 'fast'"),
     (["--dropouts", "1.5"], "--dropouts '1.5'"),
@@ -138,7 +139,7 @@ def test_yaml_config(probed, tmp_path, capsys):
     assert {(r["head"], r["layer"], r["lr"], r["epochs"]) for r in rows} == {("linear", 3, 0.01, 3)}
     cfg.write_text("data: x\nepoch: 3\n")
     assert main(["probe", "--config", str(cfg), "--out", str(out)]) == 2
-    assert f"--config {cfg}: unknown key 'epoch'" in capsys.readouterr().err
+    assert f"--config {cfg}: unknown field(s) epoch; known: data, backbone, out" in capsys.readouterr().err
     assert main(["probe", "--out", str(out)]) == 2
     assert "--data is required" in capsys.readouterr().err
 

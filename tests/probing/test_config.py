@@ -22,14 +22,18 @@ def test_lists_and_comma_strings_mean_the_same():
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"epoch": 3}, "--config p.yaml: unknown key 'epoch'"),
-    ({"heads": ["linear", "mlp"]}, "--config p.yaml: heads ['linear', 'mlp']: expected a comma list of"),
-    ({"epochs": 0}, "--config p.yaml: epochs 0: expected integer(s) >= 1"),
-    ({"epochs": 2.5}, "--config p.yaml: epochs 2.5"),
+    ({"epoch": 3}, "--config p.yaml: unknown field(s) epoch; known: data, backbone"),
+    ({"heads": ["linear", "mlp"]}, "--config p.yaml: heads must be one of ('linear', 'abmilp', 'efficient'), "
+                                   "got ('linear', 'mlp')"),
+    ({"heads": ""}, "--config p.yaml: heads must name at least one, got ()"),
+    ({"epochs": 0}, "--config p.yaml: epochs must be an integer in [1, inf], got 0"),
+    ({"epochs": 2.5}, "--config p.yaml: epochs must be an integer in [1, inf], got 2.5"),
+    ({"epochs": "x"}, "--config p.yaml: epochs must be an integer in [1, inf], got 'x'"),
+    ({"seed": -1}, "--config p.yaml: seed must be an integer in [0, inf], got -1"),
     ({"layers": "6,x"}, "--config p.yaml: layers '6,x'"),
     ({"dropouts": [1.5]}, "--config p.yaml: dropouts [1.5]: expected comma-separated numbers in [0, 1)"),
     ({"cls": "yes"}, "--config p.yaml: cls 'yes': expected true or false"),
-    ({"epochs": 5, "warmup": 6}, "--config p.yaml: warmup 6: must be <= epochs (5)"),
+    ({"epochs": 5, "warmup": 6}, "--config p.yaml: warmup must be <= epochs (5), got 6"),
     ({"model_arg": ["img_size"]}, "model_arg 'img_size': expected KEY=VALUE"),
 ])
 def test_bad_values_are_one_line_naming_file_and_key(raw, message):

@@ -53,8 +53,12 @@ def test_vqa_scenario_end_to_end(tmp_path, server, render_client):
 def test_vqa_config_errors():
     with pytest.raises(ConfigError, match="unknown field"):
         scenario.parse_config({"envs": ["desert"], "n": 1, "bogus": 1})
-    with pytest.raises(ConfigError, match="invalid n"):
+    with pytest.raises(ConfigError, match=r"vqa config: n must be an integer in \[1, inf\], got 0"):
         scenario.parse_config({"n": 0})
+    with pytest.raises(ConfigError, match=r"q.yaml: margin_deg must be a number in \[0, 44.9\], got 50"):
+        scenario.parse_config({"margin_deg": 50}, "q.yaml")
+    with pytest.raises(ConfigError, match=r"min_askable must be in \[1, max_objects \(4\)\], got 5"):
+        scenario.parse_config({"max_objects": 4, "min_askable": 5})
 
 
 def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
