@@ -15,6 +15,7 @@
    disk; the renderer runs in the render server), but pytest runs every test in one process, so
    load torchvision first when it is installed. See docs/dependencies.md.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,16 +28,15 @@ except Exception:  # pragma: no cover - any import failure is reported by the pr
 
 from sceneforge.engine.server.cycles.install import home as _cycles_home
 
-SUITE_CACHE = Path(os.environ.get("SCENEFORGE_TEST_CACHE")
-                   or Path(__file__).resolve().parent / ".pytest_cache" / "sceneforge")
+SUITE_CACHE = Path(os.environ.get("SCENEFORGE_TEST_CACHE") or Path(__file__).resolve().parent / ".pytest_cache" / "sceneforge")
 
 
 def _isolate_the_cache() -> None:
-    os.environ["SCENEFORGE_CYCLES_HOME"] = str(_cycles_home())   # the user's installed renderer
+    os.environ["SCENEFORGE_CYCLES_HOME"] = str(_cycles_home())  # the user's installed renderer
     SUITE_CACHE.mkdir(parents=True, exist_ok=True)
     os.environ["SCENEFORGE_CACHE"] = str(SUITE_CACHE)
-    os.environ.pop("SCENEFORGE_WEIGHTS", None)                  # weights go to SUITE_CACHE/weights
-    os.environ["SCENEFORGE_NO_FETCH"] = "1"                     # tests never download assets
+    os.environ.pop("SCENEFORGE_WEIGHTS", None)  # weights go to SUITE_CACHE/weights
+    os.environ["SCENEFORGE_NO_FETCH"] = "1"  # tests never download assets
 
 
 _isolate_the_cache()

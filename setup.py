@@ -6,6 +6,7 @@ the one ``sceneforge`` namespace: ``engine/`` is imported as ``sceneforge.engine
 top-level names such as ``core`` or ``engine`` would clash with a user's own modules or another
 install (issue 35). The mapping is computed, so a new sub-package needs no edit here.
 """
+
 from setuptools import find_namespace_packages, setup
 
 LIBRARY = ("core", "engine", "scenarios", "assets_manifest", "probing", "renderfarm", "explorer")
@@ -14,6 +15,8 @@ LIBRARY = ("core", "engine", "scenarios", "assets_manifest", "probing", "renderf
 # (scenarios/envs, assets_manifest/packs) are packages too, so package-data reaches them
 EXCLUDE = ["*.__pycache__", "*.__pycache__.*"]
 packages = find_namespace_packages(include=["sceneforge", "sceneforge.*"], exclude=EXCLUDE)
-packages += [f"sceneforge.{p}" for p in find_namespace_packages(
-    include=[f"{top}{tail}" for top in LIBRARY for tail in ("", ".*")], exclude=EXCLUDE)]
+packages += [
+    f"sceneforge.{p}"
+    for p in find_namespace_packages(include=[f"{top}{tail}" for top in LIBRARY for tail in ("", ".*")], exclude=EXCLUDE)
+]
 setup(packages=packages, package_dir={f"sceneforge.{top}": top for top in LIBRARY})

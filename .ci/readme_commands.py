@@ -3,6 +3,7 @@
 `.ci/run` runs what this prints, so CI runs the README's commands exactly as a user reads them:
 change the README and CI runs the change.
 """
+
 from __future__ import annotations
 
 import re

@@ -10,6 +10,7 @@ write the mesh and a JSON record (source file, creator, license from the catalog
 copyright file, triangle counts). Every step is skipped when its output exists, so an interrupted
 build resumes and a second run costs nothing. Converted meshes stay in the cache (never the repo).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,7 @@ from sceneforge.core.errors import AssetError, ConfigError
 
 log = logging.getLogger(__name__)
 SUPPORTED = {"sh3d": sh3d.PACKAGE, "0ad": zeroad.PACKAGE, "looks": "blender-data, sweethome3d, npm @pmndrs/assets"}
-DEFAULT_SOURCES = ("sh3d", "looks")     # what `sceneforge demo` / `generate` fetch on first use
+DEFAULT_SOURCES = ("sh3d", "looks")  # what `sceneforge demo` / `generate` fetch on first use
 # What that first use costs, measured from an empty cache on 2026-11-27 (docs/assets.md, "The
 # cache"): the Debian packages sweethome3d-furniture (120 MB), blender-data (31 MB), sweethome3d
 # (17 MB) and npm @pmndrs/assets 1.7.0 (14 MB); on disk the unpacked sources, the built meshes,
@@ -82,8 +83,10 @@ def _build_sh3d(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]
             raise AssetError(f"{BUILT_PACKS['sh3d']}: asset {e.id!r}: build.model {e.build.model!r} not in {lib}'s catalog")
         lic = licenses.get(lib)
         if lic != e.license:
-            raise AssetError(f"{BUILT_PACKS['sh3d']}: asset {e.id!r}: manifest license {e.license!r} but "
-                             f"the package's copyright file says {lic!r} for {lib}/*")
+            raise AssetError(
+                f"{BUILT_PACKS['sh3d']}: asset {e.id!r}: manifest license {e.license!r} but "
+                f"the package's copyright file says {lic!r} for {lib}/*"
+            )
         out.append(_convert(e, sh3f, cat, lic, deb_name, cache))
     return out
 
@@ -95,13 +98,29 @@ def _convert(e: AssetEntry, sh3f: Path, cat: sh3d.CatalogEntry, lic: str, deb: s
     if e.build.recolor is not None:
         raw = sh3d.recolor_raw(raw, e.build.recolor)
     f = raw.faces
-    mesh = normalize.normalise_raw(raw, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units], size=e.size,
-                               budget=budget_for(e), ground_offset_cm=e.ground_offset_cm,
-                               pre_rotation=cat.rotation, axis_scale=(cat.width, cat.height, cat.depth))
-    record = {"package": deb, "library": cat.library, "source_file": cat.model, "name": cat.name,
-              "creator": cat.creator, "license": lic, "catalog_license": cat.catalog_license,
-              "license_from": f"/{sh3d.COPYRIGHT} (Files: {cat.library}/*)", "triangles_source": int(len(f)),
-              "attribution": f"{cat.name} by {cat.creator} (Sweet Home 3D {cat.library} library)"}
+    mesh = normalize.normalise_raw(
+        raw,
+        up=e.up,
+        forward=e.forward,
+        units_cm=UNITS_TO_CM[e.units],
+        size=e.size,
+        budget=budget_for(e),
+        ground_offset_cm=e.ground_offset_cm,
+        pre_rotation=cat.rotation,
+        axis_scale=(cat.width, cat.height, cat.depth),
+    )
+    record = {
+        "package": deb,
+        "library": cat.library,
+        "source_file": cat.model,
+        "name": cat.name,
+        "creator": cat.creator,
+        "license": lic,
+        "catalog_license": cat.catalog_license,
+        "license_from": f"/{sh3d.COPYRIGHT} (Files: {cat.library}/*)",
+        "triangles_source": int(len(f)),
+        "attribution": f"{cat.name} by {cat.creator} (Sweet Home 3D {cat.library} library)",
+    }
     return _save(e, mesh, record, cache)
 
 
@@ -111,17 +130,34 @@ def _build_0ad(entries: list[AssetEntry], root: Path, cache: Path) -> list[str]:
     out = []
     for e in tqdm(entries, desc="assets build", disable=len(entries) < 3):
         if lic != e.license:
-            raise AssetError(f"{BUILT_PACKS['0ad']}: asset {e.id!r}: manifest license {e.license!r} but "
-                             f"the package's copyright file says {lic!r}")
+            raise AssetError(
+                f"{BUILT_PACKS['0ad']}: asset {e.id!r}: manifest license {e.license!r} but "
+                f"the package's copyright file says {lic!r}"
+            )
         raw = zeroad.read_raw(root / zeroad.PUBLIC_ZIP, e.build.model, e.build.texture)
         f = raw.faces
-        mesh = normalize.normalise_raw(raw, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
-                                   size=e.size, budget=budget_for(e), ground_offset_cm=e.ground_offset_cm)
+        mesh = normalize.normalise_raw(
+            raw,
+            up=e.up,
+            forward=e.forward,
+            units_cm=UNITS_TO_CM[e.units],
+            size=e.size,
+            budget=budget_for(e),
+            ground_offset_cm=e.ground_offset_cm,
+        )
         name = Path(e.build.model).name.split(".")[0].replace("_mesh", "").capitalize()
-        record = {"package": deb, "library": "public.zip", "source_file": e.build.model,
-                  "texture": e.build.texture, "name": name, "creator": holder, "license": lic,
-                  "license_from": f"/{zeroad.COPYRIGHT} (Files: *)", "triangles_source": int(len(f)),
-                  "attribution": f"{name} by {holder} (0 A.D.)"}
+        record = {
+            "package": deb,
+            "library": "public.zip",
+            "source_file": e.build.model,
+            "texture": e.build.texture,
+            "name": name,
+            "creator": holder,
+            "license": lic,
+            "license_from": f"/{zeroad.COPYRIGHT} (Files: *)",
+            "triangles_source": int(len(f)),
+            "attribution": f"{name} by {holder} (0 A.D.)",
+        }
         out.append(_save(e, mesh, record, cache))
     return out
 
@@ -134,8 +170,10 @@ def _save(e: AssetEntry, mesh, record: dict, cache: Path) -> str:
     size = [round(float(x), 1) for x in (mesh.bounds()[1] - mesh.bounds()[0])]
     record = {"id": e.id, "class": e.cls, **record, "triangles": mesh.n_triangles, "size_cm": size}
     atomic_write_text(dest.with_suffix(".json"), json.dumps(record, indent=1))
-    return (f"{e.id}: built {record['source_file']} by {record['creator']} ({record['license']}), "
-            f"{record['triangles_source']} → {mesh.n_triangles} triangles, {size} cm")
+    return (
+        f"{e.id}: built {record['source_file']} by {record['creator']} ({record['license']}), "
+        f"{record['triangles_source']} → {mesh.n_triangles} triangles, {size} cm"
+    )
 
 
 BUILDERS = {"sh3d": _build_sh3d, "0ad": _build_0ad}
@@ -152,8 +190,7 @@ def _write_glb(mesh, path: Path) -> None:
 def missing_defaults(cache_dir=None) -> bool:
     """True when the default real assets (Sweet Home 3D pack, textures, HDRIs) are not all built."""
     cache = cache_root(cache_dir)
-    return (not all(_done(cache, e.id) for e in load_manifest(BUILT_PACKS["sh3d"]).assets)
-            or not looks_complete(cache))
+    return not all(_done(cache, e.id) for e in load_manifest(BUILT_PACKS["sh3d"]).assets) or not looks_complete(cache)
 
 
 def ensure_defaults(cache_dir=None, progress: bool = True, say=None) -> bool:
@@ -174,11 +211,15 @@ def ensure_defaults(cache_dir=None, progress: bool = True, say=None) -> bool:
         with open(cache / ".build.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if missing_defaults(cache):
-                say(f"sceneforge: first use: fetching real assets, textures and HDRIs into {cache} "
-                    f"(~{DEFAULTS_DOWNLOAD_MB} MB download, ~{DEFAULTS_DISK_MB} MB on disk, about a minute, once)")
+                say(
+                    f"sceneforge: first use: fetching real assets, textures and HDRIs into {cache} "
+                    f"(~{DEFAULTS_DOWNLOAD_MB} MB download, ~{DEFAULTS_DISK_MB} MB on disk, about a minute, once)"
+                )
                 build(list(DEFAULT_SOURCES), cache, progress=progress)
         return True
     except (AssetError, ConfigError, OSError) as e:
-        say(f"sceneforge: real assets unavailable ({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
-            "using the procedural pack (retry with `sceneforge assets build`)")
+        say(
+            f"sceneforge: real assets unavailable ({str(e).splitlines()[0] if str(e) else type(e).__name__}); "
+            "using the procedural pack (retry with `sceneforge assets build`)"
+        )
         return False

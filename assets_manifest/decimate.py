@@ -9,6 +9,7 @@ materials (leaf cards) are never simplified — collapsing a card's quad destroy
 a deterministic subset of whole cards is kept and grown so the canopy keeps its coverage.
 Smooth normals are computed afterwards with a crease angle, so hard edges stay hard.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,13 +20,13 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 CREASE_DEG = 50.0
-PART_MIN_FACES = 8         # per-part decimation: no part below this (a tube keeps a prism)
-STALL_FACTOR = 1.5         # quadric result above this × the wanted faces: finish by vertex clustering,
-CLUSTER_MIN_FACES = 256    # if it kept this many faces or more. Small stalled parts (a bike's tubes, a
-                           # poplar's 93 branch pieces) lose their shape when clustered (bike L2 IoU
-                           # 0.57 → 0.36, ficus L3 0.57 → 0.41); big ones (a pine's trunk) do not
+PART_MIN_FACES = 8  # per-part decimation: no part below this (a tube keeps a prism)
+STALL_FACTOR = 1.5  # quadric result above this × the wanted faces: finish by vertex clustering,
+CLUSTER_MIN_FACES = 256  # if it kept this many faces or more. Small stalled parts (a bike's tubes, a
+# poplar's 93 branch pieces) lose their shape when clustered (bike L2 IoU
+# 0.57 → 0.36, ficus L3 0.57 → 0.41); big ones (a pine's trunk) do not
 CLUSTER_MAX_RATIO = 1 / 8  # ...and only for far levels (≤ 1/8 of the triangles: level 2 and up); at
-                           # level 1 a lamp post's pole and head lost shape (IoU 1.00 → 0.91 at 55 px)
+# level 1 a lamp post's pole and head lost shape (IoU 1.00 → 0.91 at 55 px)
 
 
 def weld(v: np.ndarray, f: np.ndarray, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
@@ -119,7 +120,7 @@ def _simplify_parts(wv: np.ndarray, wf: np.ndarray, target: int) -> tuple[np.nda
     ``PART_MIN_FACES`` (or all of its faces). One collapse queue over the whole group removes the
     thinnest parts first (a tube's quadric error is its small radius): a bike's frame, a fence's
     slats, a bush's twigs vanished and the parts behind them showed through."""
-    labels = uv_islands(wf, len(wv))             # shared position indices connect faces
+    labels = uv_islands(wf, len(wv))  # shared position indices connect faces
     ratio = target / len(wf)
     order = np.argsort(labels, kind="stable")
     starts = np.r_[0, np.nonzero(np.diff(labels[order]))[0] + 1, len(order)]
@@ -190,8 +191,7 @@ def _simplify_part(pv: np.ndarray, pf: np.ndarray, want: int, cluster: bool = Tr
     vertex clustering where the queue stalls at open borders; never an empty part."""
     import fast_simplification
 
-    nv, nf = fast_simplification.simplify(pv.astype(np.float32), pf.astype(np.int32),
-                                          target_reduction=1.0 - want / len(pf))
+    nv, nf = fast_simplification.simplify(pv.astype(np.float32), pf.astype(np.int32), target_reduction=1.0 - want / len(pf))
     nv, nf = np.asarray(nv, float), np.asarray(nf, np.int64)
     if cluster and len(nf) > max(STALL_FACTOR * want, CLUSTER_MIN_FACES):  # open tubes: the queue stalls at borders
         cv, cf = cluster_simplify(nv, nf, want)
@@ -219,14 +219,14 @@ def simplify_group(v: np.ndarray, f: np.ndarray, uv: np.ndarray | None, target: 
         v2, f2 = np.asarray(v2, float), np.asarray(f2, np.int64)
     if len(f2) == 0:
         return v[f], (uv[f] if uv is not None else None), np.arange(len(f))
-    corners = v2[f2]                                             # (T, 3, 3)
+    corners = v2[f2]  # (T, 3, 3)
     tree = cKDTree(v[f].mean(axis=1))
     cent_face, cent_bary = locate(corners.mean(axis=1), v, f, tree)
     if uv is None:
         return corners, None, cent_face
     src_face, bary = locate(corners.reshape(-1, 3), v, f, tree)
     src_face, bary = src_face.reshape(-1, 3), bary.reshape(-1, 3, 3)
-    uvs = (bary[..., None] * uv[f[src_face]]).sum(axis=2)        # (T, 3, 2)
+    uvs = (bary[..., None] * uv[f[src_face]]).sum(axis=2)  # (T, 3, 2)
     island = uv_islands(f, len(v))
     seam = island[src_face] != island[cent_face][:, None]
     if seam.any():
@@ -290,7 +290,7 @@ def corner_normals(corners: np.ndarray, crease_deg: float = CREASE_DEG) -> np.nd
     """Smooth per-corner normals (T, 3, 3): area-weighted face normals of the faces around the
     same position whose normal is within ``crease_deg`` of this face's (hard edges stay hard)."""
     T = len(corners)
-    fn = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])   # area-weighted
+    fn = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])  # area-weighted
     unit = fn / np.maximum(np.linalg.norm(fn, axis=1, keepdims=True), 1e-12)
     flat = corners.reshape(-1, 3)
     _, vid = weld(flat, np.arange(len(flat)).reshape(-1, 3))

@@ -8,6 +8,7 @@ Both unpack into a temporary folder and rename it into place with a ``.complete`
 interrupted fetch leaves nothing half-done and a second call costs nothing. Used by the mesh
 builds (:mod:`assets_manifest.build`) and the textures and HDRIs (:mod:`assets_manifest.looks`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,11 @@ def fetch_package(package: str, cache: Path) -> Path:
         r = _run(["apt-get", "download", package], debs)
         deb = next(iter(sorted(debs.glob(f"{package}_*.deb"))), None)
         if r.returncode != 0 or deb is None:
-            hint = " (run `apt-get update` first: the package index is empty or stale)" \
-                if "Unable to locate" in r.stderr or "no installation candidate" in r.stderr else ""
+            hint = (
+                " (run `apt-get update` first: the package index is empty or stale)"
+                if "Unable to locate" in r.stderr or "no installation candidate" in r.stderr
+                else ""
+            )
             last = (r.stderr.strip().splitlines() or ["no output"])[-1]
             raise AssetError(f"apt-get download {package} failed{hint}: {last}")
     (cache / "sources").mkdir(parents=True, exist_ok=True)
@@ -56,7 +60,7 @@ def fetch_package(package: str, cache: Path) -> Path:
     if root.exists():
         shutil.rmtree(root)
     os.replace(tmp, root)
-    deb.unlink()   # the unpacked tree is the cache; keeping 0ad-data's deb would cost 1.4 GB more
+    deb.unlink()  # the unpacked tree is the cache; keeping 0ad-data's deb would cost 1.4 GB more
     return root
 
 
@@ -71,8 +75,9 @@ def fetch_npm(package: str, version: str, cache: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     tgz = next(iter(sorted(dest.glob(package.lstrip("@").replace("/", "-") + f"-{version}.tgz"))), None)
     if tgz is None:
-        r = subprocess.run(["npm", "pack", f"{package}@{version}", "--pack-destination", str(dest)],
-                           capture_output=True, text=True, cwd=dest)
+        r = subprocess.run(
+            ["npm", "pack", f"{package}@{version}", "--pack-destination", str(dest)], capture_output=True, text=True, cwd=dest
+        )
         tgz = next(iter(sorted(dest.glob(package.lstrip("@").replace("/", "-") + f"-{version}.tgz"))), None)
         if r.returncode != 0 or tgz is None:
             last = (r.stderr.strip().splitlines() or ["no output"])[-1]

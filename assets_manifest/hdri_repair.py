@@ -16,16 +16,17 @@ its intact hot pixels (neutral when none is intact).
 Clean suns and lamps are returned unchanged; the result is a pure function of the array
 (deterministic).
 """
+
 from __future__ import annotations
 
 import numpy as np
 from scipy import ndimage
 
-HOT_OVER_MEDIAN = 100.0   # a hot pixel: brightest channel > this × the image's median brightness...
-HOT_MIN = 50.0            # ...and above this absolute radiance
-CLIPPED = 1e-3            # a hot pixel with a channel below this × its brightest one was clipped from < 0
-HOLE_SKY = 1.0            # a black pixel in a spot counts as clipped only in a sky at least this bright
-SIGMA_PX = 0.8            # the replacement disc's Gaussian radius
+HOT_OVER_MEDIAN = 100.0  # a hot pixel: brightest channel > this × the image's median brightness...
+HOT_MIN = 50.0  # ...and above this absolute radiance
+CLIPPED = 1e-3  # a hot pixel with a channel below this × its brightest one was clipped from < 0
+HOLE_SKY = 1.0  # a black pixel in a spot counts as clipped only in a sky at least this bright
+SIGMA_PX = 0.8  # the replacement disc's Gaussian radius
 
 
 def repair_hot_spots(rgb: np.ndarray) -> np.ndarray:
@@ -44,19 +45,22 @@ def repair_hot_spots(rgb: np.ndarray) -> np.ndarray:
         px = a[spot]
         hot_px = a[spot & hot]
         bad = hot_px.min(axis=-1) < CLIPPED * hot_px.max(axis=-1)
-        holes = (px.max(axis=-1) <= 0.0).any() and float(sky.max()) > HOLE_SKY   # clipped to 0 in a lit sky
+        holes = (px.max(axis=-1) <= 0.0).any() and float(sky.max()) > HOLE_SKY  # clipped to 0 in a lit sky
         if not (bad.any() or holes):
-            continue                                   # a clean sun (or lamp): keep it as shot
-        good = hot_px[~bad]                            # the spot's colour from its intact hot pixels
+            continue  # a clean sun (or lamp): keep it as shot
+        good = hot_px[~bad]  # the spot's colour from its intact hot pixels
         tint = good.sum(axis=0) / good.sum() * 3.0 if len(good) and good.sum() > 0 else np.ones(3, np.float32)
         if out is None:
             out = a.copy()
         ys, xs = np.nonzero(spot)
         energy = np.maximum(px.mean(axis=-1) - float(sky.mean()), 0.0)
         total = float(energy.sum())
-        cy, cx = (float((ys * energy).sum() / total), float((xs * energy).sum() / total)) if total > 0 \
+        cy, cx = (
+            (float((ys * energy).sum() / total), float((xs * energy).sum() / total))
+            if total > 0
             else (float(ys.mean()), float(xs.mean()))
-        disc = np.exp(-((ys - cy) ** 2 + (xs - cx) ** 2) / (2 * SIGMA_PX ** 2))
+        )
+        disc = np.exp(-((ys - cy) ** 2 + (xs - cx) ** 2) / (2 * SIGMA_PX**2))
         disc *= total / max(float(disc.sum()), 1e-9)
         out[ys, xs] = sky[None, :] + disc[:, None] * tint[None, :]
     return rgb if out is None else out

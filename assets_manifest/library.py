@@ -11,6 +11,7 @@ Meshes load lazily, once per process (in-memory dict), and mesh files are also c
 ``.npz`` under ``$SCENEFORGE_CACHE`` (default ``~/.cache/sceneforge``) keyed by the file's size and
 mtime plus the manifest entry, so a render server starts quickly the second time.
 """
+
 from __future__ import annotations
 
 import functools
@@ -54,7 +55,7 @@ class AssetInfo:
     license: str
     attribution: str
     source: str
-    origin: str                     # "procedural" | "built" | "file"
+    origin: str  # "procedural" | "built" | "file"
     pack: str
     tags: tuple[str, ...] = ()
     unreal_class: str | None = None
@@ -65,8 +66,7 @@ class AssetInfo:
 class AssetLibrary:
     """Assets from one or more manifests; see the module docstring."""
 
-    def __init__(self, entries: list[tuple[AssetEntry, Path, str]], cache_dir: Path,
-                 shadowed: set[str] | None = None):
+    def __init__(self, entries: list[tuple[AssetEntry, Path, str]], cache_dir: Path, shadowed: set[str] | None = None):
         self._infos: dict[str, AssetInfo] = {}
         for entry, manifest, pack in entries:
             if entry.id in self._infos:
@@ -74,10 +74,10 @@ class AssetLibrary:
             self._infos[entry.id] = _info(entry, manifest, pack)
         self._shadowed = set(shadowed or ())
         self.cache_dir = cache_dir
-        self.license_filter = None      # licence families for HDRIs/textures (set by default())
+        self.license_filter = None  # licence families for HDRIs/textures (set by default())
         self._meshes: dict[str, RenderMesh] = {}
         self._lods: dict[tuple[str, int], RenderMesh] = {}
-        self._lod_cache = None          # levels of detail on disk (lod_cache.LodCache), made on first use
+        self._lod_cache = None  # levels of detail on disk (lod_cache.LodCache), made on first use
         self._footprints: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -112,8 +112,11 @@ class AssetLibrary:
         for path in BUILT_PACKS.values():
             m = load_manifest(path)
             all_tags |= {e.license for e in m.assets}
-            entries += [(_with_record(e, cache), path, m.pack) for e in m.assets
-                        if built_path(cache, e.id).exists() and _license_ok(e, licenses)]
+            entries += [
+                (_with_record(e, cache), path, m.pack)
+                for e in m.assets
+                if built_path(cache, e.id).exists() and _license_ok(e, licenses)
+            ]
         # Built meshes replace the procedural stand-ins of their class; a user pack's assets *join*
         # their class instead (one user truck must not become the only truck of every scene: an
         # environment that wants exactly that asset names its id, see docs/environments.md).
@@ -222,8 +225,7 @@ class AssetLibrary:
             if key not in self._lods:
                 if self._lod_cache is None:
                     self._lod_cache = LodCache(self.cache_dir)
-                self._lods[key] = self._lod_cache.get(asset_id, mesh, int(budget),
-                                                      lambda: simplified(mesh, int(budget)))
+                self._lods[key] = self._lod_cache.get(asset_id, mesh, int(budget), lambda: simplified(mesh, int(budget)))
             return self._lods[key]
 
     def footprint(self, asset_id: str) -> np.ndarray:
@@ -259,15 +261,24 @@ class AssetLibrary:
         if not path.is_file():
             raise AssetError(f"{info.manifest}: asset {e.id!r}: field mesh: file not found: {path}")
         st = path.stat()
-        key = hashlib.sha1(json.dumps([normalize.CACHE_VERSION, str(path), st.st_size, st.st_mtime_ns,
-                                       e.model_dump(mode="json")],
-                                      sort_keys=True).encode()).hexdigest()[:20]
+        key = hashlib.sha1(
+            json.dumps(
+                [normalize.CACHE_VERSION, str(path), st.st_size, st.st_mtime_ns, e.model_dump(mode="json")], sort_keys=True
+            ).encode()
+        ).hexdigest()[:20]
         cached = self.cache_dir / "meshes" / f"{key}.npz"
         if cached.exists():
             return normalize.from_npz(cached)
         raw = normalize.load_scene(path)
-        mesh = normalize.normalise_raw(raw, up=e.up, forward=e.forward, units_cm=UNITS_TO_CM[e.units],
-                                   size=e.size, budget=budget_for(e), ground_offset_cm=e.ground_offset_cm)
+        mesh = normalize.normalise_raw(
+            raw,
+            up=e.up,
+            forward=e.forward,
+            units_cm=UNITS_TO_CM[e.units],
+            size=e.size,
+            budget=budget_for(e),
+            ground_offset_cm=e.ground_offset_cm,
+        )
         try:
             normalize.to_npz(mesh, cached)
         except OSError as err:  # a read-only cache must not stop rendering
@@ -285,7 +296,7 @@ def _finish(raw: RenderMesh, e: AssetEntry, surface=None) -> RenderMesh:
     v = v @ normalize.axes_matrix(e.up, e.forward).T
     v = v * normalize.size_scale(v.max(axis=0) - v.min(axis=0), e.size)
     mesh = RenderMesh(normalize.ground_and_center(v, e.ground_offset_cm), raw.faces, raw.colors)
-    return pbr.apply(mesh, e.cls, surface)   # noise albedo + roughness per part, facades, surfaces
+    return pbr.apply(mesh, e.cls, surface)  # noise albedo + roughness per part, facades, surfaces
 
 
 def _with_record(e: AssetEntry, cache: Path) -> AssetEntry:
@@ -318,8 +329,10 @@ def check_license_filter(licenses, tags) -> None:
     unknown = [t for t in tokens if not any(matches_any(tag, [t]) for tag in tags)]
     if unknown:
         families = sorted({_family(t) for t in tags})
-        raise ConfigError(f"--licenses / licenses: unknown licence {', '.join(map(repr, unknown))}: no asset pack "
-                          f"has it; licence families present: {', '.join(families)}")
+        raise ConfigError(
+            f"--licenses / licenses: unknown licence {', '.join(map(repr, unknown))}: no asset pack "
+            f"has it; licence families present: {', '.join(families)}"
+        )
 
 
 def _family(tag: str) -> str:
@@ -337,13 +350,22 @@ def _license_ok(e: AssetEntry, licenses) -> bool:
 
 def _info(e: AssetEntry, manifest: Path, pack: str) -> AssetInfo:
     origin = "procedural" if e.procedural else "built" if e.build else "file"
-    return AssetInfo(id=e.id, cls=e.cls, license=e.license, attribution=e.attribution, source=e.source,
-                     origin=origin, pack=pack, tags=tuple(e.tags), unreal_class=e.unreal_class,
-                     manifest=str(manifest), entry=e)
+    return AssetInfo(
+        id=e.id,
+        cls=e.cls,
+        license=e.license,
+        attribution=e.attribution,
+        source=e.source,
+        origin=origin,
+        pack=pack,
+        tags=tuple(e.tags),
+        unreal_class=e.unreal_class,
+        manifest=str(manifest),
+        entry=e,
+    )
 
 
-def shared_default_library(extra_manifests: tuple[str, ...] = (), licenses: tuple[str, ...] | None = None
-                           ) -> AssetLibrary:
+def shared_default_library(extra_manifests: tuple[str, ...] = (), licenses: tuple[str, ...] | None = None) -> AssetLibrary:
     """:meth:`AssetLibrary.default` shared within a process (environments of one job ask for the
     same one), keyed also by the asset cache in use and when its built packs last changed: a process
     that builds the real assets on first use (``generate``, ``demo``) or points ``$SCENEFORGE_CACHE``
@@ -359,5 +381,6 @@ def shared_default_library(extra_manifests: tuple[str, ...] = (), licenses: tupl
 
 @functools.lru_cache(maxsize=8)
 def _shared_default(root: str, stamp: int, extra_manifests: tuple[str, ...], licenses: tuple[str, ...] | None):
-    return AssetLibrary.default(cache_dir=root, extra_manifests=list(extra_manifests),
-                                licenses=list(licenses) if licenses else None)
+    return AssetLibrary.default(
+        cache_dir=root, extra_manifests=list(extra_manifests), licenses=list(licenses) if licenses else None
+    )

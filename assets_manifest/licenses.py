@@ -4,6 +4,7 @@ Tags are lower-case SPDX-like strings (``cc0-1.0``, ``cc-by-3.0``, ``cc-by-3.0-u
 ``cc-by-sa-3.0``). A filter token matches a tag equal to it or the same family with a version:
 ``cc-by`` matches ``cc-by-3.0`` and ``cc-by-3.0-us`` but not ``cc-by-sa-3.0``.
 """
+
 from __future__ import annotations
 
 SHARE_ALIKE = ("cc-by-sa",)
@@ -15,7 +16,7 @@ def family_matches(license_tag: str, token: str) -> bool:
         return True
     if not tag.startswith(token + "-"):
         return False
-    rest = tag[len(token) + 1:]
+    rest = tag[len(token) + 1 :]
     return rest[:1].isdigit()
 
 

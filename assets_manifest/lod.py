@@ -8,6 +8,7 @@ the import's crease angle: the same look, fewer triangles. Deterministic (no ran
 the card thinning's fixed seeds), so a level is the same in every process. A level's
 ``meta["foliage"]`` says whether the decimation found foliage in it (:func:`foliage`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -55,8 +56,7 @@ def simplified(mesh: RenderMesh, budget: int) -> RenderMesh:
     if mesh.n_triangles <= budget:
         return mesh
     v, faces, uvs = shared(mesh)
-    raw = RawMesh(v, faces, mesh.colors[np.asarray(mesh.faces, np.int64)[:, 0]],
-                  uvs, list(mesh.materials), mesh.face_materials)
+    raw = RawMesh(v, faces, mesh.colors[np.asarray(mesh.faces, np.int64)[:, 0]], uvs, list(mesh.materials), mesh.face_materials)
     out = render_mesh(decimate_raw(raw, int(budget), per_part=True), {**mesh.meta, "foliage": foliage(mesh, v, faces)})
     if not mesh.materials:  # decimate_raw works per material: colour-only meshes stay colour-only
         out = RenderMesh(out.vertices, out.faces, out.colors, out.meta, normals=out.normals)

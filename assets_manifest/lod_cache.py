@@ -18,6 +18,7 @@ in ``<cache>/lods/`` under a key made of all three and read back by later proces
   be written (read-only, full disk) only costs the recomputation. Files are written atomically
   (temp + rename), so two servers filling the same level leave one whole file.
 """
+
 from __future__ import annotations
 
 import functools
@@ -36,7 +37,7 @@ from sceneforge.core.meshes import RenderMesh
 log = logging.getLogger(__name__)
 
 SUBDIR = "lods"
-LAYOUT = 1   # file layout version (part of the key)
+LAYOUT = 1  # file layout version (part of the key)
 
 
 @functools.lru_cache(maxsize=1)
@@ -48,6 +49,7 @@ def code_fingerprint() -> str:
         h.update(Path(mod.__file__).read_bytes())
     try:
         from importlib.metadata import version
+
         h.update(f"fast-simplification {version('fast-simplification')}".encode())
     except Exception:  # noqa: BLE001 - not installed: decimation is unavailable anyway
         h.update(b"fast-simplification none")
@@ -74,7 +76,7 @@ class LodCache:
 
     def __init__(self, root: Path | None):
         self.root = Path(root) / SUBDIR if root is not None else None
-        self._keys: dict[int, tuple[RenderMesh, str]] = {}   # id(mesh) -> (mesh, key): hash once per mesh
+        self._keys: dict[int, tuple[RenderMesh, str]] = {}  # id(mesh) -> (mesh, key): hash once per mesh
 
     def path(self, asset_id: str, mesh: RenderMesh, budget: int) -> Path | None:
         if self.root is None:
@@ -111,14 +113,18 @@ def write_level(path: Path, level: RenderMesh, full: RenderMesh) -> None:
         if k is None:
             raise ValueError("a level has a material its full mesh lacks")
         index.append(k)
-    arrays = {"vertices": level.vertices, "faces": level.faces, "colors": level.colors,
-              "material_index": np.asarray(index, dtype=np.int64),
-              "meta": np.frombuffer(json.dumps(level.meta, sort_keys=True).encode(), dtype=np.uint8)}
+    arrays = {
+        "vertices": level.vertices,
+        "faces": level.faces,
+        "colors": level.colors,
+        "material_index": np.asarray(index, dtype=np.int64),
+        "meta": np.frombuffer(json.dumps(level.meta, sort_keys=True).encode(), dtype=np.uint8),
+    }
     for k in ("normals", "uvs", "face_materials"):
         if getattr(level, k) is not None:
             arrays[k] = getattr(level, k)
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)   # uncompressed: read back in a millisecond, levels are small
+        np.savez(fh, **arrays)  # uncompressed: read back in a millisecond, levels are small
 
 
 def read_level(path: Path, full: RenderMesh) -> RenderMesh:

@@ -15,6 +15,7 @@ licence filter such as ``cc0,cc-by``) its albedo is tileable procedural noise (C
 and without the normal-map package its normal map is derived from that noise. So renderers and
 tests never need a download, and the licence of what was used is always known.
 """
+
 from __future__ import annotations
 
 import base64
@@ -181,9 +182,15 @@ def _save_png(path: Path, a: np.ndarray) -> None:
 
 def _record(out: Path, item: dict, cat: dict, shape) -> None:
     src = cat["sources"][item["source"]]
-    rec = {"id": item["id"], "license": item["license"], "attribution": item["attribution"],
-           "package": src["package"], "path": item["path"], "license_from": src["license_from"],
-           "shape": list(shape)}
+    rec = {
+        "id": item["id"],
+        "license": item["license"],
+        "attribution": item["attribution"],
+        "package": src["package"],
+        "path": item["path"],
+        "license_from": src["license_from"],
+        "shape": list(shape),
+    }
     atomic_write_text(out.with_suffix(".json"), json.dumps(rec, indent=1))
 
 
@@ -191,17 +198,26 @@ def looks_complete(cache: Path) -> bool:
     """Every HDRI, normal map and photographic albedo of the catalog that can be fetched here
     (see :func:`available`) is in the cache."""
     cat = catalog()
-    return (all(hdri_path(cache, h["id"]).exists() for h in cat["hdris"] if available(h["source"]))
-            and all(_normal_path(cache, str(s["normal"]).zfill(4)).exists() for s in cat["surfaces"]
-                    if s.get("normal") is not None and available("pmndrs"))
-            and all(_albedo_path(cache, s["id"]).exists() for s in cat["surfaces"]
-                    if s.get("albedo") and available(s["albedo"]["source"])))
+    return (
+        all(hdri_path(cache, h["id"]).exists() for h in cat["hdris"] if available(h["source"]))
+        and all(
+            _normal_path(cache, str(s["normal"]).zfill(4)).exists()
+            for s in cat["surfaces"]
+            if s.get("normal") is not None and available("pmndrs")
+        )
+        and all(
+            _albedo_path(cache, s["id"]).exists() for s in cat["surfaces"] if s.get("albedo") and available(s["albedo"]["source"])
+        )
+    )
 
 
 # ---- runtime ---------------------------------------------------------------------------------
 def hdri_ids(cache: Path, licenses=None) -> list[str]:
-    return sorted(h["id"] for h in catalog()["hdris"] if hdri_path(cache, h["id"]).exists()
-                  and (licenses is None or matches_any(h["license"], licenses)))
+    return sorted(
+        h["id"]
+        for h in catalog()["hdris"]
+        if hdri_path(cache, h["id"]).exists() and (licenses is None or matches_any(h["license"], licenses))
+    )
 
 
 def hdri_info(hid: str) -> dict:
@@ -248,8 +264,9 @@ def surface(cache: Path, sid: str, licenses=None) -> Material:
         lic = a["license"]
     height = None
     if albedo is None:
-        albedo, height = procedural_albedo(sid, tuple(map(tuple, s["procedural"]["colors"])),
-                                           float(s["procedural"].get("scale", 8)))
+        albedo, height = procedural_albedo(
+            sid, tuple(map(tuple, s["procedural"]["colors"])), float(s["procedural"].get("scale", 8))
+        )
         credits.append(PROCEDURAL_CREDIT.format(id=sid))
     normal = None
     n = s.get("normal")
@@ -258,11 +275,19 @@ def surface(cache: Path, sid: str, licenses=None) -> Material:
         credits.append(NORMALS_CREDIT.format(n=str(n).zfill(4)))
     else:
         if height is None:
-            _, height = procedural_albedo(sid, tuple(map(tuple, s["procedural"]["colors"])),
-                                          float(s["procedural"].get("scale", 8)))
+            _, height = procedural_albedo(
+                sid, tuple(map(tuple, s["procedural"]["colors"])), float(s["procedural"].get("scale", 8))
+            )
         normal = normal_from_height(height)
-    return Material(name=sid, albedo=albedo, normal_map=normal, roughness=float(s.get("roughness", 0.9)),
-                    license=lic, tile_cm=float(s["tile_cm"]), attribution="; ".join(credits))
+    return Material(
+        name=sid,
+        albedo=albedo,
+        normal_map=normal,
+        roughness=float(s.get("roughness", 0.9)),
+        license=lic,
+        tile_cm=float(s["tile_cm"]),
+        attribution="; ".join(credits),
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -277,7 +302,7 @@ def _load_png(path: str) -> np.ndarray:
 @functools.lru_cache(maxsize=32)
 def procedural_albedo(sid: str, colors: tuple, scale: float, size: int = 256):
     """Tileable noise albedo between two sRGB colours (plus fine grain) and its height field."""
-    seed = int.from_bytes(sid.encode()[:8].ljust(8, b"\0"), "little") % (2 ** 32)
+    seed = int.from_bytes(sid.encode()[:8].ljust(8, b"\0"), "little") % (2**32)
     macro = tileable_noise(size, scale / 4 + 1, seed)
     fine = tileable_noise(size, scale * 4, seed + 1, beta=1.2)
     t = np.clip(0.65 * macro + 0.35 * fine, 0, 1)

@@ -7,6 +7,7 @@ show; llvmpipe pays per texel fetched, not per texel stored, but the cache and u
 texel stored). Both trimesh material kinds are read: ``PBRMaterial`` (glTF/GLB) and
 ``SimpleMaterial`` (OBJ/MTL, DAE).
 """
+
 from __future__ import annotations
 
 import io
@@ -43,7 +44,7 @@ def image_array(img, keep_alpha: bool = True, max_side: int = MAX_TEXTURE) -> np
         img = img.resize((max(1, round(img.size[0] * s)), max(1, round(img.size[1] * s))), Image.LANCZOS)
     a = np.asarray(img, np.uint8)
     if a.shape[2] == 4 and (not keep_alpha or (a[..., 3] < 128).mean() < 0.002):
-        a = np.ascontiguousarray(a[..., :3])        # an opaque alpha channel only costs
+        a = np.ascontiguousarray(a[..., :3])  # an opaque alpha channel only costs
     return a
 
 
@@ -81,10 +82,17 @@ def from_trimesh(mat, name: str = "") -> Material:
             orm[..., 0] = 255 if occ is None or occ.shape[:2] != mr.shape[:2] else occ[..., 0]
         rough = getattr(mat, "roughnessFactor", None)
         metal = getattr(mat, "metallicFactor", None)
-        return Material(name=name or getattr(mat, "name", None) or "pbr", base_color=base, albedo=albedo,
-                        normal_map=normal, orm_map=orm, roughness=float(1.0 if rough is None else rough),
-                        metallic=float(0.0 if metal is None else metal), alpha_cutoff=cutoff,
-                        double_sided=bool(getattr(mat, "doubleSided", False)) or cutoff is not None)
+        return Material(
+            name=name or getattr(mat, "name", None) or "pbr",
+            base_color=base,
+            albedo=albedo,
+            normal_map=normal,
+            orm_map=orm,
+            roughness=float(1.0 if rough is None else rough),
+            metallic=float(0.0 if metal is None else metal),
+            alpha_cutoff=cutoff,
+            double_sided=bool(getattr(mat, "doubleSided", False)) or cutoff is not None,
+        )
     # SimpleMaterial (OBJ/MTL): map_Kd is sRGB; Kd is ignored when a texture is present (what
     # Sweet Home 3D does), else it is the sRGB diffuse colour.
     albedo = image_array(getattr(mat, "image", None))
@@ -98,8 +106,14 @@ def from_trimesh(mat, name: str = "") -> Material:
     gloss = getattr(mat, "glossiness", None)
     rough = float(np.clip(1.0 - (float(gloss) / 128.0) ** 0.5, 0.15, 1.0)) if gloss else 0.7
     cutoff = 0.5 if albedo is not None and albedo.shape[2] == 4 else None
-    return Material(name=name or getattr(mat, "name", None) or "obj", base_color=base, albedo=albedo,
-                    roughness=rough, alpha_cutoff=cutoff, double_sided=cutoff is not None)
+    return Material(
+        name=name or getattr(mat, "name", None) or "obj",
+        base_color=base,
+        albedo=albedo,
+        roughness=rough,
+        alpha_cutoff=cutoff,
+        double_sided=cutoff is not None,
+    )
 
 
 def material_srgb(m: Material) -> np.ndarray:
@@ -124,8 +138,7 @@ def sample(img: np.ndarray, uv: np.ndarray) -> np.ndarray:
 
 # ---- cache serialisation -------------------------------------------------------------------
 _TEXTURES = ("albedo", "normal_map", "orm_map")
-_SCALARS = ("name", "base_color", "roughness", "metallic", "alpha_cutoff", "double_sided", "license", "tile_cm",
-            "attribution")
+_SCALARS = ("name", "base_color", "roughness", "metallic", "alpha_cutoff", "double_sided", "license", "tile_cm", "attribution")
 
 
 def png_bytes(a: np.ndarray) -> np.ndarray:

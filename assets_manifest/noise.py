@@ -3,6 +3,7 @@ photo (:mod:`assets_manifest.looks`) and the grain, fur and facades of the proce
 (:mod:`assets_manifest.procedural.pbr`). Periodic, so they tile without seams; seeded, so
 deterministic.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,7 @@ def tileable_noise(size: int, scale: float, seed: int, beta: float = 1.8) -> np.
     rng = np.random.default_rng(seed)
     fx = np.fft.fftfreq(size)[None, :]
     fy = np.fft.fftfreq(size)[:, None]
-    f = np.sqrt(fx ** 2 + fy ** 2) * size / max(scale, 1e-3)
+    f = np.sqrt(fx**2 + fy**2) * size / max(scale, 1e-3)
     amp = 1.0 / np.maximum(f, 1.0) ** beta
     amp[0, 0] = 0
     spec = amp * np.exp(2j * np.pi * rng.random((size, size)))

@@ -13,6 +13,7 @@ Steps, in order (each is a small function so the builder and the library share t
    over by nearest face centroid.
 5. ground: base at z = 0 (minus ``ground_offset_cm``), XY bounding box centred on the origin.
 """
+
 from __future__ import annotations
 
 import logging
@@ -33,10 +34,26 @@ log = logging.getLogger(__name__)
 
 _AXIS = {"x": 0, "y": 1, "z": 2}
 # Triangle budgets per class (foreground objects a few thousand, clutter less).
-BUDGETS = {"human": 4000, "truck": 5000, "taxi": 5000, "car": 3000, "bike": 4000, "vespa": 4000,
-           "bear": 4000, "fox": 3000, "husky": 3000, "deer": 4000, "camel": 4000, "tree": 8000,
-           "cactus": 2000, "rock": 1500, "bush": 3000, "building": 1500, "house": 1500,
-           "bridge": 2000}
+BUDGETS = {
+    "human": 4000,
+    "truck": 5000,
+    "taxi": 5000,
+    "car": 3000,
+    "bike": 4000,
+    "vespa": 4000,
+    "bear": 4000,
+    "fox": 3000,
+    "husky": 3000,
+    "deer": 4000,
+    "camel": 4000,
+    "tree": 8000,
+    "cactus": 2000,
+    "rock": 1500,
+    "bush": 3000,
+    "building": 1500,
+    "house": 1500,
+    "bridge": 2000,
+}
 DEFAULT_BUDGET = 2500
 GREY = materials_mod.GREY
 
@@ -100,10 +117,14 @@ def _geometry_visual(geom: trimesh.Trimesh, cache: dict):
             cache[key] = (mat, materials_mod.from_trimesh(mat, name=getattr(mat, "name", "") or ""))
         m = cache[key][1]
         uv = np.asarray(vis.uv, float) if vis.uv is not None and len(vis.uv) == n else None
-        if uv is None and m.albedo is not None:     # a texture without coordinates shows its mean
-            m = Material(name=m.name, base_color=tuple(materials_mod.srgb_to_linear(
-                materials_mod.material_srgb(m) / 255).tolist()) + (m.base_color[3],), roughness=m.roughness,
-                metallic=m.metallic)
+        if uv is None and m.albedo is not None:  # a texture without coordinates shows its mean
+            m = Material(
+                name=m.name,
+                base_color=tuple(materials_mod.srgb_to_linear(materials_mod.material_srgb(m) / 255).tolist())
+                + (m.base_color[3],),
+                roughness=m.roughness,
+                metallic=m.metallic,
+            )
         return uv, m, None
     if isinstance(vis, trimesh.visual.color.ColorVisuals) and vis.defined:
         return None, Material(name="vertex_colors"), np.asarray(vis.face_colors[:, :3], np.uint8)
@@ -143,11 +164,11 @@ def load_scene(path: Path) -> RawMesh:
     f, fm = np.concatenate(fs), np.concatenate(fms)
     uv = np.concatenate(uvs) if any_uv else None
     fc = bake_face_colors(uv, f, fm, mats)
-    for (start, c) in zip(np.cumsum([0] + [len(x) for x in fs[:-1]]), colors):
+    for start, c in zip(np.cumsum([0] + [len(x) for x in fs[:-1]]), colors):
         if c is not None:
-            fc[start:start + len(c)] = c
+            fc[start : start + len(c)] = c
     if not any(m.albedo is not None for m in mats) and all(c is None for c in colors) is False:
-        return RawMesh(np.concatenate(vs), f, fc)      # vertex colours only: nothing to keep
+        return RawMesh(np.concatenate(vs), f, fc)  # vertex colours only: nothing to keep
     return RawMesh(np.concatenate(vs), f, fc, uv, mats, fm)
 
 
@@ -174,7 +195,7 @@ def decimate_raw(raw: RawMesh, budget: int, per_part: bool = False) -> RawMesh:
     if n <= budget:
         return raw
     diag = float(np.linalg.norm(v.max(axis=0) - v.min(axis=0)))
-    groups = []                      # (material, face indices, is card-like)
+    groups = []  # (material, face indices, is card-like)
     for i in range(len(mats)):
         sel = np.nonzero(fm == i)[0]
         if len(sel):
@@ -218,9 +239,8 @@ def decimate_raw(raw: RawMesh, budget: int, per_part: bool = False) -> RawMesh:
     faces = np.arange(3 * T).reshape(-1, 3)
     fm2 = np.concatenate(fms)
     fc = np.concatenate(fcs)
-    if uv is not None:       # re-bake the fallback colour where the UVs moved
-        fc = np.where((np.array([m.albedo is not None for m in mats])[fm2])[:, None],
-                      bake_face_colors(uv, faces, fm2, mats), fc)
+    if uv is not None:  # re-bake the fallback colour where the UVs moved
+        fc = np.where((np.array([m.albedo is not None for m in mats])[fm2])[:, None], bake_face_colors(uv, faces, fm2, mats), fc)
     return RawMesh(corners.reshape(-1, 3), faces, fc, uv, list(mats), fm2)
 
 
@@ -258,22 +278,52 @@ def render_mesh(raw: RawMesh, meta: dict | None = None) -> RenderMesh:
     faces = np.arange(3 * len(corners), dtype=np.int32).reshape(-1, 3)
     mats = tuple(raw.materials)
     fm = raw.face_materials if mats else None
-    return RenderMesh(corners.reshape(-1, 3), faces, colors, dict(meta or {}), normals=normals, uvs=uv,
-                      materials=mats, face_materials=fm)
+    return RenderMesh(
+        corners.reshape(-1, 3), faces, colors, dict(meta or {}), normals=normals, uvs=uv, materials=mats, face_materials=fm
+    )
 
 
-def normalise(v, f, c, *, up: str, forward: str, units_cm: float, size=None,
-              budget: int = DEFAULT_BUDGET, ground_offset_cm: float = 0.0,
-              pre_rotation: np.ndarray | None = None, axis_scale=None) -> RenderMesh:
+def normalise(
+    v,
+    f,
+    c,
+    *,
+    up: str,
+    forward: str,
+    units_cm: float,
+    size=None,
+    budget: int = DEFAULT_BUDGET,
+    ground_offset_cm: float = 0.0,
+    pre_rotation: np.ndarray | None = None,
+    axis_scale=None,
+) -> RenderMesh:
     """Steps 2–5 for geometry with per-face colours only (no UVs)."""
     raw = RawMesh(np.asarray(v, float), np.asarray(f), np.asarray(c, np.uint8))
-    return normalise_raw(raw, up=up, forward=forward, units_cm=units_cm, size=size, budget=budget,
-                         ground_offset_cm=ground_offset_cm, pre_rotation=pre_rotation, axis_scale=axis_scale)
+    return normalise_raw(
+        raw,
+        up=up,
+        forward=forward,
+        units_cm=units_cm,
+        size=size,
+        budget=budget,
+        ground_offset_cm=ground_offset_cm,
+        pre_rotation=pre_rotation,
+        axis_scale=axis_scale,
+    )
 
 
-def normalise_raw(raw: RawMesh, *, up: str, forward: str, units_cm: float, size=None,
-                  budget: int = DEFAULT_BUDGET, ground_offset_cm: float = 0.0,
-                  pre_rotation: np.ndarray | None = None, axis_scale=None) -> RenderMesh:
+def normalise_raw(
+    raw: RawMesh,
+    *,
+    up: str,
+    forward: str,
+    units_cm: float,
+    size=None,
+    budget: int = DEFAULT_BUDGET,
+    ground_offset_cm: float = 0.0,
+    pre_rotation: np.ndarray | None = None,
+    axis_scale=None,
+) -> RenderMesh:
     """Apply steps 2–5 to a loaded mesh. ``pre_rotation``/``axis_scale`` are source-specific fixes
     (Sweet Home 3D's catalog rotation and per-axis box fit) applied before the axis change."""
     v = np.asarray(raw.vertices, float)
@@ -289,13 +339,12 @@ def normalise_raw(raw: RawMesh, *, up: str, forward: str, units_cm: float, size=
     return render_mesh(raw)
 
 
-CACHE_VERSION = 2   # npz layout: 2 = normals, uvs, materials (textures as PNG bytes)
+CACHE_VERSION = 2  # npz layout: 2 = normals, uvs, materials (textures as PNG bytes)
 
 
 def to_npz(mesh: RenderMesh, path: Path) -> None:
     """Write a RenderMesh atomically (temp file + os.replace), textures as PNG bytes."""
-    arrays = {"version": np.array(CACHE_VERSION), "vertices": mesh.vertices, "faces": mesh.faces,
-              "colors": mesh.colors}
+    arrays = {"version": np.array(CACHE_VERSION), "vertices": mesh.vertices, "faces": mesh.faces, "colors": mesh.colors}
     for k in ("normals", "uvs", "face_materials"):
         if getattr(mesh, k) is not None:
             arrays[k] = getattr(mesh, k)

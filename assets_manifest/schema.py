@@ -24,6 +24,7 @@ An asset has exactly one geometry source: ``mesh`` (a file), ``procedural`` (a g
 into the local cache). Errors are :class:`core.errors.ConfigError` and read
 ``pack.yaml:12: assets[3].units: ...`` so the user can jump to the line.
 """
+
 from __future__ import annotations
 
 import re
@@ -40,18 +41,45 @@ AXES = ("+x", "-x", "+y", "-y", "+z", "-z")
 MESH_SUFFIXES = (".glb", ".gltf", ".obj", ".ply", ".dae", ".stl", ".off")
 # Every class SpaRRTa uses (source, target and viewpoint objects of its five environments).
 SPARRTA_CLASSES = (
-    "rock", "tree", "truck", "taxi", "bike", "vespa", "cactus", "camel", "barrel", "bear", "fox",
-    "husky", "deer", "tent", "snowman", "trash_bin", "cone", "fire_hydrant", "human",
+    "rock",
+    "tree",
+    "truck",
+    "taxi",
+    "bike",
+    "vespa",
+    "cactus",
+    "camel",
+    "barrel",
+    "bear",
+    "fox",
+    "husky",
+    "deer",
+    "tent",
+    "snowman",
+    "trash_bin",
+    "cone",
+    "fire_hydrant",
+    "human",
 )
 CLUTTER_CLASSES = (
-    "building", "house", "bridge", "bench", "lamp_post", "bush", "car", "fence", "dune",
-    "crate", "sign", "hut",
+    "building",
+    "house",
+    "bridge",
+    "bench",
+    "lamp_post",
+    "bush",
+    "car",
+    "fence",
+    "dune",
+    "crate",
+    "sign",
+    "hut",
 )
 KNOWN_CLASSES = SPARRTA_CLASSES + CLUTTER_CLASSES
 _ID_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _CLASS_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # Label text of classes declared by packs (``classes:``), filled by load_manifest; see class_label.
-_DECLARED_LABELS: dict[str, tuple[str, str]] = {}   # class -> (label, manifest that declared it)
+_DECLARED_LABELS: dict[str, tuple[str, str]] = {}  # class -> (label, manifest that declared it)
 
 
 def default_label(cls: str) -> str:
@@ -74,8 +102,8 @@ class SizeSpec(_Strict):
     """Real-world size: one of the targets (uniform scale so that extent == target) or a scale."""
 
     height_cm: float | None = Field(None, gt=0)
-    length_cm: float | None = Field(None, gt=0)   # extent along forward (UE X)
-    width_cm: float | None = Field(None, gt=0)    # extent along right (UE Y)
+    length_cm: float | None = Field(None, gt=0)  # extent along forward (UE X)
+    width_cm: float | None = Field(None, gt=0)  # extent along right (UE Y)
     scale: float | None = Field(None, gt=0)
 
     @model_validator(mode="after")
@@ -95,10 +123,10 @@ class BuildSpec(_Strict):
     """A model inside a Debian package, converted by ``sceneforge assets build``."""
 
     source: Literal["sh3d", "0ad"]
-    library: str = ""                  # sweethome3d: catalog folder (Scopia, KatorLegaz, ...)
-    model: str                         # path inside the library/archive, e.g. scopia/truck/truck.obj
-    texture: str | None = None         # 0ad: the DDS skin inside public.zip
-    recolor: tuple[int, int, int] | None = None   # e.g. a yellow taxi from a generic sedan
+    library: str = ""  # sweethome3d: catalog folder (Scopia, KatorLegaz, ...)
+    model: str  # path inside the library/archive, e.g. scopia/truck/truck.obj
+    texture: str | None = None  # 0ad: the DDS skin inside public.zip
+    recolor: tuple[int, int, int] | None = None  # e.g. a yellow taxi from a generic sedan
 
 
 class AssetEntry(_Strict):
@@ -131,8 +159,9 @@ class AssetEntry(_Strict):
     def _cls(cls, v: str, info: ValidationInfo) -> str:
         declared = set((info.context or {}).get("classes", ()))
         if v not in KNOWN_CLASSES and v not in declared:
-            raise ValueError(f"unknown class {v!r}; declare it under 'classes:' (with its label) or use one of: "
-                             f"{', '.join(KNOWN_CLASSES)}")
+            raise ValueError(
+                f"unknown class {v!r}; declare it under 'classes:' (with its label) or use one of: {', '.join(KNOWN_CLASSES)}"
+            )
         return v
 
     @field_validator("units")
@@ -174,7 +203,7 @@ class AssetEntry(_Strict):
 class ClassSpec(_Strict):
     """A class a pack adds (``classes: {lighthouse: {label: Lighthouse}}``)."""
 
-    label: str = Field(min_length=1, max_length=64)   # text in SpaRRTa records (actors' "label")
+    label: str = Field(min_length=1, max_length=64)  # text in SpaRRTa records (actors' "label")
     description: str = ""
 
 
@@ -182,7 +211,7 @@ class Manifest(_Strict):
     pack: str
     version: int = 1
     defaults: dict[str, Any] = Field(default_factory=dict)
-    classes: dict[str, ClassSpec] = Field(default_factory=dict)   # new object classes of this pack
+    classes: dict[str, ClassSpec] = Field(default_factory=dict)  # new object classes of this pack
     assets: list[AssetEntry]
 
     @field_validator("classes")
@@ -219,6 +248,7 @@ class Manifest(_Strict):
 
 
 # ---- YAML reading with line numbers -------------------------------------------------------------
+
 
 def _node_at(node: yaml.Node | None, loc: tuple) -> yaml.Node | None:
     """Follow a pydantic error location through the composed YAML node tree (deepest match)."""

@@ -6,6 +6,7 @@ cm, creator, an optional 3x3 ``modelRotation``) plus a library-level ``license=`
 package's ``/usr/share/doc/sweethome3d-furniture/copyright`` gives each library's license in
 machine-readable form. Both are read here, never guessed.
 """
+
 from __future__ import annotations
 
 import re
@@ -29,13 +30,13 @@ LICENSE_TAGS = {"cc-by-3.0-usa": "cc-by-3.0-us", "cc-by-3.0": "cc-by-3.0", "cc0"
 class CatalogEntry:
     library: str
     name: str
-    model: str                    # path inside the .sh3f, without leading "/"
+    model: str  # path inside the .sh3f, without leading "/"
     creator: str
-    width: float                  # cm, model X
-    depth: float                  # cm, model Z
-    height: float                 # cm, model Y
-    rotation: np.ndarray | None   # 3x3 modelRotation (row-major), or None
-    catalog_license: str          # the library's ``license=`` line
+    width: float  # cm, model X
+    depth: float  # cm, model Z
+    height: float  # cm, model Y
+    rotation: np.ndarray | None  # 3x3 modelRotation (row-major), or None
+    catalog_license: str  # the library's ``license=`` line
 
 
 def read_catalog(sh3f: Path) -> dict[str, CatalogEntry]:
@@ -57,8 +58,17 @@ def read_catalog(sh3f: Path) -> dict[str, CatalogEntry]:
             continue
         rot = np.array([float(x) for x in e["modelRotation"].split()]).reshape(3, 3) if "modelRotation" in e else None
         model = e["model"].lstrip("/")
-        out[model] = CatalogEntry(lib, e.get("name", ""), model, e.get("creator", ""), float(e["width"]),
-                                  float(e["depth"]), float(e["height"]), rot, header.get("license", ""))
+        out[model] = CatalogEntry(
+            lib,
+            e.get("name", ""),
+            model,
+            e.get("creator", ""),
+            float(e["width"]),
+            float(e["depth"]),
+            float(e["height"]),
+            rot,
+            header.get("license", ""),
+        )
     return out
 
 

@@ -7,6 +7,7 @@ units (about a metre), so manifest entries give a real ``size``. Everything in `
 CC-BY-SA-3.0 (Wildfire Games), read from the package's copyright file like the Sweet Home 3D
 licenses.
 """
+
 from __future__ import annotations
 
 import io
@@ -38,7 +39,7 @@ def parse_pmd(data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if version >= 4:
         (n_uv,) = struct.unpack_from("<I", data, off)
         off += 4
-    stride = 12 + 12 + 8 * n_uv + 4 + 16   # position, normal, uv sets, bone ids, bone weights
+    stride = 12 + 12 + 8 * n_uv + 4 + 16  # position, normal, uv sets, bone ids, bone weights
     try:
         verts = np.frombuffer(data, np.uint8, nv * stride, off).reshape(nv, stride)
         off += nv * stride

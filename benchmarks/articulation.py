@@ -12,6 +12,7 @@ alternating, ``--rounds`` times) and prints the per-clip difference in ms per re
 (wall and client CPU); numbers go to docs/videos.md. ``sliding``
 prints the foot sliding per class (cm per step) and the posing time per frame.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,12 +26,19 @@ import numpy as np
 from sceneforge.engine.world import Camera, look_at_rotation
 
 # class, asset (for size and colours), speed cm/s, label
-CLASSES = [("human", "sh3d_human_m1", 120.0, "human walk"), ("human", "sh3d_human_f2", 330.0, "human run"),
-           ("bear", "proc_bear", 110.0, "bear walk"), ("fox", "proc_fox", 60.0, "fox walk"),
-           ("husky", "proc_husky", 230.0, "husky trot"), ("deer", "proc_deer", 110.0, "deer walk"),
-           ("camel", "proc_camel", 130.0, "camel walk"), ("taxi", "sh3d_taxi", 400.0, "taxi"),
-           ("truck", "sh3d_truck", 350.0, "truck"), ("bike", "sh3d_bike", 300.0, "bike"),
-           ("vespa", "sh3d_vespa", 350.0, "vespa")]
+CLASSES = [
+    ("human", "sh3d_human_m1", 120.0, "human walk"),
+    ("human", "sh3d_human_f2", 330.0, "human run"),
+    ("bear", "proc_bear", 110.0, "bear walk"),
+    ("fox", "proc_fox", 60.0, "fox walk"),
+    ("husky", "proc_husky", 230.0, "husky trot"),
+    ("deer", "proc_deer", 110.0, "deer walk"),
+    ("camel", "proc_camel", 130.0, "camel walk"),
+    ("taxi", "sh3d_taxi", 400.0, "taxi"),
+    ("truck", "sh3d_truck", 350.0, "truck"),
+    ("bike", "sh3d_bike", 300.0, "bike"),
+    ("vespa", "sh3d_vespa", 350.0, "vespa"),
+]
 FPS, FRAMES, SIZE = 12.0, 24, 224
 
 
@@ -96,12 +104,15 @@ def media(out: Path) -> None:
     left, right = rows[:half], rows[half:]
     if len(right) < len(left):
         right.append(np.full_like(rows[0], 255))
-    sheet = np.concatenate([np.concatenate(left, 0), np.full((sum(r.shape[0] for r in left), 6, 3), 255, np.uint8),
-                            np.concatenate(right, 0)], 1)
+    sheet = np.concatenate(
+        [np.concatenate(left, 0), np.full((sum(r.shape[0] for r in left), 6, 3), 255, np.uint8), np.concatenate(right, 0)], 1
+    )
     path = out / "videos_rigs_sheet.png"
     from PIL import Image
+
     Image.fromarray(sheet).quantize(colors=128, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-        path, optimize=True)  # a 128-colour palette keeps the sheet small (< 300 KB)
+        path, optimize=True
+    )  # a 128-colour palette keeps the sheet small (< 300 KB)
     print(f"{path} {sheet.shape[1]}x{sheet.shape[0]} {path.stat().st_size / 1024:.0f} KB")
 
 
@@ -119,12 +130,17 @@ def sliding() -> None:
         ms = (time.perf_counter() - t0) / FRAMES * 1e3
         s, s2 = rigs.foot_sliding(posed), rigs.foot_sliding(turn)
         g = posed.gait
-        print(f"{label:12s} parts {len(posed.rig.parts):2d} "
-              + (f"{g.name} stride {g.stride_cm:5.1f} cm cadence {g.cadence_hz:.2f} Hz "
-                 f"slide max {s.max():.2e} cm over {len(s)} steps, turning {turn.gait.name} max {s2.max():.2e} "
-                 f"cm over {len(s2)} steps" if g else
-                 f"wheel spin {posed.wheel_spin_deg[-1, 0] - posed.wheel_spin_deg[0, 0]:.1f} deg")
-              + f"; pose {ms:.2f} ms/frame")
+        print(
+            f"{label:12s} parts {len(posed.rig.parts):2d} "
+            + (
+                f"{g.name} stride {g.stride_cm:5.1f} cm cadence {g.cadence_hz:.2f} Hz "
+                f"slide max {s.max():.2e} cm over {len(s)} steps, turning {turn.gait.name} max {s2.max():.2e} "
+                f"cm over {len(s2)} steps"
+                if g
+                else f"wheel spin {posed.wheel_spin_deg[-1, 0] - posed.wheel_spin_deg[0, 0]:.1f} deg"
+            )
+            + f"; pose {ms:.2f} ms/frame"
+        )
 
 
 def cost(clips: int, rounds: int = 2) -> None:
@@ -138,14 +154,16 @@ def cost(clips: int, rounds: int = 2) -> None:
     from sceneforge.scenarios.videos import scenario as videos
 
     base = {"env": "city", "n": clips, "seed": 0}
-    ctxs = {m: videos.load_context(videos.VideoConfig.from_dict(c))
-            for m, c in (("rigid", base), ("articulated", {**base, "articulation": True}))}
+    ctxs = {
+        m: videos.load_context(videos.VideoConfig.from_dict(c))
+        for m, c in (("rigid", base), ("articulated", {**base, "articulation": True}))
+    }
     srv = start_server(port=0, output_dir=Path(tempfile.mkdtemp()))
     per = {m: [] for m in ctxs}
     cpu = {m: [] for m in ctxs}
     try:
         with RenderClient(srv.address, timeout=300) as client:
-            for m, ctx in ctxs.items():   # warm-up: meshes, rigs and GL caches of both modes
+            for m, ctx in ctxs.items():  # warm-up: meshes, rigs and GL caches of both modes
                 videos.make_clip(ctx, client, 0, Counter())
             for rnd in range(rounds):
                 for i in range(clips):
@@ -161,11 +179,15 @@ def cost(clips: int, rounds: int = 2) -> None:
     r, a = np.array(per["rigid"]), np.array(per["articulated"])
     cr, ca = np.array(cpu["rigid"]), np.array(cpu["articulated"])
     print(f"{clips} clips x {rounds} rounds, paired (make_clip: sample + render + visibility, ms per rendered frame)")
-    print(f"  wall: rigid median {np.median(r):.1f}, articulated median {np.median(a):.1f}; "
-          f"per-clip difference median {np.median(a - r):+.1f} ms/frame (IQR {np.percentile(a - r, 25):+.1f} .. "
-          f"{np.percentile(a - r, 75):+.1f}), ratio median {np.median(a / r):.2f}x")
-    print(f"  client CPU: rigid median {np.median(cr):.1f}, articulated {np.median(ca):.1f} ms/frame "
-          f"(difference median {np.median(ca - cr):+.1f}: posing, poses JSON, union counts)")
+    print(
+        f"  wall: rigid median {np.median(r):.1f}, articulated median {np.median(a):.1f}; "
+        f"per-clip difference median {np.median(a - r):+.1f} ms/frame (IQR {np.percentile(a - r, 25):+.1f} .. "
+        f"{np.percentile(a - r, 75):+.1f}), ratio median {np.median(a / r):.2f}x"
+    )
+    print(
+        f"  client CPU: rigid median {np.median(cr):.1f}, articulated {np.median(ca):.1f} ms/frame "
+        f"(difference median {np.median(ca - cr):+.1f}: posing, poses JSON, union counts)"
+    )
 
 
 def main(argv=None) -> int:

@@ -14,6 +14,7 @@ reliable one: ``2 cores / (CPU-s per image)`` is the rate an idle 2-core machine
 ``--sheet PATH`` also writes a contact sheet: for each environment, the first sample's image from
 GL (left) and Cycles (right), labelled.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,9 +44,14 @@ def run(config: dict, out: Path, workers: int) -> dict:
     n = int(summary.get("complete", 0))
     if not summary.get("finalized"):
         raise SystemExit(f"job in {out} did not finish: {summary.get('failed')}")
-    return {"images": n, "wall_s": round(wall, 1), "images_per_s": round(n / wall, 3),
-            "cpu_s": round(cpu, 1), "cpu_s_per_image": round(cpu / n, 2) if n else None,
-            "idle_2core_images_per_s": round(2 * n / cpu, 3) if cpu else None}
+    return {
+        "images": n,
+        "wall_s": round(wall, 1),
+        "images_per_s": round(n / wall, 3),
+        "cpu_s": round(cpu, 1),
+        "cpu_s_per_image": round(cpu / n, 2) if n else None,
+        "idle_2core_images_per_s": round(2 * n / cpu, 3) if cpu else None,
+    }
 
 
 def first_images(out: Path, envs: list[str]) -> dict[str, Path]:
@@ -92,20 +98,34 @@ def main(argv: list[str] | None = None) -> dict:
     from sceneforge.engine.server.cycles.install import require
 
     inst = require()
-    base = {"envs": envs, "tasks": [args.task], "n": args.n, "size": args.size, "seed": args.seed,
-            "image_format": "png" if args.sheet else "jpg"}
+    base = {
+        "envs": envs,
+        "tasks": [args.task],
+        "n": args.n,
+        "size": args.size,
+        "seed": args.seed,
+        "image_format": "png" if args.sheet else "jpg",
+    }
     spec = f"cycles:samples={args.samples}"
     root = args.keep or Path(tempfile.mkdtemp(prefix="sceneforge-bench-cycles-"))
-    results = {"blender": inst.blender, "envs": envs, "n_per_env": args.n, "size": args.size,
-               "workers": args.workers, "cycles": spec}
+    results = {
+        "blender": inst.blender,
+        "envs": envs,
+        "n_per_env": args.n,
+        "size": args.size,
+        "workers": args.workers,
+        "cycles": spec,
+    }
     results["gl"] = run(dict(base), root / "gl", args.workers)
     print("gl     ", json.dumps(results["gl"]), flush=True)
     results["cycles_run"] = run(dict(base, renderer=spec), root / "cycles", args.workers)
     print("cycles ", json.dumps(results["cycles_run"]), flush=True)
     g, c = results["gl"], results["cycles_run"]
-    print(f"labelled {args.size}² images/s: GL {g['images_per_s']} | Cycles {c['images_per_s']} "
-          f"({args.workers} workers; CPU-s per image: GL {g['cpu_s_per_image']}, Cycles {c['cpu_s_per_image']}; "
-          f"an idle 2-core machine: Cycles ≈ {c['idle_2core_images_per_s']} images/s)")
+    print(
+        f"labelled {args.size}² images/s: GL {g['images_per_s']} | Cycles {c['images_per_s']} "
+        f"({args.workers} workers; CPU-s per image: GL {g['cpu_s_per_image']}, Cycles {c['cpu_s_per_image']}; "
+        f"an idle 2-core machine: Cycles ≈ {c['idle_2core_images_per_s']} images/s)"
+    )
     if args.sheet:
         contact_sheet(root / "gl", root / "cycles", envs, args.sheet, f"Cycles {args.samples} spp + OIDN")
     print(json.dumps(results))

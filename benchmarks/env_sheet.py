@@ -11,6 +11,7 @@ looking north-east at the bridge and its river). Uses
 the default asset library: the real Sweet Home 3D models once ``sceneforge demo`` (or ``assets
 build``) has fetched them, else the procedural pack.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,6 @@ OVERVIEW = {"bridge": ((-1200.0, -1800.0), 700.0, (1500.0, 2500.0, 100.0))}
 DEFAULT_OVERVIEW = ((0.0, -2400.0), 900.0, (0.0, 0.0, 100.0))
 
 
-
-
 def env_views(name: str, size: int, seed: int) -> list[np.ndarray]:
     from sceneforge.engine.server.gl.backend import GLBackend
     from sceneforge.engine.world import Camera, look_at_rotation
@@ -42,9 +41,8 @@ def env_views(name: str, size: int, seed: int) -> list[np.ndarray]:
     env = load_env(name)
     scene = preview_scene(env, seed=seed, views=4)
     g = env.ground
-    a = math.radians(-40.0)                                   # the first azimuth of `envs preview`
-    eyes = [((1600 * math.cos(a), 1600 * math.sin(a)), 300.0, (0.0, 0.0, 80.0)),
-            OVERVIEW.get(name, DEFAULT_OVERVIEW)]
+    a = math.radians(-40.0)  # the first azimuth of `envs preview`
+    eyes = [((1600 * math.cos(a), 1600 * math.sin(a)), 300.0, (0.0, 0.0, 80.0)), OVERVIEW.get(name, DEFAULT_OVERVIEW)]
     backend = GLBackend(env.library.mesh)
     try:
         out = []

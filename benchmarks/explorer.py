@@ -11,6 +11,7 @@ Prints one JSON line: build seconds, sizes, page load (navigation -> grid drawn)
 times (facet, range, both; the JS filter alone and click -> count on screen), sample-open time
 (shard load + draw), and how many thumbnails the first page requested.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sceneforge.explorer.site import make_media, write_site  # noqa: E402,F401
 from sceneforge.explorer.table import Table  # noqa: E402
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 LABELS = ("front", "back", "left", "right")
 
 
@@ -50,31 +57,63 @@ def synthetic_table(n: int, seed: int = 0) -> Table:
 
     def details(i: int) -> dict:
         r = np.random.default_rng(i)
-        def foot(x: float, y: float) -> list[list[float]]:   # cm, 0.1 cm as read_sparrta keeps them
+
+        def foot(x: float, y: float) -> list[list[float]]:  # cm, 0.1 cm as read_sparrta keeps them
             x, y = round(float(x), 1), round(float(y), 1)
             return [[x - 50, y - 50], [x + 50, y - 50], [x + 50, y + 50], [x - 50, y + 50]]
+
         src, tgt, cam = r.normal(0, 500, 2), r.normal(0, 500, 2), r.uniform(-2500, 2500, 2)
         objs = [{"role": "clutter", "class": "rock", "foot": foot(*r.normal(0, 1500, 2))} for _ in range(28)]
-        objs += [{"role": "source", "class": "rock", "foot": foot(*src)},
-                 {"role": "target", "class": "truck", "foot": foot(*tgt)}]
-        return {"size": [224, 224], "label": str(label[i]), "task": str(task[i]), "margin_deg": float(margin[i]),
-                "angle_deg": float(angle[i]), "split": str(split[i]),
-                "boxes": {"source": [10, 10, 40, 40], "target": [100, 90, 160, 140]},
-                "rejections": {}, "params": {},
-                "map": {"camera": {"xy": cam.round(1).tolist(), "yaw": 45.0, "hfov": 53.13}, "source": src.round(1).tolist(),
-                        "target": tgt.round(1).tolist(), "human": None, "human_yaw": None, "observer": "camera",
-                        "label": str(label[i]), "margin_deg": float(margin[i]), "objects": objs}}
+        objs += [
+            {"role": "source", "class": "rock", "foot": foot(*src)},
+            {"role": "target", "class": "truck", "foot": foot(*tgt)},
+        ]
+        return {
+            "size": [224, 224],
+            "label": str(label[i]),
+            "task": str(task[i]),
+            "margin_deg": float(margin[i]),
+            "angle_deg": float(angle[i]),
+            "split": str(split[i]),
+            "boxes": {"source": [10, 10, 40, 40], "target": [100, 90, 160, 140]},
+            "rejections": {},
+            "params": {},
+            "map": {
+                "camera": {"xy": cam.round(1).tolist(), "yaw": 45.0, "hfov": 53.13},
+                "source": src.round(1).tolist(),
+                "target": tgt.round(1).tolist(),
+                "human": None,
+                "human_yaw": None,
+                "observer": "camera",
+                "label": str(label[i]),
+                "margin_deg": float(margin[i]),
+                "objects": objs,
+            },
+        }
 
-    return Table(kind="sparrta", keys=list(range(n)),
-                 media=[{"image": f"img/{i % 16}.jpg", "mask": None, "depth": None} for i in range(n)],
-                 facets={"env": env.tolist(), "task": task.tolist(), "triple": triple.tolist(),
-                         "label": label.tolist(), "split": split.tolist()},
-                 numbers={"margin": margin, "angle": angle, "size": rng.gamma(3, 8, n) + 12,
-                          "distance": rng.uniform(100, 1000, n), "camera_distance": rng.uniform(300, 3500, n),
-                          "rejections": rng.poisson(12, n).astype(float)},
-                 details=details, stats={"rejection_reasons": {"small_projection": 9000, "in_frame": 2000}},
-                 units={"margin": "deg", "angle": "deg", "size": "px", "distance": "cm", "camera_distance": "cm",
-                        "rejections": "tries"})
+    return Table(
+        kind="sparrta",
+        keys=list(range(n)),
+        media=[{"image": f"img/{i % 16}.jpg", "mask": None, "depth": None} for i in range(n)],
+        facets={
+            "env": env.tolist(),
+            "task": task.tolist(),
+            "triple": triple.tolist(),
+            "label": label.tolist(),
+            "split": split.tolist(),
+        },
+        numbers={
+            "margin": margin,
+            "angle": angle,
+            "size": rng.gamma(3, 8, n) + 12,
+            "distance": rng.uniform(100, 1000, n),
+            "camera_distance": rng.uniform(300, 3500, n),
+            "rejections": rng.poisson(12, n).astype(float),
+        },
+        details=details,
+        stats={"rejection_reasons": {"small_projection": 9000, "in_frame": 2000}},
+        units={"margin": "deg", "angle": "deg", "size": "px", "distance": "cm", "camera_distance": "cm", "rejections": "tries"},
+    )
 
 
 def build(n: int, root: Path) -> tuple[Path, float]:
@@ -88,7 +127,7 @@ def build(n: int, root: Path) -> tuple[Path, float]:
     page = write_site(table, data, out, media_files=False)
     seconds = time.perf_counter() - t0
     (out / "thumbs").mkdir(exist_ok=True)
-    for i in range(n):                                   # thumbnails: links to 16 files, as if made once
+    for i in range(n):  # thumbnails: links to 16 files, as if made once
         dst = out / "thumbs" / f"{i}.jpg"
         if not dst.exists():
             os.link(data / "img" / f"{i % 16}.jpg", dst)
@@ -98,8 +137,17 @@ def build(n: int, root: Path) -> tuple[Path, float]:
 def measure(page: Path, reps: int) -> dict:
     from playwright.sync_api import sync_playwright
 
-    res: dict[str, list[float]] = {k: [] for k in ("load_ms", "facet_filter_js_ms", "facet_click_to_count_ms",
-                                                   "range_filter_js_ms", "range_to_count_ms", "open_sample_ms")}
+    res: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "load_ms",
+            "facet_filter_js_ms",
+            "facet_click_to_count_ms",
+            "range_filter_js_ms",
+            "range_to_count_ms",
+            "open_sample_ms",
+        )
+    }
     thumbs_requested = []
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
@@ -148,10 +196,12 @@ def main() -> None:
     root = args.out or Path(tempfile.mkdtemp(prefix="explorer-bench-"))
     try:
         page, build_s = build(args.n, root)
-        sizes = {"index_js_kb": round((page.parent / "data/index.js").stat().st_size / 1024, 1),
-                 "meta_js_kb": round((page.parent / "data/meta.js").stat().st_size / 1024, 1),
-                 "shards": len(list((page.parent / "data").glob("shard_*.js"))),
-                 "shard_kb": round((page.parent / "data/shard_0000.js").stat().st_size / 1024, 1)}
+        sizes = {
+            "index_js_kb": round((page.parent / "data/index.js").stat().st_size / 1024, 1),
+            "meta_js_kb": round((page.parent / "data/meta.js").stat().st_size / 1024, 1),
+            "shards": len(list((page.parent / "data").glob("shard_*.js"))),
+            "shard_kb": round((page.parent / "data/shard_0000.js").stat().st_size / 1024, 1),
+        }
         print(json.dumps({"n": args.n, "build_s": round(build_s, 1), **sizes, **measure(page, args.reps)}))
     finally:
         if not args.out:

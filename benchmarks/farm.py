@@ -13,6 +13,7 @@ Throughput is given twice: end to end (including worker + server start-up) and s
 start-up is a fixed cost that small ``--n`` exaggerates. Also checks that both datasets are
 byte-identical. On a shared machine the numbers are noisy: compare the ratio, not absolutes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -77,15 +78,19 @@ def main(argv: list[str] | None = None) -> int:
         tr, sr = timed_job(config, Path(tmp) / f"w{a.workers}", a.workers)
         same = digest(Path(tmp) / "w1") == digest(Path(tmp) / f"w{a.workers}")
         r1, rn = steady_rate(Path(tmp) / "w1"), steady_rate(Path(tmp) / f"w{a.workers}")
-    print(f"farm benchmark: scenarios.sparrta {a.env}/{a.task}, n={a.n}, {a.size}px "
-          f"(complete: {s1['complete']}/{sn['complete']}, byte-identical: {same})")
+    print(
+        f"farm benchmark: scenarios.sparrta {a.env}/{a.task}, n={a.n}, {a.size}px "
+        f"(complete: {s1['complete']}/{sn['complete']}, byte-identical: {same})"
+    )
     print(f"  inline   : {t0:7.2f} s  end-to-end {a.n / t0:6.2f} samples/s  (no farm; baseline)")
     print(f"  1 worker : {t1:7.2f} s  end-to-end {a.n / t1:6.2f} samples/s  steady {r1:6.2f} samples/s")
     print(f"  {a.workers} workers: {tn:7.2f} s  end-to-end {a.n / tn:6.2f} samples/s  steady {rn:6.2f} samples/s")
     print(f"  farm overhead with 1 worker: {t1 / t0:.2f}x the inline time")
     print(f"  scaling  : end-to-end {t1 / tn:.2f}x   steady {rn / r1:.2f}x   (target >= 1.7x on 2 free cores)")
-    print(f"  resume of the finished job: {tr:.3f} s ({tr / tn * 100:.1f}% of the {a.workers}-worker run; "
-          f"rendered {sr['rendered']})")
+    print(
+        f"  resume of the finished job: {tr:.3f} s ({tr / tn * 100:.1f}% of the {a.workers}-worker run; "
+        f"rendered {sr['rendered']})"
+    )
     return 0 if same else 1
 
 

@@ -1,6 +1,7 @@
 """A scenario whose samples cost nothing (``NEEDS_SERVER = False``, writes no file): a job of it
 measures the farm itself — dispatch, IPC or Ray calls, journal commits — per work item.
 Used by benchmarks/farm_scaling.py."""
+
 from __future__ import annotations
 
 import hashlib

@@ -14,11 +14,12 @@ size 1 (N work items): seconds from ``run_job`` to the first dispatched item, th
 growth then and at its peak (the end: summaries read the journal back), the journal's size, and
 the whole run (per-item overhead of the local backend).
 """
+
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")   # before ray: loopback only
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # before ray: loopback only
 
 import argparse  # noqa: E402
 import json  # noqa: E402
@@ -69,8 +70,9 @@ def ray_run(nodes: int, scenario: str, config: dict, shard_size: int) -> dict:
 
     from sceneforge.renderfarm import run_job
 
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                             "object_store_memory": 80 * 2**20})
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "object_store_memory": 80 * 2**20}
+    )
     for _ in range(nodes - 1):
         cluster.add_node(num_cpus=1, object_store_memory=80 * 2**20)
     cluster.wait_for_nodes()
@@ -78,17 +80,24 @@ def ray_run(nodes: int, scenario: str, config: dict, shard_size: int) -> dict:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             before, d0, t0 = tree_cpu(os.getpid()), self_cpu(), time.perf_counter()
-            summary = run_job(scenario, config, Path(tmp), backend="ray", workers=nodes, shard_size=shard_size,
-                              progress=False)
+            summary = run_job(scenario, config, Path(tmp), backend="ray", workers=nodes, shard_size=shard_size, progress=False)
             wall, after, d1 = time.perf_counter() - t0, tree_cpu(os.getpid()), self_cpu()
     finally:
         ray.shutdown()
         cluster.shutdown()
     n, items = summary["samples"], -(-summary["samples"] // shard_size)
-    return {"nodes": nodes, "scenario": scenario, "samples": n, "items": items, "wall_s": round(wall, 2),
-            "samples_per_s": round(n / wall, 1), "cpu_s_per_sample": round(cpu_delta(before, after) / n, 4),
-            "driver_cpu_ms_per_item": round(1000 * (d1 - d0) / items, 2),
-            "wall_ms_per_item": round(1000 * wall / items, 2), "complete": summary["complete"]}
+    return {
+        "nodes": nodes,
+        "scenario": scenario,
+        "samples": n,
+        "items": items,
+        "wall_s": round(wall, 2),
+        "samples_per_s": round(n / wall, 1),
+        "cpu_s_per_sample": round(cpu_delta(before, after) / n, 4),
+        "driver_cpu_ms_per_item": round(1000 * (d1 - d0) / items, 2),
+        "wall_ms_per_item": round(1000 * wall / items, 2),
+        "complete": summary["complete"],
+    }
 
 
 def rss_mb() -> float:
@@ -115,7 +124,7 @@ def plan_run(n: int) -> dict:
     first: list[float] = []
     submit = Scheduler.run
 
-    def timed_run(self, pool):   # the moment the scheduler starts dispatching
+    def timed_run(self, pool):  # the moment the scheduler starts dispatching
         first.append((time.perf_counter(), rss_now()))
         return submit(self, pool)
 
@@ -127,12 +136,17 @@ def plan_run(n: int) -> dict:
         wall, cpu = time.perf_counter() - t0, self_cpu() - c0
         journal = (Path(tmp) / ".farm" / "journal.sqlite").stat().st_size
     Scheduler.run = submit
-    return {"plan_items": n, "start_s": round(first[0][0] - t0, 2),
-            "driver_rss_growth_at_start_mb": round(first[0][1] - now0, 1),
-            "driver_peak_rss_growth_mb": round(rss_mb() - base, 1),
-            "journal_mb": round(journal / 2**20, 2), "run_s": round(wall, 1),
-            "wall_ms_per_item": round(1000 * wall / n, 3), "driver_cpu_ms_per_item": round(1000 * cpu / n, 3),
-            "complete": summary["complete"]}
+    return {
+        "plan_items": n,
+        "start_s": round(first[0][0] - t0, 2),
+        "driver_rss_growth_at_start_mb": round(first[0][1] - now0, 1),
+        "driver_peak_rss_growth_mb": round(rss_mb() - base, 1),
+        "journal_mb": round(journal / 2**20, 2),
+        "run_s": round(wall, 1),
+        "wall_ms_per_item": round(1000 * wall / n, 3),
+        "driver_cpu_ms_per_item": round(1000 * cpu / n, 3),
+        "complete": summary["complete"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ CPU-time figures are steadier. ``--detail`` adds rejections and where the time g
 rate) and prints each run, then the run with the median wall ratio and the range: one run's city
 ego ratio moved 0.43-0.59 within an hour on this 2-core machine (2026-11-26).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,9 +62,10 @@ class TimedClient:
             finally:
                 self.seconds[name] += time.perf_counter() - t
                 self.calls[name] += 1
-            if name.endswith("_async"):   # the wait for the reply counts too (not the work done meanwhile)
+            if name.endswith("_async"):  # the wait for the reply counts too (not the work done meanwhile)
                 return self._timed_wait(name, out)
             return out
+
         return timed
 
     def _timed_wait(self, name: str, wait):
@@ -73,7 +75,8 @@ class TimedClient:
                 return wait()
             finally:
                 self.seconds[name] += time.perf_counter() - t
-        if hasattr(wait, "discard"):   # a reply nobody will read (engine/wire.py)
+
+        if hasattr(wait, "discard"):  # a reply nobody will read (engine/wire.py)
             waited.discard = wait.discard
         return waited
 
@@ -94,7 +97,7 @@ class Clock:
 
     def __init__(self, server_pid: int | None):
         self.pid = server_pid
-        self.busy: float | None = None   # server seconds spent running commands (end_to_end sets it)
+        self.busy: float | None = None  # server seconds spent running commands (end_to_end sets it)
 
     def __enter__(self):
         self.server = server_cpu(self.pid)
@@ -105,10 +108,10 @@ class Clock:
         self.wall = time.perf_counter() - self.wall
         server = server_cpu(self.pid)
         self.cpu = time.process_time() + server - self.cpu
-        self.server = server - self.server   # the server's share of ``cpu``
+        self.server = server - self.server  # the server's share of ``cpu``
 
 
-LEVEL_SWEEP = 12   # distances 2R·2^k: a level of detail needs 4x fewer triangles per doubling
+LEVEL_SWEEP = 12  # distances 2R·2^k: a level of detail needs 4x fewer triangles per doubling
 
 
 def prime_caches(client, session, cfg) -> None:
@@ -129,23 +132,28 @@ def prime_caches(client, session, cfg) -> None:
             shapes.lib.size_cm(a)
         cam = Camera((0.0, 0.0, 200.0), fov_deg=90.0, width=cfg.size, height=cfg.size)
         radius = {a: 0.5 * math.hypot(*shapes.lib.size_cm(a)) for a in ids}
-        for step in range(LEVEL_SWEEP):   # every asset at twice the last distance: each level of detail drawn
+        for step in range(LEVEL_SWEEP):  # every asset at twice the last distance: each level of detail drawn
             client.reset()
-            client.spawn([Actor(f"warm_{k}", a, Transform((d, d * (k / max(1, len(ids) - 1) - 0.5), 0.0)))
-                          for k, a in enumerate(ids) for d in [min(2.0 * radius[a] * 2.0 ** step + 100.0, 5.0e5)]])
-            client.render(0, ("lit",), camera=cam)   # uploads meshes, levels, shadow levels, impostors
+            client.spawn(
+                [
+                    Actor(f"warm_{k}", a, Transform((d, d * (k / max(1, len(ids) - 1) - 0.5), 0.0)))
+                    for k, a in enumerate(ids)
+                    for d in [min(2.0 * radius[a] * 2.0**step + 100.0, 5.0e5)]
+                ]
+            )
+            client.render(0, ("lit",), camera=cam)  # uploads meshes, levels, shadow levels, impostors
         client.reset()
         spec = getattr(env.spec, "randomize", None)
-        for hdri in (spec.hdri if spec is not None and spec.hdri else []):
+        for hdri in spec.hdri if spec is not None and spec.hdri else []:
             world = server_world(env.world)
             world["sky"] = dict(world.get("sky", {}), hdri=hdri)
             client.set_world(world)
             client.render(0, ("lit",), camera=cam)
         client.set_world(env.world)
-    session._world = session._scene_key = session._sent_look = None   # the server's scene changed
+    session._world = session._scene_key = session._sent_look = None  # the server's scene changed
 
 
-RAW_GROUPS = 8   # scene groups the raw rate's views come from (one view each)
+RAW_GROUPS = 8  # scene groups the raw rate's views come from (one view each)
 
 
 def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
@@ -168,11 +176,23 @@ def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
     views = []
     for g in range(RAW_GROUPS):
         group = session.group(unit, g * cfg.samples_per_scene, 0, st)
-        for k in range(256):   # the first view of this scene that passes the geometric rules
+        for k in range(256):  # the first view of this scene that passes the geometric rules
             try:
-                views.append((group, sample_view(sample_rng(0, "bench", unit.task, "x", g, k), group, unit.task,
-                                                 ("left", "right", "front", "back")[k % 4], st,
-                                                 session.env(unit.env).ground, group.viewpoint, C())))
+                views.append(
+                    (
+                        group,
+                        sample_view(
+                            sample_rng(0, "bench", unit.task, "x", g, k),
+                            group,
+                            unit.task,
+                            ("left", "right", "front", "back")[k % 4],
+                            st,
+                            session.env(unit.env).ground,
+                            group.viewpoint,
+                            C(),
+                        ),
+                    )
+                )
             except Exception:  # noqa: BLE001 - this scene may not allow that label: try another draw
                 continue
             break
@@ -186,8 +206,8 @@ def raw_rates(client, session, cfg, reps: int, server_pid: int | None = None):
         if view.human is not None:
             session.place_human(view.human)
         client.set_camera(0, view.camera)
-        client.render(0, ("lit",))   # the shadow map of this pose, drawn once here (a sample draws one of its
-                                     # own: every sample has its own sun; the raw rate leaves that out)
+        client.render(0, ("lit",))  # the shadow map of this pose, drawn once here (a sample draws one of its
+        # own: every sample has its own sun; the raw rate leaves that out)
         with Clock(server_pid) as r:
             for _ in range(per):
                 client.render(0, ("lit",))
@@ -209,18 +229,20 @@ def bracketed_raw(address: str, cfg, tmp: Path, reps: int, pid, run):
     from sceneforge.scenarios.sparrta import scenario as sparrta
 
     def half(k: int):
-        with RenderClient(address) as c:   # a fresh session: it knows nothing of the scene on the server
+        with RenderClient(address) as c:  # a fresh session: it knows nothing of the scene on the server
             return raw_rates(c, sparrta.Session(cfg, c, tmp / "raw"), cfg, k, pid)
+
     before = half(reps // 2)
     out = run()
     after = half(reps - reps // 2)
     n, rw, rc, vw, vc = (a + b for a, b in zip(before, after))
-    halves = (before[0] / before[1], after[0] / after[1])   # lit renders/s before and after the run
+    halves = (before[0] / before[1], after[0] / after[1])  # lit renders/s before and after the run
     return (n / rw, n / rc, n / vw, n / vc), halves, out
 
 
 def session_units(cfg):
     from sceneforge.scenarios.sparrta import scenario as sparrta
+
     return sparrta.units_of(cfg)
 
 
@@ -244,7 +266,7 @@ def end_to_end(address: str, cfg, out: Path, server_pid: int | None = None, prim
         session = sparrta.Session(cfg, client, out)
         if prime:
             prime_caches(raw, session, cfg)
-        busy = raw.info().get("busy_s")   # the server's busy seconds (None: a server without the counter)
+        busy = raw.info().get("busy_s")  # the server's busy seconds (None: a server without the counter)
         with Clock(server_pid) as clock:
             sparrta._run_todo(session, units, list(range(n)), ShardResult(0), None)
         after = raw.info().get("busy_s")
@@ -260,18 +282,27 @@ def report_detail(n, clock, recs, client) -> None:
     for r in done:
         rej.update(r["rejections"])
     vis_per = sum(r["renders"] for r in done) / max(1, len(done))
-    print(f"    per accepted sample: {vis_per:.2f} visibility calls, {sum(rej.values()) / max(1, len(done)):.1f} "
-          f"rejected candidates ({', '.join(f'{k} {v / len(done):.1f}' for k, v in rej.most_common(6))})")
+    print(
+        f"    per accepted sample: {vis_per:.2f} visibility calls, {sum(rej.values()) / max(1, len(done)):.1f} "
+        f"rejected candidates ({', '.join(f'{k} {v / len(done):.1f}' for k, v in rej.most_common(6))})"
+    )
     server = sum(client.seconds.values())
-    print(f"    time split: client calls {server / seconds:.0%} of wall time "
-          f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in _top4(client.seconds))}); "
-          f"sampling + encoding + writing {1 - server / seconds:.0%}")
+    print(
+        f"    time split: client calls {server / seconds:.0%} of wall time "
+        f"({', '.join(f'{k} {v / seconds:.0%} ({client.calls[k]})' for k, v in _top4(client.seconds))}); "
+        f"sampling + encoding + writing {1 - server / seconds:.0%}"
+    )
     per = 1000.0 / max(1, len(done))
     busy = clock.busy
-    print(f"    per image: {seconds * per:.1f} ms wall, server {clock.server * per:.1f} CPU-ms, "
-          f"client {(clock.cpu - clock.server) * per:.1f} CPU-ms (all its threads)"
-          + ("" if busy is None else f"; the server ran commands {busy * per:.1f} ms and waited for requests "
-             f"{(seconds - busy) * per:.1f} ms"))
+    print(
+        f"    per image: {seconds * per:.1f} ms wall, server {clock.server * per:.1f} CPU-ms, "
+        f"client {(clock.cpu - clock.server) * per:.1f} CPU-ms (all its threads)"
+        + (
+            ""
+            if busy is None
+            else f"; the server ran commands {busy * per:.1f} ms and waited for requests {(seconds - busy) * per:.1f} ms"
+        )
+    )
 
 
 def main(argv=None) -> int:
@@ -282,12 +313,20 @@ def main(argv=None) -> int:
     p.add_argument("--size", type=int, default=224)
     p.add_argument("--reps", type=int, default=80, help="renders for the raw rate (8 views, reps/8 each)")
     p.add_argument("--detail", action="store_true", help="rejections and time split per row")
-    p.add_argument("--repeats", type=int, default=1,
-                   help="measure each row this many times (same config and seed; each with its own raw rate "
-                        "before and after) and report the run with the median wall ratio, and the range")
-    p.add_argument("--threads", type=int, default=1,
-                   help="the server's llvmpipe threads (default 1: one worker's share of a machine; an inline "
-                        "`sceneforge generate` gives its server the free cores, renderfarm.auto.inline_threads)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="measure each row this many times (same config and seed; each with its own raw rate "
+        "before and after) and report the run with the median wall ratio, and the range",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="the server's llvmpipe threads (default 1: one worker's share of a machine; an inline "
+        "`sceneforge generate` gives its server the free cores, renderfarm.auto.inline_threads)",
+    )
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error(f"--repeats: expected a count of at least 1, got {args.repeats}")
@@ -300,11 +339,15 @@ def main(argv=None) -> int:
     envs = list(list_envs()) if args.env == "all" else args.env.split(",")
     load0 = os.getloadavg()
     rows = []
-    print(f"sceneforge bench generate: {', '.join(envs)} x {', '.join(tasks)}, {args.size}x{args.size}, n={args.n} "
-          f"per row, 1 server ({args.threads} renderer thread(s)) + 1 client process, {os.cpu_count()} CPUs, "
-          f"load average {load0[0]:.1f} at start")
-    print(f"{'env':12s} {'task':4s} | {'wall: img/s':>11s} {'renders/s':>9s} {'ratio':>5s} | "
-          f"{'CPU: img/cpu-s':>14s} {'renders/cpu-s':>13s} {'ratio':>5s} | vis/img")
+    print(
+        f"sceneforge bench generate: {', '.join(envs)} x {', '.join(tasks)}, {args.size}x{args.size}, n={args.n} "
+        f"per row, 1 server ({args.threads} renderer thread(s)) + 1 client process, {os.cpu_count()} CPUs, "
+        f"load average {load0[0]:.1f} at start"
+    )
+    print(
+        f"{'env':12s} {'task':4s} | {'wall: img/s':>11s} {'renders/s':>9s} {'ratio':>5s} | "
+        f"{'CPU: img/cpu-s':>14s} {'renders/cpu-s':>13s} {'ratio':>5s} | vis/img"
+    )
     with tempfile.TemporaryDirectory() as tmp, start_server(port=0, threads=args.threads) as srv:
         pid = getattr(srv, "pid", None)
         for env in envs:
@@ -326,10 +369,12 @@ def main(argv=None) -> int:
                 print(f"{env:12s} {task:4s} | {_row_text(m)}{spread}", flush=True)
                 if args.detail:
                     v_wall, v_cpu, halves = m["v_wall"], m["v_cpu"], m["halves"]
-                    print(f"    one visibility call (same views as the renders): {1000 / v_wall:.1f} ms wall, "
-                          f"{1000 / v_cpu:.1f} CPU-ms; one lit render {1000 / m['r_wall']:.1f} ms, "
-                          f"{1000 / m['r_cpu']:.1f} CPU-ms "
-                          f"(raw rate before / after the run: {halves[0]:.1f} / {halves[1]:.1f} renders/s)")
+                    print(
+                        f"    one visibility call (same views as the renders): {1000 / v_wall:.1f} ms wall, "
+                        f"{1000 / v_cpu:.1f} CPU-ms; one lit render {1000 / m['r_wall']:.1f} ms, "
+                        f"{1000 / m['r_cpu']:.1f} CPU-ms "
+                        f"(raw rate before / after the run: {halves[0]:.1f} / {halves[1]:.1f} renders/s)"
+                    )
                     report_detail(len(m["recs"]), m["clock"], m["recs"], m["client"])
     for task in tasks:
         sel = [r for r in rows if r[1] == task]
@@ -344,11 +389,22 @@ def measure_row(address: str, cfg, tmp: Path, reps: int, pid, name: str) -> dict
     """One measurement of a row: the raw rates bracketing one end-to-end run of ``cfg`` (written
     to ``tmp / name``)."""
     (r_wall, r_cpu, v_wall, v_cpu), halves, (clock, recs, client) = bracketed_raw(
-        address, cfg, tmp, reps, pid, lambda: end_to_end(address, cfg, tmp / name, pid))
+        address, cfg, tmp, reps, pid, lambda: end_to_end(address, cfg, tmp / name, pid)
+    )
     done = [r for r in recs if r]
-    return {"i_wall": len(done) / clock.wall, "i_cpu": len(done) / clock.cpu, "r_wall": r_wall, "r_cpu": r_cpu,
-            "v_wall": v_wall, "v_cpu": v_cpu, "halves": halves, "clock": clock, "recs": recs, "client": client,
-            "vis": sum(r["renders"] for r in done) / max(1, len(done))}
+    return {
+        "i_wall": len(done) / clock.wall,
+        "i_cpu": len(done) / clock.cpu,
+        "r_wall": r_wall,
+        "r_cpu": r_cpu,
+        "v_wall": v_wall,
+        "v_cpu": v_cpu,
+        "halves": halves,
+        "clock": clock,
+        "recs": recs,
+        "client": client,
+        "vis": sum(r["renders"] for r in done) / max(1, len(done)),
+    }
 
 
 def median_run(runs: list[dict]) -> dict:
@@ -365,12 +421,15 @@ def _wall_ratio(r: dict) -> float:
 
 
 def _row_text(r: dict) -> str:
-    return (f"{r['i_wall']:11.1f} {r['r_wall']:9.1f} {_wall_ratio(r):5.2f} | "
-            f"{r['i_cpu']:14.1f} {r['r_cpu']:13.1f} {r['i_cpu'] / r['r_cpu']:5.2f} | {r['vis']:.2f}")
+    return (
+        f"{r['i_wall']:11.1f} {r['r_wall']:9.1f} {_wall_ratio(r):5.2f} | "
+        f"{r['i_cpu']:14.1f} {r['r_cpu']:13.1f} {r['i_cpu'] / r['r_cpu']:5.2f} | {r['vis']:.2f}"
+    )
 
 
 def _gmean(xs):
     import math
+
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 

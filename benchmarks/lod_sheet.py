@@ -9,6 +9,7 @@ and two numbers: the silhouette IoU of the two
 (``instance_id``) and the mean |lit difference| (0–255) over their union. ``--out``: a sheet
 (rows: assets; columns: L0 | Lk for k = 1, 2, 3; crops of the disc, 160 px, nearest-neighbour).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,9 +21,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-ASSETS = ("sh3d_car_suv,sh3d_taxi,sh3d_truck,sh3d_car_van,sh3d_tree_pine,sh3d_tree_ficus,sh3d_tree_palm,"
-          "sh3d_bush,sh3d_hedge,sh3d_human_m1,sh3d_bike,sh3d_vespa_b,sh3d_fence,proc_deer,sh3d_lamp_post,"
-          "sh3d_bench_concrete")
+ASSETS = (
+    "sh3d_car_suv,sh3d_taxi,sh3d_truck,sh3d_car_van,sh3d_tree_pine,sh3d_tree_ficus,sh3d_tree_palm,"
+    "sh3d_bush,sh3d_hedge,sh3d_human_m1,sh3d_bike,sh3d_vespa_b,sh3d_fence,proc_deer,sh3d_lamp_post,"
+    "sh3d_bench_concrete"
+)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -58,7 +61,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         r, c = float(np.linalg.norm(hi - lo)) / 2, (lo + hi) / 2
         tiles, line = [], []
         for k in (1, 2, 3):
-            r_px = math.sqrt(max(n / L.LOD_RATIO ** k, L.MIN_TRIANGLES) / (density * math.pi))
+            r_px = math.sqrt(max(n / L.LOD_RATIO**k, L.MIN_TRIANGLES) / (density * math.pi))
             d = r * focal / r_px
             meshes[f"{a}@0"] = m
             level = be.level_mesh(f"{a}@0", k) or m  # what a frame draws at level k (maybe the impostor)
@@ -68,25 +71,36 @@ def main(argv: list[str] | None = None) -> list[dict]:
             for key, mesh in ((f"{a}@0", m), (f"{a}@{k}", level)):
                 meshes[key] = mesh
                 scene = Scene(ground=Ground(), sun=Sun(), look=Look())
-                scene.add(Actor("x", key, Transform((0.0, 0.0, 0.0), Rotator(0.0, 30.0, 0.0), (1, 1, 1)),
-                                color=(255, 0, 0)))
+                scene.add(Actor("x", key, Transform((0.0, 0.0, 0.0), Rotator(0.0, 30.0, 0.0), (1, 1, 1)), color=(255, 0, 0)))
                 shots.append(be.render(scene, cam, ("lit", "instance_id")))
             m0, m1 = shots[0]["instance_id"] != 0, shots[1]["instance_id"] != 0
             union = m0 | m1
             iou = float((m0 & m1).sum() / max(union.sum(), 1))
-            dlit = float(np.abs(shots[0]["lit"].astype(float) - shots[1]["lit"].astype(float))[union].mean()) \
-                if union.any() else 0.0
-            out.append({"asset": a, "level": k, "triangles": level.n_triangles, "of": n, "distance_m": d / 100,
-                        "pixels": int(m0.sum()), "iou": iou, "dlit": dlit})
+            dlit = (
+                float(np.abs(shots[0]["lit"].astype(float) - shots[1]["lit"].astype(float))[union].mean()) if union.any() else 0.0
+            )
+            out.append(
+                {
+                    "asset": a,
+                    "level": k,
+                    "triangles": level.n_triangles,
+                    "of": n,
+                    "distance_m": d / 100,
+                    "pixels": int(m0.sum()),
+                    "iou": iou,
+                    "dlit": dlit,
+                }
+            )
             line.append(f"L{k} {level.n_triangles:5d}/{n} {d / 100:4.0f} m {int(m0.sum()):4d} px iou {iou:.2f} dlit {dlit:4.1f}")
             h = int(max(8, min(size // 2, r_px * 1.2)))
             for j, s in enumerate(shots):
-                im = Image.fromarray(s["lit"][size // 2 - h:size // 2 + h, size // 2 - h:size // 2 + h])
+                im = Image.fromarray(s["lit"][size // 2 - h : size // 2 + h, size // 2 - h : size // 2 + h])
                 im = im.resize((160, 160), Image.NEAREST)
                 dr = ImageDraw.Draw(im)
                 dr.rectangle([0, 0, 159, 12], fill=(0, 0, 0))
-                dr.text((2, 1), f"{a[-14:]} L{k if j else 0} {(level if j else m).n_triangles}t {d / 100:.0f}m",
-                        fill=(255, 255, 255))
+                dr.text(
+                    (2, 1), f"{a[-14:]} L{k if j else 0} {(level if j else m).n_triangles}t {d / 100:.0f}m", fill=(255, 255, 255)
+                )
                 tiles.append(np.asarray(im))
         rows.append(np.concatenate(tiles, 1))
         print(f"{a:22s} " + " | ".join(line), flush=True)

@@ -9,6 +9,7 @@ object_mask and depth of one view: the labels are the same pixels in both looks.
 ``look_hdris.png`` (only when the library has HDRIs, ``sceneforge assets build --sources looks``):
 the bridge scene under the procedural sky and five HDRIs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,16 +72,26 @@ def main(argv: list[str] | None = None) -> None:
             logd[fin] = np.log(d[fin])
             lo, hi = (logd[fin].min(), logd[fin].max()) if fin.any() else (0, 1)
             depth = np.where(fin, 255 * (1 - (logd - lo) / max(hi - lo, 1e-6)), 0).astype(np.uint8)
-            labels_row = np.concatenate([_label(out["lit"], "lit: pbr"), _label(flat, "lit: flat"),
-                                         _label(out["object_mask"], "object_mask (both)"),
-                                         _label(np.repeat(depth[..., None], 3, -1), "depth (both)")], 1)
+            labels_row = np.concatenate(
+                [
+                    _label(out["lit"], "lit: pbr"),
+                    _label(flat, "lit: flat"),
+                    _label(out["object_mask"], "object_mask (both)"),
+                    _label(np.repeat(depth[..., None], 3, -1), "depth (both)"),
+                ],
+                1,
+            )
         for seed in (1, 2):
             world = draw_look(env, np.random.default_rng(seed))
             apply_world(scene, server_world(world))
             w = world
-            tiles.append(_label(backend.render(scene, cam, ("lit",))["lit"],
-                                f"drawn: sun {w['sun']['pitch']:.0f}/{w['sun']['yaw']:.0f} fog {w['fog']['density']:.1f} "
-                                f"ev {w['look']['exposure_ev']:+.1f}"))
+            tiles.append(
+                _label(
+                    backend.render(scene, cam, ("lit",))["lit"],
+                    f"drawn: sun {w['sun']['pitch']:.0f}/{w['sun']['yaw']:.0f} fog {w['fog']['density']:.1f} "
+                    f"ev {w['look']['exposure_ev']:+.1f}",
+                )
+            )
         rows.append(np.concatenate(tiles, 1))
     hdris = _hdri_strip(args.size)
     backend.close()

@@ -12,6 +12,7 @@ every fingerprint (scenarios/world/placement.py: the same draws and the same dec
 ``--group``: the same for the generator's path, ``scenarios.sparrta.scene.build_group`` (source,
 target, then the clutter around them, with the sparrta ShapeCache), per scene group.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,11 @@ from sceneforge.scenarios.sparrta.scene import CachedLibrary, Setting, ShapeCach
 
 def _keep_out(rng: np.random.Generator) -> list[tuple[float, float, float]]:
     """Two labelled objects near the centre and a camera a little farther out."""
-    return [(float(rng.normal(0, 500)), float(rng.normal(0, 500)), 400.0),
-            (float(rng.normal(0, 500)), float(rng.normal(0, 500)), 450.0),
-            (float(rng.normal(0, 2500)), float(rng.normal(0, 2500)), 50.0)]
+    return [
+        (float(rng.normal(0, 500)), float(rng.normal(0, 500)), 400.0),
+        (float(rng.normal(0, 500)), float(rng.normal(0, 500)), 450.0),
+        (float(rng.normal(0, 2500)), float(rng.normal(0, 2500)), 50.0),
+    ]
 
 
 def clutter_pass(env, lib, seeds: int):
@@ -53,8 +56,18 @@ def clutter_pass(env, lib, seeds: int):
 
 def group_pass(env, shapes, seeds: int):
     s, t = env.sampling, env.triples[0]
-    st = Setting(float(s.sigma_cm), float(s.max_pair_dist_cm), float(s.cam_xy_range_cm),
-                 tuple(float(v) for v in s.cam_height_range_cm), float(s.fov_deg), 224, 15.0, 0.8, 12.0, 200)
+    st = Setting(
+        float(s.sigma_cm),
+        float(s.max_pair_dist_cm),
+        float(s.cam_xy_range_cm),
+        tuple(float(v) for v in s.cam_height_range_cm),
+        float(s.fov_deg),
+        224,
+        15.0,
+        0.8,
+        12.0,
+        200,
+    )
     lib = shapes.lib
 
     def clutter(r, keep):
@@ -64,14 +77,16 @@ def group_pass(env, shapes, seeds: int):
     t0 = time.process_time()
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
-        out.append((build_group(rng, (env.name, seed), t.source_class, t.target_class, shapes, st, env.ground,
-                                clutter), rng))
+        out.append((build_group(rng, (env.name, seed), t.source_class, t.target_class, shapes, st, env.ground, clutter), rng))
     dt = time.process_time() - t0
     h, count = hashlib.sha256(), 0
     for g, rng in out:
         count += len(g.actors)
-        h.update(repr((g.actors, [(p.name, p.x, p.y, p.z, p.yaw, p.shape.footprint.tobytes(), p.shape.height)
-                                  for p in g.clutter])).encode())
+        h.update(
+            repr(
+                (g.actors, [(p.name, p.x, p.y, p.z, p.yaw, p.shape.footprint.tobytes(), p.shape.height) for p in g.clutter])
+            ).encode()
+        )
         h.update(repr(rng.random()).encode())
     return dt, count, h.hexdigest()[:16]
 
@@ -89,20 +104,25 @@ def main(argv=None) -> None:
         shapes = ShapeCache(env.library, lambda cls, env=env: env.variants(cls, env.library))
         lib = shapes.lib if args.group else CachedLibrary(env.library)
         if args.group:
+
             def run(env=env, shapes=shapes):
                 return group_pass(env, shapes, args.seeds)
         else:
+
             def run(env=env, lib=lib):
                 return clutter_pass(env, lib, args.seeds)
-        run()       # a first pass loads every asset the seeds use (meshes, footprints) before timing
+
+        run()  # a first pass loads every asset the seeds use (meshes, footprints) before timing
         best, count, fp = None, 0, ""
         for _ in range(args.reps):
             dt, count, fp = run()
             best = dt if best is None else min(best, dt)
         every.update(fp.encode())
         what = "group" if args.group else "scene"
-        print(f"{name:12s} {1000 * best / args.seeds:7.2f} ms/{what}  actors/{what} {count / args.seeds:6.1f}  "
-              f"fingerprint {fp}", flush=True)
+        print(
+            f"{name:12s} {1000 * best / args.seeds:7.2f} ms/{what}  actors/{what} {count / args.seeds:6.1f}  fingerprint {fp}",
+            flush=True,
+        )
     print(f"all          fingerprint {every.hexdigest()[:16]}")
 
 

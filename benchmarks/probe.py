@@ -22,6 +22,7 @@ Run: ``python benchmarks/probe.py [--n-extract 256] [--n-grid 5000] [--epochs 10
 The backbone is a randomly initialised ``vit_small_patch16_224`` (no weights can be downloaded
 here; speed does not depend on the weights).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,16 +62,22 @@ def bench_extraction(tmp: Path, n: int, batch: int, layer: int, repeats: int):
 
     paths = make_images(tmp / "imgs", n)
     bb = create_backbone("timm:vit_small_patch16_224", weights="random")
-    batches = [torch.from_numpy(load_batch(paths[s:s + batch], bb.preprocess)) for s in range(0, n, batch)]
+    batches = [torch.from_numpy(load_batch(paths[s : s + batch], bb.preprocess)) for s in range(0, n, batch)]
     bb.extract(batches[0][:2], [layer])  # warm-up (allocations, oneDNN kernels)
     raw, full = [0.0, 0.0], [0.0, 0.0]  # [images per wall second, images per CPU second]
     for r in range(repeats):
         t0, c0 = time.perf_counter(), time.process_time()
         with torch.inference_mode():
             for x in batches:
-                bb.model.forward_intermediates(x, indices=[layer - 1], return_prefix_tokens=True,
-                                               output_fmt="NLC", norm=False, stop_early=True,
-                                               intermediates_only=True)
+                bb.model.forward_intermediates(
+                    x,
+                    indices=[layer - 1],
+                    return_prefix_tokens=True,
+                    output_fmt="NLC",
+                    norm=False,
+                    stop_early=True,
+                    intermediates_only=True,
+                )
         raw = [max(raw[0], n / (time.perf_counter() - t0)), max(raw[1], n / (time.process_time() - c0))]
         t0, c0 = time.perf_counter(), time.process_time()
         extract_features(bb, paths, [layer], tmp / f"cache{r}", batch_size=batch, progress=False)
@@ -84,13 +91,13 @@ def grid_splits(tmp: Path, n: int):
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 4, n)
-    centres = rng.normal(0, 0.1, (4, 384)).astype(np.float16)   # weak: ~100 epochs to learn
+    centres = rng.normal(0, 0.1, (4, 384)).astype(np.float16)  # weak: ~100 epochs to learn
     patches = np.lib.format.open_memmap(tmp / "patches.npy", "w+", np.float16, (n, 196, 384))
     for s in range(0, n, 500):
         block = rng.normal(0, 1, (min(500, n - s), 196, 384)).astype(np.float16)
         where = rng.integers(0, 196, (len(block), 4))
-        block[np.arange(len(block))[:, None], where] += centres[labels[s:s + len(block)]][:, None, :]
-        patches[s:s + len(block)] = block
+        block[np.arange(len(block))[:, None], where] += centres[labels[s : s + len(block)]][:, None, :]
+        patches[s : s + len(block)] = block
     patches.flush()
     del patches
     patches = np.load(tmp / "patches.npy", mmap_mode="r")
@@ -99,8 +106,9 @@ def grid_splits(tmp: Path, n: int):
     return ProbeSplits.from_index(patches, np.zeros((n, 1, 384), np.float16), labels, idx)
 
 
-def bench_grid(tmp: Path, n: int, epochs: int, warmup: int, patience: int,
-               seq_epochs: int) -> dict[str, tuple[float, float, str]]:
+def bench_grid(
+    tmp: Path, n: int, epochs: int, warmup: int, patience: int, seq_epochs: int
+) -> dict[str, tuple[float, float, str]]:
     """(wall s, CPU s, note) per row. CPU seconds / threads is what the wall time would be on
     an idle machine."""
     import torch
@@ -126,8 +134,11 @@ def bench_grid(tmp: Path, n: int, epochs: int, warmup: int, patience: int,
         for config in [(lr, dr) for lr in cfg.lrs for dr in cfg.dropouts]:
             train_heads(head, splits, [config], cfg, seed=0)
     scale = epochs / seq_epochs
-    rows["sequential grid"] = ((time.perf_counter() - t0) * scale, (time.process_time() - c0) * scale,
-                               f"27 runs x {seq_epochs} epochs measured" + (f", x{scale:g} to {epochs}" if scale != 1 else ""))
+    rows["sequential grid"] = (
+        (time.perf_counter() - t0) * scale,
+        (time.process_time() - c0) * scale,
+        f"27 runs x {seq_epochs} epochs measured" + (f", x{scale:g} to {epochs}" if scale != 1 else ""),
+    )
     return rows
 
 
@@ -141,8 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--patience", type=int, default=10, help="early stopping row (epochs)")
-    ap.add_argument("--sequential-epochs", type=int, default=2,
-                    help="epochs measured per config of the sequential grid (scaled to --epochs)")
+    ap.add_argument(
+        "--sequential-epochs", type=int, default=2, help="epochs measured per config of the sequential grid (scaled to --epochs)"
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip", choices=("extract", "grid"), action="append", default=[])
     args = ap.parse_args(argv)
@@ -151,25 +163,28 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         if "extract" not in args.skip:
-            raw, full = bench_extraction(Path(tmp) / "x", args.n_extract, args.batch, args.layer,
-                                         args.repeats)
-            print(f"extraction (vit_small_patch16_224, layer {args.layer}, batch {args.batch}, "
-                  f"{args.n_extract} PNGs, {args.threads} threads, best of {args.repeats})")
+            raw, full = bench_extraction(Path(tmp) / "x", args.n_extract, args.batch, args.layer, args.repeats)
+            print(
+                f"extraction (vit_small_patch16_224, layer {args.layer}, batch {args.batch}, "
+                f"{args.n_extract} PNGs, {args.threads} threads, best of {args.repeats})"
+            )
             print(f"  raw forward        {raw[0]:8.1f} images/s wall  {raw[1]:8.1f} images/CPU-s")
             print(f"  extract_features   {full[0]:8.1f} images/s wall  {full[1]:8.1f} images/CPU-s")
-            print(f"  ratio              {full[0] / raw[0]:8.3f} wall        {full[1] / raw[1]:8.3f} CPU "
-                  "(target >= 0.90)")
+            print(f"  ratio              {full[0] / raw[0]:8.3f} wall        {full[1] / raw[1]:8.3f} CPU (target >= 0.90)")
         if "grid" not in args.skip:
-            rows = bench_grid(Path(tmp), args.n_grid, args.epochs, args.warmup, args.patience,
-                              args.sequential_epochs)
-            print(f"head grid from cache ({args.n_grid} synthetic images: {int(args.n_grid * 0.8)} train, "
-                  f"196x384 tokens; 3 heads x 9 configs, {args.epochs} epochs, warmup {args.warmup}, "
-                  f"batch 256, {args.threads} threads)")
+            rows = bench_grid(Path(tmp), args.n_grid, args.epochs, args.warmup, args.patience, args.sequential_epochs)
+            print(
+                f"head grid from cache ({args.n_grid} synthetic images: {int(args.n_grid * 0.8)} train, "
+                f"196x384 tokens; 3 heads x 9 configs, {args.epochs} epochs, warmup {args.warmup}, "
+                f"batch 256, {args.threads} threads)"
+            )
             load = rows.pop("load from cache")
             print(f"  {'load from cache':28s} {load[0]:8.1f} s wall  {load[1]:8.1f} s CPU")
             for k, (w, c, note) in rows.items():
-                print(f"  {k:28s} {w:8.1f} s wall  {c:8.1f} s CPU  ({w / 60:.1f} min wall, "
-                      f"{c / args.threads / 60:.1f} min CPU/threads)  {note}")
+                print(
+                    f"  {k:28s} {w:8.1f} s wall  {c:8.1f} s CPU  ({w / 60:.1f} min wall, "
+                    f"{c / args.threads / 60:.1f} min CPU/threads)  {note}"
+                )
             print("  target: batched grid <= 10 min on 2 cores")
 
 

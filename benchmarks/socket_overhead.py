@@ -21,6 +21,7 @@ second to second; medians over rounds):
 
 Also prints how long ``sceneforge serve`` takes to listen and the first frame over the socket.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,10 +82,14 @@ def _interleave(parent, socket_call, server_pid: int, mode: str, rounds: int, wi
         parent.send((mode, window))
         pairs.append((parent.recv(), _measure(socket_call, window, cpu=both_cpu)))
     med = lambda f: statistics.median(f(a, b) for a, b in pairs)  # noqa: E731
-    return {f"fps_inprocess_{mode}": med(lambda a, b: a[0]), f"fps_socket_{mode}": med(lambda a, b: b[0]),
-            f"socket_overhead_{mode}": med(lambda a, b: a[0] / b[0] - 1.0),
-            f"cpu_ms_inprocess_{mode}": med(lambda a, b: a[1]), f"cpu_ms_socket_{mode}": med(lambda a, b: b[1]),
-            f"socket_cpu_overhead_{mode}": med(lambda a, b: b[1] / a[1] - 1.0)}
+    return {
+        f"fps_inprocess_{mode}": med(lambda a, b: a[0]),
+        f"fps_socket_{mode}": med(lambda a, b: b[0]),
+        f"socket_overhead_{mode}": med(lambda a, b: a[0] / b[0] - 1.0),
+        f"cpu_ms_inprocess_{mode}": med(lambda a, b: a[1]),
+        f"cpu_ms_socket_{mode}": med(lambda a, b: b[1]),
+        f"socket_cpu_overhead_{mode}": med(lambda a, b: b[1] / a[1] - 1.0),
+    }
 
 
 def socket_overhead(seconds: float = 3.0, size: int = 224, rounds: int = 5) -> dict:
@@ -111,9 +116,11 @@ def socket_overhead(seconds: float = 3.0, size: int = 224, rounds: int = 5) -> d
                 c.render(0, KINDS)
                 res["socket_first_frame_s"] = time.perf_counter() - t1
                 assert parent.recv() == "ready"
-                calls = {"fixed": lambda j: c.render(0, KINDS),
-                         "moving": lambda j: c.render(0, KINDS, camera=cams[j % len(cams)]),
-                         "moving_vset": lambda j: (c.set_camera(0, cams[j % len(cams)]), c.render(0, KINDS))}
+                calls = {
+                    "fixed": lambda j: c.render(0, KINDS),
+                    "moving": lambda j: c.render(0, KINDS, camera=cams[j % len(cams)]),
+                    "moving_vset": lambda j: (c.set_camera(0, cams[j % len(cams)]), c.render(0, KINDS)),
+                }
                 for mode in calls:
                     res.update(_interleave(parent, calls[mode], srv.pid, mode, rounds, max(0.5, seconds / rounds)))
     parent.send(None)
@@ -123,17 +130,25 @@ def socket_overhead(seconds: float = 3.0, size: int = 224, rounds: int = 5) -> d
 
 
 def _print(res: dict, size: int) -> None:
-    print(f"  socket vs in-process, {'+'.join(KINDS)} {size}x{size}, LP_NUM_THREADS=1, load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (medians of interleaved rounds):")
-    for mode, what in (("fixed", "fixed camera, render only"),
-                       ("moving", "moving camera, render(camera=...): one request"),
-                       ("moving_vset", "moving camera, set_camera + render: two requests")):
-        print(f"    {what}: wall {res[f'fps_inprocess_{mode}']:.1f} -> {res[f'fps_socket_{mode}']:.1f} "
-              f"frames/s ({100 * res[f'socket_overhead_{mode}']:+.1f}% time per frame); CPU "
-              f"{res[f'cpu_ms_inprocess_{mode}']:.1f} -> {res[f'cpu_ms_socket_{mode}']:.1f} ms/frame "
-              f"({100 * res[f'socket_cpu_overhead_{mode}']:+.1f}%)")
-    print(f"  sceneforge serve listening after {res['serve_ready_s']:.2f} s; "
-          f"first frame over the socket {res['socket_first_frame_s']:.2f} s")
+    print(
+        f"  socket vs in-process, {'+'.join(KINDS)} {size}x{size}, LP_NUM_THREADS=1, load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (medians of interleaved rounds):"
+    )
+    for mode, what in (
+        ("fixed", "fixed camera, render only"),
+        ("moving", "moving camera, render(camera=...): one request"),
+        ("moving_vset", "moving camera, set_camera + render: two requests"),
+    ):
+        print(
+            f"    {what}: wall {res[f'fps_inprocess_{mode}']:.1f} -> {res[f'fps_socket_{mode}']:.1f} "
+            f"frames/s ({100 * res[f'socket_overhead_{mode}']:+.1f}% time per frame); CPU "
+            f"{res[f'cpu_ms_inprocess_{mode}']:.1f} -> {res[f'cpu_ms_socket_{mode}']:.1f} ms/frame "
+            f"({100 * res[f'socket_cpu_overhead_{mode}']:+.1f}%)"
+        )
+    print(
+        f"  sceneforge serve listening after {res['serve_ready_s']:.2f} s; "
+        f"first frame over the socket {res['socket_first_frame_s']:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ Run (the numbers in docs/validation.md came from exactly this)::
    (holds / does not hold, with the numbers), and metadata-only baselines (can the label be read
    from object boxes alone? the shortcut test for "random init near chance on allo").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,24 @@ VITS = ("dinov2-s-imgfocus", "vits14-random")
 
 def generate(out: Path, n: int, seed: int) -> Path:
     data = out / "data"
-    cmd = [sys.executable, "-m", "sceneforge.cli", "generate", "--env", "all", "--task", "both",
-           "--n", str(n), "--masks", "--seed", str(seed), "--out", str(data), "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sceneforge.cli",
+        "generate",
+        "--env",
+        "all",
+        "--task",
+        "both",
+        "--n",
+        str(n),
+        "--masks",
+        "--seed",
+        str(seed),
+        "--out",
+        str(data),
+        "--quiet",
+    ]
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
     return data
@@ -52,8 +69,9 @@ def subset(data: Path, out: Path, train: int) -> Path:
     """A view of ``data`` keeping the first ``train`` train rows per (env, task) and every val/test row
     (same images through symlinks, so cached features of the full set are not reused but pixels are)."""
     t = pd.read_parquet(data / "samples.parquet")
-    keep = pd.concat([t[t["split"] != "train"],
-                      t[t["split"] == "train"].groupby(["env", "task"], sort=False).head(train)]).sort_index()
+    keep = pd.concat(
+        [t[t["split"] != "train"], t[t["split"] == "train"].groupby(["env", "task"], sort=False).head(train)]
+    ).sort_index()
     sub = out / f"data_train{train}"
     sub.mkdir(parents=True, exist_ok=True)
     for env in sorted(t["env"].unique()):
@@ -84,12 +102,27 @@ def probe(data: Path, out: Path, backbone: str, layers: list[int], args) -> floa
 
     kwargs = {"img_size": args.vit_size} if backbone in VITS and args.vit_size != 224 else {}
     name = backbone + (f"_L{'-'.join(map(str, layers))}" if args.layers else "")
-    job = ProbeConfig.from_dict({
-        "data": str(data), "backbone": backbone, "out": str(out / "runs" / name), "layers": layers,
-        "model_arg": kwargs, "heads": ["linear", "abmilp", "efficient"], "protocol": ["within"],
-        "cache": str(out / "cache"), "epochs": args.epochs, "warmup": args.epochs // 5, "runs": args.runs,
-        "seed": 0, "batch_size": args.batch_size, "attention_samples": 4,
-        "attention_flow": args.flow_images if backbone in VITS else 0, "quiet": True}, "sparrta_study")
+    job = ProbeConfig.from_dict(
+        {
+            "data": str(data),
+            "backbone": backbone,
+            "out": str(out / "runs" / name),
+            "layers": layers,
+            "model_arg": kwargs,
+            "heads": ["linear", "abmilp", "efficient"],
+            "protocol": ["within"],
+            "cache": str(out / "cache"),
+            "epochs": args.epochs,
+            "warmup": args.epochs // 5,
+            "runs": args.runs,
+            "seed": 0,
+            "batch_size": args.batch_size,
+            "attention_samples": 4,
+            "attention_flow": args.flow_images if backbone in VITS else 0,
+            "quiet": True,
+        },
+        "sparrta_study",
+    )
     t0 = time.perf_counter()
     run_probe(job)
     return time.perf_counter() - t0
@@ -108,8 +141,11 @@ def table_md(summary: pd.DataFrame, layers: dict) -> str:
     lines = []
     heads = ["linear", "abmilp", "efficient"]
     for bb, g in summary.groupby("backbone", sort=False):
-        lines.append(f"\n**{bb}** (layer per head chosen on validation: "
-                     + ", ".join(f"{h} L{layers[(bb, h)]}" for h in heads if (bb, h) in layers) + ")\n")
+        lines.append(
+            f"\n**{bb}** (layer per head chosen on validation: "
+            + ", ".join(f"{h} L{layers[(bb, h)]}" for h in heads if (bb, h) in layers)
+            + ")\n"
+        )
         lines.append("| env | " + " | ".join(f"{t} {h}" for t in ("ego", "allo") for h in heads) + " |")
         lines.append("|---|" + "---|" * 6)
         rows = {}
@@ -126,8 +162,9 @@ def table_md(summary: pd.DataFrame, layers: dict) -> str:
                         cells.append(f"{100 * s['test_mean'].mean():.1f}")
                     else:
                         r = s.iloc[0]
-                        cells.append(f"{100 * r.test_mean:.1f} ± {100 * r.test_std:.1f} "
-                                     f"[{100 * r.ci_lo:.0f}, {100 * r.ci_hi:.0f}]")
+                        cells.append(
+                            f"{100 * r.test_mean:.1f} ± {100 * r.test_std:.1f} [{100 * r.ci_lo:.0f}, {100 * r.ci_hi:.0f}]"
+                        )
             rows[env] = cells
             lines.append(f"| {env} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -136,8 +173,9 @@ def table_md(summary: pd.DataFrame, layers: dict) -> str:
 def findings(summary: pd.DataFrame, layers: dict) -> list[dict]:
     """SpaRRTa's qualitative findings, each with the numbers that decide it."""
     out = []
-    at = pd.concat([summary[(summary["backbone"] == bb) & (summary["head"] == h) & (summary["layer"] == L)]
-                    for (bb, h), L in layers.items()])
+    at = pd.concat(
+        [summary[(summary["backbone"] == bb) & (summary["head"] == h) & (summary["layer"] == L)] for (bb, h), L in layers.items()]
+    )
     pre = [b for b in summary["backbone"].unique() if b != "vits14-random"]
 
     def mean(**kw):
@@ -148,27 +186,51 @@ def findings(summary: pd.DataFrame, layers: dict) -> list[dict]:
 
     for bb in pre:
         e, a, li = mean(backbone=bb, head="efficient"), mean(backbone=bb, head="abmilp"), mean(backbone=bb, head="linear")
-        out.append({"finding": f"Efficient ≥ AbMILP > Linear ({bb})", "holds": bool(e >= a - 0.005 and a > li),
-                    "numbers": f"efficient {e:.3f}, abmilp {a:.3f}, linear {li:.3f} (mean over envs × tasks)"})
+        out.append(
+            {
+                "finding": f"Efficient ≥ AbMILP > Linear ({bb})",
+                "holds": bool(e >= a - 0.005 and a > li),
+                "numbers": f"efficient {e:.3f}, abmilp {a:.3f}, linear {li:.3f} (mean over envs × tasks)",
+            }
+        )
         eg, al = mean(backbone=bb, task="ego"), mean(backbone=bb, task="allo")
-        out.append({"finding": f"ego > allo ({bb})", "holds": bool(eg > al),
-                    "numbers": f"ego {eg:.3f}, allo {al:.3f} (mean over envs × heads)"})
+        out.append(
+            {
+                "finding": f"ego > allo ({bb})",
+                "holds": bool(eg > al),
+                "numbers": f"ego {eg:.3f}, allo {al:.3f} (mean over envs × heads)",
+            }
+        )
         d, c = mean(backbone=bb, env="desert"), mean(backbone=bb, env="city")
-        out.append({"finding": f"Desert easier than City ({bb})", "holds": bool(d > c),
-                    "numbers": f"desert {d:.3f}, city {c:.3f} (mean over tasks × heads)"})
+        out.append(
+            {
+                "finding": f"Desert easier than City ({bb})",
+                "holds": bool(d > c),
+                "numbers": f"desert {d:.3f}, city {c:.3f} (mean over tasks × heads)",
+            }
+        )
         curve = summary[summary["backbone"] == bb].groupby("layer")["test_mean"].mean()
         best, last = int(curve.idxmax()), int(curve.index.max())
-        out.append({"finding": f"best layer late-intermediate, not the last ({bb})",
-                    "holds": bool(best != last and best > curve.index.min()),
-                    "numbers": "test mean over envs × tasks × heads by layer: "
-                               + ", ".join(f"L{k} {v:.3f}" for k, v in curve.items())})
+        out.append(
+            {
+                "finding": f"best layer late-intermediate, not the last ({bb})",
+                "holds": bool(best != last and best > curve.index.min()),
+                "numbers": "test mean over envs × tasks × heads by layer: "
+                + ", ".join(f"L{k} {v:.3f}" for k, v in curve.items()),
+            }
+        )
     r = summary[(summary["backbone"] == "vits14-random") & (summary["task"] == "allo")]
     if len(r):
         worst_hi = float(r["ci_lo"].max())
         m = float(r["test_mean"].mean())
-        out.append({"finding": "random init near chance on allo", "holds": bool(m < 0.32 and worst_hi < 0.40),
-                    "numbers": f"random ViT-S allo test mean {m:.3f} over {len(r)} (env, head, layer) probes; "
-                               f"highest CI lower bound {worst_hi:.3f} (chance 0.25)"})
+        out.append(
+            {
+                "finding": "random init near chance on allo",
+                "holds": bool(m < 0.32 and worst_hi < 0.40),
+                "numbers": f"random ViT-S allo test mean {m:.3f} over {len(r)} (env, head, layer) probes; "
+                f"highest CI lower bound {worst_hi:.3f} (chance 0.25)",
+            }
+        )
     return out
 
 
@@ -259,31 +321,49 @@ def write_study(out: Path, data: Path, seconds: dict, args) -> Path:
         f = out / "runs" / bb / "attention_flow.json"
         if f.is_file():
             flows[bb] = json.loads(f.read_text())
-    md = [f"Scale: `--n {args.n}` per (env, task), ViT input {args.vit_size}², = {int(counts.values.sum())} images "
-          f"(per env and task: train {int(counts['train'].iloc[0] / 5)}, val {int(counts['val'].iloc[0] / 5)}, "
-          f"test {int(counts['test'].iloc[0] / 5)}); epochs {args.epochs} (warm-up {args.epochs // 5}), "
-          f"{args.runs} seeds, head batch {args.batch_size}. Wall time per backbone (s): "
-          + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()) + ".",
-          "\nCells: test accuracy % of the val-selected (lr, dropout), mean ± std over seeds "
-          "[95% bootstrap CI over test images].", table_md(summary, layers), "\n**Findings**\n",
-          "| finding | holds? | numbers |", "|---|---|---|"]
+    md = [
+        f"Scale: `--n {args.n}` per (env, task), ViT input {args.vit_size}², = {int(counts.values.sum())} images "
+        f"(per env and task: train {int(counts['train'].iloc[0] / 5)}, val {int(counts['val'].iloc[0] / 5)}, "
+        f"test {int(counts['test'].iloc[0] / 5)}); epochs {args.epochs} (warm-up {args.epochs // 5}), "
+        f"{args.runs} seeds, head batch {args.batch_size}. Wall time per backbone (s): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items())
+        + ".",
+        "\nCells: test accuracy % of the val-selected (lr, dropout), mean ± std over seeds [95% bootstrap CI over test images].",
+        table_md(summary, layers),
+        "\n**Findings**\n",
+        "| finding | holds? | numbers |",
+        "|---|---|---|",
+    ]
     md += [f"| {f['finding']} | {'holds' if f['holds'] else 'does not hold'} | {f['numbers']} |" for f in found]
-    md += ["\n**Metadata-only baselines** (MLP on 2-D boxes from samples.parquet, no pixels)\n",
-           "| task | features | test acc | n test |", "|---|---|---|---|"]
+    md += [
+        "\n**Metadata-only baselines** (MLP on 2-D boxes from samples.parquet, no pixels)\n",
+        "| task | features | test acc | n test |",
+        "|---|---|---|---|",
+    ]
     md += [f"| {b['task']} | {b['features']} | {b['test_acc']:.3f} | {b['n_test']} |" for b in base]
     for bb, f in flows.items():
-        md.append(f"\n**Attention flow {bb}** ({f['images']} allo test images; share of attention from "
-                  "each object's patches, layers 1 / 6 / 12)\n")
+        md.append(
+            f"\n**Attention flow {bb}** ({f['images']} allo test images; share of attention from "
+            "each object's patches, layers 1 / 6 / 12)\n"
+        )
         md.append("| from | " + " | ".join(f["sinks"]) + " |")
         md.append("|---|" + "---|" * len(f["sinks"]))
         for role, shares in f["roles"].items():
             for li in (0, len(shares) // 2 - 1, len(shares) - 1):
                 md.append(f"| {role} L{li + 1} | " + " | ".join("–" if v != v else f"{v:.3f}" for v in shares[li]) + " |")
     (out / "study.md").write_text("\n".join(md) + "\n")
-    (out / "study.json").write_text(json.dumps({"findings": found, "metadata_baselines": base,
-                                                "label_geometry": geo, "seconds": seconds,
-                                                "layers": {f"{k[0]} {k[1]}": v for k, v in layers.items()}},
-                                               indent=1))
+    (out / "study.json").write_text(
+        json.dumps(
+            {
+                "findings": found,
+                "metadata_baselines": base,
+                "label_geometry": geo,
+                "seconds": seconds,
+                "layers": {f"{k[0]} {k[1]}": v for k, v in layers.items()},
+            },
+            indent=1,
+        )
+    )
     return out / "study.md"
 
 
@@ -295,17 +375,28 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--batch-size", type=int, default=256,
-                    help="head training batch (SpaRRTa: 256 for 4,000-8,000 train images; smaller keeps the "
-                         "number of optimizer steps sensible on a smaller train split)")
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=256,
+        help="head training batch (SpaRRTa: 256 for 4,000-8,000 train images; smaller keeps the "
+        "number of optimizer steps sensible on a smaller train split)",
+    )
     ap.add_argument("--flow-images", type=int, default=48, help="allo/ego test images for attention flow")
     ap.add_argument("--backbones", default=",".join(BACKBONES))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--report-only", action="store_true", help="only rebuild study.md from OUT/runs")
-    ap.add_argument("--train-per-group", type=int, default=0,
-                    help="use only this many train images per (env, task) (0 = all; val/test always all)")
-    ap.add_argument("--layers", help="override the layers (comma list); the run dir gets a _L suffix, so "
-                    "one process per layer can run side by side on a busy machine")
+    ap.add_argument(
+        "--train-per-group",
+        type=int,
+        default=0,
+        help="use only this many train images per (env, task) (0 = all; val/test always all)",
+    )
+    ap.add_argument(
+        "--layers",
+        help="override the layers (comma list); the run dir gets a _L suffix, so "
+        "one process per layer can run side by side on a busy machine",
+    )
     ap.add_argument("--only-task", choices=("ego", "allo"), help="probe only this task (control runs)")
     ap.add_argument("--vit-size", type=int, default=224, help="ViT input size (224 = SpaRRTa's)")
     args = ap.parse_args(argv)

@@ -10,6 +10,7 @@ subject and std answers (for docs/videos.md). Same arguments give the same bytes
 ``--articulated`` draws subjects and distractors as posed rigs (``articulation: true``; the docs
 files are the default, rigid clips).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,8 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def _config(args, patterns: tuple[str, ...], **extra) -> dict:
     if args.articulated:
         extra["articulation"] = True
-    return {"env": args.env, "n": len(patterns), "seed": args.seed, "image_size": args.size,
-            "motion": {"n_frames": args.frames, "fps": args.fps, "patterns": list(patterns)}, **extra}
+    return {
+        "env": args.env,
+        "n": len(patterns),
+        "seed": args.seed,
+        "image_size": args.size,
+        "motion": {"n_frames": args.frames, "fps": args.fps, "patterns": list(patterns)},
+        **extra,
+    }
 
 
 def render(config: dict, server: str, tmp: Path) -> list[dict]:
@@ -76,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copyfile(Path(tmp) / "patterns" / "videos" / "std" / rec["relative_path"], dst)
             rows.append((rec["pattern"], dst, rec["subject_class"], _answers(rec)))
         if args.distractors:
-            cfg = _config(args, ("cam_static-obj_mixed",), distractors=args.distractors,
-                          distractor_motions=args.distractor_motions)
-            rec, = render(cfg, srv.address, Path(tmp) / "distractors")
+            cfg = _config(
+                args, ("cam_static-obj_mixed",), distractors=args.distractors, distractor_motions=args.distractor_motions
+            )
+            (rec,) = render(cfg, srv.address, Path(tmp) / "distractors")
             dst = args.out / "videos_distractors.mp4"
             shutil.copyfile(Path(tmp) / "distractors" / "videos" / "std" / rec["relative_path"], dst)
             kinds = ", ".join(m.get("motion", "straight") for m in rec["distractors"])

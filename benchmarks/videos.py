@@ -20,6 +20,7 @@ DSI-scale target (issue 38: 1,000 clips x 4 variants in <= 10 minutes on 2 cores
 16 frames, i.e. >= 1.67 clips/s). Timings on a shared machine are noisy: compare ratios measured
 in one run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,7 @@ N_FRAMES = 16
 
 
 def _config(args, n: int, **extra) -> dict:
-    return {"env": args.env, "n": n, "seed": args.seed, "image_size": 224,
-            "motion": {"n_frames": N_FRAMES, "fps": 8.0}, **extra}
+    return {"env": args.env, "n": n, "seed": args.seed, "image_size": 224, "motion": {"n_frames": N_FRAMES, "fps": 8.0}, **extra}
 
 
 class CpuClock:
@@ -63,6 +63,7 @@ class CpuClock:
 def articulation_available() -> bool:
     """True once the videos config has the ``articulation`` option (issue 38 item 1)."""
     from sceneforge.scenarios.videos.config import VideoConfig
+
     return "articulation" in VideoConfig.__dataclass_fields__
 
 
@@ -83,13 +84,11 @@ def bench_baseline(args, server: str, pid: int) -> tuple[float, float]:
     with RenderClient(server) as client:
         for clip, scenery in clips:  # warm-up, untimed: mesh uploads, shader compiles, GL targets
             subject = Actor("subject", ctx.subject_ids[0], mo.subject_transform(clip, 0))
-            videos.render_frames(client, clip, subject, scenery, ctx.env.world, ctx.fov, ctx.size,
-                                 ("lit",), visibility=False)
+            videos.render_frames(client, clip, subject, scenery, ctx.env.world, ctx.fov, ctx.size, ("lit",), visibility=False)
         t0, cpu = time.perf_counter(), CpuClock(pid)
         for clip, scenery in clips:
             subject = Actor("subject", ctx.subject_ids[0], mo.subject_transform(clip, 0))
-            videos.render_frames(client, clip, subject, scenery, ctx.env.world, ctx.fov, ctx.size,
-                                 ("lit",), visibility=False)
+            videos.render_frames(client, clip, subject, scenery, ctx.env.world, ctx.fov, ctx.size, ("lit",), visibility=False)
         return (time.perf_counter() - t0) / args.clips, cpu.lap() / args.clips
 
 
@@ -126,8 +125,10 @@ def bench_articulation(args, server: str, pid: int, out: Path) -> dict:
     from sceneforge.scenarios.videos import scenario as sc
 
     extra = {"subjects": list(args.articulated_subjects)}
-    ctxs = {flag: sc.load_context(sc.VideoConfig.from_dict(_config(args, args.clips, articulation=flag, **extra)))
-            for flag in (False, True)}
+    ctxs = {
+        flag: sc.load_context(sc.VideoConfig.from_dict(_config(args, args.clips, articulation=flag, **extra)))
+        for flag in (False, True)
+    }
     cpu_s, posing, original = {False: [], True: []}, [0.0], sc._articulated
 
     def timed(*a, **k):
@@ -136,6 +137,7 @@ def bench_articulation(args, server: str, pid: int, out: Path) -> dict:
             return original(*a, **k)
         finally:
             posing[0] += time.process_time() - t
+
     sc._articulated = timed
     try:
         with RenderClient(server) as client:
@@ -150,9 +152,13 @@ def bench_articulation(args, server: str, pid: int, out: Path) -> dict:
     finally:
         sc._articulated = original
     diff = np.asarray(cpu_s[True]) - np.asarray(cpu_s[False])
-    return {"rigid": float(np.mean(cpu_s[False])), "articulated": float(np.mean(cpu_s[True])),
-            "diff": float(diff.mean()), "diff_sem": float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else 0.0,
-            "posing": posing[0] / args.clips}
+    return {
+        "rigid": float(np.mean(cpu_s[False])),
+        "articulated": float(np.mean(cpu_s[True])),
+        "diff": float(diff.mean()),
+        "diff_sem": float(diff.std(ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else 0.0,
+        "posing": posing[0] / args.clips,
+    }
 
 
 def _job_cpu() -> float:
@@ -179,8 +185,7 @@ def bench_farm(args, out: Path) -> tuple[float, float, float, float]:
         if not summary.get("finalized"):
             raise SystemExit(f"farm run did not finish: {summary.get('failed')}")
     marginal_cpu = (cpus[1] - cpus[0]) / (args.farm_clips - 2)
-    return (times[1] / args.farm_clips, (times[1] - times[0]) / (args.farm_clips - 2), marginal_cpu,
-            cpus[0] - 2 * marginal_cpu)
+    return (times[1] / args.farm_clips, (times[1] - times[0]) / (args.farm_clips - 2), marginal_cpu, cpus[0] - 2 * marginal_cpu)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,8 +196,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--env", default="city")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-articulated", action="store_true", help="skip the articulated row")
-    p.add_argument("--articulated-subjects", nargs="+", default=["human", "deer", "husky", "camel", "taxi", "bike"],
-                   help="subject classes of the articulated comparison (legs and wheels)")
+    p.add_argument(
+        "--articulated-subjects",
+        nargs="+",
+        default=["human", "deer", "husky", "camel", "taxi", "bike"],
+        help="subject classes of the articulated comparison (legs and wheels)",
+    )
     args = p.parse_args(argv)
     from sceneforge.engine.server.launch import start_server
 
@@ -205,36 +214,48 @@ def main(argv: list[str] | None = None) -> int:
         farm = bench_farm(args, Path(tmp) / "farm")
     print(f"{N_FRAMES}-frame 224² clips, env {args.env}, 4 variants each (CPU = this process + its server)")
     print(f"baseline  render std frames only : {1 / base:6.2f} clips/s  ({base:.3f} s/clip, {base_cpu:.3f} CPU-s/clip)")
-    print(f"inline    full pipeline, 1 worker: {1 / inline:6.2f} clips/s  ({inline:.3f} s/clip, {inline_cpu:.3f} CPU-s/clip; "
-          f"{inline / base:.2f}x baseline wall, {inline_cpu / base_cpu:.2f}x baseline CPU)")
+    print(
+        f"inline    full pipeline, 1 worker: {1 / inline:6.2f} clips/s  ({inline:.3f} s/clip, {inline_cpu:.3f} CPU-s/clip; "
+        f"{inline / base:.2f}x baseline wall, {inline_cpu / base_cpu:.2f}x baseline CPU)"
+    )
     print(f"          stages (s/clip)        : {stages}")
     if art:
         subjects = " ".join(args.articulated_subjects)
         print(f"articul.  subjects {subjects}, {args.clips} clips each way, interleaved, incl. graphs + ground truth:")
-        print(f"          rigid {art['rigid']:.3f} / articulated {art['articulated']:.3f} CPU-s/clip "
-              f"({art['articulated'] / art['rigid']:.2f}x rigid, {art['articulated'] / base_cpu:.2f}x baseline CPU)")
+        print(
+            f"          rigid {art['rigid']:.3f} / articulated {art['articulated']:.3f} CPU-s/clip "
+            f"({art['articulated'] / art['rigid']:.2f}x rigid, {art['articulated'] / base_cpu:.2f}x baseline CPU)"
+        )
         per_frame, sem = 1000 * art["diff"] / N_FRAMES, 1000 * art["diff_sem"] / N_FRAMES
-        print(f"          animation cost         : {per_frame:+.1f} ± {sem:.1f} "
-              f"CPU-ms per frame (articulated minus rigid, mean ± s.e. over clips); posing the rigs alone "
-              f"{1000 * art['posing'] / N_FRAMES:.1f} CPU-ms per frame")
+        print(
+            f"          animation cost         : {per_frame:+.1f} ± {sem:.1f} "
+            f"CPU-ms per frame (articulated minus rigid, mean ± s.e. over clips); posing the rigs alone "
+            f"{1000 * art['posing'] / N_FRAMES:.1f} CPU-ms per frame"
+        )
     else:
         print("articul.  skipped (no 'articulation' option in this tree, or --no-articulated)")
     farm_total, farm, farm_cpu, startup_cpu = farm
     startup = farm_total * args.farm_clips - farm * args.farm_clips
     print(f"farm      {args.workers} workers, {args.farm_clips} clips incl. start-up: {1 / farm_total:6.2f} clips/s")
-    print(f"farm      {args.workers} workers, marginal (start-up excluded): {1 / farm:6.2f} clips/s  "
-          f"({base / farm:.2f}x the baseline rate); {farm_cpu:.3f} CPU-s/clip of all job processes "
-          f"({farm_cpu / base_cpu:.2f}x baseline CPU), start-up {startup_cpu:.1f} CPU-s")
+    print(
+        f"farm      {args.workers} workers, marginal (start-up excluded): {1 / farm:6.2f} clips/s  "
+        f"({base / farm:.2f}x the baseline rate); {farm_cpu:.3f} CPU-s/clip of all job processes "
+        f"({farm_cpu / base_cpu:.2f}x baseline CPU), start-up {startup_cpu:.1f} CPU-s"
+    )
     wall = (startup + 1000 * farm) / 60
     print(f"target    1,000 clips x 4 variants <= {TARGET_MINUTES:.0f} min = {TARGET_CLIPS_PER_S:.3f} clips/s")
-    print(f"          farm (measured wall)   : {(1 / farm) / TARGET_CLIPS_PER_S:.2f}x the target rate -> {wall:.1f} min "
-          f"incl. {startup:.0f} s start-up ({'met' if wall <= TARGET_MINUTES else 'NOT met'})")
+    print(
+        f"          farm (measured wall)   : {(1 / farm) / TARGET_CLIPS_PER_S:.2f}x the target rate -> {wall:.1f} min "
+        f"incl. {startup:.0f} s start-up ({'met' if wall <= TARGET_MINUTES else 'NOT met'})"
+    )
     rows = [("farm", farm_cpu), ("articulated", farm_cpu + art["diff"] if art else None)]
     for name, cpu_s in rows:
-        if cpu_s is not None:   # 2 dedicated cores = 2 CPU-s per s; the farm keeps both busy
+        if cpu_s is not None:  # 2 dedicated cores = 2 CPU-s per s; the farm keeps both busy
             proj = (startup_cpu / args.workers + 1000 * cpu_s / args.workers) / 60
-            print(f"          {name:<11} from CPU-s: 1,000 clips = {1000 * cpu_s / 60:.1f} CPU-min -> {proj:.1f} min on "
-                  f"{args.workers} dedicated cores incl. start-up ({'met' if proj <= TARGET_MINUTES else 'NOT met'})")
+            print(
+                f"          {name:<11} from CPU-s: 1,000 clips = {1000 * cpu_s / 60:.1f} CPU-min -> {proj:.1f} min on "
+                f"{args.workers} dedicated cores incl. start-up ({'met' if proj <= TARGET_MINUTES else 'NOT met'})"
+            )
     return 0
 
 

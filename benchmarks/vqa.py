@@ -20,6 +20,7 @@ documented ``sceneforge vqa --env desert city --n 50`` takes minutes, not hours.
 alternately (baseline i, current i) so load from other processes hits both; timings on a shared
 machine are noisy, compare the ratios of one run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -104,8 +105,12 @@ def bench_env(env: str, n: int, seed: int, tmp: Path) -> dict:
     times: dict[str, list[float]] = {"baseline": [], "current": []}
     probe = scenario.with_relations = RelationsProbe(scenario.with_relations)
     try:
-        with start_server(assets=list(spec.assets), licenses=spec.licenses, renderer=spec.renderer,
-                          threads=inline_threads()) as srv, RenderClient(srv.address) as client:
+        with (
+            start_server(
+                assets=list(spec.assets), licenses=spec.licenses, renderer=spec.renderer, threads=inline_threads()
+            ) as srv,
+            RenderClient(srv.address) as client,
+        ):
             base, cur = makers(cfg, client, tmp / env)
             cur.make(env, 0)
             cur.stats.clear()
@@ -121,8 +126,7 @@ def bench_env(env: str, n: int, seed: int, tmp: Path) -> dict:
     files = [f for i in range(1, n + 1) for f in scenario.file_names(cfg, env, i).values()]
     files += [str(scenario.scene_path(Path(), env, i)) for i in range(1, n + 1)]
     same = all((base.out / f).read_bytes() == (cur.out / f).read_bytes() for f in files)
-    return {"times": times, "base": base.stats, "cur": cur.stats, "relations_s": probe.seconds, "same": same,
-            "n": n}
+    return {"times": times, "base": base.stats, "cur": cur.stats, "relations_s": probe.seconds, "same": same, "n": n}
 
 
 def report(env: str, r: dict) -> None:
@@ -130,18 +134,24 @@ def report(env: str, r: dict) -> None:
     base, cur = (sum(r["times"][k]) / n for k in ("baseline", "current"))
     b, c = r["base"], r["cur"]
     print(f"{env}: {n} images (after 1 untimed warm-up), {c['views'] / n:.1f} views tried per image")
-    print(f"  baseline  all pairs per view, relation() per pair: {base:7.2f} s/image "
-          f"(graphs {b['graph_s'] / n:.2f} s, write {b['write_s'] / n:.2f} s)")
+    print(
+        f"  baseline  all pairs per view, relation() per pair: {base:7.2f} s/image "
+        f"(graphs {b['graph_s'] / n:.2f} s, write {b['write_s'] / n:.2f} s)"
+    )
     rel = sum(r["relations_s"]) / max(len(r["relations_s"]), 1)
-    print(f"  current   nodes per view, pair tables once       : {cur:7.2f} s/image "
-          f"(graphs {c['graph_s'] / n:.2f} s, relations {rel:.3f} s, write {c['write_s'] / n:.2f} s)  "
-          f"{base / cur:.1f}x faster")
+    print(
+        f"  current   nodes per view, pair tables once       : {cur:7.2f} s/image "
+        f"(graphs {c['graph_s'] / n:.2f} s, relations {rel:.3f} s, write {c['write_s'] / n:.2f} s)  "
+        f"{base / cur:.1f}x faster"
+    )
     print(f"  files     baseline vs current: {'byte-identical' if r['same'] else 'DIFFER'}")
     print(f"  projected --n 50: baseline {50 * base / 60:.1f} min, current {50 * cur / 60:.1f} min")
     if env == "city":
         verdict = "meets" if cur <= TARGET_S_PER_CITY_IMAGE else "misses"
-        print(f"  target    <= {TARGET_S_PER_CITY_IMAGE:.1f} s per city image: {verdict} "
-              f"({cur / TARGET_S_PER_CITY_IMAGE:.2f}x the budget)")
+        print(
+            f"  target    <= {TARGET_S_PER_CITY_IMAGE:.1f} s per city image: {verdict} "
+            f"({cur / TARGET_S_PER_CITY_IMAGE:.2f}x the budget)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,6 +6,7 @@ hidden temporary name in the *same directory* (same file system, so ``os.replace
 and renamed into place. On failure the temporary file is removed and the error names the final
 path in one line (a full disk says "No space left on device", not a traceback).
 """
+
 from __future__ import annotations
 
 import json

@@ -26,6 +26,7 @@ existed keep their identity); ``fingerprint()`` is its hash, what resume compare
 This module knows nothing of scenarios or probing (core imports nothing of ours but core), so
 every package may build its configs on it (tests/test_layering.py).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,10 +44,20 @@ from sceneforge.core.errors import ConfigError
 C = TypeVar("C", bound="ConfigBase")
 
 
-def option(default: Any = MISSING, *, help: str = "", flag: str | None = None, choices: tuple | None = None,
-           bounds: tuple[float, float] | None = None, integer: bool = False, cli: bool = True,
-           default_factory: Any = MISSING, compare: bool = True, metavar: str | None = None,
-           parse: Callable[[str], Any] | None = None) -> Any:
+def option(
+    default: Any = MISSING,
+    *,
+    help: str = "",
+    flag: str | None = None,
+    choices: tuple | None = None,
+    bounds: tuple[float, float] | None = None,
+    integer: bool = False,
+    cli: bool = True,
+    default_factory: Any = MISSING,
+    compare: bool = True,
+    metavar: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+) -> Any:
     """A config field with what validation and the command line need to know about it.
 
     help:     the flag's help text (and the field's documentation);
@@ -58,8 +69,16 @@ def option(default: Any = MISSING, *, help: str = "", flag: str | None = None, c
     cli:      False keeps the field off the command line (recorded content);
     parse:    how the flag's one text value becomes the field's (e.g. :func:`comma_list`).
     """
-    meta = {"help": help, "flag": flag, "choices": tuple(choices) if choices is not None else None,
-            "bounds": bounds, "integer": integer, "cli": cli, "metavar": metavar, "type": parse}
+    meta = {
+        "help": help,
+        "flag": flag,
+        "choices": tuple(choices) if choices is not None else None,
+        "bounds": bounds,
+        "integer": integer,
+        "cli": cli,
+        "metavar": metavar,
+        "type": parse,
+    }
     kw: dict[str, Any] = {"metadata": meta, "compare": compare}
     if default_factory is not MISSING:
         kw["default_factory"] = default_factory
@@ -101,8 +120,8 @@ def _hints(cls: type) -> dict:
 class ConfigBase:
     """Base of every validated config (see the module docstring)."""
 
-    LABEL: ClassVar[str] = "config"                 # what error sources say when none is given
-    ALIASES: ClassVar[Mapping[str, str]] = {}       # old field name -> its field (both given: error)
+    LABEL: ClassVar[str] = "config"  # what error sources say when none is given
+    ALIASES: ClassVar[Mapping[str, str]] = {}  # old field name -> its field (both given: error)
     OMIT_AT_DEFAULT: ClassVar[Mapping[str, Any]] = {}  # field -> value at which to_dict leaves it out
 
     # --- parsing -----------------------------------------------------------------------------
@@ -117,11 +136,12 @@ class ConfigBase:
         unknown = sorted(set(values) - set(known), key=str)
         if unknown:
             raise ConfigError(f"{source}: unknown field(s) {', '.join(map(str, unknown))}; known: {', '.join(known)}")
-        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING
-                   and f.name not in values]
+        missing = [f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name not in values]
         if missing:
-            raise ConfigError(f"{source}: missing field '{missing[0]}' (--{missing[0].replace('_', '-')} is required, "
-                              f"or set '{missing[0]}' in --config)")
+            raise ConfigError(
+                f"{source}: missing field '{missing[0]}' (--{missing[0].replace('_', '-')} is required, "
+                f"or set '{missing[0]}' in --config)"
+            )
         values = cls.coerce(values, source)
         try:
             cfg = cls(**values)
@@ -152,8 +172,11 @@ class ConfigBase:
         of strings. Scenarios with nested configs extend this."""
         for name, value in list(values.items()):
             if value is not None and is_tuple_field(cls, name):
-                values[name] = (value,) if isinstance(value, str) else tuple(
-                    str(x) for x in (value if isinstance(value, (list, tuple)) else [value]))
+                values[name] = (
+                    (value,)
+                    if isinstance(value, str)
+                    else tuple(str(x) for x in (value if isinstance(value, (list, tuple)) else [value]))
+                )
         return values
 
     # --- validation --------------------------------------------------------------------------
@@ -173,11 +196,11 @@ class ConfigBase:
             kind = "an integer" if integer else "a number"
             within = f" in [{_num(bounds[0])}, {_num(bounds[1])}]" if bounds is not None else ""
             if integer:
-                self.need(isinstance(value, int) and not isinstance(value, bool), f.name, f"must be {kind}{within}",
-                          value, source)
+                self.need(
+                    isinstance(value, int) and not isinstance(value, bool), f.name, f"must be {kind}{within}", value, source
+                )
             if bounds is not None:
-                self.need(is_number(value) and bounds[0] <= value <= bounds[1], f.name, f"must be {kind}{within}",
-                          value, source)
+                self.need(is_number(value) and bounds[0] <= value <= bounds[1], f.name, f"must be {kind}{within}", value, source)
             choices = meta.get("choices")
             if choices is not None:
                 items = value if isinstance(value, tuple) else (value,)

@@ -16,6 +16,7 @@ The concepts and their names:
   ``image_size`` (the visibility rule of ``core/visibility.py``).
 - ``quiet``: no progress bars (``--quiet``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,8 +33,7 @@ RENAMED: dict[str, dict[str, str]] = {
     "videos": {"size": "image_size"},
     "probe": {"no_progress": "quiet"},
     # probing.sweep.ProbeJob's keywords -> probing.config.ProbeConfig's fields (progress, train: see ProbeJob)
-    "ProbeJob": {"model_kwargs": "model_arg", "protocols": "protocol", "cache_dir": "cache",
-                 "batch_size": "extract_batch"},
+    "ProbeJob": {"model_kwargs": "model_arg", "protocols": "protocol", "cache_dir": "cache", "batch_size": "extract_batch"},
 }
 
 # config scope -> {field: the name its recorded config keeps}: OUT/job.json (and the fingerprint, the
@@ -49,8 +49,8 @@ RENAMED_FLAGS: dict[str, str] = {
     "--min-box-px": "--min-bbox-px",
 }
 
-IMAGE_SIZE = (16, 4096)          # pixels, every scenario and environment (sampling.image_size)
-VIDEO_MAX_IMAGE_SIZE = 2048      # videos: frames are encoded as H.264 (even sides, <= 2048 here)
+IMAGE_SIZE = (16, 4096)  # pixels, every scenario and environment (sampling.image_size)
+VIDEO_MAX_IMAGE_SIZE = 2048  # videos: frames are encoded as H.264 (even sides, <= 2048 here)
 
 
 def deprecation_line(where: str, old: str, new: str) -> str:

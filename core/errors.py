@@ -22,6 +22,7 @@ sceneforge.engine.server``, the farm's runners):
 This module is deliberately dependency-free: every package (probing included) may import it
 without pulling in the renderer.
 """
+
 from __future__ import annotations
 
 EXIT_OK = 0
@@ -65,8 +66,7 @@ class PathSecurityError(SceneforgeError):
 class PlacementError(SceneforgeError):
     """Rejection sampling gave up. Carries the rule that rejected most and the try count."""
 
-    def __init__(self, message: str, rule: str | None = None, tries: int = 0,
-                 rejections: dict[str, int] | None = None):
+    def __init__(self, message: str, rule: str | None = None, tries: int = 0, rejections: dict[str, int] | None = None):
         super().__init__(message)
         self.rule = rule
         self.tries = tries

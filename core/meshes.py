@@ -10,6 +10,7 @@ alpha-tested foliage, tangent-space normal map, roughness/metallic) assigned per
 ``face_materials``, and smooth vertex ``normals``. Textures are sRGB ``uint8`` images, never
 baked into vertex colours when UVs exist.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -37,12 +38,12 @@ class Material:
     metallic: float = 0.0
     alpha_cutoff: float | None = None
     double_sided: bool = False
-    license: str | None = None      # licence of the textures when they differ from the mesh's
-    tile_cm: float | None = None    # surfaces (ground, facades): world size of one texture repeat
-    attribution: str = ""           # credit line(s) of the textures, for dataset cards
-    normal_space: str = "tangent"   # "object": normal_map holds mesh-frame normals of the surface seen
-                                    # from the side the vertex normals point to, mirrored through the
-                                    # face when seen from the other side (impostor cards)
+    license: str | None = None  # licence of the textures when they differ from the mesh's
+    tile_cm: float | None = None  # surfaces (ground, facades): world size of one texture repeat
+    attribution: str = ""  # credit line(s) of the textures, for dataset cards
+    normal_space: str = "tangent"  # "object": normal_map holds mesh-frame normals of the surface seen
+    # from the side the vertex normals point to, mirrored through the
+    # face when seen from the other side (impostor cards)
 
 
 @dataclass(frozen=True, eq=False)

@@ -26,6 +26,7 @@ And where sceneforge keeps what it fetches, builds and installs: :func:`cache_ro
 >>> confined(Path("/data/out"), "desert/ego/rock_truck/img_0000.jpg")   # doctest: +SKIP
 >>> inside(Path("/data/out"), "desert/ego/img_0000.jpg", "samples.parquet row 1 file_name")  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,10 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 def check_component(name: str, where: str) -> str:
     """``name`` if it is safe as a single path component, else ConfigError naming ``where``."""
     if not isinstance(name, str) or not _COMPONENT.match(name):
-        raise ConfigError(f"{where} {str(name)[:60]!r}: use 1-128 letters, digits, '_', '-', '.' "
-                          "(not starting with '.' or '-'); it becomes a directory name")
+        raise ConfigError(
+            f"{where} {str(name)[:60]!r}: use 1-128 letters, digits, '_', '-', '.' "
+            "(not starting with '.' or '-'); it becomes a directory name"
+        )
     return name
 
 
@@ -94,6 +97,7 @@ def inside(root: str | os.PathLike, rel, what: str) -> Path:
     real_root = os.path.realpath(root)
     target = os.path.realpath(os.path.join(real_root, text))
     if not target.startswith(real_root.rstrip(os.sep) + os.sep):
-        raise PathSecurityError(f"{what} {text[:80]!r}: resolves to {target[:120]}, outside the dataset "
-                                f"{root}; dataset paths must stay inside it")
+        raise PathSecurityError(
+            f"{what} {text[:80]!r}: resolves to {target[:120]}, outside the dataset {root}; dataset paths must stay inside it"
+        )
     return root / text

@@ -3,6 +3,7 @@
 :class:`PixelCount` is what a renderer computes and what a client receives over the socket; it
 lives here so the client does not import the server to name it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

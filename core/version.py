@@ -3,6 +3,7 @@
 Lives here, not in the CLI package, so library code (scenarios, engine) can record which
 sceneforge made a file without importing the command line.
 """
+
 from __future__ import annotations
 
 try:

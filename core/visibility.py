@@ -6,14 +6,14 @@ y. The samplers decide with it (``scenarios.sampling.rejection`` re-exports it);
 the same function to decide whether a ``/sceneforge/render_if_visible`` request goes on to
 render (engine/server/commands/ext.py), so the two cannot disagree by construction.
 """
+
 from __future__ import annotations
 
 import math
 from typing import Mapping, Sequence
 
 
-def visibility_failure(counts: Mapping[str, object], names: Sequence[str], min_ratio: float,
-                       min_bbox_px: float) -> str | None:
+def visibility_failure(counts: Mapping[str, object], names: Sequence[str], min_ratio: float, min_bbox_px: float) -> str | None:
     """Name of the first visibility rule a set of pixel counts breaks, or None if all pass.
 
     ``counts[name]`` has ``visible``, ``unoccluded`` and ``bbox`` (x0, y0, x1, y1 inclusive) as
@@ -22,7 +22,7 @@ def visibility_failure(counts: Mapping[str, object], names: Sequence[str], min_r
     for n in names:
         pc = counts.get(n)
         if pc is None or not pc.unoccluded:
-            return "not_visible"            # nothing of it in the frame, even alone
+            return "not_visible"  # nothing of it in the frame, even alone
         if pc.visible / pc.unoccluded < min_ratio or pc.bbox is None:
             return "occluded"
         x0, y0, x1, y1 = pc.bbox
@@ -36,8 +36,12 @@ def check_gate(min_ratio: object, min_bbox_px: object) -> tuple[float, float]:
     socket: finite, ratio in [0, 1], box size >= 0)."""
     out = []
     for name, value, hi in (("min_visible_ratio", min_ratio, 1.0), ("min_bbox_px", min_bbox_px, 1.0e6)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or not 0.0 <= float(value) <= hi:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or not 0.0 <= float(value) <= hi
+        ):
             raise ValueError(f"{name}: expected a number in [0, {hi:g}], got {value!r}")
         out.append(float(value))
     return out[0], out[1]

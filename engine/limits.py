@@ -10,31 +10,32 @@ the boundaries: the server's ``vset`` commands and the environment loader, so a 
 
 Units: cm, degrees (as everywhere, see :mod:`engine.world`).
 """
+
 from __future__ import annotations
 
 import math
 
 from sceneforge.core.errors import ConfigError
 
-MAX_COORD_CM = 1.0e7          # |x|, |y|, |z| of actors and cameras: 100 km
-MAX_ANGLE_DEG = 36000.0       # |pitch|, |yaw|, |roll|: 100 turns (angles wrap; bigger is a bug)
+MAX_COORD_CM = 1.0e7  # |x|, |y|, |z| of actors and cameras: 100 km
+MAX_ANGLE_DEG = 36000.0  # |pitch|, |yaw|, |roll|: 100 turns (angles wrap; bigger is a bug)
 SCALE_RANGE = (1.0e-3, 1.0e3)  # |scale| per axis (negative = mirrored, still allowed)
-MAX_SPAWN_BATCH = 4096        # actors per ``vset /sceneforge/spawn`` request
-MAX_ACTORS = 65536            # actors in one scene
-MAX_GROUND_CELLS = 1024       # ground grid cells per side (the renderer coarsens the grid beyond)
-MAX_TOKEN_LEN = 256           # characters of a render_if_visible ``unless_passed`` token
-MAX_NAME_LEN = 256            # characters of a world string (env name, sky.hdri, ground.surface/texture)
-WORLD_CONTENT_KEPT = 8        # HDRIs / ground surfaces a server keeps loaded (least recently used dropped)
-MAX_LOGGED_CHARS = 200        # characters of one client-given value quoted in a log line
-MIN_FOV_DEG = 0.01             # camera horizontal FOV lower bound (1e-300: an infinite focal length)
-MAX_CYCLES_SAMPLES = 4096      # ``--renderer cycles:samples=N`` (1e6 took > 90 s for a 32² frame)
-MAX_CYCLES_SEED = 2**31 - 1    # Blender's seed is a 32-bit int
-MAX_LOG_RECORD = 4000         # characters of one server log message (tracebacks: 4x); the rest is cut
-MAX_REQUEST_PIXELS = 2**26     # pixels x passes of one render request (``--max-request-pixels``):
-                               # 8192² x 1 kind, 4096² x 4; 8192² x 4 lit passes took 17.8 s and kept 1.4 GB
-MAX_SCENE_TRIANGLES = 2**24    # triangles of the visible actors at full detail when a render is asked for
-                               # (``--max-scene-triangles``): 65,536 actors took 17.5 s a frame; the largest
-                               # shipped environment has ~0.5 M (forest), so the default is 30x that
+MAX_SPAWN_BATCH = 4096  # actors per ``vset /sceneforge/spawn`` request
+MAX_ACTORS = 65536  # actors in one scene
+MAX_GROUND_CELLS = 1024  # ground grid cells per side (the renderer coarsens the grid beyond)
+MAX_TOKEN_LEN = 256  # characters of a render_if_visible ``unless_passed`` token
+MAX_NAME_LEN = 256  # characters of a world string (env name, sky.hdri, ground.surface/texture)
+WORLD_CONTENT_KEPT = 8  # HDRIs / ground surfaces a server keeps loaded (least recently used dropped)
+MAX_LOGGED_CHARS = 200  # characters of one client-given value quoted in a log line
+MIN_FOV_DEG = 0.01  # camera horizontal FOV lower bound (1e-300: an infinite focal length)
+MAX_CYCLES_SAMPLES = 4096  # ``--renderer cycles:samples=N`` (1e6 took > 90 s for a 32² frame)
+MAX_CYCLES_SEED = 2**31 - 1  # Blender's seed is a 32-bit int
+MAX_LOG_RECORD = 4000  # characters of one server log message (tracebacks: 4x); the rest is cut
+MAX_REQUEST_PIXELS = 2**26  # pixels x passes of one render request (``--max-request-pixels``):
+# 8192² x 1 kind, 4096² x 4; 8192² x 4 lit passes took 17.8 s and kept 1.4 GB
+MAX_SCENE_TRIANGLES = 2**24  # triangles of the visible actors at full detail when a render is asked for
+# (``--max-scene-triangles``): 65,536 actors took 17.5 s a frame; the largest
+# shipped environment has ~0.5 M (forest), so the default is 30x that
 
 # (section, field) -> (low, high), inclusive; checked for the world dict / environment files.
 WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
@@ -42,15 +43,15 @@ WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
     ("sun", "yaw"): (-MAX_ANGLE_DEG, MAX_ANGLE_DEG),
     ("sun", "intensity"): (0.0, 100.0),
     ("sky", "ambient"): (0.0, 10.0),
-    ("ground", "relief_amplitude"): (-1.0e5, 1.0e5),   # 1 km
+    ("ground", "relief_amplitude"): (-1.0e5, 1.0e5),  # 1 km
     ("ground", "relief_wavelength"): (10.0, 1.0e7),
-    ("ground", "extent"): (100.0, 1.0e6),             # half-size 1 m .. 10 km
+    ("ground", "extent"): (100.0, 1.0e6),  # half-size 1 m .. 10 km
     ("ground", "tile_cm"): (1.0, 1.0e5),
     ("sun", "angular_diameter_deg"): (0.0, 30.0),
     ("sky", "intensity"): (0.0, 100.0),
     ("sky", "rotation_deg"): (-MAX_ANGLE_DEG, MAX_ANGLE_DEG),
     ("sky", "turbidity"): (1.0, 20.0),
-    ("fog", "density"): (0.0, 1000.0),                # extinction per km at z = 0
+    ("fog", "density"): (0.0, 1000.0),  # extinction per km at z = 0
     ("fog", "height_falloff_m"): (1.0, 1.0e5),
     ("look", "exposure_ev"): (-20.0, 20.0),
 }
@@ -58,7 +59,7 @@ WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
 
 def check_range(where: str, value: float, low: float, high: float) -> float:
     """``value`` as a float if finite and within ``[low, high]``, else ConfigError naming ``where``."""
-    if type(value) is float and low <= value <= high and math.isfinite(value):    # the common case
+    if type(value) is float and low <= value <= high and math.isfinite(value):  # the common case
         return value
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ConfigError(f"{where}: expected a finite number, got {value!r}")
@@ -78,7 +79,7 @@ def shown(value, limit: int = MAX_LOGGED_CHARS) -> str:
     if len(text) <= limit:
         return text
     n = len(value) if isinstance(value, (str, bytes)) else len(text)
-    return f"{text[:limit - 1]}... ({n} characters)"
+    return f"{text[: limit - 1]}... ({n} characters)"
 
 
 def check_world_field(section: str, name: str, value):

@@ -7,6 +7,7 @@ On connect the server sends one unsolicited frame starting with ``b"connected"``
 These are pure functions on bytes/sockets so they can be tested without a server. Every failure
 raises :class:`~core.errors.ProtocolError` (never returns ``None``).
 """
+
 from __future__ import annotations
 
 import re
@@ -47,7 +48,7 @@ def unframe(data: bytes, max_frame: int = DEFAULT_MAX_FRAME) -> tuple[bytes, byt
     end = HEADER.size + length
     if len(data) < end:
         raise ProtocolError(f"truncated payload: {len(data) - HEADER.size} of {length} bytes")
-    return bytes(data[HEADER.size:end]), bytes(data[end:])
+    return bytes(data[HEADER.size : end]), bytes(data[end:])
 
 
 def recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -117,8 +118,7 @@ def pack_arrays(arrays: dict, meta: dict | None = None) -> bytes:
         a = np.ascontiguousarray(arr)
         if a.dtype.hasobject:
             raise ProtocolError(f"array {name!r}: object dtype cannot be sent")
-        index.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape),
-                      "offset": offset, "nbytes": a.nbytes})
+        index.append({"name": name, "dtype": a.dtype.str, "shape": list(a.shape), "offset": offset, "nbytes": a.nbytes})
         blobs.append(a.tobytes())
         offset += a.nbytes
     head = {"arrays": index} if meta is None else {"arrays": index, "meta": meta}
@@ -143,13 +143,13 @@ def unpack_bundle(data: bytes) -> tuple[dict, dict]:
     if end < 0:
         raise ProtocolError("array bundle: truncated header")
     try:
-        head = json.loads(data[len(ARRAYS_MAGIC):end])
+        head = json.loads(data[len(ARRAYS_MAGIC) : end])
         index, meta = head["arrays"], head.get("meta", {})
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
         raise ProtocolError(f"array bundle: bad header ({e})") from e
     if not isinstance(index, list) or not isinstance(meta, dict):
         raise ProtocolError("array bundle: bad header (arrays must be a list, meta an object)")
-    payload = memoryview(data)[end + 1:]
+    payload = memoryview(data)[end + 1 :]
     out = {}
     for entry in index:
         try:

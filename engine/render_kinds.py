@@ -26,6 +26,7 @@ command table is imported (the camera commands are made from the rows then).
 This module imports nothing of ours but the error classes, so the client and the server can
 both read it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,8 +58,7 @@ class RenderKind:
         if self.role not in (COLOR, DATA):
             raise ConfigError(f"render kind {self.name}: role must be {COLOR} or {DATA}, got {self.role!r}")
         if self.as_image not in AS_IMAGE:
-            raise ConfigError(f"render kind {self.name}: as_image must be one of {', '.join(AS_IMAGE)}, "
-                              f"got {self.as_image!r}")
+            raise ConfigError(f"render kind {self.name}: as_image must be one of {', '.join(AS_IMAGE)}, got {self.as_image!r}")
 
     @property
     def shape(self) -> str:
@@ -69,24 +69,69 @@ class RenderKind:
 _IMAGE = ("png", "bmp", "npy")
 _DEPTH = ("npy", "exr", "png")
 
-TABLE: dict[str, RenderKind] = {k.name: k for k in (
-    RenderKind("lit", "uint8", 3, COLOR, "shaded RGB with sun, sky and shadows",
-               formats=_IMAGE, ue_format="png"),
-    RenderKind("object_mask", "uint8", 3, COLOR, "each actor's instance colour (Actor.color); sky and "
-               "ground are (0, 0, 0)", formats=_IMAGE, aliases=("seg",), ue_format="png"),
-    RenderKind("depth", "float32", 0, DATA, "ray depth: distance camera centre -> surface in cm "
-               "(UnrealCV's point depth); inf where nothing is hit",
-               formats=_DEPTH, as_image="depth16", ue_format="npy"),
-    RenderKind("plane_depth", "float32", 0, DATA, "planar depth along the optical axis, cm; inf = sky",
-               formats=_DEPTH, as_image="depth16", ue_format="npy"),
-    RenderKind("normal", "float32", 3, DATA, "world-frame unit normals (UE axes), 0 for sky",
-               formats=_IMAGE, as_image="unit_vector", ue_format="png"),
-    RenderKind("instance_id", "int32", 0, DATA, "1 + index of the actor in scene.actors order; "
-               "0 = background (used for pixel counting)"),
-    RenderKind("optical_flow", "float32", 2, DATA, "pixels moved since this camera's previous image "
-               "request (x right, y down; engine/server/optical_flow.py)", formats=_IMAGE, as_image="flow",
-               derived_from=("plane_depth", "instance_id")),
-)}
+TABLE: dict[str, RenderKind] = {
+    k.name: k
+    for k in (
+        RenderKind("lit", "uint8", 3, COLOR, "shaded RGB with sun, sky and shadows", formats=_IMAGE, ue_format="png"),
+        RenderKind(
+            "object_mask",
+            "uint8",
+            3,
+            COLOR,
+            "each actor's instance colour (Actor.color); sky and ground are (0, 0, 0)",
+            formats=_IMAGE,
+            aliases=("seg",),
+            ue_format="png",
+        ),
+        RenderKind(
+            "depth",
+            "float32",
+            0,
+            DATA,
+            "ray depth: distance camera centre -> surface in cm (UnrealCV's point depth); inf where nothing is hit",
+            formats=_DEPTH,
+            as_image="depth16",
+            ue_format="npy",
+        ),
+        RenderKind(
+            "plane_depth",
+            "float32",
+            0,
+            DATA,
+            "planar depth along the optical axis, cm; inf = sky",
+            formats=_DEPTH,
+            as_image="depth16",
+            ue_format="npy",
+        ),
+        RenderKind(
+            "normal",
+            "float32",
+            3,
+            DATA,
+            "world-frame unit normals (UE axes), 0 for sky",
+            formats=_IMAGE,
+            as_image="unit_vector",
+            ue_format="png",
+        ),
+        RenderKind(
+            "instance_id",
+            "int32",
+            0,
+            DATA,
+            "1 + index of the actor in scene.actors order; 0 = background (used for pixel counting)",
+        ),
+        RenderKind(
+            "optical_flow",
+            "float32",
+            2,
+            DATA,
+            "pixels moved since this camera's previous image request (x right, y down; engine/server/optical_flow.py)",
+            formats=_IMAGE,
+            as_image="flow",
+            derived_from=("plane_depth", "instance_id"),
+        ),
+    )
+}
 
 
 def register_kind(kind: RenderKind) -> RenderKind:
@@ -135,6 +180,8 @@ def require(renderer: str, kinds, error: type[Exception] = ConfigError) -> tuple
         if k not in TABLE or TABLE[k].derived_from:
             raise error(f"unknown render kind {k!r}; expected one of {', '.join(rendered())}")
         if renderer not in TABLE[k].renderers:
-            raise error(f"render kind {k!r} is not implemented by renderer {renderer!r} "
-                        f"(renderers of {k}: {', '.join(TABLE[k].renderers) or 'none'})")
+            raise error(
+                f"render kind {k!r} is not implemented by renderer {renderer!r} "
+                f"(renderers of {k}: {', '.join(TABLE[k].renderers) or 'none'})"
+            )
     return kinds

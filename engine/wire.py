@@ -4,6 +4,7 @@ The framing is engine/protocol.py's (``magic | length | b"{id}:{payload}"``, the
 ``unrealcv.Client``'s), so UE5 + UnrealCV servers work unchanged; why we do not use the official
 client is in engine/client/render_client.py's docstring.
 """
+
 from __future__ import annotations
 
 import socket
@@ -26,9 +27,9 @@ class Wire:
         self.sock = sock
         self.sock.settimeout(timeout)
         self._next_id = 0
-        self._waiting: deque[int] = deque()   # requests sent whose reply is still on the socket
-        self._kept: dict[int, bytes] = {}      # replies read on the way to a later one
-        self._unwanted: set[int] = set()       # requests whose reply nobody will read: dropped on arrival
+        self._waiting: deque[int] = deque()  # requests sent whose reply is still on the socket
+        self._kept: dict[int, bytes] = {}  # replies read on the way to a later one
+        self._unwanted: set[int] = set()  # requests whose reply nobody will read: dropped on arrival
 
     @classmethod
     def open(cls, host: str, port: int, timeout: float, connect_timeout: float) -> "Wire | None":
@@ -69,8 +70,7 @@ class Wire:
         if rid in self._kept:
             return self._kept.pop(rid)
         if rid not in self._waiting:
-            raise ProtocolError(f"reply of request {rid} read twice or never requested "
-                                f"(waiting: {list(self._waiting)[:4]})")
+            raise ProtocolError(f"reply of request {rid} read twice or never requested (waiting: {list(self._waiting)[:4]})")
         while True:
             expected = self._waiting[0]
             try:
@@ -83,7 +83,7 @@ class Wire:
             if not sep or not head.isdigit() or int(head) != expected:
                 self.close()
                 raise ProtocolError(f"reply {bytes(payload[:24])!r} does not answer request {expected}")
-            body = bytes(memoryview(payload)[len(head) + 1:])
+            body = bytes(memoryview(payload)[len(head) + 1 :])
             if expected == rid:
                 return body
             if expected in self._unwanted:

@@ -14,6 +14,7 @@ pinhole model on the CPU, so a test can check that a known point lands on the kn
 
 Nothing here imports a renderer; the render server reads these objects.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,10 +31,10 @@ RGB = tuple[int, int, int]
 
 
 def _finite3(name: str, v: Iterable[float]) -> Vec3:
-    if type(v) is tuple and len(v) == 3:    # already three floats (every actor placed): as they are
+    if type(v) is tuple and len(v) == 3:  # already three floats (every actor placed): as they are
         x, y, z = v
         if type(x) is float and type(y) is float and type(z) is float and math.isfinite(x + y + z):
-            return v    # a finite sum: none is inf or nan (an overflowing sum takes the long way)
+            return v  # a finite sum: none is inf or nan (an overflowing sum takes the long way)
     try:
         t = tuple(float(x) for x in v)
     except (TypeError, ValueError) as e:
@@ -135,7 +136,7 @@ class Camera:
         limits.check_location("camera location", self.location)
         if isinstance(self.rotation, (tuple, list)):
             object.__setattr__(self, "rotation", Rotator(*self.rotation))
-        if not (limits.MIN_FOV_DEG <= float(self.fov_deg) < 180.0):   # 1e-300 made every render fail
+        if not (limits.MIN_FOV_DEG <= float(self.fov_deg) < 180.0):  # 1e-300 made every render fail
             raise ConfigError(f"camera fov_deg must be in [{limits.MIN_FOV_DEG:g}, 180), got {self.fov_deg}")
         if not (1 <= int(self.width) <= 8192 and 1 <= int(self.height) <= 8192):
             raise ConfigError(f"camera resolution must be 1..8192, got {self.width}x{self.height}")
@@ -176,12 +177,14 @@ class Camera:
         """OpenGL perspective matrix (NDC z in [-1, 1]) matching :meth:`intrinsics`."""
         f = self.focal_px
         w, h = float(self.width), float(self.height)
-        return np.array([
-            [2 * f / w, 0, 0, 0],
-            [0, 2 * f / h, 0, 0],
-            [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)],
-            [0, 0, -1, 0],
-        ])
+        return np.array(
+            [
+                [2 * f / w, 0, 0, 0],
+                [0, 2 * f / h, 0, 0],
+                [0, 0, (far + near) / (near - far), 2 * far * near / (near - far)],
+                [0, 0, -1, 0],
+            ]
+        )
 
     def to_camera(self, points: np.ndarray) -> np.ndarray:
         """World points (N,3) → camera frame (N,3) as (forward, right, up) in cm."""
@@ -203,8 +206,11 @@ class Camera:
         return np.stack([u, v], axis=1), depth
 
     def with_pose(self, location: Vec3 | None = None, rotation: Rotator | None = None) -> "Camera":
-        return replace(self, location=location if location is not None else self.location,
-                       rotation=rotation if rotation is not None else self.rotation)
+        return replace(
+            self,
+            location=location if location is not None else self.location,
+            rotation=rotation if rotation is not None else self.rotation,
+        )
 
 
 def look_at_rotation(eye: Vec3, target: Vec3) -> Rotator:
@@ -282,8 +288,10 @@ class Ground:
         if self.relief_amplitude == 0:
             return np.zeros_like(np.asarray(x, dtype=float)) if np.ndim(x) else 0.0
         k = 2 * math.pi / self.relief_wavelength
-        h = 0.5 * (np.sin(k * np.asarray(x)) * np.cos(0.7 * k * np.asarray(y))
-                   + 0.5 * np.sin(1.9 * k * np.asarray(x) + 1.3 * k * np.asarray(y)))
+        h = 0.5 * (
+            np.sin(k * np.asarray(x)) * np.cos(0.7 * k * np.asarray(y))
+            + 0.5 * np.sin(1.9 * k * np.asarray(x) + 1.3 * k * np.asarray(y))
+        )
         return self.relief_amplitude * h
 
 

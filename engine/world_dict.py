@@ -5,6 +5,7 @@ module turns JSON/YAML mappings into those types field by field (types and the b
 :mod:`engine.limits`; errors name ``world.<section>.<field>``) and back, so the server and the
 environment loader validate the same way and a world is a pure function of its dict.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,11 @@ def _coerce_field(where: str, kind: str, value):
         return None
     base = kind.replace("| None", "").strip()
     if base == "RGB":
-        ok = isinstance(value, (list, tuple)) and len(value) == 3 and all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in value)
+        ok = (
+            isinstance(value, (list, tuple))
+            and len(value) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 255 for v in value)
+        )
         if not ok:
             raise ConfigError(f"{where}: expected [r, g, b] ints in 0..255, got {value!r}")
         return tuple(value)
@@ -43,8 +47,7 @@ def _coerce_field(where: str, kind: str, value):
             raise ConfigError(f"{where}: expected true or false, got {value!r}")
         return value
     if not isinstance(value, str):
-        raise ConfigError(f"{where}: expected a string{' or null' if optional else ''}, "
-                          f"got {limits.shown(value)}")
+        raise ConfigError(f"{where}: expected a string{' or null' if optional else ''}, got {limits.shown(value)}")
     if len(value) > limits.MAX_NAME_LEN:
         raise ConfigError(f"{where}: {limits.shown(value, 40)} is longer than {limits.MAX_NAME_LEN} characters")
     return value
@@ -62,8 +65,7 @@ def world_section(name: str, data) -> object:
     known = {f.name: str(f.type) for f in fields(cls)}
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise ConfigError(f"{', '.join(f'world.{name}.{u}' for u in unknown)}: unknown field "
-                          f"(known: {', '.join(sorted(known))})")
+        raise ConfigError(f"{', '.join(f'world.{name}.{u}' for u in unknown)}: unknown field (known: {', '.join(sorted(known))})")
     return cls(**{k: _coerce_field(f"world.{name}.{k}", known[k], v) for k, v in data.items()})
 
 
@@ -100,4 +102,10 @@ def apply_world(scene: "Scene", data, check=None) -> None:
     if check is not None:
         check(w)
     scene.env, scene.sun, scene.sky, scene.ground, scene.fog, scene.look = (
-        w["env"], w["sun"], w["sky"], w["ground"], w["fog"], w["look"])
+        w["env"],
+        w["sun"],
+        w["sky"],
+        w["ground"],
+        w["fog"],
+        w["look"],
+    )

@@ -6,6 +6,7 @@
 It reads finished datasets from disk only (it imports ``core``, nothing that renders), and writes
 plain files a browser opens without a server; see docs/explorer.md.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,8 +17,7 @@ from sceneforge.explorer.site import write_site
 DEFAULT_DIR = "explorer"
 
 
-def build_explorer(data_dir: Path, out_dir: Path | None = None, predictions: Path | None = None,
-                   run: str | None = None) -> Path:
+def build_explorer(data_dir: Path, out_dir: Path | None = None, predictions: Path | None = None, run: str | None = None) -> Path:
     """Read ``data_dir`` and write its explorer (default ``data_dir/explorer``); returns index.html.
     ``predictions``: a CSV ``file_name,prediction`` or a ``sceneforge probe`` output directory
     (``run`` = ``HEAD:LAYER:PROTOCOL`` when it holds several probes)."""

@@ -4,6 +4,7 @@ The grid shows only thumbnails (``THUMB_PX`` square JPEGs, a few kB each), so a 
 ~0.2 MB whatever the dataset's size; a rebuild skips every file that is already newer than its
 source. Depth maps (float32 cm, ``inf`` = sky) become PNGs because a browser cannot read ``.npy``.
 """
+
 from __future__ import annotations
 
 import os

@@ -5,6 +5,7 @@ Three kinds, told apart by the table each one's ``finalize`` writes: ``samples.p
 ``questions.jsonl`` (``sceneforge vqa``) and ``clips.parquet`` (``sceneforge videos``). Only files
 are read (docs/datasets.md, docs/vqa.md, docs/videos.md describe them); no server, no renderer.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,10 @@ def read_dataset(data_dir: Path, predictions: Path | None = None, run: str | Non
     elif (data_dir / "samples.parquet").is_file():
         table = read_sparrta(data_dir)
     else:
-        raise ConfigError(f"{data_dir}: no samples.parquet or clips.parquet (is the job finished? "
-                          "`sceneforge generate|vqa|videos` write it at the end)")
+        raise ConfigError(
+            f"{data_dir}: no samples.parquet or clips.parquet (is the job finished? "
+            "`sceneforge generate|vqa|videos` write it at the end)"
+        )
     if predictions is not None:
         add_predictions(table, data_dir, Path(predictions), run)
     return table
@@ -86,23 +89,38 @@ def read_sparrta(data_dir: Path) -> Table:
     dist = np.hypot(df["target_x"] - df["source_x"], df["target_y"] - df["source_y"]).to_numpy(float)
     cam = np.hypot(df["source_x"] - df["camera_x"], df["source_y"] - df["camera_y"]).to_numpy(float)
     rows = df.to_dict("records")
-    media = [{"image": r["file_name"], "mask": r.get("mask_file") or None, "depth": r.get("depth_file") or None}
-             for r in rows]
+    media = [{"image": r["file_name"], "mask": r.get("mask_file") or None, "depth": r.get("depth_file") or None} for r in rows]
 
     def details(i: int) -> dict[str, Any]:
         return sparrta_details(data_dir, rows[i], rejections.get(int(rows[i]["index"]), {}))
 
     card = _card(data_dir)
     return Table(
-        kind="sparrta", keys=[int(k) for k in df["index"]], media=media,
-        facets={"env": df["env"].tolist(), "task": df["task"].tolist(), "triple": df["triple_id"].tolist(),
-                "label": df["label"].tolist(), "split": df["split"].tolist()},
-        numbers={"margin": df["margin_deg"].to_numpy(float), "angle": df["angle_deg"].to_numpy(float),
-                 "size": size, "distance": dist, "camera_distance": cam, "rejections": rej},
-        details=details, stats={"rejection_reasons": card.get("stats", {}).get("rejections", {}),
-                                "labelling_rule": card.get("labelling_rule", "")},
-        units={"margin": "deg", "angle": "deg", "size": "px", "distance": "cm", "camera_distance": "cm",
-               "rejections": "tries"})
+        kind="sparrta",
+        keys=[int(k) for k in df["index"]],
+        media=media,
+        facets={
+            "env": df["env"].tolist(),
+            "task": df["task"].tolist(),
+            "triple": df["triple_id"].tolist(),
+            "label": df["label"].tolist(),
+            "split": df["split"].tolist(),
+        },
+        numbers={
+            "margin": df["margin_deg"].to_numpy(float),
+            "angle": df["angle_deg"].to_numpy(float),
+            "size": size,
+            "distance": dist,
+            "camera_distance": cam,
+            "rejections": rej,
+        },
+        details=details,
+        stats={
+            "rejection_reasons": card.get("stats", {}).get("rejections", {}),
+            "labelling_rule": card.get("labelling_rule", ""),
+        },
+        units={"margin": "deg", "angle": "deg", "size": "px", "distance": "cm", "camera_distance": "cm", "rejections": "tries"},
+    )
 
 
 def _xy(loc: dict[str, float]) -> list[float]:
@@ -111,7 +129,7 @@ def _xy(loc: dict[str, float]) -> list[float]:
 
 def footprint(obj: dict[str, Any]) -> list[list[float]]:
     """An object's ground footprint (XY of its 3-D box's bottom corners, in drawing order)."""
-    corners = obj["box3d"]["corners"][0::2]          # corners alternate bottom/top
+    corners = obj["box3d"]["corners"][0::2]  # corners alternate bottom/top
     c = np.asarray(corners, float)[:, :2]
     centre = c.mean(axis=0)
     order = np.argsort(np.arctan2(c[:, 1] - centre[1], c[:, 0] - centre[0]))
@@ -122,30 +140,44 @@ def sparrta_details(data_dir: Path, row: dict[str, Any], rejections: dict[str, i
     """The sample page's data: params, boxes and the top-down map (from params + scene graph)."""
     params = json.loads((data_dir / row["params_file"]).read_text())
     actors = {k.rsplit("/", 1)[-1]: v for k, v in params["actors"].items()}
-    boxes = {role: [int(row[f"{role}_bbox_{k}"]) for k in ("x0", "y0", "x1", "y1")]
-             for role in ROLES if pd.notna(row.get(f"{role}_bbox_x0"))}
+    boxes = {
+        role: [int(row[f"{role}_bbox_{k}"]) for k in ("x0", "y0", "x1", "y1")]
+        for role in ROLES
+        if pd.notna(row.get(f"{role}_bbox_x0"))
+    }
     cam = params["camera"]
     objects: list[dict[str, Any]] = []
     scene_file = row.get("scene_file")
     if scene_file and (data_dir / scene_file).is_file():
         graph = json.loads((data_dir / scene_file).read_text())
-        objects = [{"role": o["role"], "class": o["class"], "foot": footprint(o)}
-                   for o in graph["objects"] if "box3d" in o]
+        objects = [{"role": o["role"], "class": o["class"], "foot": footprint(o)} for o in graph["objects"] if "box3d" in o]
     observer = "human" if params["task"] == "allo" else "camera"
     return {
         "size": [int(row["camera_width"]), int(row["camera_height"])],
-        "label": params["label"], "task": params["task"], "margin_deg": params["margin_deg"],
-        "angle_deg": round(float(params["angle_deg"]), 3), "split": row["split"], "boxes": boxes,
-        "mask_colors": params.get("mask_colors", {}), "rejections": rejections,
-        "params": {"camera": cam, "actors": actors, "assets": params.get("assets", {}),
-                   "visibility": params.get("visibility", {}), "seed": params.get("seed")},
+        "label": params["label"],
+        "task": params["task"],
+        "margin_deg": params["margin_deg"],
+        "angle_deg": round(float(params["angle_deg"]), 3),
+        "split": row["split"],
+        "boxes": boxes,
+        "mask_colors": params.get("mask_colors", {}),
+        "rejections": rejections,
+        "params": {
+            "camera": cam,
+            "actors": actors,
+            "assets": params.get("assets", {}),
+            "visibility": params.get("visibility", {}),
+            "seed": params.get("seed"),
+        },
         "map": {
-            "camera": {"xy": _xy(cam["location"]), "yaw": cam["rotation"]["yaw"],
-                       "hfov": cam["intrinsics"]["hfov_deg"]},
-            "source": _xy(actors["source"]["location"]), "target": _xy(actors["target"]["location"]),
+            "camera": {"xy": _xy(cam["location"]), "yaw": cam["rotation"]["yaw"], "hfov": cam["intrinsics"]["hfov_deg"]},
+            "source": _xy(actors["source"]["location"]),
+            "target": _xy(actors["target"]["location"]),
             "human": _xy(actors["human"]["location"]) if "human" in actors else None,
             "human_yaw": actors["human"]["rotation"]["yaw"] if "human" in actors else None,
-            "observer": observer, "label": params["label"], "margin_deg": params["margin_deg"],
+            "observer": observer,
+            "label": params["label"],
+            "margin_deg": params["margin_deg"],
             "objects": objects,
         },
     }
@@ -162,8 +194,9 @@ def read_vqa(data_dir: Path) -> Table:
             questions[q["image"]].append(q)
     rows = df.to_dict("records")
     scene = [str(Path(r["file_name"]).parent / f"scene_{int(r['index']):06d}.json") for r in rows]
-    media = [{"image": r["file_name"],
-              "mask": str(Path(r["file_name"]).parent / f"mask_{int(r['index']):06d}.png")} for r in rows]
+    media = [
+        {"image": r["file_name"], "mask": str(Path(r["file_name"]).parent / f"mask_{int(r['index']):06d}.png")} for r in rows
+    ]
     for m in media:
         if not (data_dir / m["mask"]).is_file():
             m["mask"] = None
@@ -172,19 +205,27 @@ def read_vqa(data_dir: Path) -> Table:
         rec = json.loads((data_dir / scene[i]).read_text()) if (data_dir / scene[i]).is_file() else {}
         objs = rec.get("graph", {}).get("objects", [])
         cam = rec.get("camera") or {}
-        return {"questions": questions.get(rows[i]["file_name"], []),
-                "size": [cam.get("width", 0), cam.get("height", 0)],
-                "boxes": {o["name"]: o["box2d"] for o in objs if o.get("box2d") and o.get("role") != "clutter"},
-                "params": {"camera": rec.get("camera"), "n_objects": rows[i]["n_objects"]},
-                "map": {"camera": _vqa_camera(rec.get("camera")), "objects": [
-                    {"role": o["role"], "class": o["class"], "foot": footprint(o)} for o in objs if "box3d" in o]}}
+        return {
+            "questions": questions.get(rows[i]["file_name"], []),
+            "size": [cam.get("width", 0), cam.get("height", 0)],
+            "boxes": {o["name"]: o["box2d"] for o in objs if o.get("box2d") and o.get("role") != "clutter"},
+            "params": {"camera": rec.get("camera"), "n_objects": rows[i]["n_objects"]},
+            "map": {
+                "camera": _vqa_camera(rec.get("camera")),
+                "objects": [{"role": o["role"], "class": o["class"], "foot": footprint(o)} for o in objs if "box3d" in o],
+            },
+        }
 
     cats = [Counter(q["category"] for q in questions.get(r["file_name"], [])) for r in rows]
-    return Table(kind="vqa", keys=[int(r["index"]) for r in rows], media=media,
-                 facets={"env": df["env"].tolist(),
-                         "category": [",".join(sorted(c)) or "none" for c in cats]},
-                 numbers={"objects": df["n_objects"].to_numpy(float), "questions": df["n_questions"].to_numpy(float)},
-                 details=details, units={"objects": "", "questions": ""})
+    return Table(
+        kind="vqa",
+        keys=[int(r["index"]) for r in rows],
+        media=media,
+        facets={"env": df["env"].tolist(), "category": [",".join(sorted(c)) or "none" for c in cats]},
+        numbers={"objects": df["n_objects"].to_numpy(float), "questions": df["n_questions"].to_numpy(float)},
+        details=details,
+        units={"objects": "", "questions": ""},
+    )
 
 
 def _vqa_camera(cam: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -200,33 +241,56 @@ def read_videos(data_dir: Path) -> Table:
     """``sceneforge videos`` output: one row per clip, its four variants and their Q&A."""
     df = pd.read_parquet(data_dir / "clips.parquet")
     _check_paths(data_dir / "videos" / "std", df, ("relative_path",), "clips.parquet")
-    meta = {v: pd.read_csv(data_dir / "metadata" / f"{v}.csv") for v in VARIANTS
-            if (data_dir / "metadata" / f"{v}.csv").is_file()}
+    meta = {
+        v: pd.read_csv(data_dir / "metadata" / f"{v}.csv") for v in VARIANTS if (data_dir / "metadata" / f"{v}.csv").is_file()
+    }
     rows = df.to_dict("records")
     media = [{"videos": {v: f"videos/{v}/{r['relative_path']}" for v in VARIANTS}, "image": None} for r in rows]
 
     def details(i: int) -> dict[str, Any]:
         rel = rows[i]["relative_path"]
-        qa = {v: m[m["relative_path"] == rel][["question", "options", "GT", "cate"]].to_dict("records")
-              for v, m in meta.items()}
+        qa = {v: m[m["relative_path"] == rel][["question", "options", "GT", "cate"]].to_dict("records") for v, m in meta.items()}
         loc = np.stack(list(rows[i]["camera_location"])).astype(float)
         sub = np.stack(list(rows[i]["subject_location"])).astype(float)
-        return {"qa": qa, "params": {"pattern": rows[i]["pattern"], "subject": rows[i]["subject_class"],
-                                     "fps": float(rows[i]["fps"]), "n_frames": int(rows[i]["n_frames"]),
-                                     "spec": json.loads(rows[i]["spec"])},
-                "map": {"camera": {"xy": [float(loc[0][0]), float(loc[0][1])], "yaw": float(rows[i]["camera_yaw"][0]),
-                                   "hfov": float(rows[i]["hfov_deg"])},
-                        "paths": {"camera": np.round(loc[:, :2], 1).tolist(), "subject": np.round(sub[:, :2], 1).tolist()},
-                        "objects": []}}
+        return {
+            "qa": qa,
+            "params": {
+                "pattern": rows[i]["pattern"],
+                "subject": rows[i]["subject_class"],
+                "fps": float(rows[i]["fps"]),
+                "n_frames": int(rows[i]["n_frames"]),
+                "spec": json.loads(rows[i]["spec"]),
+            },
+            "map": {
+                "camera": {
+                    "xy": [float(loc[0][0]), float(loc[0][1])],
+                    "yaw": float(rows[i]["camera_yaw"][0]),
+                    "hfov": float(rows[i]["hfov_deg"]),
+                },
+                "paths": {"camera": np.round(loc[:, :2], 1).tolist(), "subject": np.round(sub[:, :2], 1).tolist()},
+                "objects": [],
+            },
+        }
 
     cates = [",".join(sorted({str(q["cate"]) for q in json.loads(r["questions"])})) for r in rows]
-    return Table(kind="videos", keys=[int(r["index"]) for r in rows], media=media,
-                 facets={"env": df["env"].tolist(), "pattern": df["pattern"].tolist(),
-                         "subject": df["subject_class"].tolist(), "categories": cates},
-                 numbers={"subject_size": np.array([float(np.max(v)) for v in df["subject_size_cm"]]),
-                          "attempts": df["render_attempts"].to_numpy(float)},
-                 details=details, stats={"rejection_reasons": _card(data_dir).get("stats", {}).get("rejections", {})},
-                 units={"subject_size": "cm", "attempts": ""})
+    return Table(
+        kind="videos",
+        keys=[int(r["index"]) for r in rows],
+        media=media,
+        facets={
+            "env": df["env"].tolist(),
+            "pattern": df["pattern"].tolist(),
+            "subject": df["subject_class"].tolist(),
+            "categories": cates,
+        },
+        numbers={
+            "subject_size": np.array([float(np.max(v)) for v in df["subject_size_cm"]]),
+            "attempts": df["render_attempts"].to_numpy(float),
+        },
+        details=details,
+        stats={"rejection_reasons": _card(data_dir).get("stats", {}).get("rejections", {})},
+        units={"subject_size": "cm", "attempts": ""},
+    )
 
 
 def add_predictions(table: Table, data_dir: Path, path: Path, run: str | None = None) -> None:
@@ -248,8 +312,7 @@ def add_predictions(table: Table, data_dir: Path, path: Path, run: str | None = 
         raise ConfigError(f"--predictions {path}: {data_dir} has no label column to compare with")
     got = [by_file.get(m["image"], "none") for m in table.media]
     table.facets["prediction"] = got
-    table.facets["correct"] = ["none" if g == "none" else ("yes" if g == lab else "no")
-                               for g, lab in zip(got, labels)]
+    table.facets["correct"] = ["none" if g == "none" else ("yes" if g == lab else "no") for g, lab in zip(got, labels)]
 
 
 def probe_predictions(run_dir: Path, data_dir: Path, run: str | None) -> pd.DataFrame:
@@ -257,8 +320,10 @@ def probe_predictions(run_dir: Path, data_dir: Path, run: str | None) -> pd.Data
     (head, layer, protocol): the one there is, or the one ``run`` names."""
     files = sorted((run_dir / "predictions").glob("*.csv"))
     if not files:
-        raise ConfigError(f"--predictions {run_dir}: no predictions/*.csv (a `sceneforge probe` output "
-                          "directory, or a CSV file_name,prediction)")
+        raise ConfigError(
+            f"--predictions {run_dir}: no predictions/*.csv (a `sceneforge probe` output "
+            "directory, or a CSV file_name,prediction)"
+        )
     pred = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     if "dataset" in pred.columns:
         here = str(Path(data_dir).resolve())
@@ -267,8 +332,9 @@ def probe_predictions(run_dir: Path, data_dir: Path, run: str | None) -> pd.Data
     if not keys:
         raise ConfigError(f"--predictions {run_dir}: no probe there was run on {data_dir}")
     if run is None and len(keys) > 1:
-        raise ConfigError(f"--predictions {run_dir}: {len(keys)} probe runs ({', '.join(keys)}); "
-                          "pick one with --run HEAD:LAYER:PROTOCOL")
+        raise ConfigError(
+            f"--predictions {run_dir}: {len(keys)} probe runs ({', '.join(keys)}); pick one with --run HEAD:LAYER:PROTOCOL"
+        )
     run = run or keys[0]
     if run not in keys:
         raise ConfigError(f"--run {run}: not among the probe runs of {run_dir} ({', '.join(keys)})")

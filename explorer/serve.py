@@ -5,6 +5,7 @@ the machine or a viewer blocks ``file://``. The server only reads files under ``
 common parent of the dataset and the explorer, so the page's relative media paths resolve) and
 binds the loopback address only.
 """
+
 from __future__ import annotations
 
 import functools

@@ -12,6 +12,7 @@ Data files are scripts (``window.SF_... = {...}``, shards call ``SF_SHARD(n, [..
 fetched by the page: Chromium refuses ``fetch()`` of ``file://`` URLs, while ``<script src>`` loads
 them. Media are referenced by their path relative to the page, so nothing is copied.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,11 +48,21 @@ def index_payload(table: Table) -> tuple[dict[str, Any], dict[str, Any]]:
     vocab, codes = {}, {}
     for name, values in table.facets.items():
         vocab[name], codes[name] = encode_facet(values)
-    meta = {"kind": table.kind, "n": len(table), "shard_size": SHARD_SIZE, "facets": vocab,
-            "numbers": list(table.numbers), "units": table.units, "stats": table.stats}
-    index = {"key": list(table.keys), "facets": codes,
-             "numbers": {k: _num(v) for k, v in table.numbers.items()},
-             "has": {k: [int(bool(m.get(k))) for m in table.media] for k in ("mask", "depth")}}
+    meta = {
+        "kind": table.kind,
+        "n": len(table),
+        "shard_size": SHARD_SIZE,
+        "facets": vocab,
+        "numbers": list(table.numbers),
+        "units": table.units,
+        "stats": table.stats,
+    }
+    index = {
+        "key": list(table.keys),
+        "facets": codes,
+        "numbers": {k: _num(v) for k, v in table.numbers.items()},
+        "has": {k: [int(bool(m.get(k))) for m in table.media] for k in ("mask", "depth")},
+    }
     return meta, index
 
 

@@ -5,6 +5,7 @@ a 50,000-row index is a few hundred kB of script), and reads a sample's *details
 top-down geometry, questions) only when it shows that sample, from a shard of ``SHARD_SIZE`` rows.
 Everything here is plain data, so a benchmark can build a synthetic :class:`Table` without files.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,14 +24,14 @@ class Table:
     ``numbers`` numeric ones (range filters and histograms), ``details(i)`` the sample page's data.
     """
 
-    kind: str                                   # "sparrta" | "vqa" | "videos"
+    kind: str  # "sparrta" | "vqa" | "videos"
     keys: list[int]
     media: list[dict[str, Any]]
     facets: dict[str, list[str]]
     numbers: dict[str, np.ndarray]
     details: Callable[[int], dict[str, Any]]
-    stats: dict[str, Any] = field(default_factory=dict)   # dataset-level plots (rejection reasons)
-    units: dict[str, str] = field(default_factory=dict)   # numbers' units, shown in labels
+    stats: dict[str, Any] = field(default_factory=dict)  # dataset-level plots (rejection reasons)
+    units: dict[str, str] = field(default_factory=dict)  # numbers' units, shown in labels
 
     def __len__(self) -> int:
         return len(self.keys)

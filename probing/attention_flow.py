@@ -16,6 +16,7 @@ Example::
 
     flow = attention_flow(bb, table.iloc[:32])      # {"layers": [...], "roles": {...}}
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,7 @@ SINKS = ("self", "source", "target", "viewpoint", "other objects", "background",
 def _attn_inputs(model):
     """Forward pre-hooks on every block's attention module; returns (store, handles)."""
     store: list = []
-    handles = [blk.attn.register_forward_pre_hook(lambda m, args, s=store: s.append((m, args[0])))
-               for blk in model.blocks]
+    handles = [blk.attn.register_forward_pre_hook(lambda m, args, s=store: s.append((m, args[0]))) for blk in model.blocks]
     return store, handles
 
 
@@ -53,8 +53,7 @@ def _probs(attn_module, x):
     return torch.softmax((q * attn_module.scale) @ k.transpose(-2, -1), dim=-1)
 
 
-def object_grid(mask_rgb: np.ndarray, colors: dict, pre, grid: tuple[int, int],
-                min_cover: float = 0.2) -> np.ndarray:
+def object_grid(mask_rgb: np.ndarray, colors: dict, pre, grid: tuple[int, int], min_cover: float = 0.2) -> np.ndarray:
     """(gh*gw,) int labels: 1 source, 2 target, 3 viewpoint, 4 other object, 0 background."""
     ids = np.zeros(mask_rgb.shape[:2], np.uint8)
     anything = mask_rgb.reshape(-1, 3).any(1).reshape(mask_rgb.shape[:2])
@@ -73,7 +72,7 @@ def object_grid(mask_rgb: np.ndarray, colors: dict, pre, grid: tuple[int, int],
     a = np.asarray(im)
     gh, gw = grid
     ph, pw = a.shape[0] // gh, a.shape[1] // gw
-    cells = a[:gh * ph, :gw * pw].reshape(gh, ph, gw, pw).transpose(0, 2, 1, 3).reshape(gh * gw, ph * pw)
+    cells = a[: gh * ph, : gw * pw].reshape(gh, ph, gw, pw).transpose(0, 2, 1, 3).reshape(gh * gw, ph * pw)
     cover = np.stack([(cells == k).mean(1) for k in range(5)], 1)  # (P, 5)
     lab = np.zeros(gh * gw, np.int64)
     obj = cover[:, 1:].argmax(1) + 1
@@ -90,8 +89,7 @@ def attention_flow(backbone, rows, batch: int = 8) -> dict:
     import torch
 
     model = backbone.model
-    if not hasattr(model, "blocks") or not all(hasattr(b, "attn") and hasattr(b.attn, "qkv")
-                                               for b in model.blocks):
+    if not hasattr(model, "blocks") or not all(hasattr(b, "attn") and hasattr(b.attn, "qkv") for b in model.blocks):
         raise ConfigError(f"attention flow: {backbone.spec} is not a timm ViT (blocks[i].attn.qkv)")
     pre = backbone.preprocess
     n_layers = len(model.blocks)
@@ -100,7 +98,7 @@ def attention_flow(backbone, rows, batch: int = 8) -> dict:
     images = 0
     rows = list(rows.itertuples(index=False))
     for s in range(0, len(rows), batch):
-        chunk = rows[s:s + batch]
+        chunk = rows[s : s + batch]
         x = np.stack([pre(Image.open(r.path)) for r in chunk])
         store, handles = _attn_inputs(model)
         try:
@@ -123,9 +121,14 @@ def attention_flow(backbone, rows, batch: int = 8) -> dict:
             for bi, lab in enumerate(labels):
                 _accumulate(probs[bi], lab, k_prefix, sums[li], counts[li])
     shares = np.divide(sums, counts[..., None], out=np.full_like(sums, np.nan), where=counts[..., None] > 0)
-    return {"backbone": backbone.spec, "images": images, "layers": list(range(1, n_layers + 1)),
-            "sinks": list(SINKS), "patches_per_role": {r: int(counts[0, i]) for i, r in enumerate(ROLES)},
-            "roles": {r: shares[:, i].round(5).tolist() for i, r in enumerate(ROLES)}}
+    return {
+        "backbone": backbone.spec,
+        "images": images,
+        "layers": list(range(1, n_layers + 1)),
+        "sinks": list(SINKS),
+        "patches_per_role": {r: int(counts[0, i]) for i, r in enumerate(ROLES)},
+        "roles": {r: shares[:, i].round(5).tolist() for i, r in enumerate(ROLES)},
+    }
 
 
 def _accumulate(p: np.ndarray, lab: np.ndarray, k: int, sums: np.ndarray, counts: np.ndarray) -> None:

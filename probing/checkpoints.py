@@ -4,6 +4,7 @@ Used by the ``timm:`` backbones (:mod:`probing.timm_backbone`, a ``--weights`` f
 one) and by the functional check of built weights (:mod:`probing.pretrained`). The caller passes
 the imported ``timm`` module, so importing this module loads neither timm nor torch.
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,8 +26,9 @@ def filtered_state(model, state: dict, what: str) -> dict:
         try:
             state = filter_fn(state, model)
         except Exception as e:  # foreign layout the family filter cannot map
-            raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
-                              f"({type(e).__name__}: {str(e)[:200]})") from e
+            raise ConfigError(
+                f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} ({type(e).__name__}: {str(e)[:200]})"
+            ) from e
     heads = classifier_names(model)
     return {k: v for k, v in state.items() if not k.startswith(tuple(h + "." for h in heads))}
 
@@ -47,10 +49,13 @@ def load_file(timm, model, path: Path, what: str) -> None:
     try:
         result = model.load_state_dict(state, strict=False)
     except RuntimeError as e:  # shape mismatch
-        raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
-                          f"({str(e).strip().splitlines()[-1][:200]})") from e
+        raise ConfigError(
+            f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} ({str(e).strip().splitlines()[-1][:200]})"
+        ) from e
     missing = [k for k in result.missing_keys if not k.startswith(tuple(h + "." for h in heads))]
     if missing or result.unexpected_keys:
-        raise ConfigError(f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
-                          f"(missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
-                          f"unexpected {result.unexpected_keys[:3]})")
+        raise ConfigError(
+            f"{what}: does not fit timm:{model.pretrained_cfg.get('architecture')} "
+            f"(missing {missing[:3]}{'...' if len(missing) > 3 else ''}, "
+            f"unexpected {result.unexpected_keys[:3]})"
+        )

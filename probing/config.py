@@ -17,6 +17,7 @@ list-valued options take a YAML list or a comma string (``heads: [linear, effici
     >>> cfg.warmup, cfg.heads, cfg.train.warmup
     (10, ('linear', 'abmilp', 'efficient'), 10)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -30,8 +31,8 @@ from sceneforge.probing.registry import HEADS, PROTOCOLS
 # SpaRRTa's schedule per head: (epochs, warm-up epochs)
 SPARRTA_SCHEDULE = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)}
 COMMAND_LINE = "command line"
-_COUNT = (1, float("inf"))      # bounds of a count (epochs, batch sizes, runs, threads)
-_NATURAL = (0, float("inf"))    # bounds of a number that may be 0 (seed, patience, ...)
+_COUNT = (1, float("inf"))  # bounds of a count (epochs, batch sizes, runs, threads)
+_NATURAL = (0, float("inf"))  # bounds of a number that may be 0 (seed, patience, ...)
 
 
 def _where(name: str, source: str) -> str:
@@ -104,8 +105,9 @@ class ProbeConfig(ConfigBase):
 
     def check(self, source: str) -> None:
         for name in ("data", "backbone", "out"):
-            self.need(bool(getattr(self, name)), name, "is required (on the command line or in --config)",
-                      getattr(self, name), source)
+            self.need(
+                bool(getattr(self, name)), name, "is required (on the command line or in --config)", getattr(self, name), source
+            )
         for name in ("heads", "protocol"):
             self.need(bool(getattr(self, name)), name, "must name at least one", getattr(self, name), source)
         if self.warmup is not None:
@@ -119,10 +121,18 @@ class ProbeConfig(ConfigBase):
         """The head-training part as :class:`probing.train.TrainConfig` (derived, not stored)."""
         from sceneforge.probing.train import TrainConfig  # torch: a ProbeConfig is read and checked without it
 
-        return TrainConfig(lrs=self.lrs, dropouts=self.dropouts, epochs=self.epochs, warmup=self.warmup,
-                           batch_size=self.batch_size, runs=self.runs, seed=self.seed, use_cls=self.cls,
-                           patience=self.patience,
-                           epochs_by_head=dict(SPARRTA_SCHEDULE) if self.sparrta_schedule else {})
+        return TrainConfig(
+            lrs=self.lrs,
+            dropouts=self.dropouts,
+            epochs=self.epochs,
+            warmup=self.warmup,
+            batch_size=self.batch_size,
+            runs=self.runs,
+            seed=self.seed,
+            use_cls=self.cls,
+            patience=self.patience,
+            epochs_by_head=dict(SPARRTA_SCHEDULE) if self.sparrta_schedule else {},
+        )
 
     def job(self) -> "ProbeConfig":
         """Deprecated: a ProbeConfig is the job (:func:`probing.sweep.run_probe` takes it)."""
@@ -143,8 +153,7 @@ def _ints(value, what: str, lo: int, hi: float = float("inf"), allow_minus_one: 
         items = tuple(int(v) for v in _items(value) if not isinstance(v, bool) and float(v) == int(float(v)))
     except (TypeError, ValueError):
         items = ()
-    if not items or len(items) != len(_items(value)) or any(
-            not (lo <= v < hi or (allow_minus_one and v == -1)) for v in items):
+    if not items or len(items) != len(_items(value)) or any(not (lo <= v < hi or (allow_minus_one and v == -1)) for v in items):
         raise ConfigError(f"{what} {value!r}: expected integer(s) >= {lo}")
     return items
 
@@ -165,7 +174,7 @@ def _model_args(value, what: str) -> dict:
     if isinstance(value, dict):
         return {str(k): v for k, v in value.items()}
     out = {}
-    for pair in (value if isinstance(value, (list, tuple)) else [value]):
+    for pair in value if isinstance(value, (list, tuple)) else [value]:
         key, sep, text = str(pair).partition("=")
         if not sep or not key.strip():
             raise ConfigError(f"{what} {pair!r}: expected KEY=VALUE (e.g. img_size=224)")

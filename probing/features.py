@@ -11,6 +11,7 @@ Example::
     feats = extract_features(bb, table["path"].tolist(), layers=[6, 12], cache_dir="cache/")
     feats[12].patches.shape    # (N, P, D) float16 memmap
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,20 +37,27 @@ class LayerFeatures:
     """Cached tokens of one layer for every image, in the order of the ``paths`` given."""
 
     patches: np.ndarray  # (N, P, D) float16
-    prefix: np.ndarray   # (N, K, D) float16, CLS + registers (K = 0 for CNNs)
+    prefix: np.ndarray  # (N, K, D) float16, CLS + registers (K = 0 for CNNs)
     grid: tuple[int, int]
     key: str
 
 
 def cache_key(backbone, layer: int, data_hash: str) -> str:
     """Everything that changes the numbers goes in; nothing else (labels, splits) does."""
-    ident = {"v": CACHE_VERSION, "spec": backbone.spec, "weights": backbone.weights_hash,
-             "layer": layer, "preprocess": backbone.preprocess.key(), "data": data_hash}
+    ident = {
+        "v": CACHE_VERSION,
+        "spec": backbone.spec,
+        "weights": backbone.weights_hash,
+        "layer": layer,
+        "preprocess": backbone.preprocess.key(),
+        "data": data_hash,
+    }
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def extract_features(backbone, paths: list[str], layers: list[int], cache_dir: str | Path,
-                     batch_size: int = 64, progress: bool = True) -> dict[int, LayerFeatures]:
+def extract_features(
+    backbone, paths: list[str], layers: list[int], cache_dir: str | Path, batch_size: int = 64, progress: bool = True
+) -> dict[int, LayerFeatures]:
     """Return cached features for ``layers``, extracting only the layers not cached yet.
 
     All missing layers come from the same forward passes (one pass per batch).
@@ -69,13 +77,12 @@ def extract_features(backbone, paths: list[str], layers: list[int], cache_dir: s
 
 def open_layer(path: Path) -> LayerFeatures:
     meta = json.loads((path / "meta.json").read_text())
-    return LayerFeatures(np.load(path / "patches.npy", mmap_mode="r"),
-                         np.load(path / "prefix.npy", mmap_mode="r"),
-                         tuple(meta["grid"]), path.name)
+    return LayerFeatures(
+        np.load(path / "patches.npy", mmap_mode="r"), np.load(path / "prefix.npy", mmap_mode="r"), tuple(meta["grid"]), path.name
+    )
 
 
-def _extract(backbone, paths: list[str], targets: dict[int, Path], batch_size: int,
-             progress: bool) -> None:
+def _extract(backbone, paths: list[str], targets: dict[int, Path], batch_size: int, progress: bool) -> None:
     tmp = {n: d.with_name(f".tmp-{d.name}-{os.getpid()}") for n, d in targets.items()}
     writers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     try:
@@ -108,8 +115,14 @@ def _finish(tmp: Path, final: Path, arrays, backbone, layer: int, grid, n: int) 
     for a in arrays:
         a.flush()
     del arrays
-    meta = {"spec": backbone.spec, "weights_hash": backbone.weights_hash, "layer": layer,
-            "preprocess": json.loads(backbone.preprocess.key()), "grid": list(grid), "n": n}
+    meta = {
+        "spec": backbone.spec,
+        "weights_hash": backbone.weights_hash,
+        "layer": layer,
+        "preprocess": json.loads(backbone.preprocess.key()),
+        "grid": list(grid),
+        "n": n,
+    }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     try:
         os.replace(tmp, final)
@@ -124,14 +137,15 @@ def _batches(backbone, paths: list[str], layers: list[int], batch_size: int, pro
 
     starts = list(range(0, len(paths), batch_size))
     pre = backbone.preprocess
-    with ThreadPoolExecutor(max_workers=1) as pool, \
-            tqdm(total=len(paths), desc=f"extract {backbone.spec}", unit="img",
-                 disable=not progress) as bar:
+    with (
+        ThreadPoolExecutor(max_workers=1) as pool,
+        tqdm(total=len(paths), desc=f"extract {backbone.spec}", unit="img", disable=not progress) as bar,
+    ):
         future = pool.submit(load_batch, paths[0:batch_size], pre) if starts else None
         for i, start in enumerate(starts):
             batch = future.result()
             if i + 1 < len(starts):
                 nxt = starts[i + 1]
-                future = pool.submit(load_batch, paths[nxt:nxt + batch_size], pre)
+                future = pool.submit(load_batch, paths[nxt : nxt + batch_size], pre)
             yield start, backbone.extract(torch.from_numpy(batch), layers)
             bar.update(len(batch))

@@ -21,6 +21,7 @@ Example::
                         splits, TrainConfig(epochs=50, warmup=10, patience=10), seed=0)
     heads["efficient"][1]        # an ordinary EfficientHead (eval mode) for lr 1e-3, dropout 0.4
 """
+
 from __future__ import annotations
 
 import math
@@ -31,7 +32,7 @@ import torch.nn.functional as F
 from sceneforge.probing.heads import make_head
 from sceneforge.probing.train import NUM_CLASSES, Part, ProbeSplits, TrainConfig, lr_at, pooled_inputs
 
-BETA1, BETA2, EPS = 0.9, 0.999, 1e-8   # torch.optim.AdamW's defaults, as the heads trained alone
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # torch.optim.AdamW's defaults, as the heads trained alone
 VAL_CHUNK = 512
 
 
@@ -43,15 +44,16 @@ class HeadGrid:
         self.name, self.dim, self.configs, self.use_cls = name, dim, list(configs), cfg.use_cls
         self.template = make_head(name, dim, 0.0, NUM_CLASSES, use_cls=cfg.use_cls)
         g = len(configs)
-        self.params = {n: p.detach().unsqueeze(0).repeat(g, *([1] * p.dim())).requires_grad_()
-                       for n, p in self.template.named_parameters()}
+        self.params = {
+            n: p.detach().unsqueeze(0).repeat(g, *([1] * p.dim())).requires_grad_() for n, p in self.template.named_parameters()
+        }
         self.moments = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in self.params.items()}
-        self.active = list(range(g))          # config id of each stack row
+        self.active = list(range(g))  # config id of each stack row
         self.epochs, self.warmup = cfg.schedule(name)
         self.weight_decay = cfg.weight_decay
         self.pooled = bool(getattr(self.template, "pre_pooled", False))
-        self.gen = torch.Generator().manual_seed(seed)   # dropout masks
-        self.best: dict[int, tuple[float, int, dict]] = {}   # id -> (val acc, epoch, weights)
+        self.gen = torch.Generator().manual_seed(seed)  # dropout masks
+        self.best: dict[int, tuple[float, int, dict]] = {}  # id -> (val acc, epoch, weights)
 
     def training(self, epoch: int) -> bool:
         return epoch < self.epochs and bool(self.active)
@@ -64,7 +66,7 @@ class HeadGrid:
         p = self.params
         feats = self.template.grid_features(p, inputs)
         h = F.layer_norm(feats, feats.shape[-1:], eps=self.template.norm.eps)
-        h = h * p["norm.weight"].unsqueeze(1) + p["norm.bias"].unsqueeze(1)      # (G, B, F)
+        h = h * p["norm.weight"].unsqueeze(1) + p["norm.bias"].unsqueeze(1)  # (G, B, F)
         if train:
             rate = torch.tensor([self.configs[i][1] for i in self.active]).view(-1, 1, 1)
             keep = torch.rand(h.shape, generator=self.gen) >= rate
@@ -110,15 +112,15 @@ class HeadGrid:
         out = []
         for cid, (_, dropout) in enumerate(self.configs):
             head = make_head(self.name, self.dim, dropout, NUM_CLASSES, use_cls=self.use_cls)
-            weights = (self.best[cid][2] if cid in self.best else
-                       {k: p[rows[cid]].detach() for k, p in self.params.items()})
+            weights = self.best[cid][2] if cid in self.best else {k: p[rows[cid]].detach() for k, p in self.params.items()}
             head.load_state_dict(weights)
             out.append(head.eval())
         return out
 
 
-def train_grids(grid: dict[str, list[tuple[float, float]]], splits: ProbeSplits, cfg: TrainConfig,
-                seed: int) -> dict[str, list[torch.nn.Module]]:
+def train_grids(
+    grid: dict[str, list[tuple[float, float]]], splits: ProbeSplits, cfg: TrainConfig, seed: int
+) -> dict[str, list[torch.nn.Module]]:
     """Train every (head, configs) of ``grid`` together on ``splits.train`` with the same seeded
     batch order (a head's results do not depend on which others share its passes)."""
     dim = splits.train.patches.shape[-1]
@@ -132,8 +134,10 @@ def train_grids(grid: dict[str, list[tuple[float, float]]], splits: ProbeSplits,
         for rows in torch.randperm(len(y), generator=order).split(cfg.batch_size):
             logits = _logits(live, splits.train, rows, train=True)
             target = y[rows]
-            loss = sum(F.cross_entropy(lg.reshape(-1, NUM_CLASSES), target.repeat(lg.shape[0]),
-                                       reduction="sum") / len(rows) for lg in logits)
+            loss = sum(
+                F.cross_entropy(lg.reshape(-1, NUM_CLASSES), target.repeat(lg.shape[0]), reduction="sum") / len(rows)
+                for lg in logits
+            )
             loss.backward()
             for m in live:
                 m.step(step, steps_per_epoch)
@@ -152,7 +156,7 @@ def _logits(members: list[HeadGrid], part: Part, rows: torch.Tensor, train: bool
     if attentive:
         x = part.patches[rows].float()
         w = [m.scores() for m in attentive]
-        attn = torch.matmul(x, torch.cat(w).t()).transpose(1, 2).softmax(dim=-1)   # (B, ΣG·Q, P)
+        attn = torch.matmul(x, torch.cat(w).t()).transpose(1, 2).softmax(dim=-1)  # (B, ΣG·Q, P)
         z = torch.bmm(attn, x)
         for m, zk in zip(attentive, z.split([len(wk) for wk in w], dim=1)):
             out[id(m)] = m.logits(zk, train)

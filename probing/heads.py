@@ -25,6 +25,7 @@ attention-score rows (G·Q, D) so that the grid (and several heads) share one pa
 shared LayerNorm → Dropout → Linear then runs batched over G. Linear heads train on the pooled
 vector itself (``pre_pooled``), shared by all G.
 """
+
 from __future__ import annotations
 
 import torch
@@ -77,8 +78,7 @@ class AbMILPHead(nn.Module):
 
     pre_pooled = False
 
-    def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, depth: int = 1,
-                 hidden: int | None = None):
+    def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, depth: int = 1, hidden: int | None = None):
         super().__init__()
         if depth == 1:  # no bias: softmax over patches ignores a constant (its gradient is noise)
             self.score = nn.Linear(dim, 1, bias=False)
@@ -120,12 +120,11 @@ class EfficientHead(nn.Module):
 
     pre_pooled = False
 
-    def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0,
-                 num_queries: int = 4, dim_div: int = 8):
+    def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, num_queries: int = 4, dim_div: int = 8):
         super().__init__()
         self.num_queries = num_queries
         self.chunk = max(1, dim // (dim_div * num_queries))
-        self.scale = dim ** -0.5
+        self.scale = dim**-0.5
         self.queries = nn.Parameter(torch.randn(num_queries, dim) * 0.02)
         self.v = nn.Linear(dim, num_queries * self.chunk, bias=False)
         self.norm = nn.LayerNorm(num_queries * self.chunk)
@@ -151,8 +150,8 @@ class EfficientHead(nn.Module):
         """Pooled tokens (B, G·Q, D) → (G, B, D/8): chunk q of each config's W_v on query q's
         pooled vector, as :meth:`finish` does for one head."""
         g = params["v.weight"].shape[0]
-        w = params["v.weight"].view(g, self.num_queries, self.chunk, -1)            # (G, Q, c, D)
-        zq = z.view(z.shape[0], g, self.num_queries, -1)                             # (B, G, Q, D)
+        w = params["v.weight"].view(g, self.num_queries, self.chunk, -1)  # (G, Q, c, D)
+        zq = z.view(z.shape[0], g, self.num_queries, -1)  # (B, G, Q, D)
         return torch.einsum("bgqd,gqcd->gbqc", zq, w).reshape(g, z.shape[0], self.out_dim)
 
     def finish(self, z: torch.Tensor) -> torch.Tensor:
@@ -168,8 +167,7 @@ class EfficientHead(nn.Module):
         return self.finish(torch.bmm(self.attention(x), x))
 
 
-def make_head(name: str, dim: int, dropout: float, num_classes: int = 4,
-              use_cls: bool = False) -> nn.Module:
+def make_head(name: str, dim: int, dropout: float, num_classes: int = 4, use_cls: bool = False) -> nn.Module:
     """Head by its registered name (:data:`probing.registry.HEADS`)."""
     if name not in REGISTERED_HEADS:
         raise ValueError(f"unknown head {name!r}; expected one of {', '.join(REGISTERED_HEADS)}")

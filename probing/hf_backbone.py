@@ -9,6 +9,7 @@ Layer n is ``hidden_states[n]`` (``hidden_states[0]`` is the embedding output). 
 patch grid at the front of the sequence are prefix tokens (CLS, registers); 4-D hidden states
 (HF CNNs) are flattened to tokens.
 """
+
 from __future__ import annotations
 
 import logging
@@ -65,8 +66,7 @@ def create_hf(ident: str, weights: str | None, kwargs: dict) -> HFBackbone:
     config = _load(ident, source, "AutoConfig", **kwargs)
     vision_config = getattr(config, "vision_config", None) or config
     if getattr(vision_config, "num_channels", None) is None and not hasattr(vision_config, "image_size"):
-        raise ConfigError(f"--backbone hf:{ident}: unsupported architecture {config.model_type!r} "
-                          "(not a vision model)")
+        raise ConfigError(f"--backbone hf:{ident}: unsupported architecture {config.model_type!r} (not a vision model)")
     torch.manual_seed(0)
     if weights == "random":
         from transformers import AutoModel
@@ -76,12 +76,15 @@ def create_hf(ident: str, weights: str | None, kwargs: dict) -> HFBackbone:
         model = _load(ident, source, "AutoModel", config=config)
     model = getattr(model, "vision_model", model)  # CLIP / SigLIP: the image tower only
     if not hasattr(model.config, "num_hidden_layers"):
-        raise ConfigError(f"--backbone hf:{ident}: unsupported architecture {config.model_type!r} "
-                          "(no num_hidden_layers)")
+        raise ConfigError(f"--backbone hf:{ident}: unsupported architecture {config.model_type!r} (no num_hidden_layers)")
     processor = _load(ident, source, "AutoImageProcessor")
     patch = getattr(model.config, "patch_size", None)
-    return HFBackbone(f"hf:{ident}", model, _preprocess(processor, ident),
-                      int(patch[0] if isinstance(patch, (list, tuple)) else patch) if patch else None)
+    return HFBackbone(
+        f"hf:{ident}",
+        model,
+        _preprocess(processor, ident),
+        int(patch[0] if isinstance(patch, (list, tuple)) else patch) if patch else None,
+    )
 
 
 def _load(ident: str, source: str, cls_name: str, **kwargs):
@@ -94,8 +97,9 @@ def _load(ident: str, source: str, cls_name: str, **kwargs):
         try:
             return cls.from_pretrained(source, **kwargs)
         except (OSError, ValueError) as e:
-            raise ConfigError(f"--backbone hf:{ident}: cannot load {cls_name} from {source} "
-                              f"({str(e).splitlines()[0][:200]})") from e
+            raise ConfigError(
+                f"--backbone hf:{ident}: cannot load {cls_name} from {source} ({str(e).splitlines()[0][:200]})"
+            ) from e
     try:
         return cls.from_pretrained(source, local_files_only=True, cache_dir=hub_cache_dir(), **kwargs)
     except (OSError, ValueError) as e:
@@ -110,10 +114,14 @@ def _load(ident: str, source: str, cls_name: str, **kwargs):
 # What from_pretrained reads from a save_pretrained directory (any one of each tuple).
 _DIR_FILES = {
     "AutoConfig": (("config.json",), "the model config; save it with model.save_pretrained(dir)"),
-    "AutoModel": (("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
-                   "pytorch_model.bin.index.json"), "the weights; save them with model.save_pretrained(dir)"),
-    "AutoImageProcessor": (("preprocessor_config.json",),
-                           "the image preprocessing settings; save them with AutoImageProcessor.save_pretrained(dir)"),
+    "AutoModel": (
+        ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json"),
+        "the weights; save them with model.save_pretrained(dir)",
+    ),
+    "AutoImageProcessor": (
+        ("preprocessor_config.json",),
+        "the image preprocessing settings; save them with AutoImageProcessor.save_pretrained(dir)",
+    ),
 }
 
 
@@ -130,8 +138,11 @@ def _preprocess(processor, ident: str) -> Preprocess:
     try:
         size = d.get("size") or {}
         crop = d.get("crop_size") if d.get("do_center_crop") else None
-        kwargs = dict(mean=tuple(map(float, d["image_mean"])), std=tuple(map(float, d["image_std"])),
-                      interpolation=PIL_CODES.get(int(d.get("resample", 2)), "bilinear"))
+        kwargs = dict(
+            mean=tuple(map(float, d["image_mean"])),
+            std=tuple(map(float, d["image_std"])),
+            interpolation=PIL_CODES.get(int(d.get("resample", 2)), "bilinear"),
+        )
         if isinstance(size, int):
             size = {"shortest_edge": size}
         if "shortest_edge" in size:
@@ -144,5 +155,4 @@ def _preprocess(processor, ident: str) -> Preprocess:
             kwargs["crop_hw"] = (kwargs["resize_shorter"],) * 2
         return Preprocess(**kwargs)
     except (KeyError, TypeError, ValueError) as e:
-        raise ConfigError(f"--backbone hf:{ident}: image processor config not understood "
-                          f"({type(e).__name__}: {e})") from e
+        raise ConfigError(f"--backbone hf:{ident}: image processor config not understood ({type(e).__name__}: {e})") from e

@@ -5,6 +5,7 @@ Both backbone kinds (``timm:`` in :mod:`probing.timm_backbone`, ``hf:`` in
 :mod:`probing.hf_backbone`) read the local HF cache first and try the hub only when
 :func:`hub_usable`; nothing here imports ``huggingface_hub`` or ``torch``.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,5 +54,7 @@ def hub_cache_dir() -> str:
 
 def offline_error(name: str, err: Exception) -> ConfigError:
     """The one message for 'no weights here' (no model hub is reachable from this tool)."""
-    return ConfigError(f"offline and no local weights for {name}: pass --weights or set HF_HOME "
-                       f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})")
+    return ConfigError(
+        f"offline and no local weights for {name}: pass --weights or set HF_HOME "
+        f"({type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''})"
+    )

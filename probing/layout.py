@@ -25,6 +25,7 @@ Example::
     layout_baselines(table, idx)   # {"source": Baseline(acc=0.59, ...), "target": ..., "boxes": ...}
     group_layout(table, groups)    # one record per (protocol, env, task, features): layout.jsonl
 """
+
 from __future__ import annotations
 
 import copy
@@ -39,7 +40,7 @@ from sceneforge.probing.stats import wilson_ci
 BOX_SETS: dict[str, tuple[str, ...]] = {
     "source": ("source",),
     "target": ("target",),
-    "boxes": ("source", "target", "human"),   # human: allo only (ego rows have no figure box)
+    "boxes": ("source", "target", "human"),  # human: allo only (ego rows have no figure box)
 }
 HIDDEN, STEPS, EVAL_EVERY, LR, WEIGHT_DECAY = 64, 400, 10, 1e-2, 1e-3
 
@@ -48,7 +49,7 @@ HIDDEN, STEPS, EVAL_EVERY, LR, WEIGHT_DECAY = 64, 400, 10, 1e-2, 1e-3
 class Baseline:
     """Test accuracy of one layout baseline on one (protocol, env, task) split."""
 
-    features: str          # a key of BOX_SETS
+    features: str  # a key of BOX_SETS
     boxes: tuple[str, ...]  # the objects actually used (no figure on ego)
     acc: float
     n_test: int
@@ -77,9 +78,8 @@ def box_features(table: pd.DataFrame, objects: tuple[str, ...]) -> tuple[np.ndar
         x0, y0, x1, y1 = (pd.to_numeric(table[n], errors="coerce").to_numpy(float) for n in names)
         if np.isnan(x0).all():
             continue
-        w, h = (x1 - x0 + 1) / width, (y1 - y0 + 1) / height   # inclusive pixel boxes
-        cols += [(x0 + x1 + 1) / 2 / width, (y0 + y1 + 1) / 2 / height, w, h,
-                 np.log(np.clip(w * h, 1e-6, None))]
+        w, h = (x1 - x0 + 1) / width, (y1 - y0 + 1) / height  # inclusive pixel boxes
+        cols += [(x0 + x1 + 1) / 2 / width, (y0 + y1 + 1) / 2 / height, w, h, np.log(np.clip(w * h, 1e-6, None))]
         used.append(obj)
     return (np.stack(cols, 1) if cols else np.zeros((len(table), 0))), tuple(used)
 
@@ -129,8 +129,9 @@ def fit_mlp(x: np.ndarray, y: np.ndarray, idx: dict[str, np.ndarray], seed: int 
         z = torch.from_numpy(_standardise(x, idx["train"]))
         yt = torch.from_numpy(y)
         torch.manual_seed(seed)
-        net = torch.nn.Sequential(torch.nn.Linear(z.shape[1], HIDDEN), torch.nn.ReLU(),
-                                  torch.nn.Linear(HIDDEN, len(CLASSES))).double()
+        net = torch.nn.Sequential(
+            torch.nn.Linear(z.shape[1], HIDDEN), torch.nn.ReLU(), torch.nn.Linear(HIDDEN, len(CLASSES))
+        ).double()
         opt = torch.optim.AdamW(net.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
         train, val, test = (torch.tensor(np.asarray(idx[s], dtype=np.int64)) for s in ("train", "val", "test"))
         best_val, best = -1.0, copy.deepcopy(net.state_dict())

@@ -1,6 +1,7 @@
 """Report figures (PNG, matplotlib Agg): accuracy vs layer, ego vs allo, per env, confusion
 matrices, and attention maps of the best AbMILP / Efficient heads over sample test images
 (the view SpaRRTa uses to show which objects a probe looks at)."""
+
 from __future__ import annotations
 
 import io
@@ -37,17 +38,20 @@ def _save(fig, path: Path) -> Path:
 def make_all(runs: pd.DataFrame, summary: pd.DataFrame, root: Path, out: Path) -> list[tuple[str, Path]]:
     """Every figure that the data supports; returns (title, path) pairs for the HTML page."""
     within = summary[summary["protocol"] == "within"]
-    figs = [("Accuracy vs layer (per head)", acc_vs_layer(within if len(within) else summary, out / "acc_vs_layer.png")),
-            ("Egocentric vs allocentric", ego_vs_allo(within if len(within) else summary, out / "ego_vs_allo.png")),
-            ("Per environment", per_env(summary, out / "per_env.png")),
-            ("Confusion matrices (selected heads, best layer)", confusions(runs, summary, out / "confusion.png"))]
+    figs = [
+        ("Accuracy vs layer (per head)", acc_vs_layer(within if len(within) else summary, out / "acc_vs_layer.png")),
+        ("Egocentric vs allocentric", ego_vs_allo(within if len(within) else summary, out / "ego_vs_allo.png")),
+        ("Per environment", per_env(summary, out / "per_env.png")),
+        ("Confusion matrices (selected heads, best layer)", confusions(runs, summary, out / "confusion.png")),
+    ]
     attn = attention_maps(root, out / "attention.png")
     if attn is not None:
         figs.append(("Attention maps of the best AbMILP / Efficient heads", attn))
     flows = sorted(root.rglob("attention_flow.json"))
     if flows:
-        figs.append(("Attention flow between objects per layer (SpaRRTa mechanism 2)",
-                     attention_flow(flows, out / "attention_flow.png")))
+        figs.append(
+            ("Attention flow between objects per layer (SpaRRTa mechanism 2)", attention_flow(flows, out / "attention_flow.png"))
+        )
     return figs
 
 
@@ -69,10 +73,15 @@ def attention_flow(files: list[Path], path: Path) -> Path:
             for j, sink in enumerate(flow["sinks"]):
                 if sink == role or np.all(np.isnan(shares[:, j])) or np.nanmax(shares[:, j]) == 0:
                     continue
-                ax.plot(flow["layers"], shares[:, j], marker="o", ms=3, label=sink,
-                        color=f"C{j}")  # one colour per sink across all panels
-            ax.set(title=f"{flow['backbone']}: from {role} patches ({flow['images']} images)",
-                   xlabel="layer", ylabel="share of attention", ylim=(0, 1))
+                ax.plot(
+                    flow["layers"], shares[:, j], marker="o", ms=3, label=sink, color=f"C{j}"
+                )  # one colour per sink across all panels
+            ax.set(
+                title=f"{flow['backbone']}: from {role} patches ({flow['images']} images)",
+                xlabel="layer",
+                ylabel="share of attention",
+                ylim=(0, 1),
+            )
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.legend(fontsize=7)
     fig.tight_layout()
@@ -95,8 +104,12 @@ def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
             ax.plot(g["layer"], g["test_mean"], marker="o", label=_label({"backbone": bb, "head": head}, multi))
         ax.axhline(0.25, color="grey", ls=":", lw=1)
         # several backbones: named once above the panels (each line's label names its own too)
-        ax.set(title=f"task {task}" if multi else f"{_backbones(summary)} · task {task}",
-               xlabel="layer", ylabel="test accuracy", ylim=(0, 1))
+        ax.set(
+            title=f"task {task}" if multi else f"{_backbones(summary)} · task {task}",
+            xlabel="layer",
+            ylabel="test accuracy",
+            ylim=(0, 1),
+        )
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=8)
     if multi:
@@ -155,17 +168,23 @@ def confusions(runs: pd.DataFrame, summary: pd.DataFrame, path: Path) -> Path:
     best = _best_layer(within, ["backbone", "head", "task"])
     fig, axes = plt.subplots(1, len(best), figsize=(3.4 * len(best), 3.4), squeeze=False)
     for i, (ax, (_, b)) in enumerate(zip(axes[0], best.iterrows())):
-        sel = runs[runs["selected"] & (runs["backbone"] == b["backbone"]) & (runs["head"] == b["head"])
-                   & (runs["task"] == b["task"])
-                   & (runs["layer"] == b["layer"]) & (runs["protocol"] == within["protocol"].iloc[0])]
+        sel = runs[
+            runs["selected"]
+            & (runs["backbone"] == b["backbone"])
+            & (runs["head"] == b["head"])
+            & (runs["task"] == b["task"])
+            & (runs["layer"] == b["layer"])
+            & (runs["protocol"] == within["protocol"].iloc[0])
+        ]
         conf = np.sum([np.asarray(c) for c in sel["confusion"]], axis=0)
         ax.imshow(conf, cmap="Blues")
         for (i, j), v in np.ndenumerate(conf):
             ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8)
         ax.set_xticks(range(len(CLASSES)), CLASSES, rotation=45, fontsize=7)
         ax.set_yticks(range(len(CLASSES)), CLASSES, fontsize=7)
-        ax.set(title=f"{b['backbone']}\n{b['head']} L{b['layer']} {b['task']}", xlabel="predicted",
-               ylabel="true" if i == 0 else "")
+        ax.set(
+            title=f"{b['backbone']}\n{b['head']} L{b['layer']} {b['task']}", xlabel="predicted", ylabel="true" if i == 0 else ""
+        )
     fig.tight_layout()
     return _save(fig, path)
 
@@ -205,8 +224,7 @@ def _draw_row(axes, loaded, i: int) -> None:
         col += 1
         for q in range(d["maps"].shape[1]):
             axes[col].imshow(img)
-            axes[col].imshow(d["maps"][i, q], cmap="jet", alpha=0.5, extent=(0, w, h, 0),
-                             interpolation="bilinear")
+            axes[col].imshow(d["maps"][i, q], cmap="jet", alpha=0.5, extent=(0, w, h, 0), interpolation="bilinear")
             tag = "map" if d["maps"].shape[1] == 1 else f"query {q}"
             axes[col].set_title(f"{tag} → {CLASSES[int(d['preds'][i])]}", fontsize=8)
             col += 1

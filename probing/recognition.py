@@ -15,6 +15,7 @@ list that ships with timm, so a typo'd index cannot slip in.
 
 Only numpy here (probing imports nothing of ours but ``core``); the benchmark does the rendering.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -26,8 +27,7 @@ import numpy as np
 # for it (the row is reported, never scored against a stand-in).
 IMAGENET: dict[str, dict[int, str] | None] = {
     # ---- SpaRRTa classes
-    "truck": {555: "fire engine", 569: "garbage truck", 675: "moving van", 717: "pickup", 864: "tow truck",
-              867: "trailer truck"},
+    "truck": {555: "fire engine", 569: "garbage truck", 675: "moving van", 717: "pickup", 864: "tow truck", 867: "trailer truck"},
     "taxi": {468: "cab"},
     "bike": {444: "bicycle-built-for-two", 671: "mountain bike"},
     "vespa": {670: "motor scooter", 665: "moped"},
@@ -38,11 +38,27 @@ IMAGENET: dict[str, dict[int, str] | None] = {
     "husky": {248: "Eskimo dog", 249: "malamute", 250: "Siberian husky"},
     "tent": {672: "mountain tent"},
     "trash_bin": {412: "ashcan"},
-    "rock": None, "tree": None, "cactus": None, "deer": None, "snowman": None, "cone": None,
-    "fire_hydrant": None, "human": None,
+    "rock": None,
+    "tree": None,
+    "cactus": None,
+    "deer": None,
+    "snowman": None,
+    "cone": None,
+    "fire_hydrant": None,
+    "human": None,
     # ---- clutter classes with a counterpart
-    "car": {436: "beach wagon", 468: "cab", 511: "convertible", 609: "jeep", 627: "limousine", 656: "minivan",
-            717: "pickup", 734: "police van", 751: "racer", 817: "sports car"},
+    "car": {
+        436: "beach wagon",
+        468: "cab",
+        511: "convertible",
+        609: "jeep",
+        627: "limousine",
+        656: "minivan",
+        717: "pickup",
+        734: "police van",
+        751: "racer",
+        817: "sports car",
+    },
     "bench": {703: "park bench"},
     "fence": {489: "chainlink fence", 716: "picket fence", 912: "worm fence"},
     "bridge": {821: "steel arch bridge", 839: "suspension bridge", 888: "viaduct"},
@@ -85,8 +101,9 @@ def hit_at(top: np.ndarray, wanted: set[int], k: int) -> np.ndarray:
     return np.isin(np.asarray(top)[:, :k], sorted(wanted)).any(axis=1)
 
 
-def context_box(bbox: tuple[float, float, float, float], width: int, height: int,
-                context: float = 0.25, min_side: int = 8) -> tuple[int, int, int, int]:
+def context_box(
+    bbox: tuple[float, float, float, float], width: int, height: int, context: float = 0.25, min_side: int = 8
+) -> tuple[int, int, int, int]:
     """Square crop around an object box (x0, y0, x1, y1 pixels, x1/y1 exclusive) with ``context``
     × the box's longer side added on every side, shifted (not shrunk) to stay inside the image
     where it fits, clipped where it does not. Classifiers saw photos where the object fills most
@@ -113,7 +130,7 @@ class Tally:
     top1: int = 0
     top5: int = 0
     near5: int = 0
-    labels: Counter = field(default_factory=Counter)   # top-1 ImageNet index -> count
+    labels: Counter = field(default_factory=Counter)  # top-1 ImageNet index -> count
 
     def add(self, top: np.ndarray, cls: str) -> None:
         top = np.atleast_2d(top)
@@ -132,11 +149,13 @@ class Tally:
         scored = targets(cls) is not None and self.n > 0
         near = nearest_targets(cls)
         common = [(names.get(i, str(i)) if names else str(i), c) for i, c in self.labels.most_common(n_labels)]
-        return {"n": self.n,
-                "top1": round(self.top1 / self.n, 3) if scored else None,
-                "top5": round(self.top5 / self.n, 3) if scored else None,
-                "nearest": (near[0], round(self.near5 / self.n, 3)) if near and self.n else None,
-                "top1_labels": common}
+        return {
+            "n": self.n,
+            "top1": round(self.top1 / self.n, 3) if scored else None,
+            "top5": round(self.top5 / self.n, 3) if scored else None,
+            "nearest": (near[0], round(self.near5 / self.n, 3)) if near and self.n else None,
+            "top1_labels": common,
+        }
 
 
 def short_name(description: str) -> str:
@@ -149,8 +168,9 @@ def markdown_table(rows: list[dict], packs: list[str]) -> str:
     top-1 label. ``rows``: ``{"class", "pack", "n", "top1", "top5", "nearest", "top1_labels"}``."""
     by = {(r["class"], r["pack"]): r for r in rows}
     classes = sorted({r["class"] for r in rows}, key=_class_order)
-    head = "| class | ImageNet counterpart | " + " | ".join(f"{p}: top-1 / top-5 (n) | {p}: commonest top-1"
-                                                         for p in packs) + " |"
+    head = (
+        "| class | ImageNet counterpart | " + " | ".join(f"{p}: top-1 / top-5 (n) | {p}: commonest top-1" for p in packs) + " |"
+    )
     out = [head, "|" + "---|" * (2 + 2 * len(packs))]
     for c in classes:
         m = IMAGENET.get(c)
@@ -161,8 +181,7 @@ def markdown_table(rows: list[dict], packs: list[str]) -> str:
             if r is None or r["n"] == 0:
                 cells += ["–", "–"]
                 continue
-            score = (f"{r['top1']:.2f} / {r['top5']:.2f} ({r['n']})" if r["top1"] is not None
-                     else f"n/a ({r['n']})")
+            score = f"{r['top1']:.2f} / {r['top5']:.2f} ({r['n']})" if r["top1"] is not None else f"n/a ({r['n']})"
             if r.get("nearest"):
                 score += f"; {r['nearest'][0]} top-5 {r['nearest'][1]:.2f}"
             cells += [score, ", ".join(f"{name} {cnt}" for name, cnt in r["top1_labels"])]

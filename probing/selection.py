@@ -7,6 +7,7 @@ Example::
 
     by_head = run_grids(("linear", "efficient"), splits, TrainConfig(patience=10))
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,21 +49,23 @@ def run_grids(names, splits: ProbeSplits, cfg: TrainConfig) -> dict[str, list[Re
             pred = predict(r.model, splits.test)
             r.test_acc, r.per_class, r.confusion = scores(splits.test.y.numpy(), pred)
             if r.selected:
-                r.test_pred = pred   # per-sample predictions (probe's predictions/*.csv)
+                r.test_pred = pred  # per-sample predictions (probe's predictions/*.csv)
             else:
                 r.model = None  # free memory; only selected heads are kept (attention maps)
         out[n] = results[n] + extra[n]
     return out
 
 
-def _fit(grid: dict[str, list[tuple[float, float]]], splits: ProbeSplits, cfg: TrainConfig,
-         seed: int) -> dict[str, list[Result]]:
+def _fit(grid: dict[str, list[tuple[float, float]]], splits: ProbeSplits, cfg: TrainConfig, seed: int) -> dict[str, list[Result]]:
     """Train ``grid`` (head -> configs): stackable heads as one module when ``cfg.batched``, the
     rest config by config. ``Result.seconds``: the training wall time shared equally by configs."""
     t0 = time.perf_counter()
     dim = splits.train.patches.shape[-1]
-    stacked = {n: c for n, c in grid.items()
-               if cfg.batched and getattr(make_head(n, dim, 0.0, NUM_CLASSES, use_cls=cfg.use_cls), "stackable", False)}
+    stacked = {
+        n: c
+        for n, c in grid.items()
+        if cfg.batched and getattr(make_head(n, dim, 0.0, NUM_CLASSES, use_cls=cfg.use_cls), "stackable", False)
+    }
     heads = train_grids(stacked, splits, cfg, seed) if stacked else {}
     for n, configs in grid.items():
         if n not in stacked:

@@ -1,5 +1,6 @@
 """Small-sample statistics shared by the reports and the layout baselines (no other imports of
 ours, so both can use it without importing each other)."""
+
 from __future__ import annotations
 
 import numpy as np

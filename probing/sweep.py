@@ -13,6 +13,7 @@ deprecated old spelling). Example::
                                  "out": "runs/x"}, "python")
     run_probe(cfg)      # writes runs.jsonl, runs.csv, layout.jsonl, summary.csv, attention/*.npz, report.html
 """
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,7 @@ from sceneforge.probing.features import extract_features
 from sceneforge.probing.groups import Group, make_groups  # noqa: F401  (Group re-exported)
 from sceneforge.probing.layout import group_layout
 from sceneforge.probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
-from sceneforge.probing.report import (MIN_TEST, atomic_write_npz, check_min_test, write_layout, write_report,
-                                       write_runs)
+from sceneforge.probing.report import MIN_TEST, atomic_write_npz, check_min_test, write_layout, write_report, write_runs
 from sceneforge.probing.selection import run_grids
 from sceneforge.probing.train import ProbeSplits, TrainConfig
 
@@ -64,14 +64,25 @@ def _train_fields(train: TrainConfig) -> dict:
     """A ``TrainConfig`` as ProbeConfig fields; values ProbeConfig cannot say are refused."""
     t, default = asdict(train), asdict(TrainConfig())
     if t["epochs_by_head"] not in ({}, {k: v for k, v in SPARRTA_SCHEDULE.items()}):
-        raise ConfigError(f"ProbeJob: train.epochs_by_head {t['epochs_by_head']!r}: only SpaRRTa's schedule "
-                          "(sparrta_schedule: true) is a probe config")
+        raise ConfigError(
+            f"ProbeJob: train.epochs_by_head {t['epochs_by_head']!r}: only SpaRRTa's schedule "
+            "(sparrta_schedule: true) is a probe config"
+        )
     for name in ("weight_decay", "batched"):
         if t[name] != default[name]:
             raise ConfigError(f"ProbeJob: train.{name} {t[name]!r}: not a probe config field (default {default[name]!r})")
-    return {"lrs": t["lrs"], "dropouts": t["dropouts"], "epochs": t["epochs"], "warmup": t["warmup"],
-            "batch_size": t["batch_size"], "runs": t["runs"], "seed": t["seed"], "cls": t["use_cls"],
-            "patience": t["patience"], "sparrta_schedule": bool(t["epochs_by_head"])}
+    return {
+        "lrs": t["lrs"],
+        "dropouts": t["dropouts"],
+        "epochs": t["epochs"],
+        "warmup": t["warmup"],
+        "batch_size": t["batch_size"],
+        "runs": t["runs"],
+        "seed": t["seed"],
+        "cls": t["use_cls"],
+        "patience": t["patience"],
+        "sparrta_schedule": bool(t["epochs_by_head"]),
+    }
 
 
 def warn_small(groups: list[Group]) -> None:
@@ -79,9 +90,14 @@ def warn_small(groups: list[Group]) -> None:
     minimum-size check, so a refused job prints only its one error line)."""
     for g in groups:
         if len(g.idx["test"]) < SMALL_TEST or len(g.idx["train"]) < SMALL_TRAIN:
-            log.warning("%s %s/%s: small split (train %d, test %d): accuracies will have wide "
-                        "confidence intervals (see the report)", g.protocol, g.env, g.task,
-                        len(g.idx["train"]), len(g.idx["test"]))
+            log.warning(
+                "%s %s/%s: small split (train %d, test %d): accuracies will have wide confidence intervals (see the report)",
+                g.protocol,
+                g.env,
+                g.task,
+                len(g.idx["train"]),
+                len(g.idx["test"]),
+            )
 
 
 def run_probe(job: ProbeConfig) -> Path:
@@ -90,10 +106,11 @@ def run_probe(job: ProbeConfig) -> Path:
     min_test = MIN_TEST if job.min_test is None else job.min_test
     table = load_datasets(job.data)
     groups = make_groups(table, job.protocol)  # before the backbone: bad data fails fast
-    check_min_test([(g.protocol, g.env, g.task, len(g.idx["test"])) for g in groups], min_test,
-                   f"--data {job.data}")     # no report at the end: refuse before any work
+    check_min_test(
+        [(g.protocol, g.env, g.task, len(g.idx["test"])) for g in groups], min_test, f"--data {job.data}"
+    )  # no report at the end: refuse before any work
     warn_small(groups)
-    write_layout(out, group_layout(table, groups))   # boxes only: seconds, before the backbone
+    write_layout(out, group_layout(table, groups))  # boxes only: seconds, before the backbone
     bb = create_backbone(job.backbone, job.weights, dict(job.model_arg))
     layers = bb.resolve_layers(list(job.layers) if job.layers else None)
     cache = Path(job.cache) if job.cache else out / "cache"
@@ -104,9 +121,16 @@ def run_probe(job: ProbeConfig) -> Path:
     if job.attention_flow:
         _write_attention_flow(out, bb, table, job.attention_flow)
     records, seconds = _train_all(job, table, groups, feats, base)
-    write_runs(out, records, {"extract_seconds": round(extract_s, 3), "layers": layers,
-                              "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
-                              "cache_keys": {n: f.key for n, f in feats.items()}})
+    write_runs(
+        out,
+        records,
+        {
+            "extract_seconds": round(extract_s, 3),
+            "layers": layers,
+            "train_seconds": {h: round(t, 3) for h, t in seconds.items()},
+            "cache_keys": {n: f.key for n, f in feats.items()},
+        },
+    )
     write_report(out, min_test)
     return out
 
@@ -143,25 +167,31 @@ def _train_all(job: ProbeConfig, table, groups: list[Group], feats: dict, base: 
     labels = np.asarray(label_ids(table["label"]), dtype=np.int64)
     records, seconds, written = [], {}, set()
     train = job.train
-    bar = tqdm(total=len(feats) * len(groups) * len(job.heads), desc="probe grids", unit="grid",
-               disable=job.quiet)
+    bar = tqdm(total=len(feats) * len(groups) * len(job.heads), desc="probe grids", unit="grid", disable=job.quiet)
     for layer, f in feats.items():
         for g in groups:
             splits = ProbeSplits.from_index(f.patches, f.prefix, labels, g.idx)
             bar.set_postfix_str(f"L{layer} {g.protocol} {g.env}/{g.task}")
-            by_head = run_grids(job.heads, splits, train)   # all heads' grids in one module
+            by_head = run_grids(job.heads, splits, train)  # all heads' grids in one module
             for head in job.heads:
                 results = by_head[head]
                 bar.update()
-                meta = dict(base, layer=layer, protocol=g.protocol, env=g.env, task=g.task,
-                            n_train=len(g.idx["train"]), n_val=len(g.idx["val"]),
-                            n_test=len(g.idx["test"]), epochs=train.schedule(head)[0])
+                meta = dict(
+                    base,
+                    layer=layer,
+                    protocol=g.protocol,
+                    env=g.env,
+                    task=g.task,
+                    n_train=len(g.idx["train"]),
+                    n_val=len(g.idx["val"]),
+                    n_test=len(g.idx["test"]),
+                    epochs=train.schedule(head)[0],
+                )
                 records += [_record(r, meta) for r in results]
                 written.add(_save_predictions(out, head, meta, results, splits, table))
                 seconds[head] = seconds.get(head, 0.0) + sum(r.seconds for r in results)
                 if head in ATTENTIVE and job.attention_samples:
-                    written.add(_save_attention(out, head, meta, results, splits, table, f.grid,
-                                                job.attention_samples))
+                    written.add(_save_attention(out, head, meta, results, splits, table, f.grid, job.attention_samples))
     bar.close()
     _remove_stale(out, written)
     return records, seconds
@@ -172,14 +202,23 @@ def _remove_stale(out: Path, written: set[str]) -> None:
     this run's plots: remove those not written now."""
     for sub, suffix in (("attention", ".npz"), ("heads", ".pt"), ("predictions", ".csv")):
         for f in (out / sub).glob(f"*{suffix}"):
-            if f.name[:-len(suffix)] not in written:
+            if f.name[: -len(suffix)] not in written:
                 f.unlink()
 
 
 def _record(r, meta: dict) -> dict:
-    return dict(meta, head=r.head, lr=r.lr, dropout=r.dropout, seed=r.seed, selected=r.selected,
-                val_acc=r.val_acc, test_acc=r.test_acc, per_class_acc=r.per_class,
-                confusion=r.confusion)  # no timings here: same inputs ⇒ byte-identical records
+    return dict(
+        meta,
+        head=r.head,
+        lr=r.lr,
+        dropout=r.dropout,
+        seed=r.seed,
+        selected=r.selected,
+        val_acc=r.val_acc,
+        test_acc=r.test_acc,
+        per_class_acc=r.per_class,
+        confusion=r.confusion,
+    )  # no timings here: same inputs ⇒ byte-identical records
 
 
 def _save_predictions(out: Path, head: str, meta: dict, results, splits, table) -> str:
@@ -192,11 +231,20 @@ def _save_predictions(out: Path, head: str, meta: dict, results, splits, table) 
     pred = best.test_pred
     rows = np.asarray(part.index)
     truth = part.y.numpy()
-    frame = pd.DataFrame({
-        "dataset": table["dataset"].to_numpy()[rows], "file_name": table["file_name"].to_numpy()[rows],
-        "label": [CLASSES[int(k)] for k in truth], "prediction": [CLASSES[int(k)] for k in pred],
-        "correct": (pred == truth).astype(int), "head": head, "layer": meta["layer"], "protocol": meta["protocol"],
-        "env": meta["env"], "task": meta["task"]})
+    frame = pd.DataFrame(
+        {
+            "dataset": table["dataset"].to_numpy()[rows],
+            "file_name": table["file_name"].to_numpy()[rows],
+            "label": [CLASSES[int(k)] for k in truth],
+            "prediction": [CLASSES[int(k)] for k in pred],
+            "correct": (pred == truth).astype(int),
+            "head": head,
+            "layer": meta["layer"],
+            "protocol": meta["protocol"],
+            "env": meta["env"],
+            "task": meta["task"],
+        }
+    )
     name = run_id(meta, head)
     atomic_write_text(out / "predictions" / f"{name}.csv", frame.to_csv(index=False, lineterminator="\n"))
     return name
@@ -220,13 +268,17 @@ def _save_attention(out: Path, head: str, meta: dict, results, splits, table, gr
         pred = best.model(part.patches[:n].float(), part.prefix[:n].float()).argmax(-1).numpy()
     rows = part.index[:n]
     name = run_id(meta, head)
-    atomic_write_npz(out / "attention" / f"{name}.npz", maps=attn.reshape(n, attn.shape[1], *grid),
-                     paths=np.asarray(table["path"].to_numpy()[rows], dtype=str),
-                     labels=part.y[:n].numpy(), preds=pred, test_acc=np.float64(best.test_acc),
-                     backbone=np.asarray(meta["backbone"]))
+    atomic_write_npz(
+        out / "attention" / f"{name}.npz",
+        maps=attn.reshape(n, attn.shape[1], *grid),
+        paths=np.asarray(table["path"].to_numpy()[rows], dtype=str),
+        labels=part.y[:n].numpy(),
+        preds=pred,
+        test_acc=np.float64(best.test_acc),
+        backbone=np.asarray(meta["backbone"]),
+    )
     tmp = out / "heads" / f".{name}.pt.tmp"
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"state_dict": best.model.state_dict(), "meta": meta, "head": head,
-                "lr": best.lr, "dropout": best.dropout}, tmp)
+    torch.save({"state_dict": best.model.state_dict(), "meta": meta, "head": head, "lr": best.lr, "dropout": best.dropout}, tmp)
     tmp.replace(out / "heads" / f"{name}.pt")
     return name

@@ -5,6 +5,7 @@ ViT-family models return patch tokens and prefix (CLS/register) tokens separatel
 maps, flattened here to (B, H*W, C) tokens with no prefix. ``stop_early=True`` skips blocks after
 the deepest requested layer, so shallow layers are cheaper to extract.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -32,12 +33,11 @@ class TimmBackbone(Backbone):
         idx = [n - 1 for n in layers]
         if self._vit:
             outs = self.model.forward_intermediates(
-                x, indices=idx, return_prefix_tokens=True, output_fmt="NLC", norm=False,
-                stop_early=True, intermediates_only=True)
+                x, indices=idx, return_prefix_tokens=True, output_fmt="NLC", norm=False, stop_early=True, intermediates_only=True
+            )
             grid = tuple(int(g) for g in self._grid(x))
             return {n: Tokens(p, pre, grid) for n, (p, pre) in zip(layers, outs)}
-        outs = self.model.forward_intermediates(x, indices=idx, stop_early=True,
-                                                intermediates_only=True)
+        outs = self.model.forward_intermediates(x, indices=idx, stop_early=True, intermediates_only=True)
         return {n: _flatten_nchw(o) for n, o in zip(layers, outs)}
 
     def _grid(self, x) -> tuple[int, int]:
@@ -60,14 +60,16 @@ def create_timm(name: str, weights: str | None, kwargs: dict) -> TimmBackbone:
     import torch
 
     if not timm.is_model(name):
-        raise ConfigError(f"--backbone timm:{name}: unknown timm model "
-                          f"(see timm.list_models(); e.g. timm:vit_small_patch14_dinov2.lvd142m)")
+        raise ConfigError(
+            f"--backbone timm:{name}: unknown timm model (see timm.list_models(); e.g. timm:vit_small_patch14_dinov2.lvd142m)"
+        )
     kwargs.setdefault("num_classes", 0)
     torch.manual_seed(0)  # random init ("random" weights, new heads) is reproducible
     model = _create_model(timm, name, weights, kwargs)
     if not hasattr(model, "forward_intermediates") or not getattr(model, "feature_info", None):
-        raise ConfigError(f"--backbone timm:{name}: unsupported architecture "
-                          "(no forward_intermediates/feature_info in this timm version)")
+        raise ConfigError(
+            f"--backbone timm:{name}: unsupported architecture (no forward_intermediates/feature_info in this timm version)"
+        )
     return TimmBackbone(f"timm:{name}", model, _preprocess(timm, model))
 
 

@@ -15,6 +15,7 @@ Example::
     results = run_grid("efficient", data, TrainConfig(epochs=50, warmup=10))   # probing.selection
     by_head = run_grids(("linear", "efficient"), data, TrainConfig(patience=10))
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,8 +43,8 @@ class TrainConfig:
     seed: int = 0
     use_cls: bool = False
     epochs_by_head: dict = field(default_factory=dict)  # head -> (epochs, warmup), overrides
-    patience: int = 0       # > 0: early stopping on val after this many epochs without a new best
-    batched: bool = True    # False: each config trained alone (the reference; slower)
+    patience: int = 0  # > 0: early stopping on val after this many epochs without a new best
+    batched: bool = True  # False: each config trained alone (the reference; slower)
 
     def schedule(self, head: str) -> tuple[int, int]:
         return tuple(self.epochs_by_head.get(head, (self.epochs, self.warmup)))  # type: ignore
@@ -89,8 +90,15 @@ class ProbeSplits:
     test: Part
 
     @classmethod
-    def from_index(cls, patches, prefix, labels: np.ndarray, idx: dict[str, np.ndarray],
-                   fp32_budget_bytes: int = 4 << 30, memory_budget_bytes: int = 8 << 30) -> "ProbeSplits":
+    def from_index(
+        cls,
+        patches,
+        prefix,
+        labels: np.ndarray,
+        idx: dict[str, np.ndarray],
+        fp32_budget_bytes: int = 4 << 30,
+        memory_budget_bytes: int = 8 << 30,
+    ) -> "ProbeSplits":
         """Gather rows (memmap fancy indexing reads only those) for train/val/test.
 
         Tokens are converted to float32 once when they fit in ``fp32_budget_bytes`` (the per-step
@@ -105,11 +113,16 @@ class ProbeSplits:
         def part(rows: np.ndarray) -> Part:
             rows = np.asarray(rows, dtype=np.int64)
             if lazy:
-                return Part(LazyRows(patches, rows), LazyRows(prefix, rows),
-                            torch.from_numpy(labels[rows].astype(np.int64)), rows)
-            return Part(torch.from_numpy(np.asarray(patches[rows], dtype=dtype)),
-                        torch.from_numpy(np.asarray(prefix[rows], dtype=dtype)),
-                        torch.from_numpy(labels[rows].astype(np.int64)), rows)
+                return Part(
+                    LazyRows(patches, rows), LazyRows(prefix, rows), torch.from_numpy(labels[rows].astype(np.int64)), rows
+                )
+            return Part(
+                torch.from_numpy(np.asarray(patches[rows], dtype=dtype)),
+                torch.from_numpy(np.asarray(prefix[rows], dtype=dtype)),
+                torch.from_numpy(labels[rows].astype(np.int64)),
+                rows,
+            )
+
         return cls(part(idx["train"]), part(idx["val"]), part(idx["test"]))
 
 
@@ -141,11 +154,12 @@ def pooled_inputs(head, part: Part) -> tuple[torch.Tensor, ...]:
     """Linear heads train on pooled (N, D) vectors, computed once per split and pooling mode
     (shared by the whole lr × dropout grid); others on tokens."""
     if getattr(head, "pre_pooled", False):
-        key = ("cls" if head.use_cls else "gap")
+        key = "cls" if head.use_cls else "gap"
         if key not in part.pooled:
             with torch.inference_mode(False), torch.no_grad():  # reusable by training and predict
-                part.pooled[key] = torch.cat([head.pool(part.patches[s:s + 1024], part.prefix[s:s + 1024])
-                                              for s in range(0, len(part.y), 1024)])
+                part.pooled[key] = torch.cat(
+                    [head.pool(part.patches[s : s + 1024], part.prefix[s : s + 1024]) for s in range(0, len(part.y), 1024)]
+                )
         return (part.pooled[key],)
     return part.patches, part.prefix
 
@@ -156,8 +170,9 @@ def _step_logits(head, inputs: tuple[torch.Tensor, ...], rows) -> torch.Tensor:
     return head(inputs[0][rows].float(), inputs[1][rows].float())
 
 
-def train_heads(name: str, splits: ProbeSplits, configs: list[tuple[float, float]], cfg: TrainConfig,
-                seed: int) -> list[torch.nn.Module]:
+def train_heads(
+    name: str, splits: ProbeSplits, configs: list[tuple[float, float]], cfg: TrainConfig, seed: int
+) -> list[torch.nn.Module]:
     """Train one ordinary head module per (lr, dropout), each with its own AdamW and nn.Dropout,
     on the same seeded init and batch order; heads do not share passes over the tokens.
 
@@ -171,8 +186,7 @@ def train_heads(name: str, splits: ProbeSplits, configs: list[tuple[float, float
     for _, dropout in configs:
         torch.manual_seed(seed)
         heads.append(make_head(name, dim, dropout, NUM_CLASSES, use_cls=cfg.use_cls).train())
-    opts = [torch.optim.AdamW(h.parameters(), lr=lr, weight_decay=cfg.weight_decay)
-            for h, (lr, _) in zip(heads, configs)]
+    opts = [torch.optim.AdamW(h.parameters(), lr=lr, weight_decay=cfg.weight_decay) for h, (lr, _) in zip(heads, configs)]
     inputs, y = pooled_inputs(heads[0], splits.train), splits.train.y
     epochs, warmup = cfg.schedule(name)
     steps_per_epoch = max(1, math.ceil(len(y) / cfg.batch_size))
@@ -186,8 +200,7 @@ def train_heads(name: str, splits: ProbeSplits, configs: list[tuple[float, float
             for k in live:
                 for g in opts[k].param_groups:
                     g["lr"] = lr_at(step, total, warm_steps, configs[k][0])
-            loss = sum(torch.nn.functional.cross_entropy(_step_logits(heads[k], inputs, rows), y[rows])
-                       for k in live)
+            loss = sum(torch.nn.functional.cross_entropy(_step_logits(heads[k], inputs, rows), y[rows]) for k in live)
             for k in live:
                 opts[k].zero_grad(set_to_none=True)
             loss.backward()
@@ -214,8 +227,10 @@ def _keep_training(head, val: Part, best: dict, k: int, epoch: int, warmup: int,
 @torch.inference_mode()
 def predict(head, part: Part, batch_size: int = 512) -> np.ndarray:
     inputs = pooled_inputs(head, part)
-    out = [_step_logits(head, inputs, torch.arange(s, min(s + batch_size, len(part.y)))).argmax(-1)
-           for s in range(0, len(part.y), batch_size)]
+    out = [
+        _step_logits(head, inputs, torch.arange(s, min(s + batch_size, len(part.y)))).argmax(-1)
+        for s in range(0, len(part.y), batch_size)
+    ]
     return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
 
 

@@ -18,6 +18,7 @@ Example::
 
     resolve_workers("auto", n_samples=5000)   # -> e.g. 1 on a loaded laptop, 14 on an idle 16-core box
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,8 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
 
-WORKER_MEMORY_BYTES = 400 * 2**20   # server (~235 MB RSS measured) + scenario process
-CORES_PER_WORKER = 1.3              # what one worker keeps busy (see the module docstring)
+WORKER_MEMORY_BYTES = 400 * 2**20  # server (~235 MB RSS measured) + scenario process
+CORES_PER_WORKER = 1.3  # what one worker keeps busy (see the module docstring)
 MAX_AUTO_WORKERS = 64
 
 
@@ -69,8 +70,7 @@ def free_cores(cpus: float | None = None, load: float | None = None) -> int:
     return int(max(1.0, free_cpus(cpus, load)))
 
 
-def auto_workers(n_samples: int, cpus: float | None = None, load: float | None = None,
-                 memory: int | None = -1) -> int:
+def auto_workers(n_samples: int, cpus: float | None = None, load: float | None = None, memory: int | None = -1) -> int:
     """Worker count for ``n_samples`` given usable ``cpus``, the 1-minute ``load`` average and
     available ``memory`` in bytes (each measured here when not given; memory None = unknown)."""
     memory = available_memory() if memory == -1 else memory
@@ -80,7 +80,7 @@ def auto_workers(n_samples: int, cpus: float | None = None, load: float | None =
     return max(1, min(workers, MAX_AUTO_WORKERS, max(1, int(n_samples))))
 
 
-MAX_INLINE_THREADS = 4   # llvmpipe's rasteriser threads for a 224² frame stop paying beyond a few
+MAX_INLINE_THREADS = 4  # llvmpipe's rasteriser threads for a 224² frame stop paying beyond a few
 
 
 def inline_threads(cpus: float | None = None, load: float | None = None) -> int:

@@ -5,6 +5,7 @@ processes, so nothing to start but one server (~1 s). The scenario's ``run`` ski
 files are complete, so a rerun resumes; the output directory is claimed by :func:`run_job`
 exactly as for the farm, so inline and farm runs of one config write identical bytes.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -23,8 +24,16 @@ from sceneforge.scenarios.contract import Shard, needs_server, server_spec
 log = logging.getLogger(__name__)
 
 
-def run_inline(module: ModuleType, scenario: str, config: dict, out_dir: Path, n_samples: int, *,
-               server: str | None = None, progress: bool = True) -> dict:
+def run_inline(
+    module: ModuleType,
+    scenario: str,
+    config: dict,
+    out_dir: Path,
+    n_samples: int,
+    *,
+    server: str | None = None,
+    progress: bool = True,
+) -> dict:
     """Run all ``n_samples`` indices as one shard; returns a farm-shaped summary (no finalize)."""
     from tqdm import tqdm
 
@@ -34,22 +43,31 @@ def run_inline(module: ModuleType, scenario: str, config: dict, out_dir: Path, n
         address = ""
         if needs_server(module):
             address = _server(stack, module, config, Path(out_dir), server)
-        bar = stack.enter_context(tqdm(total=n_samples, unit="sample", desc=scenario.rsplit(".")[-1],
-                                       disable=not progress, dynamic_ncols=True))
+        bar = stack.enter_context(
+            tqdm(total=n_samples, unit="sample", desc=scenario.rsplit(".")[-1], disable=not progress, dynamic_ncols=True)
+        )
         extra = {"progress": bar.update} if takes_progress else {}
         result = module.run(config, Shard(0, tuple(range(n_samples))), Path(out_dir), server=address, **extra)
         if not takes_progress:
             bar.update(len(result.done) + len(result.skipped))
     elapsed = time.perf_counter() - t0
     complete = len(result.done) + len(result.skipped)
-    return {"scenario": scenario, "samples": n_samples, "complete": complete,
-            "failed": {str(i): e for i, e in sorted(result.failed.items())},
-            "pending": n_samples - complete - len(result.failed),
-            "rejections": dict(sorted(Counter(result.rejections).items())),
-            "rendered_total": len(result.done), "rendered": len(result.done), "skipped": len(result.skipped),
-            "workers": 1, "backend": "inline", "seconds": round(elapsed, 3),
-            "samples_per_s": round(len(result.done) / result.seconds, 3) if result.seconds else 0.0,
-            "finalized": False}
+    return {
+        "scenario": scenario,
+        "samples": n_samples,
+        "complete": complete,
+        "failed": {str(i): e for i, e in sorted(result.failed.items())},
+        "pending": n_samples - complete - len(result.failed),
+        "rejections": dict(sorted(Counter(result.rejections).items())),
+        "rendered_total": len(result.done),
+        "rendered": len(result.done),
+        "skipped": len(result.skipped),
+        "workers": 1,
+        "backend": "inline",
+        "seconds": round(elapsed, 3),
+        "samples_per_s": round(len(result.done) / result.seconds, 3) if result.seconds else 0.0,
+        "finalized": False,
+    }
 
 
 def _server(stack: ExitStack, module: ModuleType, config: dict, out_dir: Path, server: str | None) -> str:
@@ -62,6 +80,7 @@ def _server(stack: ExitStack, module: ModuleType, config: dict, out_dir: Path, s
         return server
     threads = inline_threads()
     log.info("inline render server: %d renderer thread(s)", threads)
-    srv = stack.enter_context(start_server(port=0, assets=list(spec.assets), licenses=spec.licenses,
-                                           renderer=spec.renderer, threads=threads))
+    srv = stack.enter_context(
+        start_server(port=0, assets=list(spec.assets), licenses=spec.licenses, renderer=spec.renderer, threads=threads)
+    )
     return srv.address

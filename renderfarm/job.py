@@ -1,4 +1,5 @@
 """``run_job``: the farm's front door (plan → manifest → journal → workers → finalize → summary)."""
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,16 @@ from sceneforge.renderfarm.inline import run_inline
 from sceneforge.renderfarm.journal import Journal
 from sceneforge.renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
 from sceneforge.renderfarm.local import LocalPool, WorkerSpec, refuse_in_spawn_bootstrap
-from sceneforge.renderfarm.manifest import (JOURNAL, LOG, check_out_dir, claim_output, farm_dir, job_lock, make_shards,
-                                            open_manifest)
+from sceneforge.renderfarm.manifest import (
+    JOURNAL,
+    LOG,
+    check_out_dir,
+    claim_output,
+    farm_dir,
+    job_lock,
+    make_shards,
+    open_manifest,
+)
 from sceneforge.renderfarm.objstore import Publisher, RemoteOut, is_remote
 from sceneforge.renderfarm.pool import DEFAULT_SAMPLE_TIMEOUT_S
 from sceneforge.renderfarm.raypool import RayPool  # ray itself is imported when a RayPool starts
@@ -37,12 +46,22 @@ BACKENDS = ("inline", "local", "ray")
 MAX_JOB_SAMPLES = 10_000_000
 
 
-def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | None = None,
-            backend: str = "local", servers: list[str] | str | None = None,
-            ray_address: str | None = None, shard_size: int | None = None,
-            progress: bool = True, max_attempts: int = 3,
-            sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S, server: str | None = None,
-            wds_shard_size: int | None = None) -> dict:
+def run_job(
+    scenario: str,
+    config: dict,
+    out_dir: Path | str,
+    *,
+    workers: int | None = None,
+    backend: str = "local",
+    servers: list[str] | str | None = None,
+    ray_address: str | None = None,
+    shard_size: int | None = None,
+    progress: bool = True,
+    max_attempts: int = 3,
+    sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S,
+    server: str | None = None,
+    wds_shard_size: int | None = None,
+) -> dict:
     """Run (or resume) a scenario job in ``out_dir`` and return its summary.
 
     Example::
@@ -84,17 +103,28 @@ def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | 
         finish = Finish(publisher, finish.wds_shard_size)
         claim_output(out_dir, scenario, plan)
         if backend == "inline":
-            return _run_inline(module, scenario, config, out_dir, plan, server=server, progress=progress,
-                               finish=finish)
+            return _run_inline(module, scenario, config, out_dir, plan, server=server, progress=progress, finish=finish)
         manifest = open_manifest(out_dir, scenario, plan, shard_size)
         fdir = farm_dir(out_dir)
         events, ev_handler = event_logger(fdir / LOG)
         warn_handler = attach_json_log(fdir / LOG, logging.WARNING, "renderfarm")
         try:
-            return _run(module, scenario, config, out_dir, manifest, events, progress=progress,
-                        workers=workers, backend=backend, servers=servers,
-                        ray_address=ray_address, max_attempts=max_attempts,
-                        sample_timeout_s=sample_timeout_s, finish=finish)
+            return _run(
+                module,
+                scenario,
+                config,
+                out_dir,
+                manifest,
+                events,
+                progress=progress,
+                workers=workers,
+                backend=backend,
+                servers=servers,
+                ray_address=ray_address,
+                max_attempts=max_attempts,
+                sample_timeout_s=sample_timeout_s,
+                finish=finish,
+            )
         finally:
             detach_json_log(warn_handler, "renderfarm")
             detach_json_log(ev_handler, "renderfarm.events")
@@ -103,8 +133,10 @@ def run_job(scenario: str, config: dict, out_dir: Path | str, *, workers: int | 
 def check_job_size(n_samples: int) -> None:
     """One line instead of a MemoryError when ``--n`` × environments × tasks is absurd."""
     if n_samples > MAX_JOB_SAMPLES:
-        raise ConfigError(f"--n: the job would have {n_samples} samples (n x environments x tasks); at most "
-                          f"{MAX_JOB_SAMPLES} per job: lower --n or split the job over several --out")
+        raise ConfigError(
+            f"--n: the job would have {n_samples} samples (n x environments x tasks); at most "
+            f"{MAX_JOB_SAMPLES} per job: lower --n or split the job over several --out"
+        )
 
 
 @dataclass(frozen=True)
@@ -152,27 +184,59 @@ def _publish(publisher, summary: dict) -> None:
         summary["published"] = {"url": publisher.remote.url, "objects": publisher.objects}
 
 
-def _run(module, scenario, config, out_dir, manifest, events, *, progress, workers, backend,
-         servers, ray_address, max_attempts, sample_timeout_s, finish=Finish()) -> dict:
+def _run(
+    module,
+    scenario,
+    config,
+    out_dir,
+    manifest,
+    events,
+    *,
+    progress,
+    workers,
+    backend,
+    servers,
+    ray_address,
+    max_attempts,
+    sample_timeout_s,
+    finish=Finish(),
+) -> dict:
     fdir = farm_dir(out_dir)
     t0 = time.perf_counter()
     with Journal(fdir / JOURNAL) as journal:
         journal.add_shards(make_shards(manifest.n_samples, manifest.shard_size))
         todo = journal.unfinished()
         n_workers = resolve_workers(workers, servers, len(todo), backend)
-        events.info("job started", extra={"event": "job_start", "scenario": scenario,
-                    "samples": manifest.n_samples, "shards_todo": len(todo),
-                    "workers": n_workers, "backend": backend})
+        events.info(
+            "job started",
+            extra={
+                "event": "job_start",
+                "scenario": scenario,
+                "samples": manifest.n_samples,
+                "shards_todo": len(todo),
+                "workers": n_workers,
+                "backend": backend,
+            },
+        )
         finished = []
         if todo:
             spec = WorkerSpec(scenario, config, str(out_dir), str(fdir / "servers"), str(fdir / LOG))
             finished, n_workers = _dispatch(
-                todo, journal, spec, n_workers, backend=backend, servers=servers,
-                ray_address=ray_address, max_attempts=max_attempts, events=events,
-                progress=progress, total=manifest.n_samples, sample_timeout_s=sample_timeout_s,
-                on_shard=finish.publisher.maybe_publish if finish.publisher else None)
-        summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0,
-                            workers=n_workers, backend=backend)
+                todo,
+                journal,
+                spec,
+                n_workers,
+                backend=backend,
+                servers=servers,
+                ray_address=ray_address,
+                max_attempts=max_attempts,
+                events=events,
+                progress=progress,
+                total=manifest.n_samples,
+                sample_timeout_s=sample_timeout_s,
+                on_shard=finish.publisher.maybe_publish if finish.publisher else None,
+            )
+        summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0, workers=n_workers, backend=backend)
     add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
     return _conclude(module, config, out_dir, summary, events, progress, t0, finish)
 
@@ -192,16 +256,14 @@ def _conclude(module, config, out_dir, summary, events, progress, t0, finish=Fin
     return summary
 
 
-def resolve_workers(workers: int | None, servers: list[str] | None, n_shards: int,
-                    backend: str = "local") -> int | None:
+def resolve_workers(workers: int | None, servers: list[str] | None, n_shards: int, backend: str = "local") -> int | None:
     """External servers fix the count (one worker each); else ``workers``, or the CPU count of
     this machine (local) or of the Ray cluster (ray); never more workers than shards to run."""
     if workers is not None and int(workers) < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     if servers:
         if workers and workers != len(servers):
-            log.warning("--workers %s ignored: one worker per --servers address (%d)",
-                        workers, len(servers))
+            log.warning("--workers %s ignored: one worker per --servers address (%d)", workers, len(servers))
         return len(servers)
     n = int(workers) if workers else _default_workers(backend)
     return max(1, min(n, n_shards)) if n and n_shards else n
@@ -212,17 +274,43 @@ def _default_workers(backend: str) -> int | None:
     return None if backend == "ray" else (os.cpu_count() or 1)
 
 
-def _dispatch(todo, journal, spec, n_workers, *, backend, servers, ray_address, max_attempts,
-              events, progress, total, sample_timeout_s, on_shard=None) -> tuple[list, int]:
+def _dispatch(
+    todo,
+    journal,
+    spec,
+    n_workers,
+    *,
+    backend,
+    servers,
+    ray_address,
+    max_attempts,
+    events,
+    progress,
+    total,
+    sample_timeout_s,
+    on_shard=None,
+) -> tuple[list, int]:
     from tqdm import tqdm
 
     done_before = total - sum(len(s.indices) for s in todo)
-    with tqdm(total=total, initial=done_before, unit="sample", desc=spec.scenario.rsplit(".")[-1],
-              disable=not progress, smoothing=0.05, dynamic_ncols=True) as bar:
-        scheduler = Scheduler(todo, journal, max_attempts=max_attempts, events=events,
-                              on_samples=bar.update,
-                              status_path=farm_dir(Path(spec.out_dir)) / "workers.json",
-                              on_shard=on_shard)
+    with tqdm(
+        total=total,
+        initial=done_before,
+        unit="sample",
+        desc=spec.scenario.rsplit(".")[-1],
+        disable=not progress,
+        smoothing=0.05,
+        dynamic_ncols=True,
+    ) as bar:
+        scheduler = Scheduler(
+            todo,
+            journal,
+            max_attempts=max_attempts,
+            events=events,
+            on_samples=bar.update,
+            status_path=farm_dir(Path(spec.out_dir)) / "workers.json",
+            on_shard=on_shard,
+        )
         pool = None
         try:
             with _sigterm_as_interrupt():

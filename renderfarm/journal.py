@@ -10,6 +10,7 @@ A shard row is ``pending`` until all its samples are either complete or permanen
 then becomes ``done`` or ``failed`` with its :class:`~scenarios.contract.ShardResult` as JSON.
 Re-running a job retries ``failed`` shards (the error may have been transient or fixed).
 """
+
 from __future__ import annotations
 
 import json
@@ -83,7 +84,8 @@ class Journal:
         with self._tx():
             self._db.executemany(
                 "INSERT OR IGNORE INTO shards (shard_id, indices) VALUES (?, ?)",
-                [(s.shard_id, json.dumps(list(s.indices))) for s in shards])
+                [(s.shard_id, json.dumps(list(s.indices))) for s in shards],
+            )
 
     def finish_shard(self, result: ShardResult, attempts: dict[int, int], worker: str) -> None:
         """Mark one shard done (or failed, if any sample failed for good) in one transaction."""
@@ -92,11 +94,12 @@ class Journal:
             self._db.execute("DELETE FROM failures WHERE shard_id = ?", (result.shard_id,))
             self._db.executemany(
                 "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?)",
-                [(i, result.shard_id, attempts.get(i, 0), err) for i, err in result.failed.items()])
+                [(i, result.shard_id, attempts.get(i, 0), err) for i, err in result.failed.items()],
+            )
             self._db.execute(
                 "UPDATE shards SET status = ?, result = ?, worker = ?, updated = ? WHERE shard_id = ?",
-                (status, json.dumps(asdict(result), sort_keys=True), worker, time.time(),
-                 result.shard_id))
+                (status, json.dumps(asdict(result), sort_keys=True), worker, time.time(), result.shard_id),
+            )
 
     def _tx(self):
         return _Transaction(self._db)
@@ -108,13 +111,11 @@ class Journal:
 
     def unfinished(self) -> list[Shard]:
         """Shards to (re)run: pending ones and those that ended with failed samples."""
-        rows = self._db.execute(
-            "SELECT shard_id, indices FROM shards WHERE status != 'done' ORDER BY shard_id")
+        rows = self._db.execute("SELECT shard_id, indices FROM shards WHERE status != 'done' ORDER BY shard_id")
         return [Shard(sid, tuple(json.loads(ix))) for sid, ix in rows]
 
     def results(self) -> list[ShardResult]:
-        rows = self._db.execute(
-            "SELECT result FROM shards WHERE result IS NOT NULL ORDER BY shard_id")
+        rows = self._db.execute("SELECT result FROM shards WHERE result IS NOT NULL ORDER BY shard_id")
         return [_result_from_json(r) for (r,) in rows]
 
     def failures(self) -> dict[int, tuple[int, str]]:
@@ -124,12 +125,22 @@ class Journal:
     def rows(self) -> list[ShardRow]:
         out = []
         for sid, ix, status, result, worker in self._db.execute(
-                "SELECT shard_id, indices, status, result, worker FROM shards ORDER BY shard_id"):
+            "SELECT shard_id, indices, status, result, worker FROM shards ORDER BY shard_id"
+        ):
             idx = json.loads(ix)
             res = _result_from_json(result) if result else None
-            out.append(ShardRow(sid, len(idx), idx[0] if idx else -1, idx[-1] if idx else -1,
-                                status, len(res.failed) if res else 0, worker,
-                                res.seconds if res else 0.0))
+            out.append(
+                ShardRow(
+                    sid,
+                    len(idx),
+                    idx[0] if idx else -1,
+                    idx[-1] if idx else -1,
+                    status,
+                    len(res.failed) if res else 0,
+                    worker,
+                    res.seconds if res else 0.0,
+                )
+            )
         return out
 
 

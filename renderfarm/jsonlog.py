@@ -4,6 +4,7 @@ Why JSON lines: a crashed job leaves every line it wrote readable (append-only, 
 record with ``O_APPEND``, so the parent and its workers can share the file), and ``jq``/pandas
 read it directly. Records carry ``event`` and any ``extra=`` fields given to the logger call.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,13 @@ _STD_FIELDS = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"messa
 
 class JsonLinesFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"time": round(record.created, 3), "level": record.levelname,
-                 "logger": record.name, "pid": record.process, "msg": record.getMessage()}
+        entry = {
+            "time": round(record.created, 3),
+            "level": record.levelname,
+            "logger": record.name,
+            "pid": record.process,
+            "msg": record.getMessage(),
+        }
         for key, value in vars(record).items():
             if key not in _STD_FIELDS and not key.startswith("_"):
                 entry[key] = value
@@ -40,8 +46,7 @@ class JsonLinesHandler(logging.Handler):
         except OSError as e:  # full disk, quota, I/O error: say it once, never a traceback per record
             if not getattr(self, "_warned", False):
                 self._warned = True
-                sys.stderr.write(f"sceneforge: cannot write the job log ({e.strerror or e}); "
-                                 "further log records are dropped\n")
+                sys.stderr.write(f"sceneforge: cannot write the job log ({e.strerror or e}); further log records are dropped\n")
         except Exception:
             self.handleError(record)
 

@@ -10,6 +10,7 @@ Process tree and shutdown: every worker is the leader of its own process group a
 if the parent dies (``PR_SET_PDEATHSIG``); on SIGTERM it stops its server and exits. ``close``
 asks idle workers to stop, SIGTERMs busy ones, and SIGKILLs the group of any that linger.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,8 +24,7 @@ from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
-                             outcome_from)
+from sceneforge.renderfarm.pool import MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem, outcome_from
 from sceneforge.renderfarm.procs import is_our_server, kill_group, send_signal
 from sceneforge.renderfarm.worker import worker_main
 
@@ -45,9 +45,11 @@ class WorkerSpec:
 
 
 NO_MAIN_GUARD_EXIT = 87  # a worker's exit code: it re-ran the user's run_job call (no __main__ guard)
-NO_MAIN_GUARD = ("run_job() was called again while a worker process imported your script: local workers "
-                 "start with multiprocessing 'spawn', which re-imports the main module; put the call under "
-                 "`if __name__ == \"__main__\":` (or use backend=\"inline\")")
+NO_MAIN_GUARD = (
+    "run_job() was called again while a worker process imported your script: local workers "
+    "start with multiprocessing 'spawn', which re-imports the main module; put the call under "
+    '`if __name__ == "__main__":` (or use backend="inline")'
+)
 
 
 def refuse_in_spawn_bootstrap() -> None:
@@ -79,9 +81,19 @@ class LocalPool(WorkerPool):
         parent_end, child_end = self._ctx.Pipe()
         server_dir = str(Path(self.spec.server_root) / slot.name)
         proc = self._ctx.Process(
-            target=worker_main, name=f"sceneforge-farm-{slot.name}", daemon=True,
-            args=(child_end, self.spec.scenario, self.spec.config, self.spec.out_dir,
-                  server_dir, slot.external, self.spec.log_path))
+            target=worker_main,
+            name=f"sceneforge-farm-{slot.name}",
+            daemon=True,
+            args=(
+                child_end,
+                self.spec.scenario,
+                self.spec.config,
+                self.spec.out_dir,
+                server_dir,
+                slot.external,
+                self.spec.log_path,
+            ),
+        )
         proc.start()
         child_end.close()
         self._procs[slot.name], self._conns[slot.name] = proc, parent_end

@@ -13,6 +13,7 @@ worker count reuses the journal's shards (shard size never changes outputs, only
 All farm bookkeeping lives under ``OUT/.farm/`` (manifest, journal, JSON-lines log), apart from
 the dataset's own files, so hashing a dataset never sees timestamps or worker ids.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -63,8 +64,10 @@ def default_shard_size(n_samples: int) -> int:
 
 def make_shards(n_samples: int, shard_size: int) -> list[Shard]:
     """Contiguous shards of global indices ``0..n-1`` in order."""
-    return [Shard(k, tuple(range(start, min(start + shard_size, n_samples))))
-            for k, start in enumerate(range(0, n_samples, shard_size))]
+    return [
+        Shard(k, tuple(range(start, min(start + shard_size, n_samples))))
+        for k, start in enumerate(range(0, n_samples, shard_size))
+    ]
 
 
 JOB_FILE = "job.json"  # OUT/job.json: the dataset's identity (scenario, fingerprint, config)
@@ -73,7 +76,7 @@ JOB_FILE = "job.json"  # OUT/job.json: the dataset's identity (scenario, fingerp
 def check_out_dir(out_dir: Path) -> Path:
     """``out_dir`` usable as a dataset directory (created); one ConfigError line otherwise."""
     out_dir = Path(out_dir)
-    try:   # exists() itself raises for a name over NAME_MAX (ENAMETOOLONG), not only mkdir
+    try:  # exists() itself raises for a name over NAME_MAX (ENAMETOOLONG), not only mkdir
         if out_dir.exists() and not out_dir.is_dir():
             raise ConfigError(f"--out {out_dir}: exists and is not a directory")
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -96,13 +99,18 @@ def claim_output(out_dir: Path, scenario: str, plan: JobPlan) -> None:
         except (OSError, ValueError) as e:
             raise ConfigError(f"{job}: unreadable ({e}); is this a sceneforge dataset directory?") from None
         if not isinstance(old, dict) or old.get("scenario") != scenario:
-            raise ConfigError(f"{out_dir} holds a '{old.get('scenario') if isinstance(old, dict) else '?'}' "
-                              f"dataset, not '{scenario}'; use another --out")
+            raise ConfigError(
+                f"{out_dir} holds a '{old.get('scenario') if isinstance(old, dict) else '?'}' "
+                f"dataset, not '{scenario}'; use another --out"
+            )
         if old.get("fingerprint") != plan.fingerprint:
-            changed = sorted(k for k in set(config) | set(old.get("config") or {})
-                             if (old.get("config") or {}).get(k) != config.get(k))
-            raise ConfigError(f"{out_dir} holds a dataset made with a different config (changed: "
-                              f"{', '.join(changed) or 'fingerprint'}); use a new --out or the same options to resume")
+            changed = sorted(
+                k for k in set(config) | set(old.get("config") or {}) if (old.get("config") or {}).get(k) != config.get(k)
+            )
+            raise ConfigError(
+                f"{out_dir} holds a dataset made with a different config (changed: "
+                f"{', '.join(changed) or 'fingerprint'}); use a new --out or the same options to resume"
+            )
         return
     atomic_write_json(job, {"scenario": scenario, "fingerprint": plan.fingerprint, "config": config})
 
@@ -120,8 +128,9 @@ def open_manifest(out_dir: Path, scenario: str, plan: JobPlan, shard_size: int |
     stored = _read(path)
     _verify(path, stored, scenario, plan)
     if shard_size and shard_size != stored.shard_size:
-        log.warning("%s: keeping the recorded shard size %d (asked %d) so the journal stays valid",
-                    path, stored.shard_size, shard_size)
+        log.warning(
+            "%s: keeping the recorded shard size %d (asked %d) so the journal stays valid", path, stored.shard_size, shard_size
+        )
     return stored
 
 
@@ -135,8 +144,10 @@ def job_lock(out_dir: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             f.seek(0)
-            raise ConfigError(f"{out_dir}: another farm job is running on this output dir "
-                              f"(pid {f.read().strip() or '?'}); wait for it or use another --out") from None
+            raise ConfigError(
+                f"{out_dir}: another farm job is running on this output dir "
+                f"(pid {f.read().strip() or '?'}); wait for it or use another --out"
+            ) from None
         f.seek(0)
         f.truncate()
         f.write(f"{os.getpid()}\n")
@@ -180,8 +191,10 @@ def wait_for_old_workers(out_dir: Path, timeout_s: float = OLD_WORKERS_WAIT_S) -
                 return
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise ConfigError(f"{out_dir}: workers of an earlier run are still writing after "
-                                      f"{timeout_s:.0f} s; stop them (see `sceneforge farm status`) and retry") from None
+                    raise ConfigError(
+                        f"{out_dir}: workers of an earlier run are still writing after "
+                        f"{timeout_s:.0f} s; stop them (see `sceneforge farm status`) and retry"
+                    ) from None
                 if not warned:
                     log.warning("%s: waiting for the workers of an earlier run to stop", out_dir)
                     warned = True
@@ -190,13 +203,13 @@ def wait_for_old_workers(out_dir: Path, timeout_s: float = OLD_WORKERS_WAIT_S) -
 
 def _verify(path: Path, stored: JobManifest, scenario: str, plan: JobPlan) -> None:
     if stored.scenario != scenario:
-        raise ConfigError(f"{path}: output dir holds a '{stored.scenario}' job, not '{scenario}'; "
-                          "use another --out")
+        raise ConfigError(f"{path}: output dir holds a '{stored.scenario}' job, not '{scenario}'; use another --out")
     if stored.fingerprint != plan.fingerprint or stored.n_samples != plan.n_samples:
         raise ConfigError(
             f"{path}: output dir holds a job with a different config (fingerprint "
             f"{stored.fingerprint[:12]}, n={stored.n_samples}; now {plan.fingerprint[:12]}, "
-            f"n={plan.n_samples}); use another --out or the original config")
+            f"n={plan.n_samples}); use another --out or the original config"
+        )
 
 
 def _read(path: Path) -> JobManifest:

@@ -19,6 +19,7 @@ prefix is downloaded first and the job continues from the bucket's journal. Re-s
 the same bytes (per-sample RNG), so a resume neither loses nor duplicates a sample.
 A ``.farm/lock`` object says which host and pid run the job; see :meth:`RemoteOut.session`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -71,11 +72,11 @@ class RemoteOut:
             import fsspec
 
             # no instance or listing cache: a resume in the same process must see the bucket as it is
-            self.fs, self.root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True,
-                                                       use_listings_cache=False)
+            self.fs, self.root = fsspec.core.url_to_fs(self.url, skip_instance_cache=True, use_listings_cache=False)
         except ImportError as e:
-            raise ConfigError(f"--out {self.url}: needs fsspec and the protocol's package "
-                              f"(pip install 'sceneforge[s3]'): {e}") from None
+            raise ConfigError(
+                f"--out {self.url}: needs fsspec and the protocol's package (pip install 'sceneforge[s3]'): {e}"
+            ) from None
         except ValueError as e:
             raise ConfigError(f"--out {self.url}: {e}") from None
         self.staging = staging_dir(self.url)
@@ -100,13 +101,14 @@ class RemoteOut:
                 log.warning("%s: could not remove %s (%s)", self.url, LOCK_KEY, e)
 
     def _acquire(self) -> None:
-        me = {"host": socket.gethostname(), "pid": os.getpid(), "staging": str(self.staging),
-              "since": round(time.time(), 3)}
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "staging": str(self.staging), "since": round(time.time(), 3)}
         holder = self._read_json(LOCK_KEY)
         if holder and not _stale(holder):
-            raise ConfigError(f"{self.url}: another farm job holds {self.url}/{LOCK_KEY} (host "
-                              f"{holder.get('host')}, pid {holder.get('pid')}); wait for it, or delete "
-                              "that object if the job is gone")
+            raise ConfigError(
+                f"{self.url}: another farm job holds {self.url}/{LOCK_KEY} (host "
+                f"{holder.get('host')}, pid {holder.get('pid')}); wait for it, or delete "
+                "that object if the job is gone"
+            )
         if holder:
             log.warning("%s: taking over the lock of a dead job (pid %s)", self.url, holder.get("pid"))
         self._call("write", self.fs.pipe, self.key(LOCK_KEY), json.dumps(me).encode())
@@ -125,8 +127,9 @@ class RemoteOut:
         except FileNotFoundError:
             raise
         except (OSError, PermissionError) as e:
-            raise ConnectionFailed(f"--out {self.url}: cannot {what} {args[0]} "
-                                   f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+            raise ConnectionFailed(
+                f"--out {self.url}: cannot {what} {args[0]} ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
+            ) from None
 
     def pull_if_new(self) -> int:
         """A fresh staging directory on a job the bucket already holds: download it (the resume
@@ -136,7 +139,7 @@ class RemoteOut:
         keys = [k for k in self._call("list", self.fs.find, self.root) if not k.endswith(LOCK_KEY)]
         sent = {}
         for k in keys:
-            rel = k[len(self.root) + 1:]
+            rel = k[len(self.root) + 1 :]
             dest = self.staging / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             self._call("download", self.fs.get_file, k, str(dest))
@@ -191,8 +194,7 @@ class Publisher:
             st = path.stat()
             self._sent[rel] = [st.st_size, st.st_mtime_ns]
         if snapshot is not None:
-            self.remote._call("upload", self.remote.fs.put_file, str(snapshot),
-                              self.remote.key(".farm/journal.sqlite"))
+            self.remote._call("upload", self.remote.fs.put_file, str(snapshot), self.remote.key(".farm/journal.sqlite"))
             snapshot.unlink()
         if todo:
             atomic_write_json(self._state_path, self._sent)

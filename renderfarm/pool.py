@@ -3,6 +3,7 @@
 Both backends (local processes, Ray actors) implement :class:`WorkerPool`; the retry, isolation
 and journaling logic lives once, in :mod:`renderfarm.scheduler`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,7 +35,7 @@ class Outcome:
     item: WorkItem
     result: ShardResult | None  # None when the item raised or the worker died
     error: str = ""
-    crashed: bool = False       # the worker process/actor died while holding the item
+    crashed: bool = False  # the worker process/actor died while holding the item
 
 
 @dataclass
@@ -43,7 +44,7 @@ class SlotInfo:
 
     name: str
     external: str | None = None
-    state: str = "starting"     # starting | idle | busy | retired
+    state: str = "starting"  # starting | idle | busy | retired
     item: WorkItem | None = None
     pid: int | None = None
     server_pid: int | None = None
@@ -51,16 +52,23 @@ class SlotInfo:
     items_done: int = 0
     deaths: int = 0
     note: str = ""
-    node: str = ""             # Ray node id of the actor (servers are reaped only on ours)
-    deadline: float = 0.0      # monotonic time by which the current item must finish
+    node: str = ""  # Ray node id of the actor (servers are reaped only on ours)
+    deadline: float = 0.0  # monotonic time by which the current item must finish
     timed_out: bool = False
 
     def describe(self) -> dict:
-        return {"worker": self.name, "state": self.state, "pid": self.pid,
-                "shard": self.item.shard_id if self.item else None,
-                "server": self.address or self.external, "server_pid": self.server_pid,
-                "items_done": self.items_done, "restarts": self.deaths, "note": self.note,
-                "node": self.node}
+        return {
+            "worker": self.name,
+            "state": self.state,
+            "pid": self.pid,
+            "shard": self.item.shard_id if self.item else None,
+            "server": self.address or self.external,
+            "server_pid": self.server_pid,
+            "items_done": self.items_done,
+            "restarts": self.deaths,
+            "note": self.note,
+            "node": self.node,
+        }
 
 
 def outcome_from(slot: SlotInfo, item: WorkItem, payload: dict) -> Outcome:
@@ -104,8 +112,9 @@ class WorkerPool(ABC):
         late = [s for s in self.slots if s.state == "busy" and not s.timed_out and now > s.deadline]
         for s in late:
             s.timed_out = True
-            log.error("worker %s: shard %d ran past its time budget; killing the worker",
-                      s.name, s.item.shard_id if s.item else -1)
+            log.error(
+                "worker %s: shard %d ran past its time budget; killing the worker", s.name, s.item.shard_id if s.item else -1
+            )
         return late
 
     def status(self) -> list[dict]:

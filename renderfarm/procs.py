@@ -1,4 +1,5 @@
 """Signalling helpers for workers and servers: never raise for a process that is already gone."""
+
 from __future__ import annotations
 
 import os
@@ -33,4 +34,4 @@ def is_our_server(pid: int | None) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"sceneforge" in cmdline   # `sceneforge serve`, `python -m sceneforge.engine.server`
+    return b"sceneforge" in cmdline  # `sceneforge serve`, `python -m sceneforge.engine.server`

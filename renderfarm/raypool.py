@@ -10,6 +10,7 @@ dicts travel back; the journal stays with the driver (one writer).
 A dead actor (node lost, process killed) surfaces as ``RayActorError`` on its pending call; the
 item counts as crashed and a fresh actor takes the slot, exactly as with local processes.
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,8 +21,7 @@ from sceneforge.core.errors import ConnectionFailed
 
 from sceneforge.renderfarm.jsonlog import attach_json_log
 from sceneforge.renderfarm.local import WorkerSpec
-from sceneforge.renderfarm.pool import (MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem,
-                             outcome_from)
+from sceneforge.renderfarm.pool import MAX_CONSECUTIVE_DEATHS, Outcome, SlotInfo, WorkerPool, WorkItem, outcome_from
 from sceneforge.renderfarm.procs import is_our_server, send_signal
 from sceneforge.renderfarm.worker import WorkerCore
 
@@ -68,8 +68,10 @@ def ray_init_message(address: str | None, error: BaseException, reachable: bool 
     # reaches Python (InvalidAuthToken is in its C++ log); the head accepted our TCP connect, though.
     refused = reachable and isinstance(error, ConnectionError)
     if refused or any(w in first.lower() for w in ("auth", "token", "unauthenticated", "permission")):
-        hint = ("; the cluster uses token authentication: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
-                "(or RAY_AUTH_TOKEN_PATH / ~/.ray/auth_token) to the head node's token")
+        hint = (
+            "; the cluster uses token authentication: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
+            "(or RAY_AUTH_TOKEN_PATH / ~/.ray/auth_token) to the head node's token"
+        )
     return f"--ray-address {address or '(local)'}: cannot connect to the Ray cluster ({type(error).__name__}: {first}){hint}"
 
 
@@ -85,21 +87,29 @@ def check_reachable(address: str | None, timeout_s: float = RAY_CONNECT_TIMEOUT_
         return
     host, sep, port = address.split("://", 1)[-1].rpartition(":")
     if not sep or not port.isdigit():
-        return   # not host:port: Ray parses it and says what is wrong
+        return  # not host:port: Ray parses it and says what is wrong
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
     except (OSError, OverflowError, ValueError) as e:
         reason = getattr(e, "strerror", None) or str(e) or type(e).__name__
-        raise ConnectionFailed(f"--ray-address {address}: nothing accepts connections at {host}:{port} "
-                               f"({reason}; waited at most {timeout_s:g} s); is the Ray head node running "
-                               "(`ray start --head`)?") from None
+        raise ConnectionFailed(
+            f"--ray-address {address}: nothing accepts connections at {host}:{port} "
+            f"({reason}; waited at most {timeout_s:g} s); is the Ray head node running "
+            "(`ray start --head`)?"
+        ) from None
 
 
 class RayPool(WorkerPool):
     """``n`` Ray actors (or one per external server address)."""
 
-    def __init__(self, spec: WorkerSpec, n_workers: int | None, servers: list[str] | None,
-                 ray_address: str | None, max_workers: int | None = None):
+    def __init__(
+        self,
+        spec: WorkerSpec,
+        n_workers: int | None,
+        servers: list[str] | None,
+        ray_address: str | None,
+        max_workers: int | None = None,
+    ):
         import ray
 
         self._ray = ray
@@ -107,8 +117,7 @@ class RayPool(WorkerPool):
         if self._owns_ray:
             check_reachable(ray_address)
             try:
-                ray.init(address=ray_address, include_dashboard=False, log_to_driver=False,
-                         ignore_reinit_error=True)
+                ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
             except Exception as e:  # noqa: BLE001 - Ray raises many types; the user needs one line
                 raise ConnectionFailed(ray_init_message(ray_address, e, reachable=_explicit(ray_address))) from None
         self._actor_cls = ray.remote(num_cpus=1, max_restarts=0)(FarmActor)
@@ -250,7 +259,8 @@ class HeadWatch:
             raise ConnectionFailed(
                 f"the Ray head node at {self.address} stopped answering for {self.lost_after_s:g} s "
                 "(restarted or lost); finished shards are in the journal: re-run the same command "
-                "to resume once the cluster is up")
+                "to resume once the cluster is up"
+            )
 
 
 def _accepts(address: str, timeout_s: float = 2.0) -> bool:

@@ -6,6 +6,7 @@ sample cannot sink its neighbours; a single sample that fails ``max_attempts`` t
 failed with its last error and the job moves on. A shard is journaled once all its samples are
 complete or failed, in one SQLite transaction: the journal only ever says "done" for finished work.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,17 +52,30 @@ class _ShardState:
         return len(self.complete()) + len(self.failed) >= len(self.shard.indices)
 
     def result(self) -> ShardResult:
-        return ShardResult(self.shard.shard_id, sorted(self.done), sorted(self.skipped - self.done),
-                           dict(sorted(self.failed.items())), dict(sorted(self.rejections.items())),
-                           round(self.seconds, 6))
+        return ShardResult(
+            self.shard.shard_id,
+            sorted(self.done),
+            sorted(self.skipped - self.done),
+            dict(sorted(self.failed.items())),
+            dict(sorted(self.rejections.items())),
+            round(self.seconds, 6),
+        )
 
 
 class Scheduler:
     """Runs the given shards on a pool until each is done or has failed samples."""
 
-    def __init__(self, shards: list[Shard], journal: Journal, *, max_attempts: int = 3,
-                 events: logging.Logger | None = None, on_samples: Callable[[int], None] = lambda n: None,
-                 status_path: Path | None = None, on_shard: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        shards: list[Shard],
+        journal: Journal,
+        *,
+        max_attempts: int = 3,
+        events: logging.Logger | None = None,
+        on_samples: Callable[[int], None] = lambda n: None,
+        status_path: Path | None = None,
+        on_shard: Callable[[], None] | None = None,
+    ):
         self.journal = journal
         self.max_attempts = max(1, int(max_attempts))
         self.events = events or log
@@ -102,9 +116,10 @@ class Scheduler:
     def _handle(self, outcome: Outcome) -> None:
         _stop_on_full_disk(outcome)
         if outcome.item.shard_id in self._journaled:
-            return   # a duplicate report for a shard already journaled
+            return  # a duplicate report for a shard already journaled
         st = self.state.get(outcome.item.shard_id) or self.state.setdefault(
-            outcome.item.shard_id, _ShardState(self._shards[outcome.item.shard_id]))
+            outcome.item.shard_id, _ShardState(self._shards[outcome.item.shard_id])
+        )
         before = len(st.complete()) + len(st.failed) + self.ticks.pop(outcome.slot, 0)
         if outcome.result is not None:
             st.absorb(outcome.result, outcome.item)
@@ -114,9 +129,17 @@ class Scheduler:
             reported = set(outcome.result.done) | set(outcome.result.skipped) | set(failures)
             self._requeue_unreported(st, outcome, progressed=bool(reported & set(outcome.item.indices)))
         else:
-            self.events.warning("item failed", extra={"event": "item_failed", "worker": outcome.slot,
-                                "shard": st.shard.shard_id, "indices": list(outcome.item.indices),
-                                "error": outcome.error, "crashed": outcome.crashed})
+            self.events.warning(
+                "item failed",
+                extra={
+                    "event": "item_failed",
+                    "worker": outcome.slot,
+                    "shard": st.shard.shard_id,
+                    "indices": list(outcome.item.indices),
+                    "error": outcome.error,
+                    "crashed": outcome.crashed,
+                },
+            )
             self._retry(st, outcome.item.indices, outcome.error, outcome.slot)
         self.on_samples(len(st.complete()) + len(st.failed) - before)
         if st.finished() and st.shard.shard_id not in self._journaled:
@@ -125,8 +148,9 @@ class Scheduler:
     def _requeue_unreported(self, st: _ShardState, outcome: Outcome, progressed: bool) -> None:
         """Samples the scenario left out (it may stop a shard early, e.g. after a failure) go back
         in the queue without costing an attempt, as long as the item made progress."""
-        missing = tuple(i for i in outcome.item.indices
-                        if i not in st.complete() and i not in st.failed and i not in outcome.result.failed)
+        missing = tuple(
+            i for i in outcome.item.indices if i not in st.complete() and i not in st.failed and i not in outcome.result.failed
+        )
         if not missing:
             return
         if progressed:
@@ -144,9 +168,17 @@ class Scheduler:
         for i in todo:
             if self.attempts[i] >= self.max_attempts:
                 st.failed[i] = error
-                self.events.error("sample failed", extra={"event": "sample_failed", "sample": i,
-                                  "shard": st.shard.shard_id, "attempts": self.attempts[i],
-                                  "error": error, "worker": slot})
+                self.events.error(
+                    "sample failed",
+                    extra={
+                        "event": "sample_failed",
+                        "sample": i,
+                        "shard": st.shard.shard_id,
+                        "attempts": self.attempts[i],
+                        "error": error,
+                        "worker": slot,
+                    },
+                )
             else:
                 self.queue.append(WorkItem(st.shard.shard_id, (i,)))
 
@@ -156,10 +188,18 @@ class Scheduler:
         del self.state[result.shard_id]
         self.journal.finish_shard(result, dict(self.attempts), slot)
         self.finished.append(result)
-        self.events.info("shard finished", extra={
-            "event": "shard_done", "shard": result.shard_id, "worker": slot,
-            "done": len(result.done), "skipped": len(result.skipped),
-            "failed": len(result.failed), "seconds": result.seconds})
+        self.events.info(
+            "shard finished",
+            extra={
+                "event": "shard_done",
+                "shard": result.shard_id,
+                "worker": slot,
+                "done": len(result.done),
+                "skipped": len(result.skipped),
+                "failed": len(result.failed),
+                "seconds": result.seconds,
+            },
+        )
         if self.on_shard is not None:
             self.on_shard()
 

@@ -9,6 +9,7 @@ Health check = the stock UnrealCV handshake (greeting frame, ``vget /unrealcv/st
 works against a real UE5 + UnrealCV server as well as ours; our own servers must also render a
 frame (:func:`renders`), since a broken renderer does not stop the status command.
 """
+
 from __future__ import annotations
 
 import logging
@@ -94,8 +95,10 @@ def check_serves(address: str, spec) -> None:
         problems.append(f"asset packs {', '.join(missing)} (start it with --assets ...)")
     theirs = sorted(info.get("licenses") or []) or None
     if sorted(spec.licenses or []) != (theirs or []):
-        problems.append(f"licences {','.join(spec.licenses) if spec.licenses else 'all'} "
-                        f"(it serves {','.join(theirs) if theirs else 'all'}; start it with --licenses ...)")
+        problems.append(
+            f"licences {','.join(spec.licenses) if spec.licenses else 'all'} "
+            f"(it serves {','.join(theirs) if theirs else 'all'}; start it with --licenses ...)"
+        )
     if str(info.get("renderer", "gl")).split(":")[0] != spec.renderer.split(":")[0]:
         problems.append(f"renderer {spec.renderer} (it runs {info.get('renderer')})")
     if problems:
@@ -140,8 +143,7 @@ class ServerSlot:
         if self._handle is not None and renders(self._handle.address):
             return self._handle.address
         if self._handle is not None:
-            log.warning("render server %s (pid %s) is not answering; restarting it",
-                        self._handle.address, self.pid)
+            log.warning("render server %s (pid %s) is not answering; restarting it", self._handle.address, self.pid)
             self.restarts += 1
         self.close()
         self._handle = self._start()
@@ -149,9 +151,14 @@ class ServerSlot:
 
     def _start(self):
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        return start_server(port=0, output_dir=self.output_dir, threads=self.threads,
-                            assets=list(self.spec.assets), licenses=self.spec.licenses,
-                            renderer=self.spec.renderer)
+        return start_server(
+            port=0,
+            output_dir=self.output_dir,
+            threads=self.threads,
+            assets=list(self.spec.assets),
+            licenses=self.spec.licenses,
+            renderer=self.spec.renderer,
+        )
 
     def close(self) -> None:
         """Stop our server (never an external one)."""

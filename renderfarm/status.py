@@ -2,6 +2,7 @@
 
 Reads only (SQLite read-only connection; WAL lets it run beside a live job).
 """
+
 from __future__ import annotations
 
 import json
@@ -30,10 +31,13 @@ def job_status(out_dir: Path) -> dict:
     for r in rows:
         samples[r.status] += r.n_samples
         samples["failed_samples"] += r.n_failed
-    return {"manifest": manifest, "shards": [vars(r) for r in rows],
-            "failures": {i: {"attempts": a, "error": e} for i, (a, e) in failures.items()},
-            "counts": {"shards": dict(Counter(r.status for r in rows)), "samples": dict(samples)},
-            "workers": _live_workers(fdir)}
+    return {
+        "manifest": manifest,
+        "shards": [vars(r) for r in rows],
+        "failures": {i: {"attempts": a, "error": e} for i, (a, e) in failures.items()},
+        "counts": {"shards": dict(Counter(r.status for r in rows)), "samples": dict(samples)},
+        "workers": _live_workers(fdir),
+    }
 
 
 def _live_workers(fdir: Path) -> dict | None:
@@ -52,10 +56,12 @@ def _live_workers(fdir: Path) -> dict | None:
 def format_status(status: dict, show_all: bool = False) -> str:
     m, counts = status["manifest"], status["counts"]
     shard_counts = counts["shards"]
-    lines = [f"job {m['scenario']}: {m['n_samples']} samples in {len(status['shards'])} shards "
-             f"of <= {m['shard_size']} (fingerprint {m['fingerprint'][:12]})",
-             "shards: " + ", ".join(f"{k} {shard_counts.get(k, 0)}" for k in ("done", "pending", "failed")),
-             f"failed samples: {len(status['failures'])}"]
+    lines = [
+        f"job {m['scenario']}: {m['n_samples']} samples in {len(status['shards'])} shards "
+        f"of <= {m['shard_size']} (fingerprint {m['fingerprint'][:12]})",
+        "shards: " + ", ".join(f"{k} {shard_counts.get(k, 0)}" for k in ("done", "pending", "failed")),
+        f"failed samples: {len(status['failures'])}",
+    ]
     rows = status["shards"]
     if not show_all and len(rows) > MAX_ROWS:
         rows = [r for r in rows if r["status"] != "done"][:MAX_ROWS]
@@ -63,8 +69,9 @@ def format_status(status: dict, show_all: bool = False) -> str:
     lines.append(f"{'shard':>6}  {'samples':<13} {'status':<8} {'failed':>6}  {'worker':<6} {'seconds':>8}")
     for r in rows:
         span = f"{r['first']}-{r['last']}"
-        lines.append(f"{r['shard_id']:>6}  {span:<13} {r['status']:<8} {r['n_failed']:>6}  "
-                     f"{r['worker'] or '-':<6} {r['seconds']:>8.2f}")
+        lines.append(
+            f"{r['shard_id']:>6}  {span:<13} {r['status']:<8} {r['n_failed']:>6}  {r['worker'] or '-':<6} {r['seconds']:>8.2f}"
+        )
     for index, f in list(status["failures"].items())[:20]:
         lines.append(f"sample {index}: failed after {f['attempts']} attempts: {f['error']}")
     lines += _format_workers(status["workers"])
@@ -78,7 +85,9 @@ def _format_workers(workers: dict | None) -> list[str]:
         return [f"no job running (pid {workers.get('pid')} ended without cleanup; re-run to resume)"]
     out = [f"job running (pid {workers['pid']}):"]
     for w in workers["workers"]:
-        out.append(f"  {w['worker']}: {w['state']:<8} shard {w['shard'] if w['shard'] is not None else '-'}"
-                   f"  server {w['server'] or '-'}  items {w['items_done']}  restarts {w['restarts']}"
-                   + (f"  ({w['note']})" if w.get("note") else ""))
+        out.append(
+            f"  {w['worker']}: {w['state']:<8} shard {w['shard'] if w['shard'] is not None else '-'}"
+            f"  server {w['server'] or '-'}  items {w['items_done']}  restarts {w['restarts']}"
+            + (f"  ({w['note']})" if w.get("note") else "")
+        )
     return out

@@ -1,4 +1,5 @@
 """The job summary: built from the journal (so a resumed job reports the whole job, not one run)."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,7 @@ from sceneforge.renderfarm.manifest import JobManifest
 SUMMARY = "summary.json"
 
 
-def summarise(journal: Journal, manifest: JobManifest, *, elapsed: float, workers: int,
-              backend: str) -> dict:
+def summarise(journal: Journal, manifest: JobManifest, *, elapsed: float, workers: int, backend: str) -> dict:
     """Samples complete/failed/pending, rejections by rule, and this run's throughput.
 
     ``rendered`` counts samples whose results this run produced (``done``), not those found
@@ -56,11 +56,13 @@ def exit_code(summary: dict) -> int:
 
 
 def format_summary(summary: dict) -> str:
-    lines = [f"{summary['scenario']}: {summary['complete']}/{summary['samples']} samples complete, "
-             f"{len(summary['failed'])} failed, {summary['pending']} pending "
-             f"({summary.get('rendered', 0)} rendered this run in {summary['seconds']:.1f} s, "
-             f"{summary.get('samples_per_s', 0.0):.2f} samples/s on {summary['workers']} "
-             f"{summary['backend']} workers)"]
+    lines = [
+        f"{summary['scenario']}: {summary['complete']}/{summary['samples']} samples complete, "
+        f"{len(summary['failed'])} failed, {summary['pending']} pending "
+        f"({summary.get('rendered', 0)} rendered this run in {summary['seconds']:.1f} s, "
+        f"{summary.get('samples_per_s', 0.0):.2f} samples/s on {summary['workers']} "
+        f"{summary['backend']} workers)"
+    ]
     if summary["rejections"]:
         lines.append("  rejections: " + ", ".join(f"{k}={v}" for k, v in summary["rejections"].items()))
     for index, error in list(summary["failed"].items())[:10]:

@@ -11,6 +11,7 @@ tar header is fixed (mtime 0, uid/gid 0, no user names, mode 0644, ustar), so th
 same bytes at any worker count and on any resume. A scenario opts in by defining
 ``wds_samples(config, out_dir)``, an iterator of ``(key, {ext: Path | bytes})`` in index order.
 """
+
 from __future__ import annotations
 
 import io
@@ -54,7 +55,7 @@ def write_wds(samples: Iterable[tuple[str, Members]], out_dir: Path, shard_size:
     if batch:
         shards.append(_write_shard(wdir, len(shards), batch))
     names = {s["name"] for s in shards}
-    for old in wdir.glob("shard-*.tar"):   # an earlier pack with another shard size
+    for old in wdir.glob("shard-*.tar"):  # an earlier pack with another shard size
         if old.name not in names:
             old.unlink()
     index = {"format": "webdataset", "shard_size": shard_size, "samples": n, "shards": shards}

@@ -4,6 +4,7 @@ The same :func:`execute` serves both backends, so a shard behaves identically wh
 Outcomes are plain dicts (picklable, tiny): images never travel back to the parent; the scenario
 writes them straight into the output directory.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -45,8 +46,7 @@ def one_line(exc: BaseException, limit: int = 500) -> str:
 class WorkerCore:
     """Scenario module + server slot of one worker; :meth:`execute` runs one work item."""
 
-    def __init__(self, scenario: str, config: dict, out_dir: str, server_dir: str,
-                 external: str | None):
+    def __init__(self, scenario: str, config: dict, out_dir: str, server_dir: str, external: str | None):
         limit_threads()
         self.module: ModuleType = load_scenario(scenario)
         self.config = config
@@ -70,14 +70,14 @@ class WorkerCore:
         extra = {"progress": progress} if progress is not None and self.takes_progress else {}
         try:
             server = self.slot.ensure() if self.needs_server else ""
-            result = self.module.run(self.config, Shard(shard_id, tuple(indices)), self.out_dir,
-                                     server=server, **extra)
+            result = self.module.run(self.config, Shard(shard_id, tuple(indices)), self.out_dir, server=server, **extra)
             if not isinstance(result, ShardResult):
                 raise TypeError(f"run() returned {type(result).__name__}, not ShardResult")
             out = {"ok": True, "result": asdict(result)}
         except Exception as e:
-            log.warning("shard %d %s failed: %s", shard_id, list(indices)[:4], one_line(e),
-                        extra={"traceback": traceback.format_exc()})
+            log.warning(
+                "shard %d %s failed: %s", shard_id, list(indices)[:4], one_line(e), extra={"traceback": traceback.format_exc()}
+            )
             out = {"ok": False, "error": one_line(e)}
         out.update(server_pid=self.slot.pid, seconds=time.perf_counter() - t0)
         return out
@@ -118,8 +118,9 @@ def _hard_exit(code: int) -> None:
     os._exit(code)
 
 
-def worker_main(conn, scenario: str, config: dict, out_dir: str, server_dir: str,
-                external: str | None, log_path: str | None) -> None:
+def worker_main(
+    conn, scenario: str, config: dict, out_dir: str, server_dir: str, external: str | None, log_path: str | None
+) -> None:
     """Entry point of a local worker process: serve ``("run", shard_id, indices)`` until stop.
 
     The worker runs in its own process group and ignores SIGINT: Ctrl-C goes to the parent,

@@ -17,20 +17,27 @@ adds what a scenario's config has besides: its ``SCENARIO`` name, which default 
 
 ``to_dict()`` is what ``OUT/job.json`` records; ``fingerprint()`` its hash, what resume compares.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import ClassVar
 
 from sceneforge.core.config_base import (  # noqa: F401  (re-exported: the scenarios' one import)
-    ConfigBase, cli_fields, comma_list, is_number, is_tuple_field, option)
+    ConfigBase,
+    cli_fields,
+    comma_list,
+    is_number,
+    is_tuple_field,
+    option,
+)
 
 
 @dataclass(frozen=True)
 class ScenarioConfig(ConfigBase):
     """Base of every scenario's config (see the module docstring)."""
 
-    SCENARIO: ClassVar[str] = "scenario"            # the scenario's name: error sources, config_names scope
+    SCENARIO: ClassVar[str] = "scenario"  # the scenario's name: error sources, config_names scope
 
     @classmethod
     def default_source(cls) -> str:

@@ -8,6 +8,7 @@ command-line side (``{"motion.n_frames": 8}`` sets ``motion: {n_frames: 8}``).
     >>> merged == {"n": 8, "motion": {"fps": 8, "n_frames": 16}}
     True
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -60,8 +61,13 @@ def merge_config(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict:
     return out
 
 
-def load_config(from_dict: Callable[[dict, str], T], *, command: str, config_file: str | Path | None = None,
-                overrides: Mapping[str, Any] | None = None) -> tuple[T, dict]:
+def load_config(
+    from_dict: Callable[[dict, str], T],
+    *,
+    command: str,
+    config_file: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> tuple[T, dict]:
     """Validate ``--config`` file + flag overrides with the scenario's ``from_dict``.
 
     Returns the validated config object and the merged plain dict (what runners pass to

@@ -24,6 +24,7 @@ Scenarios are found by name through :mod:`scenarios.registry`; the output direct
 ``run`` must be idempotent: a sample whose files are complete is skipped, each file is written
 to a temporary name and renamed, so a killed worker never leaves a half-written sample.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -74,8 +75,8 @@ class ShardResult:
     """What a worker reports back; the farm aggregates these into the job summary."""
 
     shard_id: int
-    done: list[int] = field(default_factory=list)       # sample indices now complete
-    skipped: list[int] = field(default_factory=list)    # already complete before this run
+    done: list[int] = field(default_factory=list)  # sample indices now complete
+    skipped: list[int] = field(default_factory=list)  # already complete before this run
     failed: dict[int, str] = field(default_factory=dict)  # index -> one-line error
     rejections: dict[str, int] = field(default_factory=dict)  # rule -> count
     seconds: float = 0.0
@@ -106,8 +107,10 @@ def load_scenario(name: str) -> ModuleType:
         module = importlib.import_module(path)
     except ModuleNotFoundError as e:
         if e.name and path.startswith(e.name):
-            raise ConfigError(f"scenario '{name}': not a registered scenario ({', '.join(scenario_names())}) "
-                              "nor an importable module: no such module") from e
+            raise ConfigError(
+                f"scenario '{name}': not a registered scenario ({', '.join(scenario_names())}) "
+                "nor an importable module: no such module"
+            ) from e
         raise
     missing = [f for f in ("plan", "run", "finalize") if not callable(getattr(module, f, None))]
     if missing:
@@ -135,8 +138,7 @@ def get_scenario(name_or_path: str) -> ModuleType:
     module = load_scenario(module_path(name_or_path))
     name = getattr(module, "NAME", None)
     if registered(name_or_path) and name is not None and name != name_or_path:
-        raise ConfigError(f"scenario '{name_or_path}' is registered as {module_path(name_or_path)!r}, "
-                          f"whose NAME is {name!r}")
+        raise ConfigError(f"scenario '{name_or_path}' is registered as {module_path(name_or_path)!r}, whose NAME is {name!r}")
     return module
 
 

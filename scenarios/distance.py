@@ -15,6 +15,7 @@ last so it marks the sample complete. ``finalize`` writes ``samples.parquet``/``
 What it costs: this module and one line in :data:`scenarios.registry.BUILTIN`; its command line
 is generated from :class:`DistanceConfig` (``sceneforge run distance --env desert --n 8 --out D``).
 """
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,13 @@ from sceneforge.engine.world import instance_color
 from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.output.writers import (
-    atomic_write_bytes, atomic_write_json, encode_image, intrinsics, npy_bytes, pose_block, write_table,
+    atomic_write_bytes,
+    atomic_write_json,
+    encode_image,
+    intrinsics,
+    npy_bytes,
+    pose_block,
+    write_table,
 )
 from sceneforge.scenarios.pipeline.shard import run_shard
 
@@ -59,8 +66,13 @@ class DistanceConfig(ScenarioConfig):
     max_views: int = option(20, integer=True, bounds=(1, 1000), help="rendered visibility checks per sample")
 
     def check(self, source: str) -> None:
-        self.need(self.min_bbox_px <= self.image_size, "min_bbox_px", f"must be <= image_size={self.image_size}",
-                  self.min_bbox_px, source)
+        self.need(
+            self.min_bbox_px <= self.image_size,
+            "min_bbox_px",
+            f"must be <= image_size={self.image_size}",
+            self.min_bbox_px,
+            source,
+        )
 
     def load_env(self):
         from sceneforge.scenarios.world.environments import load_env
@@ -86,8 +98,13 @@ def record_path(out: Path, cfg: DistanceConfig, i: int) -> Path:
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
     cfg, out = Config.from_dict(config), Path(out_dir)
-    return run_shard(shard, server, complete=lambda i: record_path(out, cfg, i).is_file(),
-                     maker=lambda client, todo: Maker(cfg, client, out), progress=progress)
+    return run_shard(
+        shard,
+        server,
+        complete=lambda i: record_path(out, cfg, i).is_file(),
+        maker=lambda client, todo: Maker(cfg, client, out),
+        progress=progress,
+    )
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
@@ -95,10 +112,18 @@ def finalize(config: dict, out_dir: Path) -> dict:
     rows = []
     for i in range(cfg.n):
         rec = json.loads(record_path(out, cfg, i).read_text())
-        rows.append({"file_name": rec["files"]["image"], "label": rec["label"], "env": rec["env"], "index": i,
-                     "class_a": rec["objects"]["a"]["class"], "class_b": rec["objects"]["b"]["class"],
-                     "distance_a_cm": rec["objects"]["a"]["distance_cm"],
-                     "distance_b_cm": rec["objects"]["b"]["distance_cm"]})
+        rows.append(
+            {
+                "file_name": rec["files"]["image"],
+                "label": rec["label"],
+                "env": rec["env"],
+                "index": i,
+                "class_a": rec["objects"]["a"]["class"],
+                "class_b": rec["objects"]["b"]["class"],
+                "distance_a_cm": rec["objects"]["a"]["distance_cm"],
+                "distance_b_cm": rec["objects"]["b"]["distance_cm"],
+            }
+        )
     write_table(rows, out)
     return {"samples": len(rows), "by_label": dict(sorted(Counter(r["label"] for r in rows).items()))}
 
@@ -127,9 +152,12 @@ class Maker:
             if vis is None:
                 return self.write(i, placed, cam, counts)
             counts[vis] += 1
-        raise PlacementError(f"{self.name} distance sample {i}: no view in {self.cfg.max_views}: "
-                             f"{dict(sorted(counts.items()))}", rule=counts.most_common(1)[0][0],
-                             tries=sum(counts.values()), rejections=dict(counts))
+        raise PlacementError(
+            f"{self.name} distance sample {i}: no view in {self.cfg.max_views}: {dict(sorted(counts.items()))}",
+            rule=counts.most_common(1)[0][0],
+            tries=sum(counts.values()),
+            rejections=dict(counts),
+        )
 
     def place(self, rng, counts):
         from sceneforge.scenarios.sampling.rejection import no_overlap, resample_while, sample_object
@@ -139,10 +167,16 @@ class Maker:
         placed = []
         for name in LABELS:
             shape = self.shapes.pick(rng, classes[int(rng.integers(len(classes)))])
-            placed.append(resample_while(lambda r, sh=shape, n=name: sample_object(r, n, sh, s.centre_cm, s.sigma_cm,
-                                                                                    self.env.ground),
-                                         [("overlap", no_overlap(placed, 30.0))], rng, self.cfg.max_tries, counts,
-                                         what=f"placing {name}"))
+            placed.append(
+                resample_while(
+                    lambda r, sh=shape, n=name: sample_object(r, n, sh, s.centre_cm, s.sigma_cm, self.env.ground),
+                    [("overlap", no_overlap(placed, 30.0))],
+                    rng,
+                    self.cfg.max_tries,
+                    counts,
+                    what=f"placing {name}",
+                )
+            )
         return placed
 
     def camera(self, rng, placed, counts):
@@ -152,13 +186,20 @@ class Maker:
         aim = tuple(np.mean([p.centre() for p in placed], axis=0))
         base_z = float(np.mean([p.z for p in placed]))
 
-        def distinct(cam) -> bool:   # the label must be clear: relative gap of the two distances
+        def distinct(cam) -> bool:  # the label must be clear: relative gap of the two distances
             da, db = (distance_cm(cam.location, p.centre()) for p in placed)
             return abs(da - db) >= cfg.min_gap * max(da, db)
-        return resample_while(lambda r: sample_camera(r, s.centre_cm, s.cam_xy_range_cm, s.cam_height_range_cm,
-                                                      base_z, aim, s.fov_deg, cfg.image_size),
-                              [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0)),
-                               ("ambiguous", distinct)], rng, cfg.max_tries, counts, what="distance camera")
+
+        return resample_while(
+            lambda r: sample_camera(
+                r, s.centre_cm, s.cam_xy_range_cm, s.cam_height_range_cm, base_z, aim, s.fov_deg, cfg.image_size
+            ),
+            [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0)), ("ambiguous", distinct)],
+            rng,
+            cfg.max_tries,
+            counts,
+            what="distance camera",
+        )
 
     def visible(self, placed, cam) -> str | None:
         if not self.world_set:
@@ -181,13 +222,26 @@ class Maker:
             atomic_write_bytes(self.out / files["depth"], npy_bytes(img["depth"].astype("float32")))
         dist = {p.name: distance_cm(cam.location, p.centre()) for p in placed}
         rot = cam.rotation
-        rec = {"env": self.name, "index": i, "label": closer(dist["a"], dist["b"]), "files": files,
-               "camera": {**pose_block(cam.location, (rot.pitch, rot.yaw, rot.roll)), **intrinsics(cam)},
-               "objects": {p.name: {"class": p.shape.cls, "asset": p.shape.asset_id, "location": list(p.location),
-                                    "centre": [float(v) for v in p.centre()], "yaw": p.yaw,
-                                    "color": list(instance_color(k)), "distance_cm": dist[p.name]}
-                           for k, p in enumerate(placed)},
-               "rejections": dict(sorted(counts.items()))}
+        rec = {
+            "env": self.name,
+            "index": i,
+            "label": closer(dist["a"], dist["b"]),
+            "files": files,
+            "camera": {**pose_block(cam.location, (rot.pitch, rot.yaw, rot.roll)), **intrinsics(cam)},
+            "objects": {
+                p.name: {
+                    "class": p.shape.cls,
+                    "asset": p.shape.asset_id,
+                    "location": list(p.location),
+                    "centre": [float(v) for v in p.centre()],
+                    "yaw": p.yaw,
+                    "color": list(instance_color(k)),
+                    "distance_cm": dist[p.name],
+                }
+                for k, p in enumerate(placed)
+            },
+            "rejections": dict(sorted(counts.items())),
+        }
         atomic_write_json(record_path(self.out, cfg, i), rec)
         return rec
 

@@ -20,6 +20,7 @@ the example); ``sceneforge run NAME --flags`` runs any of them, flags generated 
 :func:`register_scenario` for scenarios that live outside this repository. Runners
 (:func:`renderfarm.run_job`) and CLI commands take either a registry name or an import path.
 """
+
 from __future__ import annotations
 
 
@@ -27,8 +28,8 @@ from sceneforge.core.errors import ConfigError
 
 # name -> import path of the module implementing the contract
 BUILTIN: dict[str, str] = {
-    "sparrta": "scenarios.sparrta",   # SpaRRTa ego/allo relation images
-    "videos": "scenarios.videos",     # DSI-Bench-style dynamic clips + variants
+    "sparrta": "scenarios.sparrta",  # SpaRRTa ego/allo relation images
+    "videos": "scenarios.videos",  # DSI-Bench-style dynamic clips + variants
     "vqa": "scenarios.vqa.scenario",  # template VQA over metric scene graphs (CRISP/SpaCE-10 style)
     "distance": "scenarios.distance",  # which of two objects is nearer the camera (the kit's small example)
 }
@@ -53,4 +54,3 @@ def scenario_names() -> list[str]:
 def module_path(name_or_path: str) -> str:
     """Registry name → import path; anything else is taken as an import path (checked on import)."""
     return _REGISTRY.get(name_or_path, name_or_path)
-

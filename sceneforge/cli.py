@@ -4,6 +4,7 @@ Any :class:`core.errors.SceneforgeError` becomes one line on stderr. Exit codes,
 every command (``sceneforge.core.errors``, README): 0 done; 1 ran but incomplete
 (failed/pending samples, a check that differs); 2 usage or config error; 130 interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,21 +18,21 @@ from sceneforge import __version__
 
 # Subcommand modules under sceneforge.commands; each has register(subparsers).
 COMMAND_MODULES = (
-    "serve",      # sceneforge serve                      (engine)
+    "serve",  # sceneforge serve                      (engine)
     "renderers",  # sceneforge renderers list|install      (engine.server.cycles)
-    "demo",       # sceneforge demo                       (scenarios, README's first command)
-    "assets",     # sceneforge assets list|validate|preview|build
-    "envs",       # sceneforge envs list|preview
-    "generate",   # sceneforge generate / preview         (SpaRRTa-style images)
-    "videos",     # sceneforge videos / dsi-eval          (DSI-style videos)
-    "degrade",    # sceneforge degrade                    (SpaceDG-style degraded variants)
-    "export",     # sceneforge export --layout sparrta    (other projects' layouts)
-    "browse",     # sceneforge browse OUT                 (explorer: static dataset browser)
-    "vqa",        # sceneforge vqa-eval                   (template VQA scoring)
-    "run",        # sceneforge run SCENARIO               (any registered scenario, flags from its Config)
-    "probe",      # sceneforge probe / probe-report       (probing)
-    "farm",       # sceneforge farm status                (renderfarm)
-    "bench",      # sceneforge bench <name>               (benchmarks/)
+    "demo",  # sceneforge demo                       (scenarios, README's first command)
+    "assets",  # sceneforge assets list|validate|preview|build
+    "envs",  # sceneforge envs list|preview
+    "generate",  # sceneforge generate / preview         (SpaRRTa-style images)
+    "videos",  # sceneforge videos / dsi-eval          (DSI-style videos)
+    "degrade",  # sceneforge degrade                    (SpaceDG-style degraded variants)
+    "export",  # sceneforge export --layout sparrta    (other projects' layouts)
+    "browse",  # sceneforge browse OUT                 (explorer: static dataset browser)
+    "vqa",  # sceneforge vqa-eval                   (template VQA scoring)
+    "run",  # sceneforge run SCENARIO               (any registered scenario, flags from its Config)
+    "probe",  # sceneforge probe / probe-report       (probing)
+    "farm",  # sceneforge farm status                (renderfarm)
+    "bench",  # sceneforge bench <name>               (benchmarks/)
 )
 
 log = logging.getLogger("sceneforge")
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         module.register(sub)
     _describe_from_help(parser)
-    add_old_spellings(parser)    # --no-progress etc. keep working (core/config_names.py)
+    add_old_spellings(parser)  # --no-progress etc. keep working (core/config_names.py)
     return parser
 
 

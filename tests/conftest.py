@@ -11,6 +11,7 @@ Example::
     def test_something(render_client):
         render_client.spawn([Actor("a", "primitive_cube", Transform((500, 0, 0)))])
 """
+
 from __future__ import annotations
 
 import os

@@ -9,6 +9,7 @@
 ``.ci/run`` also proves the first two on a fresh venv (``pip check``; ``import torch`` fails
 after README command 1).
 """
+
 from __future__ import annotations
 
 import os
@@ -47,13 +48,13 @@ def base_closure(root: str = "sceneforge") -> set[str]:
         try:
             todo.extend(_base_requirements(name))
         except metadata.PackageNotFoundError:
-            pass   # an optional platform package not installed here: nothing to follow
+            pass  # an optional platform package not installed here: nothing to follow
     return seen
 
 
 def test_the_base_install_pulls_no_torch():
     closure = base_closure()
-    assert "scikit-image" in closure and "unrealcv" in closure   # the walk follows real metadata
+    assert "scikit-image" in closure and "unrealcv" in closure  # the walk follows real metadata
     assert not closure & HEAVY, sorted(closure & HEAVY)
 
 
@@ -64,11 +65,16 @@ def test_scikit_image_is_a_base_dependency():
 
 
 def test_one_opencv_distribution():
-    owners = sorted({d.metadata["Name"] for d in metadata.distributions()
-                     if any(str(f).replace("\\", "/") == "cv2/__init__.py" for f in (d.files or ()))})
+    owners = sorted(
+        {
+            d.metadata["Name"]
+            for d in metadata.distributions()
+            if any(str(f).replace("\\", "/") == "cv2/__init__.py" for f in (d.files or ()))
+        }
+    )
     assert len(owners) == 1, f"several distributions install cv2/: {owners} (pip uninstall all but opencv-python)"
     assert owners == ["opencv-python"]
-    assert "opencv-python" in _base_requirements("unrealcv")   # why that one
+    assert "opencv-python" in _base_requirements("unrealcv")  # why that one
 
 
 def test_the_suite_keeps_to_its_own_cache():
@@ -77,8 +83,9 @@ def test_the_suite_keeps_to_its_own_cache():
     from sceneforge.core.paths import cache_root
     from sceneforge.probing.pretrained import weights_dir
 
-    SUITE_CACHE = Path(os.environ.get("SCENEFORGE_TEST_CACHE")
-                       or Path(__file__).resolve().parents[1] / ".pytest_cache" / "sceneforge")
+    SUITE_CACHE = Path(
+        os.environ.get("SCENEFORGE_TEST_CACHE") or Path(__file__).resolve().parents[1] / ".pytest_cache" / "sceneforge"
+    )
     user = Path.home() / ".cache" / "sceneforge"
     assert Path(os.environ["SCENEFORGE_CACHE"]) == SUITE_CACHE != user
     assert Path(cache_root()).resolve() == SUITE_CACHE.resolve()

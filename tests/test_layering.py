@@ -6,6 +6,7 @@ installs under one namespace (``engine/`` is ``sceneforge.engine``: setup.py), s
 the folder's bare name (``import engine``) is an error anywhere in the repository: it would load
 a second copy of the module from the working directory, or a user's own ``engine``.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,7 +23,7 @@ ALLOWED = {
     "scenarios": {"core", "assets_manifest", "engine"},
     "renderfarm": {"core", "engine", "scenarios"},  # runs scenarios (contract in scenarios.contract)
     "probing": {"core"},
-    "explorer": {"core"},   # reads finished datasets from disk (sceneforge browse)
+    "explorer": {"core"},  # reads finished datasets from disk (sceneforge browse)
     "sceneforge": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing", "explorer"},
 }
 OURS = set(ALLOWED)
@@ -45,7 +46,7 @@ def _imports(path: Path):
             for a in node.names:
                 yield node.lineno, _package(a.name)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "sceneforge":   # from sceneforge import engine
+            if node.module == "sceneforge":  # from sceneforge import engine
                 for a in node.names:
                     yield node.lineno, _package(f"sceneforge.{a.name}")
             else:
@@ -53,9 +54,13 @@ def _imports(path: Path):
 
 
 def test_no_bare_library_imports():
-    bad = [f"{path.relative_to(ROOT)}:{line} imports {top[5:]} (write sceneforge.{top[5:]})"
-           for path in sorted(ROOT.rglob("*.py")) if not {".git", "build", ".pytest_cache"} & set(path.parts)
-           for line, top in _imports(path) if top and top.startswith("BARE ")]
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {top[5:]} (write sceneforge.{top[5:]})"
+        for path in sorted(ROOT.rglob("*.py"))
+        if not {".git", "build", ".pytest_cache"} & set(path.parts)
+        for line, top in _imports(path)
+        if top and top.startswith("BARE ")
+    ]
     assert not bad, "bare imports of the library:\n" + "\n".join(bad)
 
 
@@ -71,8 +76,11 @@ def test_no_upward_imports():
 
 def test_engine_server_only_main_imports_the_asset_package():
     """The server gets its asset catalogue handed in by its entry point."""
-    users = [p.relative_to(ROOT).as_posix() for p in (ROOT / "engine").rglob("*.py")
-             if any(top == "assets_manifest" for _, top in _imports(p))]
+    users = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "engine").rglob("*.py")
+        if any(top == "assets_manifest" for _, top in _imports(p))
+    ]
     assert users == ["engine/server/main.py"]
 
 

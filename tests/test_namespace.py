@@ -5,6 +5,7 @@ The throwaway packages come first on ``PYTHONPATH``, ahead of site-packages (a s
 than installing them beside us), and every one of them fails on import: the demo, its render
 server subprocess and two local farm workers must never load them.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,7 @@ def shadowed(tmp_path):
 
 
 def _sceneforge(args, env, cwd):
-    return subprocess.run([sys.executable, "-c", CLI, *args], env=env, cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run([sys.executable, "-c", CLI, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 def test_the_shadow_is_real(shadowed):
@@ -47,7 +47,10 @@ def test_demo_and_farm_workers_ignore_a_users_own_core_and_engine(shadowed):
     p = _sceneforge(["demo", "--n", "2", "--out", "demo", "--quiet", "--no-fetch"], env, cwd)
     assert p.returncode == 0, p.stderr[-2000:]
     assert (cwd / "demo" / "samples.parquet").is_file()
-    p = _sceneforge(["generate", "--env", "desert", "--task", "ego", "--n", "4", "--out", "gen",
-                     "--workers", "2", "--quiet", "--no-fetch"], env, cwd)
+    p = _sceneforge(
+        ["generate", "--env", "desert", "--task", "ego", "--n", "4", "--out", "gen", "--workers", "2", "--quiet", "--no-fetch"],
+        env,
+        cwd,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert "user's own" not in p.stderr

@@ -10,6 +10,7 @@ and the demo run anywhere and produce byte-identical images. The table they regi
     >>> generate("traffic_cone", {}).bounds()[1][2]   # height in cm
     70.0
 """
+
 from __future__ import annotations
 
 import inspect

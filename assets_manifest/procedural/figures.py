@@ -3,6 +3,7 @@
 The allocentric viewpoint in SpaRRTa is a human figure; several distinct figures (height, clothing,
 pose) keep a probe from keying on one silhouette. The figure faces +X.
 """
+
 from __future__ import annotations
 
 from sceneforge.assets_manifest.procedural.registry import register
@@ -27,8 +28,15 @@ def _arm_ends(pose: str, side: int, sh, H: float):
 
 
 @register("human")
-def human(height_cm: float = 178.0, shirt=(40, 90, 160), pants=(45, 45, 60), skin=(224, 180, 150),
-          hair=(60, 40, 25), pose: str = "stand", skirt: bool = False) -> RenderMesh:
+def human(
+    height_cm: float = 178.0,
+    shirt=(40, 90, 160),
+    pants=(45, 45, 60),
+    skin=(224, 180, 150),
+    hair=(60, 40, 25),
+    pose: str = "stand",
+    skirt: bool = False,
+) -> RenderMesh:
     """A standing adult ~``height_cm`` tall: legs, torso, arms, neck, head and hair."""
     if pose not in POSES:
         raise ConfigError(f"human pose {pose!r} unknown; use one of {', '.join(POSES)}")

@@ -1,4 +1,5 @@
 """Rocks, trees (conifer and broadleaf), saguaro cacti, bushes and dunes."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,7 @@ BARK = (101, 72, 45)
 
 
 @register("rock")
-def rock(size_cm: float = 120.0, flatness: float = 0.65, seed: int = 0,
-         color=(128, 124, 118)) -> RenderMesh:
+def rock(size_cm: float = 120.0, flatness: float = 0.65, seed: int = 0, color=(128, 124, 118)) -> RenderMesh:
     """A lumpy boulder: a noisy icosphere squashed vertically, its bottom buried flat."""
     ico = jitter(trimesh.creation.icosphere(subdivisions=2, radius=0.5), 0.35, seed)
     rng = np.random.default_rng(seed + 101)
@@ -99,21 +99,21 @@ def dune(length_cm: float = 3000.0, height_cm: float = 300.0, color=(214, 184, 1
     surface (``procedural/pbr.py``), the same as the desert floor it grows out of."""
     rng = np.random.default_rng(seed)
     L, H = length_cm, height_cm
-    wind, lee = 2.6 * H * 1.8, 1.0 * H * 1.5        # horizontal run of the two slopes
+    wind, lee = 2.6 * H * 1.8, 1.0 * H * 1.5  # horizontal run of the two slopes
     nx, ny = 33, 21
-    u = np.linspace(-1, 1, nx)                      # along the crest
-    t = np.linspace(0, 1, ny)                       # across: windward foot → crest → lee foot
-    crest = 0.5 * L * 0.18 * (u ** 2) + rng.uniform(-0.03, 0.03) * L * u   # crest bows downwind
-    envelope = np.cos(0.5 * np.pi * u) ** 1.5       # height tapers to 0 at both ends
+    u = np.linspace(-1, 1, nx)  # along the crest
+    t = np.linspace(0, 1, ny)  # across: windward foot → crest → lee foot
+    crest = 0.5 * L * 0.18 * (u**2) + rng.uniform(-0.03, 0.03) * L * u  # crest bows downwind
+    envelope = np.cos(0.5 * np.pi * u) ** 1.5  # height tapers to 0 at both ends
     xs, ys, zs = [], [], []
     for i in range(nx):
         h = H * envelope[i]
         for j in range(ny):
-            if t[j] <= 0.72:                        # windward: smooth rise to the crest
+            if t[j] <= 0.72:  # windward: smooth rise to the crest
                 s = t[j] / 0.72
                 y = -wind + s * wind
-                z = h * (3 * s ** 2 - 2 * s ** 3)
-            else:                                   # slip face: steep, nearly straight fall
+                z = h * (3 * s**2 - 2 * s**3)
+            else:  # slip face: steep, nearly straight fall
                 s = (t[j] - 0.72) / 0.28
                 y = s * lee
                 z = h * (1 - s) ** 1.3

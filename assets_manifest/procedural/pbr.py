@@ -8,6 +8,7 @@ size. Building and house walls get a facade texture (plaster/brick-like grain wi
 windows, one window per tile) projected at storey scale. Everything is generated (CC0),
 deterministic and costs milliseconds.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,15 +19,26 @@ from sceneforge.assets_manifest.decimate import corner_normals
 from sceneforge.assets_manifest.noise import normal_from_height, tileable_noise
 from sceneforge.core.meshes import Material, RenderMesh
 
-GRAIN_CM = 120.0                       # one noise tile covers this much surface
-STOREY_CM = 350.0                      # facade tile: one storey high
-BAY_CM = 300.0                         # ... and one window bay wide
+GRAIN_CM = 120.0  # one noise tile covers this much surface
+STOREY_CM = 350.0  # facade tile: one storey high
+BAY_CM = 300.0  # ... and one window bay wide
 # Animals: one fur tile covers this much skin (cm). The bear's is finer: at 24 cm its strands
 # read as wrinkled skin and the classifier saw an elephant ("tusker").
 FUR_CM = {"bear": 12.0, "fox": 16.0, "husky": 16.0, "deer": 24.0, "camel": 24.0}
 FUR_CLASSES = set(FUR_CM)
-ROUGHNESS = {"truck": 0.45, "taxi": 0.35, "car": 0.35, "bike": 0.5, "vespa": 0.4, "fire_hydrant": 0.5,
-             "cone": 0.6, "trash_bin": 0.6, "barrel": 0.55, "lamp_post": 0.5, "sign": 0.5}
+ROUGHNESS = {
+    "truck": 0.45,
+    "taxi": 0.35,
+    "car": 0.35,
+    "bike": 0.5,
+    "vespa": 0.4,
+    "fire_hydrant": 0.5,
+    "cone": 0.6,
+    "trash_bin": 0.6,
+    "barrel": 0.55,
+    "lamp_post": 0.5,
+    "sign": 0.5,
+}
 
 
 def _srgb_to_linear(c):
@@ -75,11 +87,11 @@ def facade(color: tuple, size: int = 64, seed: int = 11) -> np.ndarray:
     wall = np.asarray(color, float)[None, None, :] * (0.85 + 0.25 * n[..., None])
     img = wall.copy()
     y0, y1, x0, x1 = int(0.25 * size), int(0.78 * size), int(0.25 * size), int(0.75 * size)
-    img[y0 - 2:y1 + 2, x0 - 2:x1 + 2] = np.asarray((215, 212, 205), float)            # frame
+    img[y0 - 2 : y1 + 2, x0 - 2 : x1 + 2] = np.asarray((215, 212, 205), float)  # frame
     glass = np.linspace(1.0, 0.7, y1 - y0)[:, None, None] * np.asarray((70, 88, 110), float)
-    img[y0:y1, x0:x1] = glass + 20 * n[y0:y1, x0:x1, None]                           # sky reflection
-    img[(y0 + y1) // 2, x0:x1] = (190, 188, 182)                                      # transom
-    img[y1 + 2:y1 + 4, x0 - 4:x1 + 4] = np.asarray(color, float) * 0.6                # sill shadow
+    img[y0:y1, x0:x1] = glass + 20 * n[y0:y1, x0:x1, None]  # sky reflection
+    img[(y0 + y1) // 2, x0:x1] = (190, 188, 182)  # transom
+    img[y1 + 2 : y1 + 4, x0 - 4 : x1 + 4] = np.asarray(color, float) * 0.6  # sill shadow
     out = img.clip(0, 255).astype(np.uint8)
     out.setflags(write=False)
     return out
@@ -98,8 +110,14 @@ def box_uvs(corners: np.ndarray, tile_u: float, tile_v: float) -> np.ndarray:
 
 # Part colours of procedural/ground.py (and the stone bridge, the dunes) that stand for library
 # surfaces (world-projected UVs).
-SURFACE_COLOURS = {(64, 64, 68): "asphalt", (150, 146, 140): "paving", (170, 168, 162): "stone_tiles",
-                   (40, 70, 86): "water", (110, 98, 76): "dirt", (214, 184, 130): "sand"}
+SURFACE_COLOURS = {
+    (64, 64, 68): "asphalt",
+    (150, 146, 140): "paving",
+    (170, 168, 162): "stone_tiles",
+    (40, 70, 86): "water",
+    (110, 98, 76): "dirt",
+    (214, 184, 130): "sand",
+}
 
 
 def apply(mesh: RenderMesh, cls: str, surface=None) -> RenderMesh:
@@ -127,23 +145,45 @@ def apply(mesh: RenderMesh, cls: str, surface=None) -> RenderMesh:
             mats.append(m)
             uvs[sel] = box_uvs(corners[sel], m.tile_cm or 300.0, m.tile_cm or 300.0)
         elif k == wall:
-            mats.append(Material(name=f"facade_{k}", albedo=facade(tuple(int(x) for x in c)), roughness=0.85,
-                                 license="cc0-1.0"))
+            mats.append(Material(name=f"facade_{k}", albedo=facade(tuple(int(x) for x in c)), roughness=0.85, license="cc0-1.0"))
             uvs[sel] = box_uvs(corners[sel], BAY_CM, STOREY_CM)
         elif cls in FUR_CLASSES:
             coat, normal = fur()
             f_mean = float(_srgb_to_linear(coat[..., 0] / 255).mean())
             lin = _srgb_to_linear(c / 255) / f_mean
-            mats.append(Material(name=f"fur_{k}", base_color=tuple(np.clip(lin, 0, 1).tolist()) + (1.0,),
-                                 albedo=coat, normal_map=normal, roughness=0.9, license="cc0-1.0"))
+            mats.append(
+                Material(
+                    name=f"fur_{k}",
+                    base_color=tuple(np.clip(lin, 0, 1).tolist()) + (1.0,),
+                    albedo=coat,
+                    normal_map=normal,
+                    roughness=0.9,
+                    license="cc0-1.0",
+                )
+            )
             uvs[sel] = box_uvs(corners[sel], FUR_CM[cls], FUR_CM[cls])
         else:
             lin = _srgb_to_linear(c / 255) / g_mean
-            mats.append(Material(name=f"part_{k}", base_color=tuple(np.clip(lin, 0, 1).tolist()) + (1.0,),
-                                 albedo=g, roughness=ROUGHNESS.get(cls, 0.75), license="cc0-1.0"))
+            mats.append(
+                Material(
+                    name=f"part_{k}",
+                    base_color=tuple(np.clip(lin, 0, 1).tolist()) + (1.0,),
+                    albedo=g,
+                    roughness=ROUGHNESS.get(cls, 0.75),
+                    license="cc0-1.0",
+                )
+            )
             uvs[sel] = box_uvs(corners[sel], GRAIN_CM, GRAIN_CM)
     normals = corner_normals(corners, crease_deg=35.0).reshape(-1, 3)
     faces = np.arange(3 * len(corners), dtype=np.int32).reshape(-1, 3)
     colors = np.repeat(face_rgb, 3, axis=0)
-    return RenderMesh(corners.reshape(-1, 3), faces, colors, dict(mesh.meta), normals=normals,
-                      uvs=uvs.reshape(-1, 2), materials=tuple(mats), face_materials=fm.astype(np.int32))
+    return RenderMesh(
+        corners.reshape(-1, 3),
+        faces,
+        colors,
+        dict(mesh.meta),
+        normals=normals,
+        uvs=uvs.reshape(-1, 2),
+        materials=tuple(mats),
+        face_materials=fm.astype(np.int32),
+    )

@@ -1,5 +1,6 @@
 """Street and camp props (barrel, tent, snowman, bins, cone, hydrant, bench, lamp post) and
 background structures (buildings, houses, a bridge, fences, crates, signs)."""
+
 from __future__ import annotations
 
 import math
@@ -106,8 +107,14 @@ def lamp_post(height_cm: float = 450.0, color=(45, 50, 55)) -> RenderMesh:
 
 
 @register("building")
-def building(height_cm: float = 1500.0, width_cm: float = 1200.0, depth_cm: float = 1000.0,
-             color=(175, 165, 150), floors: int = 0, window_bands: bool = False) -> RenderMesh:
+def building(
+    height_cm: float = 1500.0,
+    width_cm: float = 1200.0,
+    depth_cm: float = 1000.0,
+    color=(175, 165, 150),
+    floors: int = 0,
+    window_bands: bool = False,
+) -> RenderMesh:
     """Block with a flat roof edge and a ground-floor plinth; windows come from the facade
     material (procedural/pbr.py); ``window_bands`` adds them as dark geometry bands instead."""
     H, W, D = height_cm, width_cm, depth_cm
@@ -136,40 +143,54 @@ def house(length_cm: float = 900.0, color=(200, 170, 130), roof=(130, 50, 40), s
 
 
 @register("bridge")
-def bridge(length_cm: float = 4600.0, width_cm: float = 700.0, height_cm: float = 450.0,
-           ramp_cm: float = 900.0, arches: int = 3, color=(170, 168, 162)) -> RenderMesh:
+def bridge(
+    length_cm: float = 4600.0,
+    width_cm: float = 700.0,
+    height_cm: float = 450.0,
+    ramp_cm: float = 900.0,
+    arches: int = 3,
+    color=(170, 168, 162),
+) -> RenderMesh:
     """Stone arch bridge along +X: a deck on ``arches`` arches and piers, parapets, an asphalt
     roadway, and an earth-filled ramp (abutment) down to the ground at each end, so it reads as a
     bridge crossing something rather than a table. The default stone colour is the one
     ``procedural/pbr.py`` textures with the library's stone surface; the roadway is asphalt."""
     L, W, H, R = length_cm, width_cm, height_cm, ramp_cm
-    span = L - 2 * R                        # the part over the water, carried by the arches
+    span = L - 2 * R  # the part over the water, carried by the arches
     stone, dark = color, shade(color, 0.85)
     b = Builder()
-    b.box((span, W, 60.0), stone, at=(0, 0, H - 30.0))                       # deck slab
-    b.box((span, W - 70.0, 4.0), ASPHALT, at=(0, 0, H + 2.0))                # roadway on the deck
+    b.box((span, W, 60.0), stone, at=(0, 0, H - 30.0))  # deck slab
+    b.box((span, W - 70.0, 4.0), ASPHALT, at=(0, 0, H + 2.0))  # roadway on the deck
     slope = math.atan2(H, R)
     ramp_len = math.hypot(R, H)
     for sx in (-1, 1):
-        b.box((ramp_len, W - 70.0, 4.0), ASPHALT, rot=rot_y(sx * math.degrees(slope)),   # and down the ramps
-              at=(sx * (span / 2 + R / 2), 0, H / 2 + 2.0))
-        for sy in (-1, 1):                                                    # parapets on the deck
+        b.box(
+            (ramp_len, W - 70.0, 4.0),
+            ASPHALT,
+            rot=rot_y(sx * math.degrees(slope)),  # and down the ramps
+            at=(sx * (span / 2 + R / 2), 0, H / 2 + 2.0),
+        )
+        for sy in (-1, 1):  # parapets on the deck
             b.box((span, 35.0, 100.0), dark, at=(0, sy * (W / 2 - 17.5), H + 50.0))
             # parapets down the ramps, tilted with them
-            b.box((ramp_len, 35.0, 100.0), dark, rot=rot_y(sx * math.degrees(slope)),
-                  at=(sx * (span / 2 + R / 2), sy * (W / 2 - 17.5), H / 2 + 50.0))
+            b.box(
+                (ramp_len, 35.0, 100.0),
+                dark,
+                rot=rot_y(sx * math.degrees(slope)),
+                at=(sx * (span / 2 + R / 2), sy * (W / 2 - 17.5), H / 2 + 50.0),
+            )
         # the abutment: a solid wedge from the deck end down to the ground
         wedge = _wedge(R, W, H)
         if sx < 0:
             wedge.apply_transform(np.diag([-1.0, 1.0, 1.0, 1.0]))
             wedge.invert()
         b.add(wedge, stone, at=(sx * span / 2, 0, 0))
-    a = span / arches                        # arch spans between piers
-    for k in range(arches + 1):              # piers (the outer two are the abutments' faces)
+    a = span / arches  # arch spans between piers
+    for k in range(arches + 1):  # piers (the outer two are the abutments' faces)
         x = -span / 2 + k * a
         b.box((120.0, W, H - 60.0), dark, at=(x, 0, (H - 60.0) / 2))
     rise = H - 90.0
-    for k in range(arches):                  # each arch: a ring of stone segments under the deck
+    for k in range(arches):  # each arch: a ring of stone segments under the deck
         cx = -span / 2 + (k + 0.5) * a
         half = a / 2 - 60.0
         t = np.linspace(np.pi, 0, 10)
@@ -178,7 +199,7 @@ def bridge(length_cm: float = 4600.0, width_cm: float = 700.0, height_cm: float 
             seg = math.hypot(x1 - x0, z1 - z0)
             ang = math.degrees(math.atan2(z1 - z0, x1 - x0))
             b.box((seg + 20.0, W, 70.0), stone, at=((x0 + x1) / 2, 0, (z0 + z1) / 2), rot=rot_y(-ang))
-        b.box((a - 120.0, W, 40.0), stone, at=(cx, 0, H - 75.0))             # spandrel band
+        b.box((a - 120.0, W, 40.0), stone, at=(cx, 0, H - 75.0))  # spandrel band
     return b.mesh()
 
 

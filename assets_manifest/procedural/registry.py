@@ -3,6 +3,7 @@
 A generator module (animals.py, vehicles.py, ...) registers its functions here when imported;
 the package (``assets_manifest.procedural``) imports every generator module and looks names up.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -16,4 +17,5 @@ def register(name: str) -> Callable:
     def deco(fn: Callable[..., RenderMesh]) -> Callable[..., RenderMesh]:
         GENERATORS[name] = fn
         return fn
+
     return deco

@@ -10,6 +10,7 @@ takes the colour of the last paint volume containing it, else of the nearest par
 
 Units are UE centimetres (X forward, Y right, Z up); everything is deterministic (no randomness).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,13 +24,13 @@ RGB = tuple[int, int, int]
 
 @dataclass(frozen=True)
 class _Part:
-    kind: str                       # "ellipsoid" | "limb"
-    a: tuple[float, float, float]   # centre (ellipsoid) or start point (limb)
-    b: tuple[float, float, float]   # radii (ellipsoid) or end point (limb)
-    ra: float = 0.0                 # limb radius at a
-    rb: float = 0.0                 # limb radius at b
+    kind: str  # "ellipsoid" | "limb"
+    a: tuple[float, float, float]  # centre (ellipsoid) or start point (limb)
+    b: tuple[float, float, float]  # radii (ellipsoid) or end point (limb)
+    ra: float = 0.0  # limb radius at a
+    rb: float = 0.0  # limb radius at b
     colour: RGB = (128, 128, 128)
-    blend: float | None = None      # fillet with what came before (None: the sculpt's)
+    blend: float | None = None  # fillet with what came before (None: the sculpt's)
 
 
 def _sdf(p: np.ndarray, part: _Part) -> np.ndarray:
@@ -62,13 +63,11 @@ class Sculpt:
         self.paints: list[_Part] = []
 
     def ellipsoid(self, centre, radii, colour: RGB, paint: bool = False, blend: float | None = None) -> "Sculpt":
-        part = _Part("ellipsoid", tuple(map(float, centre)), tuple(map(float, radii)), colour=tuple(colour),
-                     blend=blend)
+        part = _Part("ellipsoid", tuple(map(float, centre)), tuple(map(float, radii)), colour=tuple(colour), blend=blend)
         (self.paints if paint else self.parts).append(part)
         return self
 
-    def limb(self, a, b, ra: float, rb: float, colour: RGB, paint: bool = False,
-             blend: float | None = None) -> "Sculpt":
+    def limb(self, a, b, ra: float, rb: float, colour: RGB, paint: bool = False, blend: float | None = None) -> "Sculpt":
         """A tapered capsule from ``a`` (radius ``ra``) to ``b`` (radius ``rb``)."""
         part = _Part("limb", tuple(map(float, a)), tuple(map(float, b)), float(ra), float(rb), tuple(colour), blend)
         (self.paints if paint else self.parts).append(part)
@@ -127,8 +126,10 @@ class Sculpt:
         vol = np.full(tuple(len(a) for a in axes), far)
         for part in self.parts:
             plo, phi = _part_box(part)
-            sl = tuple(slice(int(np.searchsorted(a, plo[i] - margin)), int(np.searchsorted(a, phi[i] + margin, "right")))
-                       for i, a in enumerate(axes))
+            sl = tuple(
+                slice(int(np.searchsorted(a, plo[i] - margin)), int(np.searchsorted(a, phi[i] + margin, "right")))
+                for i, a in enumerate(axes)
+            )
             sub = np.stack(np.meshgrid(*(a[s] for a, s in zip(axes, sl)), indexing="ij"), axis=-1)
             if sub.size == 0:
                 continue
@@ -162,6 +163,5 @@ def _simplify(v: np.ndarray, f: np.ndarray, budget: int) -> tuple[np.ndarray, np
         return v, f
     import fast_simplification
 
-    v2, f2 = fast_simplification.simplify(v.astype(np.float32), f.astype(np.int32),
-                                          target_reduction=1.0 - budget / len(f))
+    v2, f2 = fast_simplification.simplify(v.astype(np.float32), f.astype(np.int32), target_reduction=1.0 - budget / len(f))
     return np.asarray(v2, float), np.asarray(f2)

@@ -4,6 +4,7 @@ Generators describe an object as a list of parts (a box here, a capsule there), 
 albedo. Keeping parts as separate vertex sets gives crisp colour borders without textures and keeps
 triangle counts low, which is what the CPU rasterizer pays for.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,7 @@ class Builder:
     def __init__(self) -> None:
         self._parts: list[tuple[np.ndarray, np.ndarray, RGB]] = []
 
-    def add(self, mesh: trimesh.Trimesh, color: RGB, at=(0, 0, 0), rot: np.ndarray | None = None,
-            scale=(1, 1, 1)) -> "Builder":
+    def add(self, mesh: trimesh.Trimesh, color: RGB, at=(0, 0, 0), rot: np.ndarray | None = None, scale=(1, 1, 1)) -> "Builder":
         """Add ``mesh`` scaled, then rotated (3x3), then moved to ``at`` (cm)."""
         v = np.asarray(mesh.vertices, float) * np.asarray(scale, float)
         if rot is not None:
@@ -33,13 +33,11 @@ class Builder:
         """Axis-aligned box of ``size`` (dx, dy, dz) centred at ``at``."""
         return self.add(trimesh.creation.box(extents=size), color, at, rot)
 
-    def cyl(self, radius: float, height: float, color: RGB, at=(0, 0, 0), rot=None,
-            sections: int = 12) -> "Builder":
+    def cyl(self, radius: float, height: float, color: RGB, at=(0, 0, 0), rot=None, sections: int = 12) -> "Builder":
         """Cylinder along local Z centred at ``at``."""
         return self.add(trimesh.creation.cylinder(radius=radius, height=height, sections=sections), color, at, rot)
 
-    def cone(self, radius: float, height: float, color: RGB, at=(0, 0, 0), rot=None,
-             sections: int = 12) -> "Builder":
+    def cone(self, radius: float, height: float, color: RGB, at=(0, 0, 0), rot=None, sections: int = 12) -> "Builder":
         """Cone with its base at ``at`` and apex ``height`` above (local Z)."""
         return self.add(trimesh.creation.cone(radius=radius, height=height, sections=sections), color, at, rot)
 

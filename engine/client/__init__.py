@@ -6,6 +6,7 @@ codec.py. Imports run one way: render_client → images → stock → codec.
 
 >>> from sceneforge.engine.client import RenderClient
 """
+
 from __future__ import annotations
 
 from sceneforge.core.types import PixelCount
@@ -13,5 +14,13 @@ from sceneforge.engine.client.codec import decode_image, parse_address, parse_co
 from sceneforge.engine.client.render_client import RenderClient
 from sceneforge.engine.protocol import compact_json
 
-__all__ = ["PixelCount", "RenderClient", "compact_json", "decode_image", "parse_address", "parse_color", "parse_vec",
-           "pixel_counts"]
+__all__ = [
+    "PixelCount",
+    "RenderClient",
+    "compact_json",
+    "decode_image",
+    "parse_address",
+    "parse_color",
+    "parse_vec",
+    "pixel_counts",
+]

@@ -2,6 +2,7 @@
 colours, vectors, images (as the render-kind table says: engine/render_kinds.py) and pixel counts;
 and the camera's JSON. Pure functions: the client's modules all use them, they use none of them.
 """
+
 from __future__ import annotations
 
 import io
@@ -52,7 +53,7 @@ def decode_image(data: bytes, kind: str) -> np.ndarray:
     if img is None:
         raise ProtocolError(f"{kind}: reply is neither NPY nor a decodable image")
     rgb = np.ascontiguousarray(img[..., 2::-1])
-    unit = render_kinds.get(kind).as_image == "unit_vector"   # normals: [0, 255] → [-1, 1]
+    unit = render_kinds.get(kind).as_image == "unit_vector"  # normals: [0, 255] → [-1, 1]
     return (rgb.astype(np.float32) / 127.5 - 1.0) if unit else rgb
 
 
@@ -61,12 +62,20 @@ def pixel_counts(raw, what: str) -> dict[str, PixelCount]:
     "bbox"}}`` (``/sceneforge/visibility``, ``render_if_visible``'s meta); ProtocolError when
     malformed."""
     try:
-        return {n: PixelCount(int(v["visible"]), int(v["unoccluded"]), tuple(map(int, v["bbox"])) if v["bbox"] else None)
-                for n, v in raw.items()}
+        return {
+            n: PixelCount(int(v["visible"]), int(v["unoccluded"]), tuple(map(int, v["bbox"])) if v["bbox"] else None)
+            for n, v in raw.items()
+        }
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ProtocolError(f"{what} reply: bad counts ({e})") from None
 
 
 def camera_json(camera: Camera) -> str:
-    return compact_json({"location": list(camera.location), "rotation": list(camera.rotation.as_tuple()),
-                         "fov": camera.fov_deg, "size": [camera.width, camera.height]})
+    return compact_json(
+        {
+            "location": list(camera.location),
+            "rotation": list(camera.rotation.as_tuple()),
+            "fov": camera.fov_deg,
+            "size": [camera.width, camera.height],
+        }
+    )

@@ -5,6 +5,7 @@ reply later (the server works meanwhile; the client's wire keeps replies read ou
 their readers, engine/wire.py). On a stock UnrealCV server (UE5) they fall back to stock
 commands (engine/client/stock.py), answered at once.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,9 @@ class ImageRequests:
     """Mixin of ``RenderClient``: uses its ``send``, ``set_camera``, ``is_sceneforge`` and
     ``_stock_passed``."""
 
-    def render(self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth"),
-               camera: Camera | None = None) -> dict[str, np.ndarray]:
+    def render(
+        self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth"), camera: Camera | None = None
+    ) -> dict[str, np.ndarray]:
         """Render ``kinds`` (see engine/server/backend.py for shapes) → dict of arrays.
 
         ``camera``: set camera ``cam_id`` first, in the same request on our server (one round
@@ -34,8 +36,9 @@ class ImageRequests:
         """
         return self.render_async(cam_id, kinds, camera)()
 
-    def render_async(self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth"),
-                     camera: Camera | None = None) -> Callable[[], dict[str, np.ndarray]]:
+    def render_async(
+        self, cam_id: int, kinds: Iterable[str] = ("lit", "object_mask", "depth"), camera: Camera | None = None
+    ) -> Callable[[], dict[str, np.ndarray]]:
         """:meth:`render`, split in two: the request is sent now, the returned function waits for
         the images. Work done in between overlaps the server's render; send nothing else on this
         client before calling it (on a stock server it renders synchronously)."""
@@ -51,6 +54,7 @@ class ImageRequests:
             if missing:
                 raise ProtocolError(f"render reply lacks {missing}")
             return {k: arrays[k] for k in kinds}
+
         return images
 
     def visibility(self, cam_id: int, names: list[str], camera: Camera | None = None) -> dict[str, PixelCount]:
@@ -58,8 +62,9 @@ class ImageRequests:
         in :meth:`render`."""
         return self.visibility_async(cam_id, names, camera)()
 
-    def visibility_async(self, cam_id: int, names: list[str],
-                         camera: Camera | None = None) -> Callable[[], dict[str, PixelCount]]:
+    def visibility_async(
+        self, cam_id: int, names: list[str], camera: Camera | None = None
+    ) -> Callable[[], dict[str, PixelCount]]:
         """:meth:`visibility`, split in two as :meth:`render_async`: the request is sent now, the
         returned function waits for the counts (a sampler draws its next candidate meanwhile).
         Send nothing else on this client before calling it (a stock server answers at once)."""
@@ -71,12 +76,20 @@ class ImageRequests:
 
         def counts() -> dict[str, PixelCount]:
             return pixel_counts(json.loads(reply().decode("utf-8", errors="replace")), "visibility")
+
         return counts
 
-    def render_if_visible_async(self, cam_id: int, names: list[str], kinds: Iterable[str], *,
-                                min_visible_ratio: float, min_bbox_px: float, camera: Camera | None = None,
-                                unless_passed: str | None = None
-                                ) -> Callable[[], "tuple[dict[str, PixelCount] | None, dict[str, np.ndarray] | None]"]:
+    def render_if_visible_async(
+        self,
+        cam_id: int,
+        names: list[str],
+        kinds: Iterable[str],
+        *,
+        min_visible_ratio: float,
+        min_bbox_px: float,
+        camera: Camera | None = None,
+        unless_passed: str | None = None,
+    ) -> Callable[[], "tuple[dict[str, PixelCount] | None, dict[str, np.ndarray] | None]"]:
         """Pixel counts of ``names`` and, when they pass the visibility rule (core/visibility.py),
         the images of ``kinds``: one request on our server, which renders an accepted view at
         once instead of waiting for a second request. The returned function waits for
@@ -93,13 +106,17 @@ class ImageRequests:
                 result = self._answered_now(render_if_visible_stock, cam_id, camera, (list(names), kinds, ratio, px))
                 if unless_passed is not None and result()[1] is not None:
                     self._stock_passed.add(unless_passed)
-            result.discard = lambda: None   # type: ignore[attr-defined]
+            result.discard = lambda: None  # type: ignore[attr-defined]
             return result
         extra = f" {camera_json(camera)}" if camera is not None else ""
-        gate = compact_json({"min_visible_ratio": ratio, "min_bbox_px": px,
-                             **({"unless_passed": unless_passed} if unless_passed is not None else {})})
-        reply = self.send(f"vget /sceneforge/render_if_visible {cam_id} {','.join(names) or ','} "
-                          f"{','.join(kinds)} {gate}{extra}")
+        gate = compact_json(
+            {
+                "min_visible_ratio": ratio,
+                "min_bbox_px": px,
+                **({"unless_passed": unless_passed} if unless_passed is not None else {}),
+            }
+        )
+        reply = self.send(f"vget /sceneforge/render_if_visible {cam_id} {','.join(names) or ','} {','.join(kinds)} {gate}{extra}")
 
         def result() -> "tuple[dict[str, PixelCount], dict[str, np.ndarray] | None]":
             arrays, meta = unpack_bundle(reply())
@@ -116,7 +133,8 @@ class ImageRequests:
             if missing:
                 raise ProtocolError(f"render_if_visible reply lacks {missing}")
             return counts, {k: arrays[k] for k in kinds}
-        result.discard = getattr(reply, "discard", lambda: None)   # type: ignore[attr-defined] - unread
+
+        result.discard = getattr(reply, "discard", lambda: None)  # type: ignore[attr-defined] - unread
         return result
 
     def _answered_now(self, stock_call, cam_id: int, camera: Camera | None, what) -> Callable[[], object]:

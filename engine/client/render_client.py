@@ -23,6 +23,7 @@ docs/server.md). One ``RenderClient`` per thread (it owns one socket; framing in
 ...     c.spawn([Actor("cube", "primitive_cube", Transform((500, 0, 0)))])
 ...     images = c.render(0, ("lit", "object_mask", "depth"))      # dict of numpy arrays
 """
+
 from __future__ import annotations
 
 import json
@@ -41,11 +42,17 @@ from sceneforge.engine.world import Actor, Camera, Rotator
 
 log = logging.getLogger(__name__)
 
+
 class RenderClient(ImageRequests):
     """Typed calls against one render server. See the module docstring for an example."""
 
-    def __init__(self, address: "str | tuple[str, int]", timeout: float = 60.0,
-                 connect_timeout: float = 30.0, ue_classes: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        address: "str | tuple[str, int]",
+        timeout: float = 60.0,
+        connect_timeout: float = 30.0,
+        ue_classes: dict[str, str] | None = None,
+    ) -> None:
         """``ue_classes`` maps asset ids to UE class/blueprint names for the stock fallback
         (e.g. from ``AssetInfo.unreal_class``); unmapped ids are sent as they are."""
         self.host, self.port = parse_address(address)
@@ -67,8 +74,9 @@ class RenderClient(ImageRequests):
             if wire is not None:
                 break
             if time.monotonic() > deadline:
-                raise ConnectionFailed(f"no UnrealCV server at {self.host}:{self.port} "
-                                       f"({attempts} attempts in {self.connect_timeout:.0f}s)")
+                raise ConnectionFailed(
+                    f"no UnrealCV server at {self.host}:{self.port} ({attempts} attempts in {self.connect_timeout:.0f}s)"
+                )
             time.sleep(0.2)
         self._client = wire
         self.templates = self.text("vget /unrealcv/commands").splitlines()
@@ -123,7 +131,8 @@ class RenderClient(ImageRequests):
             if body.startswith(b"error"):
                 raise CommandError(f"{command[:80]}: {body[:300].decode('utf-8', errors='replace')}")
             return body
-        reply.discard = lambda: wire.discard(rid)   # type: ignore[attr-defined] - nobody will read it
+
+        reply.discard = lambda: wire.discard(rid)  # type: ignore[attr-defined] - nobody will read it
         return reply
 
     def _call(self, command: str) -> bytes:
@@ -161,7 +170,7 @@ class RenderClient(ImageRequests):
         for the acknowledgement (a request queued before a render needs no round trip of its own)."""
         if self.is_sceneforge:
             return _ack(self.send("vset /sceneforge/world " + compact_json(world)))
-        if not self._warned_world:   # once per client: a generator sends a world per sample
+        if not self._warned_world:  # once per client: a generator sends a world per sample
             log.warning("set_world ignored: a UnrealCV (UE) server's level defines its own world")
             self._warned_world = True
         return _ack(None)
@@ -250,7 +259,8 @@ class RenderClient(ImageRequests):
                     return {n: tuple(int(v) for v in raw[n]) for n in names}  # type: ignore[misc]
                 except (KeyError, TypeError, ValueError) as e:
                     raise ProtocolError(f"colors reply: {e}") from None
-            colors.discard = getattr(reply, "discard", lambda: None)   # type: ignore[attr-defined]
+
+            colors.discard = getattr(reply, "discard", lambda: None)  # type: ignore[attr-defined]
             return colors
         result = {n: self.object_color(n) for n in names}
         return lambda: result
@@ -277,10 +287,12 @@ class RenderClient(ImageRequests):
 
 def _ack(reply: "Callable[[], bytes] | None") -> Callable[[], None]:
     """A reader of an ``ok`` reply (None: answered already), with ``discard()`` (nobody will read it)."""
+
     def acknowledged() -> None:
         if reply is not None:
             reply()
-    acknowledged.discard = getattr(reply, "discard", lambda: None)   # type: ignore[attr-defined]
+
+    acknowledged.discard = getattr(reply, "discard", lambda: None)  # type: ignore[attr-defined]
     return acknowledged
 
 
@@ -292,6 +304,11 @@ def _triple(value) -> list[float]:
 
 def _actor_json(actor: Actor) -> dict:
     t = actor.transform
-    return {"name": actor.name, "asset": actor.asset_id, "location": list(t.location),
-            "rotation": list(t.rotation.as_tuple()), "scale": list(t.scale),
-            "tint": list(actor.tint) if actor.tint is not None else None}
+    return {
+        "name": actor.name,
+        "asset": actor.asset_id,
+        "location": list(t.location),
+        "rotation": list(t.rotation.as_tuple()),
+        "scale": list(t.scale),
+        "tint": list(actor.tint) if actor.tint is not None else None,
+    }

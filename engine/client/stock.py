@@ -18,6 +18,7 @@ Used only when the server lacks our ``/sceneforge/`` extensions:
   (walls, terrain) still occludes — slower (one extra mask per actor) and an upper bound on the
   true visible fraction.
 """
+
 from __future__ import annotations
 
 import logging

@@ -29,6 +29,7 @@ over either bound gets one ``error`` line and is disconnected; the others are un
 >>> srv = RenderServer(ServerState(AssetCatalog(None)), port=0)    # doctest: +SKIP
 >>> host, port = srv.start(); ...; srv.shutdown()                      # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,14 +51,14 @@ log = logging.getLogger(__name__)
 
 _ID_RE = re.compile(rb"^(\d{1,18}):")
 DEFAULT_MAX_CLIENTS = 64
-DEFAULT_FRAME_TIMEOUT_S = 10.0   # a started frame must be whole within this (+ FRAME_S_PER_MIB per MiB)
+DEFAULT_FRAME_TIMEOUT_S = 10.0  # a started frame must be whole within this (+ FRAME_S_PER_MIB per MiB)
 FRAME_S_PER_MIB = 1.0
-DEFAULT_IDLE_TIMEOUT_S = 600.0   # a connection with nothing in flight is closed after this (0: never)
-DEFAULT_CLIENT_BUFFER = 128 * 2**20   # request bytes held per client (read, reply not yet sent)
-DEFAULT_TOTAL_BUFFER = 512 * 2**20    # the same, all clients together
-EVICT_WAIT_S = 5.0   # how long a new client waits for the slot of the connection it evicted
-PIPELINE_DEPTH = 8   # a connection's requests with the worker at once (RenderServer._client_loop)
-STOP_POLL_S = 1.0    # how often a waiting connection thread looks whether the server is stopping
+DEFAULT_IDLE_TIMEOUT_S = 600.0  # a connection with nothing in flight is closed after this (0: never)
+DEFAULT_CLIENT_BUFFER = 128 * 2**20  # request bytes held per client (read, reply not yet sent)
+DEFAULT_TOTAL_BUFFER = 512 * 2**20  # the same, all clients together
+EVICT_WAIT_S = 5.0  # how long a new client waits for the slot of the connection it evicted
+PIPELINE_DEPTH = 8  # a connection's requests with the worker at once (RenderServer._client_loop)
+STOP_POLL_S = 1.0  # how often a waiting connection thread looks whether the server is stopping
 
 
 class _Conn:
@@ -77,16 +78,24 @@ class _OverBuffer(Exception):
 class RenderServer:
     """Listens on ``host:port`` and serves UnrealCV requests against one :class:`ServerState`."""
 
-    def __init__(self, state: ServerState, host: str = "127.0.0.1", port: int = 9000,
-                 max_frame: int = DEFAULT_MAX_FRAME, max_clients: int = DEFAULT_MAX_CLIENTS,
-                 frame_timeout: float = DEFAULT_FRAME_TIMEOUT_S, idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S,
-                 client_buffer: int = DEFAULT_CLIENT_BUFFER, total_buffer: int = DEFAULT_TOTAL_BUFFER) -> None:
+    def __init__(
+        self,
+        state: ServerState,
+        host: str = "127.0.0.1",
+        port: int = 9000,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        max_clients: int = DEFAULT_MAX_CLIENTS,
+        frame_timeout: float = DEFAULT_FRAME_TIMEOUT_S,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S,
+        client_buffer: int = DEFAULT_CLIENT_BUFFER,
+        total_buffer: int = DEFAULT_TOTAL_BUFFER,
+    ) -> None:
         self.state = state
         self.host, self.port = host, port
         self.max_frame = max_frame
         self.frame_timeout, self.idle_timeout = float(frame_timeout), float(idle_timeout)
         self.client_buffer, self.total_buffer = int(client_buffer), int(total_buffer)
-        self._held = 0   # request bytes held by every client together (under _clients_lock)
+        self._held = 0  # request bytes held by every client together (under _clients_lock)
         self._slots = threading.BoundedSemaphore(max_clients)
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sceneforge-render")
         self._listener: socket.socket | None = None
@@ -117,7 +126,7 @@ class RenderServer:
         still busy after ``timeout`` seconds (a long GL frame): the caller exits without it."""
         if self._stopping.is_set():
             return True
-        self._stopping.set()   # from now on queued requests answer "shutting down" (_run)
+        self._stopping.set()  # from now on queued requests answer "shutting down" (_run)
         if self._listener is not None:
             _close(self._listener)
         with self._clients_lock:
@@ -142,8 +151,9 @@ class RenderServer:
                 conn, addr = self._listener.accept()
             except OSError:
                 break  # listener closed by shutdown()
-            threading.Thread(target=self._serve_client, args=(conn, addr), daemon=True,
-                             name=f"sceneforge-client-{addr[1]}").start()
+            threading.Thread(
+                target=self._serve_client, args=(conn, addr), daemon=True, name=f"sceneforge-client-{addr[1]}"
+            ).start()
 
     def _serve_client(self, conn: socket.socket, addr) -> None:
         if not self._slots.acquire(blocking=False):
@@ -179,7 +189,7 @@ class RenderServer:
             victim = min(stalled, key=lambda c: c.partial_since)
             stalled_s, victim.partial_since = time.monotonic() - victim.partial_since, None
         log.warning("client cap reached: closing a connection stalled mid-frame for %.1f s", stalled_s)
-        try:   # its own thread sees EOF, answers nothing more, closes it and frees the slot
+        try:  # its own thread sees EOF, answers nothing more, closes it and frees the slot
             victim.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
@@ -189,11 +199,15 @@ class RenderServer:
         """Count ``n`` request bytes as held by ``info``; _OverBuffer when a bound would be passed."""
         with self._clients_lock:
             if info.held + n > self.client_buffer:
-                raise _OverBuffer(f"error this client holds {info.held + n} bytes of unanswered requests; "
-                                  f"at most {self.client_buffer} (read replies before sending more); closing")
+                raise _OverBuffer(
+                    f"error this client holds {info.held + n} bytes of unanswered requests; "
+                    f"at most {self.client_buffer} (read replies before sending more); closing"
+                )
             if self._held + n > self.total_buffer:
-                raise _OverBuffer(f"error the server holds {self._held + n} bytes of unanswered requests; "
-                                  f"at most {self.total_buffer} from all clients; closing this connection")
+                raise _OverBuffer(
+                    f"error the server holds {self._held + n} bytes of unanswered requests; "
+                    f"at most {self.total_buffer} from all clients; closing this connection"
+                )
             info.held += n
             self._held += n
 
@@ -213,7 +227,7 @@ class RenderServer:
         stops reading its replies blocks only its own connection thread. A connection with
         nothing in flight for ``idle_timeout`` seconds is closed."""
         conn = info.sock
-        pending: deque[tuple[tuple[int, Future] | bytes, int]] = deque()   # (request, bytes held)
+        pending: deque[tuple[tuple[int, Future] | bytes, int]] = deque()  # (request, bytes held)
         wake_r, wake_w = socket.socketpair()
         wake_r.setblocking(False)
         wake_w.setblocking(False)
@@ -227,7 +241,7 @@ class RenderServer:
             def ring(_fut: Future) -> None:
                 try:
                     wake_w.send(b"\0")
-                except OSError:   # full (a wake-up is already pending) or closed
+                except OSError:  # full (a wake-up is already pending) or closed
                     pass
 
             while not self._stopping.is_set():
@@ -239,12 +253,11 @@ class RenderServer:
                 room = len(pending) < PIPELINE_DEPTH
                 if room and not watching:
                     events.register(conn, selectors.EVENT_READ)
-                elif watching and not room:   # full: the next request waits in the socket
+                elif watching and not room:  # full: the next request waits in the socket
                     events.unregister(conn)
                 watching = room
-                ready = events.select(timeout=STOP_POLL_S)   # (a socket closed under us is not reported)
-                if not ready and not pending and self.idle_timeout > 0 \
-                        and time.monotonic() - last_active > self.idle_timeout:
+                ready = events.select(timeout=STOP_POLL_S)  # (a socket closed under us is not reported)
+                if not ready and not pending and self.idle_timeout > 0 and time.monotonic() - last_active > self.idle_timeout:
                     log.info("closing a connection idle for %.0f s (--idle-timeout)", self.idle_timeout)
                     return
                 for key, _ in ready:
@@ -258,7 +271,7 @@ class RenderServer:
                         for item, _ in pending:
                             if not isinstance(item, bytes):
                                 item[1].cancel()
-                        conn.settimeout(5.0)   # a client that does not read must not hold us
+                        conn.settimeout(5.0)  # a client that does not read must not hold us
                         _send_quietly(conn, str(e).encode())
                         return
                     if got is None:
@@ -267,17 +280,17 @@ class RenderServer:
                     del got
                     running = any(not isinstance(it, bytes) and not it[1].done() for it, _ in pending)
                     item = self._submit(payload, ring, read_now=not running)
-                    del payload   # the worker keeps the decoded command only
-                    if isinstance(item, bytes):   # answered at once: the request is not kept
+                    del payload  # the worker keeps the decoded command only
+                    if isinstance(item, bytes):  # answered at once: the request is not kept
                         self._release(info, held)
                         held = 0
                     pending.append((item, held))
                     last_active = time.monotonic()
-        except ValueError:   # the selector refused the socket: closed under us by shutdown()
+        except ValueError:  # the selector refused the socket: closed under us by shutdown()
             if conn.fileno() != -1:
                 raise
         finally:
-            for item, _ in pending:   # connection gone: nobody reads these replies
+            for item, _ in pending:  # connection gone: nobody reads these replies
                 if not isinstance(item, bytes):
                     item[1].cancel()
             events.close()
@@ -312,8 +325,9 @@ class RenderServer:
         start = time.monotonic()
         info.partial_since = start
         deadline = start + self.frame_timeout
-        header = first + (_recv_until(conn, HEADER.size - len(first), deadline, self.frame_timeout)
-                          if len(first) < HEADER.size else b"")
+        header = first + (
+            _recv_until(conn, HEADER.size - len(first), deadline, self.frame_timeout) if len(first) < HEADER.size else b""
+        )
         n = parse_header(header, self.max_frame)
         self._hold(info, n)
         try:
@@ -373,7 +387,7 @@ class RenderServer:
 
     def _run(self, command: str) -> str | bytes:
         """One command on the worker thread, its wall time added to ``state.busy_s``."""
-        if self._stopping.is_set():   # no render (nor a fresh Blender worker) during shutdown
+        if self._stopping.is_set():  # no render (nor a fresh Blender worker) during shutdown
             return "error server is shutting down"
         t = time.perf_counter()
         try:
@@ -408,8 +422,10 @@ def _recv_until(sock: socket.socket, n: int, deadline: float, frame_timeout: flo
                 raise ProtocolError(f"connection closed after {len(buf)} of {n} bytes")
             buf += chunk
     except socket.timeout:
-        raise ProtocolError(f"frame not complete within {frame_timeout:g} s (+{FRAME_S_PER_MIB:g} s per MiB) "
-                            f"of its first byte (--frame-timeout): {len(buf)} of {n} bytes") from None
+        raise ProtocolError(
+            f"frame not complete within {frame_timeout:g} s (+{FRAME_S_PER_MIB:g} s per MiB) "
+            f"of its first byte (--frame-timeout): {len(buf)} of {n} bytes"
+        ) from None
     finally:
         try:
             sock.settimeout(None)

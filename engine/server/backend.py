@@ -8,6 +8,7 @@ Output arrays (H = camera.height, W = camera.width; row 0 is the top of the imag
 their dtypes, shapes and meanings are the rows of :data:`engine.render_kinds.TABLE`; a backend
 renders the rows whose ``renderers`` name its :attr:`RenderBackend.renderer`.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -26,9 +27,9 @@ MeshProvider = Callable[[str], RenderMesh]
 class RenderBackend(ABC):
     """A renderer bound to one mesh provider; stateless w.r.t. the scene between calls."""
 
-    name: str = "abstract"   # what ``info()`` reports
-    renderer: str = ""       # its ``--renderer`` name, as the render-kind table's ``renderers`` column
-                             # spells it (the server refuses the kinds whose row lacks it; "": unchecked)
+    name: str = "abstract"  # what ``info()`` reports
+    renderer: str = ""  # its ``--renderer`` name, as the render-kind table's ``renderers`` column
+    # spells it (the server refuses the kinds whose row lacks it; "": unchecked)
 
     @abstractmethod
     def render(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:

@@ -11,6 +11,7 @@ Two primitives, ``primitive_cube`` (100 cm cube) and ``primitive_sphere`` (100 c
 always available, like UE's ``/Engine/BasicShapes``: tests and calibration scripts need geometry
 whose extent is known exactly, whatever asset pack is installed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,8 +50,12 @@ def _sphere_mesh(diameter: float = 100.0, rings: int = 24, segments: int = 48) -
     r = diameter / 2.0
     theta = np.linspace(0.0, math.pi, rings + 1)[:, None]
     phi = np.linspace(0.0, 2 * math.pi, segments, endpoint=False)[None, :]
-    xyz = np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi),
-                    np.cos(theta) * np.ones_like(phi)], axis=-1).reshape(-1, 3) * r
+    xyz = (
+        np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta) * np.ones_like(phi)], axis=-1).reshape(
+            -1, 3
+        )
+        * r
+    )
     xyz[:, 2] += r
     faces = []
     for i in range(rings):
@@ -135,8 +140,10 @@ class AssetCatalog:
 
     def listing(self) -> list[dict]:
         """JSON-ready rows for ``vget /sceneforge/assets``."""
-        return [{"id": a, "class": self.asset_class(a), "size_cm": self.size_cm(a),
-                 "triangles": self.mesh(a).n_triangles} for a in self.ids()]
+        return [
+            {"id": a, "class": self.asset_class(a), "size_cm": self.size_cm(a), "triangles": self.mesh(a).n_triangles}
+            for a in self.ids()
+        ]
 
     # --- lookup ----------------------------------------------------------------------------
     def resolve(self, name: str) -> str:
@@ -194,19 +201,21 @@ class AssetCatalog:
             return
         if hdri is not None and getattr(lib, "hdri", None) is not None and not self._known_hdri(lib, hdri):
             known = self.hdri_ids()
-            raise AssetError(f"world.sky.hdri: unknown HDRI {shown(hdri, 60)}"
-                             f"{'; built here: ' + ', '.join(known[:20]) if known else ''}")
+            raise AssetError(
+                f"world.sky.hdri: unknown HDRI {shown(hdri, 60)}{'; built here: ' + ', '.join(known[:20]) if known else ''}"
+            )
         if surface is not None and getattr(lib, "surface", None) is not None:
             ids = getattr(lib, "surface_ids", None)
             known = list(ids()) if ids is not None else None
             if known is not None and surface not in known:
-                raise AssetError(f"world.ground.surface: unknown surface {shown(surface, 60)}; "
-                                 f"known: {', '.join(sorted(known)[:40])}")
+                raise AssetError(
+                    f"world.ground.surface: unknown surface {shown(surface, 60)}; known: {', '.join(sorted(known)[:40])}"
+                )
 
     @staticmethod
     def _known_hdri(lib, hdri: str) -> bool:
         info = getattr(lib, "hdri_info", None)
-        if info is None:   # no catalogue to ask: what the library lists as built
+        if info is None:  # no catalogue to ask: what the library lists as built
             ids = getattr(lib, "hdri_ids", None)
             return ids is None or hdri in set(ids())
         try:

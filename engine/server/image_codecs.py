@@ -15,6 +15,7 @@
 * **Depth PNG**: 16-bit single channel, depth in whole centimetres, 0 = nothing hit (sky) and
   clipped at 65535 (655 m): a lossy preview, ``npy``/``exr`` keep floats.
 """
+
 from __future__ import annotations
 
 import io
@@ -74,16 +75,18 @@ def exr_bytes(image: np.ndarray) -> bytes:
     h, w = data.shape
     chlist = b"Y\0" + struct.pack("<iB3xii", 2, 0, 1, 1) + b"\0"  # FLOAT, not linear, 1x1 sampling
     box = struct.pack("<iiii", 0, 0, w - 1, h - 1)
-    header = (struct.pack("<ii", 20000630, 2)
-              + _attr("channels", "chlist", chlist)
-              + _attr("compression", "compression", b"\0")
-              + _attr("dataWindow", "box2i", box)
-              + _attr("displayWindow", "box2i", box)
-              + _attr("lineOrder", "lineOrder", b"\0")
-              + _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
-              + _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
-              + _attr("screenWindowWidth", "float", struct.pack("<f", 1.0))
-              + b"\0")
+    header = (
+        struct.pack("<ii", 20000630, 2)
+        + _attr("channels", "chlist", chlist)
+        + _attr("compression", "compression", b"\0")
+        + _attr("dataWindow", "box2i", box)
+        + _attr("displayWindow", "box2i", box)
+        + _attr("lineOrder", "lineOrder", b"\0")
+        + _attr("pixelAspectRatio", "float", struct.pack("<f", 1.0))
+        + _attr("screenWindowCenter", "v2f", struct.pack("<ff", 0.0, 0.0))
+        + _attr("screenWindowWidth", "float", struct.pack("<f", 1.0))
+        + b"\0"
+    )
     line_bytes = 4 * w
     first = len(header) + 8 * h
     offsets = struct.pack(f"<{h}Q", *(first + y * (8 + line_bytes) for y in range(h)))
@@ -99,6 +102,5 @@ def flow_rgb(flow: np.ndarray) -> np.ndarray:
     mag = np.hypot(flow[..., 0], flow[..., 1])
     ang = (np.degrees(np.arctan2(flow[..., 1], flow[..., 0])) % 360.0) / 2.0
     peak = float(mag.max()) if mag.size else 0.0
-    hsv = np.stack([ang, np.full_like(ang, 255.0),
-                    255.0 * mag / peak if peak > 0 else np.zeros_like(mag)], axis=-1)
+    hsv = np.stack([ang, np.full_like(ang, 255.0), 255.0 * mag / peak if peak > 0 else np.zeros_like(mag)], axis=-1)
     return cv2.cvtColor(np.clip(np.rint(hsv), 0, 255).astype(np.uint8), cv2.COLOR_HSV2RGB)

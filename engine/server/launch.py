@@ -8,6 +8,7 @@ on a free port (``--port 0``), learns the port from ``--ready-file``, and stops 
 >>> with start_server(port=0, output_dir="/tmp/out") as srv:   # doctest: +SKIP
 ...     print(srv.address)                                        # "127.0.0.1:PORT"
 """
+
 from __future__ import annotations
 
 import logging
@@ -82,11 +83,31 @@ class ServerProcess:
         self.stop()
 
 
-def serve_command(port: int, output_dir: str | os.PathLike | None, assets, threads: int,
-                  ready_file: Path, host: str = "127.0.0.1", licenses=None, renderer: str | None = None) -> list[str]:
+def serve_command(
+    port: int,
+    output_dir: str | os.PathLike | None,
+    assets,
+    threads: int,
+    ready_file: Path,
+    host: str = "127.0.0.1",
+    licenses=None,
+    renderer: str | None = None,
+) -> list[str]:
     """The argv of ``python -m sceneforge.engine.server`` with everything it serves passed as arguments."""
-    cmd = [sys.executable, "-m", "sceneforge.engine.server", "--host", host, "--port", str(port),
-           "--threads", str(threads), "--ready-file", str(ready_file), "--exit-with-parent"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sceneforge.engine.server",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--threads",
+        str(threads),
+        "--ready-file",
+        str(ready_file),
+        "--exit-with-parent",
+    ]
     if output_dir is not None:
         cmd += ["--output-dir", str(output_dir)]
     if assets:
@@ -103,15 +124,25 @@ def _wait_ready(proc: subprocess.Popen, ready: Path, log_path: Path, timeout: fl
     while not ready.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             tail = log_path.read_text(errors="replace")[-1500:]
-            raise ConnectionFailed(f"the render server did not become ready within {timeout:.0f}s "
-                                   f"(exit code {proc.poll()}): " + " | ".join(tail.strip().splitlines()[-8:]))
+            raise ConnectionFailed(
+                f"the render server did not become ready within {timeout:.0f}s "
+                f"(exit code {proc.poll()}): " + " | ".join(tail.strip().splitlines()[-8:])
+            )
         time.sleep(0.02)
 
 
-def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, assets=None,
-                 threads: int = 1, env: dict | None = None, timeout: float = 60.0,
-                 host: str = "127.0.0.1", extra_args: list[str] | None = None,
-                 licenses=None, renderer: str | None = None) -> ServerProcess:
+def start_server(
+    port: int = 0,
+    output_dir: str | os.PathLike | None = None,
+    assets=None,
+    threads: int = 1,
+    env: dict | None = None,
+    timeout: float = 60.0,
+    host: str = "127.0.0.1",
+    extra_args: list[str] | None = None,
+    licenses=None,
+    renderer: str | None = None,
+) -> ServerProcess:
     """Launch a server and block until it listens (or raise ConnectionFailed with its log).
 
     ``extra_args`` go to ``python -m sceneforge.engine.server`` verbatim (e.g. ``["--max-frame", "4096"]``).
@@ -120,8 +151,9 @@ def start_server(port: int = 0, output_dir: str | os.PathLike | None = None, ass
     ready, log_path = workdir / "ready", workdir / "server.log"
     cmd = serve_command(port, output_dir, assets, threads, ready, host, licenses, renderer) + list(extra_args or [])
     with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
     try:
         _wait_ready(proc, ready, log_path, timeout)
     except BaseException:  # timeout, dead server, or the caller interrupted: leave no orphan

@@ -9,6 +9,7 @@ nodes or by hand all serve the same library when given the same flags.
 
 ``sceneforge serve`` is this same entry point with the CLI's one-line error handling.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,44 +36,97 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # lazy: the registry imports the renderer interface (numpy); `sceneforge --help` does not need it
     from sceneforge.engine.server.renderers import DEFAULT_RENDERER, renderer_names
 
-    p.add_argument("--host", default="127.0.0.1",
-                   help="bind address (default 127.0.0.1; others are reachable from the network)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1; others are reachable from the network)")
     p.add_argument("--port", type=int, default=9000, help="TCP port; 0 picks a free one (default 9000)")
-    p.add_argument("--output-dir", type=Path, default=None,
-                   help="where commands given a file name write images (none: file outputs are refused)")
-    p.add_argument("--assets", nargs="+", default=None, metavar="PACK.yaml",
-                   help="extra asset packs (manifests) served beside the default library")
-    p.add_argument("--licenses", default=None, metavar="FAMILIES",
-                   help="serve only assets of these license families, comma-separated (e.g. cc0,cc-by)")
-    p.add_argument("--renderer", default=DEFAULT_RENDERER, metavar="NAME[:OPTIONS]",
-                   help=f"render backend: {', '.join(renderer_names())} (default {DEFAULT_RENDERER}); "
-                        "e.g. cycles:samples=32 (see `sceneforge renderers list`)")
+    p.add_argument(
+        "--output-dir",
+        type=Path,
+        default=None,
+        help="where commands given a file name write images (none: file outputs are refused)",
+    )
+    p.add_argument(
+        "--assets",
+        nargs="+",
+        default=None,
+        metavar="PACK.yaml",
+        help="extra asset packs (manifests) served beside the default library",
+    )
+    p.add_argument(
+        "--licenses",
+        default=None,
+        metavar="FAMILIES",
+        help="serve only assets of these license families, comma-separated (e.g. cc0,cc-by)",
+    )
+    p.add_argument(
+        "--renderer",
+        default=DEFAULT_RENDERER,
+        metavar="NAME[:OPTIONS]",
+        help=f"render backend: {', '.join(renderer_names())} (default {DEFAULT_RENDERER}); "
+        "e.g. cycles:samples=32 (see `sceneforge renderers list`)",
+    )
     p.add_argument("--threads", type=int, default=1, help="renderer threads (llvmpipe), default 1")
     p.add_argument("--ready-file", type=Path, default=None, help="write the bound port here once listening")
-    p.add_argument("--exit-with-parent", action="store_true",
-                   help="shut down when the process that started the server dies (even by kill -9); "
-                        "start_server passes it, so no server outlives its worker")
-    p.add_argument("--max-frame", type=int, default=None, metavar="BYTES",
-                   help="largest request frame accepted (default 64 MiB)")
-    p.add_argument("--max-clients", type=int, default=64, metavar="N",
-                   help="connections served at once (default 64); when all are taken a new client "
-                        "replaces the connection stalled mid-frame the longest, else is refused")
-    p.add_argument("--frame-timeout", type=float, default=10.0, metavar="S",
-                   help="a request frame must arrive whole within S seconds of its first byte, plus 1 s "
-                        "per MiB (default 10); a late one gets an error and the connection is closed")
-    p.add_argument("--idle-timeout", type=float, default=600.0, metavar="S",
-                   help="close a connection with nothing in flight after S seconds (default 600; 0: never)")
-    p.add_argument("--client-buffer", type=int, default=128 * 2**20, metavar="BYTES",
-                   help="request bytes held for one client, read but not yet answered (default 128 MiB); "
-                        "a client over it gets one error line and is disconnected")
-    p.add_argument("--total-buffer", type=int, default=512 * 2**20, metavar="BYTES",
-                   help="the same for all clients together (default 512 MiB)")
-    p.add_argument("--max-request-pixels", type=int, default=None, metavar="N",
-                   help="budget of one render request: width x height x passes (each image kind asked "
-                        "for, and a visibility count, is one pass); default 2^26 (8192^2 x 1, 4096^2 x 4)")
-    p.add_argument("--max-scene-triangles", type=int, default=None, metavar="N",
-                   help="budget of the scene a render draws: triangles of the visible actors at full "
-                        "detail (default 2^24, ~30x the largest shipped environment)")
+    p.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="shut down when the process that started the server dies (even by kill -9); "
+        "start_server passes it, so no server outlives its worker",
+    )
+    p.add_argument("--max-frame", type=int, default=None, metavar="BYTES", help="largest request frame accepted (default 64 MiB)")
+    p.add_argument(
+        "--max-clients",
+        type=int,
+        default=64,
+        metavar="N",
+        help="connections served at once (default 64); when all are taken a new client "
+        "replaces the connection stalled mid-frame the longest, else is refused",
+    )
+    p.add_argument(
+        "--frame-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="a request frame must arrive whole within S seconds of its first byte, plus 1 s "
+        "per MiB (default 10); a late one gets an error and the connection is closed",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600.0,
+        metavar="S",
+        help="close a connection with nothing in flight after S seconds (default 600; 0: never)",
+    )
+    p.add_argument(
+        "--client-buffer",
+        type=int,
+        default=128 * 2**20,
+        metavar="BYTES",
+        help="request bytes held for one client, read but not yet answered (default 128 MiB); "
+        "a client over it gets one error line and is disconnected",
+    )
+    p.add_argument(
+        "--total-buffer",
+        type=int,
+        default=512 * 2**20,
+        metavar="BYTES",
+        help="the same for all clients together (default 512 MiB)",
+    )
+    p.add_argument(
+        "--max-request-pixels",
+        type=int,
+        default=None,
+        metavar="N",
+        help="budget of one render request: width x height x passes (each image kind asked "
+        "for, and a visibility count, is one pass); default 2^26 (8192^2 x 1, 4096^2 x 4)",
+    )
+    p.add_argument(
+        "--max-scene-triangles",
+        type=int,
+        default=None,
+        metavar="N",
+        help="budget of the scene a render draws: triangles of the visible actors at full "
+        "detail (default 2^24, ~30x the largest shipped environment)",
+    )
 
 
 def parse_licenses(value: str | Sequence[str] | None) -> list[str] | None:
@@ -94,8 +148,7 @@ def load_library(packs: Sequence[str] | None, licenses: Sequence[str] | None) ->
             raise AssetError(f"--assets given but the asset library is unavailable: {e}") from e
         log.warning("assets_manifest unavailable (%s): serving primitives only", e)
         return None
-    return AssetLibrary.default(licenses=list(licenses) if licenses else None,
-                                extra_manifests=tuple(str(p) for p in packs or ()))
+    return AssetLibrary.default(licenses=list(licenses) if licenses else None, extra_manifests=tuple(str(p) for p in packs or ()))
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -109,14 +162,14 @@ def _validate(args: argparse.Namespace) -> None:
         raise ConfigError(f"--max-clients must be in 1..4096, got {args.max_clients}")
     for flag, value in (("--frame-timeout", args.frame_timeout), ("--idle-timeout", args.idle_timeout)):
         if not (value == value and 0 <= value <= 86400) or (flag == "--frame-timeout" and value <= 0):
-            raise ConfigError(f"{flag} must be {'> 0' if flag == '--frame-timeout' else '>= 0'} and at most "
-                              f"86400 seconds, got {value}")
+            raise ConfigError(
+                f"{flag} must be {'> 0' if flag == '--frame-timeout' else '>= 0'} and at most 86400 seconds, got {value}"
+            )
     max_frame = args.max_frame or DEFAULT_MAX_FRAME
     if args.client_buffer < max_frame:
         raise ConfigError(f"--client-buffer ({args.client_buffer}) must be at least --max-frame ({max_frame})")
     if args.total_buffer < args.client_buffer:
-        raise ConfigError(f"--total-buffer ({args.total_buffer}) must be at least --client-buffer "
-                          f"({args.client_buffer})")
+        raise ConfigError(f"--total-buffer ({args.total_buffer}) must be at least --client-buffer ({args.client_buffer})")
     if args.max_request_pixels is not None and not 1 <= args.max_request_pixels <= 2**40:
         raise ConfigError(f"--max-request-pixels must be in 1..2^40, got {args.max_request_pixels}")
     if args.max_scene_triangles is not None and not 1 <= args.max_scene_triangles <= 2**40:
@@ -142,8 +195,7 @@ def build_server(args: argparse.Namespace):
     factory = backend_factory(args.renderer)
     check_renderer(args.renderer)  # e.g. cycles not installed: one line before listening
     if args.host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("serve: binding %s: the server is reachable from other machines and has no authentication",
-                    args.host)
+        log.warning("serve: binding %s: the server is reachable from other machines and has no authentication", args.host)
     output_dir = args.output_dir.resolve() if args.output_dir else None
     if output_dir is not None:
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -153,18 +205,23 @@ def build_server(args: argparse.Namespace):
     else:  # the default library loads in the background so the port is ready in well under a second
         catalog = AssetCatalog.deferred(lambda: load_library(None, None))
     threading.Thread(target=catalog.warm, name="sceneforge-assets", daemon=True).start()
-    serving = {"packs": sorted(str(Path(p).resolve()) for p in packs or ()), "licenses": licenses,
-               "renderer": args.renderer}
-    state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory,
-                        serving=serving)
+    serving = {"packs": sorted(str(Path(p).resolve()) for p in packs or ()), "licenses": licenses, "renderer": args.renderer}
+    state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory, serving=serving)
     if args.max_request_pixels is not None:
         state.max_request_pixels = args.max_request_pixels
     if args.max_scene_triangles is not None:
         state.max_scene_triangles = args.max_scene_triangles
-    return RenderServer(state, args.host, args.port, max_frame=args.max_frame or DEFAULT_MAX_FRAME,
-                        max_clients=args.max_clients, frame_timeout=args.frame_timeout,
-                        idle_timeout=args.idle_timeout, client_buffer=args.client_buffer,
-                        total_buffer=args.total_buffer)
+    return RenderServer(
+        state,
+        args.host,
+        args.port,
+        max_frame=args.max_frame or DEFAULT_MAX_FRAME,
+        max_clients=args.max_clients,
+        frame_timeout=args.frame_timeout,
+        idle_timeout=args.idle_timeout,
+        client_buffer=args.client_buffer,
+        total_buffer=args.total_buffer,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -211,7 +268,7 @@ class _CapRecords(logging.Filter):
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text and len(record.exc_text) > 4 * MAX_LOG_RECORD:
-            record.exc_text = f"{record.exc_text[:4 * MAX_LOG_RECORD]}... (cut: {len(record.exc_text)} characters)"
+            record.exc_text = f"{record.exc_text[: 4 * MAX_LOG_RECORD]}... (cut: {len(record.exc_text)} characters)"
         return True
 
 
@@ -246,8 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(parser)
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     try:
         return run(args)
     except SceneforgeError as e:

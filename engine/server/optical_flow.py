@@ -9,6 +9,7 @@ sky pixels are directions, moved by rotation only) and projected with the old ca
 ``flow = uv_now - uv_then`` in pixels, x right, y down. The first request of a camera has no t-1:
 zero flow.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ def snapshot(scene: Scene, camera: Camera) -> FrameSnapshot:
 
 def pixel_grid(camera: Camera) -> np.ndarray:
     """(H, W, 2) pixel centres (u + 0.5, v + 0.5)."""
-    v, u = np.mgrid[0:camera.height, 0:camera.width].astype(np.float64)
+    v, u = np.mgrid[0 : camera.height, 0 : camera.width].astype(np.float64)
     return np.stack([u + 0.5, v + 0.5], axis=-1)
 
 
@@ -40,8 +41,9 @@ def world_points(camera: Camera, plane_depth: np.ndarray) -> np.ndarray:
     return local @ camera.rotation.matrix().T + np.asarray(camera.location)
 
 
-def optical_flow(previous: FrameSnapshot | None, scene: Scene, camera: Camera,
-                 plane_depth: np.ndarray, instance_id: np.ndarray) -> np.ndarray:
+def optical_flow(
+    previous: FrameSnapshot | None, scene: Scene, camera: Camera, plane_depth: np.ndarray, instance_id: np.ndarray
+) -> np.ndarray:
     """(H, W, 2) float32 flow in pixels from ``previous`` to now."""
     if previous is None:
         return np.zeros((camera.height, camera.width, 2), np.float32)

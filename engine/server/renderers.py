@@ -5,6 +5,7 @@ provider and thread count. Register a new one with :func:`register_renderer`; th
 (``python -m sceneforge.engine.server --renderer NAME``), ``sceneforge serve`` and every scenario that
 starts servers list their choices from :func:`renderer_names`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -12,7 +13,7 @@ from typing import Callable
 
 from sceneforge.core.errors import ConfigError, RenderError
 from sceneforge.engine.server.backend import MeshProvider, RenderBackend
-from sceneforge.engine.server.cycles import install   # light: paths and a version check
+from sceneforge.engine.server.cycles import install  # light: paths and a version check
 
 BackendFactory = Callable[[MeshProvider, int], RenderBackend]
 DEFAULT_RENDERER = "gl"
@@ -25,8 +26,9 @@ _OPTIONS: dict[str, tuple[str, ...]] = {}
 _VALIDATORS: dict[str, Callable[[dict], None]] = {}
 
 
-def register_renderer(name: str, description: str, check: Callable[[], None] | None = None,
-                      options: tuple[str, ...] = ()) -> Callable[[BackendFactory], BackendFactory]:
+def register_renderer(
+    name: str, description: str, check: Callable[[], None] | None = None, options: tuple[str, ...] = ()
+) -> Callable[[BackendFactory], BackendFactory]:
     """Decorator: make ``factory(mesh_provider, threads)`` available as ``--renderer name``.
 
     ``check()`` (optional, cheap) raises a one-line error when the renderer cannot work here
@@ -34,12 +36,14 @@ def register_renderer(name: str, description: str, check: Callable[[], None] | N
     ``options``: keys accepted in a spec ``name:key=value,...``; the factory then gets
     ``options={key: value}`` (strings; the factory validates them).
     """
+
     def deco(factory: BackendFactory) -> BackendFactory:
         _RENDERERS[name] = (factory, description)
         if check is not None:
             _CHECKS[name] = check
         _OPTIONS[name] = tuple(options)
         return factory
+
     return deco
 
 
@@ -84,8 +88,12 @@ def backend_factory(spec: str) -> BackendFactory:
     return functools.partial(factory, options=options) if options else factory
 
 
-@register_renderer("gl", "embedded rasteriser: moderngl on EGL/llvmpipe (CPU), lit + depth + ids in one pass; "
-                   "option gl:lod=0 draws every mesh at full detail (no levels of detail)", options=("lod",))
+@register_renderer(
+    "gl",
+    "embedded rasteriser: moderngl on EGL/llvmpipe (CPU), lit + depth + ids in one pass; "
+    "option gl:lod=0 draws every mesh at full detail (no levels of detail)",
+    options=("lod",),
+)
 def gl_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """The embedded moderngl renderer, imported only when the first image is asked for."""
     lod = _gl_options(options or {})
@@ -111,10 +119,14 @@ def _cycles_installed() -> None:
     install.require()
 
 
-@register_renderer("cycles", "Blender Cycles path tracer (CPU, OpenImageDenoise) for lit; GL for masks, depth, "
-                   "visibility; options cycles:samples=16,seed=0,denoise=1,prefilter=fast|accurate; "
-                   "needs `sceneforge renderers install cycles`", check=_cycles_installed,
-                   options=("samples", "seed", "denoise", "prefilter"))
+@register_renderer(
+    "cycles",
+    "Blender Cycles path tracer (CPU, OpenImageDenoise) for lit; GL for masks, depth, "
+    "visibility; options cycles:samples=16,seed=0,denoise=1,prefilter=fast|accurate; "
+    "needs `sceneforge renderers install cycles`",
+    check=_cycles_installed,
+    options=("samples", "seed", "denoise", "prefilter"),
+)
 def cycles_backend(mesh_provider: MeshProvider, threads: int, options: dict | None = None) -> RenderBackend:
     """Path-traced ``lit`` from a persistent Blender worker process (its own venv)."""
     # lazy, as every renderer's module: it loads when the renderer is chosen, not for the list

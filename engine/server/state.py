@@ -9,6 +9,7 @@ worker's edits: the worker holds it while it runs a command, except inside :meth
 (the renderer only reads the scene, and nothing else writes while the worker renders), so a read
 sees the scene before or after an edit, never half of one, and does not wait for a frame.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,6 +38,7 @@ MAX_CAMERAS = 64
 T = TypeVar("T")
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
+
 def default_backend_factory(mesh_provider: MeshProvider, threads: int) -> RenderBackend:
     """The default renderer of :mod:`engine.server.renderers` (the embedded GL rasteriser)."""
     return backend_factory(DEFAULT_RENDERER)(mesh_provider, threads)
@@ -61,12 +63,12 @@ class ServerState:
     max_scene_triangles: int = limits.MAX_SCENE_TRIANGLES  # budget of the scene a render draws
     _mesh_triangles: dict = field(default_factory=dict, repr=False, compare=False)  # asset id -> count
     busy_s: float = 0.0  # wall seconds the worker has spent running commands (``/sceneforge/info``): a
-                         # benchmark's wall time minus this is how long the server waited for requests
+    # benchmark's wall time minus this is how long the server waited for requests
     _backend: RenderBackend | None = None
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _lock_owner: int | None = field(default=None, repr=False, compare=False)
 
-    PASSED_KEPT = 1024   # tokens remembered (a sampler's candidates of one sample share one)
+    PASSED_KEPT = 1024  # tokens remembered (a sampler's candidates of one sample share one)
 
     def mark_passed(self, token: str) -> None:
         """Remember that a ``render_if_visible`` request with ``token`` passed (bounded: oldest dropped)."""
@@ -109,8 +111,8 @@ class ServerState:
     def render(self, cam_id: int, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
         camera = self.camera(cam_id)  # a bad id fails before the renderer starts
         self.check_budget(camera, len(kinds), "render")
-        renderer = getattr(self.backend(), "renderer", "")   # a backend without a name is not in the table
-        if renderer:   # a kind this renderer lacks: one line, and the renderer is not reset
+        renderer = getattr(self.backend(), "renderer", "")  # a backend without a name is not in the table
+        if renderer:  # a kind this renderer lacks: one line, and the renderer is not reset
             kinds = render_kinds.require(renderer, kinds, CommandError)
         return self.with_backend(lambda b: b.render(self.scene, camera, kinds))
 
@@ -120,13 +122,17 @@ class ServerState:
         before anything is drawn or allocated."""
         cost = camera.width * camera.height * passes
         if cost > self.max_request_pixels:
-            raise CommandError(f"{what}: {camera.width}x{camera.height} px x {passes} pass(es) = {cost} "
-                               f"pixel-passes; at most {self.max_request_pixels} per request "
-                               "(--max-request-pixels)")
+            raise CommandError(
+                f"{what}: {camera.width}x{camera.height} px x {passes} pass(es) = {cost} "
+                f"pixel-passes; at most {self.max_request_pixels} per request "
+                "(--max-request-pixels)"
+            )
         triangles = self.scene_triangles()
         if triangles > self.max_scene_triangles:
-            raise CommandError(f"{what}: the scene's visible actors have {triangles} triangles at full detail; "
-                               f"at most {self.max_scene_triangles} per render (--max-scene-triangles)")
+            raise CommandError(
+                f"{what}: the scene's visible actors have {triangles} triangles at full detail; "
+                f"at most {self.max_scene_triangles} per render (--max-scene-triangles)"
+            )
 
     def scene_triangles(self) -> int:
         """Triangles of the visible actors at full detail (levels of detail draw fewer): the
@@ -172,8 +178,7 @@ class ServerState:
             self._backend = None
             if isinstance(e, MemoryError):
                 raise RenderError("render failed: out of memory (scene or image too large)") from None
-            raise RenderError(f"render failed ({type(e).__name__}: {str(e)[:200]}); "
-                              "the renderer was reset") from None
+            raise RenderError(f"render failed ({type(e).__name__}: {str(e)[:200]}); the renderer was reset") from None
 
     def interrupt(self) -> None:
         """Stop a render in progress, from any thread (shutdown): backends that can (Cycles:
@@ -210,8 +215,10 @@ class ServerState:
         if cam_id in self.scene.cameras:
             return self.scene.cameras[cam_id]
         if cam_id != len(self.scene.cameras) or cam_id >= MAX_CAMERAS:
-            raise CommandError(f"Invalid sensor id {cam_id}: create cameras in order (next id "
-                               f"{len(self.scene.cameras)}, at most {MAX_CAMERAS}) or with vset /cameras/spawn")
+            raise CommandError(
+                f"Invalid sensor id {cam_id}: create cameras in order (next id "
+                f"{len(self.scene.cameras)}, at most {MAX_CAMERAS}) or with vset /cameras/spawn"
+            )
         base = self.scene.cameras.get(0, Camera())
         return Camera(fov_deg=base.fov_deg, width=base.width, height=base.height)
 
@@ -241,9 +248,11 @@ class ServerState:
         try:
             root = self.output_dir.resolve()
             path = (root / Path(*parts)).resolve()
-        except (RuntimeError, OSError) as e:   # a symlink loop (RuntimeError before Python 3.13)
-            raise PathSecurityError(f"file name {shown(filename, 80)} cannot be resolved inside the output "
-                                    f"directory: {'symlink loop' if 'loop' in str(e).lower() else e}") from None
+        except (RuntimeError, OSError) as e:  # a symlink loop (RuntimeError before Python 3.13)
+            raise PathSecurityError(
+                f"file name {shown(filename, 80)} cannot be resolved inside the output "
+                f"directory: {'symlink loop' if 'loop' in str(e).lower() else e}"
+            ) from None
         if root != path and root not in path.parents:
             raise PathSecurityError(f"file name {filename!r} leaves the output directory")
         return path

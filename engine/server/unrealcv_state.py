@@ -5,6 +5,7 @@ camera settings the plugin exposes (exposure, lens, projection...), object label
 pause/input flags, and the previous frame of each camera (optical flow is the motion between two
 consecutive image requests of one camera, as UE's velocity buffer is between two frames).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -10,6 +10,7 @@ Example::
     out = degrade("haze", 3, rgb, depth=depth_cm, fov_deg=53.13, seed=0)
     out.image, out.params            # uint8 (H, W, 3); what was drawn, for the table/record
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,22 +21,21 @@ import numpy as np
 
 from sceneforge.core.errors import ConfigError
 
-TYPES = ("defocus", "motion_blur", "haze", "water_drops", "low_light", "over_exposure", "jpeg",
-         "low_resolution", "distortion")
+TYPES = ("defocus", "motion_blur", "haze", "water_drops", "low_light", "over_exposure", "jpeg", "low_resolution", "distortion")
 NEEDS_DEPTH = ("defocus", "motion_blur", "haze")
 
 # Severity 1..5 → physical parameter(s). Chosen so level 1 is barely visible and level 5 is
 # SpaceDG's strongest; see docs/degradations.md for the reasoning behind each scale.
 LEVELS: dict[str, tuple] = {
-    "defocus": (0.004, 0.008, 0.015, 0.025, 0.04),          # CoC at infinity, fraction of width
+    "defocus": (0.004, 0.008, 0.015, 0.025, 0.04),  # CoC at infinity, fraction of width
     "motion_blur": (1 / 60, 1 / 30, 1 / 15, 1 / 8, 1 / 4),  # exposure s at 3 m/s and 8 deg/s
-    "haze": (1000.0, 500.0, 250.0, 120.0, 60.0),            # meteorological visibility, m
-    "water_drops": (3, 6, 10, 16, 24),                       # number of drops
+    "haze": (1000.0, 500.0, 250.0, 120.0, 60.0),  # meteorological visibility, m
+    "water_drops": (3, 6, 10, 16, 24),  # number of drops
     "low_light": (1 / 8, 1 / 16, 1 / 32, 1 / 64, 1 / 128),  # fraction of the scene's light
-    "over_exposure": (0.5, 1.0, 1.5, 2.0, 2.5),             # +EV stops
-    "jpeg": (40, 25, 15, 10, 5),                             # libjpeg quality
-    "low_resolution": (2, 3, 4, 6, 8),                       # downsampling factor
-    "distortion": (-0.05, -0.1, -0.15, -0.22, -0.3),         # Brown–Conrady k1 (barrel), r=1 at the corner
+    "over_exposure": (0.5, 1.0, 1.5, 2.0, 2.5),  # +EV stops
+    "jpeg": (40, 25, 15, 10, 5),  # libjpeg quality
+    "low_resolution": (2, 3, 4, 6, 8),  # downsampling factor
+    "distortion": (-0.05, -0.1, -0.15, -0.22, -0.3),  # Brown–Conrady k1 (barrel), r=1 at the corner
 }
 CAMERA_SPEED_CM_S = 300.0
 PAN_DEG_S = 8.0
@@ -45,14 +45,14 @@ PAN_DEG_S = 8.0
 class Degraded:
     image: np.ndarray
     params: dict
-    mask: np.ndarray | None = None                        # warped mask (distortion only)
+    mask: np.ndarray | None = None  # warped mask (distortion only)
     box: Callable[[list | None], list | None] = field(default=lambda b: b)  # 2-D box mapper
 
 
 def rng_for(seed: int, kind: str, level: int, key: str = "") -> np.random.Generator:
     """Independent generator per (seed, degradation, level, sample key): same on every machine."""
     h = hashlib.sha256(f"{kind}\x1f{level}\x1f{key}".encode()).digest()
-    words = tuple(int.from_bytes(h[i:i + 4], "little") for i in range(0, 16, 4))
+    words = tuple(int.from_bytes(h[i : i + 4], "little") for i in range(0, 16, 4))
     return np.random.default_rng(np.random.SeedSequence(entropy=int(seed), spawn_key=words))
 
 
@@ -68,22 +68,32 @@ def check_depth(depth: np.ndarray) -> None:
     depths passed silently and gave wrong haze, blur and motion without a word."""
     bad_nan, bad_neg = int(np.isnan(depth).sum()), int((depth < 0).sum())
     if bad_nan or bad_neg:
-        raise ConfigError(f"depth has {bad_nan} NaN and {bad_neg} negative value(s); ray depth in cm must be "
-                          ">= 0 (+inf for the sky)")
+        raise ConfigError(
+            f"depth has {bad_nan} NaN and {bad_neg} negative value(s); ray depth in cm must be >= 0 (+inf for the sky)"
+        )
 
 
 def focus_distance(depth: np.ndarray) -> float:
     """Where the camera focuses: the median depth of the central 20 % of the frame (autofocus's
     usual centre-weighted metering), ignoring sky; 10 m if the centre is all sky."""
     h, w = depth.shape
-    c = np.asarray(depth)[int(h * 0.4):int(np.ceil(h * 0.6)), int(w * 0.4):int(np.ceil(w * 0.6))]
+    c = np.asarray(depth)[int(h * 0.4) : int(np.ceil(h * 0.6)), int(w * 0.4) : int(np.ceil(w * 0.6))]
     c = c[np.isfinite(c) & (c > 0)]
     return float(np.median(c)) if c.size else 1000.0
 
 
-def degrade(kind: str, level: int, image: np.ndarray, *, depth: np.ndarray | None = None,
-            mask: np.ndarray | None = None, fov_deg: float = 53.13, seed: int = 0, key: str = "",
-            focus_cm: float | None = None) -> Degraded:
+def degrade(
+    kind: str,
+    level: int,
+    image: np.ndarray,
+    *,
+    depth: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+    fov_deg: float = 53.13,
+    seed: int = 0,
+    key: str = "",
+    focus_cm: float | None = None,
+) -> Degraded:
     """Apply one degradation at one level. ``depth``: ray depth in cm (needed by
     :data:`NEEDS_DEPTH`); ``mask``: instance mask (warped along by distortion); ``key`` makes
     random draws differ between samples (use the image's path)."""
@@ -107,16 +117,18 @@ def degrade(kind: str, level: int, image: np.ndarray, *, depth: np.ndarray | Non
     if kind == "defocus":
         s = float(focus_cm) if focus_cm else focus_distance(depth)
         aperture = value * w * s / f  # c(∞) = A f_px / s
-        return Degraded(optics.defocus(img, depth, fov_deg, s, aperture),
-                        {"focus_cm": s, "aperture_cm": aperture, "coc_inf_px": value * w})
+        return Degraded(
+            optics.defocus(img, depth, fov_deg, s, aperture), {"focus_cm": s, "aperture_cm": aperture, "coc_inf_px": value * w}
+        )
     if kind == "motion_blur":
         ang = rng.uniform(0, 2 * np.pi)
         dist = CAMERA_SPEED_CM_S * value
         t = (float(rng.uniform(-0.2, 0.2)) * dist, float(np.cos(ang)) * dist, float(np.sin(ang)) * dist)
         yaw, pitch = PAN_DEG_S * value * float(rng.choice([-1, 1])), PAN_DEG_S * value * float(rng.uniform(-0.3, 0.3))
-        return Degraded(optics.motion_blur(img, depth, fov_deg, t, yaw, pitch),
-                        {"exposure_s": value, "translation_cm": list(t), "yaw_deg": yaw, "pitch_deg": pitch,
-                         "subframes": 15})
+        return Degraded(
+            optics.motion_blur(img, depth, fov_deg, t, yaw, pitch),
+            {"exposure_s": value, "translation_cm": list(t), "yaw_deg": yaw, "pitch_deg": pitch, "subframes": 15},
+        )
     if kind == "haze":
         air = weather.airlight(img, depth)
         return Degraded(weather.haze(img, depth, value, air), {"visibility_m": value, "airlight": air.tolist()})
@@ -125,8 +137,7 @@ def degrade(kind: str, level: int, image: np.ndarray, *, depth: np.ndarray | Non
         out, drops = weather.droplets(img, rng, value, (lo, hi))
         return Degraded(out, {"count": value, "drops": drops})
     if kind == "low_light":
-        return Degraded(sensor.low_light(img, rng, value), {"light_fraction": value, "full_well_e": 4000.0,
-                                                           "read_noise_e": 3.0})
+        return Degraded(sensor.low_light(img, rng, value), {"light_fraction": value, "full_well_e": 4000.0, "read_noise_e": 3.0})
     if kind == "over_exposure":
         return Degraded(sensor.over_exposure(img, value), {"ev": value})
     if kind == "jpeg":
@@ -134,5 +145,9 @@ def degrade(kind: str, level: int, image: np.ndarray, *, depth: np.ndarray | Non
     if kind == "low_resolution":
         return Degraded(sensor.low_resolution(img, value), {"factor": value})
     lens = optics.LensDistortion(w, h, value, 0.0)
-    return Degraded(lens.image(img), {"k1": value, "k2": 0.0, "normalisation": "half-diagonal", "zoom": 1 / lens.g1},
-                    mask=None if mask is None else lens.mask(mask), box=lens.box)
+    return Degraded(
+        lens.image(img),
+        {"k1": value, "k2": 0.0, "normalisation": "half-diagonal", "zoom": 1 / lens.g1},
+        mask=None if mask is None else lens.mask(mask),
+        box=lens.box,
+    )

@@ -1,5 +1,6 @@
 """sRGB ↔ linear light (IEC 61966-2-1): photometric degradations act on linear radiance, not on
 display values, because that is where light adds, noise is Poisson and sensors clip."""
+
 from __future__ import annotations
 
 import numpy as np

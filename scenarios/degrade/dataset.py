@@ -21,6 +21,7 @@ Every path a row names (``file_name``, ``depth_file``, ``mask_file``, ``params_f
 variant written from it must lie inside the dataset root (:func:`core.paths.inside`): a table is
 data anyone can edit, and ``file_name=../../x/victim.jpg`` used to write PNGs next to the victim.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ from sceneforge.scenarios.degrade import NEEDS_DEPTH, check, check_depth, degrad
 from sceneforge.scenarios.output.writers import atomic_write_bytes, encode_image
 
 TABLES = ("samples.parquet", "metadata.csv")
-MAX_SIDE = IMAGE_SIZE[1]         # the largest image any scenario makes (core/config_names.py)
+MAX_SIDE = IMAGE_SIZE[1]  # the largest image any scenario makes (core/config_names.py)
 MAX_PIXELS = MAX_SIDE * MAX_SIDE
 BOX_KEYS = ("x0", "y0", "x1", "y1")
 
@@ -71,7 +72,7 @@ def check_rows(root: Path, table, source: Path) -> None:
         where = f"{source} row {i + 1}"
         for field in fields:
             if field != "file_name" and not isinstance(row[field], str):
-                continue   # an optional file this row does not have
+                continue  # an optional file this row does not have
             inside(root, row[field], f"{where} {field}")
         _row_fov(row, where)
         for name in _mask_names(row):
@@ -99,7 +100,7 @@ def _load_image(path: Path) -> np.ndarray:
     too_big = f"degrade handles at most {MAX_PIXELS} pixels ({MAX_SIDE}x{MAX_SIDE}, the largest image sceneforge renders)"
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)   # our own cap says it in one line
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own cap says it in one line
             with Image.open(path) as im:
                 if im.width * im.height > MAX_PIXELS:
                     raise ConfigError(f"{path}: {im.width}x{im.height}; {too_big}")
@@ -173,8 +174,9 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
         raise ConfigError(f"{root}: the table has no file_name column")
     needs_depth = [k for k in types if k in NEEDS_DEPTH]
     if needs_depth and "depth_file" not in table.columns:
-        raise ConfigError(f"{root}: {', '.join(needs_depth)} need depth maps; make the dataset with --depth "
-                          f"(no depth_file column)")
+        raise ConfigError(
+            f"{root}: {', '.join(needs_depth)} need depth maps; make the dataset with --depth (no depth_file column)"
+        )
     source = table_path(root)
     check_rows(root, table, source)
     rows, written, kept = [], 0, 0
@@ -189,7 +191,7 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
                 out = row_path(root, row, "file_name", where, name)
                 mask_name = mask_out = None
                 if kind == "distortion" and "mask_file" in row.index and isinstance(row["mask_file"], str):
-                    row_path(root, row, "mask_file", where)   # the clean mask first: its value in the error
+                    row_path(root, row, "mask_file", where)  # the clean mask first: its value in the error
                     mask_name = variant_name(str(row["mask_file"]), kind, lv)
                     mask_out = row_path(root, row, "mask_file", where, mask_name)
                 done = out.is_file() and (mask_out is None or mask_out.is_file())
@@ -200,8 +202,7 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
                 if mask_name and mask is None:
                     mask = _load_image(row_path(root, row, "mask_file", where))
                 fov = _row_fov(row, where)
-                res = degrade(kind, lv, img, depth=depth, mask=mask if mask_name else None, fov_deg=fov, seed=seed,
-                              key=clean)
+                res = degrade(kind, lv, img, depth=depth, mask=mask if mask_name else None, fov_deg=fov, seed=seed, key=clean)
                 if done:
                     kept += 1
                 else:
@@ -211,8 +212,15 @@ def degrade_dataset(root: Path, types: list[str], levels: list[int], seed: int =
                     written += 1
                 params = res.params
                 new = row.to_dict()
-                new.update({"file_name": name, "clean_file_name": clean, "degradation": kind, "level": int(lv),
-                            "degradation_params": json.dumps(params, sort_keys=True)})
+                new.update(
+                    {
+                        "file_name": name,
+                        "clean_file_name": clean,
+                        "degradation": kind,
+                        "level": int(lv),
+                        "degradation_params": json.dumps(params, sort_keys=True),
+                    }
+                )
                 if kind == "distortion":
                     new.update(_warped_boxes(row, res, mask, mask_name, root, params, where))
                     if mask_name:
@@ -243,10 +251,18 @@ def _warped_boxes(row, res, mask, mask_name, root: Path, params, where: str) -> 
             sel = (res.mask[..., :3] == np.asarray(colors[name], dtype=np.uint8)).all(-1)
             ys, xs = np.nonzero(sel)
             new = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())] if len(xs) else None
-        else:   # inclusive pixel box -> continuous box -> lens -> pixels whose centres fall inside
+        else:  # inclusive pixel box -> continuous box -> lens -> pixels whose centres fall inside
             cont = res.box([box[0], box[1], box[2] + 1, box[3] + 1])
-            new = None if cont is None else [int(np.floor(cont[0] + 0.5)), int(np.floor(cont[1] + 0.5)),
-                                             int(np.ceil(cont[2] - 0.5)) - 1, int(np.ceil(cont[3] - 0.5)) - 1]
+            new = (
+                None
+                if cont is None
+                else [
+                    int(np.floor(cont[0] + 0.5)),
+                    int(np.floor(cont[1] + 0.5)),
+                    int(np.ceil(cont[2] - 0.5)) - 1,
+                    int(np.ceil(cont[3] - 0.5)) - 1,
+                ]
+            )
         out.update({f"{name}_bbox_{k}": (v if new else None) for k, v in zip(BOX_KEYS, new or [None] * 4)})
     return out
 
@@ -260,5 +276,4 @@ def _write(rows: list[dict], root: Path) -> None:
     buf = io.BytesIO()
     df.to_parquet(buf, index=False, engine="pyarrow")
     atomic_write_bytes(root / "degraded.parquet", buf.getvalue())
-    atomic_write_bytes(root / "degraded.csv", df.to_csv(index=False, lineterminator="\n",
-                                                        float_format="%.6f").encode("utf-8"))
+    atomic_write_bytes(root / "degraded.csv", df.to_csv(index=False, lineterminator="\n", float_format="%.6f").encode("utf-8"))

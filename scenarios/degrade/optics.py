@@ -5,6 +5,7 @@ Pinhole model as :class:`engine.world.Camera`: square pixels, focal length
 ``f_px = (W/2) / tan(fov/2)``, principal point at the image centre, pixel ``(u, v)``'s centre at
 ``(u + 0.5, v + 0.5)``; camera frame (forward, right, up) in cm.
 """
+
 from __future__ import annotations
 
 import math
@@ -62,8 +63,9 @@ def _disk(diameter: float) -> np.ndarray:
     return k / k.sum()
 
 
-def defocus(img: np.ndarray, depth: np.ndarray, fov_deg: float, focus_cm: float, aperture_cm: float,
-            step_px: float = 0.5) -> np.ndarray:
+def defocus(
+    img: np.ndarray, depth: np.ndarray, fov_deg: float, focus_cm: float, aperture_cm: float, step_px: float = 0.5
+) -> np.ndarray:
     """Depth-dependent defocus in linear light: each pixel takes the image blurred with a disk
     of its own circle of confusion (layers every ``step_px``, linear between neighbouring
     layers). A pixel whose CoC is 0 (at the focus distance) keeps its value exactly.
@@ -98,8 +100,9 @@ def _yaw_pitch(yaw_deg: float, pitch_deg: float) -> np.ndarray:
     return ry @ rp
 
 
-def motion_flow(depth: np.ndarray, fov_deg: float, translation_cm, yaw_deg: float, pitch_deg: float,
-                tau: float) -> tuple[np.ndarray, np.ndarray]:
+def motion_flow(
+    depth: np.ndarray, fov_deg: float, translation_cm, yaw_deg: float, pitch_deg: float, tau: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Where each pixel's surface point appears when the camera has moved by ``tau`` × the
     exposure's motion (``translation_cm`` in the camera frame (forward, right, up), plus yaw and
     pitch). Returns remap coordinates ``(map_x, map_y)`` (pixel-centre convention)."""
@@ -113,8 +116,15 @@ def motion_flow(depth: np.ndarray, fov_deg: float, translation_cm, yaw_deg: floa
     return mx.astype(np.float32), my.astype(np.float32)
 
 
-def motion_blur(img: np.ndarray, depth: np.ndarray, fov_deg: float, translation_cm, yaw_deg: float,
-                pitch_deg: float = 0.0, subframes: int = 15) -> np.ndarray:
+def motion_blur(
+    img: np.ndarray,
+    depth: np.ndarray,
+    fov_deg: float,
+    translation_cm,
+    yaw_deg: float,
+    pitch_deg: float = 0.0,
+    subframes: int = 15,
+) -> np.ndarray:
     """Average of ``subframes`` views over the exposure window (τ ∈ [−½, ½]), in linear light.
 
     Each sub-frame is the clean image re-projected through the scene's depth into the camera
@@ -142,8 +152,7 @@ def distort_normalized(x: np.ndarray, y: np.ndarray, k1: float, k2: float, p1: f
     return xd, yd
 
 
-def undistort_normalized(xd: np.ndarray, yd: np.ndarray, k1: float, k2: float, p1: float, p2: float,
-                         iterations: int = 30):
+def undistort_normalized(xd: np.ndarray, yd: np.ndarray, k1: float, k2: float, p1: float, p2: float, iterations: int = 30):
     """Inverse of :func:`distort_normalized` by fixed-point iteration (as OpenCV's undistortPoints)."""
     x, y = xd.copy(), yd.copy()
     for _ in range(iterations):
@@ -197,8 +206,7 @@ class LensDistortion:
         return to_srgb8(out)
 
     def mask(self, mask: np.ndarray) -> np.ndarray:
-        return cv2.remap(np.ascontiguousarray(mask), self.map_x, self.map_y, cv2.INTER_NEAREST,
-                         borderMode=cv2.BORDER_REPLICATE)
+        return cv2.remap(np.ascontiguousarray(mask), self.map_x, self.map_y, cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
 
     def points(self, uv: np.ndarray) -> np.ndarray:
         """Forward-map (N, 2) continuous pixel coordinates (top-left corner = (0, 0))."""
@@ -206,6 +214,7 @@ class LensDistortion:
         x, y = (uv[:, 0] - self.w / 2) / self.radius, (uv[:, 1] - self.h / 2) / self.radius
         xd, yd = distort_normalized(x, y, self.k[0], self.k[1], 0.0, 0.0)
         return np.stack([xd / self.g1 * self.radius + self.w / 2, yd / self.g1 * self.radius + self.h / 2], axis=1)
+
     def box(self, box) -> list[float] | None:
         """Axis-aligned box ``[x0, y0, x1, y1]`` (pixels) enclosing the distorted box outline,
         clipped to the image; None if nothing remains."""
@@ -213,10 +222,14 @@ class LensDistortion:
             return None
         x0, y0, x1, y1 = (float(b) for b in box)
         t = np.linspace(0, 1, 64)
-        edge = np.concatenate([np.stack([x0 + (x1 - x0) * t, np.full_like(t, y0)], 1),
-                               np.stack([x0 + (x1 - x0) * t, np.full_like(t, y1)], 1),
-                               np.stack([np.full_like(t, x0), y0 + (y1 - y0) * t], 1),
-                               np.stack([np.full_like(t, x1), y0 + (y1 - y0) * t], 1)])
+        edge = np.concatenate(
+            [
+                np.stack([x0 + (x1 - x0) * t, np.full_like(t, y0)], 1),
+                np.stack([x0 + (x1 - x0) * t, np.full_like(t, y1)], 1),
+                np.stack([np.full_like(t, x0), y0 + (y1 - y0) * t], 1),
+                np.stack([np.full_like(t, x1), y0 + (y1 - y0) * t], 1),
+            ]
+        )
         p = self.points(edge)
         bx0, by0 = max(p[:, 0].min(), 0.0), max(p[:, 1].min(), 0.0)
         bx1, by1 = min(p[:, 0].max(), float(self.w)), min(p[:, 1].max(), float(self.h))

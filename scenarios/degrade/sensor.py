@@ -1,6 +1,7 @@
 """Photometric and digital degradations: low light (photon shot noise + read noise in linear
 light, then the camera's gain and tone curve), over-exposure (clipping in linear light), JPEG,
 low resolution."""
+
 from __future__ import annotations
 
 import cv2
@@ -9,8 +10,9 @@ import numpy as np
 from sceneforge.scenarios.degrade.color import to_linear, to_srgb8
 
 
-def low_light(img: np.ndarray, rng: np.random.Generator, light_fraction: float, full_well_e: float = 4000.0,
-              read_noise_e: float = 3.0) -> np.ndarray:
+def low_light(
+    img: np.ndarray, rng: np.random.Generator, light_fraction: float, full_well_e: float = 4000.0, read_noise_e: float = 3.0
+) -> np.ndarray:
     """The scene lit by ``light_fraction`` of the original light, captured by a sensor whose
     white point collects ``full_well_e`` electrons at normal exposure, then brightened back by
     an auto-gain of ``1 / light_fraction`` (an ISO boost) and the sRGB tone curve.
@@ -26,7 +28,7 @@ def low_light(img: np.ndarray, rng: np.random.Generator, light_fraction: float, 
 
 def over_exposure(img: np.ndarray, ev: float) -> np.ndarray:
     """``+ev`` stops of exposure: linear radiance × 2^ev, clipped at the sensor's white (1.0)."""
-    return to_srgb8(to_linear(img) * (2.0 ** ev))
+    return to_srgb8(to_linear(img) * (2.0**ev))
 
 
 def jpeg(img: np.ndarray, quality: int) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Contact sheet of the nine degradations at a few levels (docs/img/degradations.png).
 
-    python -m sceneforge.scenarios.degrade.sheet DATASET_DIR SAMPLE_FILE_NAME OUT.png [--levels 1 3 5]
+python -m sceneforge.scenarios.degrade.sheet DATASET_DIR SAMPLE_FILE_NAME OUT.png [--levels 1 3 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,15 +13,17 @@ import numpy as np
 from sceneforge.scenarios.degrade import TYPES, degrade
 
 
-def contact_sheet(img: np.ndarray, depth: np.ndarray, fov_deg: float, levels=(1, 3, 5), seed: int = 0,
-                  tile: int = 192) -> np.ndarray:
+def contact_sheet(
+    img: np.ndarray, depth: np.ndarray, fov_deg: float, levels=(1, 3, 5), seed: int = 0, tile: int = 192
+) -> np.ndarray:
     """Rows: clean + the nine types; columns: the levels (clean repeated in the first row)."""
     from PIL import Image, ImageDraw
 
     label_w, head = 120, 18
     rows = [("clean", [img] * len(levels))]
-    rows += [(k, [degrade(k, lv, img, depth=depth, fov_deg=fov_deg, seed=seed, key="sheet").image for lv in levels])
-             for k in TYPES]
+    rows += [
+        (k, [degrade(k, lv, img, depth=depth, fov_deg=fov_deg, seed=seed, key="sheet").image for lv in levels]) for k in TYPES
+    ]
     sheet = Image.new("RGB", (label_w + tile * len(levels), head + tile * len(rows)), "white")
     draw = ImageDraw.Draw(sheet)
     for c, lv in enumerate(levels):

@@ -1,5 +1,6 @@
 """Meteorological degradations: haze (Koschmieder's law on the scene's depth) and water
 droplets on the lens (small refracting lenses, out of focus)."""
+
 from __future__ import annotations
 
 
@@ -38,8 +39,9 @@ def haze(img: np.ndarray, depth: np.ndarray, visibility_m: float, air: np.ndarra
     return to_srgb8(lin * t + a[None, None, :] * (1 - t))
 
 
-def droplets(img: np.ndarray, rng: np.random.Generator, count: int, radius_frac: tuple[float, float],
-             blur_frac: float = 0.01) -> tuple[np.ndarray, list[dict]]:
+def droplets(
+    img: np.ndarray, rng: np.random.Generator, count: int, radius_frac: tuple[float, float], blur_frac: float = 0.01
+) -> tuple[np.ndarray, list[dict]]:
     """Water drops on the front element. A drop is a small plano-convex lens sitting far nearer
     than the focus distance, so (1) it is out of focus: the scene seen through it is blurred, and
     (2) it refracts: it shows a minified, point-inverted view of the scene around it (a real image

@@ -3,6 +3,7 @@
 the four functions we need). Output is byte-identical to pycocotools' ``mask.encode``: counts in
 column-major (Fortran) order starting with a background run, compressed with COCO's
 LEB128-like 6-bit ASCII scheme (``maskApi.c: rleToString``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,7 +66,7 @@ def decode(rle: dict) -> np.ndarray:
     pos, val = 0, False
     for c in counts:
         if val:
-            flat[pos:pos + c] = True
+            flat[pos : pos + c] = True
         pos += c
         val = not val
     return flat.reshape((w, h)).T

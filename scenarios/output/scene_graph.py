@@ -23,6 +23,7 @@ Example::
     g = scene_graph(objects, camera, world=env.world, visibility=vis)
     g["objects"][0]["box3d"]["corners"]; g["relations"][0]["object"]["label"]
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,7 +46,7 @@ class SceneObject:
     actor: Actor
     cls: str
     size_cm: tuple[float, float, float]
-    role: str = "clutter"   # source / target / human / clutter: the scenario's name for it
+    role: str = "clutter"  # source / target / human / clutter: the scenario's name for it
 
     @property
     def name(self) -> str:
@@ -107,10 +108,17 @@ def camera_block(cam: Camera) -> dict:
     """Intrinsics (K, fov) and extrinsics (UE pose; world→camera rotation with rows forward,
     right, up; OpenGL view matrix) of the view."""
     axes = cam.rotation.matrix()
-    return {"location": _r(cam.location), "rotation": _r(cam.rotation.as_tuple()), "fov_deg": _r(cam.fov_deg, 6),
-            "width": int(cam.width), "height": int(cam.height), "focal_px": _r(cam.focal_px, 6),
-            "K": _r(cam.intrinsics(), 6), "world_to_camera_axes": _r(axes.T, 8),
-            "view_matrix_gl": _r(cam.view_matrix(), 6)}
+    return {
+        "location": _r(cam.location),
+        "rotation": _r(cam.rotation.as_tuple()),
+        "fov_deg": _r(cam.fov_deg, 6),
+        "width": int(cam.width),
+        "height": int(cam.height),
+        "focal_px": _r(cam.focal_px, 6),
+        "K": _r(cam.intrinsics(), 6),
+        "world_to_camera_axes": _r(axes.T, 8),
+        "view_matrix_gl": _r(cam.view_matrix(), 6),
+    }
 
 
 class Node(PreEncoded):
@@ -137,18 +145,29 @@ def _static_node(obj: SceneObject) -> tuple[dict, dict, np.ndarray]:
     per object: a scene's clutter is the same in every sample of its group, and rounding every
     corner of a hundred objects per sample was a third of a city sample's client time."""
     t = obj.actor.transform
-    rot = t.rotation.matrix()   # once (Transform.apply's arithmetic, so the same corners)
-    corners = _local_corners(tuple(float(v) for v in obj.size_cm)) * np.asarray(t.scale) @ rot.T \
-        + np.asarray(t.location)
+    rot = t.rotation.matrix()  # once (Transform.apply's arithmetic, so the same corners)
+    corners = _local_corners(tuple(float(v) for v in obj.size_cm)) * np.asarray(t.scale) @ rot.T + np.asarray(t.location)
     centre = corners.mean(axis=0)
     ext = obj.extent_cm()
-    head = {"name": obj.name, "role": obj.role, "class": obj.cls, "asset": obj.actor.asset_id,
-            "location": _r(t.location), "rotation": _r(t.rotation.as_tuple()), "scale": _r(t.scale, 6),
-            "color": list(obj.actor.color),
-            "box3d": {"centre": _r(centre), "size_cm": _r(ext), "yaw_deg": _r(t.rotation.yaw),
-                      "axes": _r(rot.T, 8), "corners": _r(corners, 3)},
-            "volume_m3": _r(float(np.prod(ext)) / 1e6, 6)}
-    texts = {k: nested_json(v, _NODE_LEVEL + 1) for k, v in head.items()}   # encoded once per object (graph_json)
+    head = {
+        "name": obj.name,
+        "role": obj.role,
+        "class": obj.cls,
+        "asset": obj.actor.asset_id,
+        "location": _r(t.location),
+        "rotation": _r(t.rotation.as_tuple()),
+        "scale": _r(t.scale, 6),
+        "color": list(obj.actor.color),
+        "box3d": {
+            "centre": _r(centre),
+            "size_cm": _r(ext),
+            "yaw_deg": _r(t.rotation.yaw),
+            "axes": _r(rot.T, 8),
+            "corners": _r(corners, 3),
+        },
+        "volume_m3": _r(float(np.prod(ext)) / 1e6, 6),
+    }
+    texts = {k: nested_json(v, _NODE_LEVEL + 1) for k, v in head.items()}  # encoded once per object (graph_json)
     return head, {"corners": corners, "texts": texts}, centre
 
 
@@ -161,16 +180,18 @@ def recolored(obj: SceneObject, color) -> SceneObject:
     from sceneforge.core.errors import ConfigError
 
     rgb = tuple(int(v) for v in color)
-    if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):   # as Actor checks it
+    if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):  # as Actor checks it
         raise ConfigError(f"actor {obj.name}: color must be 3 ints in 0..255, got {color!r}")
-    actor = copy.copy(obj.actor)   # the actor with only its colour changed (its other fields were
-    object.__setattr__(actor, "color", rgb)   # validated when it was made; replace() re-checks all)
+    actor = copy.copy(obj.actor)  # the actor with only its colour changed (its other fields were
+    object.__setattr__(actor, "color", rgb)  # validated when it was made; replace() re-checks all)
     out = SceneObject(actor, obj.cls, obj.size_cm, obj.role)
     head, static, centre = obj.static
     color = list(out.actor.color)
-    out.__dict__["static"] = ({**head, "color": color},
-                              {**static, "texts": {**static["texts"], "color": nested_json(color, _NODE_LEVEL + 1)}},
-                              centre)
+    out.__dict__["static"] = (
+        {**head, "color": color},
+        {**static, "texts": {**static["texts"], "color": nested_json(color, _NODE_LEVEL + 1)}},
+        centre,
+    )
     return out
 
 
@@ -199,13 +220,26 @@ def _object_nodes(objs: list[SceneObject], cam: Camera, vis: Mapping, first_id: 
         x1, y1 = min(float(hi[k, 0]), w), min(float(hi[k, 1]), h)
         box = None if behind[k] or not (x1 > x0 and y1 > y0) else [round(x0, 3), round(y0, 3), round(x1, 3), round(y1, 3)]
         f, r, u = cam_c[k]
-        node = Node({"id": first_id + k, **head, "box3d": dict(head["box3d"]),   # fresh dicts; lists never mutated
-                     "camera_frame": {"forward": round(f, 4), "right": round(r, 4), "up": round(u, 4)},
-                     "distance_to_camera_cm": round(dists[k], 4), "box2d_projected": box})
+        node = Node(
+            {
+                "id": first_id + k,
+                **head,
+                "box3d": dict(head["box3d"]),  # fresh dicts; lists never mutated
+                "camera_frame": {"forward": round(f, 4), "right": round(r, 4), "up": round(u, 4)},
+                "distance_to_camera_cm": round(dists[k], 4),
+                "box2d_projected": box,
+            }
+        )
         v = vis.get(obj.name)
         if v is not None:
-            node.update({"visible_px": int(v.get("visible", 0)), "unoccluded_px": int(v.get("unoccluded", 0)),
-                         "visible_ratio": _r(_ratio(v), 6), "box2d": list(v["bbox"]) if v.get("bbox") else None})
+            node.update(
+                {
+                    "visible_px": int(v.get("visible", 0)),
+                    "unoccluded_px": int(v.get("unoccluded", 0)),
+                    "visible_ratio": _r(_ratio(v), 6),
+                    "box2d": list(v["bbox"]) if v.get("bbox") else None,
+                }
+            )
         node.static = (head, static["texts"], _NODE_LEVEL)
         nodes.append(node)
     return nodes
@@ -232,7 +266,7 @@ def relation(a: SceneObject, b: SceneObject, cam: Camera) -> dict:
     ca, cb = a.centre(), b.centre()
     d = cb - ca
     cam_d = cam.to_camera(cb[None])[0] - cam.to_camera(ca[None])[0]
-    own = d @ a.actor.transform.rotation.matrix()   # (forward, right, up) in a's frame
+    own = d @ a.actor.transform.rotation.matrix()  # (forward, right, up) in a's frame
     ea, eb = a.extent_cm(), b.extent_cm()
     ratios = (float(np.prod(eb) / np.prod(ea)), float(eb[2] / ea[2]), float(eb.max() / ea.max()))
     return _relation_dict(a.name, b.name, d.tolist(), float(np.linalg.norm(d)), cam_d.tolist(), own.tolist(), ratios)
@@ -260,8 +294,7 @@ def relations(objs: list[SceneObject], cam: Camera) -> list[dict]:
         vol, height, longest = t["volume"][i], t["height"][i], t["longest"][i]
         for j, b in enumerate(objs):
             if a is not b:
-                out.append(_relation_dict(names[i], names[j], d[j], dist[j], cam_d[j], own[j],
-                                          (vol[j], height[j], longest[j])))
+                out.append(_relation_dict(names[i], names[j], d[j], dist[j], cam_d[j], own[j], (vol[j], height[j], longest[j])))
     return out
 
 
@@ -276,38 +309,60 @@ def _pair_tables(objs: list[SceneObject], cam: Camera) -> dict[str, list]:
     ext = [o.extent_cm() for o in objs]
     vol = np.array([np.prod(e) for e in ext])
     height, longest = np.array([e[2] for e in ext]), np.array([e.max() for e in ext])
-    d = centres[None, :, :] - centres[:, None, :]                    # [i, j] = centre_j − centre_i
-    own = np.matmul(d[:, :, None, :], rots[:, None])[:, :, 0]        # items: (1,3) @ (3,3), as d @ R
-    dist = np.sqrt(np.matmul(d[:, :, None, :], d[:, :, :, None])[:, :, 0, 0])   # norm = sqrt(dot)
-    with np.errstate(divide="ignore", invalid="ignore"):   # a zero-size box: inf/nan, as relation gives
-        ratios = {k: (v[None, :] / v[:, None]).tolist() for k, v in
-                  (("volume", vol), ("height", height), ("longest", longest))}
-    return {"d": d.tolist(), "dist": dist.tolist(), "cam_d": (cam_c[None, :, :] - cam_c[:, None, :]).tolist(),
-            "own": own.tolist(), **ratios}
+    d = centres[None, :, :] - centres[:, None, :]  # [i, j] = centre_j − centre_i
+    own = np.matmul(d[:, :, None, :], rots[:, None])[:, :, 0]  # items: (1,3) @ (3,3), as d @ R
+    dist = np.sqrt(np.matmul(d[:, :, None, :], d[:, :, :, None])[:, :, 0, 0])  # norm = sqrt(dot)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero-size box: inf/nan, as relation gives
+        ratios = {k: (v[None, :] / v[:, None]).tolist() for k, v in (("volume", vol), ("height", height), ("longest", longest))}
+    return {
+        "d": d.tolist(),
+        "dist": dist.tolist(),
+        "cam_d": (cam_c[None, :, :] - cam_c[:, None, :]).tolist(),
+        "own": own.tolist(),
+        **ratios,
+    }
 
 
-def _relation_dict(a: str, b: str, d: list[float], dist: float, cam_d: list[float], own: list[float],
-                   ratios: tuple[float, float, float]) -> dict:
+def _relation_dict(
+    a: str, b: str, d: list[float], dist: float, cam_d: list[float], own: list[float], ratios: tuple[float, float, float]
+) -> dict:
     """The JSON of one pair from its numbers (Python floats): ``d`` world offset b − a (cm),
     ``cam_d`` camera-frame offset (forward, right, up), ``own`` offset in a's frame, ``ratios``
     b / a (volume, height, longest side). Rounded to 4 places (6 for ratios), as ``_r`` does."""
-    return {"a": a, "b": b,
-            "distance_cm": round(dist, 4), "horizontal_cm": round(math.hypot(d[0], d[1]), 4),
-            "camera": {"right": round(cam_d[1], 4), "up": round(cam_d[2], 4), "farther": round(cam_d[0], 4),
-                       "horizontal": "right" if cam_d[1] > 0 else "left",
-                       "vertical": "above" if cam_d[2] > 0 else "below",
-                       "depth": "farther" if cam_d[0] > 0 else "closer",
-                       "label": four_way(cam_d[0], cam_d[1])},
-            "object": {"forward": round(own[0], 4), "right": round(own[1], 4), "up": round(own[2], 4),
-                       "azimuth_deg": round(math.degrees(math.atan2(own[1], own[0])), 4),
-                       "label": four_way(own[0], own[1])},
-            "size_ratio": {"volume": round(ratios[0], 6), "height": round(ratios[1], 6),
-                           "longest": round(ratios[2], 6)}}
+    return {
+        "a": a,
+        "b": b,
+        "distance_cm": round(dist, 4),
+        "horizontal_cm": round(math.hypot(d[0], d[1]), 4),
+        "camera": {
+            "right": round(cam_d[1], 4),
+            "up": round(cam_d[2], 4),
+            "farther": round(cam_d[0], 4),
+            "horizontal": "right" if cam_d[1] > 0 else "left",
+            "vertical": "above" if cam_d[2] > 0 else "below",
+            "depth": "farther" if cam_d[0] > 0 else "closer",
+            "label": four_way(cam_d[0], cam_d[1]),
+        },
+        "object": {
+            "forward": round(own[0], 4),
+            "right": round(own[1], 4),
+            "up": round(own[2], 4),
+            "azimuth_deg": round(math.degrees(math.atan2(own[1], own[0])), 4),
+            "label": four_way(own[0], own[1]),
+        },
+        "size_ratio": {"volume": round(ratios[0], 6), "height": round(ratios[1], 6), "longest": round(ratios[2], 6)},
+    }
 
 
-def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mapping | None = None,
-                visibility: Mapping[str, Mapping] | None = None, extra: Mapping | None = None,
-                relate: Iterable[str] | None = None) -> dict:
+def scene_graph(
+    objects: Iterable[SceneObject],
+    camera: Camera,
+    *,
+    world: Mapping | None = None,
+    visibility: Mapping[str, Mapping] | None = None,
+    extra: Mapping | None = None,
+    relate: Iterable[str] | None = None,
+) -> dict:
     """The graph of one view (JSON-ready). ``visibility``: ``{name: {"visible", "unoccluded",
     "bbox"}}`` from the server; objects without an entry get no pixel fields. ``relate``: names
     whose ordered pairs get relations (default: every object; n² grows fast with clutter)."""
@@ -317,18 +372,25 @@ def scene_graph(objects: Iterable[SceneObject], camera: Camera, *, world: Mappin
     keep = None if relate is None else set(relate)
     rel_objs = [o for o in objs if keep is None or o.name in keep]
     rels = relations(rel_objs, camera)
-    return {"schema": SCHEMA, "camera": camera_block(camera), "world": dict(world or {}), **dict(extra or {}),
-            "objects": nodes, "relations": rels}
+    return {
+        "schema": SCHEMA,
+        "camera": camera_block(camera),
+        "world": dict(world or {}),
+        **dict(extra or {}),
+        "objects": nodes,
+        "relations": rels,
+    }
 
 
 # --- JSON -----------------------------------------------------------------------------------------
-_NODE_LEVEL = 2          # root dict (0) -> "objects" list (1) -> node dict (2)
+_NODE_LEVEL = 2  # root dict (0) -> "objects" list (1) -> node dict (2)
 
 
 def graph_json(graph: Mapping) -> str:
     """``scenarios.output.writers.dumps(graph)``: each node's camera-independent values come as text
     encoded once per object (:class:`Node`)."""
     from sceneforge.scenarios.output.writers import dumps
+
     return dumps(graph)
 
 
@@ -337,10 +399,19 @@ def graph_rows(graph: Mapping, sample: Mapping) -> list[dict]:
     rows = []
     for o in graph["objects"]:
         row = dict(sample)
-        row.update({"object_id": o["id"], "name": o["name"], "role": o["role"], "class": o["class"],
-                    "asset": o["asset"], "distance_to_camera_cm": o["distance_to_camera_cm"],
-                    "visible_px": o.get("visible_px"), "visible_ratio": o.get("visible_ratio"),
-                    "volume_m3": o["volume_m3"]})
+        row.update(
+            {
+                "object_id": o["id"],
+                "name": o["name"],
+                "role": o["role"],
+                "class": o["class"],
+                "asset": o["asset"],
+                "distance_to_camera_cm": o["distance_to_camera_cm"],
+                "visible_px": o.get("visible_px"),
+                "visible_ratio": o.get("visible_ratio"),
+                "volume_m3": o["volume_m3"],
+            }
+        )
         row.update({f"{k}_{ax}": v for k in ("location", "scale") for ax, v in zip("xyz", o[k])})
         row.update({f"rotation_{ax}": v for ax, v in zip(("pitch", "yaw", "roll"), o["rotation"])})
         row.update({f"size_{ax}": v for ax, v in zip("lwh", o["box3d"]["size_cm"])})
@@ -350,8 +421,9 @@ def graph_rows(graph: Mapping, sample: Mapping) -> list[dict]:
     return rows
 
 
-def coco_annotations(mask_rgb: np.ndarray, graph: Mapping, image_id: int, categories: Mapping[str, int],
-                     first_id: int = 1) -> list[dict]:
+def coco_annotations(
+    mask_rgb: np.ndarray, graph: Mapping, image_id: int, categories: Mapping[str, int], first_id: int = 1
+) -> list[dict]:
     """COCO instance annotations (RLE masks) of the graph's objects from the instance mask:
     an object's pixels are those of its instance colour. Ids run ``first_id, first_id + 1, ...``
     over the objects that have pixels, so consecutive images never reuse an id."""
@@ -359,8 +431,8 @@ def coco_annotations(mask_rgb: np.ndarray, graph: Mapping, image_id: int, catego
 
     anns = []
     m = np.asarray(mask_rgb)[..., :3].astype(np.int32)
-    packed = (m[..., 0] << 16) | (m[..., 1] << 8) | m[..., 2]   # one compare per object, not three
-    present = set(np.unique(packed).tolist())                    # most clutter is off screen
+    packed = (m[..., 0] << 16) | (m[..., 1] << 8) | m[..., 2]  # one compare per object, not three
+    present = set(np.unique(packed).tolist())  # most clutter is off screen
     for o in graph["objects"]:
         r, g, b = (int(v) for v in o["color"][:3])
         key = (r << 16) | (g << 8) | b
@@ -368,7 +440,16 @@ def coco_annotations(mask_rgb: np.ndarray, graph: Mapping, image_id: int, catego
             continue
         sel = packed == key
         rle = coco_rle.encode(sel)
-        anns.append({"id": first_id + len(anns), "image_id": int(image_id), "category_id": int(categories[o["class"]]),
-                     "segmentation": rle, "area": coco_rle.area(rle), "bbox": coco_rle.bbox(sel), "iscrowd": 0,
-                     "sceneforge_object": o["name"]})
+        anns.append(
+            {
+                "id": first_id + len(anns),
+                "image_id": int(image_id),
+                "category_id": int(categories[o["class"]]),
+                "segmentation": rle,
+                "area": coco_rle.area(rle),
+                "bbox": coco_rle.bbox(sel),
+                "iscrowd": 0,
+                "sceneforge_object": o["name"],
+            }
+        )
     return anns

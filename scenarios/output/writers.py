@@ -5,6 +5,7 @@ same config + seed gives byte-identical files. Every file goes to a temporary na
 directory first and is then ``os.replace``d, so a killed run never leaves a truncated file
 under its final name.
 """
+
 from __future__ import annotations
 
 import io
@@ -77,7 +78,7 @@ def _encode(value, level: int) -> str:
         return "null"
     if t is bool:
         return "true" if value else "false"
-    if isinstance(value, float):   # a float subclass (numpy.float64): json writes float.__repr__ too
+    if isinstance(value, float):  # a float subclass (numpy.float64): json writes float.__repr__ too
         return float.__repr__(value) if math.isfinite(value) else _canonical(value, level)
     if isinstance(value, str):
         return encode_basestring_ascii(value)
@@ -85,7 +86,7 @@ def _encode(value, level: int) -> str:
         if not value:
             return "[]"
         pad = "\n" + "  " * (level + 1)
-        items = _float_items(value)   # the common case: a vector of finite floats
+        items = _float_items(value)  # the common case: a vector of finite floats
         if items is None:
             items = [_encode(v, level + 1) for v in value]
         return "[" + pad + ("," + pad).join(items) + "\n" + "  " * level + "]"
@@ -189,13 +190,20 @@ def kind_bytes(kind: str, array: np.ndarray) -> bytes:
 def intrinsics(cam: Camera) -> dict:
     """SpaRRTa's intrinsics block: a 50 mm-wide sensor, focal length from the horizontal FOV."""
     focal_mm = SENSOR_WIDTH_MM / (2.0 * math.tan(math.radians(cam.fov_deg) / 2.0))
-    return {"sensor_width_mm": SENSOR_WIDTH_MM, "sensor_height_mm": SENSOR_WIDTH_MM * cam.height / cam.width,
-            "focal_length_mm": focal_mm, "hfov_deg": float(cam.fov_deg), "vfov_deg": cam.vfov_deg}
+    return {
+        "sensor_width_mm": SENSOR_WIDTH_MM,
+        "sensor_height_mm": SENSOR_WIDTH_MM * cam.height / cam.width,
+        "focal_length_mm": focal_mm,
+        "hfov_deg": float(cam.fov_deg),
+        "vfov_deg": cam.vfov_deg,
+    }
 
 
 def pose_block(location: Sequence[float], rotation: Sequence[float]) -> dict:
-    return {"location": dict(zip("xyz", (float(v) for v in location))),
-            "rotation": dict(zip(("pitch", "yaw", "roll"), (float(v) for v in rotation)))}
+    return {
+        "location": dict(zip("xyz", (float(v) for v in location))),
+        "rotation": dict(zip(("pitch", "yaw", "roll"), (float(v) for v in rotation))),
+    }
 
 
 def display_label(cls: str) -> str:
@@ -212,16 +220,13 @@ def params_json(env: str, triple_id: str, cam: Camera, actors: Mapping[str, dict
     ``actors`` maps an actor path to ``{"cls", "location", "rotation"}``; SpaRRTa's loader ignores
     keys it does not know, so ``extra`` (task, label, source_label, ...) sits at the top level.
     """
-    cam_block = {"label": "Camera", **pose_block(cam.location, cam.rotation.as_tuple()),
-                 "intrinsics": intrinsics(cam)}
-    acts = {path: {"label": display_label(a["cls"]), **pose_block(a["location"], a["rotation"])}
-            for path, a in actors.items()}
+    cam_block = {"label": "Camera", **pose_block(cam.location, cam.rotation.as_tuple()), "intrinsics": intrinsics(cam)}
+    acts = {path: {"label": display_label(a["cls"]), **pose_block(a["location"], a["rotation"])} for path, a in actors.items()}
     return {"environment": env, "triple_id": triple_id, "camera": cam_block, "actors": acts, **extra}
 
 
 # --- splits ---------------------------------------------------------------------------------------
-def assign_splits(labels: Sequence[str], groups: Sequence | None = None,
-                  pattern: Sequence[str] = SPLIT_PATTERN) -> list[str]:
+def assign_splits(labels: Sequence[str], groups: Sequence | None = None, pattern: Sequence[str] = SPLIT_PATTERN) -> list[str]:
     """80/10/10 stratified by label, deterministic (another ``pattern``: its own fractions).
 
     Without ``groups``: the k-th sample (in the given order) carrying a label goes to
@@ -268,8 +273,10 @@ def write_table(rows: Iterable[Mapping], out_dir: Path) -> list[Path]:
     pq = io.BytesIO()
     df.to_parquet(pq, index=False, engine="pyarrow")
     csv = df.to_csv(index=False, lineterminator="\n", float_format="%.6f")
-    return [atomic_write_bytes(Path(out_dir) / "samples.parquet", pq.getvalue()),
-            atomic_write_bytes(Path(out_dir) / "metadata.csv", csv.encode("utf-8"))]
+    return [
+        atomic_write_bytes(Path(out_dir) / "samples.parquet", pq.getvalue()),
+        atomic_write_bytes(Path(out_dir) / "metadata.csv", csv.encode("utf-8")),
+    ]
 
 
 def flatten(prefix: str, d: Mapping) -> dict:

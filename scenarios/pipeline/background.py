@@ -15,6 +15,7 @@ Example::
         w.submit(lambda: atomic_write_bytes(path, encode_image(rgb)))
     # leaving the block flushes: every file is on disk (or the first error was raised)
 """
+
 from __future__ import annotations
 
 import queue
@@ -29,12 +30,12 @@ class BackgroundWriter:
         self._inline = inline
         self._q: queue.Queue = queue.Queue(maxsize=max(1, depth))
         self._error: BaseException | None = None
-        self._failed = False   # once a task failed, later tasks are dropped
+        self._failed = False  # once a task failed, later tasks are dropped
         self._thread: threading.Thread | None = None
-        self._nice = 0 if inline else helper_nice()   # read here: a bad setting fails the caller, not the thread
+        self._nice = 0 if inline else helper_nice()  # read here: a bad setting fails the caller, not the thread
 
     def _loop(self) -> None:
-        lower_this_thread(self._nice)   # a helper: gives way to the render server when the CPU is short
+        lower_this_thread(self._nice)  # a helper: gives way to the render server when the CPU is short
         while True:
             task = self._q.get()
             try:
@@ -85,7 +86,7 @@ class BackgroundWriter:
     def __exit__(self, *exc) -> None:
         if exc[0] is None:
             self.close()
-        else:   # already failing: stop the thread, keep the original error
+        else:  # already failing: stop the thread, keep the original error
             try:
                 self.close()
             except BaseException:  # noqa: BLE001

@@ -21,6 +21,7 @@ Example::
             ahead.want(keys[k + 1:k + 3])
             first_steps = ahead.take(key)        # None: was never asked for
 """
+
 from __future__ import annotations
 
 import sys
@@ -57,7 +58,7 @@ class OnceCache:
             self._items.move_to_end(key)
             while len(self._items) > self.size:
                 old = next(iter(self._items))
-                if not self._items[old].done():   # being built: the asker holds it, keep it
+                if not self._items[old].done():  # being built: the asker holds it, keep it
                     break
                 del self._items[old]
         if mine:
@@ -96,8 +97,9 @@ class Lookahead:
                 continue
             if self._pool is None:
                 # a helper thread: it gives way to the render server (thread_priority.py)
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self._name,
-                                                initializer=lower_this_thread, initargs=(helper_nice(),))
+                self._pool = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix=self._name, initializer=lower_this_thread, initargs=(helper_nice(),)
+                )
             self._futures[key] = self._pool.submit(self._fn, *args)
 
     def take(self, key: Hashable, default=None):

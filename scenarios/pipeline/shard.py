@@ -15,6 +15,7 @@ prepare them ahead). A :class:`~sceneforge.core.errors.PlacementError` fails tha
 one hard sample must not cost the rest of the shard (a rerun resumes the failed ones). Rejection
 counts come from each record's ``"rejections"`` and each error's.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,9 +31,15 @@ class Maker(Protocol):
     def make_sample(self, index: int, upcoming: Sequence[int]) -> dict | None: ...
 
 
-def run_shard(shard: Shard, server: str, *, complete: Callable[[int], bool],
-              maker: Callable[[object, list[int]], ContextManager[Maker] | Maker], progress=None,
-              lookahead: int = 0) -> ShardResult:
+def run_shard(
+    shard: Shard,
+    server: str,
+    *,
+    complete: Callable[[int], bool],
+    maker: Callable[[object, list[int]], ContextManager[Maker] | Maker],
+    progress=None,
+    lookahead: int = 0,
+) -> ShardResult:
     """Run one shard (see the module docstring); ``lookahead`` = how many next indices ``make_sample`` sees."""
     from sceneforge.engine.client import RenderClient
 
@@ -55,7 +62,7 @@ def _make_all(maker: Maker, todo: list[int], result: ShardResult, progress, look
     rejections: Counter = Counter(result.rejections)
     for k, idx in enumerate(todo):
         try:
-            rec = maker.make_sample(idx, todo[k + 1:k + 1 + lookahead])
+            rec = maker.make_sample(idx, todo[k + 1 : k + 1 + lookahead])
         except PlacementError as e:
             result.failed[idx] = str(e)
             rejections.update(getattr(e, "rejections", None) or {})

@@ -19,6 +19,7 @@ Only the priority changes: what a thread computes, and in which order, does not.
 depend on it (the determinism tests run with it). ``SCENEFORGE_HELPER_NICE`` sets how many
 levels lower (0 turns it off; default :data:`HELPER_NICE`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -30,8 +31,8 @@ from sceneforge.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-HELPER_NICE = 10        # nice levels below the process's priority for helper threads
-MAX_NICE = 19           # the lowest priority Linux has
+HELPER_NICE = 10  # nice levels below the process's priority for helper threads
+MAX_NICE = 19  # the lowest priority Linux has
 ENV = "SCENEFORGE_HELPER_NICE"
 
 

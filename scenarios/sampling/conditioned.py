@@ -28,6 +28,7 @@ final candidate by the caller, so a candidate on a boundary (floating point) is 
 before and a label can never disagree with the rule. Geometry in UE units: cm, X forward,
 Y right, bearings ``atan2(y, x)`` in degrees (+ turns X towards Y).
 """
+
 from __future__ import annotations
 
 import math
@@ -169,8 +170,9 @@ class ConvexRegion:
         return a + u[:, None] * (b - a) + v[:, None] * (c - a)
 
 
-def square_sector_region(centre: Sequence[float], half_range: float, sector: Sector | None,
-                         discs: Sequence[tuple[Sequence[float], float]] = ()) -> ConvexRegion:
+def square_sector_region(
+    centre: Sequence[float], half_range: float, sector: Sector | None, discs: Sequence[tuple[Sequence[float], float]] = ()
+) -> ConvexRegion:
     """The square ``centre ± half_range`` (X and Y) intersected with ``sector`` (if any; its
     radius is ignored) and with discs ``((x, y), radius)`` as circumscribed polygons (supersets:
     the caller still applies the exact rule). Convex."""
@@ -189,8 +191,9 @@ def square_sector_region(centre: Sequence[float], half_range: float, sector: Sec
     return ConvexRegion(np.asarray(region.exterior.coords)[:-1])
 
 
-def max_useful_distance(corners: np.ndarray, min_px: float, fov_deg: float, width: int,
-                        height: int) -> tuple[tuple[float, float], float]:
+def max_useful_distance(
+    corners: np.ndarray, min_px: float, fov_deg: float, width: int, height: int
+) -> tuple[tuple[float, float], float]:
     """Centre (XY) and distance beyond which a camera certainly sees the prism ``corners`` smaller than
     ``min_px`` (projected box's longest edge), or out of frame: ``inf`` if there is no such bound.
 
@@ -224,7 +227,7 @@ def truncated_normal(rng: np.random.Generator, mu: float, sigma: float, lo: floa
 
     a, b = (lo - mu) / sigma, (hi - mu) / sigma
     u = rng.random()
-    if a > 0.0:   # upper tail: sample the mirror image, where the CDF is small and exact
+    if a > 0.0:  # upper tail: sample the mirror image, where the CDF is small and exact
         pa, pb = float(ndtr(-b)), float(ndtr(-a))
         if pb <= pa:
             return None
@@ -237,8 +240,9 @@ def truncated_normal(rng: np.random.Generator, mu: float, sigma: float, lo: floa
     return min(max(mu + sigma * z, lo), hi)
 
 
-def gaussian_in_box(rng: np.random.Generator, centre: Sequence[float], sigma: float,
-                    bounds: Sequence[float]) -> tuple[float, float] | None:
+def gaussian_in_box(
+    rng: np.random.Generator, centre: Sequence[float], sigma: float, bounds: Sequence[float]
+) -> tuple[float, float] | None:
     """N(centre, σ² I) restricted to ``bounds`` = (xmin, ymin, xmax, ymax): separable, so X and
     Y are independent truncated normals. Followed by a membership test of a region inside the
     box, this is exact rejection sampling of the Gaussian restricted to the region."""
@@ -286,8 +290,12 @@ class GaussianOnPolygon:
                     self.pieces.append(piece)
                     boxes.append(piece.bounds)
         self.boxes = np.array(boxes, float).reshape(-1, 4)
-        mass = np.array([_interval_mass(self.centre[0], sigma, b[0], b[2]) * _interval_mass(self.centre[1], sigma, b[1], b[3])
-                         for b in self.boxes])
+        mass = np.array(
+            [
+                _interval_mass(self.centre[0], sigma, b[0], b[2]) * _interval_mass(self.centre[1], sigma, b[1], b[3])
+                for b in self.boxes
+            ]
+        )
         self.total = float(mass.sum())
         self.cum = np.cumsum(mass) / self.total if self.total > 0.0 else np.zeros(0)
 

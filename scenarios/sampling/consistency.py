@@ -15,6 +15,7 @@ card's rejections) and the sampler draws another view from the sample's own RNG 
 output stays deterministic. Allocentric labels are relative to the figure, not the camera, so
 the rule does not apply to them.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -49,7 +50,7 @@ def ego_label_disagrees(label: str, mask_rgb: np.ndarray, depth: np.ndarray, sou
     front/back read it (``needs_depth``), so it may be None for left/right.
     An object with no pixel cannot be judged and counts as a disagreement.
     """
-    packed = _packed(mask_rgb)   # one int per pixel: two compares instead of six channel compares
+    packed = _packed(mask_rgb)  # one int per pixel: two compares instead of six channel compares
     src, tgt = packed == _pack(source_color), packed == _pack(target_color)
     if not src.any() or not tgt.any():
         return True

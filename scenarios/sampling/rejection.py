@@ -12,6 +12,7 @@ RNG: :func:`sample_rng` derives an independent generator per sample from
 ``(seed, env, task, triple, index)`` with ``numpy.random.SeedSequence``, so output does not depend
 on worker count, shard boundaries or the order samples are made in.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,7 +39,7 @@ def stable_key(*parts: str) -> tuple[int, ...]:
     """Four uint32 words of SHA-256 over ``parts``: stable across processes and Python runs
     (unlike ``hash()``), so it can key a SeedSequence."""
     digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
-    return tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
+    return tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
 
 
 def sample_rng(seed: int, env: str, task: str, triple: str, index: int, stream: int = 0) -> np.random.Generator:
@@ -50,9 +51,14 @@ def sample_rng(seed: int, env: str, task: str, triple: str, index: int, stream: 
 
 
 # --- the loop -------------------------------------------------------------------------------
-def resample_while(sample: Callable[[np.random.Generator], C], rules: Sequence[Rule],
-                   rng: np.random.Generator, max_tries: int, counts: Counter | None = None,
-                   what: str = "sample") -> C:
+def resample_while(
+    sample: Callable[[np.random.Generator], C],
+    rules: Sequence[Rule],
+    rng: np.random.Generator,
+    max_tries: int,
+    counts: Counter | None = None,
+    what: str = "sample",
+) -> C:
     """Draw ``sample(rng)`` until every rule passes; count rejections per rule into ``counts``.
 
     Example::
@@ -73,14 +79,26 @@ def resample_while(sample: Callable[[np.random.Generator], C], rules: Sequence[R
     if counts is not None:
         counts.update(local)
     rule, n = local.most_common(1)[0]
-    raise PlacementError(f"{what}: no valid candidate in {max_tries} tries; rule {rule!r} rejected most "
-                         f"({n}); all rejections: {dict(sorted(local.items()))}",
-                         rule=rule, tries=max_tries, rejections=dict(local))
+    raise PlacementError(
+        f"{what}: no valid candidate in {max_tries} tries; rule {rule!r} rejected most "
+        f"({n}); all rejections: {dict(sorted(local.items()))}",
+        rule=rule,
+        tries=max_tries,
+        rejections=dict(local),
+    )
 
 
-def resample_batched(draw_batch: Callable[[np.random.Generator, int], Sequence], screen: Callable[[object], list],
-                     make: Callable[[object], C], rules: Sequence[Rule], rng: np.random.Generator, max_tries: int,
-                     counts: Counter | None = None, what: str = "sample", batch: int = 32) -> C:
+def resample_batched(
+    draw_batch: Callable[[np.random.Generator, int], Sequence],
+    screen: Callable[[object], list],
+    make: Callable[[object], C],
+    rules: Sequence[Rule],
+    rng: np.random.Generator,
+    max_tries: int,
+    counts: Counter | None = None,
+    what: str = "sample",
+    batch: int = 32,
+) -> C:
     """:func:`resample_while` for cheap candidates drawn and screened many at a time.
 
     ``draw_batch(rng, n)`` draws n i.i.d. raw candidates; ``screen(raw)`` names, per candidate,
@@ -114,9 +132,13 @@ def resample_batched(draw_batch: Callable[[np.random.Generator, int], Sequence],
     if counts is not None:
         counts.update(local)
     rule, n = local.most_common(1)[0]
-    raise PlacementError(f"{what}: no valid candidate in {max_tries} tries; rule {rule!r} rejected most "
-                         f"({n}); all rejections: {dict(sorted(local.items()))}",
-                         rule=rule, tries=max_tries, rejections=dict(local))
+    raise PlacementError(
+        f"{what}: no valid candidate in {max_tries} tries; rule {rule!r} rejected most "
+        f"({n}); all rejections: {dict(sorted(local.items()))}",
+        rule=rule,
+        tries=max_tries,
+        rejections=dict(local),
+    )
 
 
 # --- placed objects ---------------------------------------------------------------------------
@@ -183,12 +205,24 @@ class Placed:
         return np.array([self.x, self.y, self.z + self.shape.height / 2.0])
 
     def actor(self, color: tuple[int, int, int], tint=None) -> Actor:
-        return Actor(self.name, self.shape.asset_id, Transform((self.x, self.y, self.z), Rotator(0.0, self.yaw, 0.0)),
-                     color=color, tint=tint)
+        return Actor(
+            self.name,
+            self.shape.asset_id,
+            Transform((self.x, self.y, self.z), Rotator(0.0, self.yaw, 0.0)),
+            color=color,
+            tint=tint,
+        )
 
 
-def sample_object(rng: np.random.Generator, name: str, shape: AssetShape, centre: Sequence[float],
-                  sigma: float, ground: Ground, yaw: float | None = None) -> Placed:
+def sample_object(
+    rng: np.random.Generator,
+    name: str,
+    shape: AssetShape,
+    centre: Sequence[float],
+    sigma: float,
+    ground: Ground,
+    yaw: float | None = None,
+) -> Placed:
     """Gaussian XY around ``centre`` (σ cm), uniform random yaw unless given, standing on the
     lowest terrain point under its footprint (so it never floats on a slope)."""
     x, y = rng.normal(centre[0], sigma), rng.normal(centre[1], sigma)
@@ -213,13 +247,14 @@ def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Place
     from shapely.prepared import prep
 
     others = list(others)
-    polys: dict[int, object] = {}   # prepared (buffered) footprints, made when first needed
+    polys: dict[int, object] = {}  # prepared (buffered) footprints, made when first needed
 
     def poly(k: int):
         if k not in polys:
             o = others[k]
-            polys[k] = prep(o.polygon().buffer(gap_cm) if gap_cm else o.polygon())   # same answers, faster
+            polys[k] = prep(o.polygon().buffer(gap_cm) if gap_cm else o.polygon())  # same answers, faster
         return polys[k]
+
     centres = np.array([(o.x, o.y) for o in others], dtype=float).reshape(-1, 2)
     reach = np.array([_footprint_radius(o) for o in others], dtype=float) + float(gap_cm) + 1.0
 
@@ -232,6 +267,7 @@ def no_overlap(others: Iterable[Placed], gap_cm: float = 0.0) -> Callable[[Place
             return True
         mine = p.polygon()
         return not any(poly(int(k)).intersects(mine) for k in near)
+
     return ok
 
 
@@ -248,9 +284,17 @@ def within_distance(others: Iterable[Placed], max_cm: float) -> Callable[[Placed
 
 
 # --- camera -----------------------------------------------------------------------------------
-def sample_camera(rng: np.random.Generator, centre_xy: Sequence[float], xy_range: float,
-                  height_range: Sequence[float], base_z: float, aim: Sequence[float],
-                  fov_deg: float, size: int, aim_jitter_deg: float = 0.0) -> Camera:
+def sample_camera(
+    rng: np.random.Generator,
+    centre_xy: Sequence[float],
+    xy_range: float,
+    height_range: Sequence[float],
+    base_z: float,
+    aim: Sequence[float],
+    fov_deg: float,
+    size: int,
+    aim_jitter_deg: float = 0.0,
+) -> Camera:
     """Uniform in ``centre ± xy_range`` (X and Y) and ``base_z + height_range``, aimed at ``aim``
     turned by a uniform yaw and pitch offset in ``±aim_jitter_deg`` (see :func:`jittered_aims`)."""
     x = float(rng.uniform(centre_xy[0] - xy_range, centre_xy[0] + xy_range))
@@ -274,8 +318,9 @@ def jittered_aims(eyes: np.ndarray, aim: Sequence[float], jitter_deg: np.ndarray
     d = np.asarray(aim, float)[None, :] - eyes
     dist = np.linalg.norm(d, axis=1)
     yaw = np.arctan2(d[:, 1], d[:, 0]) + np.radians(jitter_deg[:, 0])
-    pitch = np.clip(np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])) + np.radians(jitter_deg[:, 1]),
-                    -math.radians(89.0), math.radians(89.0))
+    pitch = np.clip(
+        np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1])) + np.radians(jitter_deg[:, 1]), -math.radians(89.0), math.radians(89.0)
+    )
     fwd = np.stack([np.cos(pitch) * np.cos(yaw), np.cos(pitch) * np.sin(yaw), np.sin(pitch)], axis=1)
     return eyes + dist[:, None] * fwd
 
@@ -295,13 +340,14 @@ def camera_clear(objects: Iterable[Placed], min_cm: float) -> Callable[[Camera],
     footprint farther than that is farther than ``min_cm`` too, so the answers are the same."""
     objs = list(objects)
     fps = [o.footprint_world() for o in objs]
-    polys: dict[int, Polygon] = {}   # footprints, made when a camera first comes near
+    polys: dict[int, Polygon] = {}  # footprints, made when a camera first comes near
     centres = np.array([(f.min(axis=0) + f.max(axis=0)) / 2.0 for f in fps]).reshape(-1, 2)
     radii = np.array([np.max(np.hypot(*(f - c).T)) for f, c in zip(fps, centres)]).reshape(-1)
-    slack = 1e-6 * (1.0 + abs(min_cm))   # the circle test may only skip footprints clearly far
+    slack = 1e-6 * (1.0 + abs(min_cm))  # the circle test may only skip footprints clearly far
 
     def ok(cam: Camera) -> bool:
         from shapely.geometry import Point
+
         x, y = cam.location[0], cam.location[1]
         near = np.hypot(centres[:, 0] - x, centres[:, 1] - y) - radii < min_cm + slack
         if not near.any():
@@ -314,6 +360,7 @@ def camera_clear(objects: Iterable[Placed], min_cm: float) -> Callable[[Camera],
             if polys[k].distance(pt) < min_cm:
                 return False
         return True
+
     return ok
 
 
@@ -327,6 +374,7 @@ def in_frame(objects: Iterable[Placed], margin_px: float, near_cm: float = 10.0)
         if np.any(depth <= near_cm):
             return False
         return bool(np.all((uv >= margin_px) & (uv <= np.array([cam.width, cam.height]) - margin_px)))
+
     return ok
 
 
@@ -345,18 +393,18 @@ def big_enough(objects: Iterable[Placed], min_px: float) -> Callable[[Camera], b
             if np.max(uv.max(axis=0) - uv.min(axis=0)) < min_px - RASTER_SLACK_PX:
                 return False
         return True
+
     return ok
 
 
-def projection_rules(objects: Iterable[Placed], margin_px: float, min_px: float,
-                     near_cm: float = 10.0) -> list[Rule]:
+def projection_rules(objects: Iterable[Placed], margin_px: float, min_px: float, near_cm: float = 10.0) -> list[Rule]:
     """``small_projection`` (:func:`big_enough`) and ``in_frame`` (:func:`in_frame`) from ONE
     projection of every prism per camera: the two rules project the same points. Same answers;
     ``small_projection`` comes first because it rejects most (a small object far away)."""
     prisms = [o.corners() for o in objects]
     pts = np.vstack(prisms)
     ends = np.cumsum([0] + [len(p) for p in prisms])
-    last: list = [None, None]   # (camera, (uv, depth)) of the latest candidate
+    last: list = [None, None]  # (camera, (uv, depth)) of the latest candidate
 
     def project(cam: Camera):
         if last[0] is not cam:
@@ -376,19 +424,22 @@ def projection_rules(objects: Iterable[Placed], margin_px: float, min_px: float,
         if np.any(depth <= near_cm):
             return False
         return bool(np.all((uv >= margin_px) & (uv <= np.array([cam.width, cam.height]) - margin_px)))
+
     return [("small_projection", big), ("in_frame", inside)]
 
 
 # --- labels ---------------------------------------------------------------------------------
-def label_rules(observer: Callable[[C], Sequence[float]], source: Sequence[float], target: Sequence[float],
-                margin_deg: float, want: str) -> list[Rule]:
+def label_rules(
+    observer: Callable[[C], Sequence[float]], source: Sequence[float], target: Sequence[float], margin_deg: float, want: str
+) -> list[Rule]:
     """Two rules for a candidate whose observer position is ``observer(cand)``:
     ``ambiguity`` (within the margin of a diagonal) and ``label`` (not the label this sample
     index must have: the class-balance rule)."""
+
     def lab(c) -> str | None:
         o = observer(c)
         if math.hypot(o[0] - source[0], o[1] - source[1]) == 0.0:
             return None
         return relation(o, source, target, margin_deg)
-    return [("ambiguity", lambda c: lab(c) is not None), ("label", lambda c: lab(c) == want)]
 
+    return [("ambiguity", lambda c: lab(c) is not None), ("label", lambda c: lab(c) == want)]

@@ -18,6 +18,7 @@ Example::
     >>> relation((0, 0), (100, 0), (100, 50), margin_deg=15)   # target on +Y of the source
     'right'
 """
+
 from __future__ import annotations
 
 import math

@@ -24,6 +24,7 @@ Measured on 126 server-judged city ego candidates: the bound equalled the render
 (never less) and would have settled 31 of them client-side. Visibility calls per city ego image:
 2.53 → 1.98 (60 samples, seed 777), 2.38 → 1.95 (the benchmark's row, seed 12345).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,8 @@ import numpy as np
 
 from sceneforge.core.lod_levels import MAX_LEVEL, budget
 
-IMPOSTOR_MARGIN = 1.05   # impostor cards reach 1.02× the mesh's extent (gl/impostor.py): a margin above it
-EDGE_EPS_PX = 1.0 / 64   # pixel centres this close outside a projected interval count as covered
+IMPOSTOR_MARGIN = 1.05  # impostor cards reach 1.02× the mesh's extent (gl/impostor.py): a margin above it
+EDGE_EPS_PX = 1.0 / 64  # pixel centres this close outside a projected interval count as covered
 
 
 def drawable_points(lib, asset_id: str) -> np.ndarray:
@@ -57,8 +58,9 @@ def drawable_points(lib, asset_id: str) -> np.ndarray:
         c = (lo + hi) / 2.0
         r = IMPOSTOR_MARGIN * max(float(np.max(np.hypot(verts[:, 0] - c[0], verts[:, 1] - c[1]))), 1e-3)
         hz = IMPOSTOR_MARGIN * max((hi[2] - lo[2]) / 2.0, 1e-3)
-        pts.append(np.array([[c[0] + sx * r, c[1] + sy * r, c[2] + sz * hz]
-                             for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]))
+        pts.append(
+            np.array([[c[0] + sx * r, c[1] + sy * r, c[2] + sz * hz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+        )
     allp = np.vstack(pts)
     try:
         return allp[ConvexHull(allp).vertices]
@@ -80,7 +82,7 @@ def certainly_too_small(points_world: np.ndarray, cam, min_px: float, near_cm: f
     if np.any(depth <= near_cm):
         return False
     lo, hi = uv.min(axis=0), uv.max(axis=0)
-    if max(float(hi[0] - lo[0]), float(hi[1] - lo[1])) >= min_px + 1.0:   # enough centres whatever the phase
+    if max(float(hi[0] - lo[0]), float(hi[1] - lo[1])) >= min_px + 1.0:  # enough centres whatever the phase
         return False
     return max(centres_spanned(float(lo[0]), float(hi[0])), centres_spanned(float(lo[1]), float(hi[1]))) < min_px
 

@@ -7,6 +7,7 @@ Modules: :mod:`.config` (the config, its fingerprint, index → sample mapping),
 (per-sample scene graphs). The runner is :func:`sceneforge.renderfarm.run_job` (inline, local
 workers or Ray).
 """
+
 from sceneforge.scenarios.sparrta.config import SparrtaConfig as Config  # noqa: F401 (light: the command line's flags)
 
 NAME = "sparrta"
@@ -14,8 +15,15 @@ NAME = "sparrta"
 # The scenario contract and its helpers, loaded on first use (PEP 562): importing one submodule
 # (e.g. the config, which the command line's flags are built from) does not load the scenario.
 _EXPORTS = (
-    'NEEDS_SERVER', 'Session', 'finalize', 'plan', 'run', 'server_spec',
-    'setting_for', 'units_of', 'wds_samples',
+    "NEEDS_SERVER",
+    "Session",
+    "finalize",
+    "plan",
+    "run",
+    "server_spec",
+    "setting_for",
+    "units_of",
+    "wds_samples",
 )
 
 

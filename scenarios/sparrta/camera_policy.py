@@ -20,6 +20,7 @@
 
 Every policy keeps the label rules, the in-frame, size and visibility checks: labels stay exact.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,10 +28,10 @@ import math
 import numpy as np
 
 CAMERA_POLICIES = ("jitter", "sparrta", "balanced")
-CELLS = 3                    # balanced: a CELLS x CELLS grid of source-position cells ...
-WINDOW = (0.3, 0.7)          # ... over this central window of the image (fractions of its size)
-BALANCE_STREAM = 7927        # seed stream of a sample's source position (LOOK_STREAM is 7919)
-LABEL_PERIOD = 4             # labels rotate through relations.LABELS along each (env, task) group
+CELLS = 3  # balanced: a CELLS x CELLS grid of source-position cells ...
+WINDOW = (0.3, 0.7)  # ... over this central window of the image (fractions of its size)
+BALANCE_STREAM = 7927  # seed stream of a sample's source position (LOOK_STREAM is 7919)
+LABEL_PERIOD = 4  # labels rotate through relations.LABELS along each (env, task) group
 
 
 def effective_jitter(policy: str, aim_jitter_deg: float) -> float:
@@ -66,8 +67,8 @@ def aims_at_screen(eyes: np.ndarray, point, screen: tuple[float, float], fov_deg
     the pitch is clipped (the in-frame rule then decides)."""
     eyes = np.asarray(eyes, float).reshape(-1, 3)
     t = math.tan(math.radians(fov_deg) / 2.0)
-    a = (2.0 * screen[0] - 1.0) * t           # right / forward
-    b = (1.0 - 2.0 * screen[1]) * t           # up / forward (image y runs down)
+    a = (2.0 * screen[0] - 1.0) * t  # right / forward
+    b = (1.0 - 2.0 * screen[1]) * t  # up / forward (image y runs down)
     d = np.asarray(point, float)[None, :] - eyes
     dist = np.linalg.norm(d, axis=1)
     el = np.arctan2(d[:, 2], np.hypot(d[:, 0], d[:, 1]))

@@ -5,6 +5,7 @@ thread; ``Session.make`` extends the same list as the server counts them. Keepin
 list per (sample, scene group), in order, is what makes queueing candidates give the bytes of one
 candidate at a time (``test_lookahead_changes_no_byte``).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -34,8 +35,7 @@ def draw_candidates(rng, group: Group, task: str, want: str, st: Setting, ground
     while len(draws) < n and (not draws or draws[-1][1] is None):
         seen: Counter = Counter()
         try:
-            draws.append((sample_view(rng, group, task, want, st, ground, group.viewpoint, seen),
-                          None, seen))
+            draws.append((sample_view(rng, group, task, want, st, ground, group.viewpoint, seen), None, seen))
         except PlacementError as e:
             draws.append((None, e, seen))
     return draws

@@ -3,6 +3,7 @@
 Reads the per-sample records in global index order (never the order workers finished in), so
 the table and the card are byte-identical at any worker count.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,28 @@ from sceneforge.scenarios.sparrta.record import load_record
 from sceneforge.scenarios.output.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
 
 CARD_FILE = "dataset_card.json"
-FIRST_COLUMNS = ("file_name", "index", "env", "task", "triple_id", "unit_index", "label", "split", "source_class",
-                 "target_class", "viewpoint", "margin_deg", "angle_deg", "seed")
-RULES = ("f = source - observer, r = target - source (XY only, UE cm); a = unsigned angle(f, r); "
-         "c = f.x*r.y - f.y*r.x, c > 0 => right; a < 45-m front (target beyond the source), a > 135+m back, "
-         "45+m < a < 135-m left/right, otherwise ambiguous (rejected). Observer: camera (ego) or the human "
-         "figure (allo); the observer's yaw is not used.")
+FIRST_COLUMNS = (
+    "file_name",
+    "index",
+    "env",
+    "task",
+    "triple_id",
+    "unit_index",
+    "label",
+    "split",
+    "source_class",
+    "target_class",
+    "viewpoint",
+    "margin_deg",
+    "angle_deg",
+    "seed",
+)
+RULES = (
+    "f = source - observer, r = target - source (XY only, UE cm); a = unsigned angle(f, r); "
+    "c = f.x*r.y - f.y*r.x, c > 0 => right; a < 45-m front (target beyond the source), a > 135+m back, "
+    "45+m < a < 135-m left/right, otherwise ambiguous (rejected). Observer: camera (ego) or the human "
+    "figure (allo); the observer's yaw is not used."
+)
 
 
 def collect(cfg: SparrtaConfig, units: list[Unit], out: Path) -> list[dict]:
@@ -34,8 +51,10 @@ def collect(cfg: SparrtaConfig, units: list[Unit], out: Path) -> list[dict]:
             (recs.append(rec) if rec else missing.append((u, i)))
     if missing:
         u, i = missing[0]
-        raise ConfigError(f"{out}: {len(missing)} of {sum(u.n for u in units)} samples are missing or incomplete "
-                          f"(first: {u.env}/{u.task}/{u.triple_id} #{i}); rerun the same command to resume")
+        raise ConfigError(
+            f"{out}: {len(missing)} of {sum(u.n for u in units)} samples are missing or incomplete "
+            f"(first: {u.env}/{u.task}/{u.triple_id} #{i}); rerun the same command to resume"
+        )
     return recs
 
 
@@ -66,7 +85,8 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
     rows = with_splits(recs, cfg.samples_per_scene, cfg.split_pattern)
     write_table(rows, out)
     from sceneforge.scenarios.sparrta.graph import write_scene_tables
-    write_scene_tables(out, rows)   # objects.parquet (+ annotations.coco.json with masks)
+
+    write_scene_tables(out, rows)  # objects.parquet (+ annotations.coco.json with masks)
     stats = statistics(recs, rows)
     atomic_write_json(out / CARD_FILE, card(cfg, units, recs, stats))
     return stats
@@ -90,12 +110,19 @@ def statistics(recs: list[dict], rows: list[dict]) -> dict:
         rej.update(r["rejections"])
     renders = sum(r["renders"] for r in recs)
     by = lambda *keys: dict(sorted(Counter("/".join(str(row[k]) for k in keys) for row in rows).items()))
-    return {"samples": len(rows), "by_env_task": by("env", "task"), "by_triple": by("env", "task", "triple_id"),
-            "by_label": {lab: sum(1 for row in rows if row["label"] == lab) for lab in LABELS},
-            "by_split_label": by("split", "label"), "by_split": by("split"),
-            "rejections": dict(sorted(rej.items())), "rejections_total": sum(rej.values()),
-            "rejections_per_sample": sum(rej.values()) / max(1, len(rows)),
-            "visibility_checks": renders, "visibility_checks_per_sample": renders / max(1, len(rows))}
+    return {
+        "samples": len(rows),
+        "by_env_task": by("env", "task"),
+        "by_triple": by("env", "task", "triple_id"),
+        "by_label": {lab: sum(1 for row in rows if row["label"] == lab) for lab in LABELS},
+        "by_split_label": by("split", "label"),
+        "by_split": by("split"),
+        "rejections": dict(sorted(rej.items())),
+        "rejections_total": sum(rej.values()),
+        "rejections_per_sample": sum(rej.values()) / max(1, len(rows)),
+        "visibility_checks": renders,
+        "visibility_checks_per_sample": renders / max(1, len(rows)),
+    }
 
 
 def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -> dict:
@@ -105,17 +132,37 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
     licenses = lib.licenses(ids)
     card = {
         "name": "sceneforge SpaRRTa-style spatial relations",
-        "config": cfg.to_dict(), "fingerprint": cfg.fingerprint(),
-        "units": [{"env": u.env, "task": u.task, "triple_id": u.triple_id, "source": u.source_class,
-                   "target": u.target_class, "viewpoint": u.viewpoint_class, "n": u.n} for u in units],
-        "labels": list(LABELS), "labelling_rule": RULES, "stats": stats,
+        "config": cfg.to_dict(),
+        "fingerprint": cfg.fingerprint(),
+        "units": [
+            {
+                "env": u.env,
+                "task": u.task,
+                "triple_id": u.triple_id,
+                "source": u.source_class,
+                "target": u.target_class,
+                "viewpoint": u.viewpoint_class,
+                "n": u.n,
+            }
+            for u in units
+        ],
+        "labels": list(LABELS),
+        "labelling_rule": RULES,
+        "stats": stats,
         "software": {p: _version(p) for p in ("sceneforge", "numpy", "moderngl", "pillow", "pyarrow")},
-        "asset_library": lib.fingerprint(), "assets": ids, "licenses": licenses,
+        "asset_library": lib.fingerprint(),
+        "assets": ids,
+        "licenses": licenses,
         "attributions": lib.attributions(ids),
-        "files": {"table": "samples.parquet (same rows as metadata.csv)", "hf_imagefolder": "metadata.csv",
-                  "per_sample": "<env>/<task>/<triple>/img_NNNN.<ext>, params_NNNN.json [, mask_NNNN.png, depth_NNNN.npy]"},
-        "load": {"pandas": "pd.read_parquet('samples.parquet')",
-                 "datasets": "load_dataset('imagefolder', data_dir=DIR, split='train')  # column 'split' holds ours"},
+        "files": {
+            "table": "samples.parquet (same rows as metadata.csv)",
+            "hf_imagefolder": "metadata.csv",
+            "per_sample": "<env>/<task>/<triple>/img_NNNN.<ext>, params_NNNN.json [, mask_NNNN.png, depth_NNNN.npy]",
+        },
+        "load": {
+            "pandas": "pd.read_parquet('samples.parquet')",
+            "datasets": "load_dataset('imagefolder', data_dir=DIR, split='train')  # column 'split' holds ours",
+        },
     }
     looks = lib.look_attributions(**looks_used(cfg, units))
     if looks:
@@ -123,12 +170,16 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
         card["licenses"] = licenses = sorted(set(licenses) | {x["license"] for x in looks})
         card["attributions"] = sorted(set(card["attributions"]) | {x["attribution"] for x in looks})
     if any(l.lower().startswith("gpl") for l in licenses):
-        card["texture_notice"] = ("Some ground/facade textures come from Sweet Home 3D (GPL-2.0-or-later); "
-                                  "redistributing images that show them may carry GPL obligations. "
-                                  "Generate with --licenses cc0,cc-by to use procedural (CC0) textures instead.")
+        card["texture_notice"] = (
+            "Some ground/facade textures come from Sweet Home 3D (GPL-2.0-or-later); "
+            "redistributing images that show them may carry GPL obligations. "
+            "Generate with --licenses cc0,cc-by to use procedural (CC0) textures instead."
+        )
     if any("BY-SA" in l.upper() for l in licenses):
-        card["notice"] = ("Some rendered assets are licensed CC-BY-SA: images derived from them should be shared "
-                          "under CC-BY-SA with the attributions above.")
+        card["notice"] = (
+            "Some rendered assets are licensed CC-BY-SA: images derived from them should be shared "
+            "under CC-BY-SA with the attributions above."
+        )
     return card
 
 
@@ -136,6 +187,7 @@ def looks_used(cfg: SparrtaConfig, units: list[Unit]) -> dict:
     """HDRI and surface ids the environments of these units can show (their world dicts)."""
     from sceneforge.assets_manifest.looks import looks_in
     from sceneforge.scenarios.world.look import card_worlds
+
     return looks_in([w for e in sorted({u.env for u in units}) for w in card_worlds(cfg.env(e))])
 
 
@@ -156,5 +208,7 @@ def rejection_summary(stats: dict) -> str:
     rej = Counter(stats.get("rejections", {}))
     n = max(1, stats.get("samples", 1))
     rules = ", ".join(f"{k} {v}" for k, v in rej.most_common()) or "none"
-    return (f"rejected candidates: {sum(rej.values())} ({sum(rej.values()) / n:.1f} per sample; "
-            f"{stats.get('visibility_checks_per_sample', 0):.2f} visibility renders per sample) — {rules}")
+    return (
+        f"rejected candidates: {sum(rej.values())} ({sum(rej.values()) / n:.1f} per sample; "
+        f"{stats.get('visibility_checks_per_sample', 0):.2f} visibility renders per sample) — {rules}"
+    )

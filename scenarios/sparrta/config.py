@@ -6,6 +6,7 @@ run env-major, then task, then triple, then the index within the (env, task, tri
 Labels rotate through :data:`~scenarios.sampling.relations.LABELS` along each (env, task) group, so the
 four labels are equally frequent (±1) in every group and in every unit.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ class SparrtaConfig(ScenarioConfig):
     """Everything that determines the output bytes (so it all goes into the fingerprint)."""
 
     SCENARIO = "sparrta"
-    ALIASES = {"size": "image_size"}   # the old name of image_size
+    ALIASES = {"size": "image_size"}  # the old name of image_size
     # left out of to_dict at these values: datasets made before the field existed keep their identity
     OMIT_AT_DEFAULT = {"renderer": None, "layout": "sceneforge", "split_pattern": None, "camera_policy": "jitter"}
 
@@ -45,47 +46,67 @@ class SparrtaConfig(ScenarioConfig):
     depth: bool = option(False, help="also write depth (depth_NNNN.npy, ray depth, cm, float32)")
     masks: bool = option(False, help="also write instance masks (mask_NNNN.png; colours in params mask_colors)")
     clutter: bool = option(True, flag="--no-clutter", help="leave out the environment's background objects")
-    margin_ego_deg: float | None = option(None, flag="--margin-ego",
-                                          help="ambiguity margin for the camera, degrees (default: the env's, 15)")
-    margin_allo_deg: float | None = option(None, flag="--margin-allo",
-                                           help="ambiguity margin for the human, degrees (default: the env's, 10)")
-    min_visible_ratio: float | None = option(None, bounds=(0.0, 1.0),
-                                             help="visible/unoccluded pixels per object (default: the env's, 0.8)")
+    margin_ego_deg: float | None = option(
+        None, flag="--margin-ego", help="ambiguity margin for the camera, degrees (default: the env's, 15)"
+    )
+    margin_allo_deg: float | None = option(
+        None, flag="--margin-allo", help="ambiguity margin for the human, degrees (default: the env's, 10)"
+    )
+    min_visible_ratio: float | None = option(
+        None, bounds=(0.0, 1.0), help="visible/unoccluded pixels per object (default: the env's, 0.8)"
+    )
     min_bbox_px: float | None = option(None, help="min bbox longest edge at the output size, px (default: the env's)")
     samples_per_scene: int = option(4, bounds=_COUNT, integer=True, help="consecutive samples sharing one object placement")
     max_tries: int = option(4000, bounds=_COUNT, integer=True, help="geometric candidates per placement/camera search")
     max_render_tries: int = option(12, bounds=_COUNT, integer=True, help="visibility checks per scene before a fresh placement")
     max_scenes: int = option(6, bounds=_COUNT, integer=True, help="fresh placements per sample before giving up")
-    licenses: tuple[str, ...] | None = option(None, parse=comma_list,
-                                              help="only assets of these license families, e.g. cc0,cc-by")
-    renderer: str | None = option(None, help="renderer of the servers this job starts: gl (default) or cycles "
-                                  "(path-traced lit; `sceneforge renderers install cycles`), e.g. cycles:samples=32")
-    layout: str = option("sceneforge", choices=LAYOUTS,
-                         help="sparrta: also write OUT/sparrta/<env>[_N]/mid-objects for SpaRRTa's train.py")
+    licenses: tuple[str, ...] | None = option(
+        None, parse=comma_list, help="only assets of these license families, e.g. cc0,cc-by"
+    )
+    renderer: str | None = option(
+        None,
+        help="renderer of the servers this job starts: gl (default) or cycles "
+        "(path-traced lit; `sceneforge renderers install cycles`), e.g. cycles:samples=32",
+    )
+    layout: str = option(
+        "sceneforge", choices=LAYOUTS, help="sparrta: also write OUT/sparrta/<env>[_N]/mid-objects for SpaRRTa's train.py"
+    )
     # The allo figure's yaw. The label never depends on it (SpaRRTa's rule: the line of sight
     # from the figure's position through the source); "random" (uniform, as in SpaRRTa's own
     # scenes) keeps the figure's body from pointing at the source, which would hand a model
     # the label's frame without any perspective taking. "face_source" = sceneforge < 0.3.
-    figure_yaw: str = option("random", choices=FIGURE_YAWS, help="allo figure's yaw: random (as SpaRRTa's scenes) "
-                             "or facing the source; the label never depends on it")
+    figure_yaw: str = option(
+        "random",
+        choices=FIGURE_YAWS,
+        help="allo figure's yaw: random (as SpaRRTa's scenes) or facing the source; the label never depends on it",
+    )
     # The camera aims at the labelled objects' centroid turned by a uniform yaw and pitch offset
     # in ±aim_jitter_deg. Aimed exactly at the centroid (0, sceneforge < 0.3), one object's
     # position in the image gives the label away (a 2-D box of the source alone predicted the
     # ego label at 0.95; docs/validation.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
-    aim_jitter_deg: float = option(15.0, flag="--aim-jitter", bounds=(0.0, 45.0),
-                                   help="camera aim: the objects' centroid turned by uniform ±DEG yaw and pitch "
-                                   "(0 = exactly at the centroid, which lets one object's position give the label away)")
+    aim_jitter_deg: float = option(
+        15.0,
+        flag="--aim-jitter",
+        bounds=(0.0, 45.0),
+        help="camera aim: the objects' centroid turned by uniform ±DEG yaw and pitch "
+        "(0 = exactly at the centroid, which lets one object's position give the label away)",
+    )
     # Where the camera aims (scenarios/sparrta/camera_policy.py, docs/datasets.md "Camera policy"):
     # "jitter" (the centroid ± aim_jitter_deg), "sparrta" (exactly at the centroid, as SpaRRTa
     # describes) or "balanced" (the source at a label-independent image position: no source-box shortcut).
-    camera_policy: str = option("jitter", choices=CAMERA_POLICIES, help="where the camera aims: jitter (the "
-                                "objects' centroid ± --aim-jitter), sparrta (exactly at the centroid, as SpaRRTa "
-                                "describes) or balanced (the source at an image position drawn independently of "
-                                "the label: no source-box shortcut); docs/datasets.md")
+    camera_policy: str = option(
+        "jitter",
+        choices=CAMERA_POLICIES,
+        help="where the camera aims: jitter (the "
+        "objects' centroid ± --aim-jitter), sparrta (exactly at the centroid, as SpaRRTa "
+        "describes) or balanced (the source at an image position drawn independently of "
+        "the label: no source-box shortcut); docs/datasets.md",
+    )
     # Splits of successive scenes, cycled (None = writers.SPLIT_PATTERN: 80/10/10). The demo's
     # 40/20/40 gives a small set a test split a probe report accepts (docs/datasets.md "Splits").
-    split_pattern: tuple[str, ...] | None = option(None, choices=SPLITS, help="splits of successive scenes, "
-                                                   "cycled (default 80/10/10: 8 train, 1 val, 1 test)")
+    split_pattern: tuple[str, ...] | None = option(
+        None, choices=SPLITS, help="splits of successive scenes, cycled (default 80/10/10: 8 train, 1 val, 1 test)"
+    )
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -129,9 +150,16 @@ def _check_frozen(files, source: str) -> None:
     """A recorded ``env_files`` (job.json, or a worker's config) must be intact."""
     import hashlib
 
-    ok = isinstance(files, dict) and files and all(
-        isinstance(e, dict) and isinstance(e.get("yaml"), str)
-        and hashlib.sha256(e["yaml"].encode()).hexdigest() == e.get("sha256") for e in files.values())
+    ok = (
+        isinstance(files, dict)
+        and files
+        and all(
+            isinstance(e, dict)
+            and isinstance(e.get("yaml"), str)
+            and hashlib.sha256(e["yaml"].encode()).hexdigest() == e.get("sha256")
+            for e in files.values()
+        )
+    )
     if not ok:
         raise ConfigError(f"{source}: env_files is damaged (it records the environments' YAML and their sha256)")
 
@@ -142,22 +170,33 @@ def _check(c: SparrtaConfig, src: str) -> None:
             raise ConfigError(f"{src}: {field} {what}, got {getattr(c, field)!r}")
 
     need(bool(c.envs), "envs", "must name at least one environment")
-    need(c.licenses is None or (bool(c.licenses) and all(x.strip() for x in c.licenses)), "licenses",
-         "must be a non-empty list of license families, e.g. [cc0, cc-by]")
+    need(
+        c.licenses is None or (bool(c.licenses) and all(x.strip() for x in c.licenses)),
+        "licenses",
+        "must be a non-empty list of license families, e.g. [cc0, cc-by]",
+    )
     if c.licenses:  # `--licenses gpl`: name the licence before anything is written
         from sceneforge.assets_manifest.library import check_licenses_known
 
         check_licenses_known(tuple(c.licenses))
-    need(bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
-         "tasks", f"must be distinct values of {TASKS}")
+    need(
+        bool(c.tasks) and all(t in TASKS for t in c.tasks) and len(set(c.tasks)) == len(c.tasks),
+        "tasks",
+        f"must be distinct values of {TASKS}",
+    )
     # one field's range or choices is its option() (n, seed, jpeg_quality, image_format, layout, ...);
     # here: the rules option() cannot say
-    check_image_size(c.image_size, src)   # the one range of every config (core/config_names.py)
-    need(c.camera_policy == "jitter" or c.aim_jitter_deg in (0.0, 15.0), "aim_jitter_deg",
-         f"applies to camera_policy jitter only (camera_policy {c.camera_policy} aims without jitter)")
-    need(c.split_pattern is None or (0 < len(c.split_pattern) <= 100 and set(c.split_pattern) == set(SPLITS)),
-         "split_pattern", "must be a list of up to 100 of train/val/test naming each at least once, "
-         "e.g. [train, train, val, test, test]")
+    check_image_size(c.image_size, src)  # the one range of every config (core/config_names.py)
+    need(
+        c.camera_policy == "jitter" or c.aim_jitter_deg in (0.0, 15.0),
+        "aim_jitter_deg",
+        f"applies to camera_policy jitter only (camera_policy {c.camera_policy} aims without jitter)",
+    )
+    need(
+        c.split_pattern is None or (0 < len(c.split_pattern) <= 100 and set(c.split_pattern) == set(SPLITS)),
+        "split_pattern",
+        "must be a list of up to 100 of train/val/test naming each at least once, e.g. [train, train, val, test, test]",
+    )
     for f in ("margin_ego_deg", "margin_allo_deg"):
         if getattr(c, f) is not None:
             try:
@@ -166,12 +205,16 @@ def _check(c: SparrtaConfig, src: str) -> None:
                 raise ConfigError(f"{src}: {f}: {e}") from None
     if c.renderer is not None:
         from sceneforge.engine.server.renderers import parse_spec
+
         try:
             parse_spec(c.renderer)
         except ConfigError as e:
             raise ConfigError(f"{src}: renderer: {e}") from None
-    need(c.min_bbox_px is None or 0 <= c.min_bbox_px <= c.size, "min_bbox_px",
-         f"must be in [0, image_size={c.image_size}] (an object cannot be larger than the image)")
+    need(
+        c.min_bbox_px is None or 0 <= c.min_bbox_px <= c.size,
+        "min_bbox_px",
+        f"must be in [0, image_size={c.image_size}] (an object cannot be larger than the image)",
+    )
 
 
 @dataclass(frozen=True)
@@ -185,8 +228,8 @@ class Unit:
     target_class: str
     viewpoint_class: str
     n: int
-    start: int          # first global index
-    label_offset: int   # position of this unit's first sample in its (env, task) label rotation
+    start: int  # first global index
+    label_offset: int  # position of this unit's first sample in its (env, task) label rotation
 
     def label(self, i: int) -> str:
         return LABELS[(self.label_offset + i) % len(LABELS)]
@@ -210,8 +253,9 @@ def resolve_units(cfg: SparrtaConfig, load_env: Callable, list_envs: Callable) -
             start = _add_units(units, env.name, task, triples, cfg.n, start)
     missing = sorted(set(cfg.triples or ()) - seen)
     if missing:
-        raise ConfigError(f"triples: {', '.join(missing)} not in environment(s) {', '.join(names)}; "
-                          f"available: {', '.join(sorted(available))}")
+        raise ConfigError(
+            f"triples: {', '.join(missing)} not in environment(s) {', '.join(names)}; available: {', '.join(sorted(available))}"
+        )
     if not units:
         raise ConfigError(f"envs: no object triples in {', '.join(names)}")
     return units
@@ -222,8 +266,19 @@ def _add_units(units: list, env: str, task: str, triples: list, n_total: int, st
     for t, tri in enumerate(triples):
         n = n_total // len(triples) + (1 if t < n_total % len(triples) else 0)
         if n:
-            units.append(Unit(env, task, tri.id, tri.source_class, tri.target_class,
-                              getattr(tri, "viewpoint_class", "human") or "human", n, start, offset))
+            units.append(
+                Unit(
+                    env,
+                    task,
+                    tri.id,
+                    tri.source_class,
+                    tri.target_class,
+                    getattr(tri, "viewpoint_class", "human") or "human",
+                    n,
+                    start,
+                    offset,
+                )
+            )
         start += n
         offset += n
     return start

@@ -14,6 +14,7 @@ bytes never depend on it.
 The client's wire keeps replies read out of order for their own readers (engine/wire.py), so a
 request queued here is read only by the sample it was sent for (:meth:`EarlyRequest.take`).
 """
+
 from __future__ import annotations
 
 from typing import Callable

@@ -6,6 +6,7 @@ was given; pixel visibility for the labelled objects (the ones the sampler measu
 every clutter object would cost one extra render per object and sample); relations between the
 labelled objects. Built by :func:`scenarios.output.scene_graph.scene_graph`.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -17,10 +18,12 @@ LABELLED = ("source", "target", "human")
 
 def sample_graph(lib, group, view, vis: dict, colors: dict, world: dict, extra: dict | None = None) -> dict:
     objs = group_objects(lib, group, colors) + ([_object(lib, view.human.actor((0, 0, 0)), colors)] if view.human else [])
-    pixels = {n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
-              for n, v in vis.items()}
-    return scene_graph(objs, view.camera, world=world, visibility=pixels, extra=extra,
-                       relate=[n for n in LABELLED if n in pixels])
+    pixels = {
+        n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None} for n, v in vis.items()
+    }
+    return scene_graph(
+        objs, view.camera, world=world, visibility=pixels, extra=extra, relate=[n for n in LABELLED if n in pixels]
+    )
 
 
 def group_objects(lib, group, colors: dict | None = None) -> list[SceneObject]:
@@ -46,8 +49,12 @@ def group_objects(lib, group, colors: dict | None = None) -> list[SceneObject]:
 def _object(lib, actor, colors: dict) -> SceneObject:
     role = actor.name if actor.name in LABELLED else "clutter"
     color = colors.get(actor.name, actor.color)
-    return SceneObject(replace(actor, color=tuple(color)), lib.info(actor.asset_id).cls,
-                       tuple(float(v) for v in lib.size_cm(actor.asset_id)), role)
+    return SceneObject(
+        replace(actor, color=tuple(color)),
+        lib.info(actor.asset_id).cls,
+        tuple(float(v) for v in lib.size_cm(actor.asset_id)),
+        role,
+    )
 
 
 def write_scene_tables(out, rows: list[dict]) -> dict:
@@ -72,8 +79,14 @@ def write_scene_tables(out, rows: list[dict]) -> dict:
             return {}
         g = json.loads((out / row["scene_file"]).read_text())
         graphs.append(g)
-        sample = {"image_id": image_id, "file_name": row["file_name"], "env": row["env"], "task": row["task"],
-                  "triple_id": row["triple_id"], "split": row.get("split")}
+        sample = {
+            "image_id": image_id,
+            "file_name": row["file_name"],
+            "env": row["env"],
+            "task": row["task"],
+            "triple_id": row["triple_id"],
+            "split": row.get("split"),
+        }
         objects += graph_rows(g, sample)
     buf = io.BytesIO()
     pd.DataFrame(objects).to_parquet(buf, index=False, engine="pyarrow")
@@ -84,9 +97,16 @@ def write_scene_tables(out, rows: list[dict]) -> dict:
         for image_id, (row, g) in enumerate(zip(rows, graphs), 1):
             mask = np.asarray(Image.open(out / row["mask_file"]).convert("RGB"))
             anns += coco_annotations(mask, g, image_id, cats, first_id=len(anns) + 1)
-            images.append({"id": image_id, "file_name": row["file_name"], "width": g["camera"]["width"],
-                           "height": g["camera"]["height"]})
-        atomic_write_json(out / "annotations.coco.json", {
-            "info": {"description": "sceneforge SpaRRTa instances", "version": "1"}, "images": images,
-            "categories": [{"id": k, "name": c} for c, k in cats.items()], "annotations": anns})
+            images.append(
+                {"id": image_id, "file_name": row["file_name"], "width": g["camera"]["width"], "height": g["camera"]["height"]}
+            )
+        atomic_write_json(
+            out / "annotations.coco.json",
+            {
+                "info": {"description": "sceneforge SpaRRTa instances", "version": "1"},
+                "images": images,
+                "categories": [{"id": k, "name": c} for c, k in cats.items()],
+                "annotations": anns,
+            },
+        )
     return {"objects": len(objects), "coco_annotations": len(anns)}

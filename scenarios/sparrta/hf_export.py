@@ -12,6 +12,7 @@ The field loads image datasets with ``datasets``; this writes one that needs no 
 Depth maps stay out (float32 arrays of 224² per sample would triple the size; they are in the
 source dataset). ``datasets`` is not a base dependency: without it this is one line.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,11 +47,15 @@ def export_hf(data_dir: Path, out: Path) -> dict[str, int]:
     df = pd.read_parquet(table)
     has_mask = "mask_file" in df.columns and df["mask_file"].notna().all() and (df["mask_file"] != "").all()
     columns = [c for c in df.columns if c not in DROP and c != "label"]
-    features = datasets.Features({
-        "image": datasets.Image(), **({"mask": datasets.Image()} if has_mask else {}),
-        "label": datasets.ClassLabel(names=list(LABELS)),
-        **datasets.Features.from_arrow_schema(datasets.Dataset.from_pandas(df[columns], preserve_index=False).data.schema),
-        "file_name": datasets.Value("string")})
+    features = datasets.Features(
+        {
+            "image": datasets.Image(),
+            **({"mask": datasets.Image()} if has_mask else {}),
+            "label": datasets.ClassLabel(names=list(LABELS)),
+            **datasets.Features.from_arrow_schema(datasets.Dataset.from_pandas(df[columns], preserve_index=False).data.schema),
+            "file_name": datasets.Value("string"),
+        }
+    )
 
     def rows(part: pd.DataFrame) -> dict[str, list]:
         cols = {c: part[c].tolist() for c in columns}
@@ -61,8 +66,11 @@ def export_hf(data_dir: Path, out: Path) -> dict[str, int]:
         cols["file_name"] = part["file_name"].tolist()
         return cols
 
-    splits = {HF_SPLITS[s]: datasets.Dataset.from_dict(rows(df[df["split"] == s]), features=features)
-              for s in HF_SPLITS if (df["split"] == s).any()}
+    splits = {
+        HF_SPLITS[s]: datasets.Dataset.from_dict(rows(df[df["split"] == s]), features=features)
+        for s in HF_SPLITS
+        if (df["split"] == s).any()
+    }
     dd = datasets.DatasetDict(splits)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)

@@ -19,6 +19,7 @@ Our layout is ``<env>/<task>/<triple>/img_NNNN.jpg``; this module maps it:
 Everything is written into a temporary directory next to ``out`` and renamed at the end, so a
 failed export leaves nothing behind. Mapping documented in docs/datasets.md.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,14 +34,21 @@ from sceneforge.scenarios.output.writers import display_label
 
 # (env, source class, target class) → SpaRRTa's environment folder (their position_config.yaml).
 SPARRTA_FOLDERS = {
-    ("bridge", "tree", "truck"): "bridge", ("bridge", "trash_bin", "bike"): "bridge_2",
+    ("bridge", "tree", "truck"): "bridge",
+    ("bridge", "trash_bin", "bike"): "bridge_2",
     ("bridge", "trash_bin", "vespa"): "bridge_3",
-    ("forest", "tree", "rock"): "forest", ("forest", "tent", "bear"): "forest_2", ("forest", "rock", "fox"): "forest_3",
-    ("desert", "rock", "truck"): "desert", ("desert", "cactus", "camel"): "desert_2",
+    ("forest", "tree", "rock"): "forest",
+    ("forest", "tent", "bear"): "forest_2",
+    ("forest", "rock", "fox"): "forest_3",
+    ("desert", "rock", "truck"): "desert",
+    ("desert", "cactus", "camel"): "desert_2",
     ("desert", "barrel", "camel"): "desert_3",
-    ("winter_town", "tree", "truck"): "winter_town", ("winter_town", "snowman", "husky"): "winter_town_2",
+    ("winter_town", "tree", "truck"): "winter_town",
+    ("winter_town", "snowman", "husky"): "winter_town_2",
     ("winter_town", "tree", "deer"): "winter_town_3",
-    ("city", "cone", "vespa"): "city", ("city", "fire_hydrant", "taxi"): "city_2", ("city", "cone", "bike"): "city_3",
+    ("city", "cone", "vespa"): "city",
+    ("city", "fire_hydrant", "taxi"): "city_2",
+    ("city", "cone", "bike"): "city_3",
 }
 # Classes whose SpaRRTa label is not our CamelCase display label.
 SPARRTA_LABELS = {"fire_hydrant": "Hydrant"}
@@ -68,8 +76,7 @@ def _read_table(data: Path):
 def _relabel(params: dict, label_of: dict[str, str]) -> dict:
     """Actor labels → SpaRRTa's names (by our display label); everything else kept."""
     out = dict(params)
-    out["actors"] = {k: {**v, "label": label_of.get(v.get("label"), v.get("label"))}
-                     for k, v in params.get("actors", {}).items()}
+    out["actors"] = {k: {**v, "label": label_of.get(v.get("label"), v.get("label"))} for k, v in params.get("actors", {}).items()}
     return out
 
 
@@ -92,8 +99,11 @@ def _sample_paths(data: Path, r: dict) -> tuple[Path, Path]:
     params_file = r.get("params_file")
     if not isinstance(params_file, str) or not params_file:
         name = Path(r["file_name"])
-        return image, inside(data, str(name.with_name(name.name.replace("img_", "params_").rsplit(".", 1)[0]
-                                                      + ".json")), f"{r['_where']} file_name")
+        return image, inside(
+            data,
+            str(name.with_name(name.name.replace("img_", "params_").rsplit(".", 1)[0] + ".json")),
+            f"{r['_where']} file_name",
+        )
     return image, inside(data, params_file, f"{r['_where']} params_file")
 
 
@@ -119,10 +129,16 @@ def export_sparrta(data: Path, out: Path, *, replace: bool = False) -> dict[str,
     if missing:
         raise ConfigError(f"{data}: table lacks column(s) {missing}")
     table = table.assign(_where=[f"{source} row {i + 1}" for i in range(len(table))])
-    rows = sorted(table.to_dict("records"),
-                  key=lambda r: (sparrta_folder(r["env"], r["source_class"], r["target_class"], r["triple_id"]),
-                                 _TASK_ORDER.get(r["task"], 2), r["triple_id"], int(r["unit_index"])))
-    paths = [_sample_paths(data, r) for r in rows]   # every row checked before anything is written
+    rows = sorted(
+        table.to_dict("records"),
+        key=lambda r: (
+            sparrta_folder(r["env"], r["source_class"], r["target_class"], r["triple_id"]),
+            _TASK_ORDER.get(r["task"], 2),
+            r["triple_id"],
+            int(r["unit_index"]),
+        ),
+    )
+    paths = [_sample_paths(data, r) for r in rows]  # every row checked before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     counts: dict[str, int] = {}

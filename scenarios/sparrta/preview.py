@@ -1,6 +1,7 @@
 """Contact sheet of a SpaRRTa dataset: images in a grid with their labels and object boxes drawn,
 so a person can eyeball whether "left" really looks left (green = source, red = target,
 blue = the human viewpoint figure)."""
+
 from __future__ import annotations
 
 import io

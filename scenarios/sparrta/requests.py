@@ -13,6 +13,7 @@ scene, camera and look, so none of this ordering reaches the bytes written.
 ``env()``, ``early`` and the server-state fields set in ``Session.__init__`` (``_world``,
 ``_scene_key``, ``_sent_look``, ``_look``, ``_colors``, ``_session_id``).
 """
+
 from __future__ import annotations
 
 from sceneforge.scenarios.sampling.consistency import needs_depth
@@ -60,13 +61,14 @@ class ServerRequests:
             actors.append(parked.actor((0, 0, 0)))
         reads.append(self.client.spawn_async(actors))
         names = [a.name for a in group.actors] + (["human"] if group.viewpoint is not None else [])
-        colors = self.client.object_colors_async(names)   # clutter too: the scene graph (one request)
+        colors = self.client.object_colors_async(names)  # clutter too: the scene graph (one request)
         key = group.key
 
         def keep_colors() -> None:
             self._colors[key] = colors()
-            while len(self._colors) > 4:   # the groups of the samples in flight, at most
+            while len(self._colors) > 4:  # the groups of the samples in flight, at most
                 del self._colors[next(iter(self._colors))]
+
         reads.append(keep_colors)
         self._scene_key = group.key
         return reads
@@ -98,8 +100,16 @@ class ServerRequests:
         a candidate queued behind one that passed is skipped."""
         return f"{self._session_id}/{unit.env}/{unit.task}/{unit.triple_id}/{i}/{attempt}/{vetoes}"
 
-    def request_view(self, unit: Unit, i: int, view, st: Setting, look: dict | None = None,
-                     group: Group | None = None, token: str | None = None):
+    def request_view(
+        self,
+        unit: Unit,
+        i: int,
+        view,
+        st: Setting,
+        look: dict | None = None,
+        group: Group | None = None,
+        token: str | None = None,
+    ):
         """Queue everything sample ``i``'s candidate ``view`` needs, read by one call of the returned
         function: its look (``look``, default the current sample's; it changes ``lit`` only), the
         allo figure's pose, and the pixel counts of its labelled objects with, when they pass the
@@ -114,19 +124,26 @@ class ServerRequests:
             self._sent_look = sent
         names = ["source", "target"]
         if view.human is not None:
-            acks.append(self.client.set_poses_async({"human": {"location": view.human.location,
-                                                               "rotation": (0.0, view.human.yaw, 0.0)}}))
+            acks.append(
+                self.client.set_poses_async({"human": {"location": view.human.location, "rotation": (0.0, view.human.yaw, 0.0)}})
+            )
             names.append("human")
-        result = self.client.render_if_visible_async(0, names, self.render_kinds(unit, i),
-                                                     min_visible_ratio=st.min_visible_ratio,
-                                                     min_bbox_px=st.min_bbox_px, camera=view.camera,
-                                                     unless_passed=token)
+        result = self.client.render_if_visible_async(
+            0,
+            names,
+            self.render_kinds(unit, i),
+            min_visible_ratio=st.min_visible_ratio,
+            min_bbox_px=st.min_bbox_px,
+            camera=view.camera,
+            unless_passed=token,
+        )
 
         def read():
             for ack in acks:
                 ack()
             return result()
-        read.discard = lambda: [getattr(r, "discard", r)() for r in acks + [result]]   # type: ignore[attr-defined]
+
+        read.discard = lambda: [getattr(r, "discard", r)() for r in acks + [result]]  # type: ignore[attr-defined]
         return read
 
     def perceptual(self, unit: Unit) -> bool:
@@ -138,8 +155,11 @@ class ServerRequests:
         when the config asks or the perceptual-consistency rule needs them (they do not change
         the lit image)."""
         cfg, perceptual = self.cfg, self.perceptual(unit)
-        return ("lit",) + (("object_mask",) if cfg.masks or perceptual else ()) + \
-            (("depth",) if cfg.depth or (perceptual and needs_depth(unit.label(i))) else ())
+        return (
+            ("lit",)
+            + (("object_mask",) if cfg.masks or perceptual else ())
+            + (("depth",) if cfg.depth or (perceptual and needs_depth(unit.label(i))) else ())
+        )
 
     def render_sample(self, unit: Unit, i: int, view):
         """Send the render of sample ``i``'s accepted ``view`` with its look; returns a function

@@ -17,6 +17,7 @@ Example (the runner claims ``out``, starts the server with :func:`server_spec`'s
     from sceneforge.renderfarm import run_job
     run_job("sparrta", {"envs": ["desert"], "tasks": ["ego"], "n": 8}, out, backend="inline")
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,8 +38,14 @@ from sceneforge.scenarios.sparrta.early import EarlyRequest
 from sceneforge.scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
 from sceneforge.scenarios.sparrta.graph import sample_graph
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
-from sceneforge.scenarios.sparrta.setting import (HARD_SAMPLE_FACTOR, load_env_cached, scene_budget,  # noqa: F401 - the
-                                       sample_setting, setting_for, units_of)              # scenario's names
+from sceneforge.scenarios.sparrta.setting import (
+    HARD_SAMPLE_FACTOR,  # noqa: F401 - re-exported: the scenario's names
+    load_env_cached,
+    scene_budget,  # noqa: F401 - re-exported: the scenario's names
+    sample_setting,
+    setting_for,
+    units_of,
+)
 from sceneforge.scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
 from sceneforge.scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
@@ -51,17 +58,17 @@ Config = SparrtaConfig
 NEEDS_SERVER = True
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
-LOOKAHEAD = 8      # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
-                   # two scene groups' worth (samples_per_scene = 4). The server runs up to EARLY_DEPTH
-                   # samples ahead of the main thread, so with one group's worth the next group was
-                   # built only once the server had finished the current one (it then idled ~50 ms)
-QUEUE_DEPTH = 3    # a sample's candidates in flight on the server at once (1: one at a time); the
-                   # lookahead draws each sample's first QUEUE_DEPTH. The server skips those behind
-                   # one that passed, so a deeper queue costs client draws, not renders
-EARLY_DEPTH = 4    # the next samples whose first candidates are queued on the server (early.py)
-SWITCH_EARLY = True   # the next new scene group is queued behind this sample's queued candidates
-                      # before one has passed (when all fail, both groups are shown again;
-                      # sceneforge servers only)
+LOOKAHEAD = 8  # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
+# two scene groups' worth (samples_per_scene = 4). The server runs up to EARLY_DEPTH
+# samples ahead of the main thread, so with one group's worth the next group was
+# built only once the server had finished the current one (it then idled ~50 ms)
+QUEUE_DEPTH = 3  # a sample's candidates in flight on the server at once (1: one at a time); the
+# lookahead draws each sample's first QUEUE_DEPTH. The server skips those behind
+# one that passed, so a deeper queue costs client draws, not renders
+EARLY_DEPTH = 4  # the next samples whose first candidates are queued on the server (early.py)
+SWITCH_EARLY = True  # the next new scene group is queued behind this sample's queued candidates
+# before one has passed (when all fail, both groups are shown again;
+# sceneforge servers only)
 
 
 # --- contract -------------------------------------------------------------------------------------
@@ -90,9 +97,14 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
     cfg = parse_config(config)
     units = units_of(cfg)
     out = Path(out_dir)
-    return run_shard(shard, server, complete=lambda idx: bool(load_record(out, *locate(units, idx))),
-                     maker=lambda client, todo: ShardMaker(Session(cfg, client, out), units), progress=progress,
-                     lookahead=LOOKAHEAD)
+    return run_shard(
+        shard,
+        server,
+        complete=lambda idx: bool(load_record(out, *locate(units, idx))),
+        maker=lambda client, todo: ShardMaker(Session(cfg, client, out), units),
+        progress=progress,
+        lookahead=LOOKAHEAD,
+    )
 
 
 class ShardMaker:
@@ -130,6 +142,7 @@ def finalize(config: dict, out_dir: Path) -> dict:
     stats = finalize_dataset(cfg, units_of(cfg), Path(out_dir))
     if cfg.layout == "sparrta":  # SpaRRTa's own layout beside ours: SPARRTA_DATA_ROOT=OUT/sparrta
         from sceneforge.scenarios.sparrta.layout import export_sparrta
+
         stats["sparrta_layout"] = export_sparrta(Path(out_dir), Path(out_dir) / "sparrta", replace=True)
     return stats
 
@@ -144,8 +157,11 @@ def wds_samples(config: dict, out_dir: Path):
 
     cfg, out = parse_config(config), Path(out_dir)
     for row in with_splits(collect(cfg, units_of(cfg), out), cfg.samples_per_scene, cfg.split_pattern):
-        members = {cfg.image_format: confined(out, row["file_name"]), "json": dumps(row).encode(),
-                   "params.json": confined(out, row["params_file"])}
+        members = {
+            cfg.image_format: confined(out, row["file_name"]),
+            "json": dumps(row).encode(),
+            "params.json": confined(out, row["params_file"]),
+        }
         for kind, ext in (("mask_file", "mask.png"), ("depth_file", "depth.npy")):
             if row.get(kind):
                 members[ext] = confined(out, row[kind])
@@ -160,16 +176,16 @@ class Session(ServerRequests):
         self._shapes: dict[str, ShapeCache] = {}
         self._load_env = lambda name: load_env_cached(cfg, name)
         self._envs: dict = {}
-        self._groups = OnceCache(16)   # scene groups: built once, by the main or the lookahead thread
+        self._groups = OnceCache(16)  # scene groups: built once, by the main or the lookahead thread
         self._world = None
         self._look: dict = {}
         self._sent_look: dict | None = None
         self._scene_key = None
-        self._colors: dict[tuple, dict[str, tuple[int, int, int]]] = {}   # per scene group: the server's
-        self.writer = BackgroundWriter()   # encodes + writes while the next sample renders
-        self.lookahead = Lookahead(self._start_quietly)   # the next samples' first steps, while this one renders
-        self._session_id = uuid.uuid4().hex[:12]   # names this session's requests on a shared server
-        self.early = EarlyRequest(EARLY_DEPTH)   # the next samples' first visibility requests, sent ahead (early.py)
+        self._colors: dict[tuple, dict[str, tuple[int, int, int]]] = {}  # per scene group: the server's
+        self.writer = BackgroundWriter()  # encodes + writes while the next sample renders
+        self.lookahead = Lookahead(self._start_quietly)  # the next samples' first steps, while this one renders
+        self._session_id = uuid.uuid4().hex[:12]  # names this session's requests on a shared server
+        self.early = EarlyRequest(EARLY_DEPTH)  # the next samples' first visibility requests, sent ahead (early.py)
 
     def env(self, name: str):
         if name not in self._envs:
@@ -191,16 +207,22 @@ class Session(ServerRequests):
         base = (unit.env, unit.task, unit.triple_id)
         key = (*base, g) if attempt == 0 else (*base, "own", i, attempt)
 
-        def build() -> Group:   # a function of the key alone (st: its placement rules, not the look's lens)
-            rng = sample_rng(self.cfg.seed, unit.env, unit.task, unit.triple_id, g if attempt == 0 else i,
-                             stream=1 if attempt == 0 else 1 + attempt)
+        def build() -> Group:  # a function of the key alone (st: its placement rules, not the look's lens)
+            rng = sample_rng(
+                self.cfg.seed,
+                unit.env,
+                unit.task,
+                unit.triple_id,
+                g if attempt == 0 else i,
+                stream=1 if attempt == 0 else 1 + attempt,
+            )
             lib = self.shapes(unit.env).lib
             clutter = (lambda r, keep: env.clutter(r, keep, library=lib)) if self.cfg.clutter else None
-            group = build_group(rng, key, unit.source_class, unit.target_class, self.shapes(unit.env), st,
-                                env.ground, clutter)
+            group = build_group(rng, key, unit.source_class, unit.target_class, self.shapes(unit.env), st, env.ground, clutter)
             if unit.task == "allo":  # drawn after the placement, from the same group RNG
                 group.viewpoint = self.shapes(unit.env).pick(rng, unit.viewpoint_class)
-            return group   # (its scene graph's per-group part: on the writer thread, graph.group_objects)
+            return group  # (its scene graph's per-group part: on the writer thread, graph.group_objects)
+
         return self._groups.get(key, build)
 
     # ---- one sample ----------------------------------------------------------------------------
@@ -219,10 +241,10 @@ class Session(ServerRequests):
         look = draw_look(env, sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=LOOK_STREAM))
         if "camera" in look:  # randomised lens (camera intrinsics)
             st = replace(st, fov_deg=float(look["camera"]["fov_deg"]))
-        st = sample_setting(cfg, st, unit, i)   # camera_policy balanced: where this sample's source goes
+        st = sample_setting(cfg, st, unit, i)  # camera_policy balanced: where this sample's source goes
         rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i)
         ahead = Ahead((unit.env, unit.task, unit.triple_id, i), st, look, rng)
-        group = self.group(unit, i, 0, st)   # its errors are the sample's (make raises them)
+        group = self.group(unit, i, 0, st)  # its errors are the sample's (make raises them)
         ahead.draws = draw_candidates(rng, group, unit.task, unit.label(i), st, env.ground, [], QUEUE_DEPTH)
         return ahead
 
@@ -257,8 +279,8 @@ class Session(ServerRequests):
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)
-            draws = ahead.draws if attempt == 0 else []   # this attempt's draws in order: (view, error, rejections)
-            sent: dict[int, object] = {}                  # position in draws -> reply reader in flight
+            draws = ahead.draws if attempt == 0 else []  # this attempt's draws in order: (view, error, rejections)
+            sent: dict[int, object] = {}  # position in draws -> reply reader in flight
             if attempt == 0 and draws and draws[0][1] is None:
                 early = self.early.take(ahead_key, draws[0][0])
                 if early is not None:
@@ -271,39 +293,44 @@ class Session(ServerRequests):
                     counts["scene_unusable"] += 1
                     break
                 token = self._token(unit, i, attempt, vetoes)
-                if t not in sent or self.holds(unit, group):   # (after a scene switch: not until needed)
+                if t not in sent or self.holds(unit, group):  # (after a scene switch: not until needed)
                     # the scene first (also when a request queued for the next sample changed it),
                     # without waiting: the server sets it up while the next candidates are drawn
                     scene = self._scene_requests(unit, group)
-                    draw_candidates(rng, group, unit.task, want, st, env.ground, draws,
-                                    min(t + QUEUE_DEPTH, cfg.max_render_tries))
+                    draw_candidates(
+                        rng, group, unit.task, want, st, env.ground, draws, min(t + QUEUE_DEPTH, cfg.max_render_tries)
+                    )
                     for k, v in enumerate(usable_views(draws[t:]), start=t):
                         if k not in sent:
                             sent[k] = self.request_view(unit, i, v, st, token=token)
-                    for read in scene:   # its replies (the group's colours), read behind the requests
+                    for read in scene:  # its replies (the group's colours), read behind the requests
                         read()
                 # the next samples' first candidates, queued behind (a stock UnrealCV server answers
                 # each request as it is sent: nothing to gain there from showing the next group early)
                 self._send_early(nxt, switch=SWITCH_EARLY and getattr(self.client, "is_sceneforge", False))
                 vis, images = sent.pop(t)()
-                if vis is None:          # skipped: an earlier candidate passed, then was vetoed:
+                if vis is None:  # skipped: an earlier candidate passed, then was vetoed:
                     self.show(unit, group)
-                    vis, images = self.request_view(unit, i, view, st)()   # ask again, unconditionally
+                    vis, images = self.request_view(unit, i, view, st)()  # ask again, unconditionally
                 renders += 1
                 fail = visibility_failure(vis, list(vis), st.min_visible_ratio, st.min_bbox_px)
                 if fail is None:
-                    self._send_early(nxt, switch=True)   # this sample is done (bar a perceptual veto)
-                    if images is None:       # a server that did not render it (same rule: not ours)
+                    self._send_early(nxt, switch=True)  # this sample is done (bar a perceptual veto)
+                    if images is None:  # a server that did not render it (same rule: not ours)
                         self.show(unit, group)
                         images = self.render_sample(unit, i, view)()
                     files = self.describe(unit, i, st, group, view, vis)
-                    if perceptual and ego_label_disagrees(want, images["object_mask"], images.get("depth"),
-                                                          *(self.colors_of(group)[n] for n in ("source", "target"))):
+                    if perceptual and ego_label_disagrees(
+                        want,
+                        images["object_mask"],
+                        images.get("depth"),
+                        *(self.colors_of(group)[n] for n in ("source", "target")),
+                    ):
                         counts[PERCEPTUAL_RULE] += 1
                         vetoes += 1
-                        discard_replies(sent)   # skipped behind the vetoed view: sent again under the new token
+                        discard_replies(sent)  # skipped behind the vetoed view: sent again under the new token
                         continue
-                    discard_replies(sent)   # skipped by the server: nobody reads them
+                    discard_replies(sent)  # skipped by the server: nobody reads them
                     return self.write(unit, i, group, view, counts, renders, images, files)
                 counts[fail] += 1
             discard_replies(sent)
@@ -322,23 +349,23 @@ class Session(ServerRequests):
         until the client reached the group's last sample."""
         for k, (u, j) in enumerate(upcoming or ()):
             key = (u.env, u.task, u.triple_id, j)
-            if self.early.holds(key):   # sent already: its replies are kept for it
+            if self.early.holds(key):  # sent already: its replies are kept for it
                 continue
             ahead = self.lookahead.peek(key)
             if not self.early.can_send() or ahead is None or not ahead.draws or ahead.draws[0][1] is not None:
                 return
-            same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id,
-                                                                 j // self.cfg.samples_per_scene)
+            same = self._world == u.env and self._scene_key == (u.env, u.task, u.triple_id, j // self.cfg.samples_per_scene)
             if not same:
                 if not switch:
                     return
-                switch = False   # one new scene group per call
+                switch = False  # one new scene group per call
             views = [v for v, _ in zip(usable_views(ahead.draws), range(min(QUEUE_DEPTH, self.cfg.max_render_tries)))]
             group, token = None if same else self.group(u, j, 0, ahead.st), self._token(u, j, 0, 0)
 
-            def request(view, first=views[0]):   # called for every view inside send(), in this iteration
-                return self.request_view(u, j, view, ahead.st, ahead.look, group if view is first else None,  # noqa: B023
-                                         token=token)  # noqa: B023
+            # called for every view inside send(), in this iteration: the defaults bind this iteration's values
+            def request(view, first=views[0], u=u, j=j, ahead=ahead, group=group, token=token):
+                return self.request_view(u, j, view, ahead.st, ahead.look, group if view is first else None, token=token)
+
             self.early.send(key, views, request)
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
@@ -347,10 +374,14 @@ class Session(ServerRequests):
         limiting = Counter({k: v for k, v in counts.items() if k not in CONDITIONING}) or counts
         rule, n = limiting.most_common(1)[0] if limiting else ("none", 0)
         tries = sum(counts.values())
-        return PlacementError(f"{unit.env}/{unit.task}/{unit.triple_id} sample {i} (label {want}): no valid sample in "
-                              f"{scene_budget(self.cfg)} placements; rule {rule!r} rejected most ({n} of {tries} "
-                              f"candidates, label rules aside): {dict(sorted(counts.items()))}",
-                              rule=rule, tries=tries, rejections=dict(counts))
+        return PlacementError(
+            f"{unit.env}/{unit.task}/{unit.triple_id} sample {i} (label {want}): no valid sample in "
+            f"{scene_budget(self.cfg)} placements; rule {rule!r} rejected most ({n} of {tries} "
+            f"candidates, label rules aside): {dict(sorted(counts.items()))}",
+            rule=rule,
+            tries=tries,
+            rejections=dict(counts),
+        )
 
     def describe(self, unit: Unit, i: int, st: Setting, group: Group, view, vis: dict) -> dict:
         """Everything a sample writes besides its images and rejection counts (file names,
@@ -368,13 +399,18 @@ class Session(ServerRequests):
         colors = {n: all_colors[n] for n in objects_of(group, view)}
         params = build_params(cfg, unit, i, st, group, view, vis, colors, all_colors)
         params["world"] = self._look  # every drawn look value (issue 14 item 5)
-        graph = partial(sample_graph, self.shapes(unit.env).lib, group, view, dict(vis), all_colors,
-                        server_world(self._look), {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id,
-                                                   "index": i})
-        return {"files": files, "params": params, "graph": graph,
-                "row": build_row(cfg, unit, i, st, group, view, vis, files)}
+        graph = partial(
+            sample_graph,
+            self.shapes(unit.env).lib,
+            group,
+            view,
+            dict(vis),
+            all_colors,
+            server_world(self._look),
+            {"env": unit.env, "task": unit.task, "triple_id": unit.triple_id, "index": i},
+        )
+        return {"files": files, "params": params, "graph": graph, "row": build_row(cfg, unit, i, st, group, view, vis, files)}
 
-    def write(self, unit: Unit, i: int, group: Group, view, counts: Counter, renders: int, img: dict,
-              described: dict) -> dict:
+    def write(self, unit: Unit, i: int, group: Group, view, counts: Counter, renders: int, img: dict, described: dict) -> dict:
         """Write the sample's files and record on the writer thread (record.write_sample)."""
         return write_sample(self.writer, self.out, self.cfg, unit, i, group, view, counts, renders, img, described)

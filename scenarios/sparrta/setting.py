@@ -3,6 +3,7 @@ unit's sampling parameters (``setting_for``: the environment's defaults overridd
 and how many placements one sample may try (``scene_budget``). Pure functions of the config;
 ``scenario.py`` (the render loop) and the benchmarks use them.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -48,10 +49,21 @@ def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
     if margin is None:
         margin = s.margin_ego_deg if task == "ego" else s.margin_allo_deg
     ratio = cfg.min_visible_ratio if cfg.min_visible_ratio is not None else s.min_visible_ratio
-    return Setting(float(s.sigma_cm), float(s.max_pair_dist_cm), float(s.cam_xy_range_cm),
-                   tuple(float(v) for v in s.cam_height_range_cm), float(s.fov_deg), cfg.size, float(margin),
-                   float(ratio), float(min_bbox), cfg.max_tries, tuple(getattr(s, "centre_cm", (0.0, 0.0))),
-                   cfg.figure_yaw, effective_jitter(cfg.camera_policy, cfg.aim_jitter_deg))
+    return Setting(
+        float(s.sigma_cm),
+        float(s.max_pair_dist_cm),
+        float(s.cam_xy_range_cm),
+        tuple(float(v) for v in s.cam_height_range_cm),
+        float(s.fov_deg),
+        cfg.size,
+        float(margin),
+        float(ratio),
+        float(min_bbox),
+        cfg.max_tries,
+        tuple(getattr(s, "centre_cm", (0.0, 0.0))),
+        cfg.figure_yaw,
+        effective_jitter(cfg.camera_policy, cfg.aim_jitter_deg),
+    )
 
 
 def sample_setting(cfg: SparrtaConfig, st: Setting, unit: Unit, i: int) -> Setting:

@@ -13,6 +13,7 @@ scene (the server's per-actor ``unoccluded`` would count one part hiding another
 Distractors: :func:`mover_rig` poses a ``movers.Mover`` the same way; pass the result in
 ``posed`` under the mover's name and :func:`render_clip` draws it articulated.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,7 @@ from sceneforge.engine.world import Actor
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos import rigs
 
-RIG_STREAM = 5   # the clip's seed stream for gait phases (0 motion, 1 questions, 3 distractors)
+RIG_STREAM = 5  # the clip's seed stream for gait phases (0 motion, 1 questions, 3 distractors)
 
 
 def rig_for_asset(lib, asset_id: str) -> rigs.Rig | None:
@@ -77,9 +78,19 @@ def rig_coverage(client, clip: mo.ClipMotion, posed: dict, fov: float, size: int
     return out
 
 
-def render_clip(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor], world: dict, fov: float,
-                size: int, kinds: tuple[str, ...] = ("lit",), visibility: bool = True, movers: list = (),
-                posed: dict | None = None) -> tuple[dict, list[dict], list[str]]:
+def render_clip(
+    client,
+    clip: mo.ClipMotion,
+    subject: Actor,
+    scenery: list[Actor],
+    world: dict,
+    fov: float,
+    size: int,
+    kinds: tuple[str, ...] = ("lit",),
+    visibility: bool = True,
+    movers: list = (),
+    posed: dict | None = None,
+) -> tuple[dict, list[dict], list[str]]:
     """``scenario.render_clip`` with the actors named in ``posed`` ({owner: PosedRig}) drawn as
     rigs; also returns each spawned actor's owner (spawn order)."""
     posed = dict(posed or {})
@@ -108,8 +119,9 @@ def render_clip(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor
             frames[k].append(out[k])
         if visibility:
             counts = client.visibility(0, query)
-            vis.append({o: rigs.union_count(counts, posed[o].part_names(o), alone[t]) if o in posed else counts[o]
-                        for o in names})
+            vis.append(
+                {o: rigs.union_count(counts, posed[o].part_names(o), alone[t]) if o in posed else counts[o] for o in names}
+            )
     return {k: np.stack(v) for k, v in frames.items()}, vis, owner_of
 
 

@@ -26,23 +26,25 @@ The patterns are ``motion.EXTRA_PATTERNS`` (follow pairs only with a translating
 with a static or turning one); the questions not asked are ``dsi.EXCLUDED_KINDS``. All functions
 are pure: trajectories come from a :class:`motion.MotionSpec` alone.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 SHAKE_MAX_CM, SHAKE_MAX_DEG = 1.5, 0.4
-SHAKE_HZ = (0.4, 1.5)   # hand sway band; the per-frame step is at most 2*pi*1.5/fps x amplitude
+SHAKE_HZ = (0.4, 1.5)  # hand sway band; the per-frame step is at most 2*pi*1.5/fps x amplitude
 _SHAKE_AXES = ("x", "y", "z", "yaw", "pitch")
 
 
-def orbit_paths(start: np.ndarray, distance_cm: float, yaw0: float, rate_dps: float,
-                t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def orbit_paths(
+    start: np.ndarray, distance_cm: float, yaw0: float, rate_dps: float, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Camera XY and yaw on a circle of radius ``distance_cm`` about ``start``, facing it.
 
     At t=0 the camera is ``distance_cm`` behind ``start`` along heading ``yaw0``; the heading
     then turns by ``rate_dps * t`` and the camera keeps facing the centre."""
     yaw = yaw0 + rate_dps * t
-    r = np.radians(yaw)   # motion.heading, inline: motion imports this module, not the reverse
+    r = np.radians(yaw)  # motion.heading, inline: motion imports this module, not the reverse
     return start - distance_cm * np.stack([np.cos(r), np.sin(r)], axis=-1), yaw
 
 

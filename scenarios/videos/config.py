@@ -4,6 +4,7 @@ Plain dict in (YAML + flags via :mod:`scenarios.config_loader`), a frozen :class
 out; every error names the source and the field. ``env_file`` records the environment's content
 (:func:`scenarios.world.environments.freeze_envs`), so workers rebuild it from the text.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,27 +27,36 @@ class VideoConfig(ScenarioConfig):
     n: int = option(help="number of clips")
     seed: int = option(0, help="job seed")
     image_size: int | None = option(None, flag="--size", help="square frame size in pixels (default: the env's, 224)")
-    fov_deg: float | None = None           # default: the environment's
+    fov_deg: float | None = None  # default: the environment's
     motion: mo.MotionConfig = option(default_factory=mo.MotionConfig, help="motion ranges (motion.FIELD)")
     subjects: tuple[str, ...] | None = None  # classes; default: the env triples' movable targets
     clutter: bool = option(True, flag="--no-clutter", help="no background objects")
     questions: tuple[str, ...] = ("obj", "cam", "dist", "dir")  # kinds asked per clip (see scenarios.videos.dsi)
     min_visible_ratio: float | None = None  # default: the environment's (0.8)
-    min_bbox_px: float | None = None        # default: the environment's
+    min_bbox_px: float | None = None  # default: the environment's
     edge_margin_px: float = 2.0
     min_clearance_cm: float = 150.0
-    max_tries: int = 400                   # geometric candidates per render attempt
-    max_render_tries: int = 6              # rendered attempts per clip (visibility failures)
-    renderer: str | None = option(None, help="renderer of the servers: gl (default) or cycles[:samples=N] "
-                                  "(path-traced frames; `sceneforge renderers install cycles`)")
+    max_tries: int = 400  # geometric candidates per render attempt
+    max_render_tries: int = 6  # rendered attempts per clip (visibility failures)
+    renderer: str | None = option(
+        None,
+        help="renderer of the servers: gl (default) or cycles[:samples=N] "
+        "(path-traced frames; `sceneforge renderers install cycles`)",
+    )
     # opt-in (issue 38); left out of the job's identity while at these defaults:
-    ground_truth: tuple[str, ...] = option((), metavar="KIND", help="dense per-frame ground truth besides poses "
-                                           "and boxes: masks, depth, flow (gt/NNNNNN/*.npz)")
+    ground_truth: tuple[str, ...] = option(
+        (), metavar="KIND", help="dense per-frame ground truth besides poses and boxes: masks, depth, flow (gt/NNNNNN/*.npz)"
+    )
     distractors: int = option(0, help="other movers per clip, 0..6 (scenarios/videos/movers.py)")
-    distractor_motions: tuple[str, ...] = option(("straight",), metavar="KIND", help="how distractors move, drawn "
-                                                 "per mover: straight (default), curve, stop_and_go, turn")
-    articulation: bool = option(False, flag="--articulated", help="subjects (and distractors) as rigs that walk, "
-                                "trot, run, roll and steer (config articulation: true; docs/videos.md)")
+    distractor_motions: tuple[str, ...] = option(
+        ("straight",), metavar="KIND", help="how distractors move, drawn per mover: straight (default), curve, stop_and_go, turn"
+    )
+    articulation: bool = option(
+        False,
+        flag="--articulated",
+        help="subjects (and distractors) as rigs that walk, "
+        "trot, run, roll and steer (config articulation: true; docs/videos.md)",
+    )
     # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
@@ -65,7 +75,7 @@ class VideoConfig(ScenarioConfig):
         if self.env_file is None:
             from sceneforge.scenarios.world.environments import freeze_envs
 
-            (name, entry), = freeze_envs([self.env], f"{source}: env").items()
+            ((name, entry),) = freeze_envs([self.env], f"{source}: env").items()
             return replace(self, env_file={name: entry})
         if not (isinstance(self.env_file, dict) and len(self.env_file) == 1):
             raise ConfigError(f"{source}: env_file is damaged (it records the environment's YAML)")
@@ -84,18 +94,20 @@ class VideoConfig(ScenarioConfig):
             raise ConfigError(f"{source}: n must be an integer >= 1, got {self.n!r}")
         if not (isinstance(self.seed, int) and self.seed >= 0):
             raise ConfigError(f"{source}: seed must be an integer >= 0, got {self.seed!r}")
-        if self.image_size is not None:   # the one range, even and <= 2048 for H.264 (core/config_names.py)
+        if self.image_size is not None:  # the one range, even and <= 2048 for H.264 (core/config_names.py)
             check_image_size(self.image_size, source, video=True)
         if self.max_tries < 1 or self.max_render_tries < 1:
             raise ConfigError(f"{source}: max_tries and max_render_tries must be >= 1")
         bad = [q for q in self.questions if q not in dsi.SPACES]
         if bad or not self.questions:
-            raise ConfigError(f"{source}: questions must be a non-empty subset of {', '.join(dsi.SPACES)}, "
-                              f"got {list(self.questions)}")
+            raise ConfigError(
+                f"{source}: questions must be a non-empty subset of {', '.join(dsi.SPACES)}, got {list(self.questions)}"
+            )
         if self.fov_deg is not None and not 0 < self.fov_deg < 180:
             raise ConfigError(f"{source}: fov_deg must be in (0, 180), got {self.fov_deg}")
         if self.renderer is not None:
             from sceneforge.engine.server.renderers import parse_spec
+
             try:
                 parse_spec(self.renderer)
             except ConfigError as e:
@@ -110,19 +122,28 @@ class VideoConfig(ScenarioConfig):
 
         bad = [g for g in self.ground_truth if g not in GT_KINDS]
         if bad or len(set(self.ground_truth)) != len(self.ground_truth):
-            raise ConfigError(f"{source}: ground_truth must be distinct items of {', '.join(GT_KINDS)} "
-                              f"(poses and boxes are always written), got {list(self.ground_truth)}")
-        if isinstance(self.distractors, bool) or not isinstance(self.distractors, int) \
-                or not 0 <= self.distractors <= MAX_DISTRACTORS:
-            raise ConfigError(f"{source}: distractors must be an integer in 0..{MAX_DISTRACTORS}, "
-                              f"got {self.distractors!r}")
+            raise ConfigError(
+                f"{source}: ground_truth must be distinct items of {', '.join(GT_KINDS)} "
+                f"(poses and boxes are always written), got {list(self.ground_truth)}"
+            )
+        if (
+            isinstance(self.distractors, bool)
+            or not isinstance(self.distractors, int)
+            or not 0 <= self.distractors <= MAX_DISTRACTORS
+        ):
+            raise ConfigError(f"{source}: distractors must be an integer in 0..{MAX_DISTRACTORS}, got {self.distractors!r}")
         if not isinstance(self.articulation, bool):
             raise ConfigError(f"{source}: articulation must be true or false, got {self.articulation!r}")
         motions = self.distractor_motions
-        if isinstance(motions, str) or not motions or len(set(motions)) != len(motions) \
-                or any(m not in MOVER_MOTIONS for m in motions):
-            raise ConfigError(f"{source}: distractor_motions must be distinct items of {', '.join(MOVER_MOTIONS)}, "
-                              f"got {motions!r}")
+        if (
+            isinstance(motions, str)
+            or not motions
+            or len(set(motions)) != len(motions)
+            or any(m not in MOVER_MOTIONS for m in motions)
+        ):
+            raise ConfigError(
+                f"{source}: distractor_motions must be distinct items of {', '.join(MOVER_MOTIONS)}, got {motions!r}"
+            )
 
     def to_dict(self) -> dict:
         """The normalised plain form (job.json's ``config``; its hash is the fingerprint)."""
@@ -130,10 +151,14 @@ class VideoConfig(ScenarioConfig):
         d["motion"] = self.motion.identity()  # opt-in motion fields at their defaults left out
         if d["renderer"] is None:  # jobs made before the field existed keep their identity
             del d["renderer"]
-        for key, default in (("ground_truth", ()), ("distractors", 0), ("distractor_motions", ("straight",)),
-                             ("articulation", False)):
+        for key, default in (
+            ("ground_truth", ()),
+            ("distractors", 0),
+            ("distractor_motions", ("straight",)),
+            ("articulation", False),
+        ):
             if getattr(self, key) == default:
                 del d[key]
         return json.loads(json.dumps(d, sort_keys=True, default=list))
 
-    normalised = to_dict   # its older name
+    normalised = to_dict  # its older name

@@ -21,6 +21,7 @@ camera that translates *and* pans, is answered from its own space naming both co
 follows the rules and label tables of DSI's own answers, so the variants still form the same
 Klein group. DSI's spaces, tables and clips are unchanged.
 """
+
 from __future__ import annotations
 
 import csv
@@ -36,56 +37,100 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.videos import motion as mo
 
 AUGS = ("std", "hflip", "reverse", "reverse_hflip")
-CATE_NAMES = ("Obj:static cam", "Obj:moving cam", "Cam:static scene", "Cam:dynamic scene",
-              "Obj-Cam distance", "Obj-Cam orientation")
+CATE_NAMES = (
+    "Obj:static cam",
+    "Obj:moving cam",
+    "Cam:static scene",
+    "Cam:dynamic scene",
+    "Obj-Cam distance",
+    "Obj-Cam orientation",
+)
 CSV_COLUMNS = ("relative_path", "question", "options", "GT", "cate")
 LETTERS = "ABCD"
 
 # Answer spaces: key -> option text. Keys are stable identifiers stored in clips.parquet.
 OBJ_SPACE = {
-    "obj_left": "It moves to the left", "obj_right": "It moves to the right",
-    "obj_away": "It moves away from the camera", "obj_toward": "It moves toward the camera",
+    "obj_left": "It moves to the left",
+    "obj_right": "It moves to the right",
+    "obj_away": "It moves away from the camera",
+    "obj_toward": "It moves toward the camera",
     "obj_cw": "It turns clockwise (seen from above)",
-    "obj_ccw": "It turns counter-clockwise (seen from above)", "obj_static": "It stays still",
+    "obj_ccw": "It turns counter-clockwise (seen from above)",
+    "obj_static": "It stays still",
 }
 CAM_SPACE = {
-    "cam_forward": "The camera moves forward", "cam_backward": "The camera moves backward",
-    "cam_left": "The camera moves to the left", "cam_right": "The camera moves to the right",
+    "cam_forward": "The camera moves forward",
+    "cam_backward": "The camera moves backward",
+    "cam_left": "The camera moves to the left",
+    "cam_right": "The camera moves to the right",
     "cam_pan_left": "The camera turns (pans) to the left",
-    "cam_pan_right": "The camera turns (pans) to the right", "cam_static": "The camera stays still",
+    "cam_pan_right": "The camera turns (pans) to the right",
+    "cam_static": "The camera stays still",
 }
 DIST_SPACE = {
-    "dist_inc": "It increases", "dist_dec": "It decreases", "dist_flat": "It stays about the same",
-    "dist_valley": "It first decreases, then increases", "dist_peak": "It first increases, then decreases",
+    "dist_inc": "It increases",
+    "dist_dec": "It decreases",
+    "dist_flat": "It stays about the same",
+    "dist_valley": "It first decreases, then increases",
+    "dist_peak": "It first increases, then decreases",
 }
 ORIENT_SPACE = {
-    "dir_left": "It shifts toward the left of the view", "dir_right": "It shifts toward the right of the view",
+    "dir_left": "It shifts toward the left of the view",
+    "dir_right": "It shifts toward the right of the view",
     "dir_flat": "It stays in about the same direction",
-    "dir_leftright": "It shifts left first, then right", "dir_rightleft": "It shifts right first, then left",
+    "dir_leftright": "It shifts left first, then right",
+    "dir_rightleft": "It shifts right first, then left",
 }
 SPACES = {"obj": OBJ_SPACE, "cam": CAM_SPACE, "dist": DIST_SPACE, "dir": ORIENT_SPACE}
 
 # Mixed answers (opt-in patterns): a translation and a turn at once. key -> (translation key,
 # turn key) of DSI's spaces; the text joins the two.
-_MOVE_TEXT = {"left": "to the left", "right": "to the right", "away": "away from the camera",
-              "toward": "toward the camera", "forward": "forward", "backward": "backward"}
-_TURN_TEXT = {"obj_cw": "turning clockwise (seen from above)", "obj_ccw": "turning counter-clockwise (seen from above)",
-              "cam_pan_left": "turning (panning) to the left", "cam_pan_right": "turning (panning) to the right"}
+_MOVE_TEXT = {
+    "left": "to the left",
+    "right": "to the right",
+    "away": "away from the camera",
+    "toward": "toward the camera",
+    "forward": "forward",
+    "backward": "backward",
+}
+_TURN_TEXT = {
+    "obj_cw": "turning clockwise (seen from above)",
+    "obj_ccw": "turning counter-clockwise (seen from above)",
+    "cam_pan_left": "turning (panning) to the left",
+    "cam_pan_right": "turning (panning) to the right",
+}
 MIXED_PARTS = {f"obj_{d}_{s}": (f"obj_{d}", f"obj_{s}") for d in mo.OBJ_DIRS for s in ("cw", "ccw")}
 MIXED_PARTS.update({f"cam_{d}_pan_{s}": (f"cam_{d}", f"cam_pan_{s}") for d in mo.CAM_DIRS for s in ("left", "right")})
 _MIXED_KEY = {parts: key for key, parts in MIXED_PARTS.items()}
 MIXED_SPACES = {
-    "obj": {k: f"It moves {_MOVE_TEXT[m[4:]]} while {_TURN_TEXT[t]}"
-            for k, (m, t) in MIXED_PARTS.items() if k.startswith("obj_")},
-    "cam": {k: f"The camera moves {_MOVE_TEXT[m[4:]]} while {_TURN_TEXT[t]}"
-            for k, (m, t) in MIXED_PARTS.items() if k.startswith("cam_")},
+    "obj": {
+        k: f"It moves {_MOVE_TEXT[m[4:]]} while {_TURN_TEXT[t]}" for k, (m, t) in MIXED_PARTS.items() if k.startswith("obj_")
+    },
+    "cam": {
+        k: f"The camera moves {_MOVE_TEXT[m[4:]]} while {_TURN_TEXT[t]}"
+        for k, (m, t) in MIXED_PARTS.items()
+        if k.startswith("cam_")
+    },
 }
 
-_SWAP_LR = {"obj_left": "obj_right", "cam_left": "cam_right", "cam_pan_left": "cam_pan_right",
-            "obj_cw": "obj_ccw", "dir_left": "dir_right", "dir_leftright": "dir_rightleft"}
-_SWAP_TIME = {"obj_left": "obj_right", "obj_away": "obj_toward", "obj_cw": "obj_ccw",
-              "cam_forward": "cam_backward", "cam_left": "cam_right", "cam_pan_left": "cam_pan_right",
-              "dist_inc": "dist_dec", "dir_left": "dir_right"}
+_SWAP_LR = {
+    "obj_left": "obj_right",
+    "cam_left": "cam_right",
+    "cam_pan_left": "cam_pan_right",
+    "obj_cw": "obj_ccw",
+    "dir_left": "dir_right",
+    "dir_leftright": "dir_rightleft",
+}
+_SWAP_TIME = {
+    "obj_left": "obj_right",
+    "obj_away": "obj_toward",
+    "obj_cw": "obj_ccw",
+    "cam_forward": "cam_backward",
+    "cam_left": "cam_right",
+    "cam_pan_left": "cam_pan_right",
+    "dist_inc": "dist_dec",
+    "dir_left": "dir_right",
+}
 
 
 def _sym(d: dict[str, str]) -> dict[str, str]:
@@ -96,8 +141,10 @@ def _sym(d: dict[str, str]) -> dict[str, str]:
 # inverts time (left↔right motion, toward↔away, forward↔backward, cw↔ccw, increase↔decrease;
 # "first A then B" patterns of a trend map to themselves under reversal).
 AUG_MAPS = {"std": {}, "hflip": _sym(_SWAP_LR), "reverse": _sym(_SWAP_TIME)}
-AUG_MAPS["reverse_hflip"] = {k: AUG_MAPS["hflip"].get(AUG_MAPS["reverse"].get(k, k), AUG_MAPS["reverse"].get(k, k))
-                             for k in set(AUG_MAPS["hflip"]) | set(AUG_MAPS["reverse"])}
+AUG_MAPS["reverse_hflip"] = {
+    k: AUG_MAPS["hflip"].get(AUG_MAPS["reverse"].get(k, k), AUG_MAPS["reverse"].get(k, k))
+    for k in set(AUG_MAPS["hflip"]) | set(AUG_MAPS["reverse"])
+}
 
 
 def transform_answer(key: str, aug: str) -> str:
@@ -120,24 +167,27 @@ def card_tables(patterns: tuple[str, ...]) -> dict:
     cards keep their bytes): their spaces and each variant's label map."""
     if not set(patterns) & set(mo.MIXED_PATTERNS):
         return {}
-    return {"mixed_answer_spaces": MIXED_SPACES,
-            "mixed_label_transforms": {a: {k: transform_answer(k, a) for k in sorted(MIXED_PARTS)
-                                           if transform_answer(k, a) != k} for a in AUGS}}
+    return {
+        "mixed_answer_spaces": MIXED_SPACES,
+        "mixed_label_transforms": {
+            a: {k: transform_answer(k, a) for k in sorted(MIXED_PARTS) if transform_answer(k, a) != k} for a in AUGS
+        },
+    }
 
 
 @dataclass(frozen=True)
 class Thresholds:
     """Where an answer is clear enough to ask. Between the bands a question is not asked."""
 
-    class_margin_deg: float = 10.0   # direction must be this far from a 45° class boundary
-    still_cm: float = 5.0            # total displacement below this = not translating
-    still_deg: float = 1.0           # total rotation below this = not rotating
-    moving_cm: float = 40.0          # translation must be at least this to be asked about
-    turning_deg: float = 8.0         # rotation must be at least this
-    dist_flat: float = 0.02          # distance range / mean distance below this = "same"
-    dist_change: float = 0.08        # relative net change (or bump) that counts as a change
-    dir_flat_deg: float = 1.5        # bearing range below this = "same direction"
-    dir_change_deg: float = 5.0      # bearing net change (or bump) that counts as a shift
+    class_margin_deg: float = 10.0  # direction must be this far from a 45° class boundary
+    still_cm: float = 5.0  # total displacement below this = not translating
+    still_deg: float = 1.0  # total rotation below this = not rotating
+    moving_cm: float = 40.0  # translation must be at least this to be asked about
+    turning_deg: float = 8.0  # rotation must be at least this
+    dist_flat: float = 0.02  # distance range / mean distance below this = "same"
+    dist_change: float = 0.08  # relative net change (or bump) that counts as a change
+    dir_flat_deg: float = 1.5  # bearing range below this = "same direction"
+    dir_change_deg: float = 5.0  # bearing net change (or bump) that counts as a shift
 
 
 def _direction_class(vec_fr: np.ndarray, names: dict[str, float], margin: float) -> str | None:
@@ -148,8 +198,9 @@ def _direction_class(vec_fr: np.ndarray, names: dict[str, float], margin: float)
     return best if abs(mo.wrap_deg(ang - names[best])) <= 45.0 - margin else None
 
 
-def _motion_class(disp_fr: np.ndarray, turn: float, dirs: dict[str, float], prefix: str,
-                  spins: tuple[str, str], th: Thresholds) -> str | None:
+def _motion_class(
+    disp_fr: np.ndarray, turn: float, dirs: dict[str, float], prefix: str, spins: tuple[str, str], th: Thresholds
+) -> str | None:
     """Shared rule for subject and camera: translate XOR rotate XOR still, else None."""
     dist = float(np.hypot(*disp_fr))
     if dist <= th.still_cm and abs(turn) <= th.still_deg:
@@ -162,8 +213,9 @@ def _motion_class(disp_fr: np.ndarray, turn: float, dirs: dict[str, float], pref
     return None
 
 
-def _mixed_class(disp_fr: np.ndarray, turn: float, dirs: dict[str, float], prefix: str,
-                 spins: tuple[str, str], th: Thresholds) -> str | None:
+def _mixed_class(
+    disp_fr: np.ndarray, turn: float, dirs: dict[str, float], prefix: str, spins: tuple[str, str], th: Thresholds
+) -> str | None:
     """Rule of a mixed mover: translates (>= ``moving_cm``, direction clear of a class boundary
     by ``class_margin_deg``) *and* turns (>= ``turning_deg``), else None (not asked)."""
     if float(np.hypot(*disp_fr)) < th.moving_cm or abs(turn) < th.turning_deg:
@@ -222,8 +274,7 @@ def distance_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str |
 def orientation_answer(clip: mo.ClipMotion, th: Thresholds = Thresholds()) -> str | None:
     """Trend of the subject's bearing in the *current* camera frame (+ = right of view)."""
     t = trend(np.unwrap(mo.bearings(clip), period=360.0), th.dir_flat_deg, th.dir_change_deg)
-    names = {"inc": "dir_right", "dec": "dir_left", "flat": "dir_flat", "valley": "dir_leftright",
-             "peak": "dir_rightleft"}
+    names = {"inc": "dir_right", "dec": "dir_left", "flat": "dir_flat", "valley": "dir_leftright", "peak": "dir_rightleft"}
     return names[t] if t else None
 
 
@@ -232,10 +283,10 @@ class Question:
     """One MCQ about a clip: category, template, option keys (fixed order) and per-variant GT."""
 
     cate: int
-    kind: str                 # obj | cam | dist | dir
+    kind: str  # obj | cam | dist | dir
     text: str
     options: tuple[str, ...]  # answer keys, in display order
-    answers: dict             # aug -> answer key
+    answers: dict  # aug -> answer key
 
     def options_text(self) -> str:
         space = space_of(self.kind, self.options[0])
@@ -247,8 +298,10 @@ class Question:
 
 TEMPLATES = {
     0: "The camera is static. How does the {obj} move?",
-    1: ("The camera is moving. Ignoring the camera's own motion, how does the {obj} move relative "
-        "to the ground? Directions are judged from the camera's viewpoint at the start of the video."),
+    1: (
+        "The camera is moving. Ignoring the camera's own motion, how does the {obj} move relative "
+        "to the ground? Directions are judged from the camera's viewpoint at the start of the video."
+    ),
     2: "Everything in the scene is static. How does the camera move?",
     3: "The {obj} may be moving. How does the camera itself move?",
     4: "How does the distance between the camera and the {obj} change during the video?",
@@ -270,8 +323,7 @@ def _category(kind: str, clip: mo.ClipMotion) -> int:
     """DSI category; a zooming camera does not move (its pose is fixed), so its subject
     question is cate 0 ("The camera is static")."""
     cam_mode, obj_mode = mo.parse_pattern(clip.pattern)
-    return {"obj": 0 if cam_mode in ("static", "zoom") else 1, "cam": 2 if obj_mode == "static" else 3,
-            "dist": 4, "dir": 5}[kind]
+    return {"obj": 0 if cam_mode in ("static", "zoom") else 1, "cam": 2 if obj_mode == "static" else 3, "dist": 4, "dir": 5}[kind]
 
 
 def variant_answers(clip: mo.ClipMotion, kind: str, th: Thresholds = Thresholds()) -> dict[str, str | None]:
@@ -295,9 +347,13 @@ def _options(kind: str, answer: str, rng: np.random.Generator) -> tuple[str, ...
     return tuple(picks[i] for i in rng.permutation(4))
 
 
-def make_questions(clip: mo.ClipMotion, obj_name: str, rng: np.random.Generator,
-                   th: Thresholds = Thresholds(), kinds: tuple[str, ...] = ("obj", "cam", "dist", "dir")
-                   ) -> tuple[list[Question], list[str]]:
+def make_questions(
+    clip: mo.ClipMotion,
+    obj_name: str,
+    rng: np.random.Generator,
+    th: Thresholds = Thresholds(),
+    kinds: tuple[str, ...] = ("obj", "cam", "dist", "dir"),
+) -> tuple[list[Question], list[str]]:
     """Questions for a clip, plus the kinds skipped as ambiguous (not asked in any variant)."""
     qs, skipped = [], []
     for kind in kinds:
@@ -309,15 +365,16 @@ def make_questions(clip: mo.ClipMotion, obj_name: str, rng: np.random.Generator,
             skipped.append(kind)
             continue
         cate = _category(kind, clip)
-        qs.append(Question(cate, kind, TEMPLATES[cate].format(obj=obj_name),
-                           _options(kind, answers["std"], rng), answers))
+        qs.append(Question(cate, kind, TEMPLATES[cate].format(obj=obj_name), _options(kind, answers["std"], rng), answers))
     return qs, skipped
 
 
 def csv_rows(relative_path: str, questions: list[Question], aug: str) -> list[dict]:
     """The rows of ``metadata/{aug}.csv`` for one clip (same order in every variant)."""
-    return [{"relative_path": relative_path, "question": q.text, "options": q.options_text(),
-             "GT": q.gt(aug), "cate": q.cate} for q in questions]
+    return [
+        {"relative_path": relative_path, "question": q.text, "options": q.options_text(), "GT": q.gt(aug), "cate": q.cate}
+        for q in questions
+    ]
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -336,14 +393,18 @@ def clips_parquet(records: list[dict]) -> bytes:
 
     rows = []
     for r in records:
-        row = {k: v for k, v in r.items()
-               if k not in ("rows", "questions", "spec", "skipped_questions", "scenery_assets", "world")}
-        row.update(spec=json.dumps(r["spec"], sort_keys=True), questions=json.dumps(r["questions"], sort_keys=True),
-                   world=json.dumps(r.get("world"), sort_keys=True),  # the clip's drawn look
-                   skipped_questions=",".join(r["skipped_questions"]),
-                   scenery_assets=",".join(r["scenery_assets"]),
-                   **({"distractors": json.dumps(r["distractors"], sort_keys=True)} if "distractors" in r else {}),
-                   bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]])
+        row = {
+            k: v for k, v in r.items() if k not in ("rows", "questions", "spec", "skipped_questions", "scenery_assets", "world")
+        }
+        row.update(
+            spec=json.dumps(r["spec"], sort_keys=True),
+            questions=json.dumps(r["questions"], sort_keys=True),
+            world=json.dumps(r.get("world"), sort_keys=True),  # the clip's drawn look
+            skipped_questions=",".join(r["skipped_questions"]),
+            scenery_assets=",".join(r["scenery_assets"]),
+            **({"distractors": json.dumps(r["distractors"], sort_keys=True)} if "distractors" in r else {}),
+            bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]],
+        )
         rows.append(row)
     buf = io.BytesIO()
     pd.DataFrame(rows).to_parquet(buf, index=False, engine="pyarrow")
@@ -354,7 +415,10 @@ def dataset_stats(records: list[dict]) -> dict:
     """Counts per pattern, category and answer (for the summary and docs)."""
     cates = Counter(q["cate"] for r in records for q in r["questions"])
     answers = Counter(q["answers"]["std"] for r in records for q in r["questions"])
-    return {"clips": len(records), "questions": sum(cates.values()),
-            "patterns": dict(sorted(Counter(r["pattern"] for r in records).items())),
-            "by_cate": {CATE_NAMES[c]: n for c, n in sorted(cates.items())},
-            "answers": dict(sorted(answers.items()))}
+    return {
+        "clips": len(records),
+        "questions": sum(cates.values()),
+        "patterns": dict(sorted(Counter(r["pattern"] for r in records).items())),
+        "by_cate": {CATE_NAMES[c]: n for c, n in sorted(cates.items())},
+        "answers": dict(sorted(answers.items())),
+    }

@@ -15,6 +15,7 @@ Extension: a prediction file without ``final_answer`` may carry the model's raw 
 ``result_text`` (or ``response``/``text``/``output``); the letter is extracted with DSI's own
 regex ``<answer>\\s*([A-D])\\s*</answer>`` and ``E`` when absent, as DSI's inference script does.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,14 @@ from sceneforge.core.errors import ConfigError
 
 # DSI's evaluation iterates the variants in this order (std first: the group's category).
 VIDEO_AUGS = ("std", "reverse", "hflip", "reverse_hflip")
-CATE_NAMES = ("Obj:static cam", "Obj:moving cam", "Cam:static scene", "Cam:dynamic scene",
-              "Obj-Cam distance", "Obj-Cam orientation")
+CATE_NAMES = (
+    "Obj:static cam",
+    "Obj:moving cam",
+    "Cam:static scene",
+    "Cam:dynamic scene",
+    "Obj-Cam distance",
+    "Obj-Cam orientation",
+)
 RAW_COLUMNS = ("result_text", "response", "text", "output")
 _ANSWER_RE = re.compile(r"<answer>\s*([A-D])\s*</answer>", re.IGNORECASE)
 
@@ -56,16 +63,16 @@ def _predictions(path: Path):
     for col in RAW_COLUMNS:
         if col in res.columns:
             return res[col].map(extract_answer)
-    raise ConfigError(f"{path}: needs a 'final_answer' column (or raw text in one of "
-                      f"{', '.join(RAW_COLUMNS)}); found {list(res.columns)}")
+    raise ConfigError(
+        f"{path}: needs a 'final_answer' column (or raw text in one of {', '.join(RAW_COLUMNS)}); found {list(res.columns)}"
+    )
 
 
 def find_model(pred_dir: Path) -> str:
     """The single model name under ``pred_dir/std/*.csv`` (error if none or several)."""
     names = sorted(p.stem for p in (pred_dir / "std").glob("*.csv"))
     if len(names) != 1:
-        raise ConfigError(f"{pred_dir}/std: expected exactly one <model>.csv, found {names or 'none'}; "
-                          "pass --model")
+        raise ConfigError(f"{pred_dir}/std: expected exactly one <model>.csv, found {names or 'none'}; pass --model")
     return names[0]
 
 
@@ -82,8 +89,7 @@ def load_all(meta_dir: str | Path, pred_dir: str | Path, model: str | None = Non
                 raise ConfigError(f"'{col}' column missing in metadata: {meta_path}")
         pred = _predictions(res_path)
         if len(meta) != len(pred):
-            raise ConfigError(f"length mismatch in {aug}: meta={len(meta)} ({meta_path}), "
-                              f"result={len(pred)} ({res_path})")
+            raise ConfigError(f"length mismatch in {aug}: meta={len(meta)} ({meta_path}), result={len(pred)} ({res_path})")
         data[aug] = {"meta": meta, "pred": pred}
     lengths = {aug: len(data[aug]["meta"]) for aug in VIDEO_AUGS}
     if len(set(lengths.values())) > 1:

@@ -16,6 +16,7 @@ sine lift. Everything is a pure function of the root track, the gait parameters 
 
 Units: cm, s, degrees, UE axes (X forward, Y right, Z up; yaw + turns clockwise from above).
 """
+
 from __future__ import annotations
 
 import math
@@ -27,15 +28,15 @@ G_CMS2 = 981.0
 # duty factor (share of the cycle a foot is planted) and foot phase offsets, per gait
 GAITS = {
     "stand": (1.0, None),
-    "walk2": (0.62, (0.0, 0.5)),                # biped walk: double support
-    "run2": (0.38, (0.0, 0.5)),                 # biped run: flight phase
-    "walk4": (0.65, (0.25, 0.75, 0.0, 0.5)),    # lateral-sequence walk (feet LF, RF, LH, RH)
-    "trot4": (0.45, (0.0, 0.5, 0.5, 0.0)),      # diagonal pairs LF+RH, RF+LH
+    "walk2": (0.62, (0.0, 0.5)),  # biped walk: double support
+    "run2": (0.38, (0.0, 0.5)),  # biped run: flight phase
+    "walk4": (0.65, (0.25, 0.75, 0.0, 0.5)),  # lateral-sequence walk (feet LF, RF, LH, RH)
+    "trot4": (0.45, (0.0, 0.5, 0.5, 0.0)),  # diagonal pairs LF+RH, RF+LH
 }
 # Froude number above which a biped runs / a quadruped trots (Alexander 1989: ~0.5 for both)
 FROUDE_SWITCH = {2: 0.5, 4: 0.4}
-MIN_SPEED_CMS = 2.0    # below this the subject stands
-MAX_DUTY_REACH = 0.9   # a stance may use at most this share of the leg's horizontal reach
+MIN_SPEED_CMS = 2.0  # below this the subject stands
+MAX_DUTY_REACH = 0.9  # a stance may use at most this share of the leg's horizontal reach
 
 
 @dataclass(frozen=True)
@@ -45,18 +46,25 @@ class Gait:
     name: str
     duty: float
     offsets: tuple[float, ...]
-    stride_cm: float     # ground covered by the feet per cycle (at the effective speed)
-    cadence_hz: float    # cycles per second (0 when standing)
-    phase0: float        # phase at t = 0
-    lift_cm: float       # swing height
+    stride_cm: float  # ground covered by the feet per cycle (at the effective speed)
+    cadence_hz: float  # cycles per second (0 when standing)
+    phase0: float  # phase at t = 0
+    lift_cm: float  # swing height
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Gait":
-        return cls(d["name"], float(d["duty"]), tuple(float(v) for v in d["offsets"]), float(d["stride_cm"]),
-                   float(d["cadence_hz"]), float(d["phase0"]), float(d["lift_cm"]))
+        return cls(
+            d["name"],
+            float(d["duty"]),
+            tuple(float(v) for v in d["offsets"]),
+            float(d["stride_cm"]),
+            float(d["cadence_hz"]),
+            float(d["phase0"]),
+            float(d["lift_cm"]),
+        )
 
     def phase(self, t: np.ndarray | float) -> np.ndarray:
         return self.phase0 + self.cadence_hz * np.asarray(t, float)
@@ -67,13 +75,13 @@ def choose_gait(n_legs: int, speed_cms: float, leg_cm: float, reach_cm: float, p
     offsets = tuple(0.0 for _ in range(n_legs))
     if speed_cms < MIN_SPEED_CMS:
         return Gait("stand", 1.0, offsets, 0.0, 0.0, float(phase0), 0.0)
-    froude = speed_cms ** 2 / (G_CMS2 * leg_cm)
+    froude = speed_cms**2 / (G_CMS2 * leg_cm)
     fast = froude > FROUDE_SWITCH[n_legs]
     name = ("run2" if fast else "walk2") if n_legs == 2 else ("trot4" if fast else "walk4")
     duty, offsets = GAITS[name]
-    stride = 2.3 * froude ** 0.3 * leg_cm
+    stride = 2.3 * froude**0.3 * leg_cm
     stride = min(stride, 2.0 * MAX_DUTY_REACH * reach_cm / duty)  # a planted foot stays within reach
-    stride = max(stride, 0.15 * leg_cm)                            # tiny steps: at most ~ speed / 0.15 leg
+    stride = max(stride, 0.15 * leg_cm)  # tiny steps: at most ~ speed / 0.15 leg
     lift = (0.12 if fast else 0.08) * leg_cm
     return Gait(name, duty, offsets, float(stride), float(speed_cms / stride), float(phase0), float(lift))
 
@@ -83,9 +91,9 @@ class RootPath:
     """A body's pose between and beyond its frames: XY, Z and yaw linearly interpolated in time
     (the clips' motions are constant-velocity, so linear extrapolation past the ends is exact)."""
 
-    times: np.ndarray     # (T,) s
-    xyz: np.ndarray       # (T,3) cm
-    yaw: np.ndarray       # (T,) deg, unwrapped
+    times: np.ndarray  # (T,) s
+    xyz: np.ndarray  # (T,3) cm
+    yaw: np.ndarray  # (T,) deg, unwrapped
 
     @classmethod
     def from_track(cls, location: np.ndarray, yaw: np.ndarray, fps: float) -> "RootPath":
@@ -130,8 +138,9 @@ def effective_speed(path: RootPath, neutral: np.ndarray) -> float:
     return best
 
 
-def foot_targets(path: RootPath, gait: Gait, neutral: np.ndarray, times: np.ndarray,
-                 ground) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def foot_targets(
+    path: RootPath, gait: Gait, neutral: np.ndarray, times: np.ndarray, ground
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Body-frame foot targets (T,F,3), stance flags (T,F) and stance ids (T,F) (the cycle a
     planted foot belongs to; -1 in swing). ``neutral`` (F,3) are the feet's rest points (z = the
     foot point's height above the ground)."""

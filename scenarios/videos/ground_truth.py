@@ -22,6 +22,7 @@ Costs no extra render: the depth and id buffers come from the same pass as ``lit
 ``.npz`` files are written with fixed zip timestamps (:func:`npz_bytes`), so they are
 byte-identical across runs (numpy's ``savez`` stamps the current time).
 """
+
 from __future__ import annotations
 
 import io
@@ -68,20 +69,33 @@ def projected_box(cam: Camera, tf: Transform, size: tuple[float, float, float]) 
 
 
 def camera_row(cam: Camera) -> dict:
-    return {"location": list(cam.location), "rotation": list(cam.rotation.as_tuple()), "hfov_deg": float(cam.fov_deg),
-            "focal_px": cam.focal_px, "principal_point": [cam.width / 2.0, cam.height / 2.0],
-            "width": cam.width, "height": cam.height}
+    return {
+        "location": list(cam.location),
+        "rotation": list(cam.rotation.as_tuple()),
+        "hfov_deg": float(cam.fov_deg),
+        "focal_px": cam.focal_px,
+        "principal_point": [cam.width / 2.0, cam.height / 2.0],
+        "width": cam.width,
+        "height": cam.height,
+    }
 
 
-def object_row(instance_id: int, role: str, name: str, asset: str, cls: str, size, tf: Transform,
-               cam: Camera, pc) -> dict:
+def object_row(instance_id: int, role: str, name: str, asset: str, cls: str, size, tf: Transform, cam: Camera, pc) -> dict:
     """One mover in one frame: pose, amodal and visible boxes, pixel counts."""
-    return {"instance_id": instance_id, "role": role, "name": name, "asset": asset, "class": cls,
-            "size_cm": list(size), "location": list(tf.location), "rotation": list(tf.rotation.as_tuple()),
-            "bbox_visible": list(pc.bbox) if pc is not None and pc.bbox else None,
-            "bbox_projected": projected_box(cam, tf, size),
-            "visible_px": pc.visible if pc is not None else None,
-            "unoccluded_px": pc.unoccluded if pc is not None else None}
+    return {
+        "instance_id": instance_id,
+        "role": role,
+        "name": name,
+        "asset": asset,
+        "class": cls,
+        "size_cm": list(size),
+        "location": list(tf.location),
+        "rotation": list(tf.rotation.as_tuple()),
+        "bbox_visible": list(pc.bbox) if pc is not None and pc.bbox else None,
+        "bbox_projected": projected_box(cam, tf, size),
+        "visible_px": pc.visible if pc is not None else None,
+        "unoccluded_px": pc.unoccluded if pc is not None else None,
+    }
 
 
 def frames_jsonl(rows: list[dict]) -> bytes:
@@ -95,8 +109,9 @@ def relabel(server_ids: np.ndarray, lut: np.ndarray) -> np.ndarray:
     return lut[ids].astype(np.uint16)
 
 
-def flow_to(cam_a: Camera, cam_b: Camera, plane_depth: np.ndarray, ids: np.ndarray,
-            moved: dict[int, tuple[Transform, Transform]]) -> np.ndarray:
+def flow_to(
+    cam_a: Camera, cam_b: Camera, plane_depth: np.ndarray, ids: np.ndarray, moved: dict[int, tuple[Transform, Transform]]
+) -> np.ndarray:
     """(H,W,2) flow of frame a's pixels into frame b: world points from ``plane_depth``; pixels of
     instance ``k`` in ``moved`` carried by ``moved[k] = (pose at a, pose at b)``; the rest static."""
     from sceneforge.engine.server.optical_flow import pixel_grid, world_points
@@ -115,8 +130,9 @@ def flow_to(cam_a: Camera, cam_b: Camera, plane_depth: np.ndarray, ids: np.ndarr
     return flow.astype(np.float32)
 
 
-def clip_flow(cams: list[Camera], plane_depth: np.ndarray, ids: np.ndarray,
-              poses: dict[int, list[Transform]]) -> dict[str, np.ndarray]:
+def clip_flow(
+    cams: list[Camera], plane_depth: np.ndarray, ids: np.ndarray, poses: dict[int, list[Transform]]
+) -> dict[str, np.ndarray]:
     """Forward and backward flow of every frame (T,H,W,2); ``poses[k][t]`` per moving instance."""
     T = len(cams)
     fwd = np.zeros((*plane_depth.shape, 2), np.float32)

@@ -3,6 +3,7 @@
 Apart from ground_truth.py, which is pure array and record code, because this part knows the
 scenario's clip (``made`` of scenario.make_clip) and the spawn order that fixes server ids.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,12 +19,29 @@ from sceneforge.scenarios.videos import motion as mo
 def instances(ctx, made: dict, subject_name: str) -> list[dict]:
     """Our instance table: 1 = subject, then movers, then scenery (id = position + 1)."""
     lib, clip = ctx.lib, made["clip"]
-    rows = [{"name": subject_name, "role": "subject", "asset": made["asset_id"],
-             "class": lib.info(made["asset_id"]).cls, "size_cm": list(clip.subject_size)}]
-    rows += [{"name": m.name, "role": "distractor", "asset": m.asset_id, "class": m.cls, "size_cm": list(m.size)}
-             for m in made.get("movers", [])]
-    rows += [{"name": a.name, "role": "scenery", "asset": a.asset_id, "class": lib.info(a.asset_id).cls,
-              "size_cm": [float(v) for v in lib.size_cm(a.asset_id)]} for a in made["scenery"]]
+    rows = [
+        {
+            "name": subject_name,
+            "role": "subject",
+            "asset": made["asset_id"],
+            "class": lib.info(made["asset_id"]).cls,
+            "size_cm": list(clip.subject_size),
+        }
+    ]
+    rows += [
+        {"name": m.name, "role": "distractor", "asset": m.asset_id, "class": m.cls, "size_cm": list(m.size)}
+        for m in made.get("movers", [])
+    ]
+    rows += [
+        {
+            "name": a.name,
+            "role": "scenery",
+            "asset": a.asset_id,
+            "class": lib.info(a.asset_id).cls,
+            "size_cm": [float(v) for v in lib.size_cm(a.asset_id)],
+        }
+        for a in made["scenery"]
+    ]
     return [{"instance_id": k + 1, **r} for k, r in enumerate(rows)]
 
 
@@ -43,15 +61,29 @@ def frame_rows(ctx, made: dict, table: list[dict]) -> list[dict]:
     for t in range(clip.n_frames):
         cam = mo.camera_at(clip, t, fov, size, size)
         vis = made["vis_all"][t] if made.get("vis_all") else {table[0]["name"]: made["vis"][t]}
-        objs = [gt.object_row(1, "subject", table[0]["name"], table[0]["asset"], table[0]["class"],
-                              clip.subject_size, mo.subject_transform(clip, t), cam, vis.get(table[0]["name"]))]
-        objs += [gt.object_row(k + 2, "distractor", m.name, m.asset_id, m.cls, m.size, m.transform(t), cam,
-                               vis.get(m.name)) for k, m in enumerate(movers)]
+        objs = [
+            gt.object_row(
+                1,
+                "subject",
+                table[0]["name"],
+                table[0]["asset"],
+                table[0]["class"],
+                clip.subject_size,
+                mo.subject_transform(clip, t),
+                cam,
+                vis.get(table[0]["name"]),
+            )
+        ]
+        objs += [
+            gt.object_row(k + 2, "distractor", m.name, m.asset_id, m.cls, m.size, m.transform(t), cam, vis.get(m.name))
+            for k, m in enumerate(movers)
+        ]
         for o in objs:  # articulated actors: the animation state (gait phase, every part's transform)
             if o["name"] in made.get("posed", {}):
                 o["rig"] = made["posed"][o["name"]].frame_state(t)
-        rows.append({"schema": gt.FRAMES_SCHEMA, "frame": t, "time_s": t / clip.fps, "camera": gt.camera_row(cam),
-                     "objects": objs})
+        rows.append(
+            {"schema": gt.FRAMES_SCHEMA, "frame": t, "time_s": t / clip.fps, "camera": gt.camera_row(cam), "objects": objs}
+        )
     return rows
 
 
@@ -63,7 +95,7 @@ def dense_arrays(ctx, made: dict, table: list[dict]) -> dict[str, dict[str, np.n
     if "masks" in want:
         out["masks"] = {"instance": ids}
     if "depth" in want:
-        out["depth"] = {"depth": kind_array("depth", dense["depth"])}   # the render kind's dtype (float32 cm)
+        out["depth"] = {"depth": kind_array("depth", dense["depth"])}  # the render kind's dtype (float32 cm)
     if "flow" in want:
         cams = [mo.camera_at(clip, t, made["fov"], ctx.size, ctx.size) for t in range(clip.n_frames)]
         poses = {1: [mo.subject_transform(clip, t) for t in range(clip.n_frames)]}

@@ -21,6 +21,7 @@ Units are UnrealCV's: cm, left-handed X forward / Y right / Z up, yaw in degrees
 yaw turning clockwise seen from above. Times are ``frame / fps`` seconds. Everything is a pure
 function of a :class:`MotionSpec` (sampled scalars) so a clip is reproducible from its record.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,14 +39,24 @@ OBJ_MODES = ("static", "translate", "rotate")
 PATTERNS = tuple(f"cam_{c}-obj_{o}" for c in CAM_MODES for o in OBJ_MODES)
 # Opt-in camera paths people film with (orbit, follow, zoom): scenarios/videos/camera_paths.py
 EXTRA_PATTERNS = (
-    "cam_orbit-obj_static", "cam_orbit-obj_rotate", "cam_follow-obj_translate",
-    "cam_zoom-obj_static", "cam_zoom-obj_translate", "cam_zoom-obj_rotate",
+    "cam_orbit-obj_static",
+    "cam_orbit-obj_rotate",
+    "cam_follow-obj_translate",
+    "cam_zoom-obj_static",
+    "cam_zoom-obj_translate",
+    "cam_zoom-obj_rotate",
 )
 # Opt-in mixed patterns: the subject translates *and* turns (an arc), the camera translates *and*
 # pans, and the combinations with the other modes that DSI defines none for (answer rules: dsi.py)
 MIXED_PATTERNS = (
-    "cam_static-obj_mixed", "cam_translate-obj_mixed", "cam_rotate-obj_mixed", "cam_zoom-obj_mixed",
-    "cam_mixed-obj_static", "cam_mixed-obj_translate", "cam_mixed-obj_rotate", "cam_mixed-obj_mixed",
+    "cam_static-obj_mixed",
+    "cam_translate-obj_mixed",
+    "cam_rotate-obj_mixed",
+    "cam_zoom-obj_mixed",
+    "cam_mixed-obj_static",
+    "cam_mixed-obj_translate",
+    "cam_mixed-obj_rotate",
+    "cam_mixed-obj_mixed",
 )
 ALL_PATTERNS = PATTERNS + EXTRA_PATTERNS + MIXED_PATTERNS
 # Base direction angles (deg) relative to the camera's initial heading.
@@ -65,8 +76,12 @@ def parse_pattern(name: str) -> tuple[str, str]:
 
 def _number(name: str, value, integer: bool = False) -> float:
     """A finite number from a config value (YAML may give ``ten``), else ConfigError naming the field."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or (integer and float(value) != int(value)):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or (integer and float(value) != int(value))
+    ):
         kind = "an integer" if integer else "a finite number"
         raise ConfigError(f"motion.{name} must be {kind}, got {value!r}")
     return int(value) if integer else float(value)
@@ -85,15 +100,18 @@ class MotionConfig:
     obj_speed_cms: tuple[float, float] = (80.0, 220.0)
     obj_turn_dps: tuple[float, float] = (40.0, 110.0)
     dir_jitter_deg: float = 12.0
-    patterns: tuple[str, ...] = option(PATTERNS, help="subset of the 9 motion patterns (cam_X-obj_Y), or the opt-in "
-                                       "camera paths cam_orbit-/cam_follow-/cam_zoom-obj_Y and mixed patterns "
-                                       "cam_mixed-/obj_mixed (translate and turn at once; docs/videos.md)")
+    patterns: tuple[str, ...] = option(
+        PATTERNS,
+        help="subset of the 9 motion patterns (cam_X-obj_Y), or the opt-in "
+        "camera paths cam_orbit-/cam_follow-/cam_zoom-obj_Y and mixed patterns "
+        "cam_mixed-/obj_mixed (translate and turn at once; docs/videos.md)",
+    )
     # opt-in camera paths (camera_paths.py); left out of the job's identity while at these defaults
     cam_orbit_dps: tuple[float, float] = (4.0, 10.0)
     zoom_ratio: tuple[float, float] = (1.3, 1.8)
     shake_cm: float = 0.0
     shake_deg: float = 0.0
-    obj_arc_dps: tuple[float, float] = (15.0, 35.0)   # a mixed subject's turn rate along its arc
+    obj_arc_dps: tuple[float, float] = (15.0, 35.0)  # a mixed subject's turn rate along its arc
 
     def __post_init__(self) -> None:
         n_frames = _number("n_frames", self.n_frames, integer=True)
@@ -103,8 +121,17 @@ class MotionConfig:
         if not (0 < _number("fps", self.fps) <= 240):
             raise ConfigError(f"motion.fps must be in (0, 240], got {self.fps}")
         _number("dir_jitter_deg", self.dir_jitter_deg)
-        for name in ("cam_distance_cm", "cam_height_cm", "cam_speed_cms", "cam_pan_dps",
-                     "obj_speed_cms", "obj_turn_dps", "cam_orbit_dps", "zoom_ratio", "obj_arc_dps"):
+        for name in (
+            "cam_distance_cm",
+            "cam_height_cm",
+            "cam_speed_cms",
+            "cam_pan_dps",
+            "obj_speed_cms",
+            "obj_turn_dps",
+            "cam_orbit_dps",
+            "zoom_ratio",
+            "obj_arc_dps",
+        ):
             value = getattr(self, name)
             if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
                 raise ConfigError(f"motion.{name} must be [lo, hi] numbers, got {value!r}")
@@ -146,8 +173,10 @@ class MotionConfig:
         """``d`` is the config's ``motion`` mapping; ``motion: [1, 2]`` is one line, not a
         TypeError from ``dict([1, 2])``."""
         if d is not None and not isinstance(d, dict):
-            raise ConfigError(f"motion must be a mapping of fields ({', '.join(cls.__dataclass_fields__)}), "
-                              f"got {type(d).__name__} {str(d)[:60]}")
+            raise ConfigError(
+                f"motion must be a mapping of fields ({', '.join(cls.__dataclass_fields__)}), "
+                f"got {type(d).__name__} {str(d)[:60]}"
+            )
         d = dict(d or {})
         unknown = set(d) - set(cls.__dataclass_fields__)
         if unknown:
@@ -162,22 +191,22 @@ class MotionSpec:
     pattern: str
     n_frames: int
     fps: float
-    anchor: tuple[float, float]      # subject start XY, cm
-    bearing_deg: float               # camera-to-subject heading at t=0 (before centring)
-    distance_cm: float               # horizontal camera-subject distance at t=0
-    height_cm: float                 # camera height above the ground under it
-    cam_dir_deg: float = 0.0         # translation direction rel. camera heading
+    anchor: tuple[float, float]  # subject start XY, cm
+    bearing_deg: float  # camera-to-subject heading at t=0 (before centring)
+    distance_cm: float  # horizontal camera-subject distance at t=0
+    height_cm: float  # camera height above the ground under it
+    cam_dir_deg: float = 0.0  # translation direction rel. camera heading
     cam_speed_cms: float = 0.0
-    cam_pan_dps: float = 0.0         # signed: + pans right (yaw increases)
-    obj_dir_deg: float = 0.0         # translation direction rel. camera heading
+    cam_pan_dps: float = 0.0  # signed: + pans right (yaw increases)
+    obj_dir_deg: float = 0.0  # translation direction rel. camera heading
     obj_speed_cms: float = 0.0
-    obj_yaw_deg: float = 0.0         # subject's initial yaw (static/rotate)
-    obj_turn_dps: float = 0.0        # signed: + turns clockwise seen from above
+    obj_yaw_deg: float = 0.0  # subject's initial yaw (static/rotate)
+    obj_turn_dps: float = 0.0  # signed: + turns clockwise seen from above
     subject_size: tuple[float, float, float] = (400.0, 200.0, 150.0)  # cm, local X/Y/Z extent
-    scale: float = 1.0               # size factor applied to distance, height and speeds
+    scale: float = 1.0  # size factor applied to distance, height and speeds
     # opt-in camera paths (camera_paths.py); left out of to_dict() while at these defaults
-    cam_orbit_dps: float = 0.0       # signed: + = heading (and orbit angle) increasing
-    zoom_ratio: float = 1.0          # final / initial focal length (> 1 zooms in)
+    cam_orbit_dps: float = 0.0  # signed: + = heading (and orbit angle) increasing
+    zoom_ratio: float = 1.0  # final / initial focal length (> 1 zooms in)
     shake_cm: float = 0.0
     shake_deg: float = 0.0
     shake_seed: int = 0
@@ -205,8 +234,10 @@ class Track:
         return Rotator(float(self.pitch[t]), float(self.yaw[t]), 0.0)
 
     def allclose(self, other: "Track", atol: float = 1e-6) -> bool:
-        return all(np.allclose(a, b, atol=atol) for a, b in
-                   ((self.location, other.location), (self.yaw, other.yaw), (self.pitch, other.pitch)))
+        return all(
+            np.allclose(a, b, atol=atol)
+            for a, b in ((self.location, other.location), (self.yaw, other.yaw), (self.pitch, other.pitch))
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -219,7 +250,7 @@ class ClipMotion:
     subject: Track
     subject_size: tuple[float, float, float]
     spec: MotionSpec | None = field(default=None, compare=False)
-    zoom: np.ndarray | None = None   # (T,) focal-length factor (cam_zoom); None = fixed focal
+    zoom: np.ndarray | None = None  # (T,) focal-length factor (cam_zoom); None = fixed focal
 
     @property
     def n_frames(self) -> int:
@@ -227,7 +258,8 @@ class ClipMotion:
 
     def allclose(self, other: "ClipMotion", atol: float = 1e-6) -> bool:
         zooms = (self.zoom is None) == (other.zoom is None) and (
-            self.zoom is None or np.allclose(self.zoom, other.zoom, atol=atol))
+            self.zoom is None or np.allclose(self.zoom, other.zoom, atol=atol)
+        )
         return self.camera.allclose(other.camera, atol) and self.subject.allclose(other.subject, atol) and zooms
 
 
@@ -277,19 +309,18 @@ def _paths(spec: MotionSpec, yaw0: float) -> tuple[np.ndarray, np.ndarray, np.nd
     v_obj = spec.obj_speed_cms * heading(yaw0 + spec.obj_dir_deg) if obj_mode == "translate" else 0.0
     cam_yaw = yaw0 + (spec.cam_pan_dps * t[:, 0] if cam_mode in ("rotate", "mixed") else 0.0 * t[:, 0])
     if obj_mode == "mixed":  # an arc: heading yaw0 + obj_dir_deg, turning at obj_turn_dps
-        return cam0 + v_cam * t, cam_yaw, arc_path(start, yaw0 + spec.obj_dir_deg, spec.obj_speed_cms,
-                                                   spec.obj_turn_dps, t[:, 0])
-    if cam_mode == "follow":   # a tracking dolly: the subject's velocity, heading kept
+        return cam0 + v_cam * t, cam_yaw, arc_path(start, yaw0 + spec.obj_dir_deg, spec.obj_speed_cms, spec.obj_turn_dps, t[:, 0])
+    if cam_mode == "follow":  # a tracking dolly: the subject's velocity, heading kept
         v_cam = v_obj
     elif cam_mode == "orbit":  # about the subject's start, facing it (camera_paths.py)
         from sceneforge.scenarios.videos.camera_paths import orbit_paths
+
         cam_xy, cam_yaw = orbit_paths(start, spec.distance_cm, yaw0, spec.cam_orbit_dps, t[:, 0])
         return cam_xy, cam_yaw, start + v_obj * t
     return cam0 + v_cam * t, cam_yaw, start + v_obj * t
 
 
-def arc_path(start: np.ndarray, heading0_deg: float, speed_cms: float, turn_dps: float,
-             t: np.ndarray) -> np.ndarray:
+def arc_path(start: np.ndarray, heading0_deg: float, speed_cms: float, turn_dps: float, t: np.ndarray) -> np.ndarray:
     """(T,2) positions along a circular arc from ``start``: initial heading ``heading0_deg``,
     constant speed, heading turning at ``turn_dps`` (closed form; straight when the rate is 0)."""
     w = math.radians(turn_dps)
@@ -340,6 +371,7 @@ def build_clip(spec: MotionSpec, ground_height: HeightFn) -> ClipMotion:
     zoom = None
     if spec.zoom_ratio != 1.0:
         from sceneforge.scenarios.videos.camera_paths import zoom_track
+
         zoom = zoom_track(spec.zoom_ratio, spec.n_frames)
     return ClipMotion(spec.pattern, spec.fps, camera, subject, tuple(spec.subject_size), spec, zoom)
 
@@ -357,9 +389,14 @@ def _uniform(rng: np.random.Generator, lo_hi: tuple[float, float]) -> float:
     return float(rng.uniform(lo_hi[0], lo_hi[1]))
 
 
-def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
-                anchor: tuple[float, float], subject_size: tuple[float, float, float],
-                scale: float = 1.0) -> MotionSpec:
+def sample_spec(
+    rng: np.random.Generator,
+    cfg: MotionConfig,
+    pattern: str,
+    anchor: tuple[float, float],
+    subject_size: tuple[float, float, float],
+    scale: float = 1.0,
+) -> MotionSpec:
     """Draw one clip's scalars for ``pattern`` (directions: a base direction + jitter).
 
     ``scale`` multiplies the camera distance, height (not below 60 cm) and both translation
@@ -368,13 +405,18 @@ def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
     cam_mode, obj_mode = parse_pattern(pattern)
     jit = lambda: float(rng.uniform(-cfg.dir_jitter_deg, cfg.dir_jitter_deg))  # noqa: E731
     sign = lambda: float(rng.choice([-1.0, 1.0]))  # noqa: E731
-    spec = MotionSpec(pattern=pattern, n_frames=int(cfg.n_frames), fps=float(cfg.fps),
-                      anchor=(float(anchor[0]), float(anchor[1])),
-                      bearing_deg=float(rng.uniform(-180, 180)),
-                      distance_cm=scale * _uniform(rng, cfg.cam_distance_cm),
-                      height_cm=max(60.0, scale * _uniform(rng, cfg.cam_height_cm)),
-                      obj_yaw_deg=float(rng.uniform(-180, 180)),
-                      subject_size=tuple(float(s) for s in subject_size), scale=float(scale))
+    spec = MotionSpec(
+        pattern=pattern,
+        n_frames=int(cfg.n_frames),
+        fps=float(cfg.fps),
+        anchor=(float(anchor[0]), float(anchor[1])),
+        bearing_deg=float(rng.uniform(-180, 180)),
+        distance_cm=scale * _uniform(rng, cfg.cam_distance_cm),
+        height_cm=max(60.0, scale * _uniform(rng, cfg.cam_height_cm)),
+        obj_yaw_deg=float(rng.uniform(-180, 180)),
+        subject_size=tuple(float(s) for s in subject_size),
+        scale=float(scale),
+    )
     if cam_mode == "translate":
         base = CAM_DIRS[str(rng.choice(list(CAM_DIRS)))]
         spec = replace(spec, cam_dir_deg=base + jit(), cam_speed_cms=scale * _uniform(rng, cfg.cam_speed_cms))
@@ -390,8 +432,7 @@ def sample_spec(rng: np.random.Generator, cfg: MotionConfig, pattern: str,
     return _sample_extras(rng, cfg, spec, cam_mode)
 
 
-def _sample_mixed(rng: np.random.Generator, cfg: MotionConfig, spec: MotionSpec, cam_mode: str,
-                  obj_mode: str) -> MotionSpec:
+def _sample_mixed(rng: np.random.Generator, cfg: MotionConfig, spec: MotionSpec, cam_mode: str, obj_mode: str) -> MotionSpec:
     """Scalars of a mixed camera (translate + pan) or subject (arc). Directions are centred so
     the net displacement (the chord) points along the base direction ± jitter both in the
     camera's initial frame and in its final one (what the reversed clip's answer uses): a
@@ -402,13 +443,21 @@ def _sample_mixed(rng: np.random.Generator, cfg: MotionConfig, spec: MotionSpec,
     dur = (spec.n_frames - 1) / spec.fps
     if cam_mode == "mixed":
         pan = sign() * _uniform(rng, cfg.cam_pan_dps)
-        spec = replace(spec, cam_pan_dps=pan, cam_speed_cms=spec.scale * _uniform(rng, cfg.cam_speed_cms),
-                       cam_dir_deg=CAM_DIRS[str(rng.choice(list(CAM_DIRS)))] + pan * dur / 2.0 + jit())
+        spec = replace(
+            spec,
+            cam_pan_dps=pan,
+            cam_speed_cms=spec.scale * _uniform(rng, cfg.cam_speed_cms),
+            cam_dir_deg=CAM_DIRS[str(rng.choice(list(CAM_DIRS)))] + pan * dur / 2.0 + jit(),
+        )
     if obj_mode == "mixed":
         turn = sign() * _uniform(rng, cfg.obj_arc_dps)
         lean = spec.cam_pan_dps * dur / 2.0 if cam_mode in ("rotate", "mixed") else 0.0
-        spec = replace(spec, obj_turn_dps=turn, obj_speed_cms=spec.scale * _uniform(rng, cfg.obj_speed_cms),
-                       obj_dir_deg=OBJ_DIRS[str(rng.choice(list(OBJ_DIRS)))] - turn * dur / 2.0 + lean + jit())
+        spec = replace(
+            spec,
+            obj_turn_dps=turn,
+            obj_speed_cms=spec.scale * _uniform(rng, cfg.obj_speed_cms),
+            obj_dir_deg=OBJ_DIRS[str(rng.choice(list(OBJ_DIRS)))] - turn * dur / 2.0 + lean + jit(),
+        )
     return spec
 
 
@@ -421,8 +470,7 @@ def _sample_extras(rng: np.random.Generator, cfg: MotionConfig, spec: MotionSpec
         ratio = _uniform(rng, cfg.zoom_ratio)
         spec = replace(spec, zoom_ratio=ratio if rng.random() < 0.5 else 1.0 / ratio)
     if cfg.shake_cm > 0 or cfg.shake_deg > 0:
-        spec = replace(spec, shake_cm=cfg.shake_cm, shake_deg=cfg.shake_deg,
-                       shake_seed=int(rng.integers(0, 2**31 - 1)))
+        spec = replace(spec, shake_cm=cfg.shake_cm, shake_deg=cfg.shake_deg, shake_seed=int(rng.integers(0, 2**31 - 1)))
     return spec
 
 
@@ -460,8 +508,11 @@ def hflip_motion(clip: ClipMotion) -> ClipMotion:
     plane would do (they differ by a rigid motion, which no label depends on).
     """
     origin, plane_yaw = mirror_plane(clip)
-    mir = lambda tr: Track(mirror_points(tr.location, origin, plane_yaw),  # noqa: E731
-                           mirror_yaw(tr.yaw, plane_yaw), tr.pitch.copy())
+    mir = lambda tr: Track(
+        mirror_points(tr.location, origin, plane_yaw),  # noqa: E731
+        mirror_yaw(tr.yaw, plane_yaw),
+        tr.pitch.copy(),
+    )
     return replace(clip, camera=mir(clip.camera), subject=mir(clip.subject), spec=None)
 
 

@@ -25,6 +25,7 @@ Starts are drawn inside the camera's initial view (bearing within 80 % of the ha
 ``DISTRACTOR_STREAM`` so the subject's motion and everything DSI asks are unchanged by them.
 Units: cm, degrees, UE axes (scenarios/videos/motion.py).
 """
+
 from __future__ import annotations
 
 import math
@@ -35,12 +36,12 @@ import numpy as np
 from sceneforge.engine.world import Transform
 from sceneforge.scenarios.videos import motion as mo
 
-DISTRACTOR_STREAM = 3   # the clip's seed stream for distractors (0 motion, 1 questions)
+DISTRACTOR_STREAM = 3  # the clip's seed stream for distractors (0 motion, 1 questions)
 MAX_DISTRACTORS = 6
 TRIES_PER_MOVER = 60
 MOVER_MOTIONS = ("straight", "curve", "stop_and_go", "turn")
-CURVE_DPS = (15.0, 45.0)        # |turn rate| of a curving mover, deg/s
-TURN_DEG = (45.0, 120.0)        # |heading change| of a turning mover's corner, deg
+CURVE_DPS = (15.0, 45.0)  # |turn rate| of a curving mover, deg/s
+TURN_DEG = (45.0, 120.0)  # |heading change| of a turning mover's corner, deg
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,15 +63,27 @@ class Mover:
 
     def to_record(self) -> dict:
         """The record entry (``motion`` only when not straight: older records keep their bytes)."""
-        d = {"name": self.name, "asset": self.asset_id, "class": self.cls, "size_cm": list(self.size),
-             "location": self.track.location.tolist(), "yaw": self.track.yaw.tolist()}
+        d = {
+            "name": self.name,
+            "asset": self.asset_id,
+            "class": self.cls,
+            "size_cm": list(self.size),
+            "location": self.track.location.tolist(),
+            "yaw": self.track.yaw.tolist(),
+        }
         return d if self.motion == "straight" else {**d, "motion": self.motion}
 
     @classmethod
     def from_record(cls, d: dict) -> "Mover":
         loc, yaw = np.asarray(d["location"], float), np.asarray(d["yaw"], float)
-        return cls(d["name"], d["asset"], d["class"], tuple(d["size_cm"]), mo.Track(loc, yaw, np.zeros_like(yaw)),
-                   d.get("motion", "straight"))
+        return cls(
+            d["name"],
+            d["asset"],
+            d["class"],
+            tuple(d["size_cm"]),
+            mo.Track(loc, yaw, np.zeros_like(yaw)),
+            d.get("motion", "straight"),
+        )
 
 
 def _min_gap(a: np.ndarray, b: np.ndarray) -> float:
@@ -89,8 +102,9 @@ def _in_corridor(clip: mo.ClipMotion, loc: np.ndarray, r: float) -> bool:
     return bool((gap < r + r_s).any())
 
 
-def _draw_track(rng: np.random.Generator, clip: mo.ClipMotion, speed_cms: float, height_fn, hfov: float,
-                motion: str = "straight") -> mo.Track:
+def _draw_track(
+    rng: np.random.Generator, clip: mo.ClipMotion, speed_cms: float, height_fn, hfov: float, motion: str = "straight"
+) -> mo.Track:
     """A walk/drive of kind ``motion`` starting inside the camera's initial view."""
     cam0, yaw0 = clip.camera.location[0], float(clip.camera.yaw[0])
     dist0 = float(np.linalg.norm(clip.subject.location[0, :2] - cam0[:2]))
@@ -111,18 +125,19 @@ def smoothstep(x: np.ndarray) -> np.ndarray:
     return x * x * (3.0 - 2.0 * x)
 
 
-def _shaped_path(rng: np.random.Generator, motion: str, start: np.ndarray, head: float, speed_cms: float,
-                 t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _shaped_path(
+    rng: np.random.Generator, motion: str, start: np.ndarray, head: float, speed_cms: float, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """XY and yaw of a curving, stop-and-go or turning mover (faces its heading throughout)."""
     if motion == "curve":
         rate = float(rng.choice([-1.0, 1.0])) * float(rng.uniform(*CURVE_DPS))
         return mo.arc_path(start, head, speed_cms, rate, t), head + rate * t
     dur = max(float(t[-1]), 1e-9)
     hold = dur * float(rng.uniform(*((0.3, 0.45) if motion == "turn" else (0.15, 0.3))))  # the wait
-    ramp = 0.15 * dur                                                 # each ease
-    margin = hold / 2.0 + ramp + 0.1 * dur                            # at full speed before and after
+    ramp = 0.15 * dur  # each ease
+    margin = hold / 2.0 + ramp + 0.1 * dur  # at full speed before and after
     centre = float(rng.uniform(margin, dur - margin))
-    gait = smoothstep((np.abs(t - centre) - hold / 2.0) / ramp)        # 1 walking, 0 standing
+    gait = smoothstep((np.abs(t - centre) - hold / 2.0) / ramp)  # 1 walking, 0 standing
     yaw = np.full_like(t, head)
     if motion == "turn":  # the corner is turned between standing frames only (no step is taken)
         turn = float(rng.choice([-1.0, 1.0])) * float(rng.uniform(*TURN_DEG))
@@ -131,13 +146,22 @@ def _shaped_path(rng: np.random.Generator, motion: str, start: np.ndarray, head:
         standing = np.cumsum(gait == 0.0)
         yaw = head + turn * smoothstep(standing / standing[-1])
     dt = np.diff(t, prepend=t[0])
-    step = (speed_cms * gait * dt)[:, None] * mo.heading(yaw)          # frame k-1 -> k, at frame k's pose
+    step = (speed_cms * gait * dt)[:, None] * mo.heading(yaw)  # frame k-1 -> k, at frame k's pose
     return np.asarray(start, float) + np.cumsum(step, axis=0), yaw
 
 
-def sample_movers(rng: np.random.Generator, clip: mo.ClipMotion, n: int, candidates: list[tuple[str, str, tuple]],
-                  speed_cms: tuple[float, float], height_fn, hfov: float, pad_cm: float = 100.0,
-                  cam_clear_cm: float = 150.0, motions: tuple[str, ...] = ("straight",)) -> list[Mover]:
+def sample_movers(
+    rng: np.random.Generator,
+    clip: mo.ClipMotion,
+    n: int,
+    candidates: list[tuple[str, str, tuple]],
+    speed_cms: tuple[float, float],
+    height_fn,
+    hfov: float,
+    pad_cm: float = 100.0,
+    cam_clear_cm: float = 150.0,
+    motions: tuple[str, ...] = ("straight",),
+) -> list[Mover]:
     """Up to ``n`` distractors; ``candidates`` are ``(asset_id, class, size_cm)`` not of the
     subject's class, each moving one of ``motions`` (drawn per mover; no draw when there is one).
     A distractor that finds no valid track in ``TRIES_PER_MOVER`` is dropped."""
@@ -152,10 +176,12 @@ def sample_movers(rng: np.random.Generator, clip: mo.ClipMotion, n: int, candida
         scale = float(np.clip(max(size[0], size[1]) / 450.0, 0.25, 1.5))
         for _ in range(TRIES_PER_MOVER):
             track = _draw_track(rng, clip, scale * float(rng.uniform(*speed_cms)), height_fn, hfov, motion)
-            if (_min_gap(track.location, clip.subject.location) >= r + r_subject + pad_cm
-                    and _min_gap(track.location, clip.camera.location) >= r + cam_clear_cm
-                    and all(_min_gap(track.location, m.track.location) >= r + m.radius() + pad_cm for m in out)
-                    and not _in_corridor(clip, track.location, r)):
+            if (
+                _min_gap(track.location, clip.subject.location) >= r + r_subject + pad_cm
+                and _min_gap(track.location, clip.camera.location) >= r + cam_clear_cm
+                and all(_min_gap(track.location, m.track.location) >= r + m.radius() + pad_cm for m in out)
+                and not _in_corridor(clip, track.location, r)
+            ):
                 out.append(Mover(f"mover{k}", asset_id, cls, tuple(float(s) for s in size), track, motion))
                 break
     return out

@@ -25,6 +25,7 @@ only the geometry is articulated. Everything is a pure function of the rig param
 
 Units: cm, degrees, UE axes (X forward, Y right, Z up); part sizes are full extents.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,19 @@ from sceneforge.engine.world import Actor, Rotator, Transform
 from sceneforge.scenarios.videos import gait as ga
 
 PRIMITIVE = {"ellipsoid": "primitive_sphere", "box": "primitive_cube"}  # both 100 cm, base on z = 0
-KINDS = {"human": "biped", "bear": "quadruped", "fox": "quadruped", "husky": "quadruped", "deer": "quadruped",
-         "camel": "quadruped", "car": "vehicle", "taxi": "vehicle", "truck": "vehicle", "bike": "vehicle",
-         "vespa": "vehicle"}
+KINDS = {
+    "human": "biped",
+    "bear": "quadruped",
+    "fox": "quadruped",
+    "husky": "quadruped",
+    "deer": "quadruped",
+    "camel": "quadruped",
+    "car": "vehicle",
+    "taxi": "vehicle",
+    "truck": "vehicle",
+    "bike": "vehicle",
+    "vespa": "vehicle",
+}
 RIG_CLASSES = tuple(KINDS)
 MAX_STEER_DEG = 35.0
 TYRE, HUB, GLASS, DARK = (32, 32, 34), (175, 175, 180), (60, 80, 100), (28, 24, 22)
@@ -96,17 +107,17 @@ class Part:
     centre: tuple[float, float, float] = (0.0, 0.0, 0.0)
     a: tuple[float, float, float] | None = None
     b: tuple[float, float, float] | None = None
-    index: int = -1            # leg / wheel / arm index
-    angle: float = 0.0         # spoke: extra spin offset (deg)
+    index: int = -1  # leg / wheel / arm index
+    angle: float = 0.0  # spoke: extra spin offset (deg)
 
 
 @dataclass(frozen=True)
 class Leg:
-    hip: tuple[float, float, float]   # body frame, cm
+    hip: tuple[float, float, float]  # body frame, cm
     upper: float
     lower: float
-    bend: float                       # +1: the middle joint points forward (knee), -1: back (hock)
-    foot_z: float                     # height of the foot point (ankle / fetlock) above the ground
+    bend: float  # +1: the middle joint points forward (knee), -1: back (hock)
+    foot_z: float  # height of the foot point (ankle / fetlock) above the ground
 
 
 @dataclass(frozen=True)
@@ -126,13 +137,17 @@ class Rig:
     parts: tuple[Part, ...]
     legs: tuple[Leg, ...] = ()
     wheels: tuple[Wheel, ...] = ()
-    arms: tuple[tuple[tuple[float, float, float], float, float], ...] = ()   # shoulder, upper, lower
+    arms: tuple[tuple[tuple[float, float, float], float, float], ...] = ()  # shoulder, upper, lower
     palette: dict = field(default_factory=dict)
 
     def to_record(self) -> dict:
         """What rebuilds this rig: class, size and palette (:func:`build_rig`)."""
-        return {"class": self.cls, "kind": self.kind, "size_cm": list(self.size),
-                "palette": {k: list(v) for k, v in sorted(self.palette.items())}}
+        return {
+            "class": self.cls,
+            "kind": self.kind,
+            "size_cm": list(self.size),
+            "palette": {k: list(v) for k, v in sorted(self.palette.items())},
+        }
 
     @property
     def leg_cm(self) -> float:
@@ -143,8 +158,9 @@ class Rig:
 
     def reach_cm(self) -> float:
         """Horizontal reach of a foot from below its hip with the leg nearly straight."""
-        return float(min(math.sqrt(max((0.98 * (lg.upper + lg.lower)) ** 2 - (lg.hip[2] - lg.foot_z) ** 2, 1.0))
-                         for lg in self.legs))
+        return float(
+            min(math.sqrt(max((0.98 * (lg.upper + lg.lower)) ** 2 - (lg.hip[2] - lg.foot_z) ** 2, 1.0)) for lg in self.legs)
+        )
 
 
 def _c(palette: dict, key: str, default) -> tuple[int, int, int]:
@@ -153,17 +169,23 @@ def _c(palette: dict, key: str, default) -> tuple[int, int, int]:
 
 # Palette regions in the asset's box (x, y in [-0.5, 0.5] of L, W; z in [0, 1] of H) and fallbacks.
 REGIONS = {
-    "biped": {"shirt": ((-.3, .3), (-.25, .25), (.58, .76), (40, 90, 160)),
-              "pants": ((-.3, .3), (-.5, .5), (.15, .42), (45, 45, 60)),
-              "skin": ((-.5, .5), (-.5, .5), (.84, .9), (224, 180, 150)),
-              "hair": ((-.5, .5), (-.5, .5), (.95, 1.0), (60, 40, 25)),
-              "shoes": ((-.5, .5), (-.5, .5), (0.0, .04), (35, 30, 30))},
-    "quadruped": {"coat": ((-.25, .25), (-.5, .5), (.35, .8), (150, 110, 70)),
-                  "legs": ((-.5, .5), (-.5, .5), (.04, .2), (120, 90, 60)),
-                  "head": ((.3, .5), (-.5, .5), (.4, 1.0), (150, 110, 70)),
-                  "hoof": ((-.5, .5), (-.5, .5), (0.0, .03), DARK)},
-    "vehicle": {"body": ((-.45, .45), (-.5, .5), (.3, .5), (40, 70, 140)),
-                "top": ((-.3, .3), (-.3, .3), (.85, 1.0), GLASS)},
+    "biped": {
+        "shirt": ((-0.3, 0.3), (-0.25, 0.25), (0.58, 0.76), (40, 90, 160)),
+        "pants": ((-0.3, 0.3), (-0.5, 0.5), (0.15, 0.42), (45, 45, 60)),
+        "skin": ((-0.5, 0.5), (-0.5, 0.5), (0.84, 0.9), (224, 180, 150)),
+        "hair": ((-0.5, 0.5), (-0.5, 0.5), (0.95, 1.0), (60, 40, 25)),
+        "shoes": ((-0.5, 0.5), (-0.5, 0.5), (0.0, 0.04), (35, 30, 30)),
+    },
+    "quadruped": {
+        "coat": ((-0.25, 0.25), (-0.5, 0.5), (0.35, 0.8), (150, 110, 70)),
+        "legs": ((-0.5, 0.5), (-0.5, 0.5), (0.04, 0.2), (120, 90, 60)),
+        "head": ((0.3, 0.5), (-0.5, 0.5), (0.4, 1.0), (150, 110, 70)),
+        "hoof": ((-0.5, 0.5), (-0.5, 0.5), (0.0, 0.03), DARK),
+    },
+    "vehicle": {
+        "body": ((-0.45, 0.45), (-0.5, 0.5), (0.3, 0.5), (40, 70, 140)),
+        "top": ((-0.3, 0.3), (-0.3, 0.3), (0.85, 1.0), GLASS),
+    },
 }
 
 
@@ -185,8 +207,15 @@ def palette_of(mesh, kind: str) -> dict:
     code = q[:, 0] * 256 + q[:, 1] * 16 + q[:, 2]
     luma = col @ np.array([0.299, 0.587, 0.114])
     for key, (xr, yr, zr, _) in REGIONS[kind].items():
-        sel = ((n[:, 0] >= xr[0]) & (n[:, 0] <= xr[1]) & (n[:, 1] >= yr[0]) & (n[:, 1] <= yr[1])
-               & (n[:, 2] >= zr[0]) & (n[:, 2] <= zr[1]) & (area > 0))
+        sel = (
+            (n[:, 0] >= xr[0])
+            & (n[:, 0] <= xr[1])
+            & (n[:, 1] >= yr[0])
+            & (n[:, 1] <= yr[1])
+            & (n[:, 2] >= zr[0])
+            & (n[:, 2] <= zr[1])
+            & (area > 0)
+        )
         bright = sel & (luma >= 45)
         sel = bright if bright.any() and key not in ("hair", "shoes", "hoof") else sel
         if not sel.any():
@@ -221,24 +250,38 @@ def rig_from_record(d: dict) -> Rig:
 def _biped(cls: str, size, pal: dict) -> Rig:
     H = size[2]
     shirt, pants, skin = _c(pal, "shirt", (0, 0, 0)), _c(pal, "pants", (0, 0, 0)), _c(pal, "skin", (0, 0, 0))
-    parts = [Part("pelvis", "ellipsoid", (0.13 * H, 0.2 * H, 0.12 * H), pants, centre=(0, 0, 0.5 * H)),
-             Part("torso", "ellipsoid", (0.15 * H, 0.27 * H, 0.32 * H), shirt, centre=(0, 0, 0.67 * H)),
-             Part("neck", "ellipsoid", (0.06 * H, 0.06 * H, 0.1 * H), skin, centre=(0, 0, 0.84 * H)),
-             Part("head", "ellipsoid", (0.12 * H, 0.1 * H, 0.13 * H), skin, centre=(0.01 * H, 0, 0.92 * H)),
-             Part("hair", "ellipsoid", (0.125 * H, 0.105 * H, 0.085 * H), _c(pal, "hair", (0, 0, 0)),
-                  centre=(-0.012 * H, 0, 0.955 * H))]
+    parts = [
+        Part("pelvis", "ellipsoid", (0.13 * H, 0.2 * H, 0.12 * H), pants, centre=(0, 0, 0.5 * H)),
+        Part("torso", "ellipsoid", (0.15 * H, 0.27 * H, 0.32 * H), shirt, centre=(0, 0, 0.67 * H)),
+        Part("neck", "ellipsoid", (0.06 * H, 0.06 * H, 0.1 * H), skin, centre=(0, 0, 0.84 * H)),
+        Part("head", "ellipsoid", (0.12 * H, 0.1 * H, 0.13 * H), skin, centre=(0.01 * H, 0, 0.92 * H)),
+        Part(
+            "hair", "ellipsoid", (0.125 * H, 0.105 * H, 0.085 * H), _c(pal, "hair", (0, 0, 0)), centre=(-0.012 * H, 0, 0.955 * H)
+        ),
+    ]
     legs, arms = [], []
     foot_z = 0.035 * H
     for i, (side, y) in enumerate((("l", -0.055 * H), ("r", 0.055 * H))):
         hip = (0.0, y, 0.5 * H)
         legs.append(Leg(hip, 0.255 * H, 0.255 * H, +1.0, foot_z))
-        parts += [Part(f"thigh_{side}", "ellipsoid", (0.09 * H, 0.09 * H, 0.0), pants, "upper", index=i),
-                  Part(f"shin_{side}", "ellipsoid", (0.07 * H, 0.07 * H, 0.0), pants, "lower", index=i),
-                  Part(f"foot_{side}", "box", (0.14 * H, 0.055 * H, 0.04 * H), _c(pal, "shoes", DARK), "foot",
-                       centre=(0.035 * H, 0, -foot_z + 0.02 * H), index=i)]
+        parts += [
+            Part(f"thigh_{side}", "ellipsoid", (0.09 * H, 0.09 * H, 0.0), pants, "upper", index=i),
+            Part(f"shin_{side}", "ellipsoid", (0.07 * H, 0.07 * H, 0.0), pants, "lower", index=i),
+            Part(
+                f"foot_{side}",
+                "box",
+                (0.14 * H, 0.055 * H, 0.04 * H),
+                _c(pal, "shoes", DARK),
+                "foot",
+                centre=(0.035 * H, 0, -foot_z + 0.02 * H),
+                index=i,
+            ),
+        ]
         arms.append(((0.0, 2.6 * y + (0.035 * H if y > 0 else -0.035 * H), 0.8 * H), 0.17 * H, 0.17 * H))
-        parts += [Part(f"upperarm_{side}", "ellipsoid", (0.065 * H, 0.065 * H, 0.0), shirt, "arm_upper", index=i),
-                  Part(f"forearm_{side}", "ellipsoid", (0.055 * H, 0.055 * H, 0.0), skin, "arm_lower", index=i)]
+        parts += [
+            Part(f"upperarm_{side}", "ellipsoid", (0.065 * H, 0.065 * H, 0.0), shirt, "arm_upper", index=i),
+            Part(f"forearm_{side}", "ellipsoid", (0.055 * H, 0.055 * H, 0.0), skin, "arm_lower", index=i),
+        ]
     return Rig(cls, "biped", size, tuple(parts), tuple(legs), (), tuple(arms), pal)
 
 
@@ -246,38 +289,103 @@ def _biped(cls: str, size, pal: dict) -> Rig:
 # body ellipsoids (centre, radii, colour key), limbs (a, b, radius, key), legs (x front, x hind,
 # half-track y, hip z front, hip z hind, upper radius, lower radius), hoof (radii).
 SPECIES = {
-    "bear": {"body": [((0, 0, 80), (60, 31, 34), "coat"), ((34, 0, 96), (30, 28, 28), "coat"),
-                      ((-44, 0, 82), (32, 30, 33), "coat"), ((94, 0, 92), (19, 20, 18.5), "head"),
-                      ((87, -15, 110), (4, 7.5, 8), "head"), ((87, 15, 110), (4, 7.5, 8), "head"),
-                      ((-76, 0, 92), (7, 7, 7), "coat")],
-             "limbs": [((58, 0, 92), (84, 0, 90), 22, "coat"), ((102, 0, 89), (130, 0, 80), 10, "head")],
-             "legs": (40, -48, 17.5, 78, 80, 15, 10), "hoof": (13, 9, 6), "foot_z": 6.0},
-    "fox": {"body": [((0, 0, 38), (28, 10.5, 11.5), "coat"), ((18, 0, 38), (14, 10.5, 12.5), "coat"),
-                     ((40, 0, 54), (8.5, 7.5, 6.5), "head"), ((-74, 0, 18.5), (7, 6, 5), "tip")],
-            "limbs": [((24, 0, 42), (36, 0, 52), 7, "coat"), ((44, 0, 52), (59, 0, 49), 3.5, "head"),
-                      ((38, -4.5, 58), (36, -6.5, 71), 3.0, "head"), ((38, 4.5, 58), (36, 6.5, 71), 3.0, "head"),
-                      ((-26, 0, 40), (-46, 0, 31), 6, "coat"), ((-46, 0, 31), (-72, 0, 20), 7.5, "coat")],
-            "legs": (22, -22, 5, 34, 34, 4.5, 2.4), "hoof": (3.2, 2.2, 1.6), "foot_z": 1.6},
-    "husky": {"body": [((0, 0, 52), (30, 15, 16.5), "coat"), ((22, 0, 53), (17, 15.5, 19), "coat"),
-                       ((44, 0, 76), (11, 10.5, 9.5), "head"), ((-34, 0, 72), (8, 7, 8), "coat")],
-              "limbs": [((28, 0, 62), (40, 0, 72), 12, "coat"), ((50, 0, 73), (62, 0, 70.5), 5.5, "legs"),
-                        ((41, -6, 83), (40, -7.5, 95), 4.0, "head"), ((41, 6, 83), (40, 7.5, 95), 4.0, "head"),
-                        ((-30, 0, 60), (-38, 0, 70), 6.5, "coat")],
-              "legs": (24, -24, 7.5, 46, 50, 7, 3.6), "hoof": (4.2, 3.2, 2.2), "foot_z": 2.2},
-    "deer": {"body": [((0, 0, 100), (48, 19, 24), "coat"), ((32, 0, 100), (22, 18, 27), "coat"),
-                      ((-38, 0, 104), (22, 19, 23), "coat"), ((66, 0, 151), (12, 7.5, 8.5), "head"),
-                      ((-62, 0, 104), (6, 8, 9), "coat")],
-             "limbs": [((42, 0, 112), (62, 0, 146), 11, "coat"), ((70, 0, 148), (87, 0, 138), 5.5, "head"),
-                       ((62, -6, 157), (57, -17, 166), 4.0, "head"), ((62, 6, 157), (57, 17, 166), 4.0, "head")],
-             "antlers": [((62, -4, 160), (50, -24, 198), 2.2), ((50, -24, 198), (46, -28, 220), 1.6),
-                         ((62, 4, 160), (50, 24, 198), 2.2), ((50, 24, 198), (46, 28, 220), 1.6)],
-             "legs": (34, -40, 9.5, 92, 100, 8, 3.0), "hoof": (3.5, 2.6, 2.8), "foot_z": 2.8, "chain": 1.08},
-    "camel": {"body": [((0, 0, 148), (58, 27, 30), "coat"), ((36, 0, 146), (26, 25, 32), "coat"),
-                       ((-2, 0, 170), (36, 20, 40), "coat"), ((108, 0, 190), (15, 9.5, 10), "head"),
-                       ((100, -8, 200), (3, 3, 5), "head"), ((100, 8, 200), (3, 3, 5), "head")],
-              "limbs": [((52, 0, 150), (80, 0, 136), 14, "coat"), ((80, 0, 136), (104, 0, 184), 10, "coat"),
-                        ((112, 0, 188), (133, 0, 177), 7.5, "head"), ((-56, 0, 150), (-64, 0, 106), 3.0, "coat")],
-              "legs": (42, -40, 13.5, 136, 146, 9, 5.5), "hoof": (10, 7.5, 3.5), "foot_z": 3.5, "chain": 1.06},
+    "bear": {
+        "body": [
+            ((0, 0, 80), (60, 31, 34), "coat"),
+            ((34, 0, 96), (30, 28, 28), "coat"),
+            ((-44, 0, 82), (32, 30, 33), "coat"),
+            ((94, 0, 92), (19, 20, 18.5), "head"),
+            ((87, -15, 110), (4, 7.5, 8), "head"),
+            ((87, 15, 110), (4, 7.5, 8), "head"),
+            ((-76, 0, 92), (7, 7, 7), "coat"),
+        ],
+        "limbs": [((58, 0, 92), (84, 0, 90), 22, "coat"), ((102, 0, 89), (130, 0, 80), 10, "head")],
+        "legs": (40, -48, 17.5, 78, 80, 15, 10),
+        "hoof": (13, 9, 6),
+        "foot_z": 6.0,
+    },
+    "fox": {
+        "body": [
+            ((0, 0, 38), (28, 10.5, 11.5), "coat"),
+            ((18, 0, 38), (14, 10.5, 12.5), "coat"),
+            ((40, 0, 54), (8.5, 7.5, 6.5), "head"),
+            ((-74, 0, 18.5), (7, 6, 5), "tip"),
+        ],
+        "limbs": [
+            ((24, 0, 42), (36, 0, 52), 7, "coat"),
+            ((44, 0, 52), (59, 0, 49), 3.5, "head"),
+            ((38, -4.5, 58), (36, -6.5, 71), 3.0, "head"),
+            ((38, 4.5, 58), (36, 6.5, 71), 3.0, "head"),
+            ((-26, 0, 40), (-46, 0, 31), 6, "coat"),
+            ((-46, 0, 31), (-72, 0, 20), 7.5, "coat"),
+        ],
+        "legs": (22, -22, 5, 34, 34, 4.5, 2.4),
+        "hoof": (3.2, 2.2, 1.6),
+        "foot_z": 1.6,
+    },
+    "husky": {
+        "body": [
+            ((0, 0, 52), (30, 15, 16.5), "coat"),
+            ((22, 0, 53), (17, 15.5, 19), "coat"),
+            ((44, 0, 76), (11, 10.5, 9.5), "head"),
+            ((-34, 0, 72), (8, 7, 8), "coat"),
+        ],
+        "limbs": [
+            ((28, 0, 62), (40, 0, 72), 12, "coat"),
+            ((50, 0, 73), (62, 0, 70.5), 5.5, "legs"),
+            ((41, -6, 83), (40, -7.5, 95), 4.0, "head"),
+            ((41, 6, 83), (40, 7.5, 95), 4.0, "head"),
+            ((-30, 0, 60), (-38, 0, 70), 6.5, "coat"),
+        ],
+        "legs": (24, -24, 7.5, 46, 50, 7, 3.6),
+        "hoof": (4.2, 3.2, 2.2),
+        "foot_z": 2.2,
+    },
+    "deer": {
+        "body": [
+            ((0, 0, 100), (48, 19, 24), "coat"),
+            ((32, 0, 100), (22, 18, 27), "coat"),
+            ((-38, 0, 104), (22, 19, 23), "coat"),
+            ((66, 0, 151), (12, 7.5, 8.5), "head"),
+            ((-62, 0, 104), (6, 8, 9), "coat"),
+        ],
+        "limbs": [
+            ((42, 0, 112), (62, 0, 146), 11, "coat"),
+            ((70, 0, 148), (87, 0, 138), 5.5, "head"),
+            ((62, -6, 157), (57, -17, 166), 4.0, "head"),
+            ((62, 6, 157), (57, 17, 166), 4.0, "head"),
+        ],
+        "antlers": [
+            ((62, -4, 160), (50, -24, 198), 2.2),
+            ((50, -24, 198), (46, -28, 220), 1.6),
+            ((62, 4, 160), (50, 24, 198), 2.2),
+            ((50, 24, 198), (46, 28, 220), 1.6),
+        ],
+        "legs": (34, -40, 9.5, 92, 100, 8, 3.0),
+        "hoof": (3.5, 2.6, 2.8),
+        "foot_z": 2.8,
+        "chain": 1.08,
+    },
+    "camel": {
+        "body": [
+            ((0, 0, 148), (58, 27, 30), "coat"),
+            ((36, 0, 146), (26, 25, 32), "coat"),
+            ((-2, 0, 170), (36, 20, 40), "coat"),
+            ((108, 0, 190), (15, 9.5, 10), "head"),
+            ((100, -8, 200), (3, 3, 5), "head"),
+            ((100, 8, 200), (3, 3, 5), "head"),
+        ],
+        "limbs": [
+            ((52, 0, 150), (80, 0, 136), 14, "coat"),
+            ((80, 0, 136), (104, 0, 184), 10, "coat"),
+            ((112, 0, 188), (133, 0, 177), 7.5, "head"),
+            ((-56, 0, 150), (-64, 0, 106), 3.0, "coat"),
+        ],
+        "legs": (42, -40, 13.5, 136, 146, 9, 5.5),
+        "hoof": (10, 7.5, 3.5),
+        "foot_z": 3.5,
+        "chain": 1.06,
+    },
 }
 # the same species under the class names of the library
 SPECIES_OF = {"bear": "bear", "fox": "fox", "husky": "husky", "deer": "deer", "camel": "camel"}
@@ -301,39 +409,62 @@ def _sculpt_box(sp: dict, antlers: bool) -> tuple[np.ndarray, np.ndarray]:
 
 def _quadruped(cls: str, size, pal: dict) -> Rig:
     sp = SPECIES[SPECIES_OF[cls]]
-    antlers = "antlers" in sp and size[2] > 1.2 * size[0]   # a stag's box is taller than long
+    antlers = "antlers" in sp and size[2] > 1.2 * size[0]  # a stag's box is taller than long
     lo, hi = _sculpt_box(sp, antlers)
     k = np.asarray(size, float) / (hi - lo)
     mid = np.array([(lo[0] + hi[0]) / 2.0, (lo[1] + hi[1]) / 2.0, 0.0])
     to = lambda p: tuple(float(v) for v in (np.asarray(p, float) - mid) * k)  # noqa: E731
-    col = {"coat": _c(pal, "coat", (0, 0, 0)), "head": _c(pal, "head", (0, 0, 0)), "legs": _c(pal, "legs", (0, 0, 0)),
-           "tip": (238, 232, 222), "horn": (205, 188, 160)}
-    parts = [Part(f"body{i}", "ellipsoid", tuple(float(v) for v in 2 * np.asarray(r) * k), col[key], centre=to(c))
-             for i, (c, r, key) in enumerate(sp["body"])]
+    col = {
+        "coat": _c(pal, "coat", (0, 0, 0)),
+        "head": _c(pal, "head", (0, 0, 0)),
+        "legs": _c(pal, "legs", (0, 0, 0)),
+        "tip": (238, 232, 222),
+        "horn": (205, 188, 160),
+    }
+    parts = [
+        Part(f"body{i}", "ellipsoid", tuple(float(v) for v in 2 * np.asarray(r) * k), col[key], centre=to(c))
+        for i, (c, r, key) in enumerate(sp["body"])
+    ]
     kr = float(np.sqrt(k[1] * k[2]))
     limbs = [(a, b, r, key) for a, b, r, key in sp["limbs"]]
     limbs += [(a, b, r, "horn") for a, b, r in (sp.get("antlers", []) if antlers else [])]
-    parts += [Part(f"limb{i}", "ellipsoid", (2 * r * kr, 2 * r * kr, 0.0), col[key], "limb", a=to(a), b=to(b))
-              for i, (a, b, r, key) in enumerate(limbs)]
+    parts += [
+        Part(f"limb{i}", "ellipsoid", (2 * r * kr, 2 * r * kr, 0.0), col[key], "limb", a=to(a), b=to(b))
+        for i, (a, b, r, key) in enumerate(limbs)
+    ]
     fx, hx, y, zf, zh, ru, rl = sp["legs"]
     foot_z = sp["foot_z"] * k[2]
     legs = []
-    for i, (name, x, yy, z, bend) in enumerate((("lf", fx, -y, zf, +1.0), ("rf", fx, y, zf, +1.0),
-                                                 ("lh", hx, -y, zh, -1.0), ("rh", hx, y, zh, -1.0))):
+    for i, (name, x, yy, z, bend) in enumerate(
+        (("lf", fx, -y, zf, +1.0), ("rf", fx, y, zf, +1.0), ("lh", hx, -y, zh, -1.0), ("rh", hx, y, zh, -1.0))
+    ):
         hip = to((x, yy, z))
-        chain = sp.get("chain", 1.12) * (hip[2] - foot_z)   # bent at rest: 1.12 reaches ~0.45 hip heights
+        chain = sp.get("chain", 1.12) * (hip[2] - foot_z)  # bent at rest: 1.12 reaches ~0.45 hip heights
         legs.append(Leg(hip, 0.5 * chain, 0.5 * chain, bend, foot_z))
-        parts += [Part(f"upper_{name}", "ellipsoid", (2 * ru * kr, 2 * ru * kr, 0.0), col["coat"], "upper", index=i),
-                  Part(f"lower_{name}", "ellipsoid", (2 * rl * kr, 2 * rl * kr, 0.0), col["legs"], "lower", index=i),
-                  Part(f"hoof_{name}", "ellipsoid", tuple(float(v) for v in 2 * np.asarray(sp["hoof"]) * k),
-                       _c(pal, "hoof", DARK), "foot", centre=(0.3 * sp["hoof"][0] * k[0], 0.0, -foot_z), index=i)]
+        parts += [
+            Part(f"upper_{name}", "ellipsoid", (2 * ru * kr, 2 * ru * kr, 0.0), col["coat"], "upper", index=i),
+            Part(f"lower_{name}", "ellipsoid", (2 * rl * kr, 2 * rl * kr, 0.0), col["legs"], "lower", index=i),
+            Part(
+                f"hoof_{name}",
+                "ellipsoid",
+                tuple(float(v) for v in 2 * np.asarray(sp["hoof"]) * k),
+                _c(pal, "hoof", DARK),
+                "foot",
+                centre=(0.3 * sp["hoof"][0] * k[0], 0.0, -foot_z),
+                index=i,
+            ),
+        ]
     return Rig(cls, "quadruped", size, tuple(parts), tuple(legs), (), (), pal)
 
 
 # Vehicles: wheel radius (share of L, at most share of H), axle x (shares of L), wheel width (share of L)
-VEHICLES = {"car": (0.075, 0.21, (0.31, -0.3), 0.06), "taxi": (0.075, 0.21, (0.31, -0.3), 0.06),
-            "truck": (0.07, 0.16, (0.36, -0.2, -0.36), 0.05), "bike": (0.2, 0.42, (0.3, -0.3), 0.03),
-            "vespa": (0.12, 0.25, (0.36, -0.33), 0.07)}
+VEHICLES = {
+    "car": (0.075, 0.21, (0.31, -0.3), 0.06),
+    "taxi": (0.075, 0.21, (0.31, -0.3), 0.06),
+    "truck": (0.07, 0.16, (0.36, -0.2, -0.36), 0.05),
+    "bike": (0.2, 0.42, (0.3, -0.3), 0.03),
+    "vespa": (0.12, 0.25, (0.36, -0.33), 0.07),
+}
 
 
 def _vehicle(cls: str, size, pal: dict) -> Rig:
@@ -344,33 +475,47 @@ def _vehicle(cls: str, size, pal: dict) -> Rig:
     two = cls in ("bike", "vespa")
     if cls == "truck":
         cab, cargo = 0.8 * H - 1.2 * r, H - 1.6 * r
-        parts = [Part("cab", "box", (0.25 * L, 0.9 * W, cab), body, centre=(0.36 * L, 0, 1.2 * r + cab / 2)),
-                 Part("cargo", "box", (0.68 * L, 0.9 * W, cargo), top, centre=(-0.15 * L, 0, 1.6 * r + cargo / 2)),
-                 Part("chassis", "box", (0.95 * L, 0.8 * W, 0.5 * r), DARK, centre=(0.0, 0, 1.1 * r)),
-                 Part("glass", "box", (0.02 * L, 0.8 * W, 0.25 * cab), GLASS, centre=(0.487 * L, 0, 1.2 * r + 0.7 * cab))]
+        parts = [
+            Part("cab", "box", (0.25 * L, 0.9 * W, cab), body, centre=(0.36 * L, 0, 1.2 * r + cab / 2)),
+            Part("cargo", "box", (0.68 * L, 0.9 * W, cargo), top, centre=(-0.15 * L, 0, 1.6 * r + cargo / 2)),
+            Part("chassis", "box", (0.95 * L, 0.8 * W, 0.5 * r), DARK, centre=(0.0, 0, 1.1 * r)),
+            Part("glass", "box", (0.02 * L, 0.8 * W, 0.25 * cab), GLASS, centre=(0.487 * L, 0, 1.2 * r + 0.7 * cab)),
+        ]
     elif cls == "bike":
         z = lambda f: f * H  # noqa: E731
-        crank, seat, head, rear, front = (0, 0, r), (-0.08 * L, 0, z(0.8)), (0.2 * L, 0, z(0.82)), (xs[1] * L, 0, r), \
-            (xs[0] * L, 0, r)
-        parts = [Part(f"tube{i}", "ellipsoid", (0.03 * L, 0.03 * L, 0.0), body, "limb", a=a, b=b)
-                 for i, (a, b) in enumerate(((crank, seat), (seat, head), (head, crank), (crank, rear),
-                                             (seat, rear), (head, front)))]
-        parts += [Part("saddle", "box", (0.12 * L, 0.06 * L, 0.03 * L), DARK, centre=(-0.09 * L, 0, z(0.84))),
-                  Part("bar", "box", (0.04 * L, 0.36 * L, 0.03 * L), HUB, centre=(0.22 * L, 0, z(0.95)))]
+        crank, seat, head, rear, front = (
+            (0, 0, r),
+            (-0.08 * L, 0, z(0.8)),
+            (0.2 * L, 0, z(0.82)),
+            (xs[1] * L, 0, r),
+            (xs[0] * L, 0, r),
+        )
+        parts = [
+            Part(f"tube{i}", "ellipsoid", (0.03 * L, 0.03 * L, 0.0), body, "limb", a=a, b=b)
+            for i, (a, b) in enumerate(((crank, seat), (seat, head), (head, crank), (crank, rear), (seat, rear), (head, front)))
+        ]
+        parts += [
+            Part("saddle", "box", (0.12 * L, 0.06 * L, 0.03 * L), DARK, centre=(-0.09 * L, 0, z(0.84))),
+            Part("bar", "box", (0.04 * L, 0.36 * L, 0.03 * L), HUB, centre=(0.22 * L, 0, z(0.95))),
+        ]
     elif cls == "vespa":
-        parts = [Part("rear", "ellipsoid", (0.55 * L, 0.8 * W, 0.45 * H), body, centre=(-0.2 * L, 0, 0.45 * H)),
-                 Part("floor", "box", (0.45 * L, 0.5 * W, 0.06 * H), body, centre=(0.05 * L, 0, 0.22 * H)),
-                 Part("shield", "box", (0.08 * L, 0.7 * W, 0.55 * H), body, centre=(0.3 * L, 0, 0.5 * H)),
-                 Part("seat", "box", (0.36 * L, 0.4 * W, 0.06 * H), DARK, centre=(-0.2 * L, 0, 0.7 * H)),
-                 Part("bar", "box", (0.05 * L, 0.9 * W, 0.05 * H), HUB, centre=(0.33 * L, 0, 0.92 * H))]
+        parts = [
+            Part("rear", "ellipsoid", (0.55 * L, 0.8 * W, 0.45 * H), body, centre=(-0.2 * L, 0, 0.45 * H)),
+            Part("floor", "box", (0.45 * L, 0.5 * W, 0.06 * H), body, centre=(0.05 * L, 0, 0.22 * H)),
+            Part("shield", "box", (0.08 * L, 0.7 * W, 0.55 * H), body, centre=(0.3 * L, 0, 0.5 * H)),
+            Part("seat", "box", (0.36 * L, 0.4 * W, 0.06 * H), DARK, centre=(-0.2 * L, 0, 0.7 * H)),
+            Part("bar", "box", (0.05 * L, 0.9 * W, 0.05 * H), HUB, centre=(0.33 * L, 0, 0.92 * H)),
+        ]
     else:
         low = 0.55 * H - 0.6 * r
-        parts = [Part("body", "box", (L, 0.88 * W, low), body, centre=(0, 0, 0.6 * r + low / 2)),
-                 Part("cabin", "box", (0.5 * L, 0.82 * W, 0.4 * H), GLASS, centre=(-0.04 * L, 0, 0.75 * H)),
-                 Part("roof", "box", (0.46 * L, 0.84 * W, 0.05 * H), body, centre=(-0.04 * L, 0, 0.975 * H))]
+        parts = [
+            Part("body", "box", (L, 0.88 * W, low), body, centre=(0, 0, 0.6 * r + low / 2)),
+            Part("cabin", "box", (0.5 * L, 0.82 * W, 0.4 * H), GLASS, centre=(-0.04 * L, 0, 0.75 * H)),
+            Part("roof", "box", (0.46 * L, 0.84 * W, 0.05 * H), body, centre=(-0.04 * L, 0, 0.975 * H)),
+        ]
     wheels = []
     for x in xs:
-        for s in ((0.0,) if two else (-1.0, 1.0)):
+        for s in (0.0,) if two else (-1.0, 1.0):
             wheels.append(Wheel((x * L, s * (W / 2.0 - 0.5 * w), r), r, x == xs[0]))
     for i, wh in enumerate(wheels):
         parts.append(Part(f"tyre{i}", "ellipsoid", (2 * r, w, 2 * r), TYRE, "wheel", index=i))
@@ -380,18 +525,19 @@ def _vehicle(cls: str, size, pal: dict) -> Rig:
 
 
 # --- posing --------------------------------------------------------------------------------------
-def two_bone(hip: np.ndarray, target: np.ndarray, upper: float, lower: float, bend_dir: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray]:
+def two_bone(
+    hip: np.ndarray, target: np.ndarray, upper: float, lower: float, bend_dir: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Knee and reached foot for a two-bone leg from ``hip`` towards ``target`` bending towards
     ``bend_dir`` (all in one frame). The foot equals the target when it is within reach."""
     d = target - hip
     dist = float(np.linalg.norm(d))
     dn = d / max(dist, 1e-9)
     reach = min(max(dist, abs(upper - lower) + 1e-6), upper + lower - 1e-6)
-    cos_a = (upper ** 2 + reach ** 2 - lower ** 2) / (2 * upper * reach)
+    cos_a = (upper**2 + reach**2 - lower**2) / (2 * upper * reach)
     n = bend_dir - (bend_dir @ dn) * dn
     n = n / max(np.linalg.norm(n), 1e-9)
-    knee = hip + upper * (cos_a * dn + math.sqrt(max(0.0, 1 - cos_a ** 2)) * n)
+    knee = hip + upper * (cos_a * dn + math.sqrt(max(0.0, 1 - cos_a**2)) * n)
     foot = hip + reach * dn
     return knee, foot
 
@@ -402,12 +548,12 @@ class PosedRig:
 
     rig: Rig
     gait: ga.Gait | None
-    transforms: list[list[Transform]]     # [t][part]
-    feet_world: np.ndarray                 # (T,F,3) foot points as posed (after IK); (T,0,3) for vehicles
-    stance: np.ndarray                     # (T,F) bool
-    stance_id: np.ndarray                  # (T,F) cycle index of a planted foot, -1 in swing
-    wheel_spin_deg: np.ndarray             # (T,W)
-    wheel_steer_deg: np.ndarray            # (T,W)
+    transforms: list[list[Transform]]  # [t][part]
+    feet_world: np.ndarray  # (T,F,3) foot points as posed (after IK); (T,0,3) for vehicles
+    stance: np.ndarray  # (T,F) bool
+    stance_id: np.ndarray  # (T,F) cycle index of a planted foot, -1 in swing
+    wheel_spin_deg: np.ndarray  # (T,W)
+    wheel_steer_deg: np.ndarray  # (T,W)
     fps: float = 1.0
 
     @property
@@ -418,12 +564,16 @@ class PosedRig:
         return [f"{owner}_{p.name}" for p in self.rig.parts]
 
     def actors(self, owner: str, t: int = 0) -> list[Actor]:
-        return [Actor(n, PRIMITIVE[p.shape], tf, tint=p.color)
-                for n, p, tf in zip(self.part_names(owner), self.rig.parts, self.transforms[t])]
+        return [
+            Actor(n, PRIMITIVE[p.shape], tf, tint=p.color)
+            for n, p, tf in zip(self.part_names(owner), self.rig.parts, self.transforms[t])
+        ]
 
     def poses(self, owner: str, t: int) -> dict:
-        return {n: {"location": tf.location, "rotation": tf.rotation.as_tuple(), "scale": tf.scale}
-                for n, tf in zip(self.part_names(owner), self.transforms[t])}
+        return {
+            n: {"location": tf.location, "rotation": tf.rotation.as_tuple(), "scale": tf.scale}
+            for n, tf in zip(self.part_names(owner), self.transforms[t])
+        }
 
     def frame_state(self, t: int) -> dict:
         """The animation state of frame ``t`` (gt frames.jsonl): gait phase, feet, wheels and
@@ -436,17 +586,25 @@ class PosedRig:
         if self.rig.wheels:
             out["wheel_spin_deg"] = [float(v) for v in self.wheel_spin_deg[t]]
             out["wheel_steer_deg"] = [float(v) for v in self.wheel_steer_deg[t]]
-        out["parts"] = {p.name: {"asset": PRIMITIVE[p.shape], "location": list(tf.location),
-                                 "rotation": list(tf.rotation.as_tuple()), "scale": list(tf.scale), "tint": list(p.color)}
-                        for p, tf in zip(self.rig.parts, self.transforms[t])}
+        out["parts"] = {
+            p.name: {
+                "asset": PRIMITIVE[p.shape],
+                "location": list(tf.location),
+                "rotation": list(tf.rotation.as_tuple()),
+                "scale": list(tf.scale),
+                "tint": list(p.color),
+            }
+            for p, tf in zip(self.rig.parts, self.transforms[t])
+        }
         return out
 
     def to_record(self) -> dict:
         return {"rig": self.rig.to_record(), "gait": None if self.gait is None else self.gait.to_dict()}
 
 
-def pose_rig(rig: Rig, location: np.ndarray, yaw: np.ndarray, fps: float, ground, phase0: float = 0.0,
-             gait: ga.Gait | None = None) -> PosedRig:
+def pose_rig(
+    rig: Rig, location: np.ndarray, yaw: np.ndarray, fps: float, ground, phase0: float = 0.0, gait: ga.Gait | None = None
+) -> PosedRig:
     """Pose ``rig`` along a root track (``location`` (T,3) base point, ``yaw`` (T,) deg) at
     ``fps``; ``ground(x, y)`` gives the terrain height. ``gait`` overrides the chosen gait (a
     record's)."""
@@ -490,8 +648,9 @@ def pose_rig(rig: Rig, location: np.ndarray, yaw: np.ndarray, fps: float, ground
                 a, b = (to_w(sh), to_w(el)) if p.kind == "arm_upper" else (to_w(el), to_w(hand))
                 row.append(_limb(p, a, b, fwd, up))
             elif p.kind == "foot":
-                row.append(placed(p.shape, p.size, feet[p.index] + Ry @ np.asarray(p.centre) +
-                                  np.array([0, 0, p.size[2] / 2.0]), Ry))
+                row.append(
+                    placed(p.shape, p.size, feet[p.index] + Ry @ np.asarray(p.centre) + np.array([0, 0, p.size[2] / 2.0]), Ry)
+                )
             elif p.kind == "wheel":
                 wh = rig.wheels[p.index]
                 R = Ry @ yaw_matrix(steer[t, p.index]) @ Rotator(-(spin[t, p.index] + p.angle), 0.0, 0.0).matrix()
@@ -541,7 +700,7 @@ def _wheels(rig: Rig, path: ga.RootPath, phase0: float) -> tuple[np.ndarray, np.
     if T > 1:
         vel = np.gradient(path.xyz[:, :2], path.times, axis=0)
         head = np.column_stack([np.cos(np.radians(path.yaw)), np.sin(np.radians(path.yaw))])
-        speed = (vel * head).sum(1)                                   # signed: reversing < 0
+        speed = (vel * head).sum(1)  # signed: reversing < 0
         omega = np.radians(np.gradient(path.yaw, path.times))
     for w, wh in enumerate(rig.wheels):
         c = np.array([wh.centre[0], wh.centre[1], 0.0])
@@ -549,7 +708,7 @@ def _wheels(rig: Rig, path: ga.RootPath, phase0: float) -> tuple[np.ndarray, np.
         if wh.steer and T > 1:
             k = np.divide(omega, speed, out=np.zeros(T), where=np.abs(speed) > 1.0)
             ack = np.degrees(np.arctan2(base * k, np.maximum(1.0 - wh.centre[1] * k, 1e-6)))
-            v = np.gradient(pts[:, :2], path.times, axis=0)             # turning in place: along the contact's motion
+            v = np.gradient(pts[:, :2], path.times, axis=0)  # turning in place: along the contact's motion
             ang = np.degrees(np.arctan2(v[:, 1], v[:, 0])) - path.yaw
             ang = (ang + 180.0) % 360.0 - 180.0
             ang = np.where(np.abs(ang) > 90.0, ang - np.sign(ang) * 180.0, ang)
@@ -557,7 +716,7 @@ def _wheels(rig: Rig, path: ga.RootPath, phase0: float) -> tuple[np.ndarray, np.
             steer[:, w] = np.clip(np.where(np.abs(speed) > 1.0, ack, ang), -MAX_STEER_DEG, MAX_STEER_DEG)
         spin[0, w] = 360.0 * phase0
         for t in range(1, T):
-            h = np.radians(path.yaw[t - 1:t + 1].mean() + steer[t - 1:t + 1, w].mean())
+            h = np.radians(path.yaw[t - 1 : t + 1].mean() + steer[t - 1 : t + 1, w].mean())
             dist = float((pts[t, :2] - pts[t - 1, :2]) @ np.array([math.cos(h), math.sin(h)]))
             spin[t, w] = spin[t - 1, w] + math.degrees(dist / wh.radius)
     return spin, steer
@@ -612,6 +771,9 @@ def union_count(counts: dict, names: list[str], alone: dict | None = None):
     vis = sum(int(counts[n].visible) for n in names)
     un = sum(int(alone[n].visible) for n in names) if alone is not None else sum(int(counts[n].unoccluded) for n in names)
     boxes = [counts[n].bbox for n in names if counts[n].bbox is not None]
-    bbox = None if not boxes else (min(b[0] for b in boxes), min(b[1] for b in boxes),
-                                   max(b[2] for b in boxes), max(b[3] for b in boxes))
+    bbox = (
+        None
+        if not boxes
+        else (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+    )
     return PixelCount(vis, max(un, vis), bbox)

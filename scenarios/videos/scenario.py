@@ -15,6 +15,7 @@ Output (``out_dir``)::
     metadata/{aug}.csv                 DSI columns relative_path, question, options, GT, cate
     clips.parquet                      trajectories, intrinsics, per-frame visibility, answers
 """
+
 from __future__ import annotations
 
 import json
@@ -84,9 +85,18 @@ def load_context(cfg: VideoConfig) -> Context:
         raise ConfigError(f"videos config: no assets for subject classes {list(classes)}")
     pick = lambda ours, env_value: float(env_value if ours is None else ours)  # noqa: E731
     pool = [(i.id, c, tuple(float(v) for v in lib.size_cm(i.id))) for c in MOVABLE for i in lib.by_class(c)]
-    return Context(cfg, env, lib, env.ground, int(pick(cfg.image_size, s.image_size)), pick(cfg.fov_deg, s.fov_deg),
-                   pick(cfg.min_visible_ratio, s.min_visible_ratio), pick(cfg.min_bbox_px, s.min_bbox_px), ids,
-                   sorted(pool))
+    return Context(
+        cfg,
+        env,
+        lib,
+        env.ground,
+        int(pick(cfg.image_size, s.image_size)),
+        pick(cfg.fov_deg, s.fov_deg),
+        pick(cfg.min_visible_ratio, s.min_visible_ratio),
+        pick(cfg.min_bbox_px, s.min_bbox_px),
+        ids,
+        sorted(pool),
+    )
 
 
 def mirror_world(world: dict, plane_yaw: float) -> dict:
@@ -101,6 +111,7 @@ def mirror_world(world: dict, plane_yaw: float) -> dict:
 # --- per clip ----------------------------------------------------------------------------------
 def clip_rng(cfg: VideoConfig, env_name: str, index: int, stream: int = 0) -> np.random.Generator:
     from sceneforge.scenarios.sampling.rejection import sample_rng
+
     return sample_rng(cfg.seed, env_name, TASK, "", index, stream)
 
 
@@ -108,8 +119,9 @@ def relative_path(env_name: str, index: int) -> str:
     """DSI's ``relative_path`` (joined onto ``videos/{aug}/``, so it carries the extension).
     The env name becomes a directory, so it must be a plain name (no path escapes)."""
     if not _SAFE_NAME.fullmatch(env_name):
-        raise PathSecurityError(f"environment name {env_name!r} is not a plain name ([A-Za-z0-9_-]+); "
-                                "it would become a directory under videos/")
+        raise PathSecurityError(
+            f"environment name {env_name!r} is not a plain name ([A-Za-z0-9_-]+); it would become a directory under videos/"
+        )
     return f"{env_name}/{index:06d}.mp4"
 
 
@@ -123,8 +135,7 @@ def _rules(ctx: Context) -> list:
     ]
 
 
-def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: str,
-                counts: Counter) -> mo.ClipMotion:
+def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: str, counts: Counter) -> mo.ClipMotion:
     """Geometric rejection sampling of one clip's motion (no rendering)."""
     from sceneforge.scenarios.sampling.rejection import resample_while
 
@@ -136,21 +147,39 @@ def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: 
         anchor = (cx + float(r.uniform(-ANCHOR_CM, ANCHOR_CM)), cy + float(r.uniform(-ANCHOR_CM, ANCHOR_CM)))
         spec = mo.sample_spec(r, ctx.cfg.motion, pattern, anchor, size, scale=scale)
         return mo.build_clip(spec, ctx.ground.height)
+
     return resample_while(draw, _rules(ctx), rng, ctx.cfg.max_tries, counts, what=f"clip {pattern}")
 
 
-def render_frames(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor], world: dict,
-                  fov: float, size: int, kinds: tuple[str, ...] = ("lit",), visibility: bool = True
-                  ) -> tuple[dict, list]:
+def render_frames(
+    client,
+    clip: mo.ClipMotion,
+    subject: Actor,
+    scenery: list[Actor],
+    world: dict,
+    fov: float,
+    size: int,
+    kinds: tuple[str, ...] = ("lit",),
+    visibility: bool = True,
+) -> tuple[dict, list]:
     """Render every frame of ``clip``: {kind: (T,...) array} and per-frame PixelCount of the
     subject (empty when ``visibility`` is False)."""
     frames, vis = render_clip(client, clip, subject, scenery, world, fov, size, kinds, visibility)
     return frames, [v[subject.name] for v in vis]
 
 
-def render_clip(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor], world: dict, fov: float,
-                size: int, kinds: tuple[str, ...] = ("lit",), visibility: bool = True,
-                movers: list = ()) -> tuple[dict, list[dict]]:
+def render_clip(
+    client,
+    clip: mo.ClipMotion,
+    subject: Actor,
+    scenery: list[Actor],
+    world: dict,
+    fov: float,
+    size: int,
+    kinds: tuple[str, ...] = ("lit",),
+    visibility: bool = True,
+    movers: list = (),
+) -> tuple[dict, list[dict]]:
     """:func:`render_frames` with distractor ``movers`` (scenarios/videos/movers.py) posed every
     frame; per-frame visibility is ``{name: PixelCount}`` of the subject and every mover. Spawn
     order: scenery, subject, movers (instance ids follow it)."""
@@ -174,6 +203,7 @@ def render_clip(client, clip: mo.ClipMotion, subject: Actor, scenery: list[Actor
 
 def visibility_rule(ctx: Context, vis: list) -> str | None:
     from sceneforge.scenarios.sampling.rejection import visibility_failure
+
     for pc in vis:
         fail = visibility_failure({SUBJECT: pc}, [SUBJECT], ctx.min_ratio, ctx.min_bbox)
         if fail:
@@ -211,21 +241,36 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
         scenery = ctx.env.clutter(rng, keep_out=keep) if ctx.cfg.clutter else []
         posed = _articulated(ctx, index, clip, asset_id, movers)
         if posed:  # opt-in articulation: subject and movers drawn as posed rigs (scenarios/videos/articulation.py)
-            frames, vis_all, owners = articulation.render_clip(client, clip, subject, scenery, server_world(world), fov,
-                                                               ctx.size, kinds, movers=movers, posed=posed)
+            frames, vis_all, owners = articulation.render_clip(
+                client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds, movers=movers, posed=posed
+            )
         else:
-            frames, vis_all = render_clip(client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds,
-                                          movers=movers)
+            frames, vis_all = render_clip(
+                client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds, movers=movers
+            )
         vis = [v[SUBJECT] for v in vis_all]
         fail = visibility_rule(ctx, vis)
         if fail is None:
-            made = {"clip": clip, "frames": frames["lit"], "vis": vis, "asset_id": asset_id,
-                    "attempts": attempt + 1, "scenery": scenery, "world": world, "fov": fov,
-                    "movers": movers, "vis_all": vis_all, "dense": frames}
+            made = {
+                "clip": clip,
+                "frames": frames["lit"],
+                "vis": vis,
+                "asset_id": asset_id,
+                "attempts": attempt + 1,
+                "scenery": scenery,
+                "world": world,
+                "fov": fov,
+                "movers": movers,
+                "vis_all": vis_all,
+                "dense": frames,
+            }
             return {**made, "posed": posed, "spawn_owners": owners} if posed else made
         counts[fail] += 1
-    raise PlacementError(f"clip {index}: subject not visible enough in {ctx.cfg.max_render_tries} rendered "
-                         f"attempts (last rule: {fail})", rule=fail, tries=ctx.cfg.max_render_tries)
+    raise PlacementError(
+        f"clip {index}: subject not visible enough in {ctx.cfg.max_render_tries} rendered attempts (last rule: {fail})",
+        rule=fail,
+        tries=ctx.cfg.max_render_tries,
+    )
 
 
 def _distractors(ctx: Context, rng: np.random.Generator, clip: mo.ClipMotion, asset_id: str, fov: float) -> list:
@@ -234,8 +279,16 @@ def _distractors(ctx: Context, rng: np.random.Generator, clip: mo.ClipMotion, as
         return []
     cls = ctx.lib.info(asset_id).cls
     pool = [c for c in ctx.mover_pool if c[1] != cls]
-    return sample_movers(rng, clip, ctx.cfg.distractors, pool, ctx.cfg.motion.obj_speed_cms, ctx.ground.height, fov,
-                         motions=ctx.cfg.distractor_motions)
+    return sample_movers(
+        rng,
+        clip,
+        ctx.cfg.distractors,
+        pool,
+        ctx.cfg.motion.obj_speed_cms,
+        ctx.ground.height,
+        fov,
+        motions=ctx.cfg.distractor_motions,
+    )
 
 
 def _articulated(ctx: Context, index: int, clip: mo.ClipMotion, asset_id: str, movers: list) -> dict:
@@ -265,26 +318,43 @@ def features(cfg: VideoConfig, clip: mo.ClipMotion) -> list[str]:
 def clip_record(ctx: Context, index: int, made: dict) -> dict:
     """The JSON record of a clip: DSI rows for each variant + everything clips.parquet holds."""
     clip, cls = made["clip"], ctx.lib.info(made["asset_id"]).cls
-    qs, skipped = dsi.make_questions(clip, cls.replace("_", " "), clip_rng(ctx.cfg, ctx.env.name, index, 1),
-                                     kinds=ctx.cfg.questions)
+    qs, skipped = dsi.make_questions(
+        clip, cls.replace("_", " "), clip_rng(ctx.cfg, ctx.env.name, index, 1), kinds=ctx.cfg.questions
+    )
     rel = relative_path(ctx.env.name, index)
     fov = made.get("fov", ctx.fov)
     cam = mo.camera_at(clip, 0, fov, ctx.size, ctx.size)
     return {
-        "index": index, "relative_path": rel, "env": ctx.env.name, "pattern": clip.pattern,
-        "subject_asset": made["asset_id"], "subject_class": cls, "subject_size_cm": list(clip.subject_size),
-        "fps": clip.fps, "n_frames": clip.n_frames, "width": ctx.size, "height": ctx.size,
-        "hfov_deg": fov, "focal_px": cam.focal_px, "render_attempts": made["attempts"],
+        "index": index,
+        "relative_path": rel,
+        "env": ctx.env.name,
+        "pattern": clip.pattern,
+        "subject_asset": made["asset_id"],
+        "subject_class": cls,
+        "subject_size_cm": list(clip.subject_size),
+        "fps": clip.fps,
+        "n_frames": clip.n_frames,
+        "width": ctx.size,
+        "height": ctx.size,
+        "hfov_deg": fov,
+        "focal_px": cam.focal_px,
+        "render_attempts": made["attempts"],
         "world": made.get("world"),
-        "n_scenery": len(made["scenery"]), "scenery_assets": sorted({a.asset_id for a in made["scenery"]}),
-        "camera_location": clip.camera.location.tolist(), "camera_yaw": clip.camera.yaw.tolist(),
-        "camera_pitch": clip.camera.pitch.tolist(), "subject_location": clip.subject.location.tolist(),
+        "n_scenery": len(made["scenery"]),
+        "scenery_assets": sorted({a.asset_id for a in made["scenery"]}),
+        "camera_location": clip.camera.location.tolist(),
+        "camera_yaw": clip.camera.yaw.tolist(),
+        "camera_pitch": clip.camera.pitch.tolist(),
+        "subject_location": clip.subject.location.tolist(),
         "subject_yaw": clip.subject.yaw.tolist(),
-        "visible_px": [pc.visible for pc in made["vis"]], "unoccluded_px": [pc.unoccluded for pc in made["vis"]],
+        "visible_px": [pc.visible for pc in made["vis"]],
+        "unoccluded_px": [pc.unoccluded for pc in made["vis"]],
         "bbox": [list(pc.bbox) for pc in made["vis"]],
-        "spec": clip.spec.to_dict(), "skipped_questions": skipped,
-        "questions": [{"cate": q.cate, "kind": q.kind, "question": q.text, "options": list(q.options),
-                       "answers": q.answers} for q in qs],
+        "spec": clip.spec.to_dict(),
+        "skipped_questions": skipped,
+        "questions": [
+            {"cate": q.cate, "kind": q.kind, "question": q.text, "options": list(q.options), "answers": q.answers} for q in qs
+        ],
         "rows": {aug: dsi.csv_rows(rel, qs, aug) for aug in dsi.AUGS},
         **_extras(ctx, made),
     }
@@ -298,8 +368,7 @@ def _extras(ctx: Context, made: dict) -> dict:
         out["features"] = flags
     if clip.zoom is not None:
         fov = made.get("fov", ctx.fov)
-        out["focal_px_per_frame"] = [mo.camera_at(clip, t, fov, ctx.size, ctx.size).focal_px
-                                     for t in range(clip.n_frames)]
+        out["focal_px_per_frame"] = [mo.camera_at(clip, t, fov, ctx.size, ctx.size).focal_px for t in range(clip.n_frames)]
     if ctx.cfg.distractors:
         out["distractors"] = [m.to_record() for m in made.get("movers", [])]
     if ctx.cfg.articulation:  # rig, palette and gait per articulated actor; per-frame parts in gt/frames.jsonl
@@ -312,8 +381,7 @@ def plan(config: dict) -> JobPlan:
     """Validate and fingerprint (resume refuses a different config)."""
     cfg = VideoConfig.from_dict(config)
     load_context(cfg)  # env, subjects and names checked before any worker starts
-    return JobPlan(cfg.n, plan_digest(cfg), f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})",
-                   config=cfg.to_dict())
+    return JobPlan(cfg.n, plan_digest(cfg), f"{cfg.n} DSI-style clips in env {cfg.env} (seed {cfg.seed})", config=cfg.to_dict())
 
 
 def server_spec(config: dict) -> ServerSpec:
@@ -351,14 +419,24 @@ def write_graphs(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
     from sceneforge.scenarios.videos.graphs import frame_graphs
     from sceneforge.scenarios.output.writers import atomic_write_json
 
-    g = frame_graphs(ctx.lib, made["clip"], SUBJECT, made["asset_id"], made["scenery"], made["vis"],
-                     server_world(made["world"]), made["fov"], ctx.size)
+    g = frame_graphs(
+        ctx.lib,
+        made["clip"],
+        SUBJECT,
+        made["asset_id"],
+        made["scenery"],
+        made["vis"],
+        server_world(made["world"]),
+        made["fov"],
+        ctx.size,
+    )
     atomic_write_json(out_dir / "graphs" / f"{index:06d}.json", g)
 
 
 def write_ground_truth(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
     """Per-frame poses and boxes (always), masks / depth / flow on request: ground_truth.py."""
     from sceneforge.scenarios.videos.gt_writer import write_clip_gt
+
     write_clip_gt(ctx, out_dir / "gt" / f"{index:06d}", made, SUBJECT)
 
 
@@ -376,7 +454,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
                 continue
             try:
                 made = make_clip(ctx, client, index, counts)
-                write_graphs(ctx, out_dir, index, made)   # before the record: the record marks done
+                write_graphs(ctx, out_dir, index, made)  # before the record: the record marks done
                 write_ground_truth(ctx, out_dir, index, made)
                 write_clip(out_dir, clip_record(ctx, index, made), made["frames"])
                 result.done.append(index)
@@ -411,20 +489,30 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
     from sceneforge.core.version import __version__
 
     ids = sorted({r["subject_asset"] for r in records} | {a for r in records for a in r["scenery_assets"]})
-    return {"generator": f"sceneforge {__version__}", "format": "DSI-Bench (videos/{aug}/{relative_path}, "
-            "metadata/{aug}.csv) + clips.parquet", "config": ctx.cfg.to_dict(), "fingerprint": plan_digest(ctx.cfg),
-            "variants": list(dsi.AUGS), "categories": dict(enumerate(dsi.CATE_NAMES)),
-            "question_templates": dsi.TEMPLATES, "answer_spaces": dsi.SPACES, **dsi.card_tables(ctx.cfg.motion.patterns),
-            "label_transforms": {a: dict(sorted(m.items())) for a, m in dsi.AUG_MAPS.items()},
-            "stats": stats, "licenses": ctx.lib.licenses(ids), "share_alike": ctx.lib.has_share_alike(ids),
-            "attributions": ctx.lib.attributions(ids),
-            "textures_and_hdris": _looks(ctx)}
+    return {
+        "generator": f"sceneforge {__version__}",
+        "format": "DSI-Bench (videos/{aug}/{relative_path}, metadata/{aug}.csv) + clips.parquet",
+        "config": ctx.cfg.to_dict(),
+        "fingerprint": plan_digest(ctx.cfg),
+        "variants": list(dsi.AUGS),
+        "categories": dict(enumerate(dsi.CATE_NAMES)),
+        "question_templates": dsi.TEMPLATES,
+        "answer_spaces": dsi.SPACES,
+        **dsi.card_tables(ctx.cfg.motion.patterns),
+        "label_transforms": {a: dict(sorted(m.items())) for a, m in dsi.AUG_MAPS.items()},
+        "stats": stats,
+        "licenses": ctx.lib.licenses(ids),
+        "share_alike": ctx.lib.has_share_alike(ids),
+        "attributions": ctx.lib.attributions(ids),
+        "textures_and_hdris": _looks(ctx),
+    }
 
 
 def _looks(ctx) -> list[dict]:
     """Licence and credit of every HDRI/texture the environment can show (dataset card)."""
     from sceneforge.assets_manifest.looks import looks_in
     from sceneforge.scenarios.world.look import card_worlds
+
     return ctx.lib.look_attributions(**looks_in(card_worlds(ctx.env)))
 
 

@@ -5,6 +5,7 @@ and no AVX-512 kernels, so the same frames give byte-identical files on the same
 build (the muxer writes no wall-clock timestamps). Files are written to a temporary name and
 ``os.replace``d, so a killed worker never leaves a half-written mp4.
 """
+
 from __future__ import annotations
 
 import functools
@@ -24,10 +25,22 @@ from sceneforge.core.errors import ConfigError, RenderError
 # interleaved encodes differed; stable with glibc MALLOC_PERTURB_, with asm=0, or without
 # AVX-512: 0 of 240), i.e. an AVX-512 kernel reads memory it does not own. Restricting ``asm``
 # to the detected non-512 features keeps SIMD speed and makes the output reproducible.
-_X264_CPU = (("sse", "MMX2"), ("sse", "SSE"),  # every SSE CPU has MMX2 (MMXEXT)
-             ("sse2", "SSE2"), ("pni", "SSE3"), ("ssse3", "SSSE3"),
-             ("sse4_1", "SSE4.1"), ("sse4_2", "SSE4.2"), ("avx", "AVX"), ("fma", "FMA3"),
-             ("bmi1", "BMI1"), ("bmi2", "BMI2"), ("avx2", "AVX2"), ("abm", "LZCNT"), ("popcnt", "POPCNT"))
+_X264_CPU = (
+    ("sse", "MMX2"),
+    ("sse", "SSE"),  # every SSE CPU has MMX2 (MMXEXT)
+    ("sse2", "SSE2"),
+    ("pni", "SSE3"),
+    ("ssse3", "SSSE3"),
+    ("sse4_1", "SSE4.1"),
+    ("sse4_2", "SSE4.2"),
+    ("avx", "AVX"),
+    ("fma", "FMA3"),
+    ("bmi1", "BMI1"),
+    ("bmi2", "BMI2"),
+    ("avx2", "AVX2"),
+    ("abm", "LZCNT"),
+    ("popcnt", "POPCNT"),
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,8 +51,7 @@ def x264_params() -> str:
         text = Path("/proc/cpuinfo").read_text() if platform.machine().lower() in ("x86_64", "amd64") else ""
     except OSError:
         text = ""
-    flags = next((set(line.split(":", 1)[1].split()) for line in text.splitlines()
-                  if line.startswith("flags")), set())
+    flags = next((set(line.split(":", 1)[1].split()) for line in text.splitlines() if line.startswith("flags")), set())
     if "sse2" in flags:
         params += ":asm=" + ",".join(name for flag, name in _X264_CPU if flag in flags)
     return params
@@ -117,6 +129,11 @@ def probe_mp4(path: str | os.PathLike) -> dict:
     with av.open(str(path)) as src:
         s = src.streams.video[0]
         n = sum(1 for _ in src.decode(video=0))
-        return {"codec": s.codec_context.name, "pix_fmt": s.codec_context.pix_fmt,
-                "width": s.codec_context.width, "height": s.codec_context.height,
-                "frames": n, "fps": float(s.average_rate or 0)}
+        return {
+            "codec": s.codec_context.name,
+            "pix_fmt": s.codec_context.pix_fmt,
+            "width": s.codec_context.width,
+            "height": s.codec_context.height,
+            "frames": n,
+            "fps": float(s.average_rate or 0),
+        }

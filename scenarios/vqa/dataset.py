@@ -1,4 +1,5 @@
 """``finalize`` of the VQA scenario: questions in index order, tables, COCO annotations."""
+
 from __future__ import annotations
 
 import io
@@ -39,7 +40,7 @@ def write_dataset(cfg, out: Path, samples: list[tuple[str, int]]) -> dict:
         all_q = questions(graph, rules)
         for cat in CATEGORIES:
             qs = [q for q in all_q if q.category == cat]
-            picked += [qs[j] for j in sorted(rng.permutation(len(qs))[:cfg.max_per_category])]
+            picked += [qs[j] for j in sorted(rng.permutation(len(qs))[: cfg.max_per_category])]
         for k, q in enumerate(letter_options(picked, rng, counters)):
             qs_out.append({"id": f"{env}_{i:06d}_{k:02d}", "image": rec["files"]["image"], "env": env, "index": i, **q})
         sample = {"image_id": image_id, "file_name": rec["files"]["image"], "env": env, "index": i}
@@ -53,10 +54,17 @@ def write_dataset(cfg, out: Path, samples: list[tuple[str, int]]) -> dict:
         pd.DataFrame(rows).to_parquet(buf, index=False, engine="pyarrow")
         atomic_write_bytes(out / f"{name}.parquet", buf.getvalue())
     h, w = (recs[0]["camera"]["height"], recs[0]["camera"]["width"]) if recs else (0, 0)
-    coco = {"info": {"description": "sceneforge template-VQA scenes", "version": "1"},
-            "images": [{"id": r["image_id"], "file_name": r["file_name"], "width": w, "height": h} for r in images],
-            "categories": [{"id": k, "name": c} for c, k in categories.items()], "annotations": anns}
+    coco = {
+        "info": {"description": "sceneforge template-VQA scenes", "version": "1"},
+        "images": [{"id": r["image_id"], "file_name": r["file_name"], "width": w, "height": h} for r in images],
+        "categories": [{"id": k, "name": c} for c, k in categories.items()],
+        "annotations": anns,
+    }
     atomic_write_json(out / "annotations.coco.json", coco)
     by_cat = Counter(q["category"] for q in qs_out)
-    return {"images": len(images), "questions": len(qs_out), "by_category": dict(sorted(by_cat.items())),
-            "annotations": len(anns)}
+    return {
+        "images": len(images),
+        "questions": len(qs_out),
+        "by_category": dict(sorted(by_cat.items())),
+        "annotations": len(anns),
+    }

@@ -3,6 +3,7 @@ Mean Relative Accuracy for numbers, per category, and their macro average.
 
 MRA = (1/10) Σ_{θ ∈ {0.50, 0.55, …, 0.95}} 1(|ŷ − y| / |y| < 1 − θ).
 """
+
 from __future__ import annotations
 
 import json
@@ -71,11 +72,17 @@ def score(questions: list[dict], predictions: dict[str, object]) -> dict:
         else:
             s = float(pred is not None and parse_choice(pred, q["options"]) == q["answer"])
         per.setdefault(q["category"], []).append(s)
-    cats = {c: {"n": len(v), "score": sum(v) / len(v),
-                "metric": "MRA" if c in _numerical(questions) else "accuracy"} for c, v in sorted(per.items())}
+    cats = {
+        c: {"n": len(v), "score": sum(v) / len(v), "metric": "MRA" if c in _numerical(questions) else "accuracy"}
+        for c, v in sorted(per.items())
+    }
     overall = sum(c["score"] for c in cats.values()) / len(cats) if cats else 0.0
-    return {"categories": cats, "overall": overall, "n": len(questions),
-            "answered": sum(q["id"] in predictions for q in questions)}
+    return {
+        "categories": cats,
+        "overall": overall,
+        "n": len(questions),
+        "answered": sum(q["id"] in predictions for q in questions),
+    }
 
 
 def _numerical(questions) -> set[str]:

@@ -6,6 +6,7 @@ FOV, size), the image encoding, and the metric scene graph. :func:`rerender` rep
 render server and returns the encoded image, which must equal the stored file byte for byte
 (the server's images are a pure function of the scene).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,6 @@ from sceneforge.core.paths import inside
 from sceneforge.engine.world import Actor, Camera, Rotator, Transform
 
 SCHEMA = "sceneforge.scene_record/1"
-
 
 
 def scene_path(out: Path, env: str, i: int) -> Path:
@@ -32,22 +32,56 @@ def load_scene(out: Path, env: str, i: int) -> dict | None:
         return None
     return rec if all((Path(out) / f).is_file() for f in rec.get("files", {}).values()) else None
 
+
 def actor_entry(a: Actor, color) -> dict:
     t = a.transform
-    return {"name": a.name, "asset": a.asset_id, "location": list(t.location), "rotation": list(t.rotation.as_tuple()),
-            "scale": list(t.scale), "tint": list(a.tint) if a.tint else None, "color": list(color)}
+    return {
+        "name": a.name,
+        "asset": a.asset_id,
+        "location": list(t.location),
+        "rotation": list(t.rotation.as_tuple()),
+        "scale": list(t.scale),
+        "tint": list(a.tint) if a.tint else None,
+        "color": list(color),
+    }
 
 
 def camera_entry(cam: Camera) -> dict:
-    return {"location": list(cam.location), "rotation": list(cam.rotation.as_tuple()), "fov_deg": cam.fov_deg,
-            "width": cam.width, "height": cam.height}
+    return {
+        "location": list(cam.location),
+        "rotation": list(cam.rotation.as_tuple()),
+        "fov_deg": cam.fov_deg,
+        "width": cam.width,
+        "height": cam.height,
+    }
 
 
-def scene_record(env: str, index: int, seed: int, world: dict, actors, colors: dict, cam: Camera, files: dict,
-                 image_format: str, jpeg_quality: int, graph: dict) -> dict:
-    return {"schema": SCHEMA, "scenario": "vqa", "env": env, "index": index, "seed": seed, "world": world,
-            "actors": [actor_entry(a, colors[a.name]) for a in actors], "camera": camera_entry(cam),
-            "image": {"format": image_format, "jpeg_quality": jpeg_quality}, "files": files, "graph": graph}
+def scene_record(
+    env: str,
+    index: int,
+    seed: int,
+    world: dict,
+    actors,
+    colors: dict,
+    cam: Camera,
+    files: dict,
+    image_format: str,
+    jpeg_quality: int,
+    graph: dict,
+) -> dict:
+    return {
+        "schema": SCHEMA,
+        "scenario": "vqa",
+        "env": env,
+        "index": index,
+        "seed": seed,
+        "world": world,
+        "actors": [actor_entry(a, colors[a.name]) for a in actors],
+        "camera": camera_entry(cam),
+        "image": {"format": image_format, "jpeg_quality": jpeg_quality},
+        "files": files,
+        "graph": graph,
+    }
 
 
 def read_record(path: Path) -> tuple[dict, Path]:
@@ -74,7 +108,7 @@ def check_record(rec, where: str) -> None:
 
     rec = _field(rec, dict, where, "the record", "a JSON object (env, world, actors, camera, image, files)")
     try:
-        check_component(rec.get("env"), "env")    # a name: never a path to a YAML file elsewhere
+        check_component(rec.get("env"), "env")  # a name: never a path to a YAML file elsewhere
     except ConfigError as e:
         raise ConfigError(f"{where}: {e}") from None
     _field(rec.get("world"), dict, where, "world", "a JSON object")
@@ -119,11 +153,13 @@ def _vector(value, where: str, at: str, bounds: str | None = None) -> list:
     """Three numbers; with ``bounds`` within the server's limits for a location/rotation/scale."""
     from sceneforge.engine import limits
 
-    if not isinstance(value, list) or len(value) != 3 or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if (
+        not isinstance(value, list)
+        or len(value) != 3
+        or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         raise ConfigError(f"{where}: {at} {str(value)[:60]}: expected 3 numbers")
-    check = {"location": limits.check_location, "rotation": limits.check_rotation,
-             "scale": limits.check_scale}.get(bounds)
+    check = {"location": limits.check_location, "rotation": limits.check_rotation, "scale": limits.check_scale}.get(bounds)
     if check is not None:
         try:
             check(at, tuple(value))
@@ -140,8 +176,16 @@ def _number(value, where: str, at: str, low: float, high: float, *, integer: boo
 
 
 def actors_from_record(rec: dict) -> list[Actor]:
-    return [Actor(a["name"], a["asset"], Transform(tuple(a["location"]), Rotator(*a["rotation"]), tuple(a["scale"])),
-                  color=tuple(a["color"]), tint=tuple(a["tint"]) if a.get("tint") else None) for a in rec["actors"]]
+    return [
+        Actor(
+            a["name"],
+            a["asset"],
+            Transform(tuple(a["location"]), Rotator(*a["rotation"]), tuple(a["scale"])),
+            color=tuple(a["color"]),
+            tint=tuple(a["tint"]) if a.get("tint") else None,
+        )
+        for a in rec["actors"]
+    ]
 
 
 def camera_from_record(rec: dict) -> Camera:

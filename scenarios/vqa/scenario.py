@@ -13,6 +13,7 @@ order (balanced answer positions across the dataset) and writes ``questions.json
 ``samples.parquet`` (one row per image), ``objects.parquet`` (one row per object and image) and
 ``annotations.coco.json`` (COCO instances, RLE masks).
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,7 +42,7 @@ _COUNT = (1, float("inf"))
 @dataclass(frozen=True)
 class VqaConfig(ScenarioConfig):
     SCENARIO = "vqa"
-    ALIASES = {"env": "envs", **from_recorded("vqa")}   # + a job.json's size/min_box_px, read back silently
+    ALIASES = {"env": "envs", **from_recorded("vqa")}  # + a job.json's size/min_box_px, read back silently
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s) or YAML path(s)")
     n: int = option(8, bounds=_COUNT, integer=True, help="images per environment")
@@ -57,8 +58,7 @@ class VqaConfig(ScenarioConfig):
     max_scenes: int = option(30, help="fresh scenes per image before giving up")
     max_views: int = option(20, help="camera draws per scene")
     max_tries: int = option(200, help="geometric candidates per draw")
-    max_per_category: int = option(2, flag="--per-category", bounds=_COUNT, integer=True,
-                                   help="questions per category and image")
+    max_per_category: int = option(2, flag="--per-category", bounds=_COUNT, integer=True, help="questions per category and image")
     min_visible_ratio: float = option(0.8, bounds=(0.0, 1.0), help="CRISP's rule: visible/unoccluded pixels per object")
     min_bbox_px: float = option(40.0, help="CRISP's rule: visible box longest edge >= this many px (scale with --size)")
     margin_deg: float = option(15.0, bounds=(0.0, 44.9), help="direction questions: ambiguity margin, degrees")
@@ -88,13 +88,22 @@ class VqaConfig(ScenarioConfig):
         """Rules between fields (one field's range is its ``option``: n, min_objects, jpeg_quality, ...)."""
         c = self
         check_image_size(c.image_size, source)
-        c.need(c.max_objects >= c.min_objects, "max_objects", f"must be >= min_objects ({c.min_objects})",
-               c.max_objects, source)
-        c.need(1 <= c.min_askable <= c.max_objects, "min_askable", f"must be in [1, max_objects ({c.max_objects})]",
-               c.min_askable, source)
+        c.need(c.max_objects >= c.min_objects, "max_objects", f"must be >= min_objects ({c.min_objects})", c.max_objects, source)
+        c.need(
+            1 <= c.min_askable <= c.max_objects,
+            "min_askable",
+            f"must be in [1, max_objects ({c.max_objects})]",
+            c.min_askable,
+            source,
+        )
         # issue 39: --min-bbox-px nan reached json.dumps in a traceback
-        c.need(_within(c.min_bbox_px, 0, c.image_size), "min_bbox_px", f"must be a number in [0, image_size "
-               f"({c.image_size})]", c.min_bbox_px, source)
+        c.need(
+            _within(c.min_bbox_px, 0, c.image_size),
+            "min_bbox_px",
+            f"must be a number in [0, image_size ({c.image_size})]",
+            c.min_bbox_px,
+            source,
+        )
         c.need(c.jpeg_quality == int(c.jpeg_quality), "jpeg_quality", "must be a whole number", c.jpeg_quality, source)
 
     def complete(self, source: str) -> "VqaConfig":
@@ -126,7 +135,7 @@ def locate(cfg: VqaConfig, index: int) -> tuple[str, int]:
 def file_names(cfg: VqaConfig, env: str, i: int) -> dict[str, str]:
     n = f"{i:06d}"
     files = {"image": f"{env}/img_{n}.{cfg.image_format}"}
-    for key, kind in rendered_kinds(cfg).items():   # mask_N.png, depth_N.npy: as the kind's row says
+    for key, kind in rendered_kinds(cfg).items():  # mask_N.png, depth_N.npy: as the kind's row says
         files[key] = f"{env}/{key}_{n}.{kind_file(kind)}"
     return files
 
@@ -139,8 +148,12 @@ def rendered_kinds(cfg: VqaConfig) -> dict[str, str]:
 # --- contract ---------------------------------------------------------------------------------------
 def plan(config: dict) -> JobPlan:
     cfg = parse_config(config)
-    return JobPlan(n_samples=cfg.n * len(cfg.envs), fingerprint=cfg.fingerprint(),
-                   description=f"{cfg.n * len(cfg.envs)} VQA scenes: {', '.join(cfg.env_names)}", config=cfg.to_dict())
+    return JobPlan(
+        n_samples=cfg.n * len(cfg.envs),
+        fingerprint=cfg.fingerprint(),
+        description=f"{cfg.n * len(cfg.envs)} VQA scenes: {', '.join(cfg.env_names)}",
+        config=cfg.to_dict(),
+    )
 
 
 def server_spec(config: dict) -> ServerSpec:
@@ -154,9 +167,14 @@ def server_spec(config: dict) -> ServerSpec:
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
     """The shard's scenes in index order, complete ones skipped (:func:`scenarios.pipeline.shard.run_shard`)."""
-    cfg, out = parse_config(config), Path(out_dir)   # the runner has claimed ``out``
-    return run_shard(shard, server, complete=lambda idx: bool(load_scene(out, *locate(cfg, idx))),
-                     maker=lambda client, todo: Maker(cfg, client, out), progress=progress)
+    cfg, out = parse_config(config), Path(out_dir)  # the runner has claimed ``out``
+    return run_shard(
+        shard,
+        server,
+        complete=lambda idx: bool(load_scene(out, *locate(cfg, idx))),
+        maker=lambda client, todo: Maker(cfg, client, out),
+        progress=progress,
+    )
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
@@ -209,10 +227,13 @@ class Maker:
             rec = self.view(env, env_name, i, rng, placed, actors, counts)
             if rec is not None:
                 return rec
-        raise PlacementError(f"{env_name} vqa scene {i}: no view with {self.cfg.min_askable} askable objects in "
-                             f"{self.cfg.max_scenes} scenes: {dict(sorted(counts.items()))}",
-                             rule=(counts.most_common(1) or [("none", 0)])[0][0], tries=sum(counts.values()),
-                             rejections=dict(counts))
+        raise PlacementError(
+            f"{env_name} vqa scene {i}: no view with {self.cfg.min_askable} askable objects in "
+            f"{self.cfg.max_scenes} scenes: {dict(sorted(counts.items()))}",
+            rule=(counts.most_common(1) or [("none", 0)])[0][0],
+            tries=sum(counts.values()),
+            rejections=dict(counts),
+        )
 
     def place(self, env, env_name: str, rng, counts):
         from dataclasses import replace
@@ -227,15 +248,22 @@ class Maker:
         placed = []
         for j, cls in enumerate(chosen):
             shape = shapes.pick(rng, cls)
-            placed.append(resample_while(lambda r, sh=shape, n=f"obj_{j}": sample_object(r, n, sh, s.centre_cm,
-                                                                                          s.sigma_cm, env.ground),
-                                         [("overlap", no_overlap(placed, OBJECT_GAP_CM))], rng, self.cfg.max_tries,
-                                         counts, what=f"placing {cls}"))
+            placed.append(
+                resample_while(
+                    lambda r, sh=shape, n=f"obj_{j}": sample_object(r, n, sh, s.centre_cm, s.sigma_cm, env.ground),
+                    [("overlap", no_overlap(placed, OBJECT_GAP_CM))],
+                    rng,
+                    self.cfg.max_tries,
+                    counts,
+                    what=f"placing {cls}",
+                )
+            )
         actors = [p.actor(instance_color(j)) for j, p in enumerate(placed)]
         if self.cfg.clutter:
             keep = [(p.x, p.y, float(np.max(np.hypot(*p.shape.footprint.T))) + 150.0) for p in placed]
-            actors += [replace(a, color=instance_color(100 + n)) for n, a in
-                       enumerate(env.clutter(rng, keep, library=shapes.lib))]
+            actors += [
+                replace(a, color=instance_color(100 + n)) for n, a in enumerate(env.clutter(rng, keep, library=shapes.lib))
+            ]
         return placed, actors
 
     def view(self, env, env_name, i, rng, placed, actors, counts) -> dict | None:
@@ -248,22 +276,37 @@ class Maker:
             self._world = env_name
         self.client.reset()
         self.client.spawn(actors)
-        colors = self.client.object_colors([a.name for a in actors])   # one request
+        colors = self.client.object_colors([a.name for a in actors])  # one request
         centroid = np.mean([p.centre() for p in placed], axis=0)
         base_z = float(np.mean([p.z for p in placed]))
         rules = Rules(cfg.min_visible_ratio, cfg.min_bbox_px, cfg.margin_deg, cfg.rank_gap)
         names = [a.name for a in actors]
-        objs = self.objects(env_name, actors, colors)   # the same for every view of this scene
+        objs = self.objects(env_name, actors, colors)  # the same for every view of this scene
         for _ in range(cfg.max_views):
             try:
-                cam = resample_while(lambda r: sample_camera(r, s.centre_cm, s.cam_xy_range_cm, s.cam_height_range_cm,
-                                                             base_z, tuple(centroid), s.fov_deg, cfg.image_size),
-                                     [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0))],
-                                     rng, cfg.max_tries, counts, what="vqa camera")
+                cam = resample_while(
+                    lambda r: sample_camera(
+                        r,
+                        s.centre_cm,
+                        s.cam_xy_range_cm,
+                        s.cam_height_range_cm,
+                        base_z,
+                        tuple(centroid),
+                        s.fov_deg,
+                        cfg.image_size,
+                    ),
+                    [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0))],
+                    rng,
+                    cfg.max_tries,
+                    counts,
+                    what="vqa camera",
+                )
             except PlacementError:
                 return None
-            vis = {n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
-                   for n, v in self.client.visibility(0, names, camera=cam).items()}
+            vis = {
+                n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
+                for n, v in self.client.visibility(0, names, camera=cam).items()
+            }
             graph = self.graph(env_name, objs, cam, vis)
             n_ok = sum(passes(o, rules) for o in graph["objects"] if o["role"] == "object")
             if n_ok >= cfg.min_askable:
@@ -279,9 +322,15 @@ class Maker:
         from sceneforge.scenarios.output.scene_graph import SceneObject
 
         lib = self._shapes[env_name].lib
-        return [SceneObject(replace(a, color=colors[a.name]), lib.info(a.asset_id).cls,
-                            tuple(float(v) for v in lib.size_cm(a.asset_id)),
-                            "object" if a.name.startswith("obj_") else "clutter") for a in actors]
+        return [
+            SceneObject(
+                replace(a, color=colors[a.name]),
+                lib.info(a.asset_id).cls,
+                tuple(float(v) for v in lib.size_cm(a.asset_id)),
+                "object" if a.name.startswith("obj_") else "clutter",
+            )
+            for a in actors
+        ]
 
     def graph(self, env_name: str, objs: list, cam, vis) -> dict:
         """The view's graph without relations (``relations: []``): enough for the visibility rule.
@@ -301,7 +350,8 @@ class Maker:
         atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
         for key, kind in more.items():
             atomic_write_bytes(self.out / files[key], kind_bytes(kind, img[kind]))
-        rec = scene_record(env_name, i, cfg.seed, env.world, actors, colors, cam, files, cfg.image_format,
-                           cfg.jpeg_quality, graph)
+        rec = scene_record(
+            env_name, i, cfg.seed, env.world, actors, colors, cam, files, cfg.image_format, cfg.jpeg_quality, graph
+        )
         atomic_write_json(scene_path(self.out, env_name, i), rec)
         return rec

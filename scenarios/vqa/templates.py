@@ -24,6 +24,7 @@ view_transformation    choice     standing at <x> facing <y>, where is <z>
 multi_hop              choice     the object nearest to <a>: is it left or right of <b> (camera)
 =====================  =========  ===========================================================
 """
+
 from __future__ import annotations
 
 import math
@@ -35,13 +36,26 @@ import numpy as np
 
 from sceneforge.scenarios.sampling.relations import angle_and_cross, classify
 
-CATEGORIES = ("counting", "object_size", "object_distance", "camera_distance", "direction_ego", "direction_allo",
-              "relative_ranking", "view_transformation", "multi_hop")
+CATEGORIES = (
+    "counting",
+    "object_size",
+    "object_distance",
+    "camera_distance",
+    "direction_ego",
+    "direction_allo",
+    "relative_ranking",
+    "view_transformation",
+    "multi_hop",
+)
 NUMERICAL = ("counting", "object_size", "object_distance", "camera_distance")
 # SpaRRTa's labels are observer-centric along the line of sight: "front" = the target lies beyond
 # the source (farther away), which plain English calls "behind it"; say so in the options.
-DIRECTION_WORDS = {"front": "behind it (farther away)", "back": "in front of it (closer)", "left": "to its left",
-                   "right": "to its right"}
+DIRECTION_WORDS = {
+    "front": "behind it (farther away)",
+    "back": "in front of it (closer)",
+    "left": "to its left",
+    "right": "to its right",
+}
 LETTERS = "ABCD"
 
 
@@ -49,9 +63,9 @@ LETTERS = "ABCD"
 class Question:
     category: str
     question: str
-    answer: object                       # number, or the correct option's text before lettering
-    options: list[str] = field(default_factory=list)   # choice questions only
-    objects: list[str] = field(default_factory=list)   # scene-graph names the question is about
+    answer: object  # number, or the correct option's text before lettering
+    options: list[str] = field(default_factory=list)  # choice questions only
+    objects: list[str] = field(default_factory=list)  # scene-graph names the question is about
     unit: str | None = None
 
     @property
@@ -126,30 +140,58 @@ def counting(graph, rules, objs) -> list[Question]:
     for cls in sorted(by_cls):
         group = by_cls[cls]
         if all(passes(o, rules) for o in group):
-            out.append(Question("counting", f"How many {plural(cls)} are visible in the image?", len(group),
-                                objects=[o["name"] for o in group]))
+            out.append(
+                Question(
+                    "counting",
+                    f"How many {plural(cls)} are visible in the image?",
+                    len(group),
+                    objects=[o["name"] for o in group],
+                )
+            )
     return out
 
 
 def object_size(graph, rules, objs) -> list[Question]:
-    return [Question("object_size", f"What is the length of the longest dimension (length, width, or height) of "
-                     f"{noun(o)}, in centimeters?", round(max(o["box3d"]["size_cm"]), 1), objects=[o["name"]], unit="cm")
-            for o in objs]
+    return [
+        Question(
+            "object_size",
+            f"What is the length of the longest dimension (length, width, or height) of {noun(o)}, in centimeters?",
+            round(max(o["box3d"]["size_cm"]), 1),
+            objects=[o["name"]],
+            unit="cm",
+        )
+        for o in objs
+    ]
 
 
 def object_distance(graph, rules, objs) -> list[Question]:
     out = []
     for i, a in enumerate(objs):
-        for b in objs[i + 1:]:
+        for b in objs[i + 1 :]:
             d = float(np.linalg.norm(_centre(a) - _centre(b))) / 100.0
-            out.append(Question("object_distance", f"What is the distance between the centres of {noun(a)} and "
-                                f"{noun(b)}, in meters?", round(d, 2), objects=[a["name"], b["name"]], unit="m"))
+            out.append(
+                Question(
+                    "object_distance",
+                    f"What is the distance between the centres of {noun(a)} and {noun(b)}, in meters?",
+                    round(d, 2),
+                    objects=[a["name"], b["name"]],
+                    unit="m",
+                )
+            )
     return out
 
 
 def camera_distance(graph, rules, objs) -> list[Question]:
-    return [Question("camera_distance", f"How far is the centre of {noun(o)} from the camera, in meters?",
-                     round(o["distance_to_camera_cm"] / 100.0, 2), objects=[o["name"]], unit="m") for o in objs]
+    return [
+        Question(
+            "camera_distance",
+            f"How far is the centre of {noun(o)} from the camera, in meters?",
+            round(o["distance_to_camera_cm"] / 100.0, 2),
+            objects=[o["name"]],
+            unit="m",
+        )
+        for o in objs
+    ]
 
 
 # --- choice ------------------------------------------------------------------------------------------
@@ -171,8 +213,9 @@ def direction_ego(graph, rules, objs) -> list[Question]:
         for b in objs:
             if a is b:
                 continue
-            q = _direction("direction_ego", f"From the camera's viewpoint, where is {noun(b)} relative to {noun(a)}?",
-                           cam[:2], a, b, rules)
+            q = _direction(
+                "direction_ego", f"From the camera's viewpoint, where is {noun(b)} relative to {noun(a)}?", cam[:2], a, b, rules
+            )
             if q:
                 q.objects = [a["name"], b["name"]]
                 out.append(q)
@@ -186,8 +229,14 @@ def direction_allo(graph, rules, objs) -> list[Question]:
             for b in objs:
                 if len({id(o), id(a), id(b)}) < 3:
                     continue
-                q = _direction("direction_allo", f"Seen from the position of {noun(o)}, looking towards {noun(a)}, "
-                               f"where is {noun(b)} relative to {noun(a)}?", _xy(o), a, b, rules)
+                q = _direction(
+                    "direction_allo",
+                    f"Seen from the position of {noun(o)}, looking towards {noun(a)}, where is {noun(b)} relative to {noun(a)}?",
+                    _xy(o),
+                    a,
+                    b,
+                    rules,
+                )
                 if q:
                     q.objects = [o["name"], a["name"], b["name"]]
                     out.append(q)
@@ -206,8 +255,15 @@ def relative_ranking(graph, rules, objs) -> list[Question]:
         if abs(dist[first] - dist[second]) < rules.rank_gap * min(dist[first], dist[second]):
             continue
         names = [noun(o)[4:] for o in cands]
-        out.append(Question("relative_ranking", f"Which of these objects is {word} the camera?",
-                            names[first], names, objects=[o["name"] for o in cands]))
+        out.append(
+            Question(
+                "relative_ranking",
+                f"Which of these objects is {word} the camera?",
+                names[first],
+                names,
+                objects=[o["name"] for o in cands],
+            )
+        )
     return out
 
 
@@ -228,11 +284,16 @@ def view_transformation(graph, rules, objs) -> list[Question]:
                 label = sector(angle, cross, rules.margin_deg)
                 if label is None:
                     continue
-                words = {"front": "in front of you", "back": "behind you", "left": "to your left",
-                         "right": "to your right"}
-                out.append(Question("view_transformation", f"If you stood at {noun(x)} facing {noun(y)}, where would "
-                                    f"{noun(z)} be?", words[label], list(words.values()),
-                                    objects=[x["name"], y["name"], z["name"]]))
+                words = {"front": "in front of you", "back": "behind you", "left": "to your left", "right": "to your right"}
+                out.append(
+                    Question(
+                        "view_transformation",
+                        f"If you stood at {noun(x)} facing {noun(y)}, where would {noun(z)} be?",
+                        words[label],
+                        list(words.values()),
+                        objects=[x["name"], y["name"], z["name"]],
+                    )
+                )
     return out
 
 
@@ -254,19 +315,35 @@ def multi_hop(graph, rules, objs) -> list[Question]:
             if b is x:
                 continue
             axes = np.asarray(cam["world_to_camera_axes"])
-            rel = axes @ (_centre(x) - _centre(b))        # (forward, right, up) of x from b
+            rel = axes @ (_centre(x) - _centre(b))  # (forward, right, up) of x from b
             if abs(math.degrees(math.atan2(abs(rel[1]), abs(rel[0])))) < rules.margin_deg:
-                continue                                  # nearly straight ahead/behind: ambiguous
+                continue  # nearly straight ahead/behind: ambiguous
             side = "right" if rel[1] > 0 else "left"
-            out.append(Question("multi_hop", f"Consider the object that is closest to {noun(a)} (other than it). "
-                                f"From the camera's viewpoint, is that object to the left or to the right of "
-                                f"{noun(b)}?", side, ["left", "right"], objects=[a["name"], x["name"], b["name"]]))
+            out.append(
+                Question(
+                    "multi_hop",
+                    f"Consider the object that is closest to {noun(a)} (other than it). "
+                    f"From the camera's viewpoint, is that object to the left or to the right of "
+                    f"{noun(b)}?",
+                    side,
+                    ["left", "right"],
+                    objects=[a["name"], x["name"], b["name"]],
+                )
+            )
     return out
 
 
-TEMPLATES = {"counting": counting, "object_size": object_size, "object_distance": object_distance,
-             "camera_distance": camera_distance, "direction_ego": direction_ego, "direction_allo": direction_allo,
-             "relative_ranking": relative_ranking, "view_transformation": view_transformation, "multi_hop": multi_hop}
+TEMPLATES = {
+    "counting": counting,
+    "object_size": object_size,
+    "object_distance": object_distance,
+    "camera_distance": camera_distance,
+    "direction_ego": direction_ego,
+    "direction_allo": direction_allo,
+    "relative_ranking": relative_ranking,
+    "view_transformation": view_transformation,
+    "multi_hop": multi_hop,
+}
 
 
 def questions(graph: Mapping, rules: Rules = Rules(), categories=CATEGORIES) -> list[Question]:
@@ -294,7 +371,8 @@ def letter_options(qs: list[Question], rng: np.random.Generator, counters: Count
             pos = counters[q.category] % len(q.options)
             counters[q.category] += 1
             opts = others[:pos] + [q.answer] + others[pos:]
-            d.update({"options": [f"{LETTERS[i]}. {o}" for i, o in enumerate(opts)], "answer": LETTERS[pos],
-                      "answer_text": q.answer})
+            d.update(
+                {"options": [f"{LETTERS[i]}. {o}" for i, o in enumerate(opts)], "answer": LETTERS[pos], "answer_text": q.answer}
+            )
         out.append(d)
     return out

@@ -4,6 +4,7 @@ Kept apart from the loader (:mod:`scenarios.world.environments`) so that placeme
 (:mod:`scenarios.world.placement`) can name a :class:`ClutterGroup` without importing the loader
 that imports it (the two were an import circle).
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,9 +50,8 @@ def _within_world(values, what: str):
 # engine.world_dict.world_section: one schema for environment files and the server's world dict
 # (same fields, bounds from engine.limits). Ground lengths are cm; the ``_cm``-suffixed names of
 # older environment files are still accepted.
-log = logging.getLogger("sceneforge.scenarios.world.environments")   # the loader's: one logger for environment files
-_LEGACY_GROUND = {"relief_amplitude_cm": "relief_amplitude", "relief_wavelength_cm": "relief_wavelength",
-                  "extent_cm": "extent"}
+log = logging.getLogger("sceneforge.scenarios.world.environments")  # the loader's: one logger for environment files
+_LEGACY_GROUND = {"relief_amplitude_cm": "relief_amplitude", "relief_wavelength_cm": "relief_wavelength", "extent_cm": "extent"}
 
 
 def _world_section(name: str, value):
@@ -79,15 +79,21 @@ def _ground_colour_precedence(ground: dict, env: str) -> dict:
     ground = dict(ground)
     if "fallback_color" in ground:
         if not ground.get("surface"):
-            raise ValueError("ground.fallback_color is the colour drawn when ground.surface is missing; "
-                             "without a surface write ground.color")
+            raise ValueError(
+                "ground.fallback_color is the colour drawn when ground.surface is missing; without a surface write ground.color"
+            )
         if "color" in ground:
             raise ValueError("ground: give color or fallback_color, not both")
         ground["color"] = ground.pop("fallback_color")
     elif ground.get("surface") and "color" in ground:
-        log.warning("environment %s: ground.color %s is not drawn: ground.surface %r is (the colour only "
-                    "shows when that surface is missing); write fallback_color to say so, or remove "
-                    "surface for a plain-coloured ground", env, ground["color"], ground["surface"])
+        log.warning(
+            "environment %s: ground.color %s is not drawn: ground.surface %r is (the colour only "
+            "shows when that surface is missing); write fallback_color to say so, or remove "
+            "surface for a plain-coloured ground",
+            env,
+            ground["color"],
+            ground["surface"],
+        )
     return ground
 
 
@@ -98,14 +104,14 @@ class ClutterGroup(_Strict):
     count: int | tuple[int, int] = 0
     ring_cm: tuple[float, float] = (2000.0, 6000.0)
     scale: tuple[float, float] = (0.85, 1.15)
-    prefer_tag: str | None = None      # use variants with this tag when a class has any
+    prefer_tag: str | None = None  # use variants with this tag when a class has any
     gap_cm: float = Field(100.0, ge=0)
-    along: str | None = None           # a name in ``lines``: stand along it instead of anywhere in the ring
-    offset_cm: float = 0.0             # distance from the line, on its side (scenarios/world/placement.py)
-    facing: Literal["random", "line", "along"] = "random"   # yaw: random, front to the line, along it
-    avoid: list[str] = Field(default_factory=list)     # names in ``zones`` the footprint must not touch
-    within: list[str] = Field(default_factory=list)    # names in ``zones`` the footprint must lie inside
-    overlap: bool = False              # objects of this group may overlap each other (dunes merging)
+    along: str | None = None  # a name in ``lines``: stand along it instead of anywhere in the ring
+    offset_cm: float = 0.0  # distance from the line, on its side (scenarios/world/placement.py)
+    facing: Literal["random", "line", "along"] = "random"  # yaw: random, front to the line, along it
+    avoid: list[str] = Field(default_factory=list)  # names in ``zones`` the footprint must not touch
+    within: list[str] = Field(default_factory=list)  # names in ``zones`` the footprint must lie inside
+    overlap: bool = False  # objects of this group may overlap each other (dunes merging)
 
     @model_validator(mode="after")
     def _check(self) -> "ClutterGroup":
@@ -117,8 +123,9 @@ class ClutterGroup(_Strict):
         _within_world(self.ring_cm, "ring_cm")
         _within_world((self.offset_cm, self.gap_cm), "offset_cm/gap_cm")
         if not SCALE_RANGE[0] <= self.scale[0] <= self.scale[1] <= SCALE_RANGE[1]:
-            raise ValueError(f"scale must be [min, max] with {SCALE_RANGE[0]:g} <= min <= max <= "
-                             f"{SCALE_RANGE[1]:g}, got {self.scale}")
+            raise ValueError(
+                f"scale must be [min, max] with {SCALE_RANGE[0]:g} <= min <= max <= {SCALE_RANGE[1]:g}, got {self.scale}"
+            )
         if self.facing != "random" and self.along is None:
             raise ValueError(f"facing: {self.facing} needs a line to face ('along: NAME')")
         return self
@@ -131,14 +138,16 @@ class Landmark(_Strict):
     location_cm: tuple[float, float]
     yaw: float = 0.0
     scale: float = Field(1.0, gt=0)
-    flat: bool = False      # a ground feature (street, pond): walkable, does not block clutter
+    flat: bool = False  # a ground feature (street, pond): walkable, does not block clutter
 
     @model_validator(mode="after")
     def _bounded(self) -> "Landmark":
         _within_world(self.location_cm, "location_cm")
         if not abs(self.yaw) <= MAX_ANGLE_DEG or not SCALE_RANGE[0] <= self.scale <= SCALE_RANGE[1]:
-            raise ValueError(f"yaw must be within +-{MAX_ANGLE_DEG:g} and scale within "
-                             f"[{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got yaw {self.yaw}, scale {self.scale}")
+            raise ValueError(
+                f"yaw must be within +-{MAX_ANGLE_DEG:g} and scale within "
+                f"[{SCALE_RANGE[0]:g}, {SCALE_RANGE[1]:g}], got yaw {self.yaw}, scale {self.scale}"
+            )
         return self
 
 
@@ -162,13 +171,13 @@ class SamplingParams(_Strict):
     max_pair_dist_cm: float = Field(1000.0, gt=0)
     cam_xy_range_cm: float = Field(2500.0, gt=0)
     cam_height_range_cm: tuple[float, float] = (100.0, 1500.0)
-    fov_deg: float = Field(2 * math.degrees(math.atan(0.5)), gt=0, lt=180)   # 50 mm lens, 50 mm sensor
-    image_size: int = Field(224, ge=IMAGE_SIZE[0], le=IMAGE_SIZE[1])   # the one range (core/config_names.py)
+    fov_deg: float = Field(2 * math.degrees(math.atan(0.5)), gt=0, lt=180)  # 50 mm lens, 50 mm sensor
+    image_size: int = Field(224, ge=IMAGE_SIZE[0], le=IMAGE_SIZE[1])  # the one range (core/config_names.py)
     margin_ego_deg: float = Field(15.0, ge=0, lt=45)
     margin_allo_deg: float = Field(10.0, ge=0, lt=45)
     min_visible_ratio: float = Field(0.8, ge=0, le=1)
     min_bbox_px: float = Field(12.0, ge=0)
-    perceptual_check: bool = True   # ego: reject views whose pixels contradict the label (scenarios/sampling/consistency.py)
+    perceptual_check: bool = True  # ego: reject views whose pixels contradict the label (scenarios/sampling/consistency.py)
 
     @field_validator("cam_height_range_cm")
     @classmethod
@@ -199,12 +208,12 @@ class EnvSpec(_Strict):
     sun: Sun = Sun()
     fog: Fog = Fog()
     look: Look = Look()
-    randomize: LookRandomization | None = None   # per-sample look draws (scenarios/world/look.py)
+    randomize: LookRandomization | None = None  # per-sample look draws (scenarios/world/look.py)
     clutter: list[ClutterGroup] = Field(default_factory=list)
     landmarks: list[Landmark] = Field(default_factory=list)
     triples: list[Triple] = Field(min_length=1)
     sampling: SamplingParams = SamplingParams()
-    assets: list[str] = Field(default_factory=list)   # extra manifest files, relative to the YAML
+    assets: list[str] = Field(default_factory=list)  # extra manifest files, relative to the YAML
     style_tags: list[str] = Field(default_factory=list)  # prefer variants with these tags (e.g. snow)
     zones: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # rects, cm
     lines: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # segments, cm
@@ -231,20 +240,27 @@ class EnvSpec(_Strict):
         counts = [g.count if isinstance(g.count, int) else g.count[1] for g in self.clutter]
         total = len(self.landmarks) + sum(counts)
         if total > MAX_ENV_ACTORS:
-            raise ValueError(f"{len(self.landmarks)} landmarks + clutter counts {counts} = {total} background "
-                             f"actors; at most {MAX_ENV_ACTORS} per sample")
+            raise ValueError(
+                f"{len(self.landmarks)} landmarks + clutter counts {counts} = {total} background "
+                f"actors; at most {MAX_ENV_ACTORS} per sample"
+            )
         return self
 
     @model_validator(mode="after")
     def _names_exist(self) -> "EnvSpec":
         for i, g in enumerate(self.clutter):
-            for key, names, known in (("avoid", g.avoid, self.zones), ("within", g.within, self.zones),
-                                      ("along", [g.along] if g.along else [], self.lines)):
+            for key, names, known in (
+                ("avoid", g.avoid, self.zones),
+                ("within", g.within, self.zones),
+                ("along", [g.along] if g.along else [], self.lines),
+            ):
                 missing = [n for n in names if n not in known]
                 if missing:
                     section = "lines" if key == "along" else "zones"
-                    raise ValueError(f"clutter[{i}].{key}: {', '.join(missing)} is not in '{section}' "
-                                     f"(it has: {', '.join(sorted(known)) or 'nothing'})")
+                    raise ValueError(
+                        f"clutter[{i}].{key}: {', '.join(missing)} is not in '{section}' "
+                        f"(it has: {', '.join(sorted(known)) or 'nothing'})"
+                    )
         return self
 
     @field_validator("name")

@@ -12,6 +12,7 @@ Clutter sits in a *ring* around the sampling area so it frames the scene without
 labelled objects; the sampler still checks visibility, so dense rings cost acceptance rate, which
 is the point. The schema is documented with a complete example in ``docs/environments.md``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,8 +30,8 @@ from sceneforge.scenarios.world.env_schema import MAX_ENV_ACTORS, MAX_ENV_FILE_B
 from sceneforge.scenarios.world.occupancy import Occupancy
 from sceneforge.scenarios.world.placement import Site, footprint_radius, ground_z_under, pick_variants, place_group
 
-ENVS_DIR = Path(__file__).parents[1] / "envs"   # scenarios/envs
-CLUTTER_COLOR_BASE = 1000   # instance_color index offset for clutter (labelled objects use 0..)
+ENVS_DIR = Path(__file__).parents[1] / "envs"  # scenarios/envs
+CLUTTER_COLOR_BASE = 1000  # instance_color index offset for clutter (labelled objects use 0..)
 log = logging.getLogger(__name__)
 
 
@@ -107,8 +108,9 @@ class Environment:
                 r = footprint_radius(lib, a.asset_id) * lm.scale
                 occupied.add(Point(*lm.location_cm), r, *lm.location_cm, r)
         for k, group in enumerate(self.spec.clutter):
-            for asset_id, x, y, yaw, s in place_group(group, rng, lib, occupied, self.spec.sampling.centre_cm,
-                                                       self.spec.style_tags, self._geometry(), k):
+            for asset_id, x, y, yaw, s in place_group(
+                group, rng, lib, occupied, self.spec.sampling.centre_cm, self.spec.style_tags, self._geometry(), k
+            ):
                 actors.append(self._actor(len(actors), asset_id, x, y, yaw, s, lib))
         return actors
 
@@ -122,17 +124,24 @@ class Environment:
         return self._geometry_cache
 
     def _landmark(self, lm: Landmark, k: int, lib) -> Actor:
-        if lm.flat:     # lies on the ground as it is: no footprint search, z = 0
-            return Actor(f"clutter_{k:03d}", lib.resolve(lm.cls),
-                         Transform((*lm.location_cm, 0.0), Rotator(0.0, lm.yaw, 0.0), (lm.scale,) * 3),
-                         color=instance_color(CLUTTER_COLOR_BASE + k))
+        if lm.flat:  # lies on the ground as it is: no footprint search, z = 0
+            return Actor(
+                f"clutter_{k:03d}",
+                lib.resolve(lm.cls),
+                Transform((*lm.location_cm, 0.0), Rotator(0.0, lm.yaw, 0.0), (lm.scale,) * 3),
+                color=instance_color(CLUTTER_COLOR_BASE + k),
+            )
         return self._actor(k, lib.resolve(lm.cls), *lm.location_cm, lm.yaw, lm.scale, lib)
 
     def _actor(self, k: int, asset_id: str, x: float, y: float, yaw: float, s: float, lib) -> Actor:
         r = footprint_radius(lib, asset_id) * s
         z = ground_z_under(self.ground, x, y, r)
-        return Actor(f"clutter_{k:03d}", asset_id, Transform((x, y, z), Rotator(0.0, yaw, 0.0), (s, s, s)),
-                     color=instance_color(CLUTTER_COLOR_BASE + k))
+        return Actor(
+            f"clutter_{k:03d}",
+            asset_id,
+            Transform((x, y, z), Rotator(0.0, yaw, 0.0), (s, s, s)),
+            color=instance_color(CLUTTER_COLOR_BASE + k),
+        )
 
 
 def list_envs() -> list[str]:
@@ -159,20 +168,23 @@ def env_path(name_or_path: str | Path) -> Path:
     shipped = ENVS_DIR / f"{name_or_path}.yaml"
     if shipped.exists():
         if p.is_file():
-            log.warning("environment %r is the shipped one, not the file ./%s (write ./%s to use the file)",
-                        str(name_or_path), p, p)
+            log.warning(
+                "environment %r is the shipped one, not the file ./%s (write ./%s to use the file)", str(name_or_path), p, p
+            )
         return shipped
     if p.is_file():
         return p
     if p.is_dir():
-        raise ConfigError(f"environment {str(name_or_path)!r}: ./{p} is a directory, not an environment file; "
-                          f"shipped: {', '.join(list_envs())}")
+        raise ConfigError(
+            f"environment {str(name_or_path)!r}: ./{p} is a directory, not an environment file; shipped: {', '.join(list_envs())}"
+        )
     import difflib
 
     close = difflib.get_close_matches(str(name_or_path), list_envs(), n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}? " if close else ""
-    raise ConfigError(f"unknown environment {str(name_or_path)!r}; {hint}shipped: {', '.join(list_envs())} "
-                      "(or give a path to a .yaml file)")
+    raise ConfigError(
+        f"unknown environment {str(name_or_path)!r}; {hint}shipped: {', '.join(list_envs())} (or give a path to a .yaml file)"
+    )
 
 
 def freeze_envs(refs, source: str = "envs") -> dict[str, dict]:
@@ -197,10 +209,16 @@ def freeze_envs(refs, source: str = "envs") -> dict[str, dict]:
             raise ConfigError(f"{source}: {path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
         env = load_env(path, text=text)
         if env.name in out:
-            raise ConfigError(f"{source}: two environments are named {env.name!r} ({out[env.name]['source']} "
-                              f"and {ref}); rename one (its 'name:' field)")
-        out[env.name] = {"source": str(ref), "sha256": hashlib.sha256(text.encode()).hexdigest(),
-                         "dir": _recorded_dir(path), "yaml": text}
+            raise ConfigError(
+                f"{source}: two environments are named {env.name!r} ({out[env.name]['source']} "
+                f"and {ref}); rename one (its 'name:' field)"
+            )
+        out[env.name] = {
+            "source": str(ref),
+            "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "dir": _recorded_dir(path),
+            "yaml": text,
+        }
     return out
 
 
@@ -227,10 +245,12 @@ def _check_file_size(path: Path, text: str | None) -> None:
     try:
         size = len(text.encode("utf-8")) if text is not None else path.stat().st_size
     except OSError:
-        return   # read_yaml names the file and the reason
+        return  # read_yaml names the file and the reason
     if size > MAX_ENV_FILE_BYTES:
-        raise ConfigError(f"{path}: {size} bytes; an environment file may have at most {MAX_ENV_FILE_BYTES} "
-                          f"(at most {MAX_ENV_ACTORS} background actors per sample)")
+        raise ConfigError(
+            f"{path}: {size} bytes; an environment file may have at most {MAX_ENV_FILE_BYTES} "
+            f"(at most {MAX_ENV_ACTORS} background actors per sample)"
+        )
 
 
 def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str | None = None) -> Environment:
@@ -255,6 +275,7 @@ def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str
     if unknown:  # names that are not classes may pin asset ids (``source: proc_truck_blue``)
         unknown = sorted(set(unknown) - set(env.library.ids()))
     if unknown:
-        raise ConfigError(f"{path}: unknown class(es) or asset id(s) {', '.join(unknown)}; known classes: "
-                          f"{', '.join(sorted(lib_classes))}")
+        raise ConfigError(
+            f"{path}: unknown class(es) or asset id(s) {', '.join(unknown)}; known classes: {', '.join(sorted(lib_classes))}"
+        )
     return env

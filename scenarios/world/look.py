@@ -17,6 +17,7 @@ order whatever the section contains, so adding a key to the YAML never shifts th
 Scenarios record the returned dict in each sample's params (``"world"``) and draw ``rng`` from
 the sample's own seed stream, so the same seed gives the same look at any worker count.
 """
+
 from __future__ import annotations
 
 import copy
@@ -45,9 +46,16 @@ class LookRandomization(BaseModel):
 
     @model_validator(mode="after")
     def _ordered(self) -> "LookRandomization":
-        limits = {"sun_pitch": (1.0, 90.0), "sun_intensity": (0.0, 100.0), "sky_intensity": (0.0, 100.0),
-                  "fog_density": (0.0, 1000.0), "exposure_ev": (-20.0, 20.0), "fov_deg": (1.0, 179.0),
-                  "sun_yaw": (-36000.0, 36000.0), "hdri_rotation_deg": (-36000.0, 36000.0)}
+        limits = {
+            "sun_pitch": (1.0, 90.0),
+            "sun_intensity": (0.0, 100.0),
+            "sky_intensity": (0.0, 100.0),
+            "fog_density": (0.0, 1000.0),
+            "exposure_ev": (-20.0, 20.0),
+            "fov_deg": (1.0, 179.0),
+            "sun_yaw": (-36000.0, 36000.0),
+            "hdri_rotation_deg": (-36000.0, 36000.0),
+        }
         for name, (lo_ok, hi_ok) in limits.items():
             r = getattr(self, name)
             if r is None:
@@ -58,8 +66,17 @@ class LookRandomization(BaseModel):
         return self
 
 
-ORDER = ("sun_pitch", "sun_yaw", "sun_intensity", "hdri", "hdri_rotation_deg", "sky_intensity", "fog_density",
-         "exposure_ev", "fov_deg")
+ORDER = (
+    "sun_pitch",
+    "sun_yaw",
+    "sun_intensity",
+    "hdri",
+    "hdri_rotation_deg",
+    "sky_intensity",
+    "fog_density",
+    "exposure_ev",
+    "fov_deg",
+)
 
 
 def draw_values(spec: LookRandomization | None, rng: np.random.Generator) -> dict:
@@ -81,10 +98,16 @@ def draw_values(spec: LookRandomization | None, rng: np.random.Generator) -> dic
 
 
 # randomised value -> (world section, field) it sets
-_WORLD_FIELDS = {"sun_pitch": ("sun", "pitch"), "sun_yaw": ("sun", "yaw"), "sun_intensity": ("sun", "intensity"),
-                 "hdri": ("sky", "hdri"), "hdri_rotation_deg": ("sky", "rotation_deg"),
-                 "sky_intensity": ("sky", "intensity"), "fog_density": ("fog", "density"),
-                 "exposure_ev": ("look", "exposure_ev")}
+_WORLD_FIELDS = {
+    "sun_pitch": ("sun", "pitch"),
+    "sun_yaw": ("sun", "yaw"),
+    "sun_intensity": ("sun", "intensity"),
+    "hdri": ("sky", "hdri"),
+    "hdri_rotation_deg": ("sky", "rotation_deg"),
+    "sky_intensity": ("sky", "intensity"),
+    "fog_density": ("fog", "density"),
+    "exposure_ev": ("look", "exposure_ev"),
+}
 
 
 def draw_look(env, rng: np.random.Generator) -> dict:

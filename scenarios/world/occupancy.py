@@ -12,6 +12,7 @@ up to 40 times against all before it) and has its own machinery for that: a grid
 scenarios/world/placement_bounds.py (:meth:`Occupancy._pair`), so shapely measures only the close calls,
 in one vectorised call. The boolean is the one shapely alone gives.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,16 +22,20 @@ import shapely
 
 from sceneforge.scenarios.world.placement_bounds import Candidate, obb_gap, obb_point
 
-CELL_CM = 1000.0    # Occupancy's grid cell: a spot is tested only against objects in the cells it reaches
-_MAX_CELLS = 256    # an object (or a query) spanning more cells than this is kept in (scans) a plain list
+CELL_CM = 1000.0  # Occupancy's grid cell: a spot is tested only against objects in the cells it reaches
+_MAX_CELLS = 256  # an object (or a query) spanning more cells than this is kept in (scans) a plain list
 
 
 def _cell_span(x: float, y: float, r: float):
     """Grid cells (i0, i1, j0, j1) meeting the box around the disc, widened by 1 cm (so float
     rounding at a cell edge never loses a neighbour); None when not finite."""
     try:
-        return (math.floor((x - r - 1.0) / CELL_CM), math.floor((x + r + 1.0) / CELL_CM),
-                math.floor((y - r - 1.0) / CELL_CM), math.floor((y + r + 1.0) / CELL_CM))
+        return (
+            math.floor((x - r - 1.0) / CELL_CM),
+            math.floor((x + r + 1.0) / CELL_CM),
+            math.floor((y - r - 1.0) / CELL_CM),
+            math.floor((y + r + 1.0) / CELL_CM),
+        )
     except (OverflowError, ValueError):
         return None
 
@@ -55,17 +60,17 @@ class Occupancy:
     around it (a forest places 140 objects, each tried against all before it)."""
 
     def __init__(self, keep_out=()):
-        self.keep_out = [tuple(map(float, k)) for k in keep_out]    # (x, y, r): always disc-vs-disc
+        self.keep_out = [tuple(map(float, k)) for k in keep_out]  # (x, y, r): always disc-vs-disc
         self.n = 0
-        self._disc: list[tuple[float, float, float]] = []     # bounding disc of each shape
+        self._disc: list[tuple[float, float, float]] = []  # bounding disc of each shape
         self._pad: list[float] = []
-        self._group: list[int] = []       # which clutter group placed it (-1: a landmark)
+        self._group: list[int] = []  # which clutter group placed it (-1: a landmark)
         self._box: list[tuple[float, float, float, float]] = []
-        self._inner: list[tuple[float, float, float] | None] = []    # a disc inside the shape (x, y, r)
-        self._fill: list[float] = []      # how far a point of the box can be from the shape
-        self._obb: list = []              # a polygon's oriented box (Candidate.obb), else None
-        self._core: list = []             # the oriented box of a polygon's core (Candidate.core), else None
-        self._shape: list = []            # has .geom (a Candidate builds its geometry on demand)
+        self._inner: list[tuple[float, float, float] | None] = []  # a disc inside the shape (x, y, r)
+        self._fill: list[float] = []  # how far a point of the box can be from the shape
+        self._obb: list = []  # a polygon's oriented box (Candidate.obb), else None
+        self._core: list = []  # the oriented box of a polygon's core (Candidate.core), else None
+        self._shape: list = []  # has .geom (a Candidate builds its geometry on demand)
         self._cells: dict[tuple[int, int], list[int]] = {}
         self._big: list[int] = []
 
@@ -73,9 +78,20 @@ class Occupancy:
         """Add a shapely geometry (a Point padded by ``pad``, or a polygon) bounded by the disc
         ``radius`` around (x, y)."""
         bounds = tuple(float(v) for v in shapely.bounds(geom))
-        point = shapely.get_type_id(geom) == 0      # a point is its own box and disc
-        self._add(_Holder(geom), pad, x, y, radius, group, bounds, (bounds[0], bounds[1], 0.0) if point else None,
-                  0.0 if point else math.inf, None, None)
+        point = shapely.get_type_id(geom) == 0  # a point is its own box and disc
+        self._add(
+            _Holder(geom),
+            pad,
+            x,
+            y,
+            radius,
+            group,
+            bounds,
+            (bounds[0], bounds[1], 0.0) if point else None,
+            0.0 if point else math.inf,
+            None,
+            None,
+        )
 
     def add_candidate(self, c: "Candidate", radius: float, group: int = -1) -> None:
         """Add an accepted spot (its polygon is built only if a later close call needs it)."""
@@ -141,12 +157,12 @@ class Occupancy:
                 continue
             xi, yi, ri = self._disc[i]
             dx, dy = xi - x, yi - y
-            s = 1e-9 * (1000.0 + abs(x) + abs(y) + ri + radius + gap)     # slack, inline (hot)
+            s = 1e-9 * (1000.0 + abs(x) + abs(y) + ri + radius + gap)  # slack, inline (hot)
             e = math.sqrt(dx * dx + dy * dy) - ri - radius
             if e >= gap + s:
-                continue                    # bounding discs apart: not near
+                continue  # bounding discs apart: not near
             if e > gap - s and not float(np.hypot(dx, dy)) - ri - radius < gap:
-                continue                    # a close call on nearness: numpy's answer, as before
+                continue  # a close call on nearness: numpy's answer, as before
             verdict = self._pair(c, i, gap, s)
             if verdict is False:
                 return False
@@ -158,7 +174,7 @@ class Occupancy:
         geoms[:] = [self._shape[i].geom for i in open_pairs]
         pads = np.array([self._pad[i] for i in open_pairs])
         exact = shapely.distance(c.geom, geoms) - pads - c.pad
-        return bool(np.all((exact >= gap) & (exact > 0)))   # > 0: polygons that overlap are 0 apart
+        return bool(np.all((exact >= gap) & (exact > 0)))  # > 0: polygons that overlap are 0 apart
 
     def _pair(self, c: "Candidate", i: int, gap: float, s: float) -> bool | None:
         """Whether the candidate keeps ``gap`` from object ``i`` when bounds settle it by more than
@@ -181,15 +197,15 @@ class Occupancy:
             ub = min(ub, max(0.0, math.hypot(inner[0] - cin[0], inner[1] - cin[1]) - inner[2] - cin[2]))
         if ub + s < pads + gap:
             return False
-        oi, oc = self._obb[i], c.obb     # oriented boxes: far tighter than axis-aligned ones for a
-        if oi is None and oc is None:    # turned, elongated footprint (the desert's dunes)
+        oi, oc = self._obb[i], c.obb  # oriented boxes: far tighter than axis-aligned ones for a
+        if oi is None and oc is None:  # turned, elongated footprint (the desert's dunes)
             return None
         point = None
         if oi is not None and oc is not None:
             lb = max(lb, obb_gap(oi, oc))
-        elif oc is None and c.is_disc:   # the candidate's point against the object's oriented box
+        elif oc is None and c.is_disc:  # the candidate's point against the object's oriented box
             point, o, core = (c.x, c.y), oi, self._core[i]
-        elif oi is None and inner is not None and inner[2] == 0.0:   # the object is a point
+        elif oi is None and inner is not None and inner[2] == 0.0:  # the object is a point
             point, o, core = (inner[0], inner[1]), oc, c.core
         if point is not None:
             d = obb_point(o, *point)

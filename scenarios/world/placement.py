@@ -36,6 +36,7 @@ This module draws the spots (rings, :class:`Line`), holds an environment's :clas
 and lines), the per-library memo of asset footprints and variants, and :func:`place_group`, which
 ties them together in the order of draws that determinism depends on.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -50,10 +51,10 @@ from sceneforge.scenarios.world.occupancy import Occupancy
 from sceneforge.scenarios.world.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
 from sceneforge.scenarios.world.zones import Zone, in_zones
 
-if TYPE_CHECKING:   # annotations only: environments imports this module
+if TYPE_CHECKING:  # annotations only: environments imports this module
     from sceneforge.scenarios.world.env_schema import ClutterGroup
 
-TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
+TRIES = 40  # candidate spots per object before it is dropped (a crowded ring never loops)
 
 
 class Line:
@@ -66,13 +67,14 @@ class Line:
         if np.any(self.length <= 0):
             raise ValueError("a line segment has zero length")
         self.dir = d / self.length[:, None]
-        self.side = np.stack([-self.dir[:, 1], self.dir[:, 0]], axis=1)    # +90°: from +X towards +Y
+        self.side = np.stack([-self.dir[:, 1], self.dir[:, 0]], axis=1)  # +90°: from +X towards +Y
         self.cum = np.cumsum(self.length)
         # the same numbers as plain floats: draw() runs ~10 times per object placed, and numpy
         # on two-element vectors costs more than the arithmetic
         self._cum = self.cum.tolist()
-        self._rows = list(zip(map(tuple, self.seg[:, :2].tolist()), map(tuple, self.dir.tolist()),
-                              map(tuple, self.side.tolist())))
+        self._rows = list(
+            zip(map(tuple, self.seg[:, :2].tolist()), map(tuple, self.dir.tolist()), map(tuple, self.side.tolist()))
+        )
 
     def draw(self, rng: np.random.Generator):
         """(point, direction, side) at a uniform position along the whole line, as (x, y) tuples
@@ -118,19 +120,21 @@ def ring_candidate(rng: np.random.Generator, centre, ring, radius: float) -> Can
     a = rng.uniform(0, 2 * math.pi)
     x, y = centre[0] + d * math.cos(a), centre[1] + d * math.sin(a)
     yaw = float(rng.uniform(-180, 180))
-    return Candidate(x, y, yaw, radius)     # its geometry, Point(x, y), only if shapely is asked
+    return Candidate(x, y, yaw, radius)  # its geometry, Point(x, y), only if shapely is asked
 
 
-def line_candidate(rng: np.random.Generator, line: Line, offset_cm: float, facing: str,
-                   footprint, scale: float, centre, ring, inner: float = 0.0) -> Candidate | None:
+def line_candidate(
+    rng: np.random.Generator, line: Line, offset_cm: float, facing: str, footprint, scale: float, centre, ring, inner: float = 0.0
+) -> Candidate | None:
     """A spot along ``line`` on its side; the object is its rotated footprint polygon.
     None when the spot lies outside ``ring`` around ``centre`` (no polygon is built then).
     ``footprint``: the asset's local footprint, or its :class:`ScaledFootprint` (turned once per
     yaw); ``inner``: radius of a disc around the origin inside the (unscaled) footprint."""
-    shapes = footprint if isinstance(footprint, ScaledFootprint) else \
-        ScaledFootprint(AssetFootprint(np.asarray(footprint)), scale)
+    shapes = (
+        footprint if isinstance(footprint, ScaledFootprint) else ScaledFootprint(AssetFootprint(np.asarray(footprint)), scale)
+    )
     p, d, n = line.draw(rng)
-    if facing == "line":            # forward (+X) back towards the line, front edge at the offset
+    if facing == "line":  # forward (+X) back towards the line, front edge at the offset
         yaw = math.degrees(math.atan2(-n[1], -n[0]))
         front = shapes.front * scale
         k = offset_cm + front
@@ -138,7 +142,7 @@ def line_candidate(rng: np.random.Generator, line: Line, offset_cm: float, facin
     elif facing == "along":
         yaw = math.degrees(math.atan2(d[1], d[0]))
         x, y = p[0] + n[0] * offset_cm, p[1] + n[1] * offset_cm
-    else:                           # random
+    else:  # random
         yaw = float(rng.uniform(-180, 180))
         x, y = p[0] + n[0] * offset_cm, p[1] + n[1] * offset_cm
     if not ring[0] <= math.hypot(x - centre[0], y - centre[1]) <= ring[1]:
@@ -150,7 +154,7 @@ def line_candidate(rng: np.random.Generator, line: Line, offset_cm: float, facin
 _LIBRARIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-_last = (lambda: None, {})      # (weak reference to the library asked for last, its memo): one tuple, swapped whole
+_last = (lambda: None, {})  # (weak reference to the library asked for last, its memo): one tuple, swapped whole
 
 
 def _library_memo(lib) -> dict:
@@ -162,7 +166,7 @@ def _library_memo(lib) -> dict:
     try:
         memo = _LIBRARIES.setdefault(lib, {})
         _last = (weakref.ref(lib), memo)
-    except TypeError:       # not weak-referenceable: remember nothing
+    except TypeError:  # not weak-referenceable: remember nothing
         return {}
     return memo
 
@@ -183,11 +187,11 @@ def footprint_radius(lib, asset_id: str) -> float:
 
 def ground_z_under(ground, x: float, y: float, r: float) -> float:
     """Lowest terrain height under the footprint, so the base never floats on a slope."""
-    if getattr(ground, "relief_amplitude", None) == 0:    # flat: Ground.height is 0 everywhere
+    if getattr(ground, "relief_amplitude", None) == 0:  # flat: Ground.height is 0 everywhere
         return 0.0
     xs = np.array([x, x + r, x - r, x, x])
     ys = np.array([y, y, y, y + r, y - r])
-    return float(ground.height(xs, ys).min())      # ndarray.min: np.min's reduction, less wrapping
+    return float(ground.height(xs, ys).min())  # ndarray.min: np.min's reduction, less wrapping
 
 
 def pick_variants(lib, cls: str, tags) -> list[str]:
@@ -210,8 +214,9 @@ def _variants(lib, cls: str, tags, memo: dict) -> list[str]:
     return memo[key]
 
 
-def place_group(group: "ClutterGroup", rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(),
-                geometry=({}, {}), index: int = 0):
+def place_group(
+    group: "ClutterGroup", rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(), geometry=({}, {}), index: int = 0
+):
     """Yield (asset_id, x, y, yaw, scale) for one group; adds each object to ``occupied``.
     ``geometry``: the environment's :class:`Site` (or a ``(zones, lines)`` pair)."""
     site = Site.of(geometry)
@@ -232,13 +237,11 @@ def place_group(group: "ClutterGroup", rng: np.random.Generator, lib, occupied: 
             if line is None:
                 c = ring_candidate(rng, centre, group.ring_cm, rad)
             else:
-                c = line_candidate(rng, line, group.offset_cm, group.facing, shapes, s, centre, group.ring_cm,
-                                   asset.inner)
+                c = line_candidate(rng, line, group.offset_cm, group.facing, shapes, s, centre, group.ring_cm, asset.inner)
                 if c is None:
                     continue
             # both tests are pure (no draws), so the cheaper zone test goes first: same answer
-            if in_zones(c, rad, avoid, within) and \
-                    occupied.clear(c, rad, group.gap_cm, index if group.overlap else None):
+            if in_zones(c, rad, avoid, within) and occupied.clear(c, rad, group.gap_cm, index if group.overlap else None):
                 occupied.add_candidate(c, rad, index)
                 yield asset_id, c.x, c.y, c.yaw, s
                 break

@@ -22,6 +22,7 @@ object's at its scale and per yaw (:class:`ScaledFootprint`), a spot (:class:`Ca
 shapely geometry is built only when a close call needs it) and the box maths. Kept apart from the
 placement rules so the geometry that must stay conservative can be read (and tested) on its own.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,7 +66,7 @@ class AssetFootprint:
                     x0, y0, x1, y1 = self.box
                     self.fill = max(float(poly.distance(Point(cx, cy))) for cx in (x0, x1) for cy in (y0, y1))
                     mx, my, hx, hy = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) / 2, (y1 - y0) / 2
-                    for t in (0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5):   # a box inside it
+                    for t in (0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5):  # a box inside it
                         core = (mx - t * hx, my - t * hy, mx + t * hx, my + t * hy)
                         if hx > 0 and hy > 0 and poly.contains(box(*core)):
                             self.core = core
@@ -75,7 +76,7 @@ class AssetFootprint:
 def _turned(footprint, scale: float, yaw_deg: float) -> np.ndarray:
     """The asset's local footprint scaled and turned by UE yaw (+yaw turns X towards Y)."""
     c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    turn = np.array([[c, s], [-s, c]]) * scale           # row vectors: (fx, fy) @ turn
+    turn = np.array([[c, s], [-s, c]]) * scale  # row vectors: (fx, fy) @ turn
     return np.asarray(footprint, dtype=float) @ turn
 
 
@@ -97,7 +98,7 @@ class ScaledFootprint:
         self._turns, self._frames = {}, {}
 
     def at(self, yaw: float) -> np.ndarray:
-        key = (yaw, math.copysign(1.0, yaw))    # -0.0 and 0.0 turn to differently signed zeros
+        key = (yaw, math.copysign(1.0, yaw))  # -0.0 and 0.0 turn to differently signed zeros
         if key not in self._turns:
             self._turns[key] = _turned(self.footprint, self.scale, yaw)
         return self._turns[key]
@@ -130,13 +131,12 @@ class Candidate:
     be from the shape (0 for a point; small for a box-like footprint), ``inner``: a disc
     (x, y, r) inside the shape, or None."""
 
-    __slots__ = ("x", "y", "yaw", "pad", "inner", "is_disc", "_geom", "_make", "_box", "_fill", "_obb", "_core",
-                 "_shapes")
+    __slots__ = ("x", "y", "yaw", "pad", "inner", "is_disc", "_geom", "_make", "_box", "_fill", "_obb", "_core", "_shapes")
 
     def __init__(self, x: float, y: float, yaw: float, pad: float, geom=None, make=None, inner=None, shapes=None):
         self.x, self.y, self.yaw, self.pad, self._geom, self._make = x, y, yaw, pad, geom, make
-        self._shapes = shapes       # a polygon: its object's ScaledFootprint (turned at ``yaw`` on demand)
-        self.is_disc = shapes is None   # else a disc: its shape the point (x, y) padded by ``pad``
+        self._shapes = shapes  # a polygon: its object's ScaledFootprint (turned at ``yaw`` on demand)
+        self.is_disc = shapes is None  # else a disc: its shape the point (x, y) padded by ``pad``
         if shapes is None:
             self.inner, self._box, self._fill, self._obb, self._core = (x, y, 0.0), (x, y, x, y), 0.0, None, None
         else:
@@ -190,7 +190,7 @@ class Candidate:
 def obb_point(o, px: float, py: float) -> float:
     """Distance from a point to an oriented box (Candidate.obb)."""
     dx, dy = px - o[0], py - o[1]
-    u, v = dx * o[2] + dy * o[3], -dx * o[3] + dy * o[2]      # the point in the box's own axes
+    u, v = dx * o[2] + dy * o[3], -dx * o[3] + dy * o[2]  # the point in the box's own axes
     return math.hypot(max(o[4] - u, 0.0, u - o[6]), max(o[5] - v, 0.0, v - o[7]))
 
 
@@ -199,10 +199,11 @@ def obb_gap(a, b, signed: bool = False) -> float:
     edge normals (projection never lengthens a distance; 0 when every axis overlaps). ``signed``:
     the largest gap even when negative, i.e. when every axis overlaps (the boxes then overlap,
     by the separating axis theorem)."""
-    ca = (a[0] + a[2] * (a[4] + a[6]) / 2 - a[3] * (a[5] + a[7]) / 2,     # centres in world
-          a[1] + a[3] * (a[4] + a[6]) / 2 + a[2] * (a[5] + a[7]) / 2)
-    cb = (b[0] + b[2] * (b[4] + b[6]) / 2 - b[3] * (b[5] + b[7]) / 2,
-          b[1] + b[3] * (b[4] + b[6]) / 2 + b[2] * (b[5] + b[7]) / 2)
+    ca = (
+        a[0] + a[2] * (a[4] + a[6]) / 2 - a[3] * (a[5] + a[7]) / 2,  # centres in world
+        a[1] + a[3] * (a[4] + a[6]) / 2 + a[2] * (a[5] + a[7]) / 2,
+    )
+    cb = (b[0] + b[2] * (b[4] + b[6]) / 2 - b[3] * (b[5] + b[7]) / 2, b[1] + b[3] * (b[4] + b[6]) / 2 + b[2] * (b[5] + b[7]) / 2)
     ha, hb = ((a[6] - a[4]) / 2, (a[7] - a[5]) / 2), ((b[6] - b[4]) / 2, (b[7] - b[5]) / 2)
     axes_a, axes_b = ((a[2], a[3]), (-a[3], a[2])), ((b[2], b[3]), (-b[3], b[2]))
     dx, dy = cb[0] - ca[0], cb[1] - ca[1]

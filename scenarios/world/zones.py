@@ -12,6 +12,7 @@ Kept out of scenarios/world/placement.py, which draws the spots and asks :func:`
 collision test (it is the cheaper one; both are pure, so the order changes no answer): zone tests
 are a concern of their own, with their own rectangle maths.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,11 +38,13 @@ class Zone:
 
     def __init__(self, rects=None, geom=None):
         self.geom = zone_geometry(rects) if geom is None else geom
-        self.rects = None if rects is None else [
-            (float(min(r[0], r[2])), float(min(r[1], r[3])), float(max(r[0], r[2])), float(max(r[1], r[3])))
-            for r in rects]
+        self.rects = (
+            None
+            if rects is None
+            else [(float(min(r[0], r[2])), float(min(r[1], r[3])), float(max(r[0], r[2])), float(max(r[1], r[3]))) for r in rects]
+        )
         if self.rects is not None and (not self.rects or not all(map(math.isfinite, sum(self.rects, ())))):
-            self.rects = None   # no rectangle (an empty zone) or a non-finite one: shapely decides
+            self.rects = None  # no rectangle (an empty zone) or a non-finite one: shapely decides
         self._boundary = None
 
     @classmethod
@@ -65,8 +68,7 @@ class Zone:
 
     def box_distance(self, b) -> float:
         """Distance from the box ``(x0, y0, x1, y1)`` to the union of the rectangles."""
-        return min(math.hypot(max(x0 - b[2], b[0] - x1, 0.0), max(y0 - b[3], b[1] - y1, 0.0))
-                   for x0, y0, x1, y1 in self.rects)
+        return min(math.hypot(max(x0 - b[2], b[0] - x1, 0.0), max(y0 - b[3], b[1] - y1, 0.0)) for x0, y0, x1, y1 in self.rects)
 
 
 def _as_zone(z) -> Zone | None:
@@ -95,7 +97,7 @@ def _touches(zone: Zone, c: Candidate, radius: float) -> bool:
         return False
     if dc >= radius - s and not shapely.distance(Point(x, y), zone.geom) <= radius:
         return False
-    if c.is_disc:                   # the shape is the centre: its distance is dc
+    if c.is_disc:  # the shape is the centre: its distance is dc
         if dc > c.pad + s:
             return False
         if dc < c.pad - s:

@@ -1,10 +1,11 @@
 """``sceneforge assets list|validate|preview|build``: inspect, check, look at and build asset packs.
 
-    sceneforge assets list [--licenses cc0,cc-by] [--manifest pack.yaml]
-    sceneforge assets validate my_pack.yaml          # exit 2 with file:line: field: message
-    sceneforge assets preview --class truck --out sheet.png
-    sceneforge assets build [--sources sh3d,looks] [--licenses cc0,cc-by]
+sceneforge assets list [--licenses cc0,cc-by] [--manifest pack.yaml]
+sceneforge assets validate my_pack.yaml          # exit 2 with file:line: field: message
+sceneforge assets preview --class truck --out sheet.png
+sceneforge assets build [--sources sh3d,looks] [--licenses cc0,cc-by]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,13 @@ def register(subparsers) -> None:
     pv.add_argument("--one-per-class", action="store_true", help="first variant of each class only")
     pv.set_defaults(func=run_preview)
     bd = sub.add_parser("build", help="fetch Debian packages and convert the named models to the cache")
-    bd.add_argument("--sources", default="sh3d,looks", help="comma list of sh3d (Sweet Home 3D furniture, 120 MB), "
-                    "looks (HDRIs + ground/facade textures: Debian blender-data, sweethome3d, npm @pmndrs/assets) "
-                    "and 0ad (0 A.D. animals, 1.4 GB download, ~3 min unpack, CC-BY-SA)")
+    bd.add_argument(
+        "--sources",
+        default="sh3d,looks",
+        help="comma list of sh3d (Sweet Home 3D furniture, 120 MB), "
+        "looks (HDRIs + ground/facade textures: Debian blender-data, sweethome3d, npm @pmndrs/assets) "
+        "and 0ad (0 A.D. animals, 1.4 GB download, ~3 min unpack, CC-BY-SA)",
+    )
     bd.add_argument("--licenses", default=None, help="only assets of these license families, e.g. cc0,cc-by")
     bd.add_argument("--cache-dir", type=Path, default=None, help="default $SCENEFORGE_CACHE or ~/.cache/sceneforge")
     bd.add_argument("--force", action="store_true", help="rebuild assets already in the cache")
@@ -62,6 +67,7 @@ def open_library(args):
     lic = args.licenses.split(",") if args.licenses else None
     if args.procedural:
         from sceneforge.assets_manifest.library import PROCEDURAL_PACK  # trimesh, pydantic: not at parser build
+
         return AssetLibrary.from_manifests([PROCEDURAL_PACK], args.cache_dir, lic)
     return AssetLibrary.default(args.cache_dir, lic, extra_manifests=args.manifest or ())
 
@@ -73,8 +79,9 @@ def run_list(args) -> int:
         info = lib.info(i)
         size = " x ".join(f"{s / 100:.2f}" for s in lib.size_cm(i))
         print(f"{i:28} {info.cls:13} {info.origin:10} {info.license:14} {lib.mesh(i).n_triangles:6d}  {size}")
-    print(f"# {len(lib.active_ids())} active of {len(lib.ids())} assets, {len(lib.classes())} classes, "
-          f"library {lib.fingerprint()}")
+    print(
+        f"# {len(lib.active_ids())} active of {len(lib.ids())} assets, {len(lib.classes())} classes, library {lib.fingerprint()}"
+    )
     return 0
 
 
@@ -112,8 +119,9 @@ def run_build(args) -> int:
     from sceneforge.assets_manifest.build import build  # trimesh, pydantic: not at parser build
 
     lic = args.licenses.split(",") if args.licenses else None
-    report = build([s.strip() for s in args.sources.split(",") if s.strip()], cache_dir=args.cache_dir,
-                   licenses=lic, force=args.force)
+    report = build(
+        [s.strip() for s in args.sources.split(",") if s.strip()], cache_dir=args.cache_dir, licenses=lic, force=args.force
+    )
     for line in report:
         print(line)
     return 0
@@ -121,14 +129,18 @@ def run_build(args) -> int:
 
 # ---- rendering helpers (shared with `sceneforge envs preview`) ---------------------------------
 
+
 def asset_view(lib, asset_id: str, tile: int):
     """A scene with the asset alone on a neutral ground and a 3/4 camera framing it."""
     L, W, H = lib.size_cm(asset_id)
     radius = 0.5 * math.sqrt(L * L + W * W + H * H)
     dist = radius / math.tan(math.radians(40) / 2) * 1.1
     target = (0.0, 0.0, H * 0.45)
-    eye = (dist * math.cos(math.radians(35)) * math.cos(math.radians(-40)),
-           dist * math.cos(math.radians(35)) * math.sin(math.radians(-40)), target[2] + dist * math.sin(math.radians(20)))
+    eye = (
+        dist * math.cos(math.radians(35)) * math.cos(math.radians(-40)),
+        dist * math.cos(math.radians(35)) * math.sin(math.radians(-40)),
+        target[2] + dist * math.sin(math.radians(20)),
+    )
     scene = Scene(ground=Ground(color=(200, 200, 196), extent=max(5000.0, dist * 4)))
     scene.add(Actor("asset", asset_id))
     return scene, Camera(eye, look_at_rotation(eye, target), 40.0, tile, tile)
@@ -150,7 +162,7 @@ def contact_sheet(lib, ids: list[str], tile: int = TILE, cols: int | None = None
             scene, cam = asset_view(lib, i, tile)
             img = caption(backend.render(scene, cam, ("lit",))["lit"], i)
             r, c = divmod(k, cols)
-            sheet[r * tile:(r + 1) * tile, c * tile:(c + 1) * tile] = img
+            sheet[r * tile : (r + 1) * tile, c * tile : (c + 1) * tile] = img
     finally:
         backend.close()
     return sheet

@@ -4,6 +4,7 @@ Benchmarks are scripts (``benchmarks/<name>.py`` with a ``main(argv)``), not tes
 throughput and ratios against a baseline measured in the same run. They live in the source
 checkout, so this command works from an editable install or from the repository root.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,10 +42,12 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     names = ", ".join(available()) or "none found (run from the source checkout)"
-    p = sub.add_parser("bench", help="run a benchmark from benchmarks/ (render, generate, videos, probe, farm, ...)",
-                       description="Run benchmarks/NAME.py (throughput measurements, not tests) with the "
-                                   "arguments after NAME.",
-                       epilog="e.g. sceneforge bench render --help   (each benchmark's own options)")
+    p = sub.add_parser(
+        "bench",
+        help="run a benchmark from benchmarks/ (render, generate, videos, probe, farm, ...)",
+        description="Run benchmarks/NAME.py (throughput measurements, not tests) with the arguments after NAME.",
+        epilog="e.g. sceneforge bench render --help   (each benchmark's own options)",
+    )
     p.add_argument("name", metavar="NAME", help=f"one of: {names}")
     p.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments passed to the benchmark")
     p.set_defaults(func=run)

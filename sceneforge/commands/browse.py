@@ -1,11 +1,12 @@
 """``sceneforge browse OUT``: write a static, offline explorer of a dataset and print its address.
 
-    sceneforge browse data/desert_ego                       # data/desert_ego/explorer/index.html
-    sceneforge browse data/desert_ego --serve --port 8765   # also serve it on 127.0.0.1:8765
-    sceneforge browse data/desert_ego --predictions runs/desert   # a `probe` output: misclassified one click away
-    sceneforge browse data/desert_ego --predictions runs/desert --run efficient:9:within   # one of its probes
-    sceneforge browse data/desert_ego --predictions preds.csv   # any model's CSV file_name,prediction
+sceneforge browse data/desert_ego                       # data/desert_ego/explorer/index.html
+sceneforge browse data/desert_ego --serve --port 8765   # also serve it on 127.0.0.1:8765
+sceneforge browse data/desert_ego --predictions runs/desert   # a `probe` output: misclassified one click away
+sceneforge browse data/desert_ego --predictions runs/desert --run efficient:9:within   # one of its probes
+sceneforge browse data/desert_ego --predictions preds.csv   # any model's CSV file_name,prediction
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,15 +16,25 @@ from sceneforge.core.errors import ConfigError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("browse", help="write a static dataset explorer (grid, filters, overlays, top-down maps)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "browse",
+        help="write a static dataset explorer (grid, filters, overlays, top-down maps)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("data", type=Path, help="a finished `generate`, `vqa` or `videos` output directory")
     p.add_argument("--out", type=Path, help="where to write the explorer (default DATA/explorer)")
-    p.add_argument("--predictions", type=Path,
-                   help="a `sceneforge probe` output directory (its predictions/*.csv), or a CSV with columns "
-                        "file_name,prediction: adds prediction/correct filters, misclassified one click away")
-    p.add_argument("--run", metavar="HEAD:LAYER:PROTOCOL",
-                   help="which probe of a --predictions directory that holds several (e.g. efficient:9:within)")
+    p.add_argument(
+        "--predictions",
+        type=Path,
+        help="a `sceneforge probe` output directory (its predictions/*.csv), or a CSV with columns "
+        "file_name,prediction: adds prediction/correct filters, misclassified one click away",
+    )
+    p.add_argument(
+        "--run",
+        metavar="HEAD:LAYER:PROTOCOL",
+        help="which probe of a --predictions directory that holds several (e.g. efficient:9:within)",
+    )
     p.add_argument("--serve", action="store_true", help="serve the explorer over HTTP on 127.0.0.1 until Ctrl-C")
     p.add_argument("--port", type=int, default=8765, help="port for --serve (default 8765; 0 = any free port)")
     p.set_defaults(func=run)

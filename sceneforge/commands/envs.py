@@ -1,8 +1,9 @@
 """``sceneforge envs list|preview``: the environments and a few renders of each.
 
-    sceneforge envs list
-    sceneforge envs preview desert --out previews/      # or a path to your own env YAML
+sceneforge envs list
+sceneforge envs preview desert --out previews/      # or a path to your own env YAML
 """
+
 from __future__ import annotations
 
 import logging
@@ -56,6 +57,7 @@ def run_preview(args) -> int:
     library = None
     if args.procedural:
         from sceneforge.assets_manifest import AssetLibrary  # trimesh: not at parser build
+
         library = AssetLibrary.procedural()
     env = load_env(args.env, library=library)
     if not 0 <= args.triple < len(env.triples):
@@ -73,13 +75,16 @@ def preview_scene(env, seed: int = 0, triple: int = 0, cam_dist: float = 1600.0,
     """Scene with the triple's source, target and human near the centre plus the env's clutter."""
     import numpy as np
 
-    env.library   # loaded here, before the scene is built, so its errors come first
+    env.library  # loaded here, before the scene is built, so its errors come first
     t = env.triples[triple]
     g = env.ground
     scene = Scene()
     env.apply_to(scene)  # sun, sky, ground, fog, look
-    placed = [("source", t.source_class, (-250.0, -200.0), 20.0), ("target", t.target_class, (300.0, 250.0), -60.0),
-              ("viewpoint", t.viewpoint_class, (-100.0, 450.0), 200.0)]
+    placed = [
+        ("source", t.source_class, (-250.0, -200.0), 20.0),
+        ("target", t.target_class, (300.0, 250.0), -60.0),
+        ("viewpoint", t.viewpoint_class, (-100.0, 450.0), 200.0),
+    ]
     for k, (name, cls, (x, y), yaw) in enumerate(placed):
         z = float(g.height(x, y))
         scene.add(Actor(name, env.variants(cls)[0], Transform((x, y, z), Rotator(0, yaw, 0)), instance_color(k)))

@@ -1,4 +1,5 @@
 """``sceneforge farm status DIR``: done / pending / failed per shard, from the job's journal."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,8 +10,9 @@ from sceneforge.core.errors import EXIT_INCOMPLETE, EXIT_OK
 
 
 def register(subparsers) -> None:
-    farm = subparsers.add_parser("farm", help="render farm: inspect sharded jobs",
-                                 description="Inspect a sharded generation job in an output dir.")
+    farm = subparsers.add_parser(
+        "farm", help="render farm: inspect sharded jobs", description="Inspect a sharded generation job in an output dir."
+    )
     sub = farm.add_subparsers(dest="farm_command", metavar="ACTION", required=True)
     status = sub.add_parser("status", help="done / pending / failed per shard (+ live workers)")
     status.add_argument("out_dir", type=Path, help="output dir of a generate/videos job")

@@ -1,9 +1,10 @@
 """``sceneforge generate``: SpaRRTa-style relation images; ``sceneforge preview``: contact sheet.
 
-    sceneforge generate --env desert --task ego --n 5000 --out data/desert_ego --seed 0
-    sceneforge generate --env all --task both --n 10000 --out data/ --workers 2
-    sceneforge preview data/desert_ego --n 16 --out sheet.png
+sceneforge generate --env desert --task ego --n 5000 --out data/desert_ego --seed 0
+sceneforge generate --env all --task both --n 10000 --out data/ --workers 2
+sceneforge preview data/desert_ego --n 16 --out sheet.png
 """
+
 from __future__ import annotations
 
 import argparse
@@ -12,15 +13,17 @@ from pathlib import Path
 from sceneforge.commands import config_flags
 from sceneforge.commands.common import add_runner_flags, run_scenario
 from sceneforge.engine.server.renderers import check_renderer
-from sceneforge.scenarios.sparrta.config import SparrtaConfig   # numpy, no renderer: flags from its fields
+from sceneforge.scenarios.sparrta.config import SparrtaConfig  # numpy, no renderer: flags from its fields
 
 TASKS = {"ego": ["ego"], "allo": ["allo"], "both": ["ego", "allo"]}
 
 
 def config_from_args(args: argparse.Namespace):
     """``--config`` YAML overridden by the flags given on the command line → (config, plain dict)."""
-    extra = {"tasks": TASKS[args.task] if args.task else None,
-             "image_format": None if args.format == "wds" else args.format}   # wds: jpg images, packed into shards
+    extra = {
+        "tasks": TASKS[args.task] if args.task else None,
+        "image_format": None if args.format == "wds" else args.format,
+    }  # wds: jpg images, packed into shards
     return config_flags.config_from_args(args, SparrtaConfig, command="sceneforge generate", extra=extra)
 
 
@@ -32,11 +35,12 @@ def run_generate(args: argparse.Namespace) -> int:
         check_renderer(cfg.renderer)
     summary = run_scenario("sparrta", config, args.out, args)
     stats = summary.get("finalize", {})
-    print(f"{summary.get('samples')} samples in {args.out} ({summary.get('rendered', 0)} rendered this run, "
-          f"{summary.get('samples_per_s', 0):.2f} labelled images/s); labels {stats.get('by_label')}")
+    print(
+        f"{summary.get('samples')} samples in {args.out} ({summary.get('rendered', 0)} rendered this run, "
+        f"{summary.get('samples_per_s', 0):.2f} labelled images/s); labels {stats.get('by_label')}"
+    )
     print(rejection_summary(stats))
     return 0
-
 
 
 def run_preview(args: argparse.Namespace) -> int:
@@ -48,18 +52,24 @@ def run_preview(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("generate", help="SpaRRTa-style ego/allo relation images with labels",
-                       description="Generate (or resume) a labelled relation dataset in --out.")
+    p = sub.add_parser(
+        "generate",
+        help="SpaRRTa-style ego/allo relation images with labels",
+        description="Generate (or resume) a labelled relation dataset in --out.",
+    )
     p.add_argument("--out", required=True, help="output directory (rerun the same command to resume)")
     p.add_argument("--task", choices=sorted(TASKS), help="ego (camera), allo (human figure) or both (default ego)")
-    p.add_argument("--format", choices=["jpg", "png", "wds"],
-                   help="image format (default jpg, as SpaRRTa); wds: jpg images, and the finished dataset "
-                        "also packed into WebDataset tar shards in OUT/wds/ (image + json + mask per sample)")
-    p.add_argument("--wds-shard-size", type=int, default=None,
-                   help="samples per WebDataset shard with --format wds (default 1000)")
-    config_flags.add_config_flags(p, SparrtaConfig, skip=("tasks", "image_format"))   # --env, --n, --size, --masks, ...
+    p.add_argument(
+        "--format",
+        choices=["jpg", "png", "wds"],
+        help="image format (default jpg, as SpaRRTa); wds: jpg images, and the finished dataset "
+        "also packed into WebDataset tar shards in OUT/wds/ (image + json + mask per sample)",
+    )
+    p.add_argument(
+        "--wds-shard-size", type=int, default=None, help="samples per WebDataset shard with --format wds (default 1000)"
+    )
+    config_flags.add_config_flags(p, SparrtaConfig, skip=("tasks", "image_format"))  # --env, --n, --size, --masks, ...
     p.add_argument("--config", help="YAML file of config fields (flags override it)")
     add_runner_flags(p)
     p.set_defaults(func=run_generate)

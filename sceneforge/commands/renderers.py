@@ -9,6 +9,7 @@ Example::
 The Cycles environment lives in ``$SCENEFORGE_CYCLES_HOME`` if set, else in sceneforge's cache:
 ``$SCENEFORGE_CACHE/renderers/cycles``, else ``~/.cache/sceneforge/renderers/cycles``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,14 +21,21 @@ INSTALLABLE = ("cycles",)
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("renderers", help="list render backends; install the Cycles path tracer",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "renderers",
+        help="list render backends; install the Cycles path tracer",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="renderers_command", metavar="ACTION")
     ls = sub.add_parser("list", help="render backends and whether each is ready")
     ls.set_defaults(func=run_list)
-    ins = sub.add_parser("install", help="create a renderer's isolated environment (from PyPI) in "
-                         "$SCENEFORGE_CYCLES_HOME, else $SCENEFORGE_CACHE/renderers/cycles, else "
-                         "~/.cache/sceneforge/renderers/cycles")
+    ins = sub.add_parser(
+        "install",
+        help="create a renderer's isolated environment (from PyPI) in "
+        "$SCENEFORGE_CYCLES_HOME, else $SCENEFORGE_CACHE/renderers/cycles, else "
+        "~/.cache/sceneforge/renderers/cycles",
+    )
     ins.add_argument("name", choices=INSTALLABLE)
     ins.add_argument("--force", action="store_true", help="reinstall even if already installed")
     ins.set_defaults(func=run_install)
@@ -41,8 +49,11 @@ def run_list(args) -> int:
     for name, desc in renderer_descriptions().items():
         if name == "cycles":
             inst = status()
-            state = (f"installed: Blender {inst.blender} at {inst.root}" if inst else
-                     f"not installed (sceneforge renderers install cycles → {home()})")
+            state = (
+                f"installed: Blender {inst.blender} at {inst.root}"
+                if inst
+                else f"not installed (sceneforge renderers install cycles → {home()})"
+            )
         else:
             state = "built in"
         print(f"{name:8s} {state}\n         {desc}")

@@ -8,6 +8,7 @@ renderer-facing code, is imported when the job runs).
     sceneforge run distance --env desert --n 8 --out data/distance
     sceneforge run distance --help
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,12 @@ from sceneforge.scenarios.registry import module_path, scenario_names
 
 def register(sub: argparse._SubParsersAction) -> None:
     names = ", ".join(scenario_names())
-    p = sub.add_parser("run", help=f"run any registered scenario ({names}); flags from its config fields",
-                       description="Run (or resume) a registered scenario in --out. Its flags are its config's "
-                                   "fields: `sceneforge run SCENARIO --help` lists them.")
+    p = sub.add_parser(
+        "run",
+        help=f"run any registered scenario ({names}); flags from its config fields",
+        description="Run (or resume) a registered scenario in --out. Its flags are its config's "
+        "fields: `sceneforge run SCENARIO --help` lists them.",
+    )
     kinds = p.add_subparsers(dest="scenario", metavar="SCENARIO", required=True)
     for name in scenario_names():
         cls = light_config(name)
@@ -38,8 +42,11 @@ def light_config(name: str):
 
 
 def add_scenario_parser(kinds: argparse._SubParsersAction, name: str, cls: type) -> None:
-    q = kinds.add_parser(name, help=f"the {name} scenario", description=f"Run (or resume) the {name} scenario "
-                         "in --out; flags are its config's fields (docs/scenarios.md).")
+    q = kinds.add_parser(
+        name,
+        help=f"the {name} scenario",
+        description=f"Run (or resume) the {name} scenario in --out; flags are its config's fields (docs/scenarios.md).",
+    )
     q.add_argument("--out", required=True, help="output directory (rerun the same command to resume)")
     q.add_argument("--config", help="YAML file of config fields (flags override it)")
     add_config_flags(q, cls)

@@ -9,6 +9,7 @@ Example::
 
 The same server runs as ``python -m sceneforge.engine.server`` (what the farm and ``start_server`` launch).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,8 +18,12 @@ from sceneforge.engine.server.main import add_arguments, run as run_server
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("serve", help="run the headless render server (UnrealCV protocol)",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = subparsers.add_parser(
+        "serve",
+        help="run the headless render server (UnrealCV protocol)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_arguments(p)
     p.set_defaults(func=run)
 

@@ -5,6 +5,7 @@ Examples::
     sceneforge videos --env city --n 250 --out dsi_city --seed 0
     sceneforge dsi-eval --meta dsi_city/metadata --pred runs/mymodel
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,26 +15,36 @@ from pathlib import Path
 from sceneforge.commands.common import add_runner_flags, run_scenario
 from sceneforge.commands.config_flags import add_config_flags, config_from_args
 from sceneforge.engine.server.renderers import check_renderer
-from sceneforge.scenarios.videos.config import VideoConfig   # numpy, no renderer: flags from its fields
-
+from sceneforge.scenarios.videos.config import VideoConfig  # numpy, no renderer: flags from its fields
 
 
 def register(subparsers) -> None:
-    v = subparsers.add_parser("videos", help="render DSI-Bench-style dynamic clips (std/hflip/reverse/reverse_hflip)",
-                              description="Render dynamic clips with 9 camera/object motion patterns, their "
-                                          "hflip/reverse/reverse_hflip variants and DSI-Bench metadata CSVs.")
+    v = subparsers.add_parser(
+        "videos",
+        help="render DSI-Bench-style dynamic clips (std/hflip/reverse/reverse_hflip)",
+        description="Render dynamic clips with 9 camera/object motion patterns, their "
+        "hflip/reverse/reverse_hflip variants and DSI-Bench metadata CSVs.",
+    )
     v.add_argument("--out", required=True, help="output directory (created; resumable)")
     v.add_argument("--config", type=Path, help="YAML with videos config fields (flags override)")
-    add_config_flags(v, VideoConfig)   # --env, --n, --seed, --size, --frames, --fps, --patterns, ... from its fields
-    v.add_argument("--shake", type=float, nargs=2, metavar=("CM", "DEG"),
-                   help="handheld camera shake amplitude (motion.shake_cm <= 1.5, motion.shake_deg <= 0.4)")
+    add_config_flags(v, VideoConfig)  # --env, --n, --seed, --size, --frames, --fps, --patterns, ... from its fields
+    v.add_argument(
+        "--shake",
+        type=float,
+        nargs=2,
+        metavar=("CM", "DEG"),
+        help="handheld camera shake amplitude (motion.shake_cm <= 1.5, motion.shake_deg <= 0.4)",
+    )
     v.add_argument("--inline", action="store_true", help="same as --backend inline: one server in this process")
     add_runner_flags(v)
     v.set_defaults(func=run_videos)
 
-    e = subparsers.add_parser("dsi-eval", help="DSI-Bench sample-wise and group-wise accuracy",
-                              description="Score predictions {aug}/{model}.csv (final_answer column, or raw "
-                                          "text with <answer>X</answer>) against metadata/{aug}.csv.")
+    e = subparsers.add_parser(
+        "dsi-eval",
+        help="DSI-Bench sample-wise and group-wise accuracy",
+        description="Score predictions {aug}/{model}.csv (final_answer column, or raw "
+        "text with <answer>X</answer>) against metadata/{aug}.csv.",
+    )
     e.add_argument("--meta", type=Path, required=True, help="metadata dir with std/hflip/reverse/reverse_hflip.csv")
     e.add_argument("--pred", type=Path, required=True, help="predictions dir with {aug}/{model}.csv")
     e.add_argument("--model", help="model name (file stem); default: the only CSV in PRED/std/")
@@ -45,8 +56,10 @@ def register(subparsers) -> None:
 
 def build_config(args: argparse.Namespace):
     """``--config`` YAML overridden by flags → (VideoConfig, plain dict)."""
-    extra = {"motion.shake_cm": args.shake[0] if args.shake else None,   # one flag, two fields
-             "motion.shake_deg": args.shake[1] if args.shake else None}
+    extra = {
+        "motion.shake_cm": args.shake[0] if args.shake else None,  # one flag, two fields
+        "motion.shake_deg": args.shake[1] if args.shake else None,
+    }
     return config_from_args(args, VideoConfig, command="sceneforge videos", extra=extra)
 
 
@@ -58,7 +71,7 @@ def run_videos(args: argparse.Namespace) -> int:
         args.backend = "inline"
     summary = run_scenario("videos", config, args.out, args)
     print(json.dumps(summary.get("finalize", {}), indent=2))
-    return 0    # run_scenario raised JobIncomplete (exit 1) unless every clip is done
+    return 0  # run_scenario raised JobIncomplete (exit 1) unless every clip is done
 
 
 def run_eval(args: argparse.Namespace) -> int:

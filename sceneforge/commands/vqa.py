@@ -4,6 +4,7 @@ Example::
 
     sceneforge vqa-eval --questions vqa/questions.jsonl --pred runs/model.jsonl
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,15 +17,18 @@ from sceneforge.commands.config_flags import add_config_flags, config_from_args
 from sceneforge.core.atomic import atomic_write_bytes
 from sceneforge.core.errors import JobIncomplete
 from sceneforge.scenarios.vqa.record import read_record, rerender
-from sceneforge.scenarios.vqa.scenario import VqaConfig   # numpy, no renderer: flags from its fields
+from sceneforge.scenarios.vqa.scenario import VqaConfig  # numpy, no renderer: flags from its fields
 
 
 def register(subparsers) -> None:
-    e = subparsers.add_parser("vqa-eval", help="score template-VQA predictions (accuracy, MRA) per category",
-                              description="Score predictions (JSONL lines {id, prediction}, or a CSV with id and "
-                                          "prediction columns) against questions.jsonl: exact-match accuracy for "
-                                          "multiple choice (a letter or the option's text), Mean Relative Accuracy "
-                                          "for numbers; per category and their macro average (VSI-Bench/CRISP).")
+    e = subparsers.add_parser(
+        "vqa-eval",
+        help="score template-VQA predictions (accuracy, MRA) per category",
+        description="Score predictions (JSONL lines {id, prediction}, or a CSV with id and "
+        "prediction columns) against questions.jsonl: exact-match accuracy for "
+        "multiple choice (a letter or the option's text), Mean Relative Accuracy "
+        "for numbers; per category and their macro average (VSI-Bench/CRISP).",
+    )
     e.add_argument("--questions", type=Path, required=True, help="questions.jsonl written by the VQA generator")
     e.add_argument("--pred", type=Path, required=True, help="predictions (.jsonl or .csv)")
     e.add_argument("--json", action="store_true", help="print the scores as JSON")
@@ -42,19 +46,25 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def register_generate(subparsers) -> None:
-    g = subparsers.add_parser("vqa", help="render scenes and template questions (counting, size, distance, direction, ...)",
-                              description="Render scenes with 3-6 labelled objects, write each scene's record and "
-                                          "metric scene graph, then template questions (questions.jsonl), tables and "
-                                          "COCO annotations. Resumable: rerun the same command.")
+    g = subparsers.add_parser(
+        "vqa",
+        help="render scenes and template questions (counting, size, distance, direction, ...)",
+        description="Render scenes with 3-6 labelled objects, write each scene's record and "
+        "metric scene graph, then template questions (questions.jsonl), tables and "
+        "COCO annotations. Resumable: rerun the same command.",
+    )
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--config", help="YAML file of config fields (flags override it)")
     add_config_flags(g, VqaConfig, required=("n",))
     add_runner_flags(g)
     g.set_defaults(func=run_generate)
 
-    r = subparsers.add_parser("render-record", help="re-render a sample from its scene record and compare the bytes",
-                              description="Replay a scene record (scene_NNNNNN.json) on a fresh render server and "
-                                          "check the image is byte-identical to the stored one (exit 1 if not).")
+    r = subparsers.add_parser(
+        "render-record",
+        help="re-render a sample from its scene record and compare the bytes",
+        description="Replay a scene record (scene_NNNNNN.json) on a fresh render server and "
+        "check the image is byte-identical to the stored one (exit 1 if not).",
+    )
     r.add_argument("record", type=Path, help="scene_NNNNNN.json")
     r.add_argument("--server", help="a running render server host:port (default: start one)")
     r.add_argument("--out", help="also write the re-rendered image here")
@@ -66,7 +76,7 @@ def run_generate(args: argparse.Namespace) -> int:
     summary = run_scenario("vqa", cfg, args.out, args)
     fin = summary.get("finalize", {})
     print(f"{fin.get('images')} images, {fin.get('questions')} questions in {args.out}: {fin.get('by_category')}")
-    return 0    # run_scenario raised JobIncomplete (exit 1) unless every image is done
+    return 0  # run_scenario raised JobIncomplete (exit 1) unless every image is done
 
 
 def run_render_record(args: argparse.Namespace) -> int:
@@ -78,7 +88,8 @@ def run_render_record(args: argparse.Namespace) -> int:
         if not address:
             from sceneforge.engine.server.launch import start_server  # not at parser build: `sceneforge --help` start-up
             from sceneforge.scenarios.world.environments import load_env  # pydantic: not at parser build
-            packs = list(load_env(rec["env"]).asset_packs())   # what the job's servers served
+
+            packs = list(load_env(rec["env"]).asset_packs())  # what the job's servers served
             address = stack.enter_context(start_server(port=0, assets=packs or None)).address
         with RenderClient(address) as client:
             data = rerender(rec, client)

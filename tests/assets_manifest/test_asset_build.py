@@ -1,5 +1,6 @@
 """The Debian build: catalog/copyright parsing, recolouring, resume, and (when the cache has them)
 every built asset checked like the procedural ones."""
+
 from __future__ import annotations
 
 import json
@@ -66,10 +67,11 @@ def test_extract_only_the_model_folder(sh3f, tmp_path):
 def test_copyright_licenses(tmp_path):
     f = tmp_path / sh3d.COPYRIGHT
     f.parent.mkdir(parents=True)
-    f.write_text("Format: x\n\nFiles: KatorLegaz/*\nCopyright: 2003\nLicense: CC-BY-3.0-USA\n\n"
-                 "Files: BlendSwap-CC-0/*\nCopyright: 2014\nLicense: CC0\n\nFiles: Scopia/*\nLicense: CC-BY-3.0\n")
-    assert sh3d.copyright_licenses(tmp_path) == {"KatorLegaz": "cc-by-3.0-us", "BlendSwap-CC-0": "cc0-1.0",
-                                                 "Scopia": "cc-by-3.0"}
+    f.write_text(
+        "Format: x\n\nFiles: KatorLegaz/*\nCopyright: 2003\nLicense: CC-BY-3.0-USA\n\n"
+        "Files: BlendSwap-CC-0/*\nCopyright: 2014\nLicense: CC0\n\nFiles: Scopia/*\nLicense: CC-BY-3.0\n"
+    )
+    assert sh3d.copyright_licenses(tmp_path) == {"KatorLegaz": "cc-by-3.0-us", "BlendSwap-CC-0": "cc0-1.0", "Scopia": "cc-by-3.0"}
 
 
 def test_recolor_repaints_body_only():
@@ -87,6 +89,7 @@ def test_unsupported_source_is_a_clear_error(tmp_path):
 def _pmd_bytes(pos, uv, faces) -> bytes:
     """A version-4 PMD with one UV set (the layout 0 A.D. writes)."""
     import struct
+
     body = struct.pack("<II", len(pos), 1)
     for p, t in zip(pos, uv):
         body += struct.pack("<3f3f2f4B4f", *p, 0, 0, 1, *t, 0, 0, 0, 0, 1, 0, 0, 0)
@@ -123,8 +126,10 @@ def test_parse_pmd_and_dds_skin(tmp_path):
 def test_zeroad_copyright(tmp_path):
     f = tmp_path / zeroad.COPYRIGHT
     f.parent.mkdir(parents=True)
-    f.write_text("Format: x\n\nFiles: *\nCopyright: 2010 Wildfire Games\nLicense: CC-BY-SA-3.0\n\n"
-                 "Files: debian/*\nCopyright: 2011 Someone\nLicense: GPL-2+\n")
+    f.write_text(
+        "Format: x\n\nFiles: *\nCopyright: 2010 Wildfire Games\nLicense: CC-BY-SA-3.0\n\n"
+        "Files: debian/*\nCopyright: 2011 Someone\nLicense: GPL-2+\n"
+    )
     assert zeroad.copyright_license(tmp_path) == "cc-by-sa-3.0"
     assert zeroad.copyright_holder(tmp_path) == "Wildfire Games"
 
@@ -184,6 +189,6 @@ def test_the_first_use_cost_is_quoted_the_same_everywhere(monkeypatch, tmp_path)
     assert f"**{down}**" in docs and f"**{disk}**" in docs
     lines = []
     monkeypatch.setattr(build_mod, "missing_defaults", lambda cache: True)
-    monkeypatch.setattr(build_mod, "build", lambda *a, **k: None)   # the line, not the download
+    monkeypatch.setattr(build_mod, "build", lambda *a, **k: None)  # the line, not the download
     build_mod.ensure_defaults(tmp_path, progress=False, say=lines.append)
     assert down in lines[0] and disk in lines[0], lines

@@ -1,4 +1,5 @@
 """`sceneforge assets ...` and `sceneforge envs ...` through the real CLI entry point."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +14,7 @@ def test_assets_list_procedural(capsys):
     out = capsys.readouterr().out
     assert "proc_truck" in out and "truck" in out and "cc0-1.0" in out
     row = next(line for line in out.splitlines() if line.startswith("proc_truck "))
-    assert row.split()[-5:] == ["7.00", "x", "2.48", "x", "4.20"]   # metres
+    assert row.split()[-5:] == ["7.00", "x", "2.48", "x", "4.20"]  # metres
 
 
 def test_assets_list_license_filter_can_exclude_everything(capsys):
@@ -36,10 +37,11 @@ def test_assets_validate_ok_and_error_exit_2(tmp_path, capsys):
 @pytest.mark.render
 def test_assets_preview_writes_sheet(tmp_path):
     out = tmp_path / "sheet.png"
-    assert main(["assets", "preview", "--procedural", "--class", "truck", "--class", "cone",
-                 "--tile", "64", "--out", str(out)]) == 0
+    assert (
+        main(["assets", "preview", "--procedural", "--class", "truck", "--class", "cone", "--tile", "64", "--out", str(out)]) == 0
+    )
     img = np.asarray(Image.open(out))
-    assert img.shape == (64, 3 * 64, 3) and img.std() > 10   # 2 trucks + 1 cone
+    assert img.shape == (64, 3 * 64, 3) and img.std() > 10  # 2 trucks + 1 cone
 
 
 def test_assets_preview_unknown_class(tmp_path, capsys):

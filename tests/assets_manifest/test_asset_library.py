@@ -1,4 +1,5 @@
 """AssetLibrary: the procedural pack, normalisation of real mesh files, caching, licenses."""
+
 from __future__ import annotations
 
 import textwrap
@@ -35,8 +36,8 @@ def test_procedural_asset_grounded_centred_plausible(proc, asset_id):
     info, mesh = proc.info(asset_id), proc.mesh(asset_id)
     assert info.cls in PLAUSIBLE, f"no plausible size for class {info.cls}"
     lo, hi = mesh.bounds()
-    assert lo[2] == pytest.approx(0.0, abs=1e-3)                    # sits on the ground
-    assert np.allclose((lo[:2] + hi[:2]) / 2, 0.0, atol=1e-2)       # centred in XY
+    assert lo[2] == pytest.approx(0.0, abs=1e-3)  # sits on the ground
+    assert np.allclose((lo[:2] + hi[:2]) / 2, 0.0, atol=1e-2)  # centred in XY
     kind, low, high = PLAUSIBLE[info.cls]
     assert low <= measure(proc.size_cm(asset_id), kind) <= high, (asset_id, proc.size_cm(asset_id))
     assert 8 <= mesh.n_triangles <= 5000
@@ -83,15 +84,16 @@ def test_footprint_is_hull_of_xy(proc):
 def test_axes_matrix_maps_source_frame_to_ue():
     # glTF/SH3D style: Y up, front towards +Z. Right = forward x up = +Z x +Y = -X.
     r = axes_matrix("+y", "+z")
-    assert np.allclose(r @ [0, 0, 1], [1, 0, 0])   # forward -> +X
-    assert np.allclose(r @ [0, 1, 0], [0, 0, 1])   # up -> +Z
+    assert np.allclose(r @ [0, 0, 1], [1, 0, 0])  # forward -> +X
+    assert np.allclose(r @ [0, 1, 0], [0, 0, 1])  # up -> +Z
     assert np.allclose(r @ [-1, 0, 0], [0, 1, 0])  # right -> +Y
-    assert np.isclose(np.linalg.det(r), -1.0)      # handedness flip (UE is left-handed)
+    assert np.isclose(np.linalg.det(r), -1.0)  # handedness flip (UE is left-handed)
 
 
 def _pack(tmp_path, mesh_name: str, extra: str = "") -> str:
     p = tmp_path / "pack.yaml"
-    p.write_text(textwrap.dedent(f"""\
+    p.write_text(
+        textwrap.dedent(f"""\
         pack: user
         assets:
           - id: thing
@@ -101,7 +103,8 @@ def _pack(tmp_path, mesh_name: str, extra: str = "") -> str:
             units: m
             up: "+y"
             forward: "+z"
-        {extra}"""))
+        {extra}""")
+    )
     return p
 
 
@@ -124,7 +127,7 @@ def test_size_target_and_disk_cache_reuse(tmp_path):
     lib = AssetLibrary.from_manifests([pack], cache_dir=tmp_path / "cache")
     assert lib.size_cm("thing") == pytest.approx((350.0, 100.0, 150.0), rel=1e-4)
     (cached,) = (tmp_path / "cache" / "meshes").glob("*.npz")
-    to_npz(AssetLibrary.procedural().mesh("proc_cone"), cached)   # tamper: a fresh library must read the cache
+    to_npz(AssetLibrary.procedural().mesh("proc_cone"), cached)  # tamper: a fresh library must read the cache
     lib2 = AssetLibrary.from_manifests([pack], cache_dir=tmp_path / "cache")
     assert lib2.size_cm("thing")[2] == pytest.approx(70.0, rel=1e-3)
 
@@ -138,8 +141,7 @@ def test_texture_baked_per_face(tmp_path):
     f = np.array([[0, 1, 2], [0, 2, 3], [1, 4, 5], [1, 5, 2]])
     uv = np.array([[0, 0], [0.5, 0], [0.5, 1], [0, 1], [1, 0], [1, 1]], float)
     m = trimesh.Trimesh(v, f, process=False)
-    mat = trimesh.visual.material.PBRMaterial(baseColorTexture=Image.fromarray(img),
-                                              baseColorFactor=[255, 255, 255, 255])
+    mat = trimesh.visual.material.PBRMaterial(baseColorTexture=Image.fromarray(img), baseColorFactor=[255, 255, 255, 255])
     m.visual = trimesh.visual.TextureVisuals(uv=uv, material=mat)
     m.export(tmp_path / "quad.glb")
     lib = AssetLibrary.from_manifests([_pack(tmp_path, "quad.glb")], cache_dir=tmp_path / "c")
@@ -149,8 +151,7 @@ def test_texture_baked_per_face(tmp_path):
 
 def test_decimation_respects_budget(tmp_path):
     trimesh.creation.icosphere(subdivisions=5, radius=1.0).export(tmp_path / "ball.ply")
-    lib = AssetLibrary.from_manifests([_pack(tmp_path, "ball.ply", "    triangle_budget: 500\n")],
-                                      cache_dir=tmp_path / "c")
+    lib = AssetLibrary.from_manifests([_pack(tmp_path, "ball.ply", "    triangle_budget: 500\n")], cache_dir=tmp_path / "c")
     assert 100 < lib.mesh("thing").n_triangles <= 500
 
 
@@ -168,7 +169,7 @@ def test_default_prefers_built_per_class_and_credits(tmp_path, proc):
     lib = AssetLibrary.default(cache_dir=tmp_path)
     assert [i.id for i in lib.by_class("truck")] == ["sh3d_truck"]
     assert lib.info("sh3d_truck").license == "cc-by-3.0" and lib.info("sh3d_truck").origin == "built"
-    assert "proc_truck" not in lib.active_ids() and "proc_truck" in lib.ids()   # shadowed, still resolvable
+    assert "proc_truck" not in lib.active_ids() and "proc_truck" in lib.ids()  # shadowed, still resolvable
     assert lib.mesh("proc_truck").n_triangles > 0
     assert lib.by_class("cone")[0].origin == "procedural"
     assert lib.resolve("truck") == "sh3d_truck" and lib.resolve("proc_cone") == "proc_cone"
@@ -183,7 +184,7 @@ def test_licenses_are_explicit_never_from_the_environment(tmp_path, proc, monkey
     assert AssetLibrary.default(cache_dir=tmp_path).has_share_alike(["0ad_bear_brown"])
     lib = AssetLibrary.default(cache_dir=tmp_path, licenses=["cc0", "cc-by"])
     assert "0ad_bear_brown" not in lib.ids() and lib.by_class("bear")[0].id == "proc_bear"
-    monkeypatch.setenv("SCENEFORGE_LICENSES", "cc0,cc-by")   # the old variable has no effect any more
+    monkeypatch.setenv("SCENEFORGE_LICENSES", "cc0,cc-by")  # the old variable has no effect any more
     assert "0ad_bear_brown" in AssetLibrary.default(cache_dir=tmp_path).ids()
 
 
@@ -196,5 +197,6 @@ def test_unknown_ids_and_classes(proc):
 
 def test_shipped_manifests_validate():
     from sceneforge.assets_manifest.library import BUILT_PACKS
+
     for p in (PROCEDURAL_PACK, *BUILT_PACKS.values()):
         assert load_manifest(p).assets

@@ -1,4 +1,5 @@
 """Manifest validation: a good manifest loads; each kind of mistake names file, line and field."""
+
 from __future__ import annotations
 
 import textwrap

@@ -1,4 +1,5 @@
 """Vertex clustering, the decimation's fallback where quadric collapses stall (assets_manifest/decimate.py)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,13 +14,13 @@ def _ball(subdivisions: int = 4):
 
 
 def test_clustering_reaches_the_target_keeps_the_shape_and_makes_no_degenerate_faces():
-    v, f = _ball()                                        # 5120 faces
+    v, f = _ball()  # 5120 faces
     for target in (2000, 300, 40):
         nv, nf = dec.cluster_simplify(v, f, target)
         assert 0.3 * target <= len(nf) <= target, (target, len(nf))
         assert (nf[:, 0] != nf[:, 1]).all() and (nf[:, 1] != nf[:, 2]).all() and (nf[:, 0] != nf[:, 2]).all()
-        assert len(np.unique(np.sort(nf, axis=1), axis=0)) == len(nf)          # no face twice
-        assert nf.max() == len(nv) - 1 and len(np.unique(nf)) == len(nv)     # every vertex used
+        assert len(np.unique(np.sort(nf, axis=1), axis=0)) == len(nf)  # no face twice
+        assert nf.max() == len(nv) - 1 and len(np.unique(nf)) == len(nv)  # every vertex used
         # cell means lie inside the source's box, and the ball stays a ball of about its size
         assert (nv.min(axis=0) >= v.min(axis=0) - 1e-9).all() and (nv.max(axis=0) <= v.max(axis=0) + 1e-9).all()
         assert (nv.max(axis=0) - nv.min(axis=0) > 0.8 * 200).all()
@@ -43,6 +44,5 @@ def test_a_part_the_quadric_queue_reduces_is_not_clustered():
     v, f = _ball()
     want = len(f) // 8
     nv, nf = dec._simplify_part(v, f, want)
-    qv, qf = fast_simplification.simplify(v.astype(np.float32), f.astype(np.int32),
-                                          target_reduction=1.0 - want / len(f))
+    qv, qf = fast_simplification.simplify(v.astype(np.float32), f.astype(np.int32), target_reduction=1.0 - want / len(f))
     assert np.array_equal(nf, qf) and np.allclose(nv, qv)

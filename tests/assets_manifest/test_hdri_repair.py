@@ -1,4 +1,5 @@
 """Suns damaged by lossy EXR compression (assets_manifest/hdri_repair.py)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,8 @@ def test_a_ringing_sun_becomes_a_bright_disc_of_the_same_energy():
     a = _sky()
     a[20, 70] = [3.6e-7, 4.0e-6, 11800.0]
     a[20, 69] = [3.0e-7, 0.0, 5352.0]
-    a[20, 71] = [0.0, 2.2e-6, 0.0]       # was (0, 2e-6, -1425)
-    a[21, 70] = [0.0, 0.0, 0.0]          # was negative in every channel
+    a[20, 71] = [0.0, 2.2e-6, 0.0]  # was (0, 2e-6, -1425)
+    a[21, 70] = [0.0, 0.0, 0.0]  # was negative in every channel
     a[19, 72] = [15.5, 13.5, 9.8]
     energy = float((a.mean(-1) - SKY.mean()).clip(0).sum())
     r = repair_hot_spots(a)
@@ -28,18 +29,18 @@ def test_a_ringing_sun_becomes_a_bright_disc_of_the_same_energy():
     hot = r.max(-1) > 50
     assert hot.any()
     px = r[hot]
-    assert (px.min(-1) > 0.5 * px.max(-1)).all()                 # no pure-blue pixel left: neutral
-    assert (r[16:26, 64:78].max(-1) > 0.5 * SKY.max()).all()      # no black hole around it
+    assert (px.min(-1) > 0.5 * px.max(-1)).all()  # no pure-blue pixel left: neutral
+    assert (r[16:26, 64:78].max(-1) > 0.5 * SKY.max()).all()  # no black hole around it
     got = float((r.mean(-1) - SKY.mean()).clip(0).sum())
-    assert abs(got - energy) < 0.02 * energy                      # the sun's energy is kept
+    assert abs(got - energy) < 0.02 * energy  # the sun's energy is kept
     cy, cx = np.unravel_index(np.argmax(r.mean(-1)), r.shape[:2])
-    assert abs(cy - 20) <= 1 and abs(cx - 70) <= 1                # where it was
-    assert np.array_equal(r[:10], a[:10]) and np.array_equal(r[40:], a[40:])   # only the spot changes
+    assert abs(cy - 20) <= 1 and abs(cx - 70) <= 1  # where it was
+    assert np.array_equal(r[:10], a[:10]) and np.array_equal(r[40:], a[40:])  # only the spot changes
 
 
 def test_a_clean_sun_and_an_image_without_one_are_left_as_they_are():
     a = _sky()
-    a[20, 70] = [33952.0, 31696.0, 25792.0]   # bd_city's sun: intact
+    a[20, 70] = [33952.0, 31696.0, 25792.0]  # bd_city's sun: intact
     a[20, 71] = [9000.0, 8500.0, 7000.0]
     assert repair_hot_spots(a) is a
     b = _sky()

@@ -1,5 +1,6 @@
 """Levels of detail kept on disk (assets_manifest/lod_cache.py): read back exactly, keyed by
 content, recomputed when damaged, harmless when the cache cannot be written."""
+
 from __future__ import annotations
 
 import logging
@@ -10,7 +11,7 @@ import sceneforge.assets_manifest.lod as lod
 from sceneforge.assets_manifest import AssetLibrary
 from sceneforge.assets_manifest.lod_cache import SUBDIR, mesh_key
 
-ASSET = "proc_bear"   # 4,000 triangles, 4 materials: every array a level carries
+ASSET = "proc_bear"  # 4,000 triangles, 4 materials: every array a level carries
 ARRAYS = ("vertices", "faces", "colors", "normals", "uvs", "face_materials")
 
 
@@ -35,8 +36,9 @@ def test_a_level_read_by_another_library_is_the_level_computed(tmp_path, monkeyp
 
     def no_decimation(*a, **k):
         raise AssertionError("decimated again instead of reading the cached level")
+
     monkeypatch.setattr(lod, "simplified", no_decimation)
-    second = AssetLibrary.procedural(cache_dir=tmp_path)      # another process, as far as caches go
+    second = AssetLibrary.procedural(cache_dir=tmp_path)  # another process, as far as caches go
     read = second.mesh_lod(ASSET, budget)
     monkeypatch.undo()
     # the same arrays, and the materials are the second library's own full mesh's (not copies)
@@ -51,23 +53,30 @@ def test_the_key_follows_the_geometry_and_the_budget(tmp_path):
     lib.mesh_lod(ASSET, 1000)
     lib.mesh_lod(ASSET, 600)
     assert len(list((tmp_path / SUBDIR).glob(f"{ASSET}-*.npz"))) == 2
-    moved = type(full)(full.vertices + np.float32(1.0), full.faces, full.colors, meta=full.meta,
-                       normals=full.normals, uvs=full.uvs, materials=full.materials,
-                       face_materials=full.face_materials)
+    moved = type(full)(
+        full.vertices + np.float32(1.0),
+        full.faces,
+        full.colors,
+        meta=full.meta,
+        normals=full.normals,
+        uvs=full.uvs,
+        materials=full.materials,
+        face_materials=full.face_materials,
+    )
     assert mesh_key(moved) != mesh_key(full) and mesh_key(full) == mesh_key(lib.mesh(ASSET))
 
 
 def test_a_damaged_level_is_recomputed_and_replaced(tmp_path, caplog):
     AssetLibrary.procedural(cache_dir=tmp_path).mesh_lod(ASSET, 1000)
     (path,) = (tmp_path / SUBDIR).glob(f"{ASSET}-1000-*.npz")
-    path.write_bytes(path.read_bytes()[:200])                 # a torn file
+    path.write_bytes(path.read_bytes()[:200])  # a torn file
     lib = AssetLibrary.procedural(cache_dir=tmp_path)
     with caplog.at_level(logging.WARNING, logger="sceneforge.assets_manifest.lod_cache"):
         level = lib.mesh_lod(ASSET, 1000)
     assert "unreadable" in caplog.text and path.name in caplog.text
     _same(level, lod.simplified(lib.mesh(ASSET), 1000))
     caplog.clear()
-    again = AssetLibrary.procedural(cache_dir=tmp_path)      # the file was replaced: read without a warning
+    again = AssetLibrary.procedural(cache_dir=tmp_path)  # the file was replaced: read without a warning
     with caplog.at_level(logging.WARNING, logger="sceneforge.assets_manifest.lod_cache"):
         _same(again.mesh_lod(ASSET, 1000), lod.simplified(again.mesh(ASSET), 1000))
     assert "unreadable" not in caplog.text

@@ -1,4 +1,5 @@
 """HDRIs and surface textures: licences per item, procedural fallback, offline fallback in one line."""
+
 from __future__ import annotations
 
 import os
@@ -14,7 +15,7 @@ from sceneforge.core.errors import AssetError
 
 def test_surfaces_resolve_without_any_download(tmp_path):
     lib = AssetLibrary.default(cache_dir=tmp_path)
-    assert lib.hdri_ids() == []                      # nothing built: no HDRI, the renderer falls back
+    assert lib.hdri_ids() == []  # nothing built: no HDRI, the renderer falls back
     for sid in lib.surface_ids():
         m = lib.surface(sid)
         assert m.albedo.dtype == np.uint8 and m.albedo.shape[2] == 3 and m.normal_map.shape[2] == 3
@@ -24,7 +25,7 @@ def test_surfaces_resolve_without_any_download(tmp_path):
     seam = np.abs(sand[:, 0] - sand[:, -1]).mean()
     step = np.abs(np.diff(sand, axis=1)).mean()
     assert seam < 2.5 * step
-    assert np.array_equal(lib.surface("sand").albedo, looks.surface(tmp_path, "sand").albedo)   # deterministic
+    assert np.array_equal(lib.surface("sand").albedo, looks.surface(tmp_path, "sand").albedo)  # deterministic
     with pytest.raises(AssetError, match="unknown surface 'lava'"):
         lib.surface("lava")
     with pytest.raises(AssetError, match="not built"):
@@ -96,7 +97,7 @@ def test_real_looks_build(tmp_path):
     lib = AssetLibrary.default(cache_dir=tmp_path)
     assert "bd_forest" in lib.hdri_ids()
     h = lib.hdri("bd_forest")
-    assert h.shape == (512, 1024, 3) and h.dtype == np.float32 and h.max() > 10   # HDR: a sun
+    assert h.shape == (512, 1024, 3) and h.dtype == np.float32 and h.max() > 10  # HDR: a sun
     g = lib.surface("grass")
     assert g.license == "gpl-2.0-or-later" and "Sweet Home 3D" in g.attribution and "@pmndrs" in g.attribution
     assert AssetLibrary.default(cache_dir=tmp_path, licenses=["cc0", "cc-by"]).surface("grass").license == "cc0-1.0"

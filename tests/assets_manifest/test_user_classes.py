@@ -4,6 +4,7 @@ A user pack may declare new classes (with the label text written into SpaRRTa re
 triples may use them, a user asset of an existing class joins that class instead of taking it
 over, and an environment can pin a specific asset id.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,7 @@ def pack(tmp_path) -> Path:
 def test_a_pack_declares_a_class_with_its_label(pack, tmp_path):
     m = load_manifest(pack)
     assert set(m.classes) == {"lighthouse"} and class_label("lighthouse") == "Lighthouse"
-    assert class_label("fire_hydrant") == "FireHydrant"           # built-in default unchanged
+    assert class_label("fire_hydrant") == "FireHydrant"  # built-in default unchanged
     lib = AssetLibrary.default(cache_dir=tmp_path / "cache", extra_manifests=[pack])
     assert [i.id for i in lib.by_class("lighthouse")] == ["dense_lighthouse"]
     assert "lighthouse" in lib.classes()
@@ -46,9 +47,11 @@ def test_a_pack_declares_a_class_with_its_label(pack, tmp_path):
 def test_undeclared_or_builtin_class_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(PACK.replace("classes:\n  lighthouse: {label: Lighthouse, description: a striped tower}\n", ""))
-    with pytest.raises(ConfigError,
-                       match=r"bad.yaml:4: assets\[0\].class .asset .dense_lighthouse..: unknown class .lighthouse.; "
-                                          r"declare it under 'classes:'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"bad.yaml:4: assets\[0\].class .asset .dense_lighthouse..: unknown class .lighthouse.; "
+        r"declare it under 'classes:'",
+    ):
         load_manifest(bad)
     bad.write_text(PACK.replace("lighthouse: {label", "truck: {label"))
     with pytest.raises(ConfigError, match="class 'truck' is built in"):
@@ -66,14 +69,16 @@ def test_a_user_asset_joins_its_class_instead_of_taking_it_over(pack, tmp_path):
 
 def _env(tmp_path: Path, source: str, target: str, assets: str = "[harbour_pack.yaml]") -> Path:
     p = tmp_path / "harbour.yaml"
-    p.write_text(textwrap.dedent(f"""\
+    p.write_text(
+        textwrap.dedent(f"""\
         name: harbour
         assets: {assets}
         landmarks:
           - {{class: dense_lighthouse, location_cm: [0, 4000]}}
         triples:
           - {{id: pair, source: {source}, target: {target}}}
-        """))
+        """)
+    )
     return p
 
 
@@ -83,11 +88,11 @@ def test_env_uses_a_user_class_and_pins_asset_ids(pack, tmp_path, monkeypatch):
     monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "cache"))
     env = load_env(_env(tmp_path, "lighthouse", "proc_truck_blue"))
     assert env.variants("lighthouse") == ["dense_lighthouse"]
-    assert env.variants("proc_truck_blue") == ["proc_truck_blue"]    # pinned: this asset only
+    assert env.variants("proc_truck_blue") == ["proc_truck_blue"]  # pinned: this asset only
     assert "harbour_truck" in env.variants("truck")
     with pytest.raises(ConfigError, match="unknown class\\(es\\) or asset id\\(s\\) no_such_thing"):
         load_env(_env(tmp_path, "no_such_thing", "truck"))
-    with pytest.raises(ConfigError, match="lighthouse"):                # without the pack: unknown
+    with pytest.raises(ConfigError, match="lighthouse"):  # without the pack: unknown
         load_env(_env(tmp_path, "lighthouse", "truck", assets="[]"))
 
 
@@ -102,8 +107,13 @@ def test_dataset_with_a_user_class_writes_its_label(pack, tmp_path, monkeypatch)
     (envs / "harbour_pack.yaml").write_text(PACK)
     env_file = _env(envs, "lighthouse", "proc_truck_blue")
     out = tmp_path / "ds"
-    summary = run_job("sparrta", {"envs": [str(env_file)], "tasks": ["ego"], "n": 2, "seed": 1, "size": 64}, out,
-                      backend="inline", progress=False)
+    summary = run_job(
+        "sparrta",
+        {"envs": [str(env_file)], "tasks": ["ego"], "n": 2, "seed": 1, "size": 64},
+        out,
+        backend="inline",
+        progress=False,
+    )
     assert not summary["failed"], summary["failed"]
     params = [json.loads(p.read_text()) for p in sorted(out.rglob("params_*.json"))]
     assert len(params) == 2

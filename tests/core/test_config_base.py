@@ -1,5 +1,6 @@
 """core/config_base.py: the one config base (issue 35 item 3) that scenario configs
 (scenarios.config.ScenarioConfig) and probing's ProbeConfig are both built on, knowing neither."""
+
 from __future__ import annotations
 
 import ast
@@ -39,20 +40,23 @@ def test_parses_coerces_and_renames():
     assert j.replace(n=8).n == 8 and j.n == 4
 
 
-@pytest.mark.parametrize("raw, message", [
-    ({"out": "o", "nn": 1}, "j.yaml: unknown field(s) nn; known: out, n, ratio, "),
-    ({"n": 2}, "j.yaml: missing field 'out' (--out is required, or set 'out' in --config)"),
-    ({"out": "o", "n": 0}, "j.yaml: n must be an integer in [1, 100], got 0"),
-    ({"out": "o", "n": 2.0}, "j.yaml: n must be an integer in [1, 100], got 2.0"),
-    ({"out": "o", "n": True}, "j.yaml: n must be an integer in [1, 100], got True"),
-    ({"out": "o", "ratio": float("nan")}, "j.yaml: ratio must be a number in [0, 1], got nan"),
-    ({"out": "o", "ratio": "x"}, "j.yaml: ratio must be a number in [0, 1], got 'x'"),
-    ({"out": "o", "threads": 0}, "j.yaml: threads must be an integer in [1, 64], got 0"),
-    ({"out": "o", "kinds": ["a", "c"]}, "j.yaml: kinds must be one of ('a', 'b'), got ('a', 'c')"),
-    ({"out": "o", "n": 50, "image_size": 32}, "j.yaml: n must be <= image_size (32), got 50"),
-    ({"out": "o", "size": 8, "image_size": 8}, "j.yaml: give image_size only (size is its old name)"),
-    ("out: o", "j.yaml: expected a mapping of config fields, got str"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ({"out": "o", "nn": 1}, "j.yaml: unknown field(s) nn; known: out, n, ratio, "),
+        ({"n": 2}, "j.yaml: missing field 'out' (--out is required, or set 'out' in --config)"),
+        ({"out": "o", "n": 0}, "j.yaml: n must be an integer in [1, 100], got 0"),
+        ({"out": "o", "n": 2.0}, "j.yaml: n must be an integer in [1, 100], got 2.0"),
+        ({"out": "o", "n": True}, "j.yaml: n must be an integer in [1, 100], got True"),
+        ({"out": "o", "ratio": float("nan")}, "j.yaml: ratio must be a number in [0, 1], got nan"),
+        ({"out": "o", "ratio": "x"}, "j.yaml: ratio must be a number in [0, 1], got 'x'"),
+        ({"out": "o", "threads": 0}, "j.yaml: threads must be an integer in [1, 64], got 0"),
+        ({"out": "o", "kinds": ["a", "c"]}, "j.yaml: kinds must be one of ('a', 'b'), got ('a', 'c')"),
+        ({"out": "o", "n": 50, "image_size": 32}, "j.yaml: n must be <= image_size (32), got 50"),
+        ({"out": "o", "size": 8, "image_size": 8}, "j.yaml: give image_size only (size is its old name)"),
+        ("out: o", "j.yaml: expected a mapping of config fields, got str"),
+    ],
+)
 def test_every_error_is_one_line_naming_source_field_and_value(raw, message):
     with pytest.raises(ConfigError) as e:
         Job.from_dict(raw, "j.yaml")
@@ -66,8 +70,8 @@ def test_default_source_is_the_label():
 
 def test_to_dict_and_fingerprint():
     a = Job.from_dict({"out": "o"})
-    assert "note" not in a.to_dict() and a.to_dict()["kinds"] == ["a"]          # omitted at its default; lists
-    assert Job.from_dict(a.to_dict()).fingerprint() == a.fingerprint()           # a recorded config reads back
+    assert "note" not in a.to_dict() and a.to_dict()["kinds"] == ["a"]  # omitted at its default; lists
+    assert Job.from_dict(a.to_dict()).fingerprint() == a.fingerprint()  # a recorded config reads back
     assert Job.from_dict({"out": "o", "note": "x"}).fingerprint() != a.fingerprint()
     assert len(a.fingerprint()) == 16
 
@@ -88,6 +92,5 @@ def test_both_config_families_are_built_on_it():
 
 def test_it_imports_nothing_of_ours_but_core():
     tree = ast.parse((ROOT / "core" / "config_base.py").read_text())
-    ours = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith(
-        "sceneforge")]
+    ours = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("sceneforge")]
     assert ours and all(m.startswith("sceneforge.core.") for m in ours), ours

@@ -1,6 +1,7 @@
 """Issue 35 item 5: one name per thing. Old key names and flags keep working with one deprecation
 line naming the file and key (core/config_names.py); both names at once is an error; one
 image-size range."""
+
 from __future__ import annotations
 
 import logging
@@ -10,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from sceneforge.cli import build_parser
-from sceneforge.core.config_names import (IMAGE_SIZE, RENAMED, RENAMED_FLAGS, VIDEO_MAX_IMAGE_SIZE, check_image_size,
-                                          rename_keys)
+from sceneforge.core.config_names import IMAGE_SIZE, RENAMED, RENAMED_FLAGS, VIDEO_MAX_IMAGE_SIZE, check_image_size, rename_keys
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.config_loader import load_config
 
@@ -26,7 +26,8 @@ def test_old_keys_are_renamed_with_one_line_naming_the_file_and_key(caplog):
     assert out == {"n": 2, "image_size": 448, "min_bbox_px": 16} and list(out) == ["n", "image_size", "min_bbox_px"]
     assert deprecations(caplog) == [
         "--config q.yaml: 'size' is deprecated, write 'image_size' (the old name still works for now)",
-        "--config q.yaml: 'min-box-px' is deprecated, write 'min_bbox_px' (the old name still works for now)"]
+        "--config q.yaml: 'min-box-px' is deprecated, write 'min_bbox_px' (the old name still works for now)",
+    ]
 
 
 def test_new_names_pass_silently_and_both_names_are_an_error(caplog):
@@ -67,13 +68,13 @@ def test_a_config_file_with_an_old_key_loads_with_one_line(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         cfg, merged = load_config(_Videos.from_dict, command="sceneforge videos", config_file=path)
     assert cfg == _Videos(image_size=96, n=3) and merged == {"image_size": 96, "n": 3}
-    assert deprecations(caplog) == [f"--config {path}: 'size' is deprecated, write 'image_size' (the old name "
-                                    "still works for now)"]
+    assert deprecations(caplog) == [
+        f"--config {path}: 'size' is deprecated, write 'image_size' (the old name still works for now)"
+    ]
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        cfg, _ = load_config(_Videos.from_dict, command="sceneforge videos", config_file=path,
-                             overrides={"image_size": 64})
-    assert cfg.image_size == 64 and len(deprecations(caplog)) == 1   # the flag wins, as for any key
+        cfg, _ = load_config(_Videos.from_dict, command="sceneforge videos", config_file=path, overrides={"image_size": 64})
+    assert cfg.image_size == 64 and len(deprecations(caplog)) == 1  # the flag wins, as for any key
 
 
 def _commands_with(flag: str) -> list[str]:
@@ -101,7 +102,7 @@ def test_every_renamed_flag_keeps_its_old_spelling_on_every_command_that_has_the
         assert vars(with_old) == vars(with_new), command
         lines = deprecations(caplog)
         assert len(lines) == 1 and f"'{old}' is deprecated, write '{new}'" in lines[0] and command in lines[0]
-        assert old not in sub.format_help()    # hidden from --help
+        assert old not in sub.format_help()  # hidden from --help
 
 
 @pytest.mark.parametrize("value", [IMAGE_SIZE[0], 224, IMAGE_SIZE[1]])
@@ -156,10 +157,10 @@ def test_vqa_old_keys_and_flag_keep_working_with_one_line_each(tmp_path, caplog)
     caplog.clear()
     argv = ["vqa", "--n", "1", "--out", "x", "--size", "192"]
     with caplog.at_level(logging.WARNING):
-        by_old, _ = config_from_args(build_parser().parse_args([*argv, "--min-box-px", "16"]), VqaConfig,
-                                     command="sceneforge vqa")
-    by_new, _ = config_from_args(build_parser().parse_args([*argv, "--min-bbox-px", "16"]), VqaConfig,
-                                 command="sceneforge vqa")
+        by_old, _ = config_from_args(
+            build_parser().parse_args([*argv, "--min-box-px", "16"]), VqaConfig, command="sceneforge vqa"
+        )
+    by_new, _ = config_from_args(build_parser().parse_args([*argv, "--min-bbox-px", "16"]), VqaConfig, command="sceneforge vqa")
     assert by_old == by_new and by_new.min_bbox_px == 16 and len(deprecations(caplog)) == 1
     # the recorded form (job.json, the fingerprint) keeps VQA's first names and reads back silently
     assert {"size", "min_box_px"} <= set(new.to_dict()) and not {"image_size", "min_bbox_px"} & set(new.to_dict())
@@ -169,8 +170,10 @@ def test_vqa_old_keys_and_flag_keep_working_with_one_line_each(tmp_path, caplog)
     assert deprecations(caplog) == []
 
 
-@pytest.mark.parametrize("scenario, bad", [("sparrta", 4097), ("sparrta", 15), ("vqa", 4097), ("vqa", 15),
-                                           ("videos", 2050), ("videos", 225), ("videos", 15)])
+@pytest.mark.parametrize(
+    "scenario, bad",
+    [("sparrta", 4097), ("sparrta", 15), ("vqa", 4097), ("vqa", 15), ("videos", 2050), ("videos", 225), ("videos", 15)],
+)
 def test_every_config_checks_image_size_with_the_one_rule(scenario, bad):
     """sparrta 16..4096, vqa 16..4096 (was 32..4096), videos even 16..2048 (was 32..2048): one
     function, one wording naming the source and the value."""
@@ -178,8 +181,11 @@ def test_every_config_checks_image_size_with_the_one_rule(scenario, bad):
 
     cls = config_class(scenario)
     env = {"videos": {"env": "desert"}}.get(scenario, {"envs": ["desert"]})
-    with pytest.raises(ConfigError, match=rf"image_size must be an (even )?integer in 16\.\.(4096|2048) "
-                                          rf"(\(H\.264 yuv420p\) )?pixels, got {bad}$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"image_size must be an (even )?integer in 16\.\.(4096|2048) "
+        rf"(\(H\.264 yuv420p\) )?pixels, got {bad}$",
+    ):
         cls.from_dict({**env, "n": 1, "image_size": bad}, "c.yaml")
     smallest = {"videos": {"image_size": 16}, "vqa": {"image_size": 16, "min_bbox_px": 8}}
     assert cls.from_dict({**env, "n": 1, **smallest.get(scenario, {"image_size": 16})}, "c.yaml")

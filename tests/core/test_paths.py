@@ -1,5 +1,6 @@
 """Issue 39 item 1: :func:`core.paths.inside`, the one check every reader of a dataset table or
 scene record uses before it reads or writes a path the table names."""
+
 from __future__ import annotations
 
 import os
@@ -12,14 +13,22 @@ from sceneforge.core.paths import inside
 
 def test_relative_paths_below_the_root_pass(tmp_path):
     assert inside(tmp_path, "a/b/img.jpg", "t row 1 file_name") == tmp_path / "a/b/img.jpg"
-    assert inside(tmp_path, "a/../img.jpg", "t row 1 file_name") == tmp_path / "a/../img.jpg"   # stays inside
+    assert inside(tmp_path, "a/../img.jpg", "t row 1 file_name") == tmp_path / "a/../img.jpg"  # stays inside
 
 
-@pytest.mark.parametrize("value, says", [("../x/victim.jpg", "outside the dataset"),
-                                         ("a/../../victim.jpg", "outside the dataset"),
-                                         ("/etc/hostname", "absolute path"), ("..", "outside the dataset"),
-                                         ("", "not a file path"), (float("nan"), "not a file path"),
-                                         (None, "not a file path"), (7, "not a file path")])
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ("../x/victim.jpg", "outside the dataset"),
+        ("a/../../victim.jpg", "outside the dataset"),
+        ("/etc/hostname", "absolute path"),
+        ("..", "outside the dataset"),
+        ("", "not a file path"),
+        (float("nan"), "not a file path"),
+        (None, "not a file path"),
+        (7, "not a file path"),
+    ],
+)
 def test_escapes_and_non_paths_are_one_line_naming_where(tmp_path, value, says):
     with pytest.raises(PathSecurityError) as ei:
         inside(tmp_path / "ds", value, "ds/metadata.csv row 3 mask_file")

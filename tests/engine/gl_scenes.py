@@ -1,5 +1,6 @@
 """Shared scenes for the GL backend tests: trimesh primitives as RenderMesh (no asset library),
 a camera along +X, and small builders. Expected values in the tests never come from here."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,9 +36,13 @@ MESHES = {
 
 def _camera(width=160, height=120, **kw) -> Camera:
     """Camera at 150 cm height looking along +X (yaw 0): world +Y is image right."""
-    return Camera(location=kw.get("location", (0.0, 0.0, 150.0)),
-                  rotation=kw.get("rotation", Rotator(0.0, 0.0, 0.0)),
-                  fov_deg=kw.get("fov_deg", 60.0), width=width, height=height)
+    return Camera(
+        location=kw.get("location", (0.0, 0.0, 150.0)),
+        rotation=kw.get("rotation", Rotator(0.0, 0.0, 0.0)),
+        fov_deg=kw.get("fov_deg", 60.0),
+        width=width,
+        height=height,
+    )
 
 
 def _scene(*actors: Actor, ground: Ground | None = None, sun: Sun | None = None, look: Look | None = None) -> Scene:
@@ -48,8 +53,9 @@ def _scene(*actors: Actor, ground: Ground | None = None, sun: Sun | None = None,
 
 
 def _actor(name, asset, loc, i=0, **kw) -> Actor:
-    return Actor(name, asset, Transform(loc, kw.pop("rotation", Rotator()), kw.pop("scale", (1, 1, 1))),
-                 color=instance_color(i), **kw)
+    return Actor(
+        name, asset, Transform(loc, kw.pop("rotation", Rotator()), kw.pop("scale", (1, 1, 1))), color=instance_color(i), **kw
+    )
 
 
 def _centroid(mask: np.ndarray) -> np.ndarray:
@@ -58,5 +64,8 @@ def _centroid(mask: np.ndarray) -> np.ndarray:
 
 
 def _three_objects() -> Scene:
-    return _scene(_actor("a", "box", (1000.0, 0.0, 0.0), 0), _actor("b", "sphere", (800.0, -300.0, 0.0), 1),
-                  _actor("c", "cyl", (1200.0, 300.0, 0.0), 2))
+    return _scene(
+        _actor("a", "box", (1000.0, 0.0, 0.0), 0),
+        _actor("b", "sphere", (800.0, -300.0, 0.0), 1),
+        _actor("c", "cyl", (1200.0, 300.0, 0.0), 2),
+    )

@@ -1,4 +1,5 @@
 """sceneforge.engine.client.RenderClient against a real server (extensions and the stock fallback)."""
+
 from __future__ import annotations
 
 import socket
@@ -65,12 +66,16 @@ def test_extensions_detected_and_errors_raise(render_client):
 
 def test_spawn_pose_destroy(render_client):
     c = render_client
-    c.spawn([Actor("a", "primitive_cube", Transform((100, 0, 0))),
-             Actor("b", "primitive_sphere", Transform((0, 100, 0), Rotator(0, 45, 0), (2, 2, 2)), tint=(255, 0, 0))])
+    c.spawn(
+        [
+            Actor("a", "primitive_cube", Transform((100, 0, 0))),
+            Actor("b", "primitive_sphere", Transform((0, 100, 0), Rotator(0, 45, 0), (2, 2, 2)), tint=(255, 0, 0)),
+        ]
+    )
     assert c.objects() == ["a", "b"]
     assert c.object_color("a") == instance_color(0) and c.object_color("b") == instance_color(1)
     assert c.object_colors(["b", "a"]) == {"b": instance_color(1), "a": instance_color(0)}  # one request
-    with RenderClient(f"{c.host}:{c.port}") as other:   # stock fallback: one vget per name
+    with RenderClient(f"{c.host}:{c.port}") as other:  # stock fallback: one vget per name
         assert _stock(other).object_colors(["a"]) == {"a": instance_color(0)}
     with pytest.raises(CommandError, match="ghost"):
         c.object_colors(["a", "ghost"])
@@ -130,7 +135,7 @@ def test_render_async_overlaps_and_matches_render(render_client):
     direct = c.render(0, ("lit", "object_mask"), camera=CAM)
     wait = c.render_async(0, ("lit", "object_mask"), camera=CAM)
     assert callable(wait)
-    later = c.send("vget /unrealcv/status")           # pipelined behind the render
+    later = c.send("vget /unrealcv/status")  # pipelined behind the render
     images = wait()
     assert all(np.array_equal(direct[k], images[k]) for k in direct)
     assert b"Is Listening" in later()
@@ -148,12 +153,12 @@ def test_replies_read_out_of_order_are_kept_for_their_readers(render_client):
     bad = c.send("vget /object/ghost/color")
     third = c.send("vget /unrealcv/version")
     assert third() == b"v1.1.0"
-    with pytest.raises(CommandError, match="ghost"):   # an error reply is kept as any other
+    with pytest.raises(CommandError, match="ghost"):  # an error reply is kept as any other
         bad()
     assert b"Is Listening" in first()
-    assert "Is Listening" in c.status()                # still in step
+    assert "Is Listening" in c.status()  # still in step
     with pytest.raises(ProtocolError, match="read twice"):
-        first()                                        # a caller's bug: the connection is dropped
+        first()  # a caller's bug: the connection is dropped
 
 
 def test_a_full_server_is_not_a_connection(tmp_path):
@@ -176,6 +181,7 @@ def test_a_full_server_is_not_a_connection(tmp_path):
                     return
                 send_frame(conn, b"error too many clients")
                 conn.close()
+
         threading.Thread(target=refuse, daemon=True).start()
         with pytest.raises(ConnectionFailed, match="no UnrealCV server"):
             RenderClient(f"127.0.0.1:{port}", connect_timeout=0.5).connect()
@@ -186,8 +192,9 @@ def test_visibility_counts_occlusion(render_client):
     c = render_client
     eye = (0.0, 0.0, 50.0)
     c.set_camera(0, Camera(eye, look_at_rotation(eye, (800, 0, 50)), 60.0, 160, 120))
-    c.spawn([Actor("far", "primitive_cube", Transform((800, 0, 0))),
-             Actor("near", "primitive_cube", Transform((400, 40, 0)))])  # hides part of "far"
+    c.spawn(
+        [Actor("far", "primitive_cube", Transform((800, 0, 0))), Actor("near", "primitive_cube", Transform((400, 40, 0)))]
+    )  # hides part of "far"
     vis = c.visibility(0, ["far", "near"])
     mask = c.render(0, ("object_mask",))["object_mask"]
     assert vis["far"].visible == np.all(mask == instance_color(0), axis=-1).sum()
@@ -203,8 +210,7 @@ def test_stock_fallback_matches_extensions(render_client):
     c = render_client
     eye = (0.0, 0.0, 50.0)
     cam = Camera(eye, look_at_rotation(eye, (800, 0, 50)), 60.0, 160, 120)
-    actors = [Actor("far", "primitive_cube", Transform((800, 0, 0))),
-              Actor("near", "primitive_cube", Transform((400, 40, 0)))]
+    actors = [Actor("far", "primitive_cube", Transform((800, 0, 0))), Actor("near", "primitive_cube", Transform((400, 40, 0)))]
     c.set_camera(0, cam)
     c.spawn(actors)
     ext_vis = c.visibility(0, ["far", "near"])
@@ -227,8 +233,9 @@ def test_stock_fallback_matches_extensions(render_client):
 
 def _two_cubes(c: RenderClient) -> Camera:
     eye = (0.0, 0.0, 50.0)
-    c.spawn([Actor("far", "primitive_cube", Transform((800, 0, 0))),
-             Actor("near", "primitive_cube", Transform((400, 40, 0)))])  # hides part of "far"
+    c.spawn(
+        [Actor("far", "primitive_cube", Transform((800, 0, 0))), Actor("near", "primitive_cube", Transform((400, 40, 0)))]
+    )  # hides part of "far"
     return Camera(eye, look_at_rotation(eye, (800, 0, 50)), 60.0, 160, 120)
 
 
@@ -241,17 +248,16 @@ def test_render_if_visible_renders_only_what_passes(render_client):
     kinds = ("lit", "object_mask", "depth")
     vis = c.visibility(0, ["far", "near"], camera=cam)
     separate = c.render(0, kinds)
-    counts, images = c.render_if_visible_async(0, ["far", "near"], kinds, min_visible_ratio=0.0,
-                                               min_bbox_px=1, camera=cam)()
+    counts, images = c.render_if_visible_async(0, ["far", "near"], kinds, min_visible_ratio=0.0, min_bbox_px=1, camera=cam)()
     assert counts == vis
     assert images is not None and all(np.array_equal(images[k], separate[k]) for k in kinds)
-    ratio = vis["far"].visible / vis["far"].unoccluded          # "far" is partly hidden by "near"
-    counts, images = c.render_if_visible_async(0, ["near", "far"], kinds, min_visible_ratio=min(1.0, ratio + 0.01),
-                                               min_bbox_px=1, camera=cam)()
-    assert counts == vis and images is None                   # occluded: nothing rendered
-    counts, images = c.render_if_visible_async(0, ["near"], kinds, min_visible_ratio=0.0, min_bbox_px=161,
-                                               camera=cam)()
-    assert images is None                                     # too small for a 161-px box
+    ratio = vis["far"].visible / vis["far"].unoccluded  # "far" is partly hidden by "near"
+    counts, images = c.render_if_visible_async(
+        0, ["near", "far"], kinds, min_visible_ratio=min(1.0, ratio + 0.01), min_bbox_px=1, camera=cam
+    )()
+    assert counts == vis and images is None  # occluded: nothing rendered
+    counts, images = c.render_if_visible_async(0, ["near"], kinds, min_visible_ratio=0.0, min_bbox_px=161, camera=cam)()
+    assert images is None  # too small for a 161-px box
     assert "Is Listening" in c.status()
 
 
@@ -259,9 +265,14 @@ def test_render_if_visible_renders_only_what_passes(render_client):
 def test_render_if_visible_rejects_hostile_values(render_client):
     c = render_client
     _two_cubes(c)
-    for gate, msg in [('{"min_visible_ratio":2}', "min_visible_ratio"), ('{"min_bbox_px":-1}', "min_bbox_px"),
-                      ('{"min_bbox_px":NaN}', "min_bbox_px"), ('{"colour":1}', "unknown field"),
-                      ('[1]', "JSON object"), ('{', "invalid JSON")]:
+    for gate, msg in [
+        ('{"min_visible_ratio":2}', "min_visible_ratio"),
+        ('{"min_bbox_px":-1}', "min_bbox_px"),
+        ('{"min_bbox_px":NaN}', "min_bbox_px"),
+        ('{"colour":1}', "unknown field"),
+        ("[1]", "JSON object"),
+        ("{", "invalid JSON"),
+    ]:
         with pytest.raises(CommandError, match=msg):
             c.text(f"vget /sceneforge/render_if_visible 0 far lit {gate}")
     with pytest.raises(CommandError, match="unknown kind"):
@@ -270,7 +281,7 @@ def test_render_if_visible_rejects_hostile_values(render_client):
         c.text('vget /sceneforge/render_if_visible 0 ghost lit {"min_bbox_px":1}')
     with pytest.raises(ValueError, match="min_visible_ratio"):
         c.render_if_visible_async(0, ["far"], ("lit",), min_visible_ratio=float("nan"), min_bbox_px=1)
-    assert c.visibility(0, ["far"])["far"].unoccluded > 0     # still healthy for this client
+    assert c.visibility(0, ["far"])["far"].unoccluded > 0  # still healthy for this client
 
 
 @pytest.mark.render
@@ -283,9 +294,7 @@ def test_render_if_visible_stock_fallback_matches(render_client):
     stock = _stock(c)
     stock.ue_classes = {"cube": "primitive_cube"}
     stock.spawn([Actor("far", "cube", Transform((800, 0, 0))), Actor("near", "cube", Transform((400, 40, 0)))])
-    counts, images = stock.render_if_visible_async(0, ["far", "near"], kinds, min_visible_ratio=0.0,
-                                                   min_bbox_px=1, camera=cam)()
+    counts, images = stock.render_if_visible_async(0, ["far", "near"], kinds, min_visible_ratio=0.0, min_bbox_px=1, camera=cam)()
     assert counts == ext[0]
     assert all(np.array_equal(images[k], ext[1][k]) for k in kinds)
-    assert stock.render_if_visible_async(0, ["far"], kinds, min_visible_ratio=1.0, min_bbox_px=1,
-                                         camera=cam)()[1] is None
+    assert stock.render_if_visible_async(0, ["far"], kinds, min_visible_ratio=1.0, min_bbox_px=1, camera=cam)()[1] is None

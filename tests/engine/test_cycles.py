@@ -4,6 +4,7 @@ Tests that need Blender are marked ``cycles`` and skip (with the install command
 when the isolated environment is absent: ``sceneforge renderers install cycles``. Images are tiny
 (64 px) with few samples, so the whole file costs a few CPU-seconds beyond Blender's start-up.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,17 +23,22 @@ from sceneforge.engine.world import Camera, Rotator
 from gl_scenes import MESHES, _actor, _scene
 
 HAVE_CYCLES = install.status() is not None
-needs_cycles = [pytest.mark.cycles, pytest.mark.render,
-                pytest.mark.skipif(not HAVE_CYCLES, reason=f"Cycles is not installed: {install.INSTALL_HINT}")]
+needs_cycles = [
+    pytest.mark.cycles,
+    pytest.mark.render,
+    pytest.mark.skipif(not HAVE_CYCLES, reason=f"Cycles is not installed: {install.INSTALL_HINT}"),
+]
 
 
 def _rotated_scene():
     """Four objects at non-axis-aligned poses (no pixel centre lies exactly on an edge)."""
-    return _scene(_actor("a", "box", (900.0, 37.0, 0.0), 0, rotation=Rotator(0, 23.0, 0)),
-                  _actor("b", "sphere", (700.0, -260.0, 0.0), 1),
-                  _actor("c", "lshape", (1100.0, 310.0, 0.0), 2, rotation=Rotator(0, -41.0, 0)),
-                  _actor("d", "cyl", (600.0, 120.0, 10.0), 3, rotation=Rotator(5, 10, 0)),
-                  _actor("e", "small", (500.0, -40.0, 0.0), 4, tint=(250, 200, 0)))
+    return _scene(
+        _actor("a", "box", (900.0, 37.0, 0.0), 0, rotation=Rotator(0, 23.0, 0)),
+        _actor("b", "sphere", (700.0, -260.0, 0.0), 1),
+        _actor("c", "lshape", (1100.0, 310.0, 0.0), 2, rotation=Rotator(0, -41.0, 0)),
+        _actor("d", "cyl", (600.0, 120.0, 10.0), 3, rotation=Rotator(5, 10, 0)),
+        _actor("e", "small", (500.0, -40.0, 0.0), 4, tint=(250, 200, 0)),
+    )
 
 
 def _camera(size=64) -> Camera:
@@ -41,8 +47,11 @@ def _camera(size=64) -> Camera:
 
 # --- no Blender needed -----------------------------------------------------------------------
 def test_wire_roundtrip_keeps_dtypes_shapes_and_header():
-    arrays = {"v": np.arange(12, dtype=np.float32).reshape(4, 3), "f": np.array([[0, 1, 2]], np.int32),
-              "e": np.zeros((0, 3), np.uint8)}
+    arrays = {
+        "v": np.arange(12, dtype=np.float32).reshape(4, 3),
+        "f": np.array([[0, 1, 2]], np.int32),
+        "e": np.zeros((0, 3), np.uint8),
+    }
     body = wire.encode({"op": "mesh", "key": "k"}, arrays)[8:]
     header, out = wire.decode(body)
     assert header == {"op": "mesh", "key": "k"}
@@ -53,14 +62,21 @@ def test_wire_roundtrip_keeps_dtypes_shapes_and_header():
 def _exr(channels: dict[str, np.ndarray]) -> bytes:
     """A minimal single-part uncompressed scanline EXR (FLOAT channels), written by hand."""
     import struct
+
     h, w = next(iter(channels.values())).shape
     names = sorted(channels)
     chlist = b"".join(n.encode() + b"\0" + struct.pack("<iBxxxii", 2, 0, 1, 1) for n in names) + b"\0"
 
     def attr(name, typ, val):
         return name.encode() + b"\0" + typ.encode() + b"\0" + struct.pack("<i", len(val)) + val
-    head = struct.pack("<ii", 20000630, 2) + attr("channels", "chlist", chlist) + attr(
-        "compression", "compression", b"\0") + attr("dataWindow", "box2i", struct.pack("<iiii", 0, 0, w - 1, h - 1)) + b"\0"
+
+    head = (
+        struct.pack("<ii", 20000630, 2)
+        + attr("channels", "chlist", chlist)
+        + attr("compression", "compression", b"\0")
+        + attr("dataWindow", "box2i", struct.pack("<iiii", 0, 0, w - 1, h - 1))
+        + b"\0"
+    )
     start = len(head) + 8 * h
     rows, offsets = [], []
     for y in range(h):
@@ -87,6 +103,7 @@ def test_renderer_spec_options_are_validated():
         with pytest.raises(ConfigError):
             backend_factory(bad)
     from sceneforge.engine.server.cycles.backend import CyclesSettings
+
     s = CyclesSettings.from_options({"samples": "32", "seed": "7", "denoise": "0"}, threads=2)
     assert (s.samples, s.seed, s.denoise, s.threads) == (32, 7, False, 2)
     with pytest.raises(ConfigError, match="samples"):
@@ -97,8 +114,13 @@ def test_missing_install_is_one_line_with_the_install_command(tmp_path):
     with pytest.raises(RenderError, match="sceneforge renderers install cycles"):
         install.require(tmp_path / "nothing")
     env = {**os.environ, "SCENEFORGE_CYCLES_HOME": str(tmp_path / "nothing"), "PYTHONPATH": os.getcwd()}
-    proc = subprocess.run([sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--renderer", "cycles"],
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--renderer", "cycles"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "sceneforge renderers install cycles" in lines[0]
@@ -216,8 +238,9 @@ def test_dead_or_hung_worker_is_a_clear_error_then_restarts(cycles):
 
 def test_renderers_list_says_how_to_install(tmp_path):
     env = {**os.environ, "SCENEFORGE_CYCLES_HOME": str(tmp_path / "nothing"), "PYTHONPATH": os.getcwd()}
-    proc = subprocess.run([sys.executable, "-m", "sceneforge.cli", "renderers", "list"], env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sceneforge.cli", "renderers", "list"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0
     assert "gl       built in" in proc.stdout
     assert f"cycles   not installed (sceneforge renderers install cycles → {tmp_path / 'nothing'})" in proc.stdout
@@ -238,9 +261,10 @@ def test_textured_material_and_alpha_cutout(cycles):
     albedo[:, 4:] = (20, 20, 230, 255)
     cut = albedo.copy()
     cut[:, 4:, 3] = 0
-    meshes = {"wall": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv, materials=(Material(albedo=albedo),)),
-              "cut": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv,
-                                materials=(Material(albedo=cut, alpha_cutoff=0.5),))}
+    meshes = {
+        "wall": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv, materials=(Material(albedo=albedo),)),
+        "cut": RenderMesh(v, f, np.full((4, 3), 255, np.uint8), uvs=uv, materials=(Material(albedo=cut, alpha_cutoff=0.5),)),
+    }
     from sceneforge.engine.server.cycles.backend import CyclesBackend, CyclesSettings
 
     b = CyclesBackend(meshes.__getitem__, settings=CyclesSettings(samples=4, threads=1), gl=cycles.gl)
@@ -275,8 +299,7 @@ def test_hdri_sky_ground_surface_and_exposure(cycles):
         def surface(self, ident):
             return Material(albedo=checker) if ident == "checker" else None
 
-    b = CyclesBackend(MESHES.__getitem__, settings=CyclesSettings(samples=4, threads=1), gl=cycles.gl,
-                      content=Content())
+    b = CyclesBackend(MESHES.__getitem__, settings=CyclesSettings(samples=4, threads=1), gl=cycles.gl, content=Content())
     try:
         cam = Camera((0.0, 0.0, 300.0), Rotator(-20.0, 0, 0), 70.0, 48, 32)
         scene = _scene(ground=Ground(surface="checker", tile_cm=400.0))
@@ -287,7 +310,7 @@ def test_hdri_sky_ground_surface_and_exposure(cycles):
     finally:
         b.worker.close()
     sky, ground = slice(0, 4), slice(24, 32)
-    assert plain[sky].mean(axis=(0, 1))[2] > plain[sky].mean(axis=(0, 1))[0]      # gradient: blue
+    assert plain[sky].mean(axis=(0, 1))[2] > plain[sky].mean(axis=(0, 1))[0]  # gradient: blue
     assert world[sky].mean(axis=(0, 1))[0] > world[sky].mean(axis=(0, 1))[2] + 50  # HDRI: red
     assert world[ground].mean(axis=2).std() > plain[ground].mean(axis=2).std() + 15  # checker ground
     assert brighter.mean() > plain.mean() + 20

@@ -24,6 +24,7 @@ Measured (sRGB means, GL / Cycles; chroma and brightness errors): before the fix
 paint [20, 126, 175] / [60, 156, 204]; after it cab / [142, 65, 60] (4.5, 3.1), tyre /
 [59, 83, 51] (0.5, 5.8), paint / [57, 151, 196] (9.3, 0: the control).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,12 +37,15 @@ from sceneforge.engine.world import Camera, Rotator, Sun
 from gl_scenes import _actor, _scene
 
 HAVE_CYCLES = install.status() is not None
-pytestmark = [pytest.mark.cycles, pytest.mark.render,
-              pytest.mark.skipif(not HAVE_CYCLES, reason=f"Cycles is not installed: {install.INSTALL_HINT}")]
+pytestmark = [
+    pytest.mark.cycles,
+    pytest.mark.render,
+    pytest.mark.skipif(not HAVE_CYCLES, reason=f"Cycles is not installed: {install.INSTALL_HINT}"),
+]
 
-CHROMA_TOL = 15      # max |GL - Cycles| per channel of an object's mean sRGB colour minus its grey (0..255)
+CHROMA_TOL = 15  # max |GL - Cycles| per channel of an object's mean sRGB colour minus its grey (0..255)
 BRIGHTNESS_TOL = 15  # max |(Cycles - GL grey level) of an object - the same of the control|
-MAX_LIFT = 45        # Cycles' grey level above GL's on the control (the tone curves' difference)
+MAX_LIFT = 45  # Cycles' grey level above GL's on the control (the tone curves' difference)
 
 
 def _box(size: float) -> tuple[np.ndarray, np.ndarray]:
@@ -67,8 +71,7 @@ def _asset(materials: tuple[Material, ...], uvs: np.ndarray | None, size: float 
 def _meshes() -> dict[str, RenderMesh]:
     n = 36  # corners of a box
     # cab: untextured, sh3d's red-cabin-like base colour; UVs all zero (as where a material has no texture)
-    cab = _asset((Material(name="red-cabin", base_color=(0.25, 0.03, 0.03, 1.0), roughness=0.6),),
-                 np.zeros((n, 2), np.float32))
+    cab = _asset((Material(name="red-cabin", base_color=(0.25, 0.03, 0.03, 1.0), roughness=0.6),), np.zeros((n, 2), np.float32))
     # tyre: an atlas, rows 0..31 (top, v > 0.5) dark green rubber, rows 32..63 white; uvs in the top half
     atlas = np.full((64, 64, 3), 235, np.uint8)
     atlas[:32] = (40, 70, 30)
@@ -87,8 +90,10 @@ def test_cycles_object_colours_match_gl():
 
     meshes = _meshes()
     names = ("cab", "tyre", "paint")
-    scene = _scene(*(_actor(name, name, (700.0, -260.0 + 260.0 * i, 0.0), i, rotation=Rotator(0, 35.0, 0))
-                     for i, name in enumerate(names)), sun=Sun(pitch=35.0, yaw=160.0))  # behind the camera
+    scene = _scene(
+        *(_actor(name, name, (700.0, -260.0 + 260.0 * i, 0.0), i, rotation=Rotator(0, 35.0, 0)) for i, name in enumerate(names)),
+        sun=Sun(pitch=35.0, yaw=160.0),
+    )  # behind the camera
     cam = Camera((0.0, 0.0, 220.0), Rotator(-10.0, 0.0, 0.0), 60.0, 96, 64)
     b = CyclesBackend(meshes.__getitem__, settings=CyclesSettings(samples=16, threads=1))
     try:
@@ -99,8 +104,10 @@ def test_cycles_object_colours_match_gl():
     ids = gl["instance_id"]
     assert all((ids == i + 1).sum() > 150 for i in range(len(names)))
     gl_means, cy_means = _object_means(gl["lit"], ids, len(names)), _object_means(cy, ids, len(names))
-    report = "; ".join(f"{n}: GL {np.round(g).astype(int).tolist()} Cycles {np.round(c).astype(int).tolist()}"
-                       for n, g, c in zip(names, gl_means, cy_means))
+    report = "; ".join(
+        f"{n}: GL {np.round(g).astype(int).tolist()} Cycles {np.round(c).astype(int).tolist()}"
+        for n, g, c in zip(names, gl_means, cy_means)
+    )
     print(report)
     lift = cy_means[2].mean() - gl_means[2].mean()  # the control, "paint"
     assert 0.0 <= lift < MAX_LIFT, report

@@ -4,6 +4,7 @@ Bounded in count (3000 frames) and time (60 s, whichever comes first). Afterward
 still answer ``vget /unrealcv/status`` and its RSS must not have grown without bound. Commands
 that render are left out on purpose: they are slow, and image sizes are capped elsewhere.
 """
+
 from __future__ import annotations
 
 import random
@@ -19,9 +20,37 @@ from sceneforge.engine.protocol import MAGIC, frame, recv_frame
 from sceneforge.engine.server.launch import start_server
 
 N_FRAMES, TIME_LIMIT_S = 3000, 60.0
-TOKENS = ["0", "1", "-1", "7", "1e309", "nan", "inf", "-0", "3.5", "primitive_cube", "primitive", "a" * 300,
-          "..", "../x.png", "/", "{}", "[]", "[", "{\"name\":1}", "ü", "名字", "\x00", "99999999999999999999",
-          "x.png", "a,b,,c", "\t", "r.setres", "640x480w", "0x0"]
+TOKENS = [
+    "0",
+    "1",
+    "-1",
+    "7",
+    "1e309",
+    "nan",
+    "inf",
+    "-0",
+    "3.5",
+    "primitive_cube",
+    "primitive",
+    "a" * 300,
+    "..",
+    "../x.png",
+    "/",
+    "{}",
+    "[]",
+    "[",
+    '{"name":1}',
+    "ü",
+    "名字",
+    "\x00",
+    "99999999999999999999",
+    "x.png",
+    "a,b,,c",
+    "\t",
+    "r.setres",
+    "640x480w",
+    "0x0",
+]
 PATH_TOKENS = ["0", "1", "2", "fz", "fz", "primitive_cube_0", "-1", "ü", "..", "a" * 300, "%s", "0x1"]
 RENDERING = ("lit", "object_mask", "depth", "normal", "/sceneforge/render", "visibility", "/sceneforge/info")
 
@@ -39,12 +68,13 @@ def _templates(sock: socket.socket) -> list[str]:
 
 def _command(rng: random.Random, templates: list[str]) -> bytes:
     t = rng.choice(templates).split()
-    words = [rng.choice(TOKENS + ["fz"]) if w.startswith("[") else
-             re.sub(r"\[\w+\]", lambda _: rng.choice(PATH_TOKENS), w) for w in t]
+    words = [
+        rng.choice(TOKENS + ["fz"]) if w.startswith("[") else re.sub(r"\[\w+\]", lambda _: rng.choice(PATH_TOKENS), w) for w in t
+    ]
     if rng.random() < 0.3:
         words += [rng.choice(TOKENS) for _ in range(rng.randint(1, 4))]
     if rng.random() < 0.2:
-        words = words[:rng.randint(0, len(words))]
+        words = words[: rng.randint(0, len(words))]
     if rng.random() < 0.05:
         words = [words[0] if words else "vset", "/sceneforge/spawn", "[" * rng.randint(100, 20000)]
     text = " ".join(words).encode("utf-8")
@@ -64,7 +94,7 @@ def _frame(rng: random.Random, i: int, templates: list[str]) -> tuple[bytes, str
         return struct.pack("<II", MAGIC, rng.randrange(1 << 27, 1 << 32)), "close"  # over the limit
     if roll < 0.94:
         full = frame(b"%d:vget /objects" % i)
-        return full[:rng.randint(1, len(full) - 1)], "hangup"  # truncated, then the client leaves
+        return full[: rng.randint(1, len(full) - 1)], "hangup"  # truncated, then the client leaves
     return bytes(rng.randrange(256) for _ in range(rng.randint(1, 32))), "hangup"
 
 
@@ -146,7 +176,8 @@ def _render_command(rng: random.Random, i: int) -> bytes:
         f"vset /camera/0/size {rng.randint(-2, 96)} {rng.randint(-2, 96)}",
         f"vset /objects/spawn {rng.choice(['primitive_cube', 'primitive', 'rock'])} fz",
         f"vset /object/fz/location {rng.uniform(-500, 500):.1f} {rng.uniform(-500, 500):.1f} 0",
-        "vset /object/fz/destroy", "vget /sceneforge/info",
+        "vset /object/fz/destroy",
+        "vget /sceneforge/info",
     ]
     return b"%d:%s" % (i, rng.choice(options).encode())
 

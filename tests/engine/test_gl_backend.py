@@ -4,6 +4,7 @@ Every expected value is computed independently of the renderer: pixels from ``Ca
 depths from ray/plane intersections, colours from ``Actor.color``. Meshes are trimesh primitives
 turned into :class:`RenderMesh` here, so no asset library is needed.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -204,8 +205,10 @@ def test_occluder_reduces_visible_not_unoccluded(backend):
 
 def test_unoccluded_equals_pixels_when_rendered_alone_for_many_actors(backend):
     cam = _camera(160, 120)
-    actors = [_actor(f"a{i}", asset, (700.0 + 150 * i, -250.0 + 90 * i, 0.0), i)
-              for i, asset in enumerate(["box", "sphere", "cyl", "box", "lshape", "sphere"])]
+    actors = [
+        _actor(f"a{i}", asset, (700.0 + 150 * i, -250.0 + 90 * i, 0.0), i)
+        for i, asset in enumerate(["box", "sphere", "cyl", "box", "lshape", "sphere"])
+    ]
     scene = _scene(*actors)  # overlapping in the image; 6 names > one 4-channel coverage pass
     counts = backend.pixel_counts(scene, cam, [a.name for a in actors][::-1])
     for a in actors:  # all stand on z = 0, so the ground never hides them in a solo render

@@ -3,6 +3,7 @@ No cracks (skirts) where two levels meet, levels chosen from the camera only (ne
 history), every drawn vertex on :meth:`Ground.height`, and a coarse level only where its measured
 height error projects below ``lod.GROUND_ERROR_PX``. Expected values come from Ground.height and
 from the same scene with levels off (``GLBackend(lod=False)``)."""
+
 from __future__ import annotations
 
 import math
@@ -47,7 +48,7 @@ def test_tile_vertices_lie_on_ground_height_and_errors_are_measured():
         assert np.all(np.diff(t.errors) >= 0)  # coarser never claims to be more exact
         for k, lv in enumerate(t.levels):
             v = lv.mesh.vertices.astype(np.float64)
-            body = np.unique(lv.mesh.faces[:lv.body])
+            body = np.unique(lv.mesh.faces[: lv.body])
             z = FOREST.height(v[body, 0], v[body, 1])
             assert np.max(np.abs(v[body, 2] - z)) < 0.01  # cm (float32 vertices)
             skirt = np.setdiff1d(np.arange(len(v)), body)
@@ -65,7 +66,7 @@ def test_tile_vertices_lie_on_ground_height_and_errors_are_measured():
 def _surface_height(lv: R.GroundLevel, p: np.ndarray) -> np.ndarray:
     """Height of the level's body triangles at points p (N, 2), by barycentric interpolation."""
     v = lv.mesh.vertices.astype(np.float64)
-    tri = v[lv.mesh.faces[:lv.body]]  # (F, 3, 3)
+    tri = v[lv.mesh.faces[: lv.body]]  # (F, 3, 3)
     out = np.full(len(p), np.nan)
     a, b, c = tri[:, 0, :2], tri[:, 1, :2], tri[:, 2, :2]
     for n, q in enumerate(p):

@@ -4,6 +4,7 @@ those of the drawn image (every pass draws the same cards), the bake must be det
 bytes in a fresh renderer and in another process), ``gl:lod=0`` never draws one, and meshes with
 alpha-cut leaves keep their decimated levels. Real renders of a synthetic tree (1,500 separate
 leaf quads around a trunk: the decimation's "foliage")."""
+
 from __future__ import annotations
 
 import hashlib
@@ -56,8 +57,10 @@ def tree(alpha_cut: bool = False) -> RenderMesh:
     if alpha_cut:
         inside = ((xx - 7.5) ** 2 + (yy - 7.5) ** 2 < 60)[..., None]
         leaf = np.concatenate([leaf, np.where(inside, 255, 0).astype(np.uint8)], -1)
-    mats = (Material("trunk", base_color=(0.25, 0.15, 0.08, 1.0)),
-            Material("leaves", albedo=leaf, alpha_cutoff=0.5 if alpha_cut else None))
+    mats = (
+        Material("trunk", base_color=(0.25, 0.15, 0.08, 1.0)),
+        Material("leaves", albedo=leaf, alpha_cutoff=0.5 if alpha_cut else None),
+    )
     colors = np.tile(np.array([90, 120, 60], np.uint8), (len(v), 1))
     return RenderMesh(v, f, colors, uvs=uv, materials=mats, face_materials=fm)
 
@@ -86,8 +89,12 @@ def _camera(d: float = 4000.0, az: float = 0.0) -> Camera:
 
 
 def _one(asset: str = "tree"):
-    return _scene(_actor("tree", asset, (0.0, 0.0, 0.0), 0, rotation=Rotator(0.0, 25.0, 0.0)),
-                  _actor("box", "box", (-800.0, 900.0, 0.0), 1), sun=Sun(), look=Look())
+    return _scene(
+        _actor("tree", asset, (0.0, 0.0, 0.0), 0, rotation=Rotator(0.0, 25.0, 0.0)),
+        _actor("box", "box", (-800.0, 900.0, 0.0), 1),
+        sun=Sun(),
+        look=Look(),
+    )
 
 
 def _drawn(be: GLBackend, scene, cam) -> int:
@@ -98,9 +105,9 @@ def _drawn(be: GLBackend, scene, cam) -> int:
 
 def test_impostor_rule():
     assert L.wants_impostor(1, True, 3000, 1000)
-    assert not L.wants_impostor(0, True, 3000, 1000)       # level 0 is the full mesh
-    assert not L.wants_impostor(1, False, 3000, 1000)      # not foliage: a car that stalls
-    assert not L.wants_impostor(1, True, 1200, 1000)       # decimation reached its budget
+    assert not L.wants_impostor(0, True, 3000, 1000)  # level 0 is the full mesh
+    assert not L.wants_impostor(1, False, 3000, 1000)  # not foliage: a car that stalls
+    assert not L.wants_impostor(1, True, 1200, 1000)  # decimation reached its budget
 
 
 def test_foliage_is_marked_on_levels():
@@ -115,7 +122,7 @@ def test_far_tree_is_drawn_as_its_impostor_with_exact_labels(stall):
     on, off = GLBackend(lib.mesh, content=lib), GLBackend(lib.mesh, content=lib, lod=False)
     try:
         scene, cam = _one(), _camera()
-        assert _drawn(on, scene, cam) == 8           # 4 cards
+        assert _drawn(on, scene, cam) == 8  # 4 cards
         assert _drawn(off, scene, cam) == lib.meshes["tree"].n_triangles
         a, b = on.render(scene, cam, KINDS), off.render(scene, cam, KINDS)
         assert "tree" in on._passes.mesh_cache.impostors and not off._passes.mesh_cache.impostors  # gl:lod=0 never bakes
@@ -132,15 +139,15 @@ def test_far_tree_is_drawn_as_its_impostor_with_exact_labels(stall):
         # the picture: silhouette and colour close to the full tree's
         full = b["instance_id"] == 1
         iou = (mask & full).sum() / (mask | full).sum()
-        assert full.sum() > 300 and iou > 0.75, iou   # measured 0.86
+        assert full.sum() > 300 and iou > 0.75, iou  # measured 0.86
         both = mask & full
         dlit = np.abs(a["lit"][both].astype(float).mean(0) - b["lit"][both].astype(float).mean(0))
-        assert dlit.max() < 20, dlit                   # measured 3
+        assert dlit.max() < 20, dlit  # measured 3
         # seen from the other side (the cards' mirror images): as close
         back = _camera(az=180.0)
         a2, b2 = on.render(scene, back, KINDS), off.render(scene, back, KINDS)
         m2, f2 = a2["instance_id"] == 1, b2["instance_id"] == 1
-        assert (m2 & f2).sum() / (m2 | f2).sum() > 0.75                          # measured 0.87
+        assert (m2 & f2).sum() / (m2 | f2).sum() > 0.75  # measured 0.87
         both = m2 & f2
         assert np.abs(a2["lit"][both].astype(float).mean(0) - b2["lit"][both].astype(float).mean(0)).max() < 25
     finally:
@@ -179,7 +186,7 @@ def test_impostor_bake_is_deterministic_in_a_fresh_renderer_and_another_process(
     assert _digest() == first
     code = textwrap.dedent(f"""
         import sys
-        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / 'tests' / 'engine')!r}]
+        sys.path[:0] = [{str(ROOT)!r}, {str(ROOT / "tests" / "engine")!r}]
         from sceneforge.engine.server.gl import lod as L
         L.IMPOSTOR_STALL = 0.5
         import test_gl_impostor as T

@@ -2,6 +2,7 @@
 vertex welding is exact, levels of detail are chosen per (scene, camera) and used by every pass
 of a frame, near actors are always drawn at full detail, and ``gl:lod=0`` turns levels off.
 Expected values come from the scene's construction or from the same scene with the feature off."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,9 +59,11 @@ def _camera(x: float = 0.0) -> Camera:
 
 def _balls():
     """A near ball (3 m: full detail) and a far, big one (40 m, 4 m across: a level), plus a box."""
-    return _scene(_actor("near", "ball", (300.0, -100.0, 0.0), 0),
-                  _actor("far", "ball", (4000.0, 400.0, 0.0), 1, scale=(2, 2, 2)),
-                  _actor("box", "box", (1500.0, 300.0, 0.0), 2))
+    return _scene(
+        _actor("near", "ball", (300.0, -100.0, 0.0), 0),
+        _actor("far", "ball", (4000.0, 400.0, 0.0), 1, scale=(2, 2, 2)),
+        _actor("box", "box", (1500.0, 300.0, 0.0), 2),
+    )
 
 
 def test_weld_keeps_every_corner_exact():
@@ -171,8 +174,8 @@ def test_levels_are_a_function_of_the_camera_not_of_history(backends):
 
 
 def test_level_choice():
-    assert L.level_for(20000, 100.0, 300.0, 200.0) == 0      # close: full detail
-    assert L.level_for(1000, 100.0, 1e5, 200.0) == 0          # small mesh: never simplified
+    assert L.level_for(20000, 100.0, 300.0, 200.0) == 0  # close: full detail
+    assert L.level_for(1000, 100.0, 1e5, 200.0) == 0  # small mesh: never simplified
     far = L.level_for(20000, 100.0, 6000.0, 200.0)
     farther = L.level_for(20000, 100.0, 30000.0, 200.0)
     assert 1 <= far <= farther <= L.MAX_LEVEL
@@ -184,8 +187,9 @@ def test_vectorised_caster_levels_equal_the_scalar_rules():
     n, r, d = rng.integers(10, 40000, 2000), rng.uniform(1, 2000, 2000), rng.uniform(1, 20000, 2000)
     texel, focal = 7.0, 190.0
     got = L.caster_levels(n, r, texel, d, focal)
-    want = [max(L.shadow_level(int(a), float(b), texel), L.level_for(int(a), float(b), float(c), focal))
-            for a, b, c in zip(n, r, d)]
+    want = [
+        max(L.shadow_level(int(a), float(b), texel), L.level_for(int(a), float(b), float(c), focal)) for a, b, c in zip(n, r, d)
+    ]
     assert got.tolist() == want and 0 < got.max() <= L.MAX_LEVEL
     assert L.caster_levels(n, r, texel).tolist() == [L.shadow_level(int(a), float(b), texel) for a, b in zip(n, r)]
 
@@ -207,12 +211,19 @@ def test_shadow_map_reused_across_cameras_gives_the_images_of_a_fresh_renderer()
     from gl_scenes import _camera as cam_at
 
     rng = np.random.default_rng(3)
-    actors = [_actor(f"c{k}", ("box", "cyl", "wall")[k % 3], (d * math.cos(a), d * math.sin(a), 0.0), k)
-              for k, (a, d) in enumerate(zip(rng.uniform(0, 2 * math.pi, 30), rng.uniform(300.0, 4000.0, 30)))]
+    actors = [
+        _actor(f"c{k}", ("box", "cyl", "wall")[k % 3], (d * math.cos(a), d * math.sin(a), 0.0), k)
+        for k, (a, d) in enumerate(zip(rng.uniform(0, 2 * math.pi, 30), rng.uniform(300.0, 4000.0, 30)))
+    ]
     scene = _scene(*actors, ground=Ground(texture="flat"), sun=Sun(pitch=30.0, yaw=-120.0))
-    views = [cam_at(96, 72, location=eye, rotation=look_at_rotation(eye, aim)) for eye, aim in
-             (((-1500.0, 0.0, 300.0), (0.0, 0.0, 50.0)), ((1500.0, 900.0, 600.0), (0.0, 0.0, 50.0)),
-              ((0.0, -1800.0, 200.0), (300.0, 300.0, 50.0)))]
+    views = [
+        cam_at(96, 72, location=eye, rotation=look_at_rotation(eye, aim))
+        for eye, aim in (
+            ((-1500.0, 0.0, 300.0), (0.0, 0.0, 50.0)),
+            ((1500.0, 900.0, 600.0), (0.0, 0.0, 50.0)),
+            ((0.0, -1800.0, 200.0), (300.0, 300.0, 50.0)),
+        )
+    ]
     lib = Library()
     shared = GLBackend(lib.mesh)
     try:
@@ -241,8 +252,7 @@ def _unshared_textured_ball() -> RenderMesh:
     d = np.asarray(m.vertices) / 100.0
     uv = np.stack([np.arctan2(d[:, 1], d[:, 0]) / (2 * np.pi) + 0.5, np.arccos(np.clip(d[:, 2], -1, 1)) / np.pi], 1)
     tex = np.full((8, 8, 4), 200, np.uint8)
-    raw = RawMesh(v, f, np.full((len(f), 3), 200, np.uint8), uv, [Material(name="paint", albedo=tex)],
-                  np.zeros(len(f), np.int32))
+    raw = RawMesh(v, f, np.full((len(f), 3), 200, np.uint8), uv, [Material(name="paint", albedo=tex)], np.zeros(len(f), np.int32))
     return render_mesh(raw)
 
 
@@ -263,19 +273,19 @@ def test_levels_of_a_closed_unshared_mesh_stay_closed():
     the original area, keeping its material and normals pointing outwards."""
     ball = _unshared_textured_ball()
     assert _open_edges(ball) == 0
-    area0 = np.linalg.norm(np.cross(*(ball.vertices[ball.faces[:, i]] - ball.vertices[ball.faces[:, 0]]
-                                       for i in (1, 2))), axis=1).sum()
+    area0 = np.linalg.norm(
+        np.cross(*(ball.vertices[ball.faces[:, i]] - ball.vertices[ball.faces[:, 0]] for i in (1, 2))), axis=1
+    ).sum()
     for level in (1, 2, 3):
         lv = simplified(ball, L.budget(ball.n_triangles, level))
-        assert lv.n_triangles < ball.n_triangles / 2 ** level
+        assert lv.n_triangles < ball.n_triangles / 2**level
         assert _open_edges(lv) == 0, level
         c = lv.vertices[lv.faces]
         area = np.linalg.norm(np.cross(c[:, 1] - c[:, 0], c[:, 2] - c[:, 0]), axis=1).sum()
         assert 0.85 * area0 < area < 1.02 * area0, (level, area / area0)
         out = (lv.normals[lv.faces] * (c - [0, 0, 100])).sum(axis=2)
-        assert (out > 0).all(), level                      # smooth normals still point outwards
+        assert (out > 0).all(), level  # smooth normals still point outwards
         assert lv.uvs is not None and lv.materials == ball.materials
-
 
 
 def test_levels_decimate_every_part_by_the_same_ratio():

@@ -1,6 +1,7 @@
 """The PBR look (issue 14): labels stay exact whatever the look, textures survive, look
 parameters change only ``lit``, and the world sections validate. Expected values come from the
 scene's construction (texture colours, hand geometry), never from the renderer."""
+
 from __future__ import annotations
 
 
@@ -44,13 +45,17 @@ def _cutout() -> np.ndarray:
 
 def _top_red() -> np.ndarray:
     img = np.zeros((16, 16, 3), np.uint8)
-    img[:8] = (220, 40, 30)   # row 0 = top
+    img[:8] = (220, 40, 30)  # row 0 = top
     img[8:] = (30, 60, 220)
     return img
 
 
-MESHES_LOOK = {**MESHES, "stripes": _textured_quad(_stripes()), "leaf": _textured_quad(_cutout(), cutoff=0.5),
-               "top_red": _textured_quad(_top_red())}
+MESHES_LOOK = {
+    **MESHES,
+    "stripes": _textured_quad(_stripes()),
+    "leaf": _textured_quad(_cutout(), cutoff=0.5),
+    "top_red": _textured_quad(_top_red()),
+}
 
 
 class Content:
@@ -112,8 +117,10 @@ def test_labels_identical_to_the_flat_look(look_backend):
 
 def test_textured_mesh_keeps_its_texture(look_backend):
     grey_sky = Sky(zenith=(200, 200, 200), horizon=(200, 200, 200), ambient=0.35)
-    scene = _scene(_actor("card", "stripes", (600.0, 0.0, 0.0), rotation=Rotator(0, 0, 0)),
-                   sun=Sun(pitch=30.0, yaw=180.0, color=(255, 255, 255)))
+    scene = _scene(
+        _actor("card", "stripes", (600.0, 0.0, 0.0), rotation=Rotator(0, 0, 0)),
+        sun=Sun(pitch=30.0, yaw=180.0, color=(255, 255, 255)),
+    )
     scene.sky = grey_sky
     cam = _camera(128, 128, location=(0.0, 0.0, 100.0))
     out = look_backend.render(scene, cam, ("lit", "instance_id"))
@@ -201,18 +208,19 @@ def replace_look(scene, look):
 
 # --- the world dict (no GL) ---------------------------------------------------------------------
 def test_world_dict_round_trip_and_errors():
-    w = world_from_dict({"env": "x", "sky": {"hdri": "park", "rotation_deg": 30}, "fog": {"density": 0.5},
-                         "look": "flat"})
+    w = world_from_dict({"env": "x", "sky": {"hdri": "park", "rotation_deg": 30}, "fog": {"density": 0.5}, "look": "flat"})
     assert w["sky"].hdri == "park" and w["sky"].rotation_deg == 30.0 and w["look"].style == "flat"
     assert w["fog"].density == 0.5 and w["sun"] == Sun()
     d = world_to_dict(w["env"], **{k: w[k] for k in ("sun", "sky", "ground", "fog", "look")})
     again = world_from_dict(d)
     assert all(again[k] == w[k] for k in w)
-    for bad, msg in [({"fog": {"density": "thick"}}, "world.fog.density"),
-                     ({"look": {"style": "cinematic"}}, "look.style"),
-                     ({"look": {"fxaa": 1}}, "world.look.fxaa"),
-                     ({"sky": {"hdri": 3}}, "world.sky.hdri"),
-                     ({"weather": {}}, "unknown field")]:
+    for bad, msg in [
+        ({"fog": {"density": "thick"}}, "world.fog.density"),
+        ({"look": {"style": "cinematic"}}, "look.style"),
+        ({"look": {"fxaa": 1}}, "world.look.fxaa"),
+        ({"sky": {"hdri": 3}}, "world.sky.hdri"),
+        ({"weather": {}}, "unknown field"),
+    ]:
         with pytest.raises(ConfigError, match=msg):
             world_from_dict(bad)
     scene = _scene()
@@ -230,19 +238,21 @@ def test_coverage_recorded_by_the_id_pass_equals_the_coverage_pass(look_backend,
     import sceneforge.engine.server.gl.backend as B
     from sceneforge.engine.world import look_at_rotation
 
-    scene = _scene(_actor("leaf", "leaf", (900.0, 0.0, 0.0), 0),
-                   _actor("box", "box", (700.0, -60.0, 0.0), 1),
-                   _actor("sphere", "sphere", (1000.0, 120.0, -40.0), 2),
-                   _actor("cyl", "cyl", (800.0, 180.0, 0.0), 3),
-                   _actor("l", "lshape", (1100.0, -150.0, 0.0), 4),
-                   ground=Ground(texture="flat", relief_amplitude=60.0, relief_wavelength=700.0))
+    scene = _scene(
+        _actor("leaf", "leaf", (900.0, 0.0, 0.0), 0),
+        _actor("box", "box", (700.0, -60.0, 0.0), 1),
+        _actor("sphere", "sphere", (1000.0, 120.0, -40.0), 2),
+        _actor("cyl", "cyl", (800.0, 180.0, 0.0), 3),
+        _actor("l", "lshape", (1100.0, -150.0, 0.0), 4),
+        ground=Ground(texture="flat", relief_amplitude=60.0, relief_wavelength=700.0),
+    )
     cam = _camera(160, 120, location=eye, rotation=look_at_rotation(eye, (900.0, 0.0, 60.0)))
     names = ["leaf", "box", "sphere", "cyl", "l"]
     one = look_backend.pixel_counts(scene, cam, names)
     monkeypatch.setattr(B, "COUNT_IN_ONE_PASS", False)
     two = look_backend.pixel_counts(scene, cam, names)
     assert one == two
-    assert any(c.visible < c.unoccluded for c in one.values())   # some hidden: the bits ignore depth
+    assert any(c.visible < c.unoccluded for c in one.values())  # some hidden: the bits ignore depth
     assert sum(c.unoccluded > 0 for c in one.values()) >= 4
 
 
@@ -264,6 +274,7 @@ def test_counts_fall_back_to_two_passes_without_image_atomics(look_backend, monk
         if "idcov" in key:
             raise moderngl.Error("GLSL 4.50 is not supported")
         return real(self, key)
+
     monkeypatch.setattr(type(passes), "program", no_atomics)
     monkeypatch.setattr(passes, "_one_pass", None)
     assert look_backend.pixel_counts(scene, cam, names) == expected and passes._one_pass is False
@@ -284,11 +295,20 @@ def _four_cards() -> RenderMesh:
         fm += [k, k]
     uv = np.tile(np.array([[0, 0], [1, 0], [1, 1], [0, 1]], np.float32), (4, 1))
     solid = [np.full((4, 4, 3), c, np.uint8) for c in ((220, 40, 30), (30, 60, 220), (40, 200, 60))]
-    mats = (Material(name="red", albedo=solid[0], roughness=0.5), Material(name="blue", albedo=solid[1], roughness=0.9),
-            Material(name="leaf", albedo=_cutout(), alpha_cutoff=0.5, roughness=0.7),
-            Material(name="green", albedo=solid[2], roughness=0.3))
-    return RenderMesh(np.array(v, np.float32), np.array(f, np.int32), np.full((16, 3), 255, np.uint8),
-                      uvs=uv, materials=mats, face_materials=np.array(fm, np.int32))
+    mats = (
+        Material(name="red", albedo=solid[0], roughness=0.5),
+        Material(name="blue", albedo=solid[1], roughness=0.9),
+        Material(name="leaf", albedo=_cutout(), alpha_cutoff=0.5, roughness=0.7),
+        Material(name="green", albedo=solid[2], roughness=0.3),
+    )
+    return RenderMesh(
+        np.array(v, np.float32),
+        np.array(f, np.int32),
+        np.full((16, 3), 255, np.uint8),
+        uvs=uv,
+        materials=mats,
+        face_materials=np.array(fm, np.int32),
+    )
 
 
 def test_consecutive_opaque_parts_are_one_draw_with_the_same_pixels(monkeypatch):
@@ -298,8 +318,11 @@ def test_consecutive_opaque_parts_are_one_draw_with_the_same_pixels(monkeypatch)
     from sceneforge.engine.server.gl.resources import GpuMesh
 
     meshes = {**MESHES_LOOK, "cards": _four_cards()}
-    scene = _scene(_actor("cards", "cards", (600.0, 0.0, 0.0), rotation=Rotator(0.0, 20.0, 0.0)),
-                   _actor("box", "box", (450.0, 150.0, 0.0), 1), sun=Sun(pitch=35.0, yaw=150.0))
+    scene = _scene(
+        _actor("cards", "cards", (600.0, 0.0, 0.0), rotation=Rotator(0.0, 20.0, 0.0)),
+        _actor("box", "box", (450.0, 150.0, 0.0), 1),
+        sun=Sun(pitch=35.0, yaw=150.0),
+    )
     cam = _camera(128, 96, location=(0.0, 0.0, 180.0), rotation=Rotator(-10.0, 0.0, 0.0))
     kinds = ("lit", "instance_id", "depth")
 
@@ -314,9 +337,10 @@ def test_consecutive_opaque_parts_are_one_draw_with_the_same_pixels(monkeypatch)
         return out, counts, runs
 
     merged, merged_counts, runs = run()
-    assert [(c, p is not None) for _, c, p in runs] == [(12, False), (6, True), (6, False)]   # red+blue, leaf, green
-    monkeypatch.setattr(GpuMesh, "draw_runs", lambda self: tuple((p.first, p.count, p if p.alpha_tested else None)
-                                                                 for p in self.parts))
+    assert [(c, p is not None) for _, c, p in runs] == [(12, False), (6, True), (6, False)]  # red+blue, leaf, green
+    monkeypatch.setattr(
+        GpuMesh, "draw_runs", lambda self: tuple((p.first, p.count, p if p.alpha_tested else None) for p in self.parts)
+    )
     per_part, part_counts, _ = run()
     for k in kinds:
         assert np.array_equal(merged[k], per_part[k]), k

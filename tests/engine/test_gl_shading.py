@@ -1,6 +1,7 @@
 """The GL backend: mirrored actors, shadows (caching, history-free), determinism, lifecycle and
 the default asset library. Split from test_gl_backend.py; same conventions (expected values from
 ``Camera.project`` and hand geometry, never from the renderer)."""
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,7 @@ import pytest
 from sceneforge.core.errors import RenderError
 from sceneforge.engine import render_kinds
 from sceneforge.engine.server.gl.backend import GLBackend
-from sceneforge.engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
-                          look_at_rotation)
+from sceneforge.engine.world import Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color, look_at_rotation
 from gl_scenes import MESHES, _actor, _camera, _centroid, _scene, _three_objects
 
 pytestmark = pytest.mark.render
@@ -24,16 +24,28 @@ def _mirror(scene: Scene) -> Scene:
     out = _scene(ground=scene.ground, sun=Sun(pitch=scene.sun.pitch, yaw=-scene.sun.yaw))
     for a in scene.actors.values():
         t, r = a.transform, a.transform.rotation
-        out.add(Actor(a.name, a.asset_id, Transform((t.location[0], -t.location[1], t.location[2]),
-                                                     Rotator(r.pitch, -r.yaw, -r.roll),
-                                                     (t.scale[0], -t.scale[1], t.scale[2])), color=a.color))
+        out.add(
+            Actor(
+                a.name,
+                a.asset_id,
+                Transform(
+                    (t.location[0], -t.location[1], t.location[2]),
+                    Rotator(r.pitch, -r.yaw, -r.roll),
+                    (t.scale[0], -t.scale[1], t.scale[2]),
+                ),
+                color=a.color,
+            )
+        )
     return out
 
 
 def test_negative_scale_renders_the_mirror_image(backend):
-    scene = _scene(_actor("l", "lshape", (700.0, 150.0, 0.0), 0, rotation=Rotator(0, 30, 0)),
-                   _actor("b", "box", (900.0, -250.0, 0.0), 1, rotation=Rotator(0, 20, 0)),
-                   ground=Ground(texture="flat"), sun=Sun(pitch=40.0, yaw=-50.0))
+    scene = _scene(
+        _actor("l", "lshape", (700.0, 150.0, 0.0), 0, rotation=Rotator(0, 30, 0)),
+        _actor("b", "box", (900.0, -250.0, 0.0), 1, rotation=Rotator(0, 20, 0)),
+        ground=Ground(texture="flat"),
+        sun=Sun(pitch=40.0, yaw=-50.0),
+    )
     cam = _camera(200, 150, rotation=Rotator(-10.0, 0.0, 0.0))
     kinds = ("lit", "instance_id")
     a, b = backend.render(scene, cam, kinds), backend.render(_mirror(scene), cam, kinds)
@@ -56,7 +68,7 @@ def test_shadows_darken_the_ground_and_are_cached(backend):
     assert darker.sum() > 50
     shadows = backend._passes.shadows
     turns = [_camera(160, 120, rotation=Rotator(-15.0, yaw, 0.0)) for yaw in (-5.0, 0.0, 5.0)]
-    for c in turns:   # a turn may extend the texels the map holds (its near cascade's region moves)
+    for c in turns:  # a turn may extend the texels the map holds (its near cascade's region moves)
         backend.render(full, c, ("lit",))
     before = shadows.static_renders
     for c in turns + [cam]:
@@ -126,13 +138,13 @@ def test_threads_sets_llvmpipe_threads_only_when_unset():
     import subprocess
     import sys
 
-    code = ("from engine.server.gl.backend import GLBackend; "
-            "print(GLBackend(lambda a: None, threads=1).info()['lp_num_threads'])")
+    code = "from engine.server.gl.backend import GLBackend; print(GLBackend(lambda a: None, threads=1).info()['lp_num_threads'])"
     env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "1", out.stderr
-    out = subprocess.run([sys.executable, "-c", code], env={**env, "LP_NUM_THREADS": "2"},
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**env, "LP_NUM_THREADS": "2"}, capture_output=True, text=True, timeout=120
+    )
     assert out.stdout.strip() == "2", out.stderr
 
 
@@ -164,8 +176,13 @@ def test_every_default_library_asset_renders_where_projected():
         for i, asset in enumerate(lib.ids()):
             size = float(np.max(lib.mesh(asset).bounds()[1] - lib.mesh(asset).bounds()[0]))
             dist = 1.5 * size + 100.0  # the asset fills a good part of the frame
-            cam = Camera((0.0, 0.0, 0.4 * size + 50.0), look_at_rotation((0, 0, 0.4 * size + 50.0), (dist, 0, 0)),
-                         fov_deg=70.0, width=96, height=96)
+            cam = Camera(
+                (0.0, 0.0, 0.4 * size + 50.0),
+                look_at_rotation((0, 0, 0.4 * size + 50.0), (dist, 0, 0)),
+                fov_deg=70.0,
+                width=96,
+                height=96,
+            )
             actor = Actor("a", asset, Transform((dist, 0.0, 0.0)), color=instance_color(i))
             out = b.render(_scene(actor), cam, ("lit", "object_mask", "depth", "instance_id"))
             hit = out["instance_id"] == 1
@@ -206,12 +223,14 @@ def test_images_are_the_same_bytes_at_any_llvmpipe_thread_count():
         "    cam = Camera(eye, look_at_rotation(eye, (2500.0, 0.0, 100.0)), fov_deg=60.0, width=160, height=120)\n"
         "    out = b.render(scene, cam, ('lit', 'depth', 'instance_id'))\n"
         "    for k in sorted(out): h.update(out[k].tobytes())\n"
-        "print(h.hexdigest())\n")
+        "print(h.hexdigest())\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "LP_NUM_THREADS"}
     digests = set()
     for n in (1, 2, 3):
-        out = subprocess.run([sys.executable, "-c", code], env={**env, "LP_NUM_THREADS": str(n)},
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-c", code], env={**env, "LP_NUM_THREADS": str(n)}, capture_output=True, text=True, timeout=300
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         digests.add(out.stdout.strip())
     assert len(digests) == 1 and len(next(iter(digests))) == 64

@@ -1,6 +1,7 @@
 """An HDRI's own sun is turned to where the analytic ``Sun`` is (issue 14): the sky shows the sun
 where the shadows say it is. Synthetic HDRIs with a bright spot at a known direction; expected
 directions come from how the images are made, never from the renderer."""
+
 from __future__ import annotations
 
 import math
@@ -37,15 +38,15 @@ def test_no_sun_in_overcast_or_clipped_skies():
     overcast = np.repeat((0.5 + 0.5 * np.clip(d[..., 2:3], 0, 1)), 3, axis=-1).astype(np.float32)
     assert hdri_sun(overcast) is None
     clipped = np.minimum(_sky_with_sun(100.0, 30.0, peak=1.0) * 3.0, 1.0)  # LDR: sun = bright cloud
-    clipped[(d[..., 2] > 0.3) & (d[..., 0] > 0.2)] = 1.0                    # a wide clipped region
+    clipped[(d[..., 2] > 0.3) & (d[..., 0] > 0.2)] = 1.0  # a wide clipped region
     assert hdri_sun(clipped) is None
     assert hdri_sun(np.zeros((H, W, 3), np.float32)) is None
 
 
 def test_rotation_puts_the_hdri_sun_at_the_sun_yaw():
     sun = Sun(pitch=35.0, yaw=-40.0)
-    assert sky_rotation_deg(Sky(hdri="x"), sun, 100.0) == pytest.approx(-140.0)     # 100 - 140 = -40
-    assert sky_rotation_deg(Sky(hdri="x", rotation_deg=25.0), sun, None) == 25.0      # no clear sun
+    assert sky_rotation_deg(Sky(hdri="x"), sun, 100.0) == pytest.approx(-140.0)  # 100 - 140 = -40
+    assert sky_rotation_deg(Sky(hdri="x", rotation_deg=25.0), sun, None) == 25.0  # no clear sun
     assert sky_rotation_deg(Sky(hdri="x", rotation_deg=25.0, align_sun=False), sun, 100.0) == 25.0
 
 
@@ -82,8 +83,11 @@ def _needs_cycles(fn):
     from sceneforge.engine.server.cycles import install
 
     have = install.status() is not None
-    for mark in (pytest.mark.cycles, pytest.mark.render,
-                 pytest.mark.skipif(not have, reason=f"Cycles is not installed: {install.INSTALL_HINT}")):
+    for mark in (
+        pytest.mark.cycles,
+        pytest.mark.render,
+        pytest.mark.skipif(not have, reason=f"Cycles is not installed: {install.INSTALL_HINT}"),
+    ):
         fn = mark(fn)
     return fn
 

@@ -4,6 +4,7 @@ Rendering in-process initialises Mesa llvmpipe's LLVM; a later ``import triton``
 torchvision → triton) crashed with SIGSEGV (rc 139). ``engine/server/gl/llvm_order.py`` loads
 triton first. Each sequence runs in a fresh subprocess, since a crash would take pytest down.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,9 +17,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = [pytest.mark.render,
-              pytest.mark.skipif(importlib.util.find_spec("triton") is None or importlib.util.find_spec("timm") is None,
-                                 reason="needs triton and timm installed (the crash involves them)")]
+pytestmark = [
+    pytest.mark.render,
+    pytest.mark.skipif(
+        importlib.util.find_spec("triton") is None or importlib.util.find_spec("timm") is None,
+        reason="needs triton and timm installed (the crash involves them)",
+    ),
+]
 
 IN_PROCESS = textwrap.dedent("""
     from sceneforge.assets_manifest import AssetLibrary
@@ -49,8 +54,14 @@ THROUGH_SERVER = textwrap.dedent("""
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
 
 
 RENDER_ONLY = IN_PROCESS.split("import timm, torch")[0]
@@ -72,8 +83,7 @@ def test_render_then_import_timm_in_one_process(code):
 def test_the_crash_is_real_without_the_preload():
     """Control: with the pre-load turned off, the same sequence still crashes here, so the test
     above checks the fix (if a future Mesa/triton pair stops crashing, this documents it)."""
-    p = _run(RENDER_ONLY + "import triton\nprint('NOTEBOOK-OK')",
-             SCENEFORGE_PRELOAD_TRITON="0")
+    p = _run(RENDER_ONLY + "import triton\nprint('NOTEBOOK-OK')", SCENEFORGE_PRELOAD_TRITON="0")
     if p.returncode == 0:
         pytest.skip("this Mesa/triton pair does not crash any more")
     assert p.returncode in (-11, 139), (p.returncode, p.stderr[-2000:])

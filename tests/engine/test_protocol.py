@@ -1,4 +1,5 @@
 """UnrealCV framing on raw bytes and socket pairs (no server)."""
+
 from __future__ import annotations
 
 import socket
@@ -8,8 +9,17 @@ import threading
 import pytest
 
 from sceneforge.core.errors import ProtocolError
-from sceneforge.engine.protocol import (MAGIC, frame, join_reply, parse_header, recv_exact, recv_frame, send_frame,
-                             split_request, unframe)
+from sceneforge.engine.protocol import (
+    MAGIC,
+    frame,
+    join_reply,
+    parse_header,
+    recv_exact,
+    recv_frame,
+    send_frame,
+    split_request,
+    unframe,
+)
 
 
 def test_frame_layout_matches_unrealcv_client():
@@ -66,7 +76,7 @@ def test_frame_rejects_non_bytes():
 
 def _dribble(sock: socket.socket, data: bytes) -> None:
     for i in range(len(data)):
-        sock.send(data[i:i + 1])
+        sock.send(data[i : i + 1])
 
 
 def test_partial_reads_are_reassembled():
@@ -127,10 +137,12 @@ def test_array_bundle_roundtrip_keeps_dtype_shape_and_values():
     from sceneforge.engine.protocol import pack_arrays, unpack_arrays
 
     rng = np.random.default_rng(0)
-    arrays = {"lit": rng.integers(0, 255, (5, 7, 3), dtype=np.uint8),
-              "depth": rng.random((5, 7), dtype=np.float32) * 1e4,
-              "instance_id": rng.integers(0, 9, (5, 7)).astype(np.int32),
-              "empty": np.zeros((0, 3), np.float64)}
+    arrays = {
+        "lit": rng.integers(0, 255, (5, 7, 3), dtype=np.uint8),
+        "depth": rng.random((5, 7), dtype=np.float32) * 1e4,
+        "instance_id": rng.integers(0, 9, (5, 7)).astype(np.int32),
+        "empty": np.zeros((0, 3), np.float64),
+    }
     out = unpack_arrays(pack_arrays(arrays))
     assert list(out) == list(arrays)
     for k, a in arrays.items():
@@ -147,21 +159,24 @@ def test_array_bundle_carries_meta():
     arrays, got = unpack_bundle(pack_arrays({"depth": np.ones((2, 3), np.float32)}, meta=meta))
     assert got == meta and arrays["depth"].shape == (2, 3)
     assert unpack_bundle(pack_arrays({}, meta={"failure": "occluded"})) == ({}, {"failure": "occluded"})
-    assert unpack_bundle(pack_arrays({}))[1] == {}                          # older bundles: no meta
+    assert unpack_bundle(pack_arrays({}))[1] == {}  # older bundles: no meta
     assert list(unpack_arrays(pack_arrays({"x": np.zeros(2)}, meta={"k": 1}))) == ["x"]
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda b: b"PK\x03\x04" + b[6:],                                       # not our magic
-    lambda b: b[:10],                                                      # header cut off
-    lambda b: b[: len(b) - 1],                                             # payload one byte short
-    lambda b: b.replace(b'"offset":0', b'"offset":-4', 1),                 # offset outside
-    lambda b: b.replace(b'"nbytes":24', b'"nbytes":25', 1),                # nbytes lies about shape
-    lambda b: b.replace(b'"dtype":"<f4"', b'"dtype":"|O"', 1),             # object dtype
-    lambda b: b.replace(b'{"arrays"', b'{"arrayz"', 1),                    # bad header JSON
-    lambda b: b.replace(b'{"arrays":[', b'{"meta":7,"arrays":[', 1),      # meta not an object
-    lambda b: b.replace(b'{"arrays":[', b'{"arrays":7,"x":[', 1),         # arrays not a list
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda b: b"PK\x03\x04" + b[6:],  # not our magic
+        lambda b: b[:10],  # header cut off
+        lambda b: b[: len(b) - 1],  # payload one byte short
+        lambda b: b.replace(b'"offset":0', b'"offset":-4', 1),  # offset outside
+        lambda b: b.replace(b'"nbytes":24', b'"nbytes":25', 1),  # nbytes lies about shape
+        lambda b: b.replace(b'"dtype":"<f4"', b'"dtype":"|O"', 1),  # object dtype
+        lambda b: b.replace(b'{"arrays"', b'{"arrayz"', 1),  # bad header JSON
+        lambda b: b.replace(b'{"arrays":[', b'{"meta":7,"arrays":[', 1),  # meta not an object
+        lambda b: b.replace(b'{"arrays":[', b'{"arrays":7,"x":[', 1),  # arrays not a list
+    ],
+)
 def test_malformed_array_bundles_raise_protocol_error(mutate):
     import numpy as np
 

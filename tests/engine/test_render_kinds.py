@@ -7,6 +7,7 @@ renderer that lacks a row's kind is refused in one line naming the kind and the 
 new kind costs one row plus the renderer's code: a subprocess registers a row and a small
 renderer that draws it, and the server serves it with no other edit.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,10 +53,15 @@ def _official(port: int):
 def _scene(c) -> None:
     """A cube in front of camera 0 at W x H (over the official client: only stock and extension
     commands the server advertises)."""
-    for cmd in ("vset /sceneforge/reset", "vset /objects/spawn primitive_cube box",
-                "vset /object/box/location 400 0 0", "vset /camera/0/pose 0 0 50 0 0 0",
-                f"vset /camera/0/size {W} {H}", "vset /camera/0/fov 90"):
-        assert c.request(cmd) in ("ok", "box"), cmd   # spawn answers the new name
+    for cmd in (
+        "vset /sceneforge/reset",
+        "vset /objects/spawn primitive_cube box",
+        "vset /object/box/location 400 0 0",
+        "vset /camera/0/pose 0 0 50 0 0 0",
+        f"vset /camera/0/size {W} {H}",
+        "vset /camera/0/fov 90",
+    ):
+        assert c.request(cmd) in ("ok", "box"), cmd  # spawn answers the new name
 
 
 @pytest.fixture
@@ -71,11 +77,11 @@ def test_the_table_is_consistent():
     names = [n for k in ROWS for n in (k.name, *k.aliases)]
     assert len(names) == len(set(names))
     for k in ROWS:
-        np.dtype(k.dtype)   # a numpy dtype
+        np.dtype(k.dtype)  # a numpy dtype
         assert set(k.formats) <= set(MAGIC), k.name
         assert all(s in render_kinds.TABLE and not render_kinds.TABLE[s].derived_from for s in k.derived_from)
         assert k.ue_format is None or k.ue_format in k.formats
-        assert "exr" not in k.formats or k.as_image == "depth16"   # the one float image codec
+        assert "exr" not in k.formats or k.as_image == "depth16"  # the one float image codec
 
 
 @pytest.mark.parametrize("row", [k for k in ROWS if k.formats], ids=lambda k: k.name)
@@ -83,7 +89,7 @@ def test_every_camera_row_is_served_in_each_of_its_formats(uclient, row):
     """``vget /camera/0/<name> <format>`` (official client) for each format and alias of the row."""
     import cv2
 
-    assert "gl" in render_kinds.renderers_of(row.name)   # the test server's renderer
+    assert "gl" in render_kinds.renderers_of(row.name)  # the test server's renderer
     templates = uclient.request("vget /unrealcv/commands").splitlines()
     for name in (row.name, *row.aliases):
         assert f"vget /camera/[id]/{name} [format]" in templates
@@ -106,7 +112,7 @@ def test_every_camera_row_is_served_in_each_of_its_formats(uclient, row):
 def test_every_row_is_served_or_refused_by_the_batched_render(uclient, render_client, row):
     """``vget /sceneforge/render``: a rendered row comes back with its dtype and shape (official
     client and ours); a derived row (computed from others per camera request) is refused."""
-    _scene(uclient)   # render_client's fixture reset the scene
+    _scene(uclient)  # render_client's fixture reset the scene
     request = f"vget /sceneforge/render 0 {row.name}"
     reply = uclient.request(request)
     if row.derived_from:
@@ -136,7 +142,7 @@ def test_the_stock_fallback_asks_for_the_rows_ue_format(render_client, row):
     assert arr.dtype == np.dtype(row.dtype) and arr.shape == _shape(row)
 
 
-TOY_SERVER = '''
+TOY_SERVER = """
 import sys
 
 import numpy as np
@@ -177,7 +183,7 @@ register_renderer("toy", "test: inverse depth only")(lambda mesh_provider, threa
 from sceneforge.engine.server.main import main  # noqa: E402 - after the row: the camera commands are made from the table
 
 sys.exit(main(sys.argv[1:]))
-'''
+"""
 
 
 def test_a_new_kind_is_one_row_and_a_renderer(tmp_path):
@@ -186,8 +192,11 @@ def test_a_new_kind_is_one_row_and_a_renderer(tmp_path):
     refuses the built-in kinds the toy renderer lacks in one line."""
     script, ready = tmp_path / "toy_server.py", tmp_path / "ready"
     script.write_text(textwrap.dedent(TOY_SERVER))
-    proc = subprocess.Popen([sys.executable, str(script), "--port", "0", "--renderer", "toy",
-                             "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--port", "0", "--renderer", "toy", "--ready-file", str(ready)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
@@ -204,10 +213,12 @@ def test_a_new_kind_is_one_row_and_a_renderer(tmp_path):
             batched = unpack_arrays(reply.encode() if isinstance(reply, str) else reply)["inverse_depth"]
             assert np.array_equal(batched, inv)
             assert c.request("vget /camera/0/lit png") == (
-                "error render kind 'lit' is not implemented by renderer 'toy' (renderers of lit: gl, cycles)")
+                "error render kind 'lit' is not implemented by renderer 'toy' (renderers of lit: gl, cycles)"
+            )
             assert c.request("vget /camera/0/optical_flow npy").startswith(
-                "error render kind 'plane_depth' is not implemented by renderer 'toy'")
-            assert c.request("vget /unrealcv/status").startswith("Is Listening")   # still serving
+                "error render kind 'plane_depth' is not implemented by renderer 'toy'"
+            )
+            assert c.request("vget /unrealcv/status").startswith("Is Listening")  # still serving
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -216,7 +227,7 @@ def test_a_new_kind_is_one_row_and_a_renderer(tmp_path):
 
 def test_the_gl_server_does_not_know_a_kind_it_was_not_given(uclient):
     """(The toy kind above lives in its own process only.)"""
-    with pytest.warns(UserWarning, match="may not support"):   # not advertised: the official client warns
+    with pytest.warns(UserWarning, match="may not support"):  # not advertised: the official client warns
         assert uclient.request("vget /camera/0/inverse_depth npy").startswith("error No handler found")
     assert uclient.request("vget /sceneforge/render 0 inverse_depth").startswith("error render: unknown kind(s)")
 
@@ -227,7 +238,7 @@ def test_every_rendered_row_is_served_by_the_cycles_renderer():
     """The other built-in renderer: every row naming ``cycles`` comes back from a Cycles server
     with its dtype and shape (one request; 2 samples at 48 x 32), a derived one too."""
     rows = [k for k in ROWS if "cycles" in render_kinds.renderers_of(k.name)]
-    assert {k.name for k in rows} == set(render_kinds.TABLE)   # today: every kind
+    assert {k.name for k in rows} == set(render_kinds.TABLE)  # today: every kind
     srv = start_server(port=0, renderer="cycles:samples=2")
     try:
         with _official(srv.port) as c:

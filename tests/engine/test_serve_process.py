@@ -1,6 +1,7 @@
 """``sceneforge serve`` as a process: binding, signals, start-up failures, import weight, the
 --assets flag and CLI errors (split from test_server.py, which covers the protocol and commands).
 """
+
 from __future__ import annotations
 
 import os
@@ -16,6 +17,7 @@ from sceneforge.engine.protocol import frame, recv_frame
 from sceneforge.engine.server.launch import start_server
 
 pytestmark = pytest.mark.filterwarnings("error")
+
 
 # --- process behaviour -----------------------------------------------------------------------
 def _listening_addresses(port: int) -> list[str]:
@@ -92,9 +94,11 @@ def test_start_server_failure_is_one_line_and_leaves_no_process():
 
 def test_serve_import_path_stays_light():
     """`sceneforge serve` must start fast: no ML stack, renderer or OpenCV at import."""
-    code = ("import sys, sceneforge.cli as c; c.build_parser(); import engine.server.app, engine.client, "
-            "sceneforge.engine.server.launch; heavy = [m for m in ('torch', 'timm', 'transformers', 'ray', 'moderngl', "
-            "'cv2', 'trimesh') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, sceneforge.cli as c; c.build_parser(); import engine.server.app, engine.client, "
+        "sceneforge.engine.server.launch; heavy = [m for m in ('torch', 'timm', 'transformers', 'ray', 'moderngl', "
+        "'cv2', 'trimesh') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
 
@@ -117,21 +121,27 @@ def test_assets_flag_adds_a_user_pack_and_rejects_a_broken_one(tmp_path):
         assert c.text("vget /object/b/uclass_name") == "my_barrel"
         assert c.text("vset /objects/spawn proc_rock_a r") == "r"  # the default library is still there
     pack.write_text(USER_PACK.replace("class: barrel", "klass: barrel"))
-    bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", "--port", "0", "--assets", str(pack)],
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "sceneforge.cli", "serve", "--port", "0", "--assets", str(pack)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "mypack.yaml" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
 def test_cli_reports_bad_arguments_and_busy_port(server, tmp_path):
     (tmp_path / "afile").write_text("x")
-    for args, message in ((["--port", "70000"], "--port must be in 0..65535"),
-                          (["--threads", "0"], "--threads must be >= 1"),
-                          (["--output-dir", str(tmp_path / "afile")], "exists and is not a directory"),
-                          (["--port", "0", "--ready-file", str(tmp_path / "afile" / "r")], "cannot write --ready-file")):
-        bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", *args],
-                             capture_output=True, text=True, timeout=60)
+    for args, message in (
+        (["--port", "70000"], "--port must be in 0..65535"),
+        (["--threads", "0"], "--threads must be >= 1"),
+        (["--output-dir", str(tmp_path / "afile")], "exists and is not a directory"),
+        (["--port", "0", "--ready-file", str(tmp_path / "afile" / "r")], "cannot write --ready-file"),
+    ):
+        bad = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", *args], capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and message in bad.stderr, (args, bad.stderr)
-    busy = subprocess.run([sys.executable, "-m", "sceneforge.cli", "serve", "--port", str(server.port)],
-                          capture_output=True, text=True, timeout=60)
+    busy = subprocess.run(
+        [sys.executable, "-m", "sceneforge.cli", "serve", "--port", str(server.port)], capture_output=True, text=True, timeout=60
+    )
     assert busy.returncode == 2 and f"cannot listen on 127.0.0.1:{server.port}" in busy.stderr
     assert len(busy.stderr.strip().splitlines()) == 1

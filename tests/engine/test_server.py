@@ -3,6 +3,7 @@
 Warnings are errors here: the official client warns when a command does not match a template
 from ``vget /unrealcv/commands``, so every command used below must be advertised.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -102,17 +103,23 @@ def test_colors_are_distinct_settable_and_in_unrealcv_format(uclient):
     assert uclient.request("vset /object/a/show") == "ok"
 
 
-@pytest.mark.parametrize("command, message", [
-    ("vget /object/nobody/location", "error Cannot find object 'nobody'"),
-    ("vset /objects/spawn no_such_asset x", "error unknown asset or class 'no_such_asset'"),
-    ("vset /object/nobody/location 1 2", "error No handler found for URI 'vset /object/nobody/location 1 2': wrong arguments"),
-    ("vset /objects/spawn primitive_cube bad/name", "error object name 'bad/name'"),
-    ("vset /camera/0/fov 200", "error camera fov_deg must be in [0.01, 180)"),
-    ("vset /camera/0/location 1 2 x", "error camera location: expected numbers"),
-    ("vget /camera/99/location", "error Invalid sensor id 99"),
-    ("vset /sceneforge/spawn [{\"name\":\"x\"}]", "error spawn[0]: needs 'name' and 'asset'"),
-    ("vset /sceneforge/world {\"sun\":{\"pitch\":\"high\"}}", "error world.sun.pitch: expected a finite number"),
-])
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        ("vget /object/nobody/location", "error Cannot find object 'nobody'"),
+        ("vset /objects/spawn no_such_asset x", "error unknown asset or class 'no_such_asset'"),
+        (
+            "vset /object/nobody/location 1 2",
+            "error No handler found for URI 'vset /object/nobody/location 1 2': wrong arguments",
+        ),
+        ("vset /objects/spawn primitive_cube bad/name", "error object name 'bad/name'"),
+        ("vset /camera/0/fov 200", "error camera fov_deg must be in [0.01, 180)"),
+        ("vset /camera/0/location 1 2 x", "error camera location: expected numbers"),
+        ("vget /camera/99/location", "error Invalid sensor id 99"),
+        ('vset /sceneforge/spawn [{"name":"x"}]', "error spawn[0]: needs 'name' and 'asset'"),
+        ('vset /sceneforge/world {"sun":{"pitch":"high"}}', "error world.sun.pitch: expected a finite number"),
+    ],
+)
 def test_errors_are_one_line_replies(raw, command, message):
     """Raw socket: some of these do not match a template, which the official client warns about."""
     reply = ask(raw, b"3:" + command.encode()).decode()
@@ -149,8 +156,12 @@ def test_camera_get_set(uclient):
     assert uclient.request("vget /camera/0/size") == "224 224"
     ext = '{"location":[1,2,3],"rotation":[-10,20,0],"fov":60,"size":[100,50]}'
     assert uclient.request(f"vset /sceneforge/camera {new} " + ext) == "ok"
-    assert [uclient.request(f"vget /camera/{new}/{p}") for p in ("location", "rotation", "fov", "size")] == \
-        ["1.000 2.000 3.000", "-10.000 20.000 0.000", "60.000", "100 50"]
+    assert [uclient.request(f"vget /camera/{new}/{p}") for p in ("location", "rotation", "fov", "size")] == [
+        "1.000 2.000 3.000",
+        "-10.000 20.000 0.000",
+        "60.000",
+        "100 50",
+    ]
     assert uclient.request(f'vset /sceneforge/camera {new} {{"fov":60}}') == "ok"  # partial: keeps the rest
     assert uclient.request(f"vget /camera/{new}/size") == "100 50"
     assert uclient.request(f'vset /sceneforge/camera {new} {{"size":[0,5]}}').startswith("error camera: camera resolution")
@@ -190,9 +201,14 @@ BOX = (600.0, 200.0, 0.0)  # primitive_cube: 100 cm, base on z=0 -> x 550..650, 
 
 
 def _setup_box_scene(c: unrealcv.Client) -> None:
-    for cmd in ("vset /objects/spawn primitive_cube box 600 200 0", "vset /objects/spawn primitive_sphere ball -400 0 0",
-                "vset /camera/0/location 0 0 100", "vset /camera/0/rotation 0 0 0", "vset /camera/0/fov 90",
-                "vset /camera/0/size 320 240"):
+    for cmd in (
+        "vset /objects/spawn primitive_cube box 600 200 0",
+        "vset /objects/spawn primitive_sphere ball -400 0 0",
+        "vset /camera/0/location 0 0 100",
+        "vset /camera/0/rotation 0 0 0",
+        "vset /camera/0/fov 90",
+        "vset /camera/0/size 320 240",
+    ):
         assert uclient_ok(c.request(cmd)), cmd
 
 
@@ -221,7 +237,7 @@ def test_lit_mask_depth_normal_decode_and_agree_with_camera_model(uclient):
     col, row, dist = _front_face_pixel()
     lit = dec.decode_png(uclient.request("vget /camera/0/lit png"))[..., ::-1]  # decoder gives BGR
     raw_bmp = np.frombuffer(uclient.request("vget /camera/0/lit bmp"), np.uint8)  # gym-unrealcv's decode
-    bmp = raw_bmp[-240 * 320 * 4:].reshape(240, 320, 4)[..., 2::-1]
+    bmp = raw_bmp[-240 * 320 * 4 :].reshape(240, 320, 4)[..., 2::-1]
     mask = dec.decode_png(uclient.request("vget /camera/0/object_mask png"))[..., ::-1]
     depth = dec.decode_depth(uclient.request("vget /camera/0/depth npy"))[..., 0]
     plane = dec.decode_npy(uclient.request("vget /camera/0/plane_depth npy"))[..., 0]
@@ -249,7 +265,7 @@ def test_info_counts_the_seconds_commands_ran_not_the_waits(uclient):
         return json.loads(uclient.request("vget /sceneforge/info"))["busy_s"]
 
     _setup_box_scene(uclient)
-    uclient.request("vget /camera/0/lit png")   # the renderer's first frame (context, programs)
+    uclient.request("vget /camera/0/lit png")  # the renderer's first frame (context, programs)
     before, t = busy(), time.perf_counter()
     for _ in range(3):
         uclient.request("vget /camera/0/lit png")
@@ -257,7 +273,7 @@ def test_info_counts_the_seconds_commands_ran_not_the_waits(uclient):
     assert 0.0 < rendered <= elapsed + 0.1
     time.sleep(0.5)
     waited = busy() - before - rendered
-    assert 0.0 <= waited < 0.2, waited   # the two info requests themselves, not the half second
+    assert 0.0 <= waited < 0.2, waited  # the two info requests themselves, not the half second
 
 
 @pytest.mark.render

@@ -9,6 +9,7 @@ generous bound), never how fast, so it holds on a loaded 2-core machine.
 
 Figures (before → after) are in docs/server.md and come from ``benchmarks/server_bounds.py``.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,11 +50,10 @@ def test_unique_megabyte_world_ids_are_refused_and_cost_no_memory_or_log(server)
         # the asset library loads in the background; an id check waits for it
         assert ask(s, b'1:vset /sceneforge/world {"sky":{"hdri":"warm-up"}}').startswith(b"1:error")
         for i in range(33):
-            if i == 3:   # after the warm-up (first big frames)
+            if i == 3:  # after the warm-up (first big frames)
                 rss0, log0 = rss_mb(server.pid), _log_size(server)
             ident = (f"{i:06d}" + "x" * (1 << 20)).encode()
-            reply = ask(s, b'2:vset /sceneforge/world {"sky":{"hdri":"' + ident + b'"},"ground":{"surface":"'
-                        + ident + b'"}}')
+            reply = ask(s, b'2:vset /sceneforge/world {"sky":{"hdri":"' + ident + b'"},"ground":{"surface":"' + ident + b'"}}')
             assert reply.startswith(b"2:error world.sky.hdri: ") and len(reply) < 400, reply[:300]
             assert b"internal" not in reply
             assert ask(s, b'3:vget /sceneforge/render 0 lit {"size":[32,32]}').startswith(b"3:SFARR1")
@@ -72,12 +72,17 @@ def test_unknown_short_ids_are_refused_and_known_ones_accepted(server):
     hdri = looks.catalog()["hdris"][0]["id"]
     surface = looks.surface_ids()[0]
     with greeted(server, timeout=120) as s:
-        for i, (field, cmd) in enumerate([("world.sky.hdri", b'{"sky":{"hdri":"no_such_hdri_123"}}'),
-                                          ("world.ground.surface", b'{"ground":{"surface":"no_such_surface"}}')]):
+        for i, (field, cmd) in enumerate(
+            [
+                ("world.sky.hdri", b'{"sky":{"hdri":"no_such_hdri_123"}}'),
+                ("world.ground.surface", b'{"ground":{"surface":"no_such_surface"}}'),
+            ]
+        ):
             reply = ask(s, b"%d:vset /sceneforge/world " % i + cmd).decode()
             assert reply.startswith(f"{i}:error {field}: unknown"), reply
-        ok = ask(s, b'7:vset /sceneforge/world {"sky":{"hdri":"%s"},"ground":{"surface":"%s"}}'
-                 % (hdri.encode(), surface.encode()))
+        ok = ask(
+            s, b'7:vset /sceneforge/world {"sky":{"hdri":"%s"},"ground":{"surface":"%s"}}' % (hdri.encode(), surface.encode())
+        )
         assert ok == b"7:ok", ok
         assert ask(s, b'8:vget /sceneforge/render 0 lit {"size":[16,16]}').startswith(b"8:SFARR1")
         assert ask(s, b"9:vset /sceneforge/world {}") == b"9:ok"
@@ -144,7 +149,7 @@ def _partial_frames(port: int, n: int) -> list:
     held = []
     for _ in range(n):
         s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        s.sendall(b"\xc1\x83\x2b\x9e\x10")   # the magic and one byte of the length, then silence
+        s.sendall(b"\xc1\x83\x2b\x9e\x10")  # the magic and one byte of the length, then silence
         held.append(s)
     return held
 
@@ -231,13 +236,15 @@ def test_a_client_over_its_request_buffer_is_disconnected_others_unaffected():
     with start_server(port=0, extra_args=args) as srv:
         with greeted(srv, timeout=120) as attacker, greeted(srv, timeout=120) as other:
             # its own render keeps its later requests unanswered while they arrive
-            attacker.sendall(frame(b'1:vget /sceneforge/render 0 lit {"size":[4096,4096]}') * 2
-                             + b"".join(_world_request(i, int(0.9 * _MIB)) for i in range(2, 5)))
+            attacker.sendall(
+                frame(b'1:vget /sceneforge/render 0 lit {"size":[4096,4096]}') * 2
+                + b"".join(_world_request(i, int(0.9 * _MIB)) for i in range(2, 5))
+            )
             got = _closed_by_server(attacker, within=300)
-            assert got.count(b"\xc1\x83\x2b\x9e") == 1, got[:200]   # one frame: the error line
+            assert got.count(b"\xc1\x83\x2b\x9e") == 1, got[:200]  # one frame: the error line
             assert b"error this client holds" in got and b"at most 2097152" in got, got[:300]
             assert ask(other, b"7:vget /unrealcv/status").startswith(b"7:Is Listening")
-            assert ask(other, _world_request(8, 1000)[8:]).startswith(b"8:error world.env")   # answered
+            assert ask(other, _world_request(8, 1000)[8:]).startswith(b"8:error world.env")  # answered
         assert srv.alive()
 
 
@@ -250,8 +257,11 @@ def test_clients_over_the_total_request_buffer_are_disconnected():
     args = ["--max-frame", str(_MIB), "--client-buffer", str(2 * _MIB), "--total-buffer", str(3 * _MIB)]
     with start_server(port=0, extra_args=args) as srv:
         with greeted(srv, timeout=300) as first, greeted(srv, timeout=300) as second:
-            first.sendall(frame(b'1:vget /sceneforge/render 0 lit {"size":[4096,4096]}') * 2
-                          + _world_request(2, int(0.9 * _MIB)) + _world_request(3, int(0.9 * _MIB)))
+            first.sendall(
+                frame(b'1:vget /sceneforge/render 0 lit {"size":[4096,4096]}') * 2
+                + _world_request(2, int(0.9 * _MIB))
+                + _world_request(3, int(0.9 * _MIB))
+            )
             import time
 
             time.sleep(0.5)
@@ -265,14 +275,17 @@ def test_clients_over_the_total_request_buffer_are_disconnected():
 
 
 # --- item 7: renderer specs checked at start; the Blender worker dies with its server ----------
-@pytest.mark.parametrize("spec, words", [
-    ("cycles:samples=abc", "samples must be an integer"),
-    ("cycles:samples=-1", "samples must be in 1..4096"),
-    ("cycles:samples=1000000", "samples must be in 1..4096"),
-    ("cycles:seed=99999999999", "seed must be in"),
-    ("cycles:prefilter=evil", "prefilter must be fast or accurate"),
-    ("gl:lod=5", "lod must be 0 or 1"),
-])
+@pytest.mark.parametrize(
+    "spec, words",
+    [
+        ("cycles:samples=abc", "samples must be an integer"),
+        ("cycles:samples=-1", "samples must be in 1..4096"),
+        ("cycles:samples=1000000", "samples must be in 1..4096"),
+        ("cycles:seed=99999999999", "seed must be in"),
+        ("cycles:prefilter=evil", "prefilter must be fast or accurate"),
+        ("gl:lod=5", "lod must be 0 or 1"),
+    ],
+)
 def test_bad_renderer_specs_are_one_line_and_exit_2_at_start(tmp_path, spec, words):
     """Issue 39 item 7: these specs started a server whose every render failed (and
     ``samples=1000000`` took > 90 s for a 32² frame). Now: one line on stderr, exit 2, no port."""
@@ -280,9 +293,13 @@ def test_bad_renderer_specs_are_one_line_and_exit_2_at_start(tmp_path, spec, wor
     import sys
 
     ready = tmp_path / "ready"
-    proc = subprocess.Popen([sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--renderer", spec,
-                             "--ready-file", str(ready)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--renderer", spec, "--ready-file", str(ready)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         out, err = proc.communicate(timeout=120)
     except subprocess.TimeoutExpired:
@@ -349,7 +366,7 @@ def test_sigterm_during_a_cycles_frame_exits_and_stops_the_worker():
     try:
         import time
 
-        time.sleep(2.0)   # the frame is being path-traced
+        time.sleep(2.0)  # the frame is being path-traced
         srv.proc.send_signal(signal.SIGTERM)
         try:
             rc = srv.proc.wait(60)
@@ -397,7 +414,7 @@ def test_a_vanishing_fov_is_refused_and_renders_keep_working(server):
         assert reply.startswith("1:error") and "fov" in reply and "internal" not in reply, reply
         assert ask(s, b"2:vget /camera/0/fov") != b"2:0.000"
         assert ask(s, b'3:vget /sceneforge/render 0 lit {"size":[16,16]}').startswith(b"3:SFARR1")
-        assert ask(s, b"4:vset /camera/0/fov 0.01") == b"4:ok"   # the bound itself is allowed
+        assert ask(s, b"4:vset /camera/0/fov 0.01") == b"4:ok"  # the bound itself is allowed
         assert ask(s, b"5:vset /camera/0/fov 90") == b"5:ok"
 
 
@@ -418,8 +435,10 @@ def test_a_symlink_loop_in_the_output_dir_is_one_clear_error(server, server_outp
 
 # --- item 5: no head-of-line blocking: reads are answered while another client's render runs ---
 def _spheres(n: int) -> bytes:
-    batch = [{"name": f"hol{i}", "asset": "primitive_sphere",
-              "location": [500 + i % 64 * 30, i // 64 % 64 * 30 - 960, 0]} for i in range(n)]
+    batch = [
+        {"name": f"hol{i}", "asset": "primitive_sphere", "location": [500 + i % 64 * 30, i // 64 % 64 * 30 - 960, 0]}
+        for i in range(n)
+    ]
     return b"vset /sceneforge/spawn " + json.dumps(batch, separators=(",", ":")).encode()
 
 
@@ -438,16 +457,16 @@ def test_reads_are_answered_while_another_clients_render_runs(render_client, ser
             assert ask(a, b"1:" + _spheres(4096)) == b"1:ok"
             assert ask(b, b"1:vset /objects/spawn primitive_cube probe") == b"1:probe"
             renders = 3
-            for _ in range(renders):   # bounded: 3 frames of 4096 spheres at 2048^2
+            for _ in range(renders):  # bounded: 3 frames of 4096 spheres at 2048^2
                 a.sendall(frame(b'2:vget /sceneforge/render 0 lit,depth {"size":[2048,2048]}'))
             a.sendall(frame(b"3:vset /camera/0/location 7 8 9"))
-            time.sleep(0.5)   # A's requests are with the worker
+            time.sleep(0.5)  # A's requests are with the worker
             status = ask(b, b"2:vget /unrealcv/status")
             seen = ask(b, b"3:vget /camera/0/location")
             a_answered = bool(select.select([a], [], [], 0)[0])
             b.sendall(frame(b"4:vset /object/probe/location 5 6 7") + frame(b"5:vget /object/probe/location"))
             assert recv_frame(b) == b"4:ok"
-            assert recv_frame(b) == b"5:5.000 6.000 7.000"   # its own edit first, though queued
+            assert recv_frame(b) == b"5:5.000 6.000 7.000"  # its own edit first, though queued
             for _ in range(renders):
                 assert recv_frame(a, max_frame=2**31).startswith(b"2:SFARR1")
             assert recv_frame(a) == b"3:ok"
@@ -471,8 +490,7 @@ def test_only_side_effect_free_queries_are_answered_off_the_worker():
     assert all(r.access in (READ, RENDER) for r in table if r.verb == "vget")
     for line in ("vget /unrealcv/status", "vget /camera/0/location", "vget /objects", "vget /object/x/color"):
         assert access_of(line) == READ, line
-    for line in ("vget /camera/0/lit png", "vget /sceneforge/render 0 lit", "vget /object/x/bounds",
-                 "vget /sceneforge/info"):
+    for line in ("vget /camera/0/lit png", "vget /sceneforge/render 0 lit", "vget /object/x/bounds", "vget /sceneforge/info"):
         assert access_of(line) == RENDER, line
     assert access_of("vset /camera/0/location 1 2 3") == WRITE
     assert access_of("vget /no/such/thing") == WRITE
@@ -505,8 +523,8 @@ def test_the_worker_lets_reads_in_while_the_renderer_draws():
     state = ServerState(AssetCatalog(None), backend_factory=lambda provider, threads: Backend())
     with state.locked():
         state.render(0, ("lit",))
-        assert state.lock.locked()   # held again after the frame
-    assert got == [None]   # acquired (True) and released (None) by the other thread
+        assert state.lock.locked()  # held again after the frame
+    assert got == [None]  # acquired (True) and released (None) by the other thread
 
 
 # --- item 6: a per-request budget (pixels x passes); memory returned after a large frame -------
@@ -518,15 +536,19 @@ def test_a_render_over_the_pixel_budget_is_refused_up_front(server):
     with greeted(server, timeout=120) as s:
         try:
             assert ask(s, b"1:vset /camera/0/size 8192 8192") == b"1:ok"
-            for i, (cmd, passes) in enumerate([(b"vget /sceneforge/render 0 lit,normal,depth,object_mask", 4),
-                                               (b'vget /sceneforge/render_if_visible 0 x lit {}', 2)]):
-                if i == 1:   # an actor to count
+            for i, (cmd, passes) in enumerate(
+                [
+                    (b"vget /sceneforge/render 0 lit,normal,depth,object_mask", 4),
+                    (b"vget /sceneforge/render_if_visible 0 x lit {}", 2),
+                ]
+            ):
+                if i == 1:  # an actor to count
                     assert ask(s, b"2:vset /objects/spawn primitive_cube x") == b"2:x"
                 reply = ask(s, b"3:" + cmd).decode()
                 cost = 8192 * 8192 * passes
                 assert reply.startswith("3:error") and f"{cost}" in reply and f"{budget}" in reply, reply
                 assert "--max-request-pixels" in reply and "\n" not in reply and len(reply) < 300, reply
-            assert ask(s, b"4:vset /camera/0/size 2048 2048") == b"4:ok"   # 2048^2 x 4: inside
+            assert ask(s, b"4:vset /camera/0/size 2048 2048") == b"4:ok"  # 2048^2 x 4: inside
             s.sendall(frame(b"5:vget /sceneforge/render 0 lit,normal,depth,object_mask"))
             assert recv_frame(s, max_frame=2**31).startswith(b"5:SFARR1")
         finally:
@@ -551,7 +573,7 @@ def test_render_targets_of_a_large_frame_are_released_after_it(backend):
     from gl_scenes import _scene
 
     scene = _scene()
-    tall = KEEP_TARGET_PIXELS // 4096 + 16   # 4096 x tall: just over the threshold
+    tall = KEEP_TARGET_PIXELS // 4096 + 16  # 4096 x tall: just over the threshold
     backend.render(scene, Camera(width=64, height=48), ("lit",))
     out = backend.render(scene, Camera(width=4096, height=tall), ("lit", "normal", "depth"))
     assert out["lit"].shape == (tall, 4096, 3)
@@ -587,19 +609,19 @@ def test_the_texture_cache_keeps_the_least_recently_used_within_its_bytes():
             Ctx.n += 1
             return Tex(Ctx.n)
 
-    one = 16 * 16 * 3 * 4 // 3   # bytes of one 16x16 RGB map with mipmaps
+    one = 16 * 16 * 3 * 4 // 3  # bytes of one 16x16 RGB map with mipmaps
     cache = TextureCache(Ctx(), max_bytes=3 * one)
     mats = [Material(name=f"m{i}", albedo=np.full((16, 16, 3), i, np.uint8)) for i in range(6)]
     for m in mats[:3]:
         cache.get(m, "albedo")
-    cache.get(mats[0], "albedo")   # m0 used again: m1 is now the least recent
+    cache.get(mats[0], "albedo")  # m0 used again: m1 is now the least recent
     cache.trim()
     assert released == [] and len(cache) == 3
     for m in mats[3:]:
         cache.get(m, "albedo")
     cache.trim()
     assert len(cache) == 3 and cache.nbytes == 3 * one
-    assert released == [2, 3, 1]   # m1, m2, then m0 (used before m3..m5)
+    assert released == [2, 3, 1]  # m1, m2, then m0 (used before m3..m5)
 
 
 def test_a_scene_over_the_triangle_budget_is_refused_up_front():
@@ -610,13 +632,14 @@ def test_a_scene_over_the_triangle_budget_is_refused_up_front():
     from sceneforge.engine.server.launch import start_server
 
     cube = AssetCatalog().mesh("primitive_cube").n_triangles
-    with start_server(port=0, extra_args=["--max-scene-triangles", str(2 * cube)]) as srv, \
-            greeted(srv, timeout=60) as s:
+    with start_server(port=0, extra_args=["--max-scene-triangles", str(2 * cube)]) as srv, greeted(srv, timeout=60) as s:
         for k in range(3):
             assert ask(s, f"{k}:vset /objects/spawn primitive_cube c{k}".encode()) == f"{k}:c{k}".encode()
         reply = ask(s, b'5:vget /sceneforge/render 0 lit {"size":[32,32]}').decode()
-        assert reply == (f"5:error render: the scene's visible actors have {3 * cube} triangles at full detail; "
-                         f"at most {2 * cube} per render (--max-scene-triangles)"), reply
+        assert reply == (
+            f"5:error render: the scene's visible actors have {3 * cube} triangles at full detail; "
+            f"at most {2 * cube} per render (--max-scene-triangles)"
+        ), reply
         reply = ask(s, b"6:vget /sceneforge/visibility 0 c0").decode()
         assert "--max-scene-triangles" in reply, reply
         assert ask(s, b"7:vset /object/c2/hide") == b"7:ok"

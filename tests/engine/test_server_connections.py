@@ -1,6 +1,7 @@
 """Raw-socket behaviour of a real ``sceneforge serve`` subprocess: malformed frames, pipelined
 requests (several sent before any reply is read), clients that leave mid-request. The server
 must answer what it can, close only the offending connection, and keep serving others."""
+
 from __future__ import annotations
 
 import socket
@@ -77,8 +78,9 @@ def test_pipelined_replies_come_before_a_bad_frame_error_and_after_a_half_close(
     A client that half-closes after sending still gets every reply."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
         recv_frame(s)
-        s.sendall(frame(b"1:vget /sceneforge/assets") + frame(b"2:vget /unrealcv/status")
-                  + struct.pack("<II", 0x12345678, 4) + b"0:hi")
+        s.sendall(
+            frame(b"1:vget /sceneforge/assets") + frame(b"2:vget /unrealcv/status") + struct.pack("<II", 0x12345678, 4) + b"0:hi"
+        )
         assert recv_frame(s).startswith(b"1:")
         assert recv_frame(s).startswith(b"2:Is Listening")
         assert recv_frame(s).startswith(b"error bad magic")
@@ -127,7 +129,7 @@ def test_a_connection_hands_its_next_requests_to_the_worker_while_one_runs():
     _, port = srv.start()
     gate = threading.Event()
     try:
-        srv._worker.submit(gate.wait, 30)   # the worker is busy until the gate opens
+        srv._worker.submit(gate.wait, 30)  # the worker is busy until the gate opens
         n = A.PIPELINE_DEPTH + 3
         with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
             recv_frame(s)
@@ -137,7 +139,7 @@ def test_a_connection_hands_its_next_requests_to_the_worker_while_one_runs():
                 assert time.monotonic() < deadline, submitted
                 time.sleep(0.01)
             time.sleep(0.2)
-            assert len(submitted) == A.PIPELINE_DEPTH   # the rest wait in the socket
+            assert len(submitted) == A.PIPELINE_DEPTH  # the rest wait in the socket
             with socket.create_connection(("127.0.0.1", port), timeout=30) as other:
                 recv_frame(other)
                 other.sendall(frame(b"7:vget /unrealcv/status"))

@@ -4,6 +4,7 @@ bounded spawn batches, a normal listen backlog, long file names, one slow client
 Each reproduction from the issue is a test: ``vset /sceneforge/world {"ground":{"extent":1e30}}``
 used to reply ``ok`` and then break every render until a restart.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ def raw(server):
     assert ask(s, b"1:vset /sceneforge/reset") == b"1:ok"
     assert ask(s, b"2:vset /sceneforge/world {}") == b"2:ok"
     yield s
-    ask(s, b"3:vset /sceneforge/camera 0 {\"location\":[0,0,0],\"size\":[640,480]}")
+    ask(s, b'3:vset /sceneforge/camera 0 {"location":[0,0,0],"size":[640,480]}')
     s.close()
 
 
@@ -34,20 +35,23 @@ def _tiny_render(sock: socket.socket) -> bytes:
     return ask(sock, b'9:vget /sceneforge/render 0 lit,depth {"size":[16,16]}')
 
 
-@pytest.mark.parametrize("command, field", [
-    ('vset /sceneforge/world {"ground":{"extent":1e30,"relief_amplitude":100}}', "world.ground.extent"),
-    ('vset /sceneforge/world {"ground":{"extent":1e7}}', "world.ground.extent"),
-    ('vset /sceneforge/world {"ground":{"relief_wavelength":0.01}}', "world.ground.relief_wavelength"),
-    ('vset /sceneforge/world {"sun":{"intensity":1e12}}', "world.sun.intensity"),
-    ('vset /sceneforge/world {"sun":{"pitch":400}}', "world.sun.pitch"),
-    ('vset /sceneforge/world {"sky":{"ambient":-1}}', "world.sky.ambient"),
-    ('vset /sceneforge/spawn [{"name":"a","asset":"primitive_cube","location":[1e30,0,0]}]', "location.x"),
-    ('vset /sceneforge/spawn [{"name":"a","asset":"primitive_cube","scale":[1e-9,1,1]}]', "scale.x"),
-    ('vset /sceneforge/spawn [{"name":"a","asset":"primitive_cube","rotation":[0,1e9,0]}]', "rotation.yaw"),
-    ('vset /sceneforge/camera 0 {"location":[0,0,1e12]}', "location.z"),
-    ("vset /object/missing/location 1e30 0 0", None),
-    ("vset /camera/0/location 0 0 1e20", "camera location.z"),
-])
+@pytest.mark.parametrize(
+    "command, field",
+    [
+        ('vset /sceneforge/world {"ground":{"extent":1e30,"relief_amplitude":100}}', "world.ground.extent"),
+        ('vset /sceneforge/world {"ground":{"extent":1e7}}', "world.ground.extent"),
+        ('vset /sceneforge/world {"ground":{"relief_wavelength":0.01}}', "world.ground.relief_wavelength"),
+        ('vset /sceneforge/world {"sun":{"intensity":1e12}}', "world.sun.intensity"),
+        ('vset /sceneforge/world {"sun":{"pitch":400}}', "world.sun.pitch"),
+        ('vset /sceneforge/world {"sky":{"ambient":-1}}', "world.sky.ambient"),
+        ('vset /sceneforge/spawn [{"name":"a","asset":"primitive_cube","location":[1e30,0,0]}]', "location.x"),
+        ('vset /sceneforge/spawn [{"name":"a","asset":"primitive_cube","scale":[1e-9,1,1]}]', "scale.x"),
+        ('vset /sceneforge/spawn [{"name":"a","asset":"primitive_cube","rotation":[0,1e9,0]}]', "rotation.yaw"),
+        ('vset /sceneforge/camera 0 {"location":[0,0,1e12]}', "location.z"),
+        ("vset /object/missing/location 1e30 0 0", None),
+        ("vset /camera/0/location 0 0 1e20", "camera location.z"),
+    ],
+)
 def test_out_of_bounds_values_are_refused_and_server_stays_healthy(raw, command, field):
     reply = ask(raw, b"5:" + command.encode()).decode()
     assert reply.startswith("5:error "), reply
@@ -59,8 +63,9 @@ def test_out_of_bounds_values_are_refused_and_server_stays_healthy(raw, command,
 
 def test_largest_allowed_ground_stays_bounded(raw):
     """extent 1e6 with relief used 5.6 GB: the grid is capped at MAX_GROUND_CELLS per side."""
-    assert ask(raw, b'5:vset /sceneforge/world {"ground":{"extent":1e6,"relief_amplitude":100,'
-                    b'"relief_wavelength":3000}}') == b"5:ok"
+    assert (
+        ask(raw, b'5:vset /sceneforge/world {"ground":{"extent":1e6,"relief_amplitude":100,"relief_wavelength":3000}}') == b"5:ok"
+    )
     assert _tiny_render(raw).startswith(b"9:SFARR1")
     info = json.loads(ask(raw, b"6:vget /sceneforge/info")[2:])
     assert info["triangles"] <= 2 * (limits.MAX_GROUND_CELLS + 8) ** 2

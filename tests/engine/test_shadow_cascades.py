@@ -2,6 +2,7 @@
 the near cascade, which is the single full-resolution map of before, so they are unchanged; the
 far ones read a grid with texels twice as wide, which still holds the far shadows. References
 come from the same renderer with the split pushed beyond the shadow distance (one grid)."""
+
 from __future__ import annotations
 
 import math
@@ -23,9 +24,16 @@ def _field(style: str):
     """Walls and boxes from 3 to 45 m in front of a camera 2 m up, the sun low and to the side:
     long shadows on both sides of the split."""
     rng = np.random.default_rng(11)
-    actors = [_actor(f"w{k}", ("wall", "box", "cyl")[k % 3], (float(x), float(y), 0.0), k,
-                     rotation=Rotator(0.0, float(rng.uniform(-90, 90)), 0.0))
-              for k, (x, y) in enumerate(zip(np.linspace(300.0, 4500.0, 24), rng.uniform(-900.0, 900.0, 24)))]
+    actors = [
+        _actor(
+            f"w{k}",
+            ("wall", "box", "cyl")[k % 3],
+            (float(x), float(y), 0.0),
+            k,
+            rotation=Rotator(0.0, float(rng.uniform(-90, 90)), 0.0),
+        )
+        for k, (x, y) in enumerate(zip(np.linspace(300.0, 4500.0, 24), rng.uniform(-900.0, 900.0, 24)))
+    ]
     return _scene(*actors, ground=Ground(texture="flat"), sun=Sun(pitch=22.0, yaw=70.0), look=Look(style))
 
 
@@ -52,7 +60,7 @@ def _within(depth: np.ndarray, limit: float, grow: int) -> np.ndarray:
     out = np.zeros((h, w), dtype=bool)
     for dy in range(2 * grow + 1):
         for dx in range(2 * grow + 1):
-            out |= far[dy:dy + h, dx:dx + w]
+            out |= far[dy : dy + h, dx : dx + w]
     return ~out
 
 
@@ -87,13 +95,16 @@ def test_the_far_cascade_holds_the_far_shadows(backend, monkeypatch):
     two = _render(backend, scene, cam, SH.CASCADE_SPLIT_CM)
     far_grid = backend._passes.shadows.size // SH.FAR_TEXELS
     culling = SH.casters_in_view
-    monkeypatch.setattr(SH, "casters_in_view", lambda lvp, pts, c, r, size: (
-        np.zeros(len(c), dtype=bool) if size == far_grid else culling(lvp, pts, c, r, size)))
+    monkeypatch.setattr(
+        SH,
+        "casters_in_view",
+        lambda lvp, pts, c, r, size: np.zeros(len(c), dtype=bool) if size == far_grid else culling(lvp, pts, c, r, size),
+    )
     empty_far = _render(backend, scene, cam, SH.CASCADE_SPLIT_CM)
     monkeypatch.undo()
     far = two["depth"] > SH.CASCADE_SPLIT_CM * 1.1
     lighter = empty_far["lit"].astype(int).sum(-1) - two["lit"].astype(int).sum(-1)
-    assert (lighter[far] > 30).sum() > 0.02 * far.sum()   # the far shadows are gone (~4 % of those pixels)
+    assert (lighter[far] > 30).sum() > 0.02 * far.sum()  # the far shadows are gone (~4 % of those pixels)
 
 
 def test_receivers_hold_the_pixels_that_read_each_cascade(backend):
@@ -106,15 +117,20 @@ def test_receivers_hold_the_pixels_that_read_each_cascade(backend):
         frame = backend._frame(scene, cam)
         draws = frame.draws
         amp = abs(scene.ground.relief_amplitude)
-        z_range = (min([-amp] + [d.center[2] - d.radius for d in draws]) - 1.0,
-                   max([amp] + [d.center[2] + d.radius for d in draws]) + 1.0)
+        z_range = (
+            min([-amp] + [d.center[2] - d.radius for d in draws]) - 1.0,
+            max([amp] + [d.center[2] + d.radius for d in draws]) + 1.0,
+        )
         near_pts, far_pts = cascade_receivers(frame, z_range, SH.CASCADE_SPLIT_CM, SH.SHADOW_DISTANCE_CM)
-        seen = np.isfinite(out["depth"])             # sky pixels have no surface
+        seen = np.isfinite(out["depth"])  # sky pixels have no surface
         pts, dist = world_points(cam, out["plane_depth"])[seen], out["depth"][seen]
-        lvp = F.light_view_proj(scene.sun.direction_to_sun(), np.array([d.center for d in draws]),
-                                np.array([d.radius for d in draws]))[0]
-        for hull_pts, sel in ((near_pts, dist < SH.CASCADE_SPLIT_CM),
-                              (far_pts, (dist > SH.CASCADE_SPLIT_CM) & (dist < SH.SHADOW_DISTANCE_CM))):
+        lvp = F.light_view_proj(
+            scene.sun.direction_to_sun(), np.array([d.center for d in draws]), np.array([d.radius for d in draws])
+        )[0]
+        for hull_pts, sel in (
+            (near_pts, dist < SH.CASCADE_SPLIT_CM),
+            (far_pts, (dist > SH.CASCADE_SPLIT_CM) & (dist < SH.SHADOW_DISTANCE_CM)),
+        ):
             assert sel.sum() > 100
             hull = SH._convex_hull(hull_pts @ lvp[:2, :3].T + lvp[:2, 3])
             xy = pts[sel] @ lvp[:2, :3].T + lvp[:2, 3]

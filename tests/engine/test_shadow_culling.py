@@ -2,6 +2,7 @@
 the casters whose shadow can reach a fragment in the camera's frustum, and the image must be the
 same, byte for byte, as with every caster drawn. Expected images come from the renderer with the
 culling switched off (the reference), never from the code under test."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,15 @@ def _ring_scene(sun: Sun):
     for k in range(36):
         a, d = rng.uniform(0, 2 * math.pi), rng.uniform(300.0, 4000.0)
         kind = ("box", "cyl", "wall", "sphere")[k % 4]
-        actors.append(_actor(f"c{k}", kind, (d * math.cos(a), d * math.sin(a), 0.0), k,
-                             rotation=Rotator(0.0, float(rng.uniform(-180, 180)), 0.0)))
+        actors.append(
+            _actor(
+                f"c{k}",
+                kind,
+                (d * math.cos(a), d * math.sin(a), 0.0),
+                k,
+                rotation=Rotator(0.0, float(rng.uniform(-180, 180)), 0.0),
+            )
+        )
     return _scene(*actors, ground=Ground(texture="flat", relief_amplitude=40.0, relief_wavelength=3000.0), sun=sun)
 
 
@@ -43,8 +51,9 @@ def _receivers(backend, scene, cam):
     frame = backend._frame(scene, cam)
     z = [d.center[2] + s * d.radius for d in frame.draws for s in (-1, 1)]
     amp = abs(scene.ground.relief_amplitude)
-    return F.receiver_points(frame.view_proj, frame.near, frame.far, SH.SHADOW_DISTANCE_CM,
-                             (min([-amp] + z) - 1.0, max([amp] + z) + 1.0))
+    return F.receiver_points(
+        frame.view_proj, frame.near, frame.far, SH.SHADOW_DISTANCE_CM, (min([-amp] + z) - 1.0, max([amp] + z) + 1.0)
+    )
 
 
 def _render(backend, scene, cam, cull: bool, monkeypatch):
@@ -52,7 +61,7 @@ def _render(backend, scene, cam, cull: bool, monkeypatch):
     if not cull:
         monkeypatch.setattr(SH, "casters_in_view", lambda lvp, vp, c, r, size: np.ones(len(c), dtype=bool))
         monkeypatch.setattr(SH, "read_region", lambda lvp, pts, size, block=1: (0, 0, size, size))
-    backend._passes.shadows.forget()   # a fresh map (else one holding more would be reused)
+    backend._passes.shadows.forget()  # a fresh map (else one holding more would be reused)
     try:
         return backend.render(scene, cam, ("lit",))["lit"]
     finally:
@@ -70,11 +79,12 @@ def test_culled_shadow_map_gives_the_same_image(backend, monkeypatch):
         # the culling did drop casters here (else the test proves nothing)
         draws = backend._frame(scene, cam).draws
         from sceneforge.engine.server.gl import frame as F
+
         centers, radii = np.array([d.center for d in draws]), np.array([d.radius for d in draws])
         fit = F.light_view_proj(scene.sun.direction_to_sun(), centers, radii, min_extent=1024 * SH.MIN_TEXEL_CM)
         keep = SH.casters_in_view(fit[0], _receivers(backend, scene, cam), centers, radii, 1024)
         culled_some += int(keep.sum() < len(keep))
-        x, y, w, h = backend._passes.shadows.cascades[0].rect    # the fast render's filled near texels
+        x, y, w, h = backend._passes.shadows.cascades[0].rect  # the fast render's filled near texels
         filled_less += int(w * h < 1024 * 1024)
     assert culled_some >= 4 and filled_less >= 4
 
@@ -120,7 +130,7 @@ def test_pixel_counts_skip_actors_behind_the_named_ones(backend, monkeypatch):
         finally:
             monkeypatch.undo()
         assert fast == full, k
-    assert skipped > 0                          # the rule did leave actors out here
+    assert skipped > 0  # the rule did leave actors out here
 
 
 def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
@@ -133,8 +143,7 @@ def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
     smaller = culled = seen = partly = 0
     for k, cam in enumerate(_views()):
         scene = _ring_scene(Sun(pitch=40.0, yaw=10.0 * k))
-        for names in ([f"c{(3 * k) % 36}", f"c{(3 * k + 7) % 36}"], [f"c{(5 * k + 2) % 36}"],
-                      [f"c{i}" for i in range(0, 36, 5)]):
+        for names in ([f"c{(3 * k) % 36}", f"c{(3 * k + 7) % 36}"], [f"c{(5 * k + 2) % 36}"], [f"c{i}" for i in range(0, 36, 5)]):
             fast = backend.pixel_counts(scene, cam, names)
             frame = backend._frame(scene, cam)
             order = {n: i for i, n in enumerate(scene.actors)}
@@ -143,8 +152,10 @@ def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
             if rect is not None:
                 smaller += int(rect[2] * rect[3] < cam.width * cam.height)
                 culled += int(np.sum(np.asarray(frame.visible) & ~overlaps) > 0)
+
             def whole(f, d, spheres=None):
                 return ((0, 0, f.camera.width, f.camera.height) if d else None), np.ones(len(f.draws), dtype=bool)
+
             monkeypatch.setattr(B, "wanted_rect", whole)
             try:
                 full = backend.pixel_counts(scene, cam, names)
@@ -153,15 +164,15 @@ def test_pixel_counts_render_only_the_named_actors_block(backend, monkeypatch):
             assert fast == full, (k, names)
             seen += sum(c.visible > 0 for c in full.values())
             partly += sum(0 < c.visible < c.unoccluded for c in full.values())
-    assert seen > 5 and partly > 0                  # named actors were seen, some of them occluded
-    assert smaller > 0 and culled > 0               # the block was smaller and actors were left out
+    assert seen > 5 and partly > 0  # named actors were seen, some of them occluded
+    assert smaller > 0 and culled > 0  # the block was smaller and actors were left out
 
 
 def test_no_shadows_beyond_the_shadow_distance(backend, monkeypatch):
     """A 3 m box 75 m away (beyond SH.SHADOW_DISTANCE_CM) casts no shadow; 25 m away it does; with
     the distance pushed out, the far one does too (so the first equality can fail)."""
     cam = _camera(160, 120, location=(0.0, 0.0, 1500.0), rotation=Rotator(-14.0, 0.0, 0.0))  # 15 m up
-    sun = Sun(pitch=30.0, yaw=90.0)                      # shadows fall sideways, onto visible ground
+    sun = Sun(pitch=30.0, yaw=90.0)  # shadows fall sideways, onto visible ground
     assert 3000.0 < SH.SHADOW_DISTANCE_CM * (1 - SH.FADE) and SH.SHADOW_DISTANCE_CM < 7500.0
 
     def wall_at(x):

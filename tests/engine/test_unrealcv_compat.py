@@ -5,6 +5,7 @@ against a ``sceneforge serve`` subprocess: the plugin's command schema, version/
 wording, the plugin's BMP byte layout as gym-unrealcv decodes it, depth as EXR/PNG, ``seg``,
 optical flow and ``moveto`` on scenes whose answers can be worked out by hand.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,46 +23,100 @@ pytestmark = pytest.mark.filterwarnings("error")
 # The 95 templates of UnrealCV's docs/reference/command_schema.json (plugin 1.x), variadic
 # alias groups written out below.
 SCHEMA = [
-    "vget /action/game/is_paused", "vget /camera/[uint]/depth [str]", "vget /camera/[uint]/fov",
-    "vget /camera/[uint]/lit [str]", "vget /camera/[uint]/location", "vget /camera/[uint]/normal [str]",
-    "vget /camera/[uint]/object_mask [str]", "vget /camera/[uint]/optical_flow [str]",
-    "vget /camera/[uint]/rotation", "vget /camera/[uint]/seg [str]", "vget /camera/[uint]/size",
-    "vget /cameras", "vget /level/name", "vget /object/[str]/bounds", "vget /object/[str]/color",
-    "vget /object/[str]/label", "vget /object/[str]/location", "vget /object/[str]/material",
-    "vget /object/[str]/mobility", "vget /object/[str]/rotation", "vget /object/[str]/scale",
-    "vget /object/[str]/uclass_name", "vget /object/[str]/vertex_location", "vget /objects",
-    "vget /persistent_level/id", "vget /persistent_level/level_script_actor/id", "vget /scene/name",
-    "vget /screenshot [str]", "vget /unrealcv/echo [str]", "vget /unrealcv/help",
-    "vget /unrealcv/status", "vget /unrealcv/version", "vget /viewmode",
-    "vset /action/eyes_distance [float]", "vset /action/game/level [str]", "vset /action/game/pause",
-    "vset /action/game/resume", "vset /action/input/disable", "vset /action/input/enable",
-    "vset /action/keyboard [str] [float]", "vset /camera/[uint]/auto_brightness [float] [float]",
-    "vset /camera/[uint]/auto_speed [float] [float]", "vset /camera/[uint]/exposure_bias [float]",
-    "vset /camera/[uint]/exposure_method [str]", "vset /camera/[uint]/focal [float] [float]",
-    "vset /camera/[uint]/fov [float]", "vset /camera/[uint]/illumination [str]",
-    "vset /camera/[uint]/lit_source [str]", "vset /camera/[uint]/location [float] [float] [float]",
+    "vget /action/game/is_paused",
+    "vget /camera/[uint]/depth [str]",
+    "vget /camera/[uint]/fov",
+    "vget /camera/[uint]/lit [str]",
+    "vget /camera/[uint]/location",
+    "vget /camera/[uint]/normal [str]",
+    "vget /camera/[uint]/object_mask [str]",
+    "vget /camera/[uint]/optical_flow [str]",
+    "vget /camera/[uint]/rotation",
+    "vget /camera/[uint]/seg [str]",
+    "vget /camera/[uint]/size",
+    "vget /cameras",
+    "vget /level/name",
+    "vget /object/[str]/bounds",
+    "vget /object/[str]/color",
+    "vget /object/[str]/label",
+    "vget /object/[str]/location",
+    "vget /object/[str]/material",
+    "vget /object/[str]/mobility",
+    "vget /object/[str]/rotation",
+    "vget /object/[str]/scale",
+    "vget /object/[str]/uclass_name",
+    "vget /object/[str]/vertex_location",
+    "vget /objects",
+    "vget /persistent_level/id",
+    "vget /persistent_level/level_script_actor/id",
+    "vget /scene/name",
+    "vget /screenshot [str]",
+    "vget /unrealcv/echo [str]",
+    "vget /unrealcv/help",
+    "vget /unrealcv/status",
+    "vget /unrealcv/version",
+    "vget /viewmode",
+    "vset /action/eyes_distance [float]",
+    "vset /action/game/level [str]",
+    "vset /action/game/pause",
+    "vset /action/game/resume",
+    "vset /action/input/disable",
+    "vset /action/input/enable",
+    "vset /action/keyboard [str] [float]",
+    "vset /camera/[uint]/auto_brightness [float] [float]",
+    "vset /camera/[uint]/auto_speed [float] [float]",
+    "vset /camera/[uint]/exposure_bias [float]",
+    "vset /camera/[uint]/exposure_method [str]",
+    "vset /camera/[uint]/focal [float] [float]",
+    "vset /camera/[uint]/fov [float]",
+    "vset /camera/[uint]/illumination [str]",
+    "vset /camera/[uint]/lit_source [str]",
+    "vset /camera/[uint]/location [float] [float] [float]",
     "vset /camera/[uint]/motion_blur [float] [float] [float] [uint]",
-    "vset /camera/[uint]/moveto [float] [float] [float]", "vset /camera/[uint]/ortho_width [float]",
-    "vset /camera/[uint]/physical_exposure [uint]", "vset /camera/[uint]/projection_type [str]",
-    "vset /camera/[uint]/reflection [str]", "vset /camera/[uint]/rotation [float] [float] [float]",
-    "vset /camera/[uint]/size [uint] [uint]", "vset /cameras/spawn",
-    "vset /object/[str]/color [uint] [uint] [uint]", "vset /object/[str]/destroy", "vset /object/[str]/hide",
-    "vset /object/[str]/label [str]", "vset /object/[str]/location [float] [float] [float]",
-    "vset /object/[str]/material [uint] [str]", "vset /object/[str]/name [str]",
-    "vset /object/[str]/rotation [float] [float] [float]", "vset /object/[str]/scale [float] [float] [float]",
-    "vset /object/[str]/show", "vset /objects/spawn [str]", "vset /objects/spawn [str] [str]",
-    "vset /objects/spawn_cube", "vset /objects/spawn_cube [str]", "vset /viewmode [str]",
-    *("vbp" + " [str]" * n for n in range(2, 12)), *("vexec" + " [str]" * n for n in range(2, 8)),
+    "vset /camera/[uint]/moveto [float] [float] [float]",
+    "vset /camera/[uint]/ortho_width [float]",
+    "vset /camera/[uint]/physical_exposure [uint]",
+    "vset /camera/[uint]/projection_type [str]",
+    "vset /camera/[uint]/reflection [str]",
+    "vset /camera/[uint]/rotation [float] [float] [float]",
+    "vset /camera/[uint]/size [uint] [uint]",
+    "vset /cameras/spawn",
+    "vset /object/[str]/color [uint] [uint] [uint]",
+    "vset /object/[str]/destroy",
+    "vset /object/[str]/hide",
+    "vset /object/[str]/label [str]",
+    "vset /object/[str]/location [float] [float] [float]",
+    "vset /object/[str]/material [uint] [str]",
+    "vset /object/[str]/name [str]",
+    "vset /object/[str]/rotation [float] [float] [float]",
+    "vset /object/[str]/scale [float] [float] [float]",
+    "vset /object/[str]/show",
+    "vset /objects/spawn [str]",
+    "vset /objects/spawn [str] [str]",
+    "vset /objects/spawn_cube",
+    "vset /objects/spawn_cube [str]",
+    "vset /viewmode [str]",
+    *("vbp" + " [str]" * n for n in range(2, 12)),
+    *("vexec" + " [str]" * n for n in range(2, 8)),
     *("vrun" + " [str]" * n for n in range(1, 7)),
 ]
 # Sample arguments per placeholder position that the plugin would accept.
-_SAMPLE = {"vset /action/game/level [str]": "Demo", "vset /viewmode [str]": "lit",
-           "vset /camera/[uint]/exposure_method [str]": "manual", "vset /camera/[uint]/illumination [str]": "none",
-           "vset /camera/[uint]/lit_source [str]": "ldr", "vset /camera/[uint]/projection_type [str]": "perspective",
-           "vset /camera/[uint]/reflection [str]": "none", "vset /object/[str]/name [str]": "box2"}
+_SAMPLE = {
+    "vset /action/game/level [str]": "Demo",
+    "vset /viewmode [str]": "lit",
+    "vset /camera/[uint]/exposure_method [str]": "manual",
+    "vset /camera/[uint]/illumination [str]": "none",
+    "vset /camera/[uint]/lit_source [str]": "ldr",
+    "vset /camera/[uint]/projection_type [str]": "perspective",
+    "vset /camera/[uint]/reflection [str]": "none",
+    "vset /object/[str]/name [str]": "box2",
+}
 # The plugin's own error replies for what it (or this renderer) does not have.
-_PLUGIN_ERRORS = {"vset /action/eyes_distance [float]": "error Not Implemented",
-                  "vbp": "error Argument Invalid", "vexec": "error Argument Invalid"}
+_PLUGIN_ERRORS = {
+    "vset /action/eyes_distance [float]": "error Not Implemented",
+    "vbp": "error Argument Invalid",
+    "vexec": "error Argument Invalid",
+}
 
 
 @pytest.fixture
@@ -74,8 +129,14 @@ def uclient(server):
     assert c.request("vset /camera/0/size 160 120") == "ok"
     assert c.request("vset /camera/0/fov 90") == "ok"
     yield c
-    for cmd in ("vset /camera/0/exposure_bias 0", "vset /camera/0/lit_source ftc_hdr", "vset /viewmode lit",
-                "vset /action/game/resume", "vset /sceneforge/reset", "vset /camera/0/size 320 240"):
+    for cmd in (
+        "vset /camera/0/exposure_bias 0",
+        "vset /camera/0/lit_source ftc_hdr",
+        "vset /viewmode lit",
+        "vset /action/game/resume",
+        "vset /sceneforge/reset",
+        "vset /camera/0/size 320 240",
+    ):
         c.request(cmd)
     with contextlib.redirect_stdout(io.StringIO()):
         c.disconnect()
@@ -102,7 +163,7 @@ def _instantiate(template: str) -> str:
     if path.endswith("/material") and verb == "vset":
         args = ["0", "/sceneforge/primitive_cube/VertexColor"]
     if path.endswith("/spawn"):
-        args = ["primitive_sphere", "ball"][:len(args)]
+        args = ["primitive_sphere", "ball"][: len(args)]
     if path.endswith("/spawn_cube") and args:
         args = ["cube7"]
     return " ".join([verb, path] + args)
@@ -187,10 +248,19 @@ def test_bmp_is_the_plugins_32_bit_top_down_layout_and_gym_decode_works(uclient)
     assert len(data) == 54 + 4 + w * h * 4
     magic, size, _, _, offset = struct.unpack_from("<2sIHHI", data, 0)
     bi_size, bi_w, bi_h, planes, bits, compression = struct.unpack_from("<IiiHHI", data, 14)
-    assert (magic, size, offset, bi_size, bi_w, bi_h, planes, bits, compression) == \
-        (b"BM", 54 + w * h * 4, 54, 40, w, -h, 1, 32, 0)
+    assert (magic, size, offset, bi_size, bi_w, bi_h, planes, bits, compression) == (
+        b"BM",
+        54 + w * h * 4,
+        54,
+        40,
+        w,
+        -h,
+        1,
+        32,
+        0,
+    )
     assert struct.unpack_from("<i", data, 54)[0] == w * h * 4  # UE's TArray element count
-    gym = np.frombuffer(data, np.uint8)[-h * w * 4:].reshape(h, w, 4)  # gym-unrealcv's UnrealCv.decode_bmp
+    gym = np.frombuffer(data, np.uint8)[-h * w * 4 :].reshape(h, w, 4)  # gym-unrealcv's UnrealCv.decode_bmp
     png = np.asarray(__import__("PIL.Image").Image.open(io.BytesIO(uclient.request("vget /camera/0/lit png"))))
     assert np.array_equal(gym[..., 2::-1], png[..., :3]) and (gym[..., 3] == 255).all()  # BGRA vs RGBA
 

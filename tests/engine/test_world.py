@@ -3,6 +3,7 @@
 UE/UnrealCV: cm, Z up, left-handed X forward / Y right; yaw turns +X towards +Y; pitch lifts the
 nose towards +Z; fov is horizontal. Each expected value below can be checked on paper.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,7 @@ import numpy as np
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.engine.world import (Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color,
-                          look_at_rotation)
+from sceneforge.engine.world import Actor, Camera, Ground, Rotator, Scene, Sun, Transform, instance_color, look_at_rotation
 
 X, Y, Z = np.eye(3)
 
@@ -23,14 +23,17 @@ def axes(r: Rotator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return m[:, 0], m[:, 1], m[:, 2]
 
 
-@pytest.mark.parametrize("rot, forward, right, up", [
-    (Rotator(0, 0, 0), X, Y, Z),
-    (Rotator(0, 90, 0), Y, -X, Z),        # yaw 90: facing +Y, right hand points to -X
-    (Rotator(0, 180, 0), -X, -Y, Z),
-    (Rotator(90, 0, 0), Z, Y, -X),        # nose straight up: the head points backwards
-    (Rotator(-90, 0, 0), -Z, Y, X),       # looking straight down: the head points forward
-    (Rotator(0, 0, 90), X, -Z, Y),        # roll 90: right wing down, head towards +Y
-])
+@pytest.mark.parametrize(
+    "rot, forward, right, up",
+    [
+        (Rotator(0, 0, 0), X, Y, Z),
+        (Rotator(0, 90, 0), Y, -X, Z),  # yaw 90: facing +Y, right hand points to -X
+        (Rotator(0, 180, 0), -X, -Y, Z),
+        (Rotator(90, 0, 0), Z, Y, -X),  # nose straight up: the head points backwards
+        (Rotator(-90, 0, 0), -Z, Y, X),  # looking straight down: the head points forward
+        (Rotator(0, 0, 90), X, -Z, Y),  # roll 90: right wing down, head towards +Y
+    ],
+)
 def test_rotator_axes(rot, forward, right, up):
     f, r, u = axes(rot)
     assert np.allclose(f, forward) and np.allclose(r, right) and np.allclose(u, up)
@@ -51,8 +54,8 @@ def test_yaw_then_pitch_order():
 
 def test_transform_scale_rotate_translate():
     t = Transform((10, 0, 0), Rotator(0, 90, 0), (2, 1, 1))
-    assert np.allclose(t.apply([[1, 0, 0]]), [[10, 2, 0]])      # scaled along X, yawed to +Y
-    assert np.allclose(t.apply([[0, 1, 0]]), [[9, 0, 0]])       # local right → world -X
+    assert np.allclose(t.apply([[1, 0, 0]]), [[10, 2, 0]])  # scaled along X, yawed to +Y
+    assert np.allclose(t.apply([[0, 1, 0]]), [[9, 0, 0]])  # local right → world -X
     homo = t.matrix() @ np.array([1.0, 0, 0, 1])
     assert np.allclose(homo[:3], [10, 2, 0])
 
@@ -85,16 +88,18 @@ def test_float_tuples_take_no_shortcut_past_validation(bad):
         Transform(location=(1e308, 1e308, 0.0))
     t = Transform(location=(1, np.float64(2.5), 3.0), scale=(np.float32(2.0), 1.0, 1.0))
     assert t.location == (1.0, 2.5, 3.0) and all(type(v) is float for v in t.location + t.scale)
-    for where, kwargs in (("location.y", {"location": (0.0, 2.0e7, 0.0)}),
-                          ("scale.z (absolute value)", {"scale": (1.0, 1.0, -2.0e3)}),
-                          ("scale.x (absolute value)", {"scale": (1.0e-4, 1.0, 1.0)})):
+    for where, kwargs in (
+        ("location.y", {"location": (0.0, 2.0e7, 0.0)}),
+        ("scale.z (absolute value)", {"scale": (1.0, 1.0, -2.0e3)}),
+        ("scale.x (absolute value)", {"scale": (1.0e-4, 1.0, 1.0)}),
+    ):
         with pytest.raises(ConfigError, match=re.escape(where) + ": .* is outside the allowed range"):
             Transform(**kwargs)
     with pytest.raises(ConfigError, match="rotation.roll: .* is outside the allowed range"):
         Rotator(0.0, 0.0, 4.0e4)
     with pytest.raises(ConfigError, match="rotation must be 3 finite"):
         Rotator(0.0, bad, 0.0)
-    assert Transform(scale=(-2.0, 1.0, 1.0)).scale == (-2.0, 1.0, 1.0)     # mirrored: |scale| checked
+    assert Transform(scale=(-2.0, 1.0, 1.0)).scale == (-2.0, 1.0, 1.0)  # mirrored: |scale| checked
 
 
 def test_intrinsics_of_a_90_degree_camera():
@@ -104,13 +109,16 @@ def test_intrinsics_of_a_90_degree_camera():
     assert np.allclose(cam.intrinsics(), [[320, 0, 320], [0, 320, 240], [0, 0, 1]])
 
 
-@pytest.mark.parametrize("point, pixel, depth", [
-    ((100, 0, 0), (320, 240), 100),     # straight ahead: image centre
-    ((100, 100, 0), (640, 240), 100),   # 45° right: right edge (hfov 90)
-    ((100, -100, 0), (0, 240), 100),    # 45° left: left edge
-    ((100, 0, 50), (320, 80), 100),     # up → smaller row
-    ((200, 0, -100), (320, 400), 200),  # farther and down
-])
+@pytest.mark.parametrize(
+    "point, pixel, depth",
+    [
+        ((100, 0, 0), (320, 240), 100),  # straight ahead: image centre
+        ((100, 100, 0), (640, 240), 100),  # 45° right: right edge (hfov 90)
+        ((100, -100, 0), (0, 240), 100),  # 45° left: left edge
+        ((100, 0, 50), (320, 80), 100),  # up → smaller row
+        ((200, 0, -100), (320, 400), 200),  # farther and down
+    ],
+)
 def test_project_known_points(point, pixel, depth):
     uv, d = Camera(fov_deg=90, width=640, height=480).project(np.array([point], float))
     assert np.allclose(uv[0], pixel) and d[0] == pytest.approx(depth)

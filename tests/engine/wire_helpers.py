@@ -1,4 +1,5 @@
 """Raw UnrealCV-framed sockets for the server tests (engine/protocol.py framing)."""
+
 from __future__ import annotations
 
 import socket

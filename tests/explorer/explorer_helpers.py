@@ -2,6 +2,7 @@
 
 A uniquely named module (not ``conftest``) so other test directories' helpers cannot shadow it.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,14 @@ from sceneforge.renderfarm import run_job
 
 CHROMIUM = "/usr/bin/chromium"
 # nothing downloaded, nothing phoned home: the system browser, headless, no GPU
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 INSTALL = "apt-get install -y chromium && pip install -e '.[test]'  (playwright; never `playwright install`)"
 
 CONFIG = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 6, "seed": 0, "masks": True, "depth": True}
@@ -36,5 +43,7 @@ def browser():
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip(f"no playwright: {INSTALL}")
-    return sync_playwright, {"executable_path": CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"),
-                             "args": CHROMIUM_ARGS}
+    return sync_playwright, {
+        "executable_path": CHROMIUM if os.path.exists(CHROMIUM) else shutil.which("chromium"),
+        "args": CHROMIUM_ARGS,
+    }

@@ -3,6 +3,7 @@
 Screenshots go under the test's tmp dir (``screenshots/``; the path is printed, ``pytest -s``).
 Without chromium or playwright the tests skip, naming the install command; ``.ci/run`` installs both.
 """
+
 from __future__ import annotations
 
 import io
@@ -52,9 +53,9 @@ def test_filter_sample_mask_overlay_and_top_down_frame_in_chromium(dataset, tmp_
         page.screenshot(path=shots / "grid.png")
 
         # a facet and a range: the count is the table's
-        page.check('input[data-facet="task"][value="1"]')          # vocabulary sorted: allo, ego
+        page.check('input[data-facet="task"][value="1"]')  # vocabulary sorted: allo, ego
         page.fill('input[data-range="angle"][data-end="0"]', "60")
-        page.press('input[data-range="angle"][data-end="0"]', "Tab")        # change fires on blur
+        page.press('input[data-range="angle"][data-end="0"]', "Tab")  # change fires on blur
         want = int(((df["task"] == "ego") & (df["angle_deg"] >= 60)).sum())
         assert 0 < want < len(df)
         assert page.get_attribute("#count", "data-count") == str(want)
@@ -64,8 +65,9 @@ def test_filter_sample_mask_overlay_and_top_down_frame_in_chromium(dataset, tmp_
         # a sample: the mask overlay changes the pixels of the view
         page.click(".cell >> nth=0")
         page.wait_for_selector("#stage")
-        page.wait_for_function("document.querySelector('#layer-image').complete && "
-                               "document.querySelector('#layer-mask').complete")
+        page.wait_for_function(
+            "document.querySelector('#layer-image').complete && document.querySelector('#layer-mask').complete"
+        )
         page.uncheck("#toggle-boxes")
         page.uncheck("#toggle-label")
         before = page.locator("#stage").screenshot(path=shots / "sample_plain.png")
@@ -89,7 +91,7 @@ def test_filter_sample_mask_overlay_and_top_down_frame_in_chromium(dataset, tmp_
         mine = page.locator(f"#frame-{row['label']}")
         box = mine.bounding_box()
         assert box and box["width"] > 10 and box["height"] > 10
-        assert mine.get_attribute("fill-opacity") == "0.45"              # drawn as this sample's label
+        assert mine.get_attribute("fill-opacity") == "0.45"  # drawn as this sample's label
         assert page.locator("#label-frame .ambiguity").count() == 4
         page.locator("#topdown").screenshot(path=shots / "topdown.png")
         page.screenshot(path=shots / "sample.png", full_page=True)
@@ -106,8 +108,11 @@ def test_filter_sample_mask_overlay_and_top_down_frame_in_chromium(dataset, tmp_
 @pytest.mark.render
 def test_browse_serve_prints_its_loopback_address_and_serves_the_page(dataset, tmp_path):
     out = tmp_path / "explorer"
-    proc = subprocess.Popen([sys.executable, "-m", "sceneforge.cli", "browse", str(dataset), "--out", str(out),
-                             "--serve", "--port", "0"], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sceneforge.cli", "browse", str(dataset), "--out", str(out), "--serve", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = [proc.stdout.readline(), proc.stdout.readline()]
         assert lines[0].startswith("explorer: file://"), lines
@@ -117,7 +122,7 @@ def test_browse_serve_prints_its_loopback_address_and_serves_the_page(dataset, t
         thumb = url.rsplit("/", 1)[0] + "/thumbs/0.jpg"
         assert Image.open(io.BytesIO(urllib.request.urlopen(thumb, timeout=30).read())).size[0] == 112
         first = dataset / pd.read_parquet(dataset / "samples.parquet")["file_name"][0]
-        image = urllib.parse.urljoin(url, os.path.relpath(first, out))   # as the page refers to it
+        image = urllib.parse.urljoin(url, os.path.relpath(first, out))  # as the page refers to it
         assert urllib.request.urlopen(image, timeout=30).read() == first.read_bytes()
     finally:
         proc.terminate()

@@ -1,4 +1,5 @@
 """The explorer's files, without a browser: index, shards, thumbnails, maps that agree with the labels."""
+
 from __future__ import annotations
 
 import json
@@ -39,11 +40,12 @@ def test_index_counts_thumbnails_and_depth_are_written_once(dataset, tmp_path):
     assert len(thumbs) == len(df) and all(Image.open(t).size == (112, 112) for t in thumbs)
     assert len(list((out / "depth").iterdir())) == len(df)
     stamp = {t.name: t.stat().st_mtime_ns for t in thumbs}
-    build_explorer(dataset, tmp_path / "ex")                        # a rebuild keeps what is made
+    build_explorer(dataset, tmp_path / "ex")  # a rebuild keeps what is made
     assert {t.name: t.stat().st_mtime_ns for t in (out / "thumbs").iterdir()} == stamp
-    assert "<script src=\"data/index.js\">" in page.read_text()
-    assert not re.search(r"https?://", page.read_text() + (out / "app.js").read_text().replace(
-        "http://www.w3.org/2000/svg", ""))                            # offline: no CDN, no remote URL
+    assert '<script src="data/index.js">' in page.read_text()
+    assert not re.search(
+        r"https?://", page.read_text() + (out / "app.js").read_text().replace("http://www.w3.org/2000/svg", "")
+    )  # offline: no CDN, no remote URL
 
 
 @pytest.mark.render
@@ -60,7 +62,7 @@ def test_top_down_maps_agree_with_the_labelling_rule(dataset):
         f = math.degrees(math.atan2(m["source"][1] - observer[1], m["source"][0] - observer[0]))
         centre = {"front": 0, "right": 90, "back": 180, "left": -90}[d["label"]]
         off = (bearing - f - centre + 180) % 360 - 180
-        assert abs(off) < 45 - m["margin_deg"]                       # inside the drawn sector
+        assert abs(off) < 45 - m["margin_deg"]  # inside the drawn sector
         roles = {o["role"] for o in m["objects"]}
         assert {"source", "target"} <= roles and all(len(o["foot"]) == 4 for o in m["objects"])
         assert set(d["boxes"]) >= {"source", "target"}
@@ -95,16 +97,46 @@ def test_a_probe_run_links_its_predictions(server, tmp_path):
     from sceneforge.cli import main
     from sceneforge.renderfarm import run_job
 
-    dataset = tmp_path / "data"   # the demo's split by scene: every split has rows at this size
-    config = {"envs": ["desert"], "tasks": ["ego"], "n": 24, "seed": 1,
-              "split_pattern": ["train", "test", "val", "train", "test"]}
+    dataset = tmp_path / "data"  # the demo's split by scene: every split has rows at this size
+    config = {
+        "envs": ["desert"],
+        "tasks": ["ego"],
+        "n": 24,
+        "seed": 1,
+        "split_pattern": ["train", "test", "val", "train", "test"],
+    }
     assert not run_job("sparrta", config, dataset, backend="inline", server=server.address, progress=False)["failed"]
     tiny = {"img_size": 32, "patch_size": 8, "depth": 3, "embed_dim": 32, "num_heads": 2}
     run = tmp_path / "run"
-    args = ["probe", "--data", str(dataset), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
-            *[a for k, v in tiny.items() for a in ("--model-arg", f"{k}={v}")], "--out", str(run),
-            "--epochs", "2", "--warmup", "1", "--lrs", "1e-2", "--dropouts", "0.0", "--heads", "linear,efficient",
-            "--layers", "1", "--quiet", "--threads", "1", "--min-test", "0"]
+    args = [
+        "probe",
+        "--data",
+        str(dataset),
+        "--backbone",
+        "timm:vit_small_patch16_224",
+        "--weights",
+        "random",
+        *[a for k, v in tiny.items() for a in ("--model-arg", f"{k}={v}")],
+        "--out",
+        str(run),
+        "--epochs",
+        "2",
+        "--warmup",
+        "1",
+        "--lrs",
+        "1e-2",
+        "--dropouts",
+        "0.0",
+        "--heads",
+        "linear,efficient",
+        "--layers",
+        "1",
+        "--quiet",
+        "--threads",
+        "1",
+        "--min-test",
+        "0",
+    ]
     assert main(args) == 0
     files = sorted((run / "predictions").glob("*.csv"))
     assert files and all(f.name.startswith(("linear_L1_within_", "efficient_L1_within_")) for f in files)
@@ -120,6 +152,6 @@ def test_a_probe_run_links_its_predictions(server, tmp_path):
     mine = pred[pred["head"] == "efficient"]
     correct = table.facets["correct"]
     assert correct.count("no") == int((mine["correct"] == 0).sum()) and correct.count("yes") == int(mine["correct"].sum())
-    assert correct.count("none") == len(correct) - len(mine)   # train/val images have no test prediction
+    assert correct.count("none") == len(correct) - len(mine)  # train/val images have no test prediction
     with pytest.raises(ConfigError, match="--run linear:9:within: not among"):
         read_dataset(dataset, predictions=run, run="linear:9:within")

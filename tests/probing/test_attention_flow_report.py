@@ -1,5 +1,6 @@
 """Attention flow between objects (masks → patch grid → per-layer shares) and report quality:
 bootstrap CIs, small-split warnings, layer × head tables, backbone names on plots."""
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,10 @@ COLORS = {"source": [200, 0, 0], "target": [0, 200, 0], "human": [0, 0, 200]}
 def _scene(path_img, path_mask, path_params, size=32):
     """Black image/mask with three 8x8 objects at known patches of a 4x4 grid (8 px patches)."""
     mask = np.zeros((size, size, 3), np.uint8)
-    mask[0:8, 0:8] = COLORS["source"]      # patch 0
-    mask[0:8, 24:32] = COLORS["target"]    # patch 3
-    mask[24:32, 8:16] = COLORS["human"]    # patch 13
-    mask[16:20, 16:24] = (50, 50, 50)      # clutter, half a patch (10)
+    mask[0:8, 0:8] = COLORS["source"]  # patch 0
+    mask[0:8, 24:32] = COLORS["target"]  # patch 3
+    mask[24:32, 8:16] = COLORS["human"]  # patch 13
+    mask[16:20, 16:24] = (50, 50, 50)  # clutter, half a patch (10)
     Image.fromarray(mask).save(path_mask)
     Image.fromarray(np.clip(mask.astype(int) + 30, 0, 255).astype(np.uint8)).save(path_img)
     path_params.write_text(json.dumps({"mask_colors": COLORS}))
@@ -43,10 +44,18 @@ def test_attention_flow_shares_sum_to_one_per_layer(tmp_path):
     rows = []
     for i in range(3):
         _scene(tmp_path / f"i{i}.png", tmp_path / f"m{i}.png", tmp_path / f"p{i}.json")
-        rows.append({"path": str(tmp_path / f"i{i}.png"), "mask_path": str(tmp_path / f"m{i}.png"),
-                     "params_path": str(tmp_path / f"p{i}.json")})
-    bb = create_backbone("timm:vit_small_patch16_224", weights="random",
-                         model_kwargs={"img_size": 32, "patch_size": 8, "depth": 3, "embed_dim": 32, "num_heads": 2})
+        rows.append(
+            {
+                "path": str(tmp_path / f"i{i}.png"),
+                "mask_path": str(tmp_path / f"m{i}.png"),
+                "params_path": str(tmp_path / f"p{i}.json"),
+            }
+        )
+    bb = create_backbone(
+        "timm:vit_small_patch16_224",
+        weights="random",
+        model_kwargs={"img_size": 32, "patch_size": 8, "depth": 3, "embed_dim": 32, "num_heads": 2},
+    )
     flow = attention_flow(bb, pd.DataFrame(rows))
     assert flow["layers"] == [1, 2, 3] and flow["sinks"] == list(SINKS) and flow["images"] == 3
     assert flow["patches_per_role"] == {"source": 3, "target": 3, "viewpoint": 3}
@@ -58,7 +67,7 @@ def test_attention_flow_shares_sum_to_one_per_layer(tmp_path):
     # the flow follows the attention: make block 1 attend only to itself (identity) → self share 1
     blk = bb.model.blocks[0].attn
     with torch.no_grad():
-        blk.qkv.weight[:64].zero_()   # q = k = bias only → uniform attention over the 17 tokens
+        blk.qkv.weight[:64].zero_()  # q = k = bias only → uniform attention over the 17 tokens
         blk.qkv.bias[:64].zero_()
     flat = attention_flow(bb, pd.DataFrame(rows))
     np.testing.assert_allclose(flat["roles"]["source"][0][0], 1 / 17, atol=1e-4)
@@ -80,23 +89,55 @@ def test_wilson_ci_is_wide_on_one_image_and_matches_scipy():
 
 
 def _one_image_runs(n_test: int = 1) -> pd.DataFrame:
-    return pd.DataFrame([dict(run=".", backbone="b", layer=1, head="linear", protocol="within", env="desert",
-                              task="ego", selected=True, test_acc=acc, val_acc=1.0, lr=1e-3, dropout=0.2,
-                              n_test=n_test) for acc in (1.0, 1.0)])
+    return pd.DataFrame(
+        [
+            dict(
+                run=".",
+                backbone="b",
+                layer=1,
+                head="linear",
+                protocol="within",
+                env="desert",
+                task="ego",
+                selected=True,
+                test_acc=acc,
+                val_acc=1.0,
+                lr=1e-3,
+                dropout=0.2,
+                n_test=n_test,
+            )
+            for acc in (1.0, 1.0)
+        ]
+    )
 
 
 def test_one_test_image_gives_a_wide_interval_and_says_so_in_one_line():
     s = summarize(_one_image_runs())
-    assert s["ci_hi"].iloc[0] - s["ci_lo"].iloc[0] > 0.75   # was [1.000, 1.000]
+    assert s["ci_hi"].iloc[0] - s["ci_lo"].iloc[0] > 0.75  # was [1.000, 1.000]
     (line,) = small_splits(s)
     assert "within desert/ego: only 1 test image:" in line and "0.79 wide ([0.21, 1.00])" in line
 
 
 def test_small_split_warning_and_layer_head_tables():
-    summary = pd.DataFrame([
-        dict(backbone=bb, layer=layer, head=h, protocol="within", env="desert", task="ego",
-             test_mean=0.5 + 0.01 * layer, n_test=n, ci_lo=0.4, ci_hi=0.7)
-        for bb, n in (("a", 16), ("b", 16)) for layer in (4, 8) for h in ("linear", "efficient")])
+    summary = pd.DataFrame(
+        [
+            dict(
+                backbone=bb,
+                layer=layer,
+                head=h,
+                protocol="within",
+                env="desert",
+                task="ego",
+                test_mean=0.5 + 0.01 * layer,
+                n_test=n,
+                ci_lo=0.4,
+                ci_hi=0.7,
+            )
+            for bb, n in (("a", 16), ("b", 16))
+            for layer in (4, 8)
+            for h in ("linear", "efficient")
+        ]
+    )
     warns = small_splits(summary)
     assert len(warns) == 1 and "only 16 test images" in warns[0]
     tables = layer_head_tables(summary)

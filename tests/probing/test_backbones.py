@@ -1,5 +1,6 @@
 """Backbones: spec parsing, presets, token shapes per layer, real weight loading from local files,
 preprocessing from the model's own config, and the offline error messages. Nothing downloads."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,8 +30,8 @@ def test_vit_tokens_per_layer_keep_patches_and_prefix_apart():
     toks = bb.extract(torch.randn(2, 3, 32, 32), [1, 2, 3])
     assert sorted(toks) == [1, 2, 3]
     for t in toks.values():
-        assert t.patches.shape == (2, 16, 32)   # 4x4 grid of 8-px patches
-        assert t.prefix.shape == (2, 3, 32)     # CLS + 2 registers
+        assert t.patches.shape == (2, 16, 32)  # 4x4 grid of 8-px patches
+        assert t.prefix.shape == (2, 3, 32)  # CLS + 2 registers
         assert t.grid == (4, 4)
     assert not torch.equal(toks[1].patches, toks[3].patches)
 
@@ -97,8 +98,9 @@ def test_timm_weights_that_do_not_fit_are_a_clear_error(tmp_path):
 
 
 def test_preprocessing_comes_from_the_model_config():
-    clip = create_backbone("timm:vit_base_patch16_clip_224.openai", weights="random",
-                           model_kwargs={"depth": 1, "embed_dim": 32, "num_heads": 2})
+    clip = create_backbone(
+        "timm:vit_base_patch16_clip_224.openai", weights="random", model_kwargs={"depth": 1, "embed_dim": 32, "num_heads": 2}
+    )
     assert clip.preprocess.mean == pytest.approx((0.48145466, 0.4578275, 0.40821073))
     assert clip.preprocess.input_hw == (224, 224)
     dino = tiny_vit()
@@ -110,12 +112,12 @@ def _save_tiny_hf(path, registers=0):
     from transformers import ViTConfig, ViTImageProcessor, ViTModel
 
     torch.manual_seed(1)
-    cfg = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                    image_size=32, patch_size=8)
+    cfg = ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=32, patch_size=8)
     model = ViTModel(cfg, add_pooling_layer=False)
     model.save_pretrained(path)
-    ViTImageProcessor(size={"height": 32, "width": 32}, image_mean=[0.1, 0.2, 0.3],
-                      image_std=[0.4, 0.5, 0.6], resample=3).save_pretrained(path)
+    ViTImageProcessor(
+        size={"height": 32, "width": 32}, image_mean=[0.1, 0.2, 0.3], image_std=[0.4, 0.5, 0.6], resample=3
+    ).save_pretrained(path)
     return model
 
 
@@ -176,10 +178,13 @@ def test_timm_presets_name_real_timm_models(name):
     assert timm.is_model(PRESETS[name].split(":", 1)[1])
 
 
-@pytest.mark.parametrize("spec, kwargs, prefix", [
-    ("dinov3-vits16", {"depth": 2, "embed_dim": 64, "num_heads": 2, "img_size": 64}, 5),  # EVA family
-    ("timm:convnext_atto", {}, 0),                                                      # CNN stages
-])
+@pytest.mark.parametrize(
+    "spec, kwargs, prefix",
+    [
+        ("dinov3-vits16", {"depth": 2, "embed_dim": 64, "num_heads": 2, "img_size": 64}, 5),  # EVA family
+        ("timm:convnext_atto", {}, 0),  # CNN stages
+    ],
+)
 def test_other_timm_families(spec, kwargs, prefix):
     bb = create_backbone(spec, weights="random", model_kwargs=kwargs)
     h, w = bb.preprocess.input_hw
@@ -202,18 +207,29 @@ def test_dinov2_presets_build_at_224_and_load_518_weights(tmp_path):
     bb = create_backbone("dinov2-vits14", weights=str(path), model_kwargs=small)
     assert bb.preprocess.input_hw == (224, 224)
     assert bb.extract(torch.randn(1, 3, 224, 224), [1])[1].grid == (16, 16)
-    assert torch.equal(bb.model.state_dict()["blocks.0.attn.qkv.weight"],
-                       src.model.state_dict()["blocks.0.attn.qkv.weight"])
+    assert torch.equal(bb.model.state_dict()["blocks.0.attn.qkv.weight"], src.model.state_dict()["blocks.0.attn.qkv.weight"])
 
 
 def _save_dinov2_reg(path):
     from transformers import BitImageProcessor, Dinov2WithRegistersConfig, Dinov2WithRegistersModel
 
-    cfg = Dinov2WithRegistersConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                    intermediate_size=64, image_size=28, patch_size=14, num_register_tokens=4)
+    cfg = Dinov2WithRegistersConfig(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        image_size=28,
+        patch_size=14,
+        num_register_tokens=4,
+    )
     Dinov2WithRegistersModel(cfg).save_pretrained(path)
-    BitImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 28, "width": 28}, do_center_crop=True,
-                      image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]).save_pretrained(path)
+    BitImageProcessor(
+        size={"shortest_edge": 32},
+        crop_size={"height": 28, "width": 28},
+        do_center_crop=True,
+        image_mean=[0.485, 0.456, 0.406],
+        image_std=[0.229, 0.224, 0.225],
+    ).save_pretrained(path)
     return (28, 28), 4, 5, (32, 28)
 
 
@@ -221,8 +237,9 @@ def _save_clip(path):
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel
 
     small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-    CLIPModel(CLIPConfig(text_config=small, vision_config=dict(small, image_size=32, patch_size=8),
-                         projection_dim=16)).save_pretrained(path)
+    CLIPModel(
+        CLIPConfig(text_config=small, vision_config=dict(small, image_size=32, patch_size=8), projection_dim=16)
+    ).save_pretrained(path)
     CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}).save_pretrained(path)
     return (32, 32), 16, 1, (32, 32)
 

@@ -1,4 +1,5 @@
 """Dataset reading (validation, recursion, content hash) and preprocessing arithmetic."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,14 +38,17 @@ def test_generate_layout_samples_parquet_with_triple_id(tmp_path):
     assert len(loaded) == 10 and (loaded["triple"] == "city_t0").all()
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda t: t.drop(columns=["split", "env"]), "missing column\\(s\\) split, env"),
-    (lambda t: t.drop(columns=["triple"]), "missing column\\(s\\) triple \\(or triple_id\\)"),
-    (lambda t: t.assign(label="up"), "column 'label' has unknown value\\(s\\) \\['up'\\]"),
-    (lambda t: t.assign(split="dev"), "column 'split' has unknown value"),
-    (lambda t: t.assign(file_name="images/nope.png"), "image file\\(s\\) listed in metadata are missing"),
-    (lambda t: t.iloc[:0], "no rows"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda t: t.drop(columns=["split", "env"]), "missing column\\(s\\) split, env"),
+        (lambda t: t.drop(columns=["triple"]), "missing column\\(s\\) triple \\(or triple_id\\)"),
+        (lambda t: t.assign(label="up"), "column 'label' has unknown value\\(s\\) \\['up'\\]"),
+        (lambda t: t.assign(split="dev"), "column 'split' has unknown value"),
+        (lambda t: t.assign(file_name="images/nope.png"), "image file\\(s\\) listed in metadata are missing"),
+        (lambda t: t.iloc[:0], "no rows"),
+    ],
+)
 def test_bad_metadata_is_one_clear_error_naming_the_file(image_data, change, message):
     path = image_data / "desert_ego" / "metadata.parquet"
     change(pd.read_parquet(path)).to_parquet(path, index=False)
@@ -71,8 +75,7 @@ def test_content_hash_follows_pixels_and_order_not_labels(image_data):
 
 
 def test_preprocess_resize_crop_normalise():
-    pre = Preprocess(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), interpolation="bilinear",
-                     resize_shorter=40, crop_hw=(32, 32))
+    pre = Preprocess(mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25), interpolation="bilinear", resize_shorter=40, crop_hw=(32, 32))
     img = Image.fromarray(np.full((50, 100, 3), 255, np.uint8))
     out = pre(img)
     assert out.shape == (3, 32, 32) and out.dtype == np.float32
@@ -80,12 +83,16 @@ def test_preprocess_resize_crop_normalise():
 
 
 def test_preprocess_from_timm_config_uses_crop_pct():
-    pre = Preprocess.from_timm({"input_size": (3, 224, 224), "mean": (0, 0, 0), "std": (1, 1, 1),
-                                "interpolation": "bicubic", "crop_pct": 0.875})
+    pre = Preprocess.from_timm(
+        {"input_size": (3, 224, 224), "mean": (0, 0, 0), "std": (1, 1, 1), "interpolation": "bicubic", "crop_pct": 0.875}
+    )
     assert pre.resize_shorter == 256 and pre.crop_hw == (224, 224)
-    assert pre.key() != Preprocess.from_timm({"input_size": (3, 224, 224), "mean": (0, 0, 0),
-                                              "std": (1, 1, 1), "interpolation": "bilinear",
-                                              "crop_pct": 0.875}).key()
+    assert (
+        pre.key()
+        != Preprocess.from_timm(
+            {"input_size": (3, 224, 224), "mean": (0, 0, 0), "std": (1, 1, 1), "interpolation": "bilinear", "crop_pct": 0.875}
+        ).key()
+    )
 
 
 def test_center_crop_pads_small_images():

@@ -1,5 +1,6 @@
 """Feature cache: shapes per layer, values, cache hits without a forward pass, partial reuse,
 keys that change with weights/preprocessing/pixels, and interrupted writes leaving nothing."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,8 +62,7 @@ def test_key_changes_with_weights_preprocessing_and_pixels(paths, tmp_path):
     from PIL import Image
 
     base = extract_features(tiny_vit(), paths, [1], tmp_path / "c", progress=False)[1].key
-    other = create_backbone("timm:vit_small_patch16_224", weights="random",
-                            model_kwargs={**TINY_VIT, "qkv_bias": False})
+    other = create_backbone("timm:vit_small_patch16_224", weights="random", model_kwargs={**TINY_VIT, "qkv_bias": False})
     assert extract_features(other, paths, [1], tmp_path / "c", progress=False)[1].key != base
     bb = tiny_vit()
     bb.preprocess = dataclasses.replace(bb.preprocess, interpolation="nearest")

@@ -1,5 +1,6 @@
 """The lr × dropout grid trained as one stacked module (probing/grid.py) against configs trained
 one at a time (probing.train.train_heads), and early stopping on val."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,9 @@ from sceneforge.probing.train import ProbeSplits, TrainConfig, predict, scores, 
 HEADS = ("linear", "abmilp", "efficient")
 
 
-def cluster_splits(signal: float = 0.25, n: int = 1200, p: int = 16, d: int = 32, seed: int = 0,
-                   random_labels: bool = False) -> ProbeSplits:
+def cluster_splits(
+    signal: float = 0.25, n: int = 1200, p: int = 16, d: int = 32, seed: int = 0, random_labels: bool = False
+) -> ProbeSplits:
     """Tokens = noise + a positional vector + the class centre (scaled by ``signal``): learnable
     by every head, fast at lr 1e-2, slower at 1e-3, barely at 1e-4 in 20 epochs."""
     rng = np.random.default_rng(seed)
@@ -82,7 +84,7 @@ def test_early_stopping_stops_and_keeps_each_configs_best_val_weights(monkeypatc
     for cid, model in enumerate(heads):
         val = scores(splits.val.y.numpy(), predict(model, splits.val))[0]
         assert val == pytest.approx(max(seen[cid])), cid
-        best_epoch = int(np.argmax(seen[cid])) + 1   # first best, 1-based
+        best_epoch = int(np.argmax(seen[cid])) + 1  # first best, 1-based
         assert len(seen[cid]) == max(cfg.warmup, best_epoch + cfg.patience), cid
 
 
@@ -92,8 +94,7 @@ def test_runs_and_determinism_through_run_grids():
     a, b = run_grids(HEADS, splits, cfg), run_grids(HEADS, splits, cfg)
     for head in HEADS:
         assert len(a[head]) == 3 and [r.seed for r in a[head] if r.selected] == [0, 1]
-        assert [(r.val_acc, r.test_acc, r.confusion) for r in a[head]] == \
-               [(r.val_acc, r.test_acc, r.confusion) for r in b[head]]
+        assert [(r.val_acc, r.test_acc, r.confusion) for r in a[head]] == [(r.val_acc, r.test_acc, r.confusion) for r in b[head]]
 
 
 def test_patience_is_a_config_key_and_a_flag():

@@ -6,6 +6,7 @@ away from its position (the mean of the positional vectors is the same for every
 linear-GAP probe stays near chance, while a head that *selects* the marker token reads its
 position: AbMILP and Efficient probing must do far better.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,8 +42,7 @@ def marker_splits():
 @pytest.fixture(scope="module")
 def marker_results(marker_splits):
     cfg = TrainConfig(epochs=40, warmup=4, lrs=(1e-2,), dropouts=(0.2,))
-    return {h: next(r for r in run_grid(h, marker_splits, cfg) if r.selected)
-            for h in ("linear", "abmilp", "efficient")}
+    return {h: next(r for r in run_grid(h, marker_splits, cfg) if r.selected) for h in ("linear", "abmilp", "efficient")}
 
 
 def test_linear_gap_cannot_locate_the_marker(marker_results):
@@ -81,8 +81,8 @@ def test_efficient_pooling_order_matches_ep_formula():
     torch.manual_seed(0)
     head = EfficientHead(64).eval()
     x = torch.randn(3, 16, 64)
-    attn = head.attention(x)                                          # (B, Q, P)
-    v = head.v(x).view(3, 16, 4, head.chunk).permute(0, 2, 1, 3)      # (B, Q, P, c)
+    attn = head.attention(x)  # (B, Q, P)
+    v = head.v(x).view(3, 16, 4, head.chunk).permute(0, 2, 1, 3)  # (B, Q, P, c)
     pooled = torch.matmul(attn.unsqueeze(2), v).reshape(3, head.out_dim)
     expected = head.fc(head.norm(pooled))
     assert torch.allclose(head(x, x[:, :0]), expected, atol=1e-5)

@@ -1,4 +1,5 @@
 """Layout baselines (probing/layout.py) on tables whose answer is known, and in the report."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,9 @@ def boxes_table(label_rule, n: int = 2000, with_human: bool = True, seed: int = 
     split = np.empty(n, dtype=object)
     for name, rows in SPLIT.items():
         split[rows] = name
-    return pd.DataFrame({"label": [CLASSES[i] for i in labels], "split": split,
-                         "camera_width": 224, "camera_height": 224, **cols})
+    return pd.DataFrame(
+        {"label": [CLASSES[i] for i in labels], "split": split, "camera_width": 224, "camera_height": 224, **cols}
+    )
 
 
 def test_labels_made_from_the_boxes_are_recovered_as_computed_by_hand():
@@ -90,7 +92,7 @@ def test_probe_writes_layout_and_the_report_shows_it_next_to_each_cell(reported,
     rows = [json.loads(line) for line in (out / "layout.jsonl").read_text().splitlines()]
     assert {r["features"] for r in rows} == set(BOX_SETS) and all(r["n_test"] == 24 for r in rows)
     by = {r["features"]: r for r in rows}
-    assert by["source"]["acc"] >= 0.9   # the fixture's source box is the square that sets the label
+    assert by["source"]["acc"] >= 0.9  # the fixture's source box is the square that sets the label
     s = pd.read_csv(out / "summary.csv")
     assert s["layout_source"].iloc[0] == pytest.approx(by["source"]["acc"], abs=1e-4)
     assert {"layout_target_lo", "layout_boxes_hi"} <= set(s.columns)
@@ -106,7 +108,7 @@ def test_old_runs_get_layout_recomputed_or_a_warning(reported, caplog):
 
     out = reported / "runs" / "a"
     before = (out / "layout.jsonl").read_text()
-    (out / "layout.jsonl").unlink()          # a run from before layout.jsonl existed
+    (out / "layout.jsonl").unlink()  # a run from before layout.jsonl existed
     write_report(reported / "runs", min_test=0)
     s = pd.read_csv(reported / "runs" / "summary.csv")
     assert s["layout_source"].iloc[0] == pytest.approx(json.loads(before.splitlines()[0])["acc"], abs=1e-4)

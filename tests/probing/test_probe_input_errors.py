@@ -1,5 +1,6 @@
 """Issue 13 item 11 (probing side): a truncated JPEG names its file; a Hugging Face directory
 without ``preprocessor_config.json`` says what is missing (it was cut mid-sentence)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,9 @@ def test_hf_directory_without_preprocessor_config_says_what_is_missing(tmp_path)
     from sceneforge.probing.backbones import create_backbone
 
     torch.manual_seed(1)
-    cfg = transformers.ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                 intermediate_size=64, image_size=32, patch_size=8)
+    cfg = transformers.ViTConfig(
+        hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, image_size=32, patch_size=8
+    )
     d = tmp_path / "tiny"
     transformers.ViTModel(cfg, add_pooling_layer=False).save_pretrained(d)
     with pytest.raises(ConfigError) as ei:

@@ -1,6 +1,7 @@
 """The pure parts of the recognition benchmark (benchmarks/recognition.py): the class → ImageNet
 mapping is checked against the label list that ships with timm, and the scoring/cropping helpers
 against hand-worked cases."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,8 @@ def test_every_sparrta_class_is_mapped_or_declared_unmapped():
 
 def test_topk_and_hits():
     logits = np.zeros((2, 1000))
-    logits[0, [354, 10, 20, 30, 40, 50]] = [1, 6, 5, 4, 3, 2]      # camel 6th
-    logits[1, [354, 10]] = [9, 1]                                  # camel first
+    logits[0, [354, 10, 20, 30, 40, 50]] = [1, 6, 5, 4, 3, 2]  # camel 6th
+    logits[1, [354, 10]] = [9, 1]  # camel first
     top = rec.topk(logits, 5)
     assert top[0].tolist() == [10, 20, 30, 40, 50] and top[1, 0] == 354
     assert rec.hit_at(top, {354}, 1).tolist() == [False, True]
@@ -58,18 +59,22 @@ def test_tally_rows_and_table():
     d.add(np.array([[352, 0, 0, 0, 0], [0, 1, 2, 3, 4]]), "deer")
     r = d.row("deer")
     assert r["top1"] is None and r["nearest"] == ("antelope", 0.5)
-    table = rec.markdown_table([{"class": "camel", "pack": "procedural", **row},
-                                {"class": "deer", "pack": "procedural", **r}], ["procedural"])
+    table = rec.markdown_table(
+        [{"class": "camel", "pack": "procedural", **row}, {"class": "deer", "pack": "procedural", **r}], ["procedural"]
+    )
     lines = table.splitlines()
     assert len(lines) == 4 and "0.33 / 0.67 (3)" in lines[2] and "no ImageNet class" in lines[3]
 
 
-@pytest.mark.parametrize("box,expect", [
-    ((100, 100, 120, 110), (95, 90, 125, 120)),      # 20 px wide → 30 px square around the centre
-    ((0, 0, 20, 20), (0, 0, 30, 30)),                # shifted inside at the corner, not shrunk
-    ((210, 100, 224, 140), (164, 90, 224, 150)),     # right edge: the 60 px square shifted left to fit
-    ((0, 0, 224, 224), (0, 0, 224, 224)),            # never larger than the image
-])
+@pytest.mark.parametrize(
+    "box,expect",
+    [
+        ((100, 100, 120, 110), (95, 90, 125, 120)),  # 20 px wide → 30 px square around the centre
+        ((0, 0, 20, 20), (0, 0, 30, 30)),  # shifted inside at the corner, not shrunk
+        ((210, 100, 224, 140), (164, 90, 224, 150)),  # right edge: the 60 px square shifted left to fit
+        ((0, 0, 224, 224), (0, 0, 224, 224)),  # never larger than the image
+    ],
+)
 def test_context_box(box, expect):
     x0, y0, x1, y1 = rec.context_box(box, 224, 224, context=0.25)
     assert (x0, y0, x1, y1) == expect

@@ -3,6 +3,7 @@
 A random tiny ViT cannot be expected to beat chance on 64 training images, so this checks the
 pipeline on the real on-disk layout (samples.parquet, triple_id, jpg, 224², both tasks), not
 accuracy; learning is checked on the marker task (test_heads.py)."""
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,40 @@ from sceneforge.cli import main
 @pytest.mark.render
 def test_probe_on_generated_dataset(tmp_path):
     data = tmp_path / "data"
-    assert main(["generate", "--env", "desert", "--task", "both", "--n", "40", "--out", str(data),
-                 "--quiet"]) == 0
+    assert main(["generate", "--env", "desert", "--task", "both", "--n", "40", "--out", str(data), "--quiet"]) == 0
     out = tmp_path / "runs"
-    args = ["probe", "--data", str(data), "--backbone", "timm:vit_small_patch16_224", "--weights", "random",
-            "--model-arg", "depth=2", "--model-arg", "embed_dim=48", "--model-arg", "num_heads=2",
-            "--layers", "1,2", "--out", str(out), "--epochs", "4", "--warmup", "1",
-            "--lrs", "1e-3", "--dropouts", "0.2", "--quiet", "--threads", "1", "--min-test", "0"]
+    args = [
+        "probe",
+        "--data",
+        str(data),
+        "--backbone",
+        "timm:vit_small_patch16_224",
+        "--weights",
+        "random",
+        "--model-arg",
+        "depth=2",
+        "--model-arg",
+        "embed_dim=48",
+        "--model-arg",
+        "num_heads=2",
+        "--layers",
+        "1,2",
+        "--out",
+        str(out),
+        "--epochs",
+        "4",
+        "--warmup",
+        "1",
+        "--lrs",
+        "1e-3",
+        "--dropouts",
+        "0.2",
+        "--quiet",
+        "--threads",
+        "1",
+        "--min-test",
+        "0",
+    ]
     assert main(args) == 0
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     assert {(r["env"], r["task"]) for r in runs} == {("desert", "ego"), ("desert", "allo")}

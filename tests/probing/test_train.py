@@ -1,4 +1,5 @@
 """Training loop pieces: schedule, metrics, model selection on val only, seeds and repeats."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Fixtures for the render-farm tests (helpers live in farm_helpers.py)."""
+
 from __future__ import annotations
 
 import sys

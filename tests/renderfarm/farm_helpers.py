@@ -3,6 +3,7 @@
 A uniquely named module (not ``conftest``) so ``from farm_helpers import ...`` cannot pick up
 another directory's conftest when the whole suite runs.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,10 +30,8 @@ def dataset_digest(out_dir: Path) -> dict[str, str]:
 
 def start_job(scenario: str, out_dir: Path, config: dict, *extra: str) -> subprocess.Popen:
     """The job as a real subprocess in its own session (so a test can kill it like a user)."""
-    cmd = [sys.executable, str(HERE / "farm_runner.py"), scenario, str(out_dir), json.dumps(config),
-           *extra]
-    return subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    cmd = [sys.executable, str(HERE / "farm_runner.py"), scenario, str(out_dir), json.dumps(config), *extra]
+    return subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def wait_for(predicate, timeout: float = 60.0, what: str = "condition") -> None:

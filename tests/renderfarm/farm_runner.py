@@ -3,6 +3,7 @@
 Usage: ``python farm_runner.py SCENARIO OUT_DIR CONFIG_JSON [--workers N] [--backend B]
 [--servers a,b] [--shard-size K] [--ray-address HOST:PORT]``. Exit 0 when complete, 1 with failures, 130 when interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,9 +29,17 @@ def main() -> int:
     p.add_argument("--ray-address", default=None)
     a = p.parse_args()
     try:
-        summary = run_job(a.scenario, json.loads(a.config), a.out_dir, workers=a.workers,
-                          backend=a.backend, servers=a.servers, shard_size=a.shard_size,
-                          ray_address=a.ray_address, progress=False)
+        summary = run_job(
+            a.scenario,
+            json.loads(a.config),
+            a.out_dir,
+            workers=a.workers,
+            backend=a.backend,
+            servers=a.servers,
+            shard_size=a.shard_size,
+            ray_address=a.ray_address,
+            progress=False,
+        )
     except KeyboardInterrupt:
         return 130
     except SceneforgeError as e:  # as the CLI does: one line, exit 2

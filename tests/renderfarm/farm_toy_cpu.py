@@ -8,6 +8,7 @@ order. Config knobs for tests: ``fail_on`` (indices that always raise, or with `
 report`` are reported in ``failed`` and end the shard early), ``hang_on`` (indices that hang), ``sleep_s`` (per-sample
 delay so a test can interrupt a run mid-way; never affects outputs).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -89,8 +90,7 @@ def make_sample(config: dict, index: int) -> tuple[dict, np.ndarray, dict[str, i
 
 def finalize(config: dict, out_dir: Path) -> dict:
     out_dir = Path(out_dir)
-    lines = [(out_dir / "records" / f"rec_{i:05d}.json").read_text().strip()
-             for i in range(config["n"])]
+    lines = [(out_dir / "records" / f"rec_{i:05d}.json").read_text().strip() for i in range(config["n"])]
     tmp = out_dir / "index.jsonl.tmp"
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, out_dir / "index.jsonl")

@@ -7,6 +7,7 @@ too few pixels (rule ``too_small``), then render ``lit`` and write ``img_NNNNN.p
 official ``unrealcv`` client, so it would also run against a real UE5 server. ``fail_on`` lists
 indices that always raise (for the failure-reporting test).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -93,11 +94,13 @@ def _sample(client, config: dict, index: int) -> tuple[dict, bytes, int]:
 def _pose(rng: np.random.Generator) -> dict:
     obj = rng.uniform(-300, 300, 2)
     dist, yaw = rng.uniform(300, 800), rng.uniform(-180, 180)
-    cam = (obj[0] - dist * math.cos(math.radians(yaw)), obj[1] - dist * math.sin(math.radians(yaw)),
-           rng.uniform(100, 400))
+    cam = (obj[0] - dist * math.cos(math.radians(yaw)), obj[1] - dist * math.sin(math.radians(yaw)), rng.uniform(100, 400))
     pitch = -math.degrees(math.atan2(cam[2] - 50, dist))
-    return {"object": [round(float(v), 3) for v in obj], "camera": [round(float(v), 3) for v in cam],
-            "aim": [round(pitch, 3), round(float(yaw), 3)]}
+    return {
+        "object": [round(float(v), 3) for v in obj],
+        "camera": [round(float(v), 3) for v in cam],
+        "aim": [round(pitch, 3), round(float(yaw), 3)],
+    }
 
 
 def _request(client, command: str) -> str:

@@ -15,12 +15,13 @@ Modes:
              once a shard is journaled the head node's processes are killed; then a new head on the
              same port and the same command again (the resume).
 """
+
 from __future__ import annotations
 
 import os
 
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # before ray is imported: loopback only
-if __name__ == "__main__" and __import__("sys").argv[1:2] == ["token"]:   # Ray reads these at import
+if __name__ == "__main__" and __import__("sys").argv[1:2] == ["token"]:  # Ray reads these at import
     os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=__import__("secrets").token_hex(32))
     os.environ.pop("RAY_AUTH_TOKEN_PATH", None)
 
@@ -60,8 +61,9 @@ def node_loss(out: Path, config: dict) -> dict:
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     others = {n.node_id for n in cluster.list_all_nodes() if n is not cluster.head_node}
     result: list = []
-    job = threading.Thread(target=lambda: result.append(run_job(
-        "farm_toy_cpu", config, out, backend="ray", workers=3, shard_size=4, progress=False)))
+    job = threading.Thread(
+        target=lambda: result.append(run_job("farm_toy_cpu", config, out, backend="ray", workers=3, shard_size=4, progress=False))
+    )
     job.start()
     seen: set[str] = set()
 
@@ -77,8 +79,12 @@ def node_loss(out: Path, config: dict) -> dict:
     job.join(240)
     ray.shutdown()
     cluster.shutdown()
-    return {"summary": result[0] if result else None, "nodes_seen": sorted(seen),
-            "removed": victim["node"], "victim": victim["worker"]}
+    return {
+        "summary": result[0] if result else None,
+        "nodes_seen": sorted(seen),
+        "removed": victim["node"],
+        "victim": victim["worker"],
+    }
 
 
 def head_loss(out: Path, config: dict) -> dict:
@@ -101,9 +107,14 @@ def head_loss(out: Path, config: dict) -> dict:
     second = _driver(out, {k: v for k, v in config.items()}, restarted.address)
     _, err2 = second.communicate(timeout=240)
     restarted.shutdown()
-    return {"first_rc": first.returncode, "first_stderr": err.decode(errors="replace"),
-            "stopped_s": round(stopped_s, 1), "journaled_at_loss": done_at_loss,
-            "second_rc": second.returncode, "second_stderr": err2.decode(errors="replace")[-2000:]}
+    return {
+        "first_rc": first.returncode,
+        "first_stderr": err.decode(errors="replace"),
+        "stopped_s": round(stopped_s, 1),
+        "journaled_at_loss": done_at_loss,
+        "second_rc": second.returncode,
+        "second_stderr": err2.decode(errors="replace")[-2000:],
+    }
 
 
 def token(out: Path, config: dict) -> dict:
@@ -114,8 +125,9 @@ def token(out: Path, config: dict) -> dict:
         good = _driver(out, config, cluster.address)
         _, err = good.communicate(timeout=240)
         t0 = time.monotonic()
-        bad = _driver(out.with_name(out.name + "_bad"), config, cluster.address,
-                      env={**os.environ, "RAY_AUTH_TOKEN": secrets.token_hex(32)})
+        bad = _driver(
+            out.with_name(out.name + "_bad"), config, cluster.address, env={**os.environ, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        )
         try:
             _, bad_err = bad.communicate(timeout=120)
         except subprocess.TimeoutExpired:
@@ -123,14 +135,31 @@ def token(out: Path, config: dict) -> dict:
             _, bad_err = bad.communicate()
     finally:
         cluster.shutdown()
-    return {"good_rc": good.returncode, "good_stderr": err.decode(errors="replace")[-2000:],
-            "bad_rc": bad.returncode, "bad_stderr": bad_err.decode(errors="replace")[-3000:],
-            "bad_s": round(time.monotonic() - t0, 1)}
+    return {
+        "good_rc": good.returncode,
+        "good_stderr": err.decode(errors="replace")[-2000:],
+        "bad_rc": bad.returncode,
+        "bad_stderr": bad_err.decode(errors="replace")[-3000:],
+        "bad_s": round(time.monotonic() - t0, 1),
+    }
 
 
 def _driver(out: Path, config: dict, address: str, env: dict | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, str(HERE / "farm_runner.py"), "farm_toy_cpu", str(out), json.dumps(config),
-           "--backend", "ray", "--workers", "3", "--shard-size", "4", "--ray-address", address]
+    cmd = [
+        sys.executable,
+        str(HERE / "farm_runner.py"),
+        "farm_toy_cpu",
+        str(out),
+        json.dumps(config),
+        "--backend",
+        "ray",
+        "--workers",
+        "3",
+        "--shard-size",
+        "4",
+        "--ray-address",
+        address,
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
 

@@ -1,4 +1,5 @@
 """``sceneforge farm status``: per-shard done / pending / failed from the journal, exit codes."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,9 @@ from sceneforge.renderfarm.status import job_status
 
 
 def farm_status(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sceneforge.cli", "farm", "status", *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "sceneforge.cli", "farm", "status", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_status_shows_failed_shard_and_sample(tmp_path):
@@ -22,8 +24,7 @@ def test_status_shows_failed_shard_and_sample(tmp_path):
     assert "shards: done 2, pending 0, failed 1" in out.stdout
     assert "sample 4: failed after 3 attempts: RuntimeError: toy sample 4 always fails" in out.stdout
     lines = [l.split() for l in out.stdout.splitlines() if l.strip().startswith(("0 ", "1 ", "2 "))]
-    assert [(l[0], l[1], l[2]) for l in lines] == [("0", "0-3", "done"), ("1", "4-7", "failed"),
-                                                   ("2", "8-11", "done")]
+    assert [(l[0], l[1], l[2]) for l in lines] == [("0", "0-3", "done"), ("1", "4-7", "failed"), ("2", "8-11", "done")]
     data = json.loads(farm_status(str(tmp_path), "--json").stdout)
     assert data["counts"]["samples"] == {"done": 8, "failed": 4, "failed_samples": 1}
     assert data["workers"] is None  # no job running

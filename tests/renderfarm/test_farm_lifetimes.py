@@ -1,6 +1,7 @@
 """Issue 13 items 6, 7, 9, 10 (farm side): run_job without a ``__main__`` guard fails in one line,
 render servers and old workers never outlive their parents or overlap a resumed run, server temp
 dirs are removed, and the health check needs a rendered frame."""
+
 from __future__ import annotations
 
 import os
@@ -24,38 +25,50 @@ ROOT = HERE.parents[1]
 
 def _python(code: str, **kw) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{HERE}"}
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=300, env=env, **kw)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, env=env, **kw
+    )
 
 
 def test_run_job_without_main_guard_fails_in_one_line(tmp_path):
     """The docs' snippet pasted into a script without `if __name__ == "__main__":` (item 6)."""
     script = tmp_path / "snippet.py"
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(
+        textwrap.dedent(f"""\
         from pathlib import Path
         from sceneforge.renderfarm import run_job
-        run_job("farm_toy_cpu", {{"n": 4, "seed": 1, "size": 8}}, Path({str(tmp_path / 'out')!r}), workers=2, progress=False)
+        run_job("farm_toy_cpu", {{"n": 4, "seed": 1, "size": 8}}, Path({str(tmp_path / "out")!r}), workers=2, progress=False)
         print("FINISHED")
-        """))
+        """)
+    )
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{HERE}"}
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
     assert p.returncode != 0 and "FINISHED" not in p.stdout
     worker_lines = [l for l in p.stderr.splitlines() if l.startswith("sceneforge worker:")]
     assert worker_lines and all('if __name__ == "__main__":' in l for l in worker_lines)
     assert p.stderr.count("sceneforge.core.errors.ConfigError: run_job() was called again") == 1
-    assert "bootstrapping phase" not in p.stderr      # no multiprocessing RuntimeError tracebacks
+    assert "bootstrapping phase" not in p.stderr  # no multiprocessing RuntimeError tracebacks
 
 
 def test_server_dies_with_a_killed_parent_and_its_temp_dir_goes_on_stop(tmp_path):
     """kill -9 of the process that started a server (a farm worker) leaves no server (item 9);
     a stopped server leaves no /tmp/sceneforge-serve-* directory (item 10)."""
-    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""\
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent("""\
         import sys, time
         from sceneforge.engine.server.launch import start_server
         srv = start_server(port=0)
         print(srv.pid, srv._workdir, flush=True)
         time.sleep(600)
-        """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     pid, workdir = p.stdout.readline().split()
     assert pid_alive(int(pid))
     p.kill()
@@ -63,6 +76,7 @@ def test_server_dies_with_a_killed_parent_and_its_temp_dir_goes_on_stop(tmp_path
     wait_for(lambda: not pid_alive(int(pid)), timeout=15, what="the orphaned server to exit")
 
     from sceneforge.engine.server.launch import start_server
+
     with start_server(port=0) as srv:
         workdir = srv._workdir
         assert workdir.is_dir() and workdir.name.startswith("sceneforge-serve-")
@@ -72,21 +86,30 @@ def test_server_dies_with_a_killed_parent_and_its_temp_dir_goes_on_stop(tmp_path
 def test_resumed_run_waits_for_workers_of_the_killed_run(tmp_path):
     """A worker of an earlier run still holding its lock blocks a new run (item 9)."""
     out = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""\
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""\
         import time
         from pathlib import Path
         from sceneforge.renderfarm.manifest import hold_worker_lock
         lock = hold_worker_lock(Path({str(out)!r}))
         print("held", flush=True)
         time.sleep(1.5)
-        """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(ConfigError, match="workers of an earlier run are still writing"):
         wait_for_old_workers(out, timeout_s=0.3)
     t0 = time.monotonic()
-    wait_for_old_workers(out, timeout_s=30)               # returns once the old worker is gone
+    wait_for_old_workers(out, timeout_s=30)  # returns once the old worker is gone
     assert holder.wait(10) == 0 and time.monotonic() - t0 < 30
-    lock = hold_worker_lock(out)                          # shared: live workers do not block each other
+    lock = hold_worker_lock(out)  # shared: live workers do not block each other
     lock2 = hold_worker_lock(out)
     lock.close(), lock2.close()
 

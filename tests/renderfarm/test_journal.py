@@ -1,4 +1,5 @@
 """Journal, manifest and shard layout: the bookkeeping resume depends on."""
+
 from __future__ import annotations
 
 import sqlite3

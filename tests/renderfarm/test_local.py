@@ -1,4 +1,5 @@
 """Local backend with the CPU toy scenario: determinism, failures, resume, kill -9, SIGTERM."""
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,7 @@ def test_reported_failure_that_ends_a_shard_early_costs_the_rest_no_attempt(tmp_
     bad = {**config, "fail_on": [9], "fail_mode": "report"}
     summary = run_job("farm_toy_cpu", bad, tmp_path, workers=1, shard_size=8, progress=False)
     assert list(summary["failed"]) == ["9"] and summary["complete"] == 47
-    rows = {r["sample"]: r for r in read_log(tmp_path / ".farm" / "log.jsonl")
-            if r.get("event") == "sample_failed"}
+    rows = {r["sample"]: r for r in read_log(tmp_path / ".farm" / "log.jsonl") if r.get("event") == "sample_failed"}
     assert rows[9]["attempts"] == 3 and "always fails" in rows[9]["error"]
     run_job("farm_toy_cpu", config, tmp_path, workers=1, progress=False)
     assert dataset_digest(tmp_path) == reference
@@ -59,8 +59,7 @@ def test_reported_failure_that_ends_a_shard_early_costs_the_rest_no_attempt(tmp_
 def test_hung_sample_is_killed_and_reported(tmp_path, cpu_reference):
     config, reference = cpu_reference
     hung = {**config, "hang_on": [3]}
-    summary = run_job("farm_toy_cpu", hung, tmp_path, workers=2, shard_size=2, progress=False,
-                      sample_timeout_s=1.5)
+    summary = run_job("farm_toy_cpu", hung, tmp_path, workers=2, shard_size=2, progress=False, sample_timeout_s=1.5)
     assert summary["failed"] == {"3": "timed out (worker killed)"} and summary["complete"] == 47
     run_job("farm_toy_cpu", config, tmp_path, workers=2, progress=False)
     assert dataset_digest(tmp_path) == reference

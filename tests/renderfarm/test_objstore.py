@@ -1,6 +1,7 @@
 """``--out s3://bucket/prefix`` against a real S3 API server on 127.0.0.1 (moto's server mode):
 objects appear only complete, a kill -9 then a resume from another machine (no staging left)
 neither loses nor duplicates a sample, and the bucket holds the same bytes as a local run."""
+
 from __future__ import annotations
 
 import io
@@ -29,8 +30,12 @@ def s3(tmp_path_factory):
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_DEFAULT_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
+    env = {
+        "AWS_ACCESS_KEY_ID": "test",
+        "AWS_SECRET_ACCESS_KEY": "test",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+    }
     yield env
     server.stop()
 
@@ -54,8 +59,11 @@ def bucket_digest(fs, root: str) -> dict[str, str]:
     """sha256 of every dataset object under ``root`` (farm objects excluded), by relative key."""
     import hashlib
 
-    return {k[len(root) + 1:]: hashlib.sha256(fs.cat_file(k)).hexdigest()
-            for k in sorted(fs.find(root)) if not k[len(root) + 1:].startswith(".farm/")}
+    return {
+        k[len(root) + 1 :]: hashlib.sha256(fs.cat_file(k)).hexdigest()
+        for k in sorted(fs.find(root))
+        if not k[len(root) + 1 :].startswith(".farm/")
+    }
 
 
 def assert_complete_objects(fs, root: str) -> int:
@@ -72,7 +80,7 @@ def assert_complete_objects(fs, root: str) -> int:
             json.loads(fs.cat_file(k))
     assert not [k for k in keys if k.rsplit("/", 1)[-1].startswith(".") or k.endswith(".tmp")]
     if f"{root}/.farm/journal.sqlite" in keys:
-        local = tempfile.NamedTemporaryFile(suffix=".sqlite")   # a WAL-mode file: not deserializable
+        local = tempfile.NamedTemporaryFile(suffix=".sqlite")  # a WAL-mode file: not deserializable
         local.write(fs.cat_file(f"{root}/.farm/journal.sqlite"))
         local.flush()
         db = sqlite3.connect(local.name)
@@ -87,17 +95,20 @@ def test_s3_out_kill_then_resume_elsewhere_equals_local(bucket, tmp_path, cpu_re
     config, reference = cpu_reference
     url = f"s3://{name}/runs/toy"
     job = start_job("farm_toy_cpu", url, {**config, "sleep_s": 0.05}, "--workers", "2", "--shard-size", "4")
-    wait_for(lambda: len(fs.find(f"{name}/runs/toy/images")) >= 8 if fs.exists(f"{name}/runs/toy/images") else False,
-             120, "published images")
+    wait_for(
+        lambda: len(fs.find(f"{name}/runs/toy/images")) >= 8 if fs.exists(f"{name}/runs/toy/images") else False,
+        120,
+        "published images",
+    )
     job.send_signal(signal.SIGKILL)
     job.wait(30)
     published = assert_complete_objects(fs, f"{name}/runs/toy")
-    assert 8 <= published < 48                                  # killed mid-job
-    shutil.rmtree(tmp_path / "staging")                          # resume on "another machine"
+    assert 8 <= published < 48  # killed mid-job
+    shutil.rmtree(tmp_path / "staging")  # resume on "another machine"
     summary = run_job("farm_toy_cpu", config, url, workers=2, progress=False)
     assert summary["finalized"] and summary["failed"] == {} and summary["published"]["url"] == url
     assert assert_complete_objects(fs, f"{name}/runs/toy") == 48
-    assert bucket_digest(fs, f"{name}/runs/toy") == reference    # nothing lost, nothing extra
+    assert bucket_digest(fs, f"{name}/runs/toy") == reference  # nothing lost, nothing extra
     assert not fs.exists(f"{name}/runs/toy/.farm/lock")
 
 
@@ -108,7 +119,7 @@ def test_inline_to_s3_resumes_in_place(bucket, cpu_reference):
     run_job("farm_toy_cpu", {**config}, url, backend="inline", progress=False)
     assert bucket_digest(fs, f"{name}/inline") == reference
     again = run_job("farm_toy_cpu", config, url, backend="inline", progress=False)
-    assert again["published"]["objects"] <= 1                   # finalize's rewritten index only
+    assert again["published"]["objects"] <= 1  # finalize's rewritten index only
     assert bucket_digest(fs, f"{name}/inline") == reference
 
 

@@ -1,6 +1,7 @@
 """Ray on a real multi-node cluster (3 raylets on this machine, ``ray.cluster_utils.Cluster``):
 a node lost mid-job, and the head node lost under a running driver. Each case runs in its own
 interpreter (tests/renderfarm/ray_cluster.py) so Ray can be kept on 127.0.0.1; ~1.5 min in all."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,12 @@ pytest.importorskip("ray")
 
 
 def _cluster_run(mode: str, out, config: dict, timeout: float = 400) -> dict:
-    proc = subprocess.run([sys.executable, str(HERE / "ray_cluster.py"), mode, str(out), json.dumps(config)],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "ray_cluster.py"), mode, str(out), json.dumps(config)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -26,11 +31,11 @@ def test_a_node_removed_mid_job_the_rest_finish_it_byte_identical(tmp_path, cpu_
     config, reference = cpu_reference
     report = _cluster_run("node-loss", tmp_path, {**config, "sleep_s": 0.3})
     summary = report["summary"]
-    assert len(report["nodes_seen"]) == 3, report        # the job ran on every node
+    assert len(report["nodes_seen"]) == 3, report  # the job ran on every node
     assert summary["finalized"] and summary["failed"] == {} and summary["complete"] == 48
     crashes = [e for e in read_log(tmp_path / ".farm" / "log.jsonl") if e.get("crashed")]
     assert [e["worker"] for e in crashes] == [report["victim"]]
-    assert dataset_digest(tmp_path) == reference        # same bytes as one local worker
+    assert dataset_digest(tmp_path) == reference  # same bytes as one local worker
 
 
 def test_head_node_lost_under_a_running_driver_one_line_then_resume(tmp_path, cpu_reference):
@@ -40,7 +45,7 @@ def test_head_node_lost_under_a_running_driver_one_line_then_resume(tmp_path, cp
     errors = [line for line in report["first_stderr"].splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "head node" in errors[0] and "resume" in errors[0], report["first_stderr"]
     assert "Traceback" not in report["first_stderr"]
-    assert 1 <= report["journaled_at_loss"] < 12          # stopped mid-job, shards kept
+    assert 1 <= report["journaled_at_loss"] < 12  # stopped mid-job, shards kept
     assert report["second_rc"] == 0, report["second_stderr"]
     assert dataset_digest(tmp_path) == reference
 

@@ -1,4 +1,5 @@
 """Farm + real embedded render servers (the render toy scenario speaks stock UnrealCV)."""
+
 from __future__ import annotations
 
 import os
@@ -32,11 +33,9 @@ def test_two_workers_render_the_same_bytes_as_one(tmp_path, render_reference):
 def test_external_server_list_of_our_own_servers(tmp_path, render_reference):
     from sceneforge.engine.server.launch import start_server
 
-    with start_server(port=0, output_dir=tmp_path / "s0") as a, \
-            start_server(port=0, output_dir=tmp_path / "s1") as b:
+    with start_server(port=0, output_dir=tmp_path / "s0") as a, start_server(port=0, output_dir=tmp_path / "s1") as b:
         out = tmp_path / "data"
-        summary = run_job("farm_toy_render", CONFIG, out, servers=f"{a.address},{b.address}",
-                          shard_size=2, progress=False)
+        summary = run_job("farm_toy_render", CONFIG, out, servers=f"{a.address},{b.address}", shard_size=2, progress=False)
         assert summary["workers"] == 2 and summary["finalized"]
         assert a.alive() and b.alive()  # the farm never stops servers it did not start
     assert dataset_digest(out) == render_reference
@@ -57,11 +56,10 @@ def test_unreachable_external_server_is_a_clear_error(tmp_path):
 def test_dead_server_is_restarted_and_dead_worker_leaves_no_orphan(tmp_path, render_reference):
     config = {**CONFIG, "n": 24}
     job = start_job("farm_toy_render", tmp_path, config, "--workers", "2", "--shard-size", "2")
-    wait_for(lambda: count_files(tmp_path / "images") >= 2 and len(live_workers(tmp_path)) == 2,
-             90, "two running workers")
+    wait_for(lambda: count_files(tmp_path / "images") >= 2 and len(live_workers(tmp_path)) == 2, 90, "two running workers")
     first, second = live_workers(tmp_path)
-    os.kill(first["server_pid"], signal.SIGKILL)          # the renderer dies under a worker
-    os.kill(second["pid"], signal.SIGKILL)                # a worker dies: its server must go too
+    os.kill(first["server_pid"], signal.SIGKILL)  # the renderer dies under a worker
+    os.kill(second["pid"], signal.SIGKILL)  # a worker dies: its server must go too
     wait_for(lambda: not pid_alive(second["server_pid"]), 30, "the dead worker's server to be reaped")
     assert job.wait(300) == 0, job.stderr.read().decode()[-2000:]
     log = read_log(tmp_path / ".farm" / "log.jsonl")
@@ -72,10 +70,8 @@ def test_dead_server_is_restarted_and_dead_worker_leaves_no_orphan(tmp_path, ren
 
 
 def test_sigterm_stops_workers_and_their_servers(tmp_path):
-    job = start_job("farm_toy_render", tmp_path, {**CONFIG, "n": 40}, "--workers", "2",
-                    "--shard-size", "2")
-    wait_for(lambda: len(live_workers(tmp_path)) == 2 and count_files(tmp_path / "images") >= 1,
-             90, "two running workers")
+    job = start_job("farm_toy_render", tmp_path, {**CONFIG, "n": 40}, "--workers", "2", "--shard-size", "2")
+    wait_for(lambda: len(live_workers(tmp_path)) == 2 and count_files(tmp_path / "images") >= 1, 90, "two running workers")
     workers = live_workers(tmp_path)
     job.send_signal(signal.SIGTERM)
     assert job.wait(60) == 130
@@ -87,8 +83,7 @@ def test_sigterm_stops_workers_and_their_servers(tmp_path):
 
 def test_kill_9_of_the_whole_job_leaves_no_server_and_resumes_identically(tmp_path, render_reference):
     job = start_job("farm_toy_render", tmp_path, CONFIG, "--workers", "2", "--shard-size", "1")
-    wait_for(lambda: len(live_workers(tmp_path)) == 2 and count_files(tmp_path / "images") >= 2,
-             90, "two running workers")
+    wait_for(lambda: len(live_workers(tmp_path)) == 2 and count_files(tmp_path / "images") >= 2, 90, "two running workers")
     workers = live_workers(tmp_path)
     os.killpg(job.pid, signal.SIGKILL)  # the job only: workers lead their own process groups
     job.wait()

@@ -1,4 +1,5 @@
 """The scheduler on a real local pool: per-sample progress is settled exactly once per sample."""
+
 from __future__ import annotations
 
 from farm_helpers import dataset_digest
@@ -15,8 +16,7 @@ def test_progress_ticks_per_sample_and_adds_up(tmp_path, cpu_reference):
     with Journal(tmp_path / "journal.sqlite") as journal:
         journal.add_shards(shards)
         scheduler = Scheduler(shards, journal, on_samples=updates.append)
-        pool = LocalPool(WorkerSpec("farm_toy_cpu", config, str(tmp_path / "out"),
-                                    str(tmp_path / "servers")), 2)
+        pool = LocalPool(WorkerSpec("farm_toy_cpu", config, str(tmp_path / "out"), str(tmp_path / "servers")), 2)
         try:
             results = scheduler.run(pool)
         finally:

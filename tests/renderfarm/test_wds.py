@@ -1,5 +1,6 @@
 """``--format wds``: WebDataset shards read back by the ``webdataset`` library itself, the same
 bytes at any worker count; SpaRRTa's shards carry image + json + mask per sample."""
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,7 @@ def read_back(out) -> list[dict]:
 
 def test_shards_are_the_same_bytes_at_any_worker_count_and_load_with_webdataset(tmp_path, toy_config):
     one = run_job("farm_toy_cpu", toy_config, tmp_path / "one", workers=1, progress=False, wds_shard_size=10)
-    two = run_job("farm_toy_cpu", toy_config, tmp_path / "two", workers=2, shard_size=3, progress=False,
-                  wds_shard_size=10)
+    two = run_job("farm_toy_cpu", toy_config, tmp_path / "two", workers=2, shard_size=3, progress=False, wds_shard_size=10)
     assert one["wds"] == two["wds"] == {"shards": 5, "samples": 48, "dir": "wds"}
     assert shard_hashes(tmp_path / "one") == shard_hashes(tmp_path / "two") and len(shard_hashes(tmp_path / "one")) == 5
     samples = read_back(tmp_path / "two")
@@ -46,9 +46,34 @@ def test_a_scenario_without_wds_samples_is_refused_up_front(tmp_path):
 @pytest.mark.render
 def test_generate_format_wds_image_json_mask_per_sample(tmp_path):
     out = tmp_path / "wds_run"
-    done = subprocess.run([sys.executable, "-m", "sceneforge.cli", "generate", "--env", "desert", "--task", "ego",
-                           "--n", "6", "--size", "64", "--masks", "--format", "wds", "--wds-shard-size", "4",
-                           "--out", str(out), "--quiet", "--no-fetch"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sceneforge.cli",
+            "generate",
+            "--env",
+            "desert",
+            "--task",
+            "ego",
+            "--n",
+            "6",
+            "--size",
+            "64",
+            "--masks",
+            "--format",
+            "wds",
+            "--wds-shard-size",
+            "4",
+            "--out",
+            str(out),
+            "--quiet",
+            "--no-fetch",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     samples = read_back(out)
     assert [sorted(k for k in s if not k.startswith("__")) for s in samples] == [["jpg", "json", "mask.png", "params.json"]] * 6

@@ -6,6 +6,7 @@ measures every one of them, and every zone test is shapely's.
 only for close calls) gives exactly the same clutter, draw for draw, and the same answer on
 hand-built near-tangent shapes. Only the speed differs; the rules are the same.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ from sceneforge.scenarios.world.placement import pick_variants
 if TYPE_CHECKING:
     from sceneforge.scenarios.world.env_schema import ClutterGroup
 
-TRIES = 40      # candidate spots per object before it is dropped (a crowded ring never loops)
+TRIES = 40  # candidate spots per object before it is dropped (a crowded ring never loops)
 
 
 def zone_geometry(rects) -> shapely.Geometry:
@@ -35,11 +36,11 @@ class Occupancy:
     Arrays grow by doubling: a forest places 140 objects, each tried against all before it."""
 
     def __init__(self, keep_out=()):
-        self.keep_out = [tuple(map(float, k)) for k in keep_out]    # (x, y, r): always disc-vs-disc
+        self.keep_out = [tuple(map(float, k)) for k in keep_out]  # (x, y, r): always disc-vs-disc
         self.n = 0
-        self._discs = np.zeros((64, 3))          # bounding disc of each shape
+        self._discs = np.zeros((64, 3))  # bounding disc of each shape
         self._pads = np.zeros(64)
-        self._groups = np.zeros(64, dtype=int)   # which clutter group placed it (-1: a landmark)
+        self._groups = np.zeros(64, dtype=int)  # which clutter group placed it (-1: a landmark)
         self._geoms = np.empty(64, dtype=object)
 
     def add(self, geom, pad: float, x: float, y: float, radius: float, group: int = -1) -> None:
@@ -64,15 +65,15 @@ class Occupancy:
                 return False
         if not self.n:
             return True
-        d = self._discs[:self.n]
-        near = np.hypot(d[:, 0] - x, d[:, 1] - y) - d[:, 2] - radius < gap    # bounding discs too close
+        d = self._discs[: self.n]
+        near = np.hypot(d[:, 0] - x, d[:, 1] - y) - d[:, 2] - radius < gap  # bounding discs too close
         if overlap_group is not None:
-            near &= self._groups[:self.n] != overlap_group
+            near &= self._groups[: self.n] != overlap_group
         idx = np.flatnonzero(near)
         if not len(idx):
             return True
         exact = shapely.distance(c.geom, self._geoms[idx]) - self._pads[idx] - c.pad
-        return bool(np.all((exact >= gap) & (exact > 0)))   # > 0: polygons that overlap are 0 apart
+        return bool(np.all((exact >= gap) & (exact > 0)))  # > 0: polygons that overlap are 0 apart
 
 
 class Candidate:
@@ -95,7 +96,7 @@ class Candidate:
 def footprint_polygon(footprint: np.ndarray, scale: float, x: float, y: float, yaw_deg: float) -> Polygon:
     """The asset's local footprint, scaled, turned by UE yaw (+yaw turns X towards Y), moved to x, y."""
     c, s = math.cos(math.radians(yaw_deg)), math.sin(math.radians(yaw_deg))
-    turn = np.array([[c, s], [-s, c]]) * scale           # row vectors: (fx, fy) @ turn
+    turn = np.array([[c, s], [-s, c]]) * scale  # row vectors: (fx, fy) @ turn
     return shapely.polygons(np.asarray(footprint, dtype=float) @ turn + (x, y))
 
 
@@ -118,7 +119,7 @@ class Line:
         if np.any(self.length <= 0):
             raise ValueError("a line segment has zero length")
         self.dir = d / self.length[:, None]
-        self.side = np.stack([-self.dir[:, 1], self.dir[:, 0]], axis=1)    # +90°: from +X towards +Y
+        self.side = np.stack([-self.dir[:, 1], self.dir[:, 0]], axis=1)  # +90°: from +X towards +Y
         self.cum = np.cumsum(self.length)
 
     def draw(self, rng: np.random.Generator):
@@ -129,19 +130,20 @@ class Line:
         return self.seg[i, :2] + along * self.dir[i], self.dir[i], self.side[i]
 
 
-def line_candidate(rng: np.random.Generator, line: Line, offset_cm: float, facing: str,
-                   footprint: np.ndarray, scale: float, centre, ring) -> Candidate | None:
+def line_candidate(
+    rng: np.random.Generator, line: Line, offset_cm: float, facing: str, footprint: np.ndarray, scale: float, centre, ring
+) -> Candidate | None:
     """A spot along ``line`` on its side; the object is its rotated footprint polygon.
     None when the spot lies outside ``ring`` around ``centre`` (no polygon is built then)."""
     p, d, n = line.draw(rng)
-    if facing == "line":            # forward (+X) back towards the line, front edge at the offset
+    if facing == "line":  # forward (+X) back towards the line, front edge at the offset
         yaw = math.degrees(math.atan2(-n[1], -n[0]))
         front = float(np.max(footprint[:, 0])) * scale
         xy = p + n * (offset_cm + front)
     elif facing == "along":
         yaw = math.degrees(math.atan2(d[1], d[0]))
         xy = p + n * offset_cm
-    else:                           # random
+    else:  # random
         yaw = float(rng.uniform(-180, 180))
         xy = p + n * offset_cm
     x, y = float(xy[0]), float(xy[1])
@@ -172,8 +174,9 @@ def footprint_radius(lib, asset_id: str) -> float:
     return float(np.max(np.hypot(fp[:, 0], fp[:, 1])))
 
 
-def place_group(group: "ClutterGroup", rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(),
-                 geometry=({}, {}), index: int = 0):
+def place_group(
+    group: "ClutterGroup", rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(), geometry=({}, {}), index: int = 0
+):
     """Yield (asset_id, x, y, yaw, scale) for one group; adds each object to ``occupied``."""
     zones, lines = geometry
     avoid = unary_union([zones[z] for z in group.avoid]) if group.avoid else None
@@ -195,8 +198,7 @@ def place_group(group: "ClutterGroup", rng: np.random.Generator, lib, occupied: 
                 c = line_candidate(rng, line, group.offset_cm, group.facing, footprint, s, centre, group.ring_cm)
                 if c is None:
                     continue
-            if occupied.clear(c, rad, group.gap_cm, index if group.overlap else None) and \
-                    in_zones(c, rad, avoid, within):
+            if occupied.clear(c, rad, group.gap_cm, index if group.overlap else None) and in_zones(c, rad, avoid, within):
                 occupied.add(c.geom, c.pad, c.x, c.y, rad, index)
                 yield asset_id, c.x, c.y, c.yaw, s
                 break
@@ -217,6 +219,5 @@ def reference_clutter(env, rng: np.random.Generator, keep_out=(), lib=None) -> l
     zones = {k: zone_geometry(v) for k, v in env.spec.zones.items()}
     lines = {k: Line(v) for k, v in env.spec.lines.items()}
     for k, group in enumerate(env.spec.clutter):
-        out += list(place_group(group, rng, lib, occupied, env.spec.sampling.centre_cm, env.spec.style_tags,
-                                (zones, lines), k))
+        out += list(place_group(group, rng, lib, occupied, env.spec.sampling.centre_cm, env.spec.style_tags, (zones, lines), k))
     return out

@@ -6,6 +6,7 @@ label-conditioned proposals (issue 19), kept verbatim as the reference distribut
 the same distribution. Only the draws differ; the rules are the production ones (the
 silhouette bound of ``scenarios.sampling.silhouette`` included, added with it on 2026-11-25).
 """
+
 from __future__ import annotations
 
 import math
@@ -15,8 +16,19 @@ import numpy as np
 
 from sceneforge.scenarios.sampling.relations import angle_and_cross
 from sceneforge.scenarios.sampling.silhouette import big_enough_silhouettes
-from sceneforge.scenarios.sampling.rejection import (Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap,
-                                resample_while, standing, sample_camera, sample_object, within_distance)
+from sceneforge.scenarios.sampling.rejection import (
+    Placed,
+    big_enough,
+    camera_clear,
+    in_frame,
+    label_rules,
+    no_overlap,
+    resample_while,
+    standing,
+    sample_camera,
+    sample_object,
+    within_distance,
+)
 from sceneforge.scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, OBJECT_GAP_CM, View
 
 
@@ -25,7 +37,11 @@ def reference_target(rng, source: Placed, tgt_shape, st, ground, counts: Counter
     return resample_while(
         lambda r: sample_object(r, "target", tgt_shape, st.centre, st.sigma_cm, ground),
         [("overlap", no_overlap([source], OBJECT_GAP_CM)), ("distance", within_distance([source], st.max_pair_dist_cm))],
-        rng, st.max_tries, counts, what="reference target")
+        rng,
+        st.max_tries,
+        counts,
+        what="reference target",
+    )
 
 
 def reference_view(rng, group, task: str, want: str, st, ground, human_shape, counts: Counter) -> View:
@@ -38,16 +54,32 @@ def reference_view(rng, group, task: str, want: str, st, ground, human_shape, co
     rules = []
     if task == "ego":
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
-    rules += [("camera_clear", camera_clear(objects + group.clutter, CAMERA_CLEARANCE_CM)),
-              ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
-              ("small_projection", big_enough(objects, st.min_bbox_px)),
-              ("small_projection", big_enough_silhouettes([o.drawable_world() for o in objects], st.min_bbox_px))]
+    rules += [
+        ("camera_clear", camera_clear(objects + group.clutter, CAMERA_CLEARANCE_CM)),
+        ("in_frame", in_frame(objects, IN_FRAME_MARGIN * st.size)),
+        ("small_projection", big_enough(objects, st.min_bbox_px)),
+        ("small_projection", big_enough_silhouettes([o.drawable_world() for o in objects], st.min_bbox_px)),
+    ]
     centroid = np.mean([o.centre() for o in objects], axis=0)
     base_z = float(np.mean([o.z for o in objects]))
     cam = resample_while(
-        lambda r: sample_camera(r, st.centre, st.cam_xy_range_cm, st.cam_height_range_cm, base_z,
-                                tuple(centroid), st.fov_deg, st.size, st.aim_jitter_deg),
-        rules, rng, st.max_tries, counts, what=f"{task} camera for label {want!r}")
+        lambda r: sample_camera(
+            r,
+            st.centre,
+            st.cam_xy_range_cm,
+            st.cam_height_range_cm,
+            base_z,
+            tuple(centroid),
+            st.fov_deg,
+            st.size,
+            st.aim_jitter_deg,
+        ),
+        rules,
+        rng,
+        st.max_tries,
+        counts,
+        what=f"{task} camera for label {want!r}",
+    )
     observer = cam.location if task == "ego" else human.location
     return View(cam, human, angle_and_cross(observer, src.location, tgt.location)[0])
 
@@ -65,6 +97,8 @@ def reference_human(rng, group, want: str, st, ground, shape, counts: Counter) -
         return standing("human", shape, p.x, p.y, yaw, ground)
 
     rules = label_rules(lambda h: h.location, src.location, tgt.location, st.margin_deg, want)
-    rules += [("overlap", no_overlap([src, tgt] + group.clutter, OBJECT_GAP_CM)),
-              ("distance", within_distance([src, tgt], st.max_pair_dist_cm))]
+    rules += [
+        ("overlap", no_overlap([src, tgt] + group.clutter, OBJECT_GAP_CM)),
+        ("distance", within_distance([src, tgt], st.max_pair_dist_cm)),
+    ]
     return resample_while(draw, rules, rng, st.max_tries, counts, what=f"allo viewpoint for label {want!r}")

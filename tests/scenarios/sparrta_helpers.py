@@ -3,6 +3,7 @@
 A uniquely named module (not ``conftest``) so ``from sparrta_helpers import generate`` cannot pick
 up another directory's helpers when the whole suite runs.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +28,11 @@ def generate(config: dict, out: Path, *, server: str | None = None, progress: bo
 
 def tree_hashes(root: Path) -> dict[str, str]:
     """sha256 of every dataset file (the runner's bookkeeping under .farm/ excluded)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and p.relative_to(root).parts[0] != ".farm"}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] != ".farm"
+    }
 
 
 def mask_of(out: Path, r, name: str) -> np.ndarray:

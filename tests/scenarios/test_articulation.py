@@ -1,6 +1,7 @@
 """Articulated subjects (issue 38 item 1): gaits without foot sliding, wheels that roll and steer,
 a turning gait, the animation state in frames.jsonl (a clip re-renders byte-identically from it),
 and the DSI answers / mirror test with rigs."""
+
 from __future__ import annotations
 
 import json
@@ -20,13 +21,30 @@ from sceneforge.scenarios.videos import scenario as videos
 from sceneforge.scenarios.videos.video_io import apply_aug, encode_mp4
 from sceneforge.scenarios.world.environments import load_env
 
-SLIDE_TOLERANCE_CM = 0.5   # per step; measured max 1.6e-14 cm (float noise), see docs/videos.md
-ASSETS = {"human": "proc_human_walker", "bear": "proc_bear", "fox": "proc_fox", "husky": "proc_husky",
-          "deer": "proc_deer", "camel": "proc_camel", "taxi": "proc_taxi", "truck": "proc_truck", "bike": "proc_bike",
-          "vespa": "proc_vespa"}
-CONFIG = {"env": "city", "n": 3, "seed": 5, "articulation": True,
-          "motion": {"n_frames": 8, "fps": 6.0, "patterns": ["cam_static-obj_translate", "cam_translate-obj_rotate",
-                                                              "cam_rotate-obj_translate"]}}
+SLIDE_TOLERANCE_CM = 0.5  # per step; measured max 1.6e-14 cm (float noise), see docs/videos.md
+ASSETS = {
+    "human": "proc_human_walker",
+    "bear": "proc_bear",
+    "fox": "proc_fox",
+    "husky": "proc_husky",
+    "deer": "proc_deer",
+    "camel": "proc_camel",
+    "taxi": "proc_taxi",
+    "truck": "proc_truck",
+    "bike": "proc_bike",
+    "vespa": "proc_vespa",
+}
+CONFIG = {
+    "env": "city",
+    "n": 3,
+    "seed": 5,
+    "articulation": True,
+    "motion": {
+        "n_frames": 8,
+        "fps": 6.0,
+        "patterns": ["cam_static-obj_translate", "cam_translate-obj_rotate", "cam_rotate-obj_translate"],
+    },
+}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +55,7 @@ def env():
 def _posed(env, cls, speed=0.0, turn_dps=0.0, n=40, fps=8.0, phase0=0.3):
     t = np.arange(n) / fps
     yaw = 20.0 + turn_dps * t
-    if speed and turn_dps:   # an exact arc of radius speed / yaw rate, tangent to the heading
+    if speed and turn_dps:  # an exact arc of radius speed / yaw rate, tangent to the heading
         h, radius = np.radians(yaw), speed / math.radians(turn_dps)
         xy = radius * np.column_stack([np.sin(h) - np.sin(h[0]), np.cos(h[0]) - np.cos(h)])
     else:
@@ -57,9 +75,9 @@ def test_planted_feet_do_not_slide(env, cls, speed, turn):
     speed *= float(np.clip(max(size[0], size[1]) / 450.0, 0.25, 1.5))
     posed = _posed(env, cls, speed, turn, fps=16.0 if speed > 100 else 8.0)
     slide = rigs.foot_sliding(posed)
-    assert len(slide) >= 4, slide        # steps were taken and measured
+    assert len(slide) >= 4, slide  # steps were taken and measured
     assert slide.max() < SLIDE_TOLERANCE_CM, (posed.gait, slide.max())
-    if turn == 0.0:   # stride x cadence = ground speed
+    if turn == 0.0:  # stride x cadence = ground speed
         assert posed.gait.stride_cm * posed.gait.cadence_hz == pytest.approx(speed, rel=1e-6)
     # the feet are on the ground when planted (foot point at its rest height above the terrain)
     pts = rigs.foot_points(posed)
@@ -93,7 +111,7 @@ def test_turning_in_place_steps_the_legs(env, cls):
         assert (pts[swing, f, 2] - ground).max() > posed.rig.legs[f].foot_z + 1.0
     lower = [i for i, p in enumerate(posed.rig.parts) if p.kind == "lower"]
     pitches = np.array([[posed.transforms[t][i].rotation.pitch for i in lower] for t in range(posed.n_frames)])
-    assert np.ptp(pitches, axis=0).min() > 3.0   # every shin swings
+    assert np.ptp(pitches, axis=0).min() > 3.0  # every shin swings
 
 
 @pytest.mark.parametrize("cls", ["taxi", "truck", "bike", "vespa"])
@@ -102,7 +120,7 @@ def test_wheels_turn_by_distance_over_radius_and_steer_on_curves(env, cls):
     dist = 300.0 * (straight.n_frames - 1) / 8.0
     for w, wh in enumerate(straight.rig.wheels):
         spin = straight.wheel_spin_deg[-1, w] - straight.wheel_spin_deg[0, w]
-        assert math.radians(spin) == pytest.approx(dist / wh.radius, rel=2e-3)   # terrain adds < 0.2 % path
+        assert math.radians(spin) == pytest.approx(dist / wh.radius, rel=2e-3)  # terrain adds < 0.2 % path
         assert np.abs(straight.wheel_steer_deg[:, w]).max() < 1e-6
     # the spoke parts show it: their pitch follows the spin
     i = next(i for i, p in enumerate(straight.rig.parts) if p.kind == "wheel" and p.name.startswith("spoke0"))
@@ -123,7 +141,7 @@ def test_wheels_turn_by_distance_over_radius_and_steer_on_curves(env, cls):
         else:
             assert np.abs(mid).max() < 1e-6
     if len(arc.rig.wheels) == 4:
-        assert arc.wheel_steer_deg[10, 1] > arc.wheel_steer_deg[10, 0]   # right (inner) wheel steers more
+        assert arc.wheel_steer_deg[10, 1] > arc.wheel_steer_deg[10, 0]  # right (inner) wheel steers more
 
 
 @pytest.mark.parametrize("cls", ["human", "deer", "taxi"])
@@ -152,18 +170,19 @@ def test_rotator_round_trip_and_part_mirror():
     for _ in range(100):
         r = Rotator(*rng.uniform(-89, 89, 1), *rng.uniform(-180, 180, 2))
         assert np.allclose(rigs.rotator_from_matrix(r.matrix()).matrix(), r.matrix(), atol=1e-9)
-    assert np.allclose(rigs.rotator_from_matrix(Rotator(90.0, 30.0, 0.0).matrix()).matrix(),
-                       Rotator(90.0, 30.0, 0.0).matrix(), atol=1e-9)
+    assert np.allclose(
+        rigs.rotator_from_matrix(Rotator(90.0, 30.0, 0.0).matrix()).matrix(), Rotator(90.0, 30.0, 0.0).matrix(), atol=1e-9
+    )
     tf = Transform((100.0, -40.0, 20.0), Rotator(25.0, 70.0, -10.0), (0.3, 0.2, 0.9))
     origin, plane = np.array([10.0, 5.0, 0.0]), 33.0
     m = rigs.mirror_transform(tf, origin, plane)
-    pts = rng.uniform(-50, 50, (20, 3)) * [1, 0, 1]   # points on the local XZ plane map to their mirror image
+    pts = rng.uniform(-50, 50, (20, 3)) * [1, 0, 1]  # points on the local XZ plane map to their mirror image
     assert np.allclose(m.apply(pts), mo.mirror_points(tf.apply(pts), origin, plane), atol=1e-6)
 
 
 def test_articulation_config_is_opt_in_and_validated():
     base = {"env": "city", "n": 2}
-    assert "articulation" not in videos.plan(base).config   # default jobs keep their identity
+    assert "articulation" not in videos.plan(base).config  # default jobs keep their identity
     assert videos.plan(base).fingerprint != videos.plan({**base, "articulation": True}).fingerprint
     with pytest.raises(ConfigError, match="articulation"):
         videos.VideoConfig.from_dict({**base, "articulation": "yes"})
@@ -186,16 +205,27 @@ def test_clip_rerenders_byte_identically_from_its_frame_records(server, render_c
     assert {"kind", "parts"} <= set(subj["rig"]) and len(subj["rig"]["parts"]) == len(made["posed"][videos.SUBJECT].rig.parts)
 
     def part_actors(row):
-        return [Actor(f"subject_{name}", p["asset"], Transform(tuple(p["location"]), Rotator(*p["rotation"]),
-                                                               tuple(p["scale"])), tint=tuple(p["tint"]))
-                for name, p in row["objects"][0]["rig"]["parts"].items()]
+        return [
+            Actor(
+                f"subject_{name}",
+                p["asset"],
+                Transform(tuple(p["location"]), Rotator(*p["rotation"]), tuple(p["scale"])),
+                tint=tuple(p["tint"]),
+            )
+            for name, p in row["objects"][0]["rig"]["parts"].items()
+        ]
+
     render_client.set_world(videos.server_world(made["world"]))
     render_client.reset()
     render_client.spawn([*made["scenery"], *part_actors(rows[0])])
     again = []
     for row in rows:
-        render_client.set_poses({a.name: {"location": a.transform.location, "rotation": a.transform.rotation,
-                                          "scale": a.transform.scale} for a in part_actors(row)})
+        render_client.set_poses(
+            {
+                a.name: {"location": a.transform.location, "rotation": a.transform.rotation, "scale": a.transform.scale}
+                for a in part_actors(row)
+            }
+        )
         c = row["camera"]
         cam = Camera(tuple(c["location"]), Rotator(*c["rotation"]), c["hfov_deg"], c["width"], c["height"])
         again.append(render_client.render(0, ("lit",), camera=cam)["lit"])
@@ -253,19 +283,22 @@ def test_mirror_world_with_a_rig_equals_the_hflip_variant(render_client):
             if t == 0:
                 render_client.spawn(actors)
             else:
-                render_client.set_poses({a.name: {"location": a.transform.location, "rotation": a.transform.rotation}
-                                         for a in actors})
-            out.append(render_client.render(0, ("lit", "object_mask"),
-                                            camera=mo.camera_at(clip_, t, ctx.fov, ctx.size, ctx.size)))
+                render_client.set_poses(
+                    {a.name: {"location": a.transform.location, "rotation": a.transform.rotation} for a in actors}
+                )
+            out.append(
+                render_client.render(0, ("lit", "object_mask"), camera=mo.camera_at(clip_, t, ctx.fov, ctx.size, ctx.size))
+            )
         return {k: np.stack([o[k] for o in out]) for k in ("lit", "object_mask")}
+
     std, mir = render(False), render(True)
     flip_mask = apply_aug(std["object_mask"], "hflip")
-    assert (flip_mask == mir["object_mask"]).all(-1).mean() >= 0.999          # measured 1.0
+    assert (flip_mask == mir["object_mask"]).all(-1).mean() >= 0.999  # measured 1.0
     assert (std["object_mask"] == mir["object_mask"]).all(-1).mean() < 0.999  # unflipped: the check can fail
     on = (flip_mask.max(-1) > 0) & (mir["object_mask"].max(-1) > 0)
     assert on.sum() > 1000
     close = np.abs(apply_aug(std["lit"], "hflip").astype(int) - mir["lit"]).max(-1) <= 8
-    assert close[on].mean() >= 0.97, close[on].mean()    # measured 0.987 (pytest) - 0.997 (fresh server)
+    assert close[on].mean() >= 0.97, close[on].mean()  # measured 0.987 (pytest) - 0.997 (fresh server)
 
 
 @pytest.mark.render
@@ -274,16 +307,23 @@ def test_flow_of_an_articulated_subject_follows_its_parts(server, tmp_path):
     interior subject pixels land on the subject in frame t+1 (>= 90 %)."""
     from scipy.ndimage import binary_erosion
 
-    cfg = {"env": "desert", "n": 1, "seed": 1, "articulation": True, "subjects": ["camel"], "image_size": 128,
-           "ground_truth": ["masks", "flow"], "motion": {"n_frames": 6, "fps": 6.0,
-                                                         "patterns": ["cam_static-obj_translate"]}}
+    cfg = {
+        "env": "desert",
+        "n": 1,
+        "seed": 1,
+        "articulation": True,
+        "subjects": ["camel"],
+        "image_size": 128,
+        "ground_truth": ["masks", "flow"],
+        "motion": {"n_frames": 6, "fps": 6.0, "patterns": ["cam_static-obj_translate"]},
+    }
     res = videos.run(cfg, Shard(0, (0,)), tmp_path, server=server.address)
     assert res.done == [0], res.failed
     d = tmp_path / "gt" / "000000"
     ids, fwd = np.load(d / "masks.npz")["instance"], np.load(d / "flow.npz")["forward"].astype(float)
     table = json.loads((d / "instances.json").read_text())
     assert table[0]["role"] == "subject" and (ids == 1).sum() > 0
-    assert not any(r["name"].startswith("subject_") for r in table)   # parts are not instances of their own
+    assert not any(r["name"].startswith("subject_") for r in table)  # parts are not instances of their own
     for t in range(5):
         ys, xs = np.nonzero(binary_erosion(ids[t] == 1, iterations=2))
         u = np.rint(xs + fwd[t, ys, xs, 0]).astype(int)

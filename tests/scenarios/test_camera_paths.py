@@ -1,5 +1,6 @@
 """Opt-in camera paths (orbit, follow, zoom, handheld shake): geometry, answer rules, the Klein
 group of the four variants, and DSI's nine patterns left exactly as they were."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,11 +17,36 @@ GROUND = Ground(relief_amplitude=80.0, relief_wavelength=2500.0)
 STEADY, SHAKY = mo.MotionConfig(), mo.MotionConfig(shake_cm=1.5, shake_deg=0.4)
 KINDS = ("obj", "cam", "dist", "dir")
 # the record / identity keys before issue 38: DSI's nine patterns must keep exactly these
-OLD_SPEC_KEYS = {"pattern", "n_frames", "fps", "anchor", "bearing_deg", "distance_cm", "height_cm", "cam_dir_deg",
-                 "cam_speed_cms", "cam_pan_dps", "obj_dir_deg", "obj_speed_cms", "obj_yaw_deg", "obj_turn_dps",
-                 "subject_size", "scale"}
-OLD_MOTION_KEYS = {"n_frames", "fps", "cam_distance_cm", "cam_height_cm", "cam_speed_cms", "cam_pan_dps",
-                   "obj_speed_cms", "obj_turn_dps", "dir_jitter_deg", "patterns"}
+OLD_SPEC_KEYS = {
+    "pattern",
+    "n_frames",
+    "fps",
+    "anchor",
+    "bearing_deg",
+    "distance_cm",
+    "height_cm",
+    "cam_dir_deg",
+    "cam_speed_cms",
+    "cam_pan_dps",
+    "obj_dir_deg",
+    "obj_speed_cms",
+    "obj_yaw_deg",
+    "obj_turn_dps",
+    "subject_size",
+    "scale",
+}
+OLD_MOTION_KEYS = {
+    "n_frames",
+    "fps",
+    "cam_distance_cm",
+    "cam_height_cm",
+    "cam_speed_cms",
+    "cam_pan_dps",
+    "obj_speed_cms",
+    "obj_turn_dps",
+    "dir_jitter_deg",
+    "patterns",
+}
 
 
 def _clip(pattern: str, seed: int = 0, cfg: mo.MotionConfig = STEADY) -> mo.ClipMotion:
@@ -33,7 +59,7 @@ def test_extra_patterns_are_opt_in_and_the_nine_are_unchanged():
     assert set(mo.EXTRA_PATTERNS).isdisjoint(mo.PATTERNS)
     assert mo.parse_pattern("cam_orbit-obj_rotate") == ("orbit", "rotate")
     with pytest.raises(ConfigError, match="cam_follow-obj_static"):
-        mo.parse_pattern("cam_follow-obj_static")   # nothing to follow
+        mo.parse_pattern("cam_follow-obj_static")  # nothing to follow
 
 
 @pytest.mark.parametrize("pattern", mo.PATTERNS)
@@ -52,17 +78,26 @@ def test_dsi_patterns_draw_and_record_what_they_did_before(pattern):
 
 def test_opt_in_fields_enter_the_identity_only_when_set():
     base = VideoConfig.from_dict({"env": "city", "n": 2})
-    for extra in ({"distractors": 1}, {"ground_truth": ["masks"]}, {"motion": {"shake_cm": 1.0}},
-                  {"motion": {"zoom_ratio": [1.5, 2.0]}}):
+    for extra in (
+        {"distractors": 1},
+        {"ground_truth": ["masks"]},
+        {"motion": {"shake_cm": 1.0}},
+        {"motion": {"zoom_ratio": [1.5, 2.0]}},
+    ):
         assert VideoConfig.from_dict({"env": "city", "n": 2, **extra}).normalised() != base.normalised()
 
 
-@pytest.mark.parametrize("bad, match", [({"motion": {"shake_cm": 2.0}}, "shake_cm"),
-                                        ({"motion": {"shake_deg": -0.1}}, "shake_deg"),
-                                        ({"motion": {"zoom_ratio": [0.8, 1.2]}}, "zoom_ratio"),
-                                        ({"distractors": 9}, "distractors"),
-                                        ({"distractors": True}, "distractors"),
-                                        ({"ground_truth": ["optical_flow"]}, "ground_truth")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"motion": {"shake_cm": 2.0}}, "shake_cm"),
+        ({"motion": {"shake_deg": -0.1}}, "shake_deg"),
+        ({"motion": {"zoom_ratio": [0.8, 1.2]}}, "zoom_ratio"),
+        ({"distractors": 9}, "distractors"),
+        ({"distractors": True}, "distractors"),
+        ({"ground_truth": ["optical_flow"]}, "ground_truth"),
+    ],
+)
 def test_bad_opt_in_fields_name_the_field(bad, match):
     with pytest.raises(ConfigError, match=match):
         VideoConfig.from_dict({"env": "city", "n": 2, **bad})
@@ -73,9 +108,9 @@ def test_orbit_circles_the_subject_and_keeps_facing_it(seed):
     c = _clip("cam_orbit-obj_static", seed)
     r = np.linalg.norm(c.camera.location[:, :2] - c.subject.location[0, :2], axis=1)
     assert np.allclose(r, r[0])
-    assert np.abs(mo.bearings(c)).max() < 0.5                      # dead ahead every frame
+    assert np.abs(mo.bearings(c)).max() < 0.5  # dead ahead every frame
     arc = abs(c.camera.yaw[-1] - c.camera.yaw[0])
-    assert 4.0 * 15 / 8 - 1e-9 <= arc <= 10.0 * 15 / 8 + 1e-9       # cam_orbit_dps x duration
+    assert 4.0 * 15 / 8 - 1e-9 <= arc <= 10.0 * 15 / 8 + 1e-9  # cam_orbit_dps x duration
 
 
 def test_follow_moves_the_camera_with_the_subject_without_turning():
@@ -101,7 +136,7 @@ def test_shake_is_small_seeded_and_smooth():
     assert a.allclose(b, atol=0.0) and not a.allclose(still)
     d = a.camera.location - still.camera.location
     assert np.abs(d).max() <= 1.5 + 1e-9 and np.abs(a.camera.yaw - still.camera.yaw).max() <= 0.4 + 1e-9
-    step = 2 * np.pi * 1.5 / a.fps * 1.5                # band-limited: |dx/dt| <= 2 pi f_max amplitude
+    step = 2 * np.pi * 1.5 / a.fps * 1.5  # band-limited: |dx/dt| <= 2 pi f_max amplitude
     assert np.abs(np.diff(d, axis=0)).max() <= step
     assert dsi.camera_answer(a) == "cam_static"
 
@@ -125,10 +160,13 @@ def test_klein_group_holds_for_the_new_paths(pattern, cfg):
     assert asked >= 40 * (len(KINDS) - len(dsi.EXCLUDED_KINDS.get(cam_mode, ()))) * 0.6
 
 
-@pytest.mark.parametrize("pattern, expected", [
-    ("cam_orbit-obj_static", {"obj": "obj_static", "dist": "dist_flat", "dir": "dir_flat"}),
-    ("cam_zoom-obj_static", {"obj": "obj_static", "dist": "dist_flat", "dir": "dir_flat"}),
-])
+@pytest.mark.parametrize(
+    "pattern, expected",
+    [
+        ("cam_orbit-obj_static", {"obj": "obj_static", "dist": "dist_flat", "dir": "dir_flat"}),
+        ("cam_zoom-obj_static", {"obj": "obj_static", "dist": "dist_flat", "dir": "dir_flat"}),
+    ],
+)
 def test_answer_rules_of_the_conflation_traps(pattern, expected):
     """An orbit sweeps the background, a zoom grows the subject: neither moves it or its distance."""
     for seed in range(5):
@@ -142,8 +180,7 @@ def test_follow_answers_camera_and_subject_alike_with_a_flat_view():
         obj, cam = dsi.object_answer(c), dsi.camera_answer(c)
         if obj is None:
             continue
-        same = {"obj_away": "cam_forward", "obj_toward": "cam_backward", "obj_left": "cam_left",
-                "obj_right": "cam_right"}
+        same = {"obj_away": "cam_forward", "obj_toward": "cam_backward", "obj_left": "cam_left", "obj_right": "cam_right"}
         assert same[obj] == cam and dsi.orientation_answer(c) == "dir_flat"
     qs, _ = dsi.make_questions(_clip("cam_follow-obj_translate", 0), "taxi", np.random.default_rng(0))
     assert {q.kind: q.cate for q in qs}["obj"] == 1 and {q.kind: q.cate for q in qs}["cam"] == 3

@@ -2,6 +2,7 @@
 labels stay exact under each, and the balanced policy removes the source-box shortcut (a layout
 baseline of probing/layout.py on the source box falls near chance where SpaRRTa's aim gives the
 label away)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -35,7 +36,7 @@ def test_aims_at_screen_puts_the_point_where_asked():
     for _ in range(300):
         eye = np.array([*rng.uniform(-2000, 2000, 2), rng.uniform(50, 800)])
         point = np.array([*rng.uniform(-300, 300, 2), rng.uniform(0, 200)])
-        if np.hypot(*(eye - point)[:2]) < eye[2] - point[2]:   # steeper than 45° down: pitch may clip
+        if np.hypot(*(eye - point)[:2]) < eye[2] - point[2]:  # steeper than 45° down: pitch may clip
             continue
         screen, fov = tuple(rng.uniform(0.3, 0.7, 2)), float(rng.uniform(40, 100))
         aim = camera_policy.aims_at_screen(eye[None], point, screen, fov)[0]
@@ -48,7 +49,7 @@ def test_aims_at_screen_puts_the_point_where_asked():
 def test_balanced_quota_gives_every_cell_every_label_equally():
     """Along a label rotation each (cell, label) pair is equally frequent (the quota), whatever
     the unit's offset in its (env, task) group."""
-    k = camera_policy.CELLS ** 2
+    k = camera_policy.CELLS**2
     for offset in (0, 3, 7):
         unit = Unit("desert", "ego", "t", "rock", "truck", "human", 4 * k * 5, 0, offset)
         pairs = Counter((camera_policy.source_cell(offset + i), unit.label(i)) for i in range(unit.n))
@@ -57,7 +58,7 @@ def test_balanced_quota_gives_every_cell_every_label_equally():
 
 def test_camera_policy_config():
     assert parse_config({}).camera_policy == "jitter"
-    assert "camera_policy" not in parse_config({}).to_dict()          # default datasets keep their identity
+    assert "camera_policy" not in parse_config({}).to_dict()  # default datasets keep their identity
     assert parse_config({}).fingerprint() == parse_config({"camera_policy": "jitter"}).fingerprint()
     assert parse_config({"camera_policy": "balanced"}).fingerprint() != parse_config({}).fingerprint()
     with pytest.raises(ConfigError, match="job.yaml: camera_policy must be one of"):
@@ -79,20 +80,21 @@ def _views(desert, policy: str, task: str, groups: int, per_label: int):
     unit = Unit("desert", task, "rock_truck", "rock", "truck", "human", 10**6, 0, 0)
     out = []
     for g in range(groups):
-        group = build_group(sample_rng(5, "desert", task, "rock_truck", g, 1), ("k", g), "rock", "truck", shapes,
-                            base, env.ground, env.clutter)
+        group = build_group(
+            sample_rng(5, "desert", task, "rock_truck", g, 1), ("k", g), "rock", "truck", shapes, base, env.ground, env.clutter
+        )
         if task == "allo":
             group.viewpoint = human
         rng = np.random.default_rng(g)
         for r in range(per_label):
             for j, want in enumerate(LABELS):
-                i = 4 * (g * per_label + r) + j      # unit.label(i) == want: the scenario's rotation
+                i = 4 * (g * per_label + r) + j  # unit.label(i) == want: the scenario's rotation
                 assert unit.label(i) == want
                 st = sample_setting(cfg, base, unit, i)
                 try:
                     out.append((sample_view(rng, group, task, want, st, env.ground, human, Counter()), group, want, st))
-                except PlacementError:   # no camera of this scene puts the source there: the scenario
-                    continue             # then tries another placement (scene_budget); here: next
+                except PlacementError:  # no camera of this scene puts the source there: the scenario
+                    continue  # then tries another placement (scene_budget); here: next
     return out
 
 
@@ -102,7 +104,7 @@ def test_labels_stay_exact_under_every_camera_policy(desert, policy, task):
     for view, group, want, st in _views(desert, policy, task, groups=3, per_label=2):
         observer = view.camera.location if task == "ego" else view.human.location
         assert relation(observer, group.source.location, group.target.location, st.margin_deg) == want
-        if policy == "balanced":   # and the source sits where the quota put it
+        if policy == "balanced":  # and the source sits where the quota put it
             uv, _ = view.camera.project(np.array([group.source.centre()]))
             assert np.allclose(uv[0] / SIZE, st.source_screen, atol=1e-6)
             lo, hi = camera_policy.WINDOW
@@ -118,13 +120,28 @@ def _source_box_baseline(desert, policy: str) -> float:
         (x0, y0), (x1, y1) = uv.min(axis=0), uv.max(axis=0)
         uv_t, _ = view.camera.project(group.target.corners())
         (tx0, ty0), (tx1, ty1) = uv_t.min(axis=0), uv_t.max(axis=0)
-        rows.append({"label": want, "source_bbox_x0": x0, "source_bbox_y0": y0, "source_bbox_x1": x1,
-                     "source_bbox_y1": y1, "target_bbox_x0": tx0, "target_bbox_y0": ty0, "target_bbox_x1": tx1,
-                     "target_bbox_y1": ty1, "camera_width": SIZE, "camera_height": SIZE})
+        rows.append(
+            {
+                "label": want,
+                "source_bbox_x0": x0,
+                "source_bbox_y0": y0,
+                "source_bbox_x1": x1,
+                "source_bbox_y1": y1,
+                "target_bbox_x0": tx0,
+                "target_bbox_y0": ty0,
+                "target_bbox_x1": tx1,
+                "target_bbox_y1": ty1,
+                "camera_width": SIZE,
+                "camera_height": SIZE,
+            }
+        )
     table = pd.DataFrame(rows)
-    split = np.arange(len(table)) % 10      # 60 / 20 / 20 by position (labels rotate: balanced)
-    idx = {"train": np.flatnonzero(split < 6), "val": np.flatnonzero((split >= 6) & (split < 8)),
-           "test": np.flatnonzero(split >= 8)}
+    split = np.arange(len(table)) % 10  # 60 / 20 / 20 by position (labels rotate: balanced)
+    idx = {
+        "train": np.flatnonzero(split < 6),
+        "val": np.flatnonzero((split >= 6) & (split < 8)),
+        "test": np.flatnonzero(split >= 8),
+    }
     return layout_baselines(table, idx)["source"].acc
 
 
@@ -132,4 +149,4 @@ def test_balanced_policy_makes_the_source_box_uninformative(desert):
     """Aimed at the centroid (SpaRRTa's framing) the source box alone gives the ego label away;
     under the balanced policy the same baseline is near chance (0.25; 96 test views: 95% CI ±0.09)."""
     assert _source_box_baseline(desert, "sparrta") > 0.75
-    assert _source_box_baseline(desert, "balanced") < 0.45   # measured 0.38 (jitter: 0.64, sparrta: 0.94)
+    assert _source_box_baseline(desert, "balanced") < 0.45  # measured 0.38 (jitter: 0.64, sparrta: 0.94)

@@ -7,6 +7,7 @@
 * ``generate --env winter_town --task allo --n 60 --seed 11`` aborted at sample 16 ("no valid
   sample in 6 placements"): that sample now succeeds from its own seed stream.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,20 +26,27 @@ from sceneforge.scenarios.sampling.consistency import ego_label_disagrees
 def _scene(src_cols, tgt_cols, src_depth, tgt_depth):
     mask = np.zeros((8, 16, 3), np.uint8)
     depth = np.full((8, 16), np.inf, np.float32)
-    mask[2:5, src_cols[0]:src_cols[1]] = (10, 20, 30)
-    depth[2:5, src_cols[0]:src_cols[1]] = src_depth
-    mask[2:5, tgt_cols[0]:tgt_cols[1]] = (40, 50, 60)
-    depth[2:5, tgt_cols[0]:tgt_cols[1]] = tgt_depth
+    mask[2:5, src_cols[0] : src_cols[1]] = (10, 20, 30)
+    depth[2:5, src_cols[0] : src_cols[1]] = src_depth
+    mask[2:5, tgt_cols[0] : tgt_cols[1]] = (40, 50, 60)
+    depth[2:5, tgt_cols[0] : tgt_cols[1]] = tgt_depth
     return mask, depth
 
 
-@pytest.mark.parametrize("label, src, tgt, dz, disagrees", [
-    ("right", (1, 4), (10, 14), (500, 500), False), ("right", (10, 14), (1, 4), (500, 500), True),
-    ("left", (10, 14), (1, 4), (500, 500), False), ("left", (1, 4), (10, 14), (500, 500), True),
-    ("front", (1, 4), (10, 14), (400, 900), False), ("front", (1, 4), (10, 14), (900, 400), True),
-    ("back", (1, 4), (10, 14), (900, 400), False), ("back", (1, 4), (10, 14), (400, 900), True),
-    ("front", (1, 4), (20, 20), (400, 900), True),   # target has no pixel: cannot be judged
-])
+@pytest.mark.parametrize(
+    "label, src, tgt, dz, disagrees",
+    [
+        ("right", (1, 4), (10, 14), (500, 500), False),
+        ("right", (10, 14), (1, 4), (500, 500), True),
+        ("left", (10, 14), (1, 4), (500, 500), False),
+        ("left", (1, 4), (10, 14), (500, 500), True),
+        ("front", (1, 4), (10, 14), (400, 900), False),
+        ("front", (1, 4), (10, 14), (900, 400), True),
+        ("back", (1, 4), (10, 14), (900, 400), False),
+        ("back", (1, 4), (10, 14), (400, 900), True),
+        ("front", (1, 4), (20, 20), (400, 900), True),  # target has no pixel: cannot be judged
+    ],
+)
 def test_ego_rule_reads_centroids_and_depth_order(label, src, tgt, dz, disagrees):
     mask, depth = _scene(src, tgt, *dz)
     assert ego_label_disagrees(label, mask, depth, (10, 20, 30), (40, 50, 60)) is disagrees
@@ -61,15 +69,21 @@ def test_steep_cameras_give_labels_that_agree_with_the_pixels(server, tmp_path):
 
     envs = tmp_path / "envs"
     envs.mkdir()
-    (envs / "steep.yaml").write_text(textwrap.dedent("""\
+    (envs / "steep.yaml").write_text(
+        textwrap.dedent("""\
         name: steep
         triples:
           - {id: rock_truck, source: rock, target: truck}
         sampling: {cam_height_range_cm: [1400, 1500], cam_xy_range_cm: 900}
-        """))
+        """)
+    )
     out = tmp_path / "ds"
-    generate({"envs": [str(envs / "steep.yaml")], "tasks": ["ego"], "n": 8, "seed": 3, "size": 64, "masks": True, "depth": True},
-             out, server=server.address, progress=False)
+    generate(
+        {"envs": [str(envs / "steep.yaml")], "tasks": ["ego"], "n": 8, "seed": 3, "size": 64, "masks": True, "depth": True},
+        out,
+        server=server.address,
+        progress=False,
+    )
     df = pd.read_parquet(out / "samples.parquet")
     assert df.camera_pitch.min() < -60
     assert all(_independent_check(out, r) for r in df.itertuples())
@@ -89,5 +103,5 @@ def test_hard_allo_sample_is_retried_from_its_own_seed_stream(server, tmp_path):
     cfg = {"envs": ["winter_town"], "tasks": ["allo"], "n": 60, "seed": 11, "max_scenes": 1}
     result = scenario.run(cfg, Shard(0, (16,)), tmp_path / "ds", server=server.address)
     assert result.done == [16] and result.failed == {}
-    assert result.rejections["scene_unusable"] >= 1       # more than max_scenes placements were needed
+    assert result.rejections["scene_unusable"] >= 1  # more than max_scenes placements were needed
     assert scenario.scene_budget(scenario.parse_config(cfg)) == 1 * scenario.HARD_SAMPLE_FACTOR

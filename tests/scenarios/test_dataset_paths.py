@@ -5,6 +5,7 @@ The reproduction: a ``metadata.csv`` row ``file_name=../../x/victim.jpg`` (or an
 or ``mask_file=../..``), then ``sceneforge degrade DS --types haze jpeg distortion --levels 1``
 exited 0 and wrote PNGs next to the victim; ``render-record`` read ``files.image: /etc/hostname``.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,10 +28,8 @@ def _dataset(tmp_path, **row_changes) -> tuple:
     Image.fromarray(img).save(ds / "img_0000.jpg")
     Image.fromarray(img).save(ds / "mask_0000.png")
     np.save(ds / "depth_0000.npy", np.full((32, 32), 500.0, np.float32))
-    ok = {"file_name": "img_0000.jpg", "depth_file": "depth_0000.npy", "mask_file": "mask_0000.png",
-          "camera_hfov_deg": 60.0}
-    bad = {k: (v.replace("VICTIM", str(victim / "victim.jpg")) if isinstance(v, str) else v)
-           for k, v in row_changes.items()}
+    ok = {"file_name": "img_0000.jpg", "depth_file": "depth_0000.npy", "mask_file": "mask_0000.png", "camera_hfov_deg": 60.0}
+    bad = {k: (v.replace("VICTIM", str(victim / "victim.jpg")) if isinstance(v, str) else v) for k, v in row_changes.items()}
     pd.DataFrame([ok, {**ok, **bad}]).to_csv(ds / "metadata.csv", index=False)
     return ds, victim
 
@@ -42,16 +41,23 @@ def _one_line(capsys, argv) -> str:
     return err[0]
 
 
-@pytest.mark.parametrize("field, value", [("file_name", "../x/victim.jpg"), ("file_name", "VICTIM"),
-                                          ("mask_file", "../.."), ("mask_file", "../x/victim.jpg"),
-                                          ("depth_file", "/etc/hostname")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("file_name", "../x/victim.jpg"),
+        ("file_name", "VICTIM"),
+        ("mask_file", "../.."),
+        ("mask_file", "../x/victim.jpg"),
+        ("depth_file", "/etc/hostname"),
+    ],
+)
 def test_degrade_refuses_a_row_that_leaves_the_dataset_and_writes_nothing(tmp_path, capsys, field, value):
     ds, victim = _dataset(tmp_path, **{field: value})
     line = _one_line(capsys, ["degrade", str(ds), "--types", "haze", "jpeg", "distortion", "--levels", "1"])
     shown = value.replace("VICTIM", str(victim / "victim.jpg"))
     assert f"metadata.csv row 2 {field} {shown!r}" in line
     assert sorted(p.name for p in victim.iterdir()) == ["victim.jpg"]
-    assert not list(ds.glob("*_1.png")) and not (ds / "degraded.parquet").exists()   # row 1 not written either
+    assert not list(ds.glob("*_1.png")) and not (ds / "degraded.parquet").exists()  # row 1 not written either
 
 
 def test_degrade_refuses_a_symlinked_directory_that_points_out(tmp_path, capsys):
@@ -65,18 +71,35 @@ def test_degrade_refuses_a_symlinked_directory_that_points_out(tmp_path, capsys)
 def test_render_record_refuses_an_image_outside_the_dataset(tmp_path, capsys):
     rec = tmp_path / "vqa" / "desert" / "scene_000000.json"
     rec.parent.mkdir(parents=True)
-    rec.write_text(json.dumps({"env": "desert", "world": {}, "actors": [], "image": {"format": "png"},
-                               "camera": {"location": [0, 0, 200], "rotation": [0, 0, 0], "fov_deg": 60,
-                                          "width": 32, "height": 32}, "files": {"image": "/etc/hostname"}}))
-    line = _one_line(capsys, ["render-record", str(rec), "--server", "127.0.0.1:1"])   # refused before connecting
+    rec.write_text(
+        json.dumps(
+            {
+                "env": "desert",
+                "world": {},
+                "actors": [],
+                "image": {"format": "png"},
+                "camera": {"location": [0, 0, 200], "rotation": [0, 0, 0], "fov_deg": 60, "width": 32, "height": 32},
+                "files": {"image": "/etc/hostname"},
+            }
+        )
+    )
+    line = _one_line(capsys, ["render-record", str(rec), "--server", "127.0.0.1:1"])  # refused before connecting
     assert f"{rec}: files.image '/etc/hostname': absolute path" in line
 
 
 def test_export_and_preview_refuse_rows_outside_the_dataset(tmp_path, capsys):
     ds, victim = _dataset(tmp_path, file_name="../x/victim.jpg")
-    t = pd.read_csv(ds / "metadata.csv").assign(env="desert", task="ego", triple_id="t", source_class="rock",
-                                                target_class="truck", unit_index=[0, 1], index=[0, 1],
-                                                label="left", split="train")
+    t = pd.read_csv(ds / "metadata.csv").assign(
+        env="desert",
+        task="ego",
+        triple_id="t",
+        source_class="rock",
+        target_class="truck",
+        unit_index=[0, 1],
+        index=[0, 1],
+        label="left",
+        split="train",
+    )
     t.to_csv(ds / "metadata.csv", index=False)
     line = _one_line(capsys, ["export", "--layout", "sparrta", str(ds), str(tmp_path / "out")])
     assert "metadata.csv row 2 file_name '../x/victim.jpg'" in line and not (tmp_path / "out").exists()

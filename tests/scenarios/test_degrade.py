@@ -1,4 +1,5 @@
 """Invariants of the nine degradations on synthetic images with hand-checkable geometry."""
+
 import math
 
 import numpy as np
@@ -47,8 +48,9 @@ def test_bad_inputs_are_config_errors():
 def test_severity_grows_with_level():
     img, depth = checker(48), row_depth(48)
     for kind in TYPES:
-        errs = [np.abs(degrade(kind, lv, img, depth=depth, fov_deg=FOV, seed=0).image.astype(float) - img).mean()
-                for lv in (1, 3, 5)]
+        errs = [
+            np.abs(degrade(kind, lv, img, depth=depth, fov_deg=FOV, seed=0).image.astype(float) - img).mean() for lv in (1, 3, 5)
+        ]
         assert errs[0] < errs[2], (kind, errs)
 
 
@@ -94,8 +96,8 @@ def test_defocus_is_zero_at_the_focus_distance_and_grows_away_from_it():
     out = optics.defocus(img, depth, FOV, s, aperture_cm=300.0)
     assert np.array_equal(out[16:24], img[16:24])
     contrast = lambda a: float(a.astype(float).std())
-    assert contrast(out[56:64]) < 0.5 * contrast(img[56:64])   # far from focus: blurred
-    assert contrast(out[28:34]) > contrast(out[56:64])          # nearer focus: sharper
+    assert contrast(out[56:64]) < 0.5 * contrast(img[56:64])  # far from focus: blurred
+    assert contrast(out[28:34]) > contrast(out[56:64])  # nearer focus: sharper
 
 
 def test_focus_distance_is_centre_median():
@@ -109,8 +111,9 @@ def test_motion_flow_rotation_is_uniform_and_translation_is_parallax():
     mx, my = optics.motion_flow(depth, FOV, (0, 0, 0), yaw_deg=10.0, pitch_deg=0.0, tau=1.0)
     u0 = np.arange(32) + 0.5 - 16  # pixel centre relative to the principal point
     # a camera yawed right by 10 deg sees the centre point shifted left by f * tan(10 deg)
-    assert mx[16, 16] + 0.5 - 16 == pytest.approx((16 * (u0[16] / 16) - 16 * math.tan(math.radians(10))) /
-                                                  (1 + u0[16] / 16 * math.tan(math.radians(10))), abs=1e-3)
+    assert mx[16, 16] + 0.5 - 16 == pytest.approx(
+        (16 * (u0[16] / 16) - 16 * math.tan(math.radians(10))) / (1 + u0[16] / 16 * math.tan(math.radians(10))), abs=1e-3
+    )
     near, far = np.full((8, 8), 500.0), np.full((8, 8), 2000.0)
     a = optics.motion_flow(near, FOV, (0, 100.0, 0), 0, 0, 1.0)[0] - (np.arange(8))
     b = optics.motion_flow(far, FOV, (0, 100.0, 0), 0, 0, 1.0)[0] - (np.arange(8))
@@ -155,7 +158,7 @@ def test_distorted_masks_still_match_distorted_images():
     same = np.ones((n - 4, n - 4), bool)
     for dy in range(5):
         for dx in range(5):
-            same &= (wm[dy:dy + n - 4, dx:dx + n - 4] == wm[2:-2, 2:-2]).all(-1)
+            same &= (wm[dy : dy + n - 4, dx : dx + n - 4] == wm[2:-2, 2:-2]).all(-1)
     diff = np.abs(wi[2:-2, 2:-2].astype(int) - wm[2:-2, 2:-2].astype(int)).max(-1)
     assert same.sum() > 0.75 * (n - 4) ** 2 and diff[same].max() <= 1
     for colour, box in (((255, 0, 0), [10, 20, 40, 50]), ((0, 255, 0), [50, 55, 92, 90])):
@@ -173,7 +176,7 @@ def test_low_light_noise_is_shot_noise():
     lin = float(to_linear(np.uint8([128]))[0])
     assert abs(float(la.mean()) - lin) < 0.01  # gain restores the exposure on average
     # noise in linear light = sqrt(shot + read^2) / electrons; 16x less light -> ~4x (shot) and more (read)
-    rel = lambda frac: math.sqrt(lin * frac * 4000 + 3.0 ** 2) / (lin * frac * 4000)
+    rel = lambda frac: math.sqrt(lin * frac * 4000 + 3.0**2) / (lin * frac * 4000)
     ratio = float(lb.std() / la.std())
     assert ratio == pytest.approx(rel(1 / 128) / rel(1 / 8), rel=0.1), ratio
 
@@ -224,16 +227,29 @@ def _tiny_dataset(root):
         d.mkdir(parents=True, exist_ok=True)
         img, depth = checker(64), row_depth(64)
         mask = np.zeros((64, 64, 3), np.uint8)
-        mask[10:30, 12 + i:40] = (200, 10, 10)
+        mask[10:30, 12 + i : 40] = (200, 10, 10)
         Image.fromarray(img).save(d / f"img_{i:04d}.jpg", quality=95)
         Image.fromarray(mask).save(d / f"mask_{i:04d}.png")
         np.save(d / f"depth_{i:04d}.npy", depth)
         (d / f"params_{i:04d}.json").write_text(json.dumps({"mask_colors": {"source": [200, 10, 10]}}))
-        rows.append({"file_name": f"desert/ego/t/img_{i:04d}.jpg", "label": "left", "split": "train", "env": "desert",
-                     "task": "ego", "triple_id": "t", "camera_hfov_deg": FOV,
-                     "mask_file": f"desert/ego/t/mask_{i:04d}.png", "depth_file": f"desert/ego/t/depth_{i:04d}.npy",
-                     "params_file": f"desert/ego/t/params_{i:04d}.json",
-                     "source_bbox_x0": 12 + i, "source_bbox_y0": 10, "source_bbox_x1": 39, "source_bbox_y1": 29})
+        rows.append(
+            {
+                "file_name": f"desert/ego/t/img_{i:04d}.jpg",
+                "label": "left",
+                "split": "train",
+                "env": "desert",
+                "task": "ego",
+                "triple_id": "t",
+                "camera_hfov_deg": FOV,
+                "mask_file": f"desert/ego/t/mask_{i:04d}.png",
+                "depth_file": f"desert/ego/t/depth_{i:04d}.npy",
+                "params_file": f"desert/ego/t/params_{i:04d}.json",
+                "source_bbox_x0": 12 + i,
+                "source_bbox_y0": 10,
+                "source_bbox_x1": 39,
+                "source_bbox_y1": 29,
+            }
+        )
     pd.DataFrame(rows).to_parquet(root / "samples.parquet")
     return rows
 
@@ -250,10 +266,15 @@ def test_degrade_command_writes_variants_table_and_warped_boxes(tmp_path, capsys
     assert all((tmp_path / f).is_file() for f in t["file_name"])
     d = t[(t["degradation"] == "distortion") & (t["level"] == 5)].iloc[0]
     from PIL import Image
+
     wm = np.asarray(Image.open(tmp_path / d["mask_file"]))
     ys, xs = np.nonzero((wm == (200, 10, 10)).all(-1))
-    assert [d["source_bbox_x0"], d["source_bbox_y0"], d["source_bbox_x1"], d["source_bbox_y1"]] == \
-        [xs.min(), ys.min(), xs.max(), ys.max()] and d["source_bbox_x0"] != 12   # inclusive, like the clean rows
+    assert [d["source_bbox_x0"], d["source_bbox_y0"], d["source_bbox_x1"], d["source_bbox_y1"]] == [
+        xs.min(),
+        ys.min(),
+        xs.max(),
+        ys.max(),
+    ] and d["source_bbox_x0"] != 12  # inclusive, like the clean rows
     before = {f: (tmp_path / f).stat().st_mtime_ns for f in t["file_name"]}
     assert main(["degrade", str(tmp_path), "--types", "haze", "distortion", "--levels", "2", "5"]) == 0
     assert "0 written" in capsys.readouterr().out
@@ -285,6 +306,7 @@ def test_distortion_boxes_without_masks_follow_the_lens(tmp_path):
     # the warped mask of the same object (made here) bounds the same pixels within a pixel
     lens_mask = Image.open(tmp_path / "desert/ego/t/mask_0000.png")
     from sceneforge.scenarios.degrade import degrade
+
     wm = degrade("distortion", 5, np.asarray(lens_mask), mask=np.asarray(lens_mask), fov_deg=FOV).mask
     ys, xs = np.nonzero((wm == (200, 10, 10)).all(-1))
     got = [d[f"source_bbox_{k}"] for k in ("x0", "y0", "x1", "y1")]

@@ -1,4 +1,5 @@
 """DSI questions: answers on hand-built trajectories, label transforms, options, CSV layout."""
+
 from __future__ import annotations
 
 import io
@@ -19,8 +20,9 @@ def _lin(a, b) -> np.ndarray:
     return np.linspace(np.asarray(a, float), np.asarray(b, float), T)
 
 
-def clip(pattern, cam=((0, 0, 200), (0, 0, 200)), cam_yaw=(0, 0), obj=((1000, 0, 0), (1000, 0, 0)),
-         obj_yaw=(0, 0)) -> mo.ClipMotion:
+def clip(
+    pattern, cam=((0, 0, 200), (0, 0, 200)), cam_yaw=(0, 0), obj=((1000, 0, 0), (1000, 0, 0)), obj_yaw=(0, 0)
+) -> mo.ClipMotion:
     """A hand-built clip: linear interpolation between start and end poses."""
     camera = mo.Track(_lin(*cam), _lin(*cam_yaw), np.full(T, -5.0))
     subject = mo.Track(_lin(*obj), _lin(*obj_yaw), np.zeros(T))
@@ -30,55 +32,90 @@ def clip(pattern, cam=((0, 0, 200), (0, 0, 200)), cam_yaw=(0, 0), obj=((1000, 0,
 # (clip, kind, {aug: expected answer}) — expectations written by hand from the geometry.
 CASES = {
     "subject drives right (+Y), static camera": (
-        clip("cam_static-obj_translate", obj=((1000, -200, 0), (1000, 200, 0))), "obj",
-        {"std": "obj_right", "hflip": "obj_left", "reverse": "obj_left", "reverse_hflip": "obj_right"}),
+        clip("cam_static-obj_translate", obj=((1000, -200, 0), (1000, 200, 0))),
+        "obj",
+        {"std": "obj_right", "hflip": "obj_left", "reverse": "obj_left", "reverse_hflip": "obj_right"},
+    ),
     "subject drives toward the camera": (
-        clip("cam_static-obj_translate", obj=((1500, 0, 0), (1000, 0, 0))), "obj",
-        {"std": "obj_toward", "hflip": "obj_toward", "reverse": "obj_away", "reverse_hflip": "obj_away"}),
+        clip("cam_static-obj_translate", obj=((1500, 0, 0), (1000, 0, 0))),
+        "obj",
+        {"std": "obj_toward", "hflip": "obj_toward", "reverse": "obj_away", "reverse_hflip": "obj_away"},
+    ),
     "camera looks along +Y, subject drives +X = camera's left": (
-        clip("cam_static-obj_translate", cam_yaw=(90, 90), obj=((-200, 1000, 0), (200, 1000, 0))), "obj",
-        {"std": "obj_left", "hflip": "obj_right", "reverse": "obj_right", "reverse_hflip": "obj_left"}),
+        clip("cam_static-obj_translate", cam_yaw=(90, 90), obj=((-200, 1000, 0), (200, 1000, 0))),
+        "obj",
+        {"std": "obj_left", "hflip": "obj_right", "reverse": "obj_right", "reverse_hflip": "obj_left"},
+    ),
     "subject turns clockwise (+yaw)": (
-        clip("cam_static-obj_rotate", obj_yaw=(0, 90)), "obj",
-        {"std": "obj_cw", "hflip": "obj_ccw", "reverse": "obj_ccw", "reverse_hflip": "obj_cw"}),
+        clip("cam_static-obj_rotate", obj_yaw=(0, 90)),
+        "obj",
+        {"std": "obj_cw", "hflip": "obj_ccw", "reverse": "obj_ccw", "reverse_hflip": "obj_cw"},
+    ),
     "camera and subject truck right together (subject still in the image, moving in the world)": (
         clip("cam_translate-obj_translate", cam=((0, -150, 200), (0, 150, 200)), obj=((1000, -150, 0), (1000, 150, 0))),
-        "obj", {"std": "obj_right", "hflip": "obj_left", "reverse": "obj_left", "reverse_hflip": "obj_right"}),
+        "obj",
+        {"std": "obj_right", "hflip": "obj_left", "reverse": "obj_left", "reverse_hflip": "obj_right"},
+    ),
     "subject drives away while the camera dollies backward": (
         clip("cam_translate-obj_translate", cam=((0, 0, 200), (-300, 0, 200)), obj=((1000, 0, 0), (1400, 0, 0))),
-        "obj", {"std": "obj_away", "hflip": "obj_away", "reverse": "obj_toward", "reverse_hflip": "obj_toward"}),
+        "obj",
+        {"std": "obj_away", "hflip": "obj_away", "reverse": "obj_toward", "reverse_hflip": "obj_toward"},
+    ),
     "static subject, panning camera": (
-        clip("cam_rotate-obj_static", cam_yaw=(-8, 8)), "obj",
-        {a: "obj_static" for a in dsi.AUGS}),
+        clip("cam_rotate-obj_static", cam_yaw=(-8, 8)),
+        "obj",
+        {a: "obj_static" for a in dsi.AUGS},
+    ),
     "camera dollies forward": (
-        clip("cam_translate-obj_static", cam=((0, 0, 200), (300, 0, 200))), "cam",
-        {"std": "cam_forward", "hflip": "cam_forward", "reverse": "cam_backward", "reverse_hflip": "cam_backward"}),
+        clip("cam_translate-obj_static", cam=((0, 0, 200), (300, 0, 200))),
+        "cam",
+        {"std": "cam_forward", "hflip": "cam_forward", "reverse": "cam_backward", "reverse_hflip": "cam_backward"},
+    ),
     "camera trucks right": (
-        clip("cam_translate-obj_static", cam=((0, -150, 200), (0, 150, 200))), "cam",
-        {"std": "cam_right", "hflip": "cam_left", "reverse": "cam_left", "reverse_hflip": "cam_right"}),
+        clip("cam_translate-obj_static", cam=((0, -150, 200), (0, 150, 200))),
+        "cam",
+        {"std": "cam_right", "hflip": "cam_left", "reverse": "cam_left", "reverse_hflip": "cam_right"},
+    ),
     "camera pans right (+yaw)": (
-        clip("cam_rotate-obj_translate", cam_yaw=(-8, 8), obj=((1000, -150, 0), (1000, 150, 0))), "cam",
-        {"std": "cam_pan_right", "hflip": "cam_pan_left", "reverse": "cam_pan_left", "reverse_hflip": "cam_pan_right"}),
+        clip("cam_rotate-obj_translate", cam_yaw=(-8, 8), obj=((1000, -150, 0), (1000, 150, 0))),
+        "cam",
+        {"std": "cam_pan_right", "hflip": "cam_pan_left", "reverse": "cam_pan_left", "reverse_hflip": "cam_pan_right"},
+    ),
     "static camera while the subject moves": (
-        clip("cam_static-obj_translate", obj=((1000, -200, 0), (1000, 200, 0))), "cam",
-        {a: "cam_static" for a in dsi.AUGS}),
+        clip("cam_static-obj_translate", obj=((1000, -200, 0), (1000, 200, 0))),
+        "cam",
+        {a: "cam_static" for a in dsi.AUGS},
+    ),
     "camera approaches: distance decreases": (
-        clip("cam_translate-obj_static", cam=((0, 0, 200), (400, 0, 200))), "dist",
-        {"std": "dist_dec", "hflip": "dist_dec", "reverse": "dist_inc", "reverse_hflip": "dist_inc"}),
+        clip("cam_translate-obj_static", cam=((0, 0, 200), (400, 0, 200))),
+        "dist",
+        {"std": "dist_dec", "hflip": "dist_dec", "reverse": "dist_inc", "reverse_hflip": "dist_inc"},
+    ),
     "subject crosses in front: distance dips": (
-        clip("cam_static-obj_translate", obj=((800, -500, 0), (800, 500, 0))), "dist",
-        {a: "dist_valley" for a in dsi.AUGS}),
+        clip("cam_static-obj_translate", obj=((800, -500, 0), (800, 500, 0))),
+        "dist",
+        {a: "dist_valley" for a in dsi.AUGS},
+    ),
     "camera pans right: subject drifts left in view": (
-        clip("cam_rotate-obj_static", cam_yaw=(-8, 8)), "dir",
-        {"std": "dir_left", "hflip": "dir_right", "reverse": "dir_right", "reverse_hflip": "dir_left"}),
+        clip("cam_rotate-obj_static", cam_yaw=(-8, 8)),
+        "dir",
+        {"std": "dir_left", "hflip": "dir_right", "reverse": "dir_right", "reverse_hflip": "dir_left"},
+    ),
     "camera trucks right past a static subject: it drifts left in view": (
-        clip("cam_translate-obj_static", cam=((0, -150, 200), (0, 150, 200))), "dir",
-        {"std": "dir_left", "hflip": "dir_right", "reverse": "dir_right", "reverse_hflip": "dir_left"}),
+        clip("cam_translate-obj_static", cam=((0, -150, 200), (0, 150, 200))),
+        "dir",
+        {"std": "dir_left", "hflip": "dir_right", "reverse": "dir_right", "reverse_hflip": "dir_left"},
+    ),
     "subject drives away: distance increases": (
-        clip("cam_static-obj_translate", obj=((800, 0, 0), (1300, 0, 0))), "dist",
-        {"std": "dist_inc", "hflip": "dist_inc", "reverse": "dist_dec", "reverse_hflip": "dist_dec"}),
+        clip("cam_static-obj_translate", obj=((800, 0, 0), (1300, 0, 0))),
+        "dist",
+        {"std": "dist_inc", "hflip": "dist_inc", "reverse": "dist_dec", "reverse_hflip": "dist_dec"},
+    ),
     "subject turning in place: same direction": (
-        clip("cam_static-obj_rotate", obj_yaw=(0, 120)), "dir", {a: "dir_flat" for a in dsi.AUGS}),
+        clip("cam_static-obj_rotate", obj_yaw=(0, 120)),
+        "dir",
+        {a: "dir_flat" for a in dsi.AUGS},
+    ),
 }
 
 
@@ -91,16 +128,19 @@ def test_answers_on_hand_built_trajectories(name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_transforming_the_motion_equals_transforming_the_label(name):
     c, kind, _ = CASES[name]
-    fn = {"obj": dsi.object_answer, "cam": dsi.camera_answer, "dist": dsi.distance_answer,
-          "dir": dsi.orientation_answer}[kind]
+    fn = {"obj": dsi.object_answer, "cam": dsi.camera_answer, "dist": dsi.distance_answer, "dir": dsi.orientation_answer}[kind]
     std = fn(c)
     for aug in dsi.AUGS:
         assert fn(mo.transform_motion(c, aug)) == dsi.transform_answer(std, aug)
 
 
 def test_categories_follow_who_moves():
-    cases = {"cam_static-obj_translate": (0, 3), "cam_translate-obj_rotate": (1, 3),
-             "cam_rotate-obj_static": (1, 2), "cam_static-obj_static": (0, 2)}
+    cases = {
+        "cam_static-obj_translate": (0, 3),
+        "cam_translate-obj_rotate": (1, 3),
+        "cam_rotate-obj_static": (1, 2),
+        "cam_static-obj_static": (0, 2),
+    }
     for pattern, (obj_cate, cam_cate) in cases.items():
         qs, _ = dsi.make_questions(_random_clip(pattern, 0), "truck", np.random.default_rng(0))
         cates = {q.kind: q.cate for q in qs}

@@ -1,4 +1,5 @@
 """dsi-eval against a transcription of DSI-Bench's published evaluation, plus oracle/adversary."""
+
 from __future__ import annotations
 
 import os

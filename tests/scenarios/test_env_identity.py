@@ -4,6 +4,7 @@ The config records each environment's YAML and sha256; workers rebuild environme
 text, never by looking a name up, so new names work with workers and a file named like a shipped
 environment is never swapped for the shipped one.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,10 +30,10 @@ def test_a_new_name_loads_from_the_recorded_content_even_after_the_file_is_gone(
     path.write_text(HARBOR)
     frozen = freeze_envs([str(path)])
     assert list(frozen) == ["harbor"] and frozen["harbor"]["sha256"] == hashlib.sha256(HARBOR.encode()).hexdigest()
-    path.unlink()                                       # a Ray node without the file
+    path.unlink()  # a Ray node without the file
     env = load_frozen_env(frozen, "harbor")
     assert env.name == "harbor" and env.spec.ground.color == (40, 90, 160)
-    assert load_frozen_env(frozen, str(path)).name == "harbor"   # also by the reference it was given as
+    assert load_frozen_env(frozen, str(path)).name == "harbor"  # also by the reference it was given as
 
 
 def test_a_file_named_like_a_shipped_env_is_never_swapped_for_it(tmp_path):
@@ -77,7 +78,7 @@ def test_vqa_records_environment_content_and_uses_names_for_directories(tmp_path
     path.write_text(HARBOR)
     cfg = vqa_config({"envs": [str(path)], "n": 2})
     assert cfg.env_names == ("harbor",) and locate(cfg, 1) == ("harbor", 1)
-    path.unlink()                                       # workers rebuild it from the record
+    path.unlink()  # workers rebuild it from the record
     again = vqa_config(json.loads(json.dumps(cfg.to_dict())))
     assert again.env("harbor").spec.ground.color == (40, 90, 160)
     assert plan(cfg.to_dict()).fingerprint == cfg.fingerprint()
@@ -85,5 +86,5 @@ def test_vqa_records_environment_content_and_uses_names_for_directories(tmp_path
 
 def test_a_shipped_environment_record_does_not_depend_on_the_install_location():
     frozen = freeze_envs(["desert"])
-    assert frozen["desert"]["dir"] is None              # same bytes from any checkout / site-packages
+    assert frozen["desert"]["dir"] is None  # same bytes from any checkout / site-packages
     assert load_frozen_env(frozen, "desert").path == env_path("desert")

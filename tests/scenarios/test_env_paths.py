@@ -3,6 +3,7 @@
 ``id: ../../../escaped_triple`` in a user environment wrote outside ``--out`` with exit 0; a
 directory symlink inside ``--out`` pointing elsewhere was followed.
 """
+
 from __future__ import annotations
 
 import textwrap
@@ -41,8 +42,12 @@ def test_generate_with_an_escaping_triple_writes_nothing(tmp_path):
 
     out = tmp_path / "a" / "b" / "out"
     with pytest.raises(ConfigError, match="triple id"):
-        generate({"envs": [str(_env(tmp_path, tid="../../../escaped_triple"))], "tasks": ["ego"], "n": 1},
-                 out, server="127.0.0.1:1", progress=False)
+        generate(
+            {"envs": [str(_env(tmp_path, tid="../../../escaped_triple"))], "tasks": ["ego"], "n": 1},
+            out,
+            server="127.0.0.1:1",
+            progress=False,
+        )
     assert not (tmp_path / "escaped_triple").exists() and not out.exists()
 
 
@@ -70,8 +75,9 @@ def test_generate_does_not_follow_a_symlinked_env_dir_out_of_out(server, tmp_pat
     outside.mkdir()
     (out / "desert").symlink_to(outside, target_is_directory=True)
     with pytest.raises(PathSecurityError, match="outside the output directory"):
-        generate({"envs": ["desert"], "tasks": ["ego"], "n": 1, "size": 64, "seed": 3}, out,
-                 server=server.address, progress=False)
+        generate(
+            {"envs": ["desert"], "tasks": ["ego"], "n": 1, "size": 64, "seed": 3}, out, server=server.address, progress=False
+        )
     assert list(outside.iterdir()) == []
 
 

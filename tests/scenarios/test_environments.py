@@ -1,5 +1,6 @@
 """Environments: the five SpaRRTa envs load with their triples and sampling, clutter is deterministic
 and stays in its ring, bad YAML is reported with file/line/field, and every env renders."""
+
 from __future__ import annotations
 
 import math
@@ -47,6 +48,7 @@ def test_triples_and_sampling_match_sparrta(name):
     from dataclasses import fields
 
     from sceneforge.engine.world_dict import WORLD_SECTIONS, world_from_dict
+
     for section, cls in WORLD_SECTIONS.items():  # one schema: engine.world's field names
         assert set(w[section]) == {f.name for f in fields(cls)}
     assert world_from_dict(w)["ground"] == env.ground
@@ -85,6 +87,7 @@ def test_density_ordering_desert_sparse_city_cluttered(lib):
     def mean_count(name):
         env = load_env(name, library=lib)
         return np.mean([len(env.clutter(np.random.default_rng(s))) for s in range(3)])
+
     counts = {n: mean_count(n) for n in SPARRTA_TRIPLES}
     assert counts["desert"] == min(counts.values())
     assert counts["desert"] < counts["winter_town"] < counts["city"]
@@ -94,7 +97,7 @@ def test_density_ordering_desert_sparse_city_cluttered(lib):
 def test_style_tags_pick_snowy_variants(lib):
     env = load_env("winter_town", library=lib)
     assert all("snow" in lib.info(i).tags for i in env.variants("tree"))
-    forest = load_env("forest", library=lib).variants("tree")       # style_tags: [forest]: no snowy pines
+    forest = load_env("forest", library=lib).variants("tree")  # style_tags: [forest]: no snowy pines
     assert len(forest) >= 2 and all("snow" not in lib.info(i).tags for i in forest)
     assert load_env("desert", library=lib).variants("tree") == [i.id for i in lib.by_class("tree")]
 
@@ -147,10 +150,10 @@ def test_every_env_renders_with_clutter(name, lib):
     (img,) = render_views(env, views=1, size=96)
     assert img.shape == (96, 96, 3) and img.dtype == np.uint8
     sky = img[:5].reshape(-1, 3).mean(axis=0)
-    ground = np.percentile(img[-32:].reshape(-1, 3), 90, axis=0)   # sunlit ground, not shadows
+    ground = np.percentile(img[-32:].reshape(-1, 3), 90, axis=0)  # sunlit ground, not shadows
     assert np.abs(sky - ground).sum() > 20, "sky and ground should differ"
     want = np.asarray(env.spec.ground.color, float)
-    if env.world["ground"].get("surface"):       # a textured surface brings its own colour
+    if env.world["ground"].get("surface"):  # a textured surface brings its own colour
         want = lib.surface(env.world["ground"]["surface"]).albedo.reshape(-1, 3).mean(axis=0)
     # hue within 0.05 of the env colour after the PBR look (texture tones, sky light, ACES saturation)
     assert np.allclose(ground / ground.sum(), want / want.sum(), atol=0.05), "ground hue comes from the env"
@@ -180,7 +183,7 @@ def test_env_world_and_clutter_through_the_render_server(render_client):
     render_client.set_camera(0, Camera(eye, look_at_rotation(eye, (2000.0, 0.0, 0.0)), 90.0, 96, 96))
     out = render_client.render(0, ("lit", "object_mask"))
     colours = {tuple(int(x) for x in c) for c in out["object_mask"].reshape(-1, 3)}
-    spawned = {render_client.object_color(a.name) for a in actors}   # the server assigns mask colours
+    spawned = {render_client.object_color(a.name) for a in actors}  # the server assigns mask colours
     assert len(colours & spawned) >= 2, "several clutter objects visible in the mask"
 
 
@@ -201,12 +204,12 @@ def test_city_zoning_keeps_roads_clear_and_lines_the_streets(library):
     lib = AssetLibrary.procedural() if library == "procedural" else AssetLibrary.default()
     env = load_env("city", library=lib)
     road = zone_geometry(env.spec.zones["road"])
-    carriageway = zone_geometry([[-9000, -500, 9000, 500], [-500, -9000, 500, 9000]])   # kerbs excluded
+    carriageway = zone_geometry([[-9000, -500, 9000, 500], [-500, -9000, 500, 9000]])  # kerbs excluded
     sidewalk = zone_geometry(env.spec.zones["sidewalk"])
     fronts = 0
     for seed in range(3):
         actors = env.clutter(np.random.default_rng(seed), keep_out=[(0.0, 0.0, 900.0)])
-        for a in actors[1:]:                                   # [0] is the street crossing itself
+        for a in actors[1:]:  # [0] is the street crossing itself
             cls, fp = lib.info(a.asset_id).cls, _world_footprint(lib, a)
             if cls == "car":
                 assert carriageway.contains(fp), (seed, a.name, "a parked car off the road")
@@ -216,10 +219,12 @@ def test_city_zoning_keeps_roads_clear_and_lines_the_streets(library):
                 assert sidewalk.contains(fp), (seed, a.name, cls, "off the sidewalk")
             if cls == "building":
                 x, y, _ = a.transform.location
-                to_road = np.array([-x, 0.0]) if abs(y) > abs(x) else np.array([0.0, -y])   # nearest street
+                to_road = np.array([-x, 0.0]) if abs(y) > abs(x) else np.array([0.0, -y])  # nearest street
                 yaw = math.radians(a.transform.rotation.yaw)
-                fronts += np.dot([math.cos(yaw), math.sin(yaw)], to_road / np.linalg.norm(to_road)) > 0.99 and \
-                    abs(fp.distance(road) - 435.0) < 1.0                                # facade on the line
+                fronts += (
+                    np.dot([math.cos(yaw), math.sin(yaw)], to_road / np.linalg.norm(to_road)) > 0.99
+                    and abs(fp.distance(road) - 435.0) < 1.0
+                )  # facade on the line
     assert fronts >= 3 * 20, fronts
 
 
@@ -250,20 +255,22 @@ def test_every_group_keeps_its_zones_and_ring(name, lib):
 
     def obeys(g, a, fp) -> bool:
         x, y, _ = a.transform.location
-        return (g.ring_cm[0] - 1e-6 <= math.hypot(x, y) <= g.ring_cm[1] + 1e-6
-                and not any(fp.intersects(zones[z]) for z in g.avoid)
-                and (not g.within or unary_union([zones[z] for z in g.within]).contains(fp)))
+        return (
+            g.ring_cm[0] - 1e-6 <= math.hypot(x, y) <= g.ring_cm[1] + 1e-6
+            and not any(fp.intersects(zones[z]) for z in g.avoid)
+            and (not g.within or unary_union([zones[z] for z in g.within]).contains(fp))
+        )
 
     for seed in range(2):
         lined = []
-        for a in env.clutter(np.random.default_rng(seed))[len(env.spec.landmarks):]:
+        for a in env.clutter(np.random.default_rng(seed))[len(env.spec.landmarks) :]:
             cls, fp = lib.info(a.asset_id).cls, _world_footprint(lib, a)
             groups = [g for g in env.spec.clutter if cls in g.classes or a.asset_id in g.classes]
             assert any(obeys(g, a, fp) for g in groups), (name, seed, a.name, cls)
             if any(g.along and not g.overlap for g in groups):
                 lined.append(fp)
         for i, p in enumerate(lined):
-            assert not any(p.overlaps(q) or p.within(q) for q in lined[i + 1:]), (name, seed, i)
+            assert not any(p.overlaps(q) or p.within(q) for q in lined[i + 1 :]), (name, seed, i)
 
 
 def test_ground_colour_beside_a_surface_warns_and_fallback_colour_is_the_stand_in(tmp_path, caplog):
@@ -286,13 +293,18 @@ def test_ground_colour_beside_a_surface_warns_and_fallback_colour_is_the_stand_i
         for name in SPARRTA_TRIPLES:
             load_env(name)
     assert not [r for r in caplog.records if r.levelname == "WARNING"]
-    assert env.ground.color == (200, 20, 20)   # the procedural stand-in's colour
+    assert env.ground.color == (200, 20, 20)  # the procedural stand-in's colour
     assert "fallback_color" in _bad(tmp_path, base + "ground: {fallback_color: [1, 2, 3]}\n")
     assert "not both" in _bad(tmp_path, base + "ground: {color: [1, 2, 3], fallback_color: [1, 2, 3], surface: sand}\n")
 
 
 def test_shipped_envs_keep_their_ground_colours():
     """The shipped files' move from ``color`` to ``fallback_color`` changes no value."""
-    want = {"desert": (214, 186, 140), "bridge": (104, 122, 80), "city": (118, 118, 122),
-            "forest": (86, 112, 60), "winter_town": (232, 236, 242)}
+    want = {
+        "desert": (214, 186, 140),
+        "bridge": (104, 122, 80),
+        "city": (118, 118, 122),
+        "forest": (86, 112, 60),
+        "winter_town": (232, 236, 242),
+    }
     assert {n: tuple(load_env(n).ground.color) for n in want} == want

@@ -1,4 +1,5 @@
 """scenarios/world/look.py: per-sample look draws declared in the environment YAML (pure, no rendering)."""
+
 from __future__ import annotations
 
 import re
@@ -52,7 +53,7 @@ def test_card_worlds_name_every_hdri_choice():
 def test_bad_randomize_section_is_one_clear_error(tmp_path):
     src = (load_env("desert").path).read_text()
     p = tmp_path / "bad.yaml"
-    ranged = re.compile(r"exposure_ev: \[[^\]]*\]")          # the randomize section's range
+    ranged = re.compile(r"exposure_ev: \[[^\]]*\]")  # the randomize section's range
     assert "randomize:" in src and len(ranged.findall(src)) == 1
     p.write_text(ranged.sub("exposure_ev: [2, -2]", src))
     with pytest.raises(ConfigError, match="randomize"):

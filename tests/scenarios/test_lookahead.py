@@ -1,4 +1,5 @@
 """The lookahead thread and the build-once cache (scenarios/pipeline/lookahead.py)."""
+
 from __future__ import annotations
 
 import sys
@@ -15,8 +16,9 @@ def test_once_cache_builds_each_key_once_across_threads():
 
     def build():
         calls.append(threading.current_thread().name)
-        gate.wait(5)                 # the other threads ask while this one builds
+        gate.wait(5)  # the other threads ask while this one builds
         return object()
+
     got = []
     threads = [threading.Thread(target=lambda: got.append(cache.get("k", build))) for _ in range(4)]
     for t in threads:
@@ -35,6 +37,7 @@ def test_once_cache_errors_reach_the_asker_and_are_not_kept():
     def bad():
         n.append(1)
         raise ValueError("no scene")
+
     for _ in range(2):
         with pytest.raises(ValueError, match="no scene"):
             cache.get("k", bad)
@@ -47,7 +50,7 @@ def test_once_cache_keeps_the_most_recently_used():
     for k in "abc":
         cache.get(k, lambda k=k: k)
     assert "a" not in cache and "b" in cache and "c" in cache
-    cache.get("b", lambda: "?")      # used: now c is the oldest
+    cache.get("b", lambda: "?")  # used: now c is the oldest
     cache.get("d", lambda: "d")
     assert "c" not in cache and "b" in cache and cache.get("b", lambda: "rebuilt") == "b"
 
@@ -60,9 +63,10 @@ def test_lookahead_runs_in_order_on_one_thread_and_hands_back_results_and_errors
         if i == 2:
             raise KeyError(i)
         return i * 10
+
     with Lookahead(work) as ahead:
         ahead.want([(i, (i,)) for i in range(4)])
-        ahead.want([(1, (1,))])                        # already queued: not run twice
+        ahead.want([(1, (1,))])  # already queued: not run twice
         assert ahead.take(3) == 30 and ahead.take(0) == 0 and ahead.take(1) == 10
         with pytest.raises(KeyError):
             ahead.take(2)
@@ -79,11 +83,12 @@ def test_lookahead_close_drops_what_was_not_taken():
         started.set()
         release.wait(5)
         ran.append(i)
+
     ahead = Lookahead(work)
     ahead.want([(i, (i,)) for i in range(5)])
     started.wait(5)
     release.set()
-    ahead.close()                                     # the running call finishes, the queued are cancelled
+    ahead.close()  # the running call finishes, the queued are cancelled
     assert ran == [0] and ahead.take(3) is None
 
 

@@ -1,6 +1,7 @@
 """Opt-in mixed patterns (subject translates and turns; camera translates and pans): geometry,
 answer rules written by hand and derived from the sampled scalars, the Klein group of the four
 variants, and DSI's nine patterns left exactly as they were."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,9 @@ def _lin(a, b) -> np.ndarray:
     return np.linspace(np.asarray(a, float), np.asarray(b, float), T)
 
 
-def _hand(pattern, cam=((0, 0, 200), (0, 0, 200)), cam_yaw=(0, 0), obj=((1000, 0, 0), (1000, 0, 0)),
-          obj_yaw=(0, 0)) -> mo.ClipMotion:
+def _hand(
+    pattern, cam=((0, 0, 200), (0, 0, 200)), cam_yaw=(0, 0), obj=((1000, 0, 0), (1000, 0, 0)), obj_yaw=(0, 0)
+) -> mo.ClipMotion:
     camera = mo.Track(_lin(*cam), _lin(*cam_yaw), np.full(T, -5.0))
     subject = mo.Track(_lin(*obj), _lin(*obj_yaw), np.zeros(T))
     return mo.ClipMotion(pattern, FPS, camera, subject, (400.0, 200.0, 150.0))
@@ -38,7 +40,7 @@ def test_mixed_patterns_are_opt_in_and_flagged():
     assert mo.MotionConfig().patterns == mo.PATTERNS and set(mo.MIXED_PATTERNS).isdisjoint(mo.PATTERNS + mo.EXTRA_PATTERNS)
     assert all("mixed" in p for p in mo.MIXED_PATTERNS) and len(set(mo.MIXED_PATTERNS)) == 8
     assert mo.parse_pattern("cam_mixed-obj_mixed") == ("mixed", "mixed")
-    assert dsi.card_tables(mo.PATTERNS + mo.EXTRA_PATTERNS) == {}       # DSI's cards keep their keys
+    assert dsi.card_tables(mo.PATTERNS + mo.EXTRA_PATTERNS) == {}  # DSI's cards keep their keys
     assert set(dsi.card_tables(("cam_static-obj_mixed",))) == {"mixed_answer_spaces", "mixed_label_transforms"}
     base = VideoConfig.from_dict({"env": "city", "n": 2}).normalised()
     assert "obj_arc_dps" not in base["motion"]
@@ -53,10 +55,12 @@ def test_mixed_subject_drives_an_arc_facing_its_path(seed):
     c = _clip("cam_static-obj_mixed", seed)
     spec = c.spec
     step = np.diff(c.subject.location[:, :2], axis=0)
-    assert np.allclose(np.linalg.norm(step, axis=1), 2 * spec.obj_speed_cms / np.radians(spec.obj_turn_dps)
-                       * np.sin(np.radians(spec.obj_turn_dps) / FPS / 2))          # chord of a constant-speed arc
+    assert np.allclose(
+        np.linalg.norm(step, axis=1),
+        2 * spec.obj_speed_cms / np.radians(spec.obj_turn_dps) * np.sin(np.radians(spec.obj_turn_dps) / FPS / 2),
+    )  # chord of a constant-speed arc
     assert np.allclose(np.diff(c.subject.yaw), spec.obj_turn_dps / FPS)
-    mid = (c.subject.yaw[1:] + c.subject.yaw[:-1]) / 2                              # faces along the arc
+    mid = (c.subject.yaw[1:] + c.subject.yaw[:-1]) / 2  # faces along the arc
     assert np.allclose(np.degrees(np.arctan2(step[:, 1], step[:, 0])), mo.wrap_deg(mid), atol=1e-6)
     assert 15 <= abs(spec.obj_turn_dps) <= 35 and np.ptp(c.camera.location, axis=0).max() == 0
 
@@ -73,29 +77,52 @@ def test_mixed_camera_dollies_and_pans_at_constant_rates(seed):
 # (clip, kind, {aug: expected}) — written by hand from the geometry (camera at the origin facing +X)
 CASES = {
     "subject drives right (+Y) turning clockwise": (
-        _hand("cam_static-obj_mixed", obj=((1000, -200, 0), (1000, 200, 0)), obj_yaw=(60, 120)), "obj",
-        {"std": "obj_right_cw", "hflip": "obj_left_ccw", "reverse": "obj_left_ccw", "reverse_hflip": "obj_right_cw"}),
+        _hand("cam_static-obj_mixed", obj=((1000, -200, 0), (1000, 200, 0)), obj_yaw=(60, 120)),
+        "obj",
+        {"std": "obj_right_cw", "hflip": "obj_left_ccw", "reverse": "obj_left_ccw", "reverse_hflip": "obj_right_cw"},
+    ),
     "subject drives away turning counter-clockwise, camera trucking": (
-        _hand("cam_translate-obj_mixed", cam=((0, -100, 200), (0, 100, 200)), obj=((1000, 0, 0), (1500, 50, 0)),
-              obj_yaw=(20, -30)), "obj",
-        {"std": "obj_away_ccw", "hflip": "obj_away_cw", "reverse": "obj_toward_cw", "reverse_hflip": "obj_toward_ccw"}),
+        _hand(
+            "cam_translate-obj_mixed", cam=((0, -100, 200), (0, 100, 200)), obj=((1000, 0, 0), (1500, 50, 0)), obj_yaw=(20, -30)
+        ),
+        "obj",
+        {"std": "obj_away_ccw", "hflip": "obj_away_cw", "reverse": "obj_toward_cw", "reverse_hflip": "obj_toward_ccw"},
+    ),
     "camera dollies forward panning right": (
-        _hand("cam_mixed-obj_static", cam=((0, 0, 200), (300, 0, 200)), cam_yaw=(-10, 10)), "cam",
-        {"std": "cam_forward_pan_right", "hflip": "cam_forward_pan_left", "reverse": "cam_backward_pan_left",
-         "reverse_hflip": "cam_backward_pan_right"}),
+        _hand("cam_mixed-obj_static", cam=((0, 0, 200), (300, 0, 200)), cam_yaw=(-10, 10)),
+        "cam",
+        {
+            "std": "cam_forward_pan_right",
+            "hflip": "cam_forward_pan_left",
+            "reverse": "cam_backward_pan_left",
+            "reverse_hflip": "cam_backward_pan_right",
+        },
+    ),
     "camera trucks left panning left": (
-        _hand("cam_mixed-obj_mixed", cam=((0, 0, 200), (0, -300, 200)), cam_yaw=(0, -15)), "cam",
-        {"std": "cam_left_pan_left", "hflip": "cam_right_pan_right", "reverse": "cam_right_pan_right",
-         "reverse_hflip": "cam_left_pan_left"}),
+        _hand("cam_mixed-obj_mixed", cam=((0, 0, 200), (0, -300, 200)), cam_yaw=(0, -15)),
+        "cam",
+        {
+            "std": "cam_left_pan_left",
+            "hflip": "cam_right_pan_right",
+            "reverse": "cam_right_pan_right",
+            "reverse_hflip": "cam_left_pan_left",
+        },
+    ),
     "a mixed camera's subject question keeps DSI's rule": (
-        _hand("cam_mixed-obj_rotate", cam=((0, 0, 200), (300, 0, 200)), cam_yaw=(-10, 10), obj_yaw=(0, 90)), "obj",
-        {"std": "obj_cw", "hflip": "obj_ccw", "reverse": "obj_ccw", "reverse_hflip": "obj_cw"}),
+        _hand("cam_mixed-obj_rotate", cam=((0, 0, 200), (300, 0, 200)), cam_yaw=(-10, 10), obj_yaw=(0, 90)),
+        "obj",
+        {"std": "obj_cw", "hflip": "obj_ccw", "reverse": "obj_ccw", "reverse_hflip": "obj_cw"},
+    ),
     "a mixed subject's camera question keeps DSI's rule": (
-        _hand("cam_static-obj_mixed", obj=((1000, -200, 0), (1000, 200, 0)), obj_yaw=(60, 120)), "cam",
-        {a: "cam_static" for a in dsi.AUGS}),
+        _hand("cam_static-obj_mixed", obj=((1000, -200, 0), (1000, 200, 0)), obj_yaw=(60, 120)),
+        "cam",
+        {a: "cam_static" for a in dsi.AUGS},
+    ),
     "a mixed subject that barely turns is not asked": (
-        _hand("cam_static-obj_mixed", obj=((1000, -200, 0), (1000, 200, 0)), obj_yaw=(90, 95)), "obj",
-        {a: None for a in dsi.AUGS}),
+        _hand("cam_static-obj_mixed", obj=((1000, -200, 0), (1000, 200, 0)), obj_yaw=(90, 95)),
+        "obj",
+        {a: None for a in dsi.AUGS},
+    ),
 }
 
 
@@ -122,8 +149,9 @@ def _expected_from_spec(c: mo.ClipMotion, kind: str) -> str:
     return f"cam_{near(s.cam_dir_deg, mo.CAM_DIRS)}_pan_{'right' if s.cam_pan_dps > 0 else 'left'}"
 
 
-@pytest.mark.parametrize("pattern", ["cam_static-obj_mixed", "cam_rotate-obj_mixed", "cam_mixed-obj_static",
-                                     "cam_mixed-obj_mixed"])
+@pytest.mark.parametrize(
+    "pattern", ["cam_static-obj_mixed", "cam_rotate-obj_mixed", "cam_mixed-obj_static", "cam_mixed-obj_mixed"]
+)
 def test_mixed_answers_equal_the_sampled_geometry(pattern):
     cam_mode, obj_mode = mo.parse_pattern(pattern)
     checked = 0
@@ -154,7 +182,7 @@ def test_klein_group_holds_for_the_mixed_patterns(pattern, cfg):
             mixed_asked += q.answers["std"] in dsi.MIXED_PARTS
             asked += 1
         excluded = set(dsi.EXCLUDED_KINDS.get(mo.parse_pattern(pattern)[0], ()))
-        assert {"obj", "cam"} & set(skipped) == excluded    # DSI's kinds all askable here, but a zoom's camera
+        assert {"obj", "cam"} & set(skipped) == excluded  # DSI's kinds all askable here, but a zoom's camera
     n_kinds = 4 - len(dsi.EXCLUDED_KINDS.get(mo.parse_pattern(pattern)[0], ()))
     assert asked >= 40 * n_kinds * 0.6 and mixed_asked >= 40 * pattern.count("mixed") * 0.95
 

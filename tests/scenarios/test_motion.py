@@ -1,4 +1,5 @@
 """Trajectories: smoothness, ground contact, determinism, and the mirror/reverse geometry."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,10 +24,16 @@ def test_nine_patterns_are_the_product_of_camera_and_object_modes():
     assert {mo.parse_pattern(p) for p in mo.PATTERNS} == {(c, o) for c in mo.CAM_MODES for o in mo.OBJ_MODES}
 
 
-@pytest.mark.parametrize("bad, match", [({"n_frames": 1}, "n_frames"), ({"fps": 0}, "fps"),
-                                        ({"cam_speed_cms": [5, 1]}, "cam_speed_cms"),
-                                        ({"patterns": ["cam_fly-obj_static"]}, "cam_fly"),
-                                        ({"speed": 3}, "unknown field")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"n_frames": 1}, "n_frames"),
+        ({"fps": 0}, "fps"),
+        ({"cam_speed_cms": [5, 1]}, "cam_speed_cms"),
+        ({"patterns": ["cam_fly-obj_static"]}, "cam_fly"),
+        ({"speed": 3}, "unknown field"),
+    ],
+)
 def test_bad_motion_config_names_the_field(bad, match):
     with pytest.raises(ConfigError, match=match):
         mo.MotionConfig.from_dict(bad)
@@ -57,8 +64,11 @@ def test_each_pattern_moves_only_what_it_says(pattern):
 
 
 def test_same_seed_same_clip_and_different_seed_differs():
-    a, b, d = _clip("cam_translate-obj_translate", 7), _clip("cam_translate-obj_translate", 7), _clip(
-        "cam_translate-obj_translate", 8)
+    a, b, d = (
+        _clip("cam_translate-obj_translate", 7),
+        _clip("cam_translate-obj_translate", 7),
+        _clip("cam_translate-obj_translate", 8),
+    )
     assert a.allclose(b, atol=0.0)
     assert not a.allclose(d)
 
@@ -109,8 +119,13 @@ def test_subject_transform_matches_the_track():
 def test_edge_margin_detects_a_subject_leaving_the_view():
     c = _clip("cam_static-obj_static", seed=0)
     assert mo.min_edge_margin_px(c, FOV, W, H) > 0
-    far = mo.ClipMotion(c.pattern, c.fps, c.camera, mo.Track(c.subject.location + np.array([0, 5000.0, 0]),
-                                                             c.subject.yaw, c.subject.pitch), c.subject_size)
+    far = mo.ClipMotion(
+        c.pattern,
+        c.fps,
+        c.camera,
+        mo.Track(c.subject.location + np.array([0, 5000.0, 0]), c.subject.yaw, c.subject.pitch),
+        c.subject_size,
+    )
     assert mo.min_edge_margin_px(far, FOV, W, H) < 0
 
 

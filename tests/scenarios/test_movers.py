@@ -1,6 +1,7 @@
 """Distractor movers that curve, stop and go, and turn corners: their shapes, speeds, the
 keep-clear and sight-corridor rules on every kind, the opt-in config, and (rendered) that they
 never take a pixel of the subject."""
+
 from __future__ import annotations
 
 import math
@@ -17,8 +18,11 @@ from sceneforge.scenarios.videos.config import VideoConfig
 
 GROUND = Ground(relief_amplitude=80.0, relief_wavelength=2500.0)
 FOV = 53.13
-POOL = [("proc_human", "human", (60.0, 50.0, 180.0)), ("proc_car", "car", (450.0, 200.0, 150.0)),
-        ("proc_fox", "fox", (80.0, 30.0, 40.0))]
+POOL = [
+    ("proc_human", "human", (60.0, 50.0, 180.0)),
+    ("proc_car", "car", (450.0, 200.0, 150.0)),
+    ("proc_fox", "fox", (80.0, 30.0, 40.0)),
+]
 SPEED = (80.0, 220.0)
 
 
@@ -66,7 +70,7 @@ def test_curving_movers_follow_an_arc_facing_along_it():
             rate = np.diff(m.track.yaw) * c.fps
             assert np.allclose(rate, rate[0]) and 15.0 <= abs(rate[0]) <= 45.0
             v = _speeds(m, c.fps)
-            assert np.allclose(v, v[0], rtol=1e-6)                            # constant speed
+            assert np.allclose(v, v[0], rtol=1e-6)  # constant speed
             step = np.diff(m.track.location[:, :2], axis=0)
             mid = (m.track.yaw[1:] + m.track.yaw[:-1]) / 2
             assert np.allclose(np.degrees(np.arctan2(step[:, 1], step[:, 0])), mo.wrap_deg(mid), atol=1e-6)
@@ -79,12 +83,12 @@ def test_stop_and_go_movers_stand_still_for_a_while_then_walk_on():
         for m in movers:
             v = _speeds(m, c.fps)
             top = v.max()
-            assert top > 15 and (v < 1e-9).sum() >= 1                             # a standstill
+            assert top > 15 and (v < 1e-9).sum() >= 1  # a standstill
             moving = np.flatnonzero(v > 0.9 * top)
             still = np.flatnonzero(v < 1e-9)
-            assert moving.min() < still.min() and moving.max() > still.max()     # walks, stops, walks on
+            assert moving.min() < still.min() and moving.max() > still.max()  # walks, stops, walks on
             assert np.ptp(m.track.yaw) == 0.0
-            assert np.abs(np.diff(v)).max() <= top * 0.75                         # eases, no jumps
+            assert np.abs(np.diff(v)).max() <= top * 0.75  # eases, no jumps
 
 
 def test_turning_movers_turn_the_corner_while_standing():
@@ -94,8 +98,8 @@ def test_turning_movers_turn_the_corner_while_standing():
             v = _speeds(m, c.fps)
             dyaw = np.abs(np.diff(m.track.yaw))
             assert 45.0 - 1e-9 <= np.ptp(m.track.yaw) <= 120.0 + 1e-9
-            assert (v[dyaw > 1e-9] < 0.05 * v.max()).all()                        # turning only while standing
-            step = np.diff(m.track.location[:, :2], axis=0)                       # faces where it walks
+            assert (v[dyaw > 1e-9] < 0.05 * v.max()).all()  # turning only while standing
+            step = np.diff(m.track.location[:, :2], axis=0)  # faces where it walks
             walking = v > 1e-6
             heading = np.degrees(np.arctan2(step[walking, 1], step[walking, 0]))
             assert np.allclose(mo.wrap_deg(heading - m.track.yaw[1:][walking]), 0.0, atol=1e-6)
@@ -105,7 +109,7 @@ def test_turning_movers_turn_the_corner_while_standing():
 
 def test_movers_have_their_own_speeds():
     v = [float(_speeds(m, c.fps).max()) for c, movers in _movers("straight") for m in movers]
-    assert np.ptp(v) > 100 and min(v) < 60            # small animals walk slowly, cars drive fast
+    assert np.ptp(v) > 100 and min(v) < 60  # small animals walk slowly, cars drive fast
 
 
 def test_default_draws_are_those_of_straight_only_and_records_keep_their_keys():
@@ -124,8 +128,7 @@ def test_a_mix_of_kinds_draws_each_kind():
     kinds = Counter()
     for seed in range(30):
         c = _clip(mo.PATTERNS[seed % 9], seed)
-        for m in mv.sample_movers(np.random.default_rng(seed), c, 3, POOL, SPEED, GROUND.height, FOV,
-                                  motions=mv.MOVER_MOTIONS):
+        for m in mv.sample_movers(np.random.default_rng(seed), c, 3, POOL, SPEED, GROUND.height, FOV, motions=mv.MOVER_MOTIONS):
             kinds[m.motion] += 1
     assert set(kinds) == set(mv.MOVER_MOTIONS) and min(kinds.values()) >= 8
 
@@ -146,8 +149,15 @@ def test_movers_of_every_kind_never_take_a_subject_pixel(render_client):
     every frame (the geometric sight-corridor rule is exact, not just the 0.8 visibility rule)."""
     from sceneforge.scenarios.videos import scenario as videos
 
-    cfg = VideoConfig.from_dict({"env": "city", "n": 4, "distractors": 4, "distractor_motions": list(mv.MOVER_MOTIONS),
-                                 "motion": {"n_frames": 8, "fps": 4.0}})
+    cfg = VideoConfig.from_dict(
+        {
+            "env": "city",
+            "n": 4,
+            "distractors": 4,
+            "distractor_motions": list(mv.MOVER_MOTIONS),
+            "motion": {"n_frames": 8, "fps": 4.0},
+        }
+    )
     ctx = videos.load_context(cfg)
     kinds, compared = Counter(), 0
     for i, pattern in enumerate(["cam_static-obj_translate", "cam_translate-obj_static", "cam_rotate-obj_rotate"]):
@@ -160,6 +170,6 @@ def test_movers_of_every_kind_never_take_a_subject_pixel(render_client):
         for a, b in zip(alone, among):
             assert b["subject"].visible == a["subject"].visible > 0
             compared += 1
-        assert sum(v[m.name].visible > 0 for v in among for m in movers) >= len(movers)   # movers are on screen
+        assert sum(v[m.name].visible > 0 for v in among for m in movers) >= len(movers)  # movers are on screen
         kinds.update(m.motion for m in movers)
     assert compared == 24 and len(kinds) >= 3

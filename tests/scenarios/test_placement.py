@@ -3,6 +3,7 @@ shapely would decide. Every environment places exactly the reference's clutter (
 before the bounds, tests/scenarios/reference_placement.py), and on hand-built shapes at, just
 inside and just outside the gap (near-tangent) the collision and zone tests give shapely's answer.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,19 +14,29 @@ import shapely
 from shapely.geometry import Point
 
 from sceneforge.assets_manifest import AssetLibrary
-import reference_placement as ref     # tests/scenarios is on sys.path (as for reference_sampler)
+import reference_placement as ref  # tests/scenarios is on sys.path (as for reference_sampler)
 from sceneforge.scenarios.world.environments import list_envs, load_env
 from sceneforge.scenarios.world.occupancy import Occupancy
 from sceneforge.scenarios.world.placement import Line
 from sceneforge.scenarios.world.placement_bounds import AssetFootprint, Candidate, ScaledFootprint
 from sceneforge.scenarios.world.zones import Zone, in_zones, zone_geometry
 
-SQUARE = np.array([[-50.0, -50.0], [50.0, -50.0], [50.0, 50.0], [-50.0, 50.0]])    # 1 m, origin at its centre
-CAR = np.array([[-225.0, -70.0], [-200.0, -90.0], [200.0, -90.0], [225.0, -70.0],      # rounded corners
-                [225.0, 70.0], [200.0, 90.0], [-200.0, 90.0], [-225.0, 70.0]])
-WEDGE = np.array([[100.0, 0.0], [300.0, 0.0], [300.0, 80.0]])     # origin outside: no inner disc
+SQUARE = np.array([[-50.0, -50.0], [50.0, -50.0], [50.0, 50.0], [-50.0, 50.0]])  # 1 m, origin at its centre
+CAR = np.array(
+    [
+        [-225.0, -70.0],
+        [-200.0, -90.0],
+        [200.0, -90.0],
+        [225.0, -70.0],  # rounded corners
+        [225.0, 70.0],
+        [200.0, 90.0],
+        [-200.0, 90.0],
+        [-225.0, 70.0],
+    ]
+)
+WEDGE = np.array([[100.0, 0.0], [300.0, 0.0], [300.0, 80.0]])  # origin outside: no inner disc
 _T = np.linspace(0, 2 * np.pi, 21)[:-1]
-DUNE = np.stack([600.0 * np.cos(_T), 200.0 * np.sin(_T)], axis=1)      # long and thin (oriented boxes, core)
+DUNE = np.stack([600.0 * np.cos(_T), 200.0 * np.sin(_T)], axis=1)  # long and thin (oriented boxes, core)
 SHAPES = (SQUARE, CAR, WEDGE, DUNE)
 
 
@@ -41,8 +52,10 @@ def test_clutter_is_the_reference_placement_draw_for_draw(name, lib):
     for seed in range(4):
         keep = [(0.0, 0.0, 800.0), (300.0 * seed, -200.0, 450.0)]
         rng_a, rng_b = np.random.default_rng(seed), np.random.default_rng(seed)
-        got = [(a.asset_id, a.transform.location[0], a.transform.location[1], a.transform.rotation.yaw,
-                a.transform.scale[0]) for a in env.clutter(rng_a, keep_out=keep, library=lib)]
+        got = [
+            (a.asset_id, a.transform.location[0], a.transform.location[1], a.transform.rotation.yaw, a.transform.scale[0])
+            for a in env.clutter(rng_a, keep_out=keep, library=lib)
+        ]
         want = ref.reference_clutter(env, rng_b, keep, lib)
         assert got == want, f"{name} seed {seed}"
         assert rng_a.random() == rng_b.random()
@@ -51,8 +64,7 @@ def test_clutter_is_the_reference_placement_draw_for_draw(name, lib):
 def _polygon_candidate(footprint, x, y, yaw, scale=1.0):
     asset = AssetFootprint(footprint)
     shapes = ScaledFootprint(asset, scale)
-    return Candidate(x, y, yaw, 0.0, inner=(x, y, asset.inner * scale) if asset.inner > 0 else None,
-                        shapes=shapes)
+    return Candidate(x, y, yaw, 0.0, inner=(x, y, asset.inner * scale) if asset.inner > 0 else None, shapes=shapes)
 
 
 def _both(placed, keep_out=()):
@@ -83,7 +95,7 @@ def test_squares_at_the_gap(delta):
     occ, old = _both([(a, _radius(SQUARE), 0)])
     c = _polygon_candidate(SQUARE, 100.0 + gap + delta, 0.0, 0.0)
     assert _agree(occ, old, c, _radius(SQUARE), gap) is (delta >= 0)
-    turned = _polygon_candidate(SQUARE, 0.0, 100.0 + gap + delta, 90.0)    # same, turned a quarter
+    turned = _polygon_candidate(SQUARE, 0.0, 100.0 + gap + delta, 90.0)  # same, turned a quarter
     assert _agree(occ, old, turned, _radius(SQUARE), gap) is (delta >= 0)
 
 
@@ -94,7 +106,7 @@ def test_discs_at_the_gap(delta):
     occ, old = _both([(Candidate(0.0, 0.0, 0.0, r), r, 0)])
     c = Candidate(2 * r + gap + delta, 0.0, 0.0, r)
     assert _agree(occ, old, c, r, gap) is (delta >= 0)
-    d = (2 * r + gap + delta) / math.sqrt(2.0)                  # the same along the diagonal
+    d = (2 * r + gap + delta) / math.sqrt(2.0)  # the same along the diagonal
     _agree(occ, old, Candidate(d, d, 0.0, r), r, gap)
     occ, old = _both([(_polygon_candidate(SQUARE, 0.0, 0.0, 0.0), _radius(SQUARE), 0)])
     c = Candidate(50.0 + r + gap + delta, 0.0, 0.0, r)
@@ -116,7 +128,7 @@ def test_overlap_group_and_keep_out():
     c = _polygon_candidate(SQUARE, 50.0, 0.0, 0.0)
     assert _agree(occ, old, c, _radius(SQUARE), 10.0, overlap=3) is True
     assert _agree(occ, old, c, _radius(SQUARE), 10.0, overlap=2) is False
-    for nudge, clear in ((1e-6, False), (-1e-6, True)):    # the disc just inside / outside the keep-out
+    for nudge, clear in ((1e-6, False), (-1e-6, True)):  # the disc just inside / outside the keep-out
         near = _polygon_candidate(SQUARE, 1000.0 - 100.0 - _radius(SQUARE) - 10.0 + nudge, 0.0, 0.0)
         assert _agree(occ, old, near, _radius(SQUARE), 10.0) is clear
 
@@ -147,7 +159,7 @@ def test_random_crowds_agree_with_shapely():
             x, y = (float(v) for v in rng.uniform(-1500, 1500, size=2))
             disc = rng.random() < 0.3
             c = Candidate(x, y, 0.0, 60.0 * s) if disc else _polygon_candidate(fp, x, y, yaw, s)
-            if rng.random() < 0.5:      # slide it along x until it is exactly ``gap`` from its nearest
+            if rng.random() < 0.5:  # slide it along x until it is exactly ``gap`` from its nearest
                 others = shapely.distance(c.geom, np.array([p.geom for p, _, _ in placed], dtype=object))
                 k = int(np.argmin(others - np.array([p.pad for p, _, _ in placed])))
                 d = float(others[k]) - placed[k][0].pad - c.pad - gap
@@ -162,20 +174,26 @@ def test_random_crowds_agree_with_shapely():
 def test_zone_tests_agree_with_shapely():
     """in_zones with the rectangles' shortcuts gives the answer of shapely alone, for spots deep
     inside, far outside, on the edges, across the seam of two touching rectangles and at a corner."""
-    rects = [[0, 0, 1000, 400], [1000, 0, 1400, 400], [0, 400, 400, 1400]]   # an L, one seam inside it
+    rects = [[0, 0, 1000, 400], [1000, 0, 1400, 400], [0, 400, 400, 1400]]  # an L, one seam inside it
     fast, exact = Zone(rects), Zone(geom=zone_geometry(rects))
     rng = np.random.default_rng(2)
-    spots = [(x, y) for x in (-30.0, 0.0, 1e-9, 30.0, 200.0, 370.0, 400.0, 430.0, 1000.0, 1370.0, 1400.0, 1430.0)
-             for y in (-30.0, 0.0, 30.0, 200.0, 370.0, 400.0, 430.0, 1370.0, 1400.0)]
+    spots = [
+        (x, y)
+        for x in (-30.0, 0.0, 1e-9, 30.0, 200.0, 370.0, 400.0, 430.0, 1000.0, 1370.0, 1400.0, 1430.0)
+        for y in (-30.0, 0.0, 30.0, 200.0, 370.0, 400.0, 430.0, 1370.0, 1400.0)
+    ]
     # 30 cm discs and 60 cm squares centred 30 cm from an edge, poking out (or in) by a nanometre
     spots += [(30.0 + e, 200.0) for e in (-1e-9, 1e-9)] + [(200.0, 370.0 + e) for e in (-1e-9, 1e-9)]
     spots += [(1370.0 + e, 200.0) for e in (-1e-9, 1e-9)] + [(200.0, 1370.0 + e) for e in (-1e-9, 1e-9)]
     spots += [tuple(float(v) for v in rng.uniform(-300, 1700, size=2)) for _ in range(300)]
     for x, y in spots:
-        for c, radius in ((Candidate(x, y, 0.0, 30.0), 30.0), (Candidate(x, y, 0.0, 0.0), 0.0),
-                          (_polygon_candidate(SQUARE, x, y, 0.0, 0.6), _radius(SQUARE, 0.6)),
-                          (_polygon_candidate(CAR, x, y, 33.0, 0.5), _radius(CAR, 0.5)),
-                          (_polygon_candidate(WEDGE, x, y, 90.0), _radius(WEDGE))):
+        for c, radius in (
+            (Candidate(x, y, 0.0, 30.0), 30.0),
+            (Candidate(x, y, 0.0, 0.0), 0.0),
+            (_polygon_candidate(SQUARE, x, y, 0.0, 0.6), _radius(SQUARE, 0.6)),
+            (_polygon_candidate(CAR, x, y, 33.0, 0.5), _radius(CAR, 0.5)),
+            (_polygon_candidate(WEDGE, x, y, 90.0), _radius(WEDGE)),
+        ):
             old = ref.Candidate(c.x, c.y, c.yaw, c.pad, geom=c.geom)
             for avoid, within in ((fast, None), (None, fast)):
                 want = ref.in_zones(old, radius, exact.geom if avoid else None, exact.geom if within else None)
@@ -216,7 +234,7 @@ def test_box_and_fill_bound_the_turned_footprint():
             assert max(c.geom.distance(Point(p)) for p in obb.exterior.coords) <= c.obb[8] + 1e-9
             if c.core is not None:
                 assert c.geom.buffer(1e-9).contains(_obb_polygon(c.core))
-            assert (c.core is None) is (fp is WEDGE)     # the wedge's box shrunk about its centre leaves it
+            assert (c.core is None) is (fp is WEDGE)  # the wedge's box shrunk about its centre leaves it
     assert math.isfinite(AssetFootprint(CAR).fill) and AssetFootprint(WEDGE).inner == 0.0
 
 

@@ -1,4 +1,5 @@
 """Hand-checkable tests of SpaRRTa's labelling rules (observer at the origin looking along +X)."""
+
 import math
 
 import pytest
@@ -15,13 +16,19 @@ def at(angle_deg: float, side: int = 1, d: float = 50.0) -> tuple[float, float]:
     return (S[0] + d * math.cos(a), S[1] + side * d * math.sin(a))
 
 
-@pytest.mark.parametrize("target,label", [
-    ((200, 0), "front"),      # straight beyond the source
-    ((0, 0.5), "back"),       # between observer and source (angle ~180)
-    ((100, 80), "right"),     # +Y is right in UE
-    ((100, -80), "left"),
-    ((150, 10), "front"), ((50, 10), "back"), ((110, 90), "right"), ((90, -90), "left"),
-])
+@pytest.mark.parametrize(
+    "target,label",
+    [
+        ((200, 0), "front"),  # straight beyond the source
+        ((0, 0.5), "back"),  # between observer and source (angle ~180)
+        ((100, 80), "right"),  # +Y is right in UE
+        ((100, -80), "left"),
+        ((150, 10), "front"),
+        ((50, 10), "back"),
+        ((110, 90), "right"),
+        ((90, -90), "left"),
+    ],
+)
 def test_quadrants(target, label):
     assert relation(O, S, target, 15) == label
 
@@ -42,16 +49,31 @@ def test_observer_behind_flips_left_right():
     assert relation(other, S, (0, 0), 15) == "front"
 
 
-@pytest.mark.parametrize("angle,cross,m,label", [
-    (29.999, 1, 15, "front"), (30.0, 1, 15, None),      # 45 - m is exclusive
-    (60.0, 1, 15, None), (60.001, 1, 15, "right"),      # 45 + m
-    (119.999, -1, 15, "left"), (120.0, -1, 15, None),   # 135 - m
-    (150.0, 1, 15, None), (150.001, 1, 15, "back"),     # 135 + m
-    (34.0, 1, 10, "front"), (34.0, 1, 15, None), (35.0, 1, 10, None),        # the human's margin is smaller
-    (44.999, 1, 0, "front"), (45.0, 1, 0, None), (45.001, 1, 0, "right"),
-    (135.0, -1, 0, None), (135.001, -1, 0, "back"), (134.999, -1, 0, "left"),
-    (0.0, 0, 15, "front"), (180.0, 0, 15, "back"), (90.0, 1, 44.9, "right"),
-])
+@pytest.mark.parametrize(
+    "angle,cross,m,label",
+    [
+        (29.999, 1, 15, "front"),
+        (30.0, 1, 15, None),  # 45 - m is exclusive
+        (60.0, 1, 15, None),
+        (60.001, 1, 15, "right"),  # 45 + m
+        (119.999, -1, 15, "left"),
+        (120.0, -1, 15, None),  # 135 - m
+        (150.0, 1, 15, None),
+        (150.001, 1, 15, "back"),  # 135 + m
+        (34.0, 1, 10, "front"),
+        (34.0, 1, 15, None),
+        (35.0, 1, 10, None),  # the human's margin is smaller
+        (44.999, 1, 0, "front"),
+        (45.0, 1, 0, None),
+        (45.001, 1, 0, "right"),
+        (135.0, -1, 0, None),
+        (135.001, -1, 0, "back"),
+        (134.999, -1, 0, "left"),
+        (0.0, 0, 15, "front"),
+        (180.0, 0, 15, "back"),
+        (90.0, 1, 44.9, "right"),
+    ],
+)
 def test_boundaries(angle, cross, m, label):
     assert classify(angle, cross, m) == label
 

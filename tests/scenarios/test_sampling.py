@@ -1,4 +1,5 @@
 """Each sampler and predicate of scenarios.sampling.rejection, on hand-built geometry."""
+
 import math
 from collections import Counter
 
@@ -9,8 +10,20 @@ from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.engine.server.backend import PixelCount
 from sceneforge.engine.world import Camera, Ground, look_at_rotation
 from sceneforge.scenarios.sampling.rejection import (
-    AssetShape, Placed, big_enough, camera_clear, in_frame, label_rules, no_overlap, resample_while,
-    sample_camera, sample_object, sample_rng, stable_key, visibility_failure, within_distance,
+    AssetShape,
+    Placed,
+    big_enough,
+    camera_clear,
+    in_frame,
+    label_rules,
+    no_overlap,
+    resample_while,
+    sample_camera,
+    sample_object,
+    sample_rng,
+    stable_key,
+    visibility_failure,
+    within_distance,
 )
 
 BOX = AssetShape("box", "box", np.array([[-50, -50], [50, -50], [50, 50], [-50, 50]], float), 100.0)
@@ -20,8 +33,9 @@ STICK = AssetShape("stick", "stick", np.array([[-200, -10], [200, -10], [200, 10
 def test_resample_while_counts_first_failing_rule():
     seq = iter([1, 4, 3, 8, 2])
     counts = Counter({"even": 5})
-    x = resample_while(lambda r: next(seq), [("even", lambda v: v % 2 == 0), ("big", lambda v: v >= 6)],
-                       np.random.default_rng(0), 10, counts)
+    x = resample_while(
+        lambda r: next(seq), [("even", lambda v: v % 2 == 0), ("big", lambda v: v >= 6)], np.random.default_rng(0), 10, counts
+    )
     assert x == 8
     assert counts == Counter({"even": 7, "big": 1})  # 1 and 3 fail "even" first; 4 fails "big"
 
@@ -30,8 +44,14 @@ def test_resample_while_raises_with_the_worst_rule():
     rng = np.random.default_rng(0)
     counts = Counter()
     with pytest.raises(PlacementError) as e:
-        resample_while(lambda r: r.integers(0, 10), [("lt5", lambda v: v < 5), ("never", lambda v: False)],
-                       rng, 200, counts, what="unit test")
+        resample_while(
+            lambda r: r.integers(0, 10),
+            [("lt5", lambda v: v < 5), ("never", lambda v: False)],
+            rng,
+            200,
+            counts,
+            what="unit test",
+        )
     assert e.value.tries == 200
     assert e.value.rule in ("lt5", "never") and e.value.rule == counts.most_common(1)[0][0]
     assert sum(e.value.rejections.values()) == 200 == sum(counts.values())
@@ -43,9 +63,13 @@ def test_resample_while_raises_with_the_worst_rule():
 def test_sample_rng_is_stable_and_independent():
     a = sample_rng(0, "desert", "ego", "rock_truck", 3).random(4)
     assert np.array_equal(a, sample_rng(0, "desert", "ego", "rock_truck", 3).random(4))
-    for other in [sample_rng(1, "desert", "ego", "rock_truck", 3), sample_rng(0, "forest", "ego", "rock_truck", 3),
-                  sample_rng(0, "desert", "allo", "rock_truck", 3), sample_rng(0, "desert", "ego", "rock_truck", 4),
-                  sample_rng(0, "desert", "ego", "rock_truck", 3, stream=1)]:
+    for other in [
+        sample_rng(1, "desert", "ego", "rock_truck", 3),
+        sample_rng(0, "forest", "ego", "rock_truck", 3),
+        sample_rng(0, "desert", "allo", "rock_truck", 3),
+        sample_rng(0, "desert", "ego", "rock_truck", 4),
+        sample_rng(0, "desert", "ego", "rock_truck", 3, stream=1),
+    ]:
         assert not np.array_equal(a, other.random(4))
     assert stable_key("a", "b") != stable_key("ab")  # separator prevents concatenation collisions
     assert stable_key("desert") == (stable_key("desert"))
@@ -65,7 +89,7 @@ def test_placed_footprint_rotation_follows_ue_yaw():
 
 def test_no_overlap_uses_rotated_polygons_not_aabbs():
     a = Placed("a", STICK, 0, 0, 0, 45.0)
-    b = Placed("b", STICK, 60, -60, 0, 45.0)   # parallel diagonal sticks: AABBs overlap, shapes don't
+    b = Placed("b", STICK, 60, -60, 0, 45.0)  # parallel diagonal sticks: AABBs overlap, shapes don't
     ok = no_overlap([a])
     assert ok(b)
     assert not ok(Placed("c", STICK, 0, 0, 0, -45.0))  # crossing sticks
@@ -83,11 +107,11 @@ def test_sample_object_gaussian_on_terrain():
     ps = [sample_object(rng, "o", BOX, (1000, -500), 500.0, ground) for _ in range(2000)]
     xs, ys = np.array([p.x for p in ps]), np.array([p.y for p in ps])
     assert abs(xs.mean() - 1000) < 40 and abs(ys.mean() + 500) < 40 and abs(xs.std() - 500) < 30
-    for p in ps[:50]:   # on the lowest terrain point under the footprint: never floating
+    for p in ps[:50]:  # on the lowest terrain point under the footprint: never floating
         fp = p.footprint_world()
         assert p.z == pytest.approx(min(ground.height(fp[:, 0], fp[:, 1]).min(), ground.height(p.x, p.y)))
         assert p.z <= ground.height(p.x, p.y)
-    assert any(p.z < ground.height(p.x, p.y) - 1.0 for p in ps[:50])   # slopes exist: base below the centre
+    assert any(p.z < ground.height(p.x, p.y) - 1.0 for p in ps[:50])  # slopes exist: base below the centre
     assert min(p.yaw for p in ps) < -170 and max(p.yaw for p in ps) > 170
     assert sample_object(rng, "o", BOX, (0, 0), 1.0, ground, yaw=12.0).yaw == 12.0
 
@@ -114,27 +138,27 @@ def test_in_frame():
     far = Camera((-2000, 0, 50), look_at_rotation((-2000, 0, 50), (0, 0, 50)), 53.13, 224, 224)
     assert ok(far)
     near = Camera((-120, 0, 50), look_at_rotation((-120, 0, 50), (0, 0, 50)), 53.13, 224, 224)
-    assert not ok(near)                 # box fills more than the frame
+    assert not ok(near)  # box fills more than the frame
     away = far.with_pose(rotation=look_at_rotation((-2000, 0, 50), (-4000, 0, 50)))
-    assert not ok(away)                 # behind the camera
+    assert not ok(away)  # behind the camera
     aside = far.with_pose(rotation=look_at_rotation((-2000, 0, 50), (0, 1000, 50)))
     assert not ok(aside)
 
 
 def test_big_enough_is_an_upper_bound_test():
-    box = Placed("a", BOX, 0, 0, 0, 0)     # 100 cm cube-ish prism
+    box = Placed("a", BOX, 0, 0, 0, 0)  # 100 cm cube-ish prism
     cam = Camera((-1000, 0, 50), look_at_rotation((-1000, 0, 50), (0, 0, 50)), 90.0, 200, 200)
     # at ~950-1050 cm with f = 100 px, 100 cm spans ~10 px (the near face is wider)
     assert big_enough([box], 10)(cam) and not big_enough([box], 12)(cam)
 
 
 def test_label_rules_separate_ambiguity_from_balance():
-    src, tgt = (0.0, 0.0), (0.0, 100.0)        # target on +Y of the source
+    src, tgt = (0.0, 0.0), (0.0, 100.0)  # target on +Y of the source
     rules = dict(label_rules(lambda cam: cam, src, tgt, 15, "right"))
-    assert rules["ambiguity"]((-500, 0)) and rules["label"]((-500, 0))     # looking +X: +Y is right
-    assert rules["ambiguity"]((500, 0)) and not rules["label"]((500, 0))   # looking -X: it is left
-    assert not rules["ambiguity"]((-500, -500))                           # 45 degrees: ambiguous
-    assert not rules["ambiguity"]((0, 0))                                  # observer on the source
+    assert rules["ambiguity"]((-500, 0)) and rules["label"]((-500, 0))  # looking +X: +Y is right
+    assert rules["ambiguity"]((500, 0)) and not rules["label"]((500, 0))  # looking -X: it is left
+    assert not rules["ambiguity"]((-500, -500))  # 45 degrees: ambiguous
+    assert not rules["ambiguity"]((0, 0))  # observer on the source
 
 
 def test_visibility_failure():
@@ -142,7 +166,7 @@ def test_visibility_failure():
     assert visibility_failure({"a": good}, ["a"], 0.8, 20) is None
     assert visibility_failure({"a": good}, ["a"], 0.8, 21) == "too_small"
     assert visibility_failure({"a": PixelCount(79, 100, (0, 0, 50, 50))}, ["a"], 0.8, 10) == "occluded"
-    assert visibility_failure({"a": PixelCount(0, 100, None)}, ["a"], 0.8, 10) == "occluded"   # hidden behind
+    assert visibility_failure({"a": PixelCount(0, 100, None)}, ["a"], 0.8, 10) == "occluded"  # hidden behind
     assert visibility_failure({"a": PixelCount(0, 0, None)}, ["a"], 0.8, 10) == "not_visible"
     assert visibility_failure({"a": good}, ["a", "b"], 0.8, 10) == "not_visible"
 

@@ -2,6 +2,7 @@
 source: SpaRRTa's scenes show it at any yaw) and the camera's framing (one object's position in the
 image must not give the label away). The distributions themselves are tested in
 test_conditioned.py against the reference sampler."""
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,7 @@ def desert():
 def _bearing_offsets(humans, group) -> np.ndarray:
     """The figure's yaw minus its bearing to the source, wrapped to [-180, 180)."""
     src = group.source
-    return np.array([(h.yaw - math.degrees(math.atan2(src.y - h.y, src.x - h.x)) + 180.0) % 360.0 - 180.0
-                     for h in humans])
+    return np.array([(h.yaw - math.degrees(math.atan2(src.y - h.y, src.x - h.x)) + 180.0) % 360.0 - 180.0 for h in humans])
 
 
 def test_allo_figure_yaw_does_not_point_at_the_source(desert):
@@ -46,7 +46,7 @@ def test_allo_figure_yaw_does_not_point_at_the_source(desert):
     new, _ = _humans(scene._sample_human, 13, desert, st, group, "back", 400)
     offsets = _bearing_offsets(new, group)
     assert stats.kstest(offsets, stats.uniform(-180.0, 360.0).cdf).pvalue > ALPHA
-    assert np.mean(np.abs(offsets) < 5.0) < 0.1        # facing the source would put them all at 0
+    assert np.mean(np.abs(offsets) < 5.0) < 0.1  # facing the source would put them all at 0
 
 
 def test_figure_can_still_face_the_source(desert):
@@ -66,19 +66,18 @@ def test_figure_yaw_is_validated():
         parse_config({"figure_yaw": "north"}, "job.yaml")
 
 
-
 def _one_object_label_accuracy(desert, jitter_deg: float) -> float:
     """How well the source's projected centre alone predicts the ego label (15-NN, held-out
     fifth): the 'one object gives the label away' leak, measured on geometry."""
     import dataclasses
 
     env, shapes, _ = desert
-    st = dataclasses.replace(sparrta.setting_for(parse_config({"tasks": ["ego"]}), env, "ego"),
-                             aim_jitter_deg=jitter_deg)
+    st = dataclasses.replace(sparrta.setting_for(parse_config({"tasks": ["ego"]}), env, "ego"), aim_jitter_deg=jitter_deg)
     x, y = [], []
     for g in range(40):
-        group = build_group(sample_rng(5, "desert", "ego", "rock_truck", g, 1), ("k", g), "rock", "truck", shapes,
-                            st, env.ground, env.clutter)
+        group = build_group(
+            sample_rng(5, "desert", "ego", "rock_truck", g, 1), ("k", g), "rock", "truck", shapes, st, env.ground, env.clutter
+        )
         rng = np.random.default_rng(g)
         for want in LABELS * 3:
             cam = sample_view(rng, group, "ego", want, st, env.ground, None, Counter()).camera
@@ -97,7 +96,7 @@ def test_one_objects_image_position_does_not_give_the_ego_label_away(desert):
     ego label at ~0.95 (the study's box baseline found the same); the default aim jitter
     (uniform ±15° yaw and pitch around the centroid) brings it near 0.5 (chance 0.25)."""
     assert parse_config({}).aim_jitter_deg == 15.0
-    assert _one_object_label_accuracy(desert, 0.0) > 0.85     # the leak exists: the check has power
+    assert _one_object_label_accuracy(desert, 0.0) > 0.85  # the leak exists: the check has power
     assert _one_object_label_accuracy(desert, 15.0) < 0.7
 
 

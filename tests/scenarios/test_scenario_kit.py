@@ -1,6 +1,7 @@
 """The scenario kit (issue 35 item 3): one ScenarioConfig base, flags generated from its fields,
 the registry reading NAME/Config, and a fourth scenario (``distance``) that costs one module and
 one registry line, run end to end through ``sceneforge run`` and checked against geometry."""
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,7 @@ class Toy(ScenarioConfig):
     masks: bool = option(False, help="masks")
     licenses: tuple[str, ...] | None = option(None, parse=comma_list, help="licences")
     renderer: str | None = option(None, help="renderer")
-    hidden: int = 3   # no option(): not on the command line
+    hidden: int = 3  # no option(): not on the command line
 
     def check(self, source):
         self.need(self.n % 2 == 0, "n", "must be even", self.n, source)
@@ -41,14 +42,16 @@ class Toy(ScenarioConfig):
 def test_the_base_parses_validates_and_names_field_and_value():
     c = Toy.from_dict({"env": "desert", "size": 32, "tasks": "allo", "licenses": ["cc0"]}, "c.yaml")
     assert (c.image_size, c.tasks, c.licenses) == (32, ("allo",), ("cc0",))
-    bad = [({"env": "d", "nn": 1}, "c.yaml: unknown field(s) nn; known: env, n, "),
-           ({"n": 2}, "c.yaml: missing field 'env' (--env is required"),
-           ({"env": "d", "n": 0}, "c.yaml: n must be an integer in [1, 100], got 0"),
-           ({"env": "d", "n": 2.0}, "c.yaml: n must be an integer in [1, 100], got 2.0"),
-           ({"env": "d", "n": 3}, "c.yaml: n must be even, got 3"),
-           ({"env": "d", "tasks": ["ego", "up"]}, "c.yaml: tasks must be one of ('ego', 'allo'), got ('ego', 'up')"),
-           ({"env": "d", "size": 8, "image_size": 8}, "c.yaml: give image_size only (size is its old name)"),
-           ([1, 2], "c.yaml: expected a mapping of config fields, got list")]
+    bad = [
+        ({"env": "d", "nn": 1}, "c.yaml: unknown field(s) nn; known: env, n, "),
+        ({"n": 2}, "c.yaml: missing field 'env' (--env is required"),
+        ({"env": "d", "n": 0}, "c.yaml: n must be an integer in [1, 100], got 0"),
+        ({"env": "d", "n": 2.0}, "c.yaml: n must be an integer in [1, 100], got 2.0"),
+        ({"env": "d", "n": 3}, "c.yaml: n must be even, got 3"),
+        ({"env": "d", "tasks": ["ego", "up"]}, "c.yaml: tasks must be one of ('ego', 'allo'), got ('ego', 'up')"),
+        ({"env": "d", "size": 8, "image_size": 8}, "c.yaml: give image_size only (size is its old name)"),
+        ([1, 2], "c.yaml: expected a mapping of config fields, got list"),
+    ]
     for raw, message in bad:
         with pytest.raises(ConfigError) as e:
             Toy.from_dict(raw, "c.yaml")
@@ -57,8 +60,8 @@ def test_the_base_parses_validates_and_names_field_and_value():
 
 def test_to_dict_and_fingerprint_are_the_identity():
     a = Toy.from_dict({"env": "d"})
-    assert "renderer" not in a.to_dict() and a.to_dict()["tasks"] == ["ego"]     # omitted at its default
-    assert Toy.from_dict(a.to_dict()).fingerprint() == a.fingerprint()           # a recorded config resumes
+    assert "renderer" not in a.to_dict() and a.to_dict()["tasks"] == ["ego"]  # omitted at its default
+    assert Toy.from_dict(a.to_dict()).fingerprint() == a.fingerprint()  # a recorded config resumes
     assert Toy.from_dict({"env": "d", "renderer": "gl"}).fingerprint() != a.fingerprint()
     assert len(a.fingerprint()) == 16
 
@@ -71,10 +74,14 @@ def test_flags_come_from_the_fields():
     flags = {s for a in p._actions for s in a.option_strings}
     assert {"--env", "--n", "--size", "--tasks", "--no-clutter", "--masks", "--licenses", "--renderer"} <= flags
     assert "--hidden" not in flags and "--clutter" not in flags
-    args = p.parse_args(["--env", "city", "--size", "48", "--tasks", "ego", "allo", "--no-clutter", "--licenses",
-                         "cc0, cc-by"])
-    assert overrides_from_args(args) == {"env": "city", "image_size": 48, "tasks": ["ego", "allo"], "clutter": False,
-                                         "licenses": ["cc0", "cc-by"]}    # flags not given override nothing
+    args = p.parse_args(["--env", "city", "--size", "48", "--tasks", "ego", "allo", "--no-clutter", "--licenses", "cc0, cc-by"])
+    assert overrides_from_args(args) == {
+        "env": "city",
+        "image_size": 48,
+        "tasks": ["ego", "allo"],
+        "clutter": False,
+        "licenses": ["cc0", "cc-by"],
+    }  # flags not given override nothing
     with pytest.raises(SystemExit):
         p.parse_args(["--tasks", "up"])
 
@@ -86,8 +93,7 @@ def test_nested_config_fields_are_flags_too():
     p = argparse.ArgumentParser()
     add_config_flags(p, VideoConfig)
     args = p.parse_args(["--env", "city", "--n", "2", "--frames", "8", "--fps", "4", "--no-clutter"])
-    assert overrides_from_args(args) == {"env": "city", "n": 2, "motion.n_frames": 8, "motion.fps": 4.0,
-                                         "clutter": False}
+    assert overrides_from_args(args) == {"env": "city", "n": 2, "motion.n_frames": 8, "motion.fps": 4.0, "clutter": False}
 
 
 def test_the_registry_reads_name_and_config():
@@ -97,8 +103,7 @@ def test_the_registry_reads_name_and_config():
     from sceneforge.scenarios.videos.config import VideoConfig
     from sceneforge.scenarios.vqa.scenario import VqaConfig
 
-    for name, cls in (("sparrta", SparrtaConfig), ("vqa", VqaConfig), ("videos", VideoConfig),
-                      ("distance", DistanceConfig)):
+    for name, cls in (("sparrta", SparrtaConfig), ("vqa", VqaConfig), ("videos", VideoConfig), ("distance", DistanceConfig)):
         assert contract.config_class(name) is cls and issubclass(cls, ScenarioConfig)
         assert contract.get_scenario(name).NAME == name
     registry.register_scenario("nearer", "scenarios.distance")
@@ -119,8 +124,21 @@ def distance_set(tmp_path_factory):
     from sceneforge import cli
 
     out = tmp_path_factory.mktemp("distance") / "d"
-    argv = ["run", "distance", "--env", "desert", "--n", "4", "--size", "96", "--depth", "--out", str(out),
-            "--quiet", "--no-fetch"]
+    argv = [
+        "run",
+        "distance",
+        "--env",
+        "desert",
+        "--n",
+        "4",
+        "--size",
+        "96",
+        "--depth",
+        "--out",
+        str(out),
+        "--quiet",
+        "--no-fetch",
+    ]
     assert cli.main(argv) == 0
     return out, argv
 
@@ -136,13 +154,13 @@ def test_distance_labels_are_the_geometry(distance_set):
         cam = rec["camera"]["location"]
         eye = (cam["x"], cam["y"], cam["z"])
         dist = {}
-        for k in ("a", "b"):   # by hand: the object's standing box centre = base + half its height
+        for k in ("a", "b"):  # by hand: the object's standing box centre = base + half its height
             o = rec["objects"][k]
             x, y, z = o["location"]
             dist[k] = math.dist(eye, (x, y, z + lib.size_cm(o["asset"])[2] / 2.0))
             assert dist[k] == pytest.approx(o["distance_cm"], abs=1e-6)
         assert rec["label"] == ("a" if dist["a"] < dist["b"] else "b")
-        assert abs(dist["a"] - dist["b"]) >= 0.2 * max(dist.values())          # min_gap: no coin flips
+        assert abs(dist["a"] - dist["b"]) >= 0.2 * max(dist.values())  # min_gap: no coin flips
         for kind in ("image", "mask", "depth"):
             assert (out / rec["files"][kind]).is_file()
         # and the pixels agree: the labelled object's own mask pixels are nearer in the depth image
@@ -166,10 +184,9 @@ def test_distance_is_deterministic_at_two_workers(distance_set, tmp_path):
 
     out, argv = distance_set
     other = tmp_path / "d2"
-    assert cli.main([*argv[:argv.index("--out")], "--out", str(other), "--workers", "2", "--quiet", "--no-fetch"]) == 0
+    assert cli.main([*argv[: argv.index("--out")], "--out", str(other), "--workers", "2", "--quiet", "--no-fetch"]) == 0
     files = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file() and ".farm" not in p.parts)
-    assert files and files == sorted(p.relative_to(other) for p in other.rglob("*")
-                                     if p.is_file() and ".farm" not in p.parts)
+    assert files and files == sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file() and ".farm" not in p.parts)
     assert all((out / f).read_bytes() == (other / f).read_bytes() for f in files)
 
 

@@ -1,4 +1,5 @@
 """Scene graph and COCO RLE with hand-checkable geometry."""
+
 import math
 
 import numpy as np
@@ -16,9 +17,9 @@ def obj(name, loc, yaw=0.0, size=(200, 100, 50), scale=(1, 1, 1), cls="car", col
 
 
 def test_rle_matches_cocos_format_by_hand():
-    m = np.array([[0, 1], [1, 1]], bool)          # column-major: 0,1,1,1 -> counts [1, 3]
+    m = np.array([[0, 1], [1, 1]], bool)  # column-major: 0,1,1,1 -> counts [1, 3]
     assert coco_rle.encode(m) == {"size": [2, 2], "counts": "13"}
-    assert coco_rle.encode(np.ones((2, 2), bool))["counts"] == "04"   # leading empty background run
+    assert coco_rle.encode(np.ones((2, 2), bool))["counts"] == "04"  # leading empty background run
     assert coco_rle.string_to_counts(coco_rle.counts_to_string([0, 1000, 3, 7, 2])) == [0, 1000, 3, 7, 2]
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -31,8 +32,8 @@ def test_rle_matches_cocos_format_by_hand():
 def test_object_box_pose_and_projection():
     a = obj("a", (1000, 0, 0), yaw=90.0)
     c = a.corners()
-    assert c[:, 0].min() == pytest.approx(950) and c[:, 0].max() == pytest.approx(1050)   # W along X
-    assert c[:, 1].min() == pytest.approx(-100) and c[:, 1].max() == pytest.approx(100)   # L along Y
+    assert c[:, 0].min() == pytest.approx(950) and c[:, 0].max() == pytest.approx(1050)  # W along X
+    assert c[:, 1].min() == pytest.approx(-100) and c[:, 1].max() == pytest.approx(100)  # L along Y
     box = projected_box(a, CAM)
     assert box == pytest.approx([112 - 112 * 100 / 950, 112 - 112 * 50 / 950, 112 + 112 * 100 / 950, 112], abs=1e-3)
     g = scene_graph([a], CAM, world={"sun": {"pitch": 40}})
@@ -44,15 +45,15 @@ def test_object_box_pose_and_projection():
 
 
 def test_pairwise_relations_in_camera_and_object_frames():
-    a = obj("a", (1000, 0, 0), yaw=90.0)              # facing +Y (the camera's right)
+    a = obj("a", (1000, 0, 0), yaw=90.0)  # facing +Y (the camera's right)
     b = obj("b", (1000, 300, 0), size=(100, 100, 100), scale=(2, 2, 2))
     g = scene_graph([a, b], CAM, visibility={"a": {"visible": 80, "unoccluded": 100, "bbox": [1, 2, 3, 4]}})
     ab = next(r for r in g["relations"] if r["a"] == "a" and r["b"] == "b")
-    assert ab["distance_cm"] == pytest.approx(math.hypot(300, 75), abs=1e-3)   # centres z 25 vs 100
+    assert ab["distance_cm"] == pytest.approx(math.hypot(300, 75), abs=1e-3)  # centres z 25 vs 100
     assert ab["camera"]["horizontal"] == "right" and ab["camera"]["vertical"] == "above"
     assert ab["object"]["label"] == "front" and ab["object"]["forward"] == pytest.approx(300)
     ba = next(r for r in g["relations"] if r["a"] == "b" and r["b"] == "a")
-    assert ba["object"]["label"] == "left" and ba["camera"]["label"] == "left"   # b faces +X
+    assert ba["object"]["label"] == "left" and ba["camera"]["label"] == "left"  # b faces +X
     assert ab["size_ratio"]["volume"] == pytest.approx(8.0) and ab["size_ratio"]["height"] == pytest.approx(4.0)
     na, nb = g["objects"]
     assert na["visible_ratio"] == 0.8 and na["box2d"] == [1, 2, 3, 4] and "visible_px" not in nb
@@ -72,10 +73,12 @@ def test_coco_annotations_from_the_instance_mask():
 def test_coco_ids_are_unique_across_images_when_objects_are_off_screen():
     """An object without pixels gets no annotation and uses no id: the next image's first id
     (``len(anns) + 1`` in the writer) must not collide with this image's ids."""
-    a, b, c = (obj(n, (1000, y, 0), color=col) for n, y, col in
-               (("a", 0, (255, 0, 0)), ("b", 300, (0, 255, 0)), ("c", -300, (0, 0, 255))))
+    a, b, c = (
+        obj(n, (1000, y, 0), color=col)
+        for n, y, col in (("a", 0, (255, 0, 0)), ("b", 300, (0, 255, 0)), ("c", -300, (0, 0, 255)))
+    )
     mask = np.zeros((8, 8, 3), np.uint8)
-    mask[0:2, 0:2] = (255, 0, 0)          # a and c visible, b (the middle object) off screen
+    mask[0:2, 0:2] = (255, 0, 0)  # a and c visible, b (the middle object) off screen
     mask[5:7, 5:7] = (0, 0, 255)
     cats = {"car": 1}
     anns = coco_annotations(mask, scene_graph([a, b, c], CAM), image_id=1, categories=cats)
@@ -92,15 +95,30 @@ def test_graph_json_writes_the_bytes_dumps_writes():
     from sceneforge.scenarios.output.scene_graph import graph_json
     from sceneforge.scenarios.output.writers import dumps
 
-    objs = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7),
-                color=(k, 2, 3)) for k in range(8)]
-    world = {"sun": {"pitch": 40.0, "yaw": np.float64(3.5)}, "n": np.int64(3), "name": "é☃ \"q\"",
-             "t": (1, 2.5, True, None), "empty": {}, "none": [], "tiny": 1e-7, "big": 1e22}
-    g = scene_graph(objs, CAM, world=world, visibility={"o4": {"visible": 3, "unoccluded": 4, "bbox": [1, 2, 3, 4]}},
-                    extra={"env": "x", "index": 3}, relate=["o4", "o5"])
-    assert any(n["box2d_projected"] is None for n in g["objects"])   # some objects are behind the camera
+    objs = [
+        obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=(k, 2, 3)) for k in range(8)
+    ]
+    world = {
+        "sun": {"pitch": 40.0, "yaw": np.float64(3.5)},
+        "n": np.int64(3),
+        "name": 'é☃ "q"',
+        "t": (1, 2.5, True, None),
+        "empty": {},
+        "none": [],
+        "tiny": 1e-7,
+        "big": 1e22,
+    }
+    g = scene_graph(
+        objs,
+        CAM,
+        world=world,
+        visibility={"o4": {"visible": 3, "unoccluded": 4, "bbox": [1, 2, 3, 4]}},
+        extra={"env": "x", "index": 3},
+        relate=["o4", "o5"],
+    )
+    assert any(n["box2d_projected"] is None for n in g["objects"])  # some objects are behind the camera
     assert graph_json(g) == dumps(g)
-    g["objects"][5]["location"] = [1.0, 2.0, 3.0]          # a cached value replaced: not its cached text
+    g["objects"][5]["location"] = [1.0, 2.0, 3.0]  # a cached value replaced: not its cached text
     g["objects"][6]["box3d"]["size_cm"] = [9.0, 9.0, 9.0]
     g["objects"][2]["extra"] = {"a": [1, {"b": None}], "c": [], "d": np.float32(0.1)}
     assert graph_json(g) == dumps(g)
@@ -125,12 +143,15 @@ def test_a_recoloured_object_is_the_object_made_with_that_colour():
     the server names the colours): same node, same cached text, same graph bytes."""
     from sceneforge.scenarios.output.scene_graph import graph_json, recolored
 
-    old = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=(k, 2, 3))
-           for k in range(4)]
+    old = [
+        obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=(k, 2, 3)) for k in range(4)
+    ]
     new_colors = [(200, 10 + k, 7) for k in range(4)]
     derived = [recolored(o, c) for o, c in zip(old, new_colors)]
-    fresh = [obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=c)
-             for k, c in enumerate(new_colors)]
+    fresh = [
+        obj(f"o{k}", (300.0 * k - 900.0, 40.0 * k, 10.0), yaw=17.0 * k, scale=(1.0, 1.5, 0.7), color=c)
+        for k, c in enumerate(new_colors)
+    ]
     for d, f in zip(derived, fresh):
         assert d == f and d.static[0] == f.static[0] and d.static[1]["texts"] == f.static[1]["texts"]
         assert np.array_equal(d.static[1]["corners"], f.static[1]["corners"])
@@ -168,10 +189,17 @@ def test_static_node_values_and_text_are_the_general_encoders():
         rot = tuple(float(v) for v in rng.uniform(-180.0, 180.0, 3) * (rng.random(3) < 0.5))
         scale = tuple(float(v) for v in rng.uniform(0.01, 3.0, 3))
         size = tuple(float(v) for v in rng.uniform(0.0005, 3000.0, 3))
-        objs.append(SceneObject(Actor(f"o{k}", "cube", Transform(loc, Rotator(*rot), scale),
-                                      tuple(int(v) for v in rng.integers(0, 256, 3))), "cls", size, "clutter"))
-    objs.append(SceneObject(Actor("zero", "cube", Transform((-1e-9, 0.0, -0.0), Rotator(0.0, -1e-9, 0.0))),
-                            "cls", (1e-4, 2e-4, 3e-4)))
+        objs.append(
+            SceneObject(
+                Actor(f"o{k}", "cube", Transform(loc, Rotator(*rot), scale), tuple(int(v) for v in rng.integers(0, 256, 3))),
+                "cls",
+                size,
+                "clutter",
+            )
+        )
+    objs.append(
+        SceneObject(Actor("zero", "cube", Transform((-1e-9, 0.0, -0.0), Rotator(0.0, -1e-9, 0.0))), "cls", (1e-4, 2e-4, 3e-4))
+    )
     negative_zero = 0
     for o in objs:
         head, static, centre = _static_node.__wrapped__(o)
@@ -187,10 +215,10 @@ def test_static_node_values_and_text_are_the_general_encoders():
         for k, v in head.items():
             assert static["texts"][k] == nested_json(v, _NODE_LEVEL + 1), (o.name, k)
         negative_zero += "-0.0" in "".join(static["texts"].values())
-    assert negative_zero                       # the sign of a rounded-away value is kept
+    assert negative_zero  # the sign of a rounded-away value is kept
     huge = SceneObject(Actor("huge", "cube"), "cls", (1e300, 1e300, 1e300))
     with np.errstate(over="ignore"), pytest.raises(ValueError, match="not JSON compliant"):
-        _static_node.__wrapped__(huge)   # its volume overflows: the general path raises, as it always did
+        _static_node.__wrapped__(huge)  # its volume overflows: the general path raises, as it always did
 
 
 def test_rounding_an_array_is_rounding_its_list():
@@ -201,7 +229,7 @@ def test_rounding_an_array_is_rounding_its_list():
     rng = np.random.default_rng(3)
     for shape in [(0,), (3,), (8, 3), (3, 3), (0, 3), (2, 0), (2, 2, 2), ()]:
         a = rng.normal(0.0, 1e3, shape) * (rng.random(shape) < 0.8)
-        a = np.where(np.abs(a) < 1e-3, -1e-9, a)   # negative values that round to -0.0
+        a = np.where(np.abs(a) < 1e-3, -1e-9, a)  # negative values that round to -0.0
         for nd in (3, 4, 8):
             expected = round(float(a), nd) if a.ndim == 0 else _r(a.tolist(), nd)
             got = _r(a, nd)

@@ -4,6 +4,7 @@ The VQA scene record holds every ordered pair's relation, so the fast path must 
 same dicts (same floats, labels and key order: the written JSON byte for byte) as one
 ``relation`` call per pair did, and a city-size graph must not fall back to per-pair Python.
 """
+
 import math
 
 import numpy as np
@@ -45,13 +46,20 @@ def test_pair_tables_by_hand():
     b = obj("b", (1000, 300, 0), size=(100, 100, 100), scale=(2, 2, 2))
     ab, ba = relations([a, b], CAM)
     assert (ab["a"], ab["b"], ba["a"], ba["b"]) == ("a", "b", "b", "a")
-    assert ab["distance_cm"] == round(math.hypot(300, 75), 4) and ab["horizontal_cm"] == 300.0   # centres z 25, 100
-    assert ab["camera"] == {"right": 300.0, "up": 75.0, "farther": 0.0, "horizontal": "right", "vertical": "above",
-                            "depth": "closer", "label": "right"}
-    assert ab["object"]["forward"] == 300.0 and ab["object"]["label"] == "front"       # a faces +Y
+    assert ab["distance_cm"] == round(math.hypot(300, 75), 4) and ab["horizontal_cm"] == 300.0  # centres z 25, 100
+    assert ab["camera"] == {
+        "right": 300.0,
+        "up": 75.0,
+        "farther": 0.0,
+        "horizontal": "right",
+        "vertical": "above",
+        "depth": "closer",
+        "label": "right",
+    }
+    assert ab["object"]["forward"] == 300.0 and ab["object"]["label"] == "front"  # a faces +Y
     assert ab["object"]["azimuth_deg"] == 0.0 and abs(ab["object"]["right"]) < 1e-4
     assert ba["object"] == {"forward": 0.0, "right": -300.0, "up": -75.0, "azimuth_deg": -90.0, "label": "left"}
-    assert ab["size_ratio"] == {"volume": 8.0, "height": 4.0, "longest": 1.0}           # 8 m³ / 1 m³; 200/50
+    assert ab["size_ratio"] == {"volume": 8.0, "height": 4.0, "longest": 1.0}  # 8 m³ / 1 m³; 200/50
     assert ba["size_ratio"] == {"volume": 0.125, "height": 0.25, "longest": 1.0}
     assert [ab, ba] == reference_relations([a, b], CAM)
 
@@ -59,10 +67,10 @@ def test_pair_tables_by_hand():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_pair_tables_equal_the_per_pair_reference_on_a_random_scene(seed):
     objs, cam = random_scene(25, seed)
-    objs.append(objs[3])                 # the same object twice: its pairs with itself are skipped
+    objs.append(objs[3])  # the same object twice: its pairs with itself are skipped
     fast, ref = relations(objs, cam), reference_relations(objs, cam)
     assert len(fast) == 26 * 25 - 2
-    assert fast == ref and dumps(fast) == dumps(ref)          # same floats, labels, key order, bytes
+    assert fast == ref and dumps(fast) == dumps(ref)  # same floats, labels, key order, bytes
     assert [relation(a, b, cam) for a in objs for b in objs if a is not b] == ref
 
 
@@ -93,4 +101,4 @@ def test_city_size_graph_makes_no_per_pair_python_calls(monkeypatch):
     g = scene_graph(objs, cam)
     assert len(g["relations"]) == 68 * 67
     assert calls["relation"] == 0
-    assert calls["matrix"] <= 4 * 68 + 10          # O(objects), not O(pairs) (was ~3 per pair)
+    assert calls["matrix"] <= 4 * 68 + 10  # O(objects), not O(pairs) (was ~3 per pair)

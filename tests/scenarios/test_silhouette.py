@@ -1,5 +1,6 @@
 """The silhouette bound (scenarios/sampling/silhouette.py): the hull of every level the server may draw
 holds each level, and a view it calls too small renders a mask box under ``min_bbox_px``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,10 +10,14 @@ from sceneforge.assets_manifest import AssetLibrary
 from sceneforge.core.lod_levels import MAX_LEVEL, budget
 from sceneforge.scenarios.sampling.rejection import AssetShape, Placed, aimed_camera
 from sceneforge.scenarios.sampling.silhouette import (
-    EDGE_EPS_PX, IMPOSTOR_MARGIN, centres_spanned, certainly_too_small, drawable_points,
+    EDGE_EPS_PX,
+    IMPOSTOR_MARGIN,
+    centres_spanned,
+    certainly_too_small,
+    drawable_points,
 )
 
-ASSETS = ("proc_bear", "proc_human_man", "proc_street_crossing")   # levels, a thin figure, foliage levels
+ASSETS = ("proc_bear", "proc_human_man", "proc_street_crossing")  # levels, a thin figure, foliage levels
 
 
 def _inside(points: np.ndarray, hull_pts: np.ndarray, tol: float = 1e-6) -> bool:
@@ -33,7 +38,7 @@ def test_the_hull_holds_every_level_and_the_impostor_cards():
                 lv = lib.mesh_lod(aid, b)
                 assert _inside(np.asarray(lv.vertices, float), hull), (aid, level)
                 foliage |= bool(lv.meta.get("foliage"))
-        if foliage:   # the impostor's card corners (gl/impostor.py: 1.02x the extent around the box centre)
+        if foliage:  # the impostor's card corners (gl/impostor.py: 1.02x the extent around the box centre)
             v = np.asarray(full.vertices, float)
             c, hz = (v.min(0) + v.max(0)) / 2, 1.02 * (v.max(0)[2] - v.min(0)[2]) / 2
             for th in np.pi * np.arange(4) / 4:
@@ -46,8 +51,13 @@ def test_the_hull_holds_every_level_and_the_impostor_cards():
 
 def _spawn_alone(c, lib, k: int, aid: str):
     """``aid`` alone on the server (yaw 37°·k): its Placed and drawable world points."""
-    shape = AssetShape(aid, "x", np.asarray(lib.footprint(aid), float), float(lib.size_cm(aid)[2]),
-                       silhouette=lambda aid=aid: drawable_points(lib, aid))
+    shape = AssetShape(
+        aid,
+        "x",
+        np.asarray(lib.footprint(aid), float),
+        float(lib.size_cm(aid)[2]),
+        silhouette=lambda aid=aid: drawable_points(lib, aid),
+    )
     obj = Placed("obj", shape, 0.0, 0.0, 0.0, 37.0 * k)
     c.reset()
     c.spawn([obj.actor((255, 0, 0))])
@@ -56,8 +66,7 @@ def _spawn_alone(c, lib, k: int, aid: str):
 
 def _camera_around(obj, d: float, j: int):
     """A 224² 60° camera ``d`` cm from ``obj``, at azimuth 0.3·j rad and one of 9 heights."""
-    return aimed_camera(-d * np.cos(0.3 * j), d * np.sin(0.3 * j), 150.0 + 40.0 * (j % 9),
-                        tuple(obj.centre()), 60.0, 224)
+    return aimed_camera(-d * np.cos(0.3 * j), d * np.sin(0.3 * j), 150.0 + 40.0 * (j % 9), tuple(obj.centre()), 60.0, 224)
 
 
 def _rendered_span(c, cam) -> int:
@@ -98,11 +107,12 @@ def test_views_at_the_threshold_the_centre_count_settles_render_under_min_px(ser
         for k, aid in enumerate(ASSETS[:2]):
             obj, pts = _spawn_alone(c, lib, k, aid)
 
-            def extent(d, j):   # used within this iteration only
+            def extent(d, j):  # used within this iteration only
                 uv, _ = _camera_around(obj, d, j).project(pts)  # noqa: B023
                 return max(np.ptp(uv[:, 0]), np.ptp(uv[:, 1]))
+
             for j in range(12):
-                lo, hi = 500.0, 100000.0   # extent falls with distance: bisect to 11.5 px
+                lo, hi = 500.0, 100000.0  # extent falls with distance: bisect to 11.5 px
                 for _ in range(40):
                     mid = np.sqrt(lo * hi)
                     lo, hi = (mid, hi) if extent(mid, j) > 11.5 else (lo, mid)
@@ -111,7 +121,7 @@ def test_views_at_the_threshold_the_centre_count_settles_render_under_min_px(ser
                     if not certainly_too_small(pts, cam, 12.0):
                         continue
                     settled += 1
-                    kept += extent(d, j) >= 11.0   # the extent test (E < min_px - 1) would have sent it
+                    kept += extent(d, j) >= 11.0  # the extent test (E < min_px - 1) would have sent it
                     span = _rendered_span(c, cam)
                     assert span < 12, (aid, d, span)
         c.reset()
@@ -137,9 +147,10 @@ def test_the_bound_is_tighter_than_the_footprint_prism():
     ball = trimesh.creation.icosphere(subdivisions=3, radius=50.0)
     v = np.asarray(ball.vertices) + [0.0, 0.0, 50.0]
 
-    class Lib:   # a library of one mesh (no levels of detail)
+    class Lib:  # a library of one mesh (no levels of detail)
         def mesh(self, asset_id):
             return RenderMesh(v, ball.faces, np.full((len(v), 3), 128, np.uint8))
+
     fp = v[ConvexHull(v[:, :2]).vertices][:, :2]
     obj = Placed("ball", AssetShape("ball", "ball", fp, 100.0, silhouette=lambda: drawable_points(Lib(), "ball")), 0, 0, 0, 0)
     tighter = 0

@@ -1,5 +1,6 @@
 """SpaRRTa datasets end to end on the embedded server: labels, masks, visibility, balance,
 determinism, resume; plus the config/unit logic and the pure scene sampler."""
+
 import json
 from collections import Counter
 from pathlib import Path
@@ -39,21 +40,32 @@ def dataset(server, tmp_path_factory):
 # --- config and units (pure) ------------------------------------------------------------------------
 def test_units_split_n_over_triples_and_rotate_labels():
     units = resolve_units(parse_config({"envs": ["desert"], "tasks": ["ego", "allo"], "n": 10}), load_env, list_envs)
-    assert [(u.task, u.triple_id, u.n) for u in units][:3] == [("ego", "rock_truck", 4), ("ego", "cactus_camel", 3),
-                                                              ("ego", "barrel_camel", 3)]
+    assert [(u.task, u.triple_id, u.n) for u in units][:3] == [
+        ("ego", "rock_truck", 4),
+        ("ego", "cactus_camel", 3),
+        ("ego", "barrel_camel", 3),
+    ]
     ego = [u.label(i) for u in units if u.task == "ego" for i in range(u.n)]
-    assert ego == [LABELS[k % 4] for k in range(10)]        # balanced ±1 over the group
+    assert ego == [LABELS[k % 4] for k in range(10)]  # balanced ±1 over the group
     assert locate(units, 4) == (units[1], 0) and locate(units, 19) == (units[-1], 2)
     with pytest.raises(ConfigError, match="outside"):
         locate(units, 20)
 
 
-@pytest.mark.parametrize("raw,match", [
-    ({"tasks": ["ego", "sideways"]}, "tasks"), ({"n": 0}, "n"), ({"size": 8}, "size"),
-    ({"min_bbox_px": 300}, "larger than the image"), ({"margin_ego_deg": 45}, "margin_ego_deg"),
-    ({"colour": 1}, "unknown field"), ({"image_format": "gif"}, "image_format"), ({"seed": -1}, "seed"),
-    ({"licenses": []}, "licenses"),
-])
+@pytest.mark.parametrize(
+    "raw,match",
+    [
+        ({"tasks": ["ego", "sideways"]}, "tasks"),
+        ({"n": 0}, "n"),
+        ({"size": 8}, "size"),
+        ({"min_bbox_px": 300}, "larger than the image"),
+        ({"margin_ego_deg": 45}, "margin_ego_deg"),
+        ({"colour": 1}, "unknown field"),
+        ({"image_format": "gif"}, "image_format"),
+        ({"seed": -1}, "seed"),
+        ({"licenses": []}, "licenses"),
+    ],
+)
 def test_bad_config_is_one_clear_error(raw, match):
     with pytest.raises(ConfigError, match=match):
         parse_config(raw)
@@ -66,9 +78,9 @@ def test_licenses_restrict_the_assets_and_are_recorded(server, tmp_path):
     lib = load("desert", licenses=["cc0"]).library
     assert lib.licenses(lib.active_ids()) and all(x.upper().startswith("CC0") for x in lib.licenses(lib.active_ids()))
     cfg = {"envs": ["desert"], "tasks": ["ego"], "n": 4, "seed": 3, "licenses": ["cc0"]}
-    with pytest.raises(ConfigError, match="licences cc0"):   # a shared server serving everything is refused
+    with pytest.raises(ConfigError, match="licences cc0"):  # a shared server serving everything is refused
         generate(cfg, tmp_path / "cc0", server=server.address, progress=False)
-    generate(cfg, tmp_path / "cc0", progress=False)          # its own server, started with --licenses cc0
+    generate(cfg, tmp_path / "cc0", progress=False)  # its own server, started with --licenses cc0
     card = json.loads((tmp_path / "cc0" / "dataset_card.json").read_text())
     assert card["config"]["licenses"] == ["cc0"] and card["fingerprint"] != parse_config({**cfg, "licenses": None}).fingerprint()
     assert card["licenses"] and all(x.upper().startswith("CC0") for x in card["licenses"])
@@ -93,14 +105,14 @@ def test_scene_sampler_meets_geometric_rules(task):
     human = shapes.pick(np.random.default_rng(0), "human")
     made = Counter()
     for g in range(4):
-        group = build_group(sample_rng(1, "desert", task, "rock_truck", g, 1), ("k", g), "rock", "truck", shapes, st,
-                            env.ground, env.clutter)
+        group = build_group(
+            sample_rng(1, "desert", task, "rock_truck", g, 1), ("k", g), "rock", "truck", shapes, st, env.ground, env.clutter
+        )
         assert not group.source.polygon().intersects(group.target.polygon())
         assert np.hypot(group.source.x - group.target.x, group.source.y - group.target.y) <= st.max_pair_dist_cm
         for want in LABELS:
-            try:   # an allo placement may make a label impossible: the session then draws a fresh scene
-                view = sample_view(sample_rng(1, "desert", task, "t", g), group, task, want, st, env.ground, human,
-                                   Counter())
+            try:  # an allo placement may make a label impossible: the session then draws a fresh scene
+                view = sample_view(sample_rng(1, "desert", task, "t", g), group, task, want, st, env.ground, human, Counter())
             except PlacementError as e:
                 assert task == "allo" and e.rule in ("proposal", "label", "ambiguity", "overlap", "distance")
                 continue
@@ -121,7 +133,7 @@ def test_labels_equal_the_rule_on_stored_poses(dataset):
     for _, r in df.iterrows():
         obs = (r.camera_x, r.camera_y) if r.task == "ego" else (r.human_x, r.human_y)
         assert relation(obs, (r.source_x, r.source_y), (r.target_x, r.target_y), r.margin_deg) == r.label
-        p = json.loads((out / r.params_file).read_text())        # SpaRRTa's own form says the same
+        p = json.loads((out / r.params_file).read_text())  # SpaRRTa's own form says the same
         a = p["actors"]
         cam = p["camera"]["location"] if r.task == "ego" else a["/sceneforge/actors/human"]["location"]
         src, tgt = a["/sceneforge/actors/source"]["location"], a["/sceneforge/actors/target"]["location"]
@@ -146,11 +158,12 @@ def test_allo_labels_match_the_figures_own_view(dataset):
     """Independent of relations.py: a camera at the figure's eye looking at the source (the
     engine's UE projection) sees the target right of the source for "right", farther for "front"."""
     from sceneforge.engine.world import Camera, look_at_rotation
+
     _, _, df = dataset
     for _, r in df[df.task == "allo"].iterrows():
         eye, src, tgt = (r.human_x, r.human_y, 160.0), (r.source_x, r.source_y, 160.0), (r.target_x, r.target_y, 160.0)
         cam = Camera(eye, look_at_rotation(eye, src), 170.0, 1000, 1000)
-        d = cam.to_camera(np.array([src, tgt]))      # (forward, right, up) in the figure's frame
+        d = cam.to_camera(np.array([src, tgt]))  # (forward, right, up) in the figure's frame
         right, ahead = d[1, 1] - d[0, 1], d[1, 0] - d[0, 0]
         expect = {"right": right > 0, "left": right < 0, "front": ahead > 0, "back": ahead < 0}[r.label]
         assert expect, (r.index, r.label, right, ahead)
@@ -187,7 +200,7 @@ def test_params_clutter_colours_are_the_masks_own(dataset):
         drawn = {tuple(int(v) for v in c) for c in np.unique(mask, axis=0)} - {(0, 0, 0)}
         assert drawn <= set(recorded), (r.params_file, drawn - set(recorded))
         seen_clutter += len(drawn & set(clutter.values()))
-    assert seen_clutter > 0   # the desert's clutter is in view somewhere: the check bit
+    assert seen_clutter > 0  # the desert's clutter is in view somewhere: the check bit
 
 
 @pytest.mark.render
@@ -212,13 +225,15 @@ def test_balance_splits_and_card(dataset):
     img = Image.open(out / df.file_name.iloc[0])
     assert img.size == (224, 224) and img.format == "JPEG"
     p = json.loads((out / df.params_file.iloc[0]).read_text())
-    assert {"environment", "triple_id", "camera", "actors", "task", "label", "source_label", "target_label",
-            "margin_deg"} <= set(p) and set(p["camera"]) == {"label", "location", "rotation", "intrinsics"}
+    assert {"environment", "triple_id", "camera", "actors", "task", "label", "source_label", "target_label", "margin_deg"} <= set(
+        p
+    ) and set(p["camera"]) == {"label", "location", "rotation", "intrinsics"}
 
 
 @pytest.mark.render
 def test_loads_with_hf_datasets(dataset, tmp_path):
     from datasets import load_dataset
+
     out, _, df = dataset
     ds = load_dataset("imagefolder", data_dir=str(out), split="train", cache_dir=str(tmp_path))
     assert len(ds) == 40 and ds[5]["label"] == df.label.iloc[5] and ds[5]["image"].size == (224, 224)
@@ -227,7 +242,7 @@ def test_loads_with_hf_datasets(dataset, tmp_path):
 @pytest.mark.render
 def test_deterministic_with_a_fresh_server(dataset, tmp_path):
     out, _, _ = dataset
-    generate(CFG, tmp_path / "again", progress=False)         # starts its own server
+    generate(CFG, tmp_path / "again", progress=False)  # starts its own server
     assert tree_hashes(tmp_path / "again") == tree_hashes(out)
 
 
@@ -236,10 +251,10 @@ def test_resume_after_interrupted_shards(dataset, server, tmp_path):
     out, _, df = dataset
     part = tmp_path / "part"
     claim(CFG, part)
-    sparrta.run(CFG, Shard(1, tuple(range(21, 40, 2))), part, server=server.address)   # a worker, then killed
+    sparrta.run(CFG, Shard(1, tuple(range(21, 40, 2))), part, server=server.address)  # a worker, then killed
     with pytest.raises(ConfigError, match="missing"):
         sparrta.finalize(CFG, part)
-    (part / df.file_name.iloc[23]).unlink()                    # a file lost after its record: redo it
+    (part / df.file_name.iloc[23]).unlink()  # a file lost after its record: redo it
     res = sparrta.run(CFG, Shard(0, tuple(range(40))), part, server=server.address)
     assert len(res.skipped) == 9 and 23 in res.done and len(res.done) == 31
     sparrta.finalize(CFG, part)
@@ -270,11 +285,30 @@ def test_impossible_constraint_names_the_rule(server, tmp_path):
 @pytest.mark.render
 def test_cli_generate_preview_and_bad_input(server, tmp_path, capsys):
     from sceneforge.cli import main
+
     out = tmp_path / "cli"
     (out / "desert/ego/rock_truck").mkdir(parents=True)
-    (out / "desert/ego/rock_truck/.img_0000.jpg.tmp999").write_bytes(b"half")   # a killed worker's leftover
-    argv = ["generate", "--env", "desert", "--task", "ego", "--n", "4", "--out", str(out), "--seed", "3",
-            "--size", "96", "--format", "png", "--server", server.address, "--quiet"]
+    (out / "desert/ego/rock_truck/.img_0000.jpg.tmp999").write_bytes(b"half")  # a killed worker's leftover
+    argv = [
+        "generate",
+        "--env",
+        "desert",
+        "--task",
+        "ego",
+        "--n",
+        "4",
+        "--out",
+        str(out),
+        "--seed",
+        "3",
+        "--size",
+        "96",
+        "--format",
+        "png",
+        "--server",
+        server.address,
+        "--quiet",
+    ]
     assert main(argv) == 0
     assert "labelled images/s" in capsys.readouterr().out
     df = pd.read_parquet(out / "samples.parquet")
@@ -283,9 +317,13 @@ def test_cli_generate_preview_and_bad_input(server, tmp_path, capsys):
     assert main(["preview", str(out), "--n", "4", "--out", str(tmp_path / "sheet.png")]) == 0
     assert Image.open(tmp_path / "sheet.png").size[0] == 2 * 224
     before = tree_hashes(out)
-    for bad, msg in [(["--env", "mars"], "unknown environment"), (["--triples", "tent_bear"], "triples"),
-                     (["--min-bbox-px", "500"], "min_bbox_px"), (["--seed", "4"], "different config"),
-                     (["--server", "127.0.0.1:1"], "cannot connect")]:
+    for bad, msg in [
+        (["--env", "mars"], "unknown environment"),
+        (["--triples", "tent_bear"], "triples"),
+        (["--min-bbox-px", "500"], "min_bbox_px"),
+        (["--seed", "4"], "different config"),
+        (["--server", "127.0.0.1:1"], "cannot connect"),
+    ]:
         assert main(argv + bad) == 2
         err = capsys.readouterr().err.strip()
         assert msg in err and len(err.splitlines()) == 1, err
@@ -300,16 +338,17 @@ def test_cli_generate_preview_and_bad_input(server, tmp_path, capsys):
 @pytest.mark.render
 def test_demo_makes_a_labelled_set_and_a_sheet(tmp_path, capsys):
     from sceneforge.cli import main
+
     assert main(["demo", "--out", str(tmp_path / "demo"), "--n", "4", "--quiet"]) == 0
     text = capsys.readouterr().out
     assert "contact sheet" in text and str(tmp_path / "demo") in text
     df = pd.read_parquet(tmp_path / "demo" / "samples.parquet")
-    assert sorted(Counter(zip(df.task, df.label)).values()) == [1] * 8     # 4 ego + 4 allo, one per label
+    assert sorted(Counter(zip(df.task, df.label)).values()) == [1] * 8  # 4 ego + 4 allo, one per label
     assert Image.open(tmp_path / "demo" / "contact_sheet.png").size[0] == 3 * 224
     card = json.loads((tmp_path / "demo" / "dataset_card.json").read_text())
-    looks = card["textures_and_hdris"]          # every texture/HDRI the env shows, with its licence
+    looks = card["textures_and_hdris"]  # every texture/HDRI the env shows, with its licence
     assert "sand" in {x["id"] for x in looks} and all(x["license"] in card["licenses"] for x in looks)
-    assert main(["demo", "--out", str(tmp_path / "demo"), "--n", "4", "--quiet"]) == 0   # rerun: resumes
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--n", "4", "--quiet"]) == 0  # rerun: resumes
 
 
 @pytest.mark.slow
@@ -317,13 +356,14 @@ def test_demo_makes_a_labelled_set_and_a_sheet(tmp_path, capsys):
 def test_scale_two_workers_all_rules(tmp_path):
     """400 samples, 2 envs x 2 tasks, through the render farm: complete, balanced, labels = rule."""
     from sceneforge.renderfarm import run_job
+
     cfg = {"envs": ["desert", "city"], "tasks": ["ego", "allo"], "n": 100, "seed": 11}
     summary = run_job("scenarios.sparrta", cfg, tmp_path / "big", workers=2, progress=False)
     assert summary["complete"] == 400 and summary["finalized"]
     df = pd.read_parquet(tmp_path / "big" / "samples.parquet")
     for (_, _, split), g in df.groupby(["env", "task", "split"]):
         c = [int((g.label == lab).sum()) for lab in LABELS]
-        assert max(c) - min(c) <= 3     # scenes hold one sample per label; partial last scenes differ
+        assert max(c) - min(c) <= 3  # scenes hold one sample per label; partial last scenes differ
     for _, r in df.iterrows():
         obs = (r.camera_x, r.camera_y) if r.task == "ego" else (r.human_x, r.human_y)
         assert relation(obs, (r.source_x, r.source_y), (r.target_x, r.target_y), r.margin_deg) == r.label
@@ -331,8 +371,16 @@ def test_scale_two_workers_all_rules(tmp_path):
 
 def test_preview_picks_every_label_of_every_task():
     from sceneforge.scenarios.sparrta.preview import pick_rows
-    df = pd.DataFrame({"index": range(32), "env": "desert", "task": ["ego"] * 16 + ["allo"] * 16,
-                       "label": [LABELS[i % 4] for i in range(32)], "split": "train"})
+
+    df = pd.DataFrame(
+        {
+            "index": range(32),
+            "env": "desert",
+            "task": ["ego"] * 16 + ["allo"] * 16,
+            "label": [LABELS[i % 4] for i in range(32)],
+            "split": "train",
+        }
+    )
     rows = pick_rows(df, 8)
     assert Counter(zip(rows.task, rows.label)) == Counter({(t, lab): 1 for t in ("ego", "allo") for lab in LABELS})
     assert list(rows["index"]) == sorted(rows["index"])

@@ -1,5 +1,6 @@
 """The queued requests' bookkeeping (scenarios/sparrta/early.py): a reply is read once, only by
 the sample it was sent for; ones nobody will read are discarded."""
+
 from __future__ import annotations
 
 from sceneforge.scenarios.sparrta.early import EarlyRequest
@@ -19,6 +20,7 @@ class Replies:
             assert what not in self.read, "reply read twice"
             self.read.append(what)
             return {"counts": what}
+
         reply.discard = lambda: self.discarded.append(what)
         return reply
 

@@ -1,5 +1,6 @@
 """SpaRRTa samples carry a complete scene record: the metric scene graph beside params, with
 every clutter object's scale, and instance colours that match the mask."""
+
 import json
 
 import numpy as np
@@ -21,7 +22,7 @@ def test_sparrta_sample_has_a_scene_graph(server, tmp_path):
     clutter = [o for o in g["objects"] if o["role"] == "clutter"]
     assert [c["scale"] for c in clutter] == [pytest.approx(c["scale"]) for c in params["clutter"]]
     assert [c["asset"] for c in clutter] == [c["asset"] for c in params["clutter"]]
-    assert len(g["relations"]) == 6    # ordered pairs of source, target, human
+    assert len(g["relations"]) == 6  # ordered pairs of source, target, human
     src = g["objects"][0]
     assert src["visible_ratio"] == pytest.approx(params["visibility"]["source"]["ratio"], abs=1e-6)
     # the source's instance colour covers exactly its visible pixels in the mask
@@ -33,6 +34,7 @@ def test_sparrta_sample_has_a_scene_graph(server, tmp_path):
     import pandas as pd
 
     from sceneforge.scenarios.output import coco_rle
+
     objs = pd.read_parquet(tmp_path / "objects.parquet")
     assert len(objs) == len(g["objects"]) and set(objs["role"]) >= {"source", "target", "human", "clutter"}
     coco = json.loads((tmp_path / "annotations.coco.json").read_text())

@@ -5,6 +5,7 @@ re-implemented here from its description, not copied: jpgs in `<root>/<env>/mid-
 params file of the same number, actors found by label, X negated, observer → reference vs
 reference → target angle, front < 45-amb, back > 135+amb, left if the signed angle is positive.
 """
+
 import json
 import math
 import re
@@ -68,8 +69,7 @@ def test_their_loader_finds_every_sample_with_our_label(exported):
         for params, label in allo:
             assert label.lower() == params["label"], (env, params["index"])
         # and with their configured ambiguity margins nothing is thrown away (ours are larger)
-        assert all(l != "Ambiguous" for _, l in their_samples(out, env, ref, tgt, "camera", amb=10)
-                   if _["task"] == "ego")
+        assert all(l != "Ambiguous" for _, l in their_samples(out, env, ref, tgt, "camera", amb=10) if _["task"] == "ego")
 
 
 def test_generate_layout_sparrta_writes_the_same_tree_as_export(exported):
@@ -92,8 +92,11 @@ def test_layout_field_keeps_old_dataset_identity():
 
 def test_hydrant_is_named_as_in_their_city_2_config(exported):
     _, out, _ = exported
-    labels = {a["label"] for p in (out / "city_2" / "mid-objects").glob("params_*.json")
-              for a in json.loads(p.read_text())["actors"].values()}
+    labels = {
+        a["label"]
+        for p in (out / "city_2" / "mid-objects").glob("params_*.json")
+        for a in json.loads(p.read_text())["actors"].values()
+    }
     assert "Hydrant" in labels and "FireHydrant" not in labels
 
 

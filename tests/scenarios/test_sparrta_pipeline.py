@@ -1,6 +1,7 @@
 """The sparrta sampler's request pipeline (scenarios/sparrta/early.py, requests.py,
 lookahead.py): the same bytes as one candidate at a time, and the same sampler over a stock
 UnrealCV (UE5) server's commands."""
+
 from __future__ import annotations
 
 import json
@@ -37,33 +38,35 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     real_scene_requests, shown = sparrta.Session._scene_requests, []
     passed = [False]
 
-    def make(self, *a, **k):   # a sample: none of its candidates has passed yet
+    def make(self, *a, **k):  # a sample: none of its candidates has passed yet
         passed[0] = False
         return real_make(self, *a, **k)
 
-    def counting_send(self, key, view, request):   # the real send, counted
+    def counting_send(self, key, view, request):  # the real send, counted
         sent.append(key)
         return send(self, key, view, request)
 
-    def failure(*a):   # the make loop's verdict on a read reply
+    def failure(*a):  # the make loop's verdict on a read reply
         out = real_failure(*a)
         passed[0] = passed[0] or out is None
         return out
 
-    def send_early(self, upcoming, switch=False):   # a scene switch queued before any candidate passed
+    def send_early(self, upcoming, switch=False):  # a scene switch queued before any candidate passed
         before = self._scene_key
         real_send_early(self, upcoming, switch)
         switches.extend([not passed[0]] if self._scene_key != before else [])
 
-    def scene_requests(self, unit, group):   # the groups the server is asked to hold, in order
+    def scene_requests(self, unit, group):  # the groups the server is asked to hold, in order
         if self._scene_key != group.key:
             shown.append(group.key)
         return real_scene_requests(self, unit, group)
-    def peek_when_ready(self, key):   # the lookahead thread never "just late": what is queued ahead
+
+    def peek_when_ready(self, key):  # the lookahead thread never "just late": what is queued ahead
         fut = self._futures.get(key)  # depends on the scenes alone, not on the two cores' timing
         if fut is not None:
             wait([fut])
         return real_peek(self, key)
+
     real_peek = Lookahead.peek
     monkeypatch.setattr(Lookahead, "peek", peek_when_ready)
     monkeypatch.setattr(EarlyRequest, "send", counting_send)
@@ -71,21 +74,24 @@ def test_lookahead_changes_no_byte(server, tmp_path, monkeypatch):
     monkeypatch.setattr(sparrta.Session, "_send_early", send_early)
     monkeypatch.setattr(sparrta.Session, "_scene_requests", scene_requests)
     monkeypatch.setattr(sparrta.Session, "make", make)
-    monkeypatch.setattr(sparrta, "ego_label_disagrees",   # a third of accepted views vetoed, by their mask
-                        lambda want, mask, *a: real(want, mask, *a) or zlib.crc32(mask.tobytes()) % 3 == 0)
+    monkeypatch.setattr(
+        sparrta,
+        "ego_label_disagrees",  # a third of accepted views vetoed, by their mask
+        lambda want, mask, *a: real(want, mask, *a) or zlib.crc32(mask.tobytes()) % 3 == 0,
+    )
     for depth in (0, 3):
-        shown.clear()   # (kept: the queued run's)
+        shown.clear()  # (kept: the queued run's)
         monkeypatch.setattr(sparrta, "LOOKAHEAD", depth)
         monkeypatch.setattr(sparrta, "QUEUE_DEPTH", 4 if depth else 1)
         monkeypatch.setattr(sparrta, "SWITCH_EARLY", depth > 0)
         outs[depth] = tmp_path / f"ahead{depth}"
         generate(cfg, outs[depth], server=server.address, progress=False)
-        assert bool(sent) == (depth > 0)     # requests queued ahead only with a lookahead
+        assert bool(sent) == (depth > 0)  # requests queued ahead only with a lookahead
     assert tree_hashes(outs[0]) == tree_hashes(outs[3])
     records = [json.loads(p.read_text()) for p in sorted((outs[3] / "records").rglob("*.json"))]
-    assert records and sum(r["renders"] for r in records) > len(records)   # some candidates failed visibility
-    assert sum(r["rejections"].get("perceptual", 0) for r in records) >= 2   # and some accepted ones were vetoed
-    assert switches, switches   # next scene groups were queued ahead of their samples
+    assert records and sum(r["renders"] for r in records) > len(records)  # some candidates failed visibility
+    assert sum(r["rejections"].get("perceptual", 0) for r in records) >= 2  # and some accepted ones were vetoed
+    assert switches, switches  # next scene groups were queued ahead of their samples
     # and some group was shown again: a sample queued before a switch needed more candidates
     assert len(shown) > len(set(shown)), shown
 
@@ -102,6 +108,7 @@ def test_a_new_scene_group_per_sample_queued_ahead_changes_no_byte(server, tmp_p
         if self._scene_key != group.key:
             shown.append(group.key)
         return real_scene_requests(self, unit, group)
+
     monkeypatch.setattr(sparrta.Session, "_scene_requests", scene_requests)
     outs = {}
     for depth in (0, sparrta.LOOKAHEAD):
@@ -112,7 +119,7 @@ def test_a_new_scene_group_per_sample_queued_ahead_changes_no_byte(server, tmp_p
         outs[depth] = tmp_path / f"ahead{depth}"
         generate(cfg, outs[depth], server=server.address, progress=False)
     assert tree_hashes(outs[0]) == tree_hashes(outs[sparrta.LOOKAHEAD])
-    assert len(set(shown)) == 12   # every sample's own group (6 ego + 6 allo) was shown
+    assert len(set(shown)) == 12  # every sample's own group (6 ego + 6 allo) was shown
 
 
 @pytest.mark.render
@@ -126,9 +133,10 @@ def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch
 
     from sceneforge.engine.client import RenderClient
 
-    def clear():   # a stock client removes only what it spawned (a UE level keeps its own actors)
+    def clear():  # a stock client removes only what it spawned (a UE level keeps its own actors)
         with RenderClient(server.address) as c:
             c.reset()
+
     clear()
     monkeypatch.setattr(RenderClient, "is_sceneforge", property(lambda self: False))
     cfg = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 8, "seed": 5, "masks": True, "depth": True}

@@ -1,4 +1,5 @@
 """The client's helper threads (writer, lookahead) lower their own scheduling priority."""
+
 import os
 import sys
 import threading
@@ -29,7 +30,7 @@ def test_the_writer_and_lookahead_threads_run_below_the_main_thread(monkeypatch)
         seen["lookahead"] = ahead.take("k")
     expected = min(TP.MAX_NICE, main + TP.HELPER_NICE)
     assert seen == {"writer": expected, "lookahead": expected}
-    assert _nice() == main                 # the main thread (it feeds the server) keeps its priority
+    assert _nice() == main  # the main thread (it feeds the server) keeps its priority
 
 
 @linux
@@ -37,7 +38,7 @@ def test_never_below_the_lowest_priority_and_off_at_zero():
     out = {}
 
     def run():
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)   # this throwaway thread only
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)  # this throwaway thread only
         out["capped"] = TP.lower_this_thread(10)
         out["off"] = TP.lower_this_thread(0)
         out["after"] = _nice()
@@ -53,7 +54,7 @@ def test_a_bad_setting_names_the_variable(monkeypatch, raw):
     monkeypatch.setenv(TP.ENV, raw)
     with pytest.raises(ConfigError, match=f"{TP.ENV}={raw!r}"):
         TP.helper_nice()
-    with pytest.raises(ConfigError, match=TP.ENV):   # in the thread that starts the helper
+    with pytest.raises(ConfigError, match=TP.ENV):  # in the thread that starts the helper
         BackgroundWriter()
 
 

@@ -4,6 +4,7 @@ decoded std frames (PSNR >= 36 dB) and no other transform's (<= 28 dB); every CS
 the label table applied to std's, read from the CSV texts alone; the oracle scores 100 % and
 an answer-copying predictor fails every group whose answer flips; a rendered mirrored world
 equals the hflip variant on mixed patterns too."""
+
 from __future__ import annotations
 
 import re
@@ -22,17 +23,32 @@ from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos import scenario as videos
 from sceneforge.scenarios.videos.video_io import apply_aug, decode_mp4
 
-CONFIG = {"env": "city", "n": 6, "seed": 5, "distractors": 2, "distractor_motions": ["curve", "stop_and_go", "turn"],
-          "motion": {"n_frames": 8, "fps": 4.0,
-                     "patterns": ["cam_static-obj_translate", "cam_translate-obj_rotate", "cam_rotate-obj_static",
-                                  "cam_static-obj_mixed", "cam_mixed-obj_static", "cam_mixed-obj_mixed"]}}
+CONFIG = {
+    "env": "city",
+    "n": 6,
+    "seed": 5,
+    "distractors": 2,
+    "distractor_motions": ["curve", "stop_and_go", "turn"],
+    "motion": {
+        "n_frames": 8,
+        "fps": 4.0,
+        "patterns": [
+            "cam_static-obj_translate",
+            "cam_translate-obj_rotate",
+            "cam_rotate-obj_static",
+            "cam_static-obj_mixed",
+            "cam_mixed-obj_static",
+            "cam_mixed-obj_mixed",
+        ],
+    },
+}
 MIRROR_PSNR_DB, WRONG_PSNR_DB = 36.0, 28.0
 TEXT_TO_KEY = {t: k for spaces in (dsi.SPACES, dsi.MIXED_SPACES) for space in spaces.values() for k, t in space.items()}
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:
     mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
-    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+    return float("inf") if mse == 0 else 10 * np.log10(255.0**2 / mse)
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +114,7 @@ def test_oracle_scores_100_and_copying_std_fails_every_flipping_group(audit_set,
     blind = dsi_eval.evaluate(meta, tmp_path / "blind")
     assert oracle["sample_wise"].overall == oracle["group_wise"].overall == 1.0
     flips = [(pd.read_csv(meta / f"{a}.csv")["GT"] != std_gt).any() for a in dsi.AUGS]
-    same = np.mean([all((pd.read_csv(meta / f"{a}.csv")["GT"] == std_gt)[i] for a in dsi.AUGS)
-                    for i in range(len(std_gt))])
+    same = np.mean([all((pd.read_csv(meta / f"{a}.csv")["GT"] == std_gt)[i] for a in dsi.AUGS) for i in range(len(std_gt))])
     assert any(flips) and blind["group_wise"].overall == pytest.approx(same)
 
 
@@ -122,8 +137,9 @@ def test_rendered_mirror_world_equals_hflip_variant_on_mixed_patterns(render_cli
     m_scenery = [replace(a, transform=mo.mirror_transform(a.transform, origin, plane_yaw)) for a in scenery]
     m_subject = replace(subject, transform=mo.mirror_transform(subject.transform, origin, plane_yaw))
     m_clip = mo.hflip_motion(clip)
-    mir, _ = videos.render_frames(render_client, m_clip, m_subject, m_scenery, videos.mirror_world(world, plane_yaw),
-                                  ctx.fov, ctx.size, kinds, False)
+    mir, _ = videos.render_frames(
+        render_client, m_clip, m_subject, m_scenery, videos.mirror_world(world, plane_yaw), ctx.fov, ctx.size, kinds, False
+    )
     flipped = apply_aug(std["lit"], "hflip").astype(int)
     assert (np.abs(flipped - mir["lit"]).max(-1) <= 8).mean() >= 0.99
     assert (np.abs(std["lit"].astype(int) - mir["lit"]).max(-1) <= 8).mean() < 0.95

@@ -1,4 +1,5 @@
 """Video clips carry a metric scene graph per frame, consistent with the clip record."""
+
 import json
 
 import pytest
@@ -20,10 +21,13 @@ def test_clip_has_per_frame_scene_graphs(server, tmp_path):
         subj = f["objects"][0]
         assert subj["role"] == "subject" and subj["location"] == pytest.approx(rec["subject_location"][t], abs=1e-3)
         assert subj["visible_px"] == rec["visible_px"][t] and f["camera"]["location"] == pytest.approx(
-            rec["camera_location"][t], abs=1e-3)
+            rec["camera_location"][t], abs=1e-3
+        )
         assert len(f["objects"]) == 1 + rec["n_scenery"] and f["relations"] == []
     # the subject moves between frames, the scenery does not
     assert g["frames"][0]["objects"][0]["location"] != g["frames"][-1]["objects"][0]["location"]
     if rec["n_scenery"]:
-        assert g["frames"][0]["objects"][1] == g["frames"][-1]["objects"][1] or \
-            g["frames"][0]["objects"][1]["location"] == g["frames"][-1]["objects"][1]["location"]
+        assert (
+            g["frames"][0]["objects"][1] == g["frames"][-1]["objects"][1]
+            or g["frames"][0]["objects"][1]["location"] == g["frames"][-1]["objects"][1]["location"]
+        )

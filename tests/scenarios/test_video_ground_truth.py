@@ -1,6 +1,7 @@
 """Per-frame ground truth of rendered clips (gt/NNNNNN/), distractor movers and the new camera
 paths end to end: boxes against masks, poses against the record, flow against the next frame,
 depth against the geometry, byte-identical reruns."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,15 +20,26 @@ from sceneforge.scenarios.videos import scenario as videos
 from sceneforge.scenarios.videos.video_io import decode_mp4
 
 SIZE = 128
-CONFIG = {"env": "city", "n": 3, "seed": 5, "image_size": SIZE, "distractors": 2, "subjects": ["taxi"],
-          "ground_truth": ["masks", "depth", "flow"],
-          "motion": {"n_frames": 6, "fps": 4.0, "shake_cm": 1.0, "shake_deg": 0.3,
-                     "patterns": ["cam_orbit-obj_static", "cam_follow-obj_translate", "cam_zoom-obj_rotate"]}}
+CONFIG = {
+    "env": "city",
+    "n": 3,
+    "seed": 5,
+    "image_size": SIZE,
+    "distractors": 2,
+    "subjects": ["taxi"],
+    "ground_truth": ["masks", "depth", "flow"],
+    "motion": {
+        "n_frames": 6,
+        "fps": 4.0,
+        "shake_cm": 1.0,
+        "shake_deg": 0.3,
+        "patterns": ["cam_orbit-obj_static", "cam_follow-obj_translate", "cam_zoom-obj_rotate"],
+    },
+}
 
 
 def _sha(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -71,13 +83,13 @@ def test_boxes_and_pixel_counts_equal_the_instance_masks(gt_dataset):
                 assert len(xs) == o["visible_px"], (i, t, o["name"])
                 if len(xs):
                     assert o["bbox_visible"] == [xs.min(), ys.min(), xs.max(), ys.max()]
-                    u0, v0, u1, v1 = o["bbox_projected"]   # the visible box lies in the amodal one
+                    u0, v0, u1, v1 = o["bbox_projected"]  # the visible box lies in the amodal one
                     assert xs.min() >= math.floor(u0) - 1 and xs.max() <= math.ceil(u1) + 1
                     assert ys.min() >= math.floor(v0) - 1 and ys.max() <= math.ceil(v1) + 1
                     checked += 1
                 else:
                     assert o["bbox_visible"] is None
-    assert checked >= 3 * 6 + 6   # the subject in every frame, and distractors on screen
+    assert checked >= 3 * 6 + 6  # the subject in every frame, and distractors on screen
 
 
 @pytest.mark.render
@@ -110,7 +122,7 @@ def test_distractors_move_apart_from_the_subject_and_never_share_its_class(gt_da
         for d in rec["distractors"]:
             assert d["class"] != rec["subject_class"]
             loc = np.asarray(d["location"])
-            assert np.linalg.norm(loc[-1, :2] - loc[0, :2]) > 10          # it moves
+            assert np.linalg.norm(loc[-1, :2] - loc[0, :2]) > 10  # it moves
             gap = np.linalg.norm(loc[:, None, :2] - subj[None, :, :2], axis=-1).min()
             assert gap >= r_s + math.hypot(*d["size_cm"][:2]) / 2 + 100 - 1e-6
 
@@ -148,7 +160,7 @@ def test_forward_flow_carries_pixels_onto_the_next_frame(gt_dataset):
             err.append(np.abs(lit[t + 1][vv[inside], uu[inside]] - lit[t][inside]).mean())
             err0.append(np.abs(lit[t + 1][inside] - lit[t][inside]).mean())
         assert min(hit) >= 0.9, (rec["pattern"], hit)
-        assert np.mean(err) < 0.6 * np.mean(err0), (rec["pattern"], err, err0)   # measured 0.28-0.41
+        assert np.mean(err) < 0.6 * np.mean(err0), (rec["pattern"], err, err0)  # measured 0.28-0.41
         assert np.mean(hit) >= np.mean(still) - 0.02
 
 
@@ -157,7 +169,7 @@ def test_depth_is_the_ray_distance_to_the_subject(gt_dataset):
     for i in range(3):
         rows, rec, dense, _ = _clip(gt_dataset, i)
         depth, ids = dense["depth"]["depth"], dense["masks"]["instance"]
-        assert depth.dtype == np.float32 and np.isinf(depth[:, 0, :]).any()   # sky at the top
+        assert depth.dtype == np.float32 and np.isinf(depth[:, 0, :]).any()  # sky at the top
         for t, row in enumerate(rows):
             centre = np.asarray(row["objects"][0]["location"]) + [0, 0, rec["subject_size_cm"][2] / 2]
             dist = np.linalg.norm(centre - np.asarray(row["camera"]["location"]))
@@ -174,7 +186,7 @@ def test_new_patterns_are_flagged_and_skip_the_questions_dsi_cannot_answer(gt_da
         cates = set(std[std["relative_path"] == r["relative_path"]]["cate"])
         if r["pattern"].startswith(("cam_orbit", "cam_zoom")):
             assert not cates & {2, 3} and "cam" in r["skipped_questions"]
-        for q in json.loads(r["questions"]):   # the Klein group: each variant's GT is the table's
+        for q in json.loads(r["questions"]):  # the Klein group: each variant's GT is the table's
             assert all(q["answers"][a] == dsi.transform_answer(q["answers"]["std"], a) for a in dsi.AUGS)
 
 

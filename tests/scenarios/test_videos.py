@@ -1,5 +1,6 @@
 """Video files and the rendered dataset: mp4 round trips, the mirror test, layout, determinism,
 resume, and the CLI."""
+
 from __future__ import annotations
 
 import hashlib
@@ -23,9 +24,16 @@ from sceneforge.scenarios.videos import scenario as videos
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos.video_io import apply_aug, decode_mp4, encode_mp4, probe_mp4
 
-CONFIG = {"env": "city", "n": 4, "seed": 3,
-          "motion": {"n_frames": 8, "fps": 4.0, "patterns": ["cam_static-obj_translate", "cam_rotate-obj_static",
-                                                              "cam_translate-obj_static", "cam_rotate-obj_translate"]}}
+CONFIG = {
+    "env": "city",
+    "n": 4,
+    "seed": 3,
+    "motion": {
+        "n_frames": 8,
+        "fps": 4.0,
+        "patterns": ["cam_static-obj_translate", "cam_rotate-obj_static", "cam_translate-obj_static", "cam_rotate-obj_translate"],
+    },
+}
 
 
 def _frames(t=6, h=64, w=96, seed=0) -> np.ndarray:
@@ -33,7 +41,7 @@ def _frames(t=6, h=64, w=96, seed=0) -> np.ndarray:
     f = np.zeros((t, h, w, 3), np.uint8)
     for i in range(t):  # a moving block on a gradient: compressible, asymmetric
         f[i] = np.linspace(0, 200, w, dtype=np.uint8)[None, :, None]
-        f[i, 10:30, 5 + 8 * i:25 + 8 * i] = rng.integers(0, 255, 3)
+        f[i, 10:30, 5 + 8 * i : 25 + 8 * i] = rng.integers(0, 255, 3)
     return f
 
 
@@ -49,8 +57,7 @@ def test_frame_transforms_are_involutions(aug):
 def test_mp4_decodes_with_opencv_and_pyav_to_expected_count_and_size(tmp_path):
     f = _frames()
     path = encode_mp4(f, tmp_path / "a" / "clip.mp4", fps=5)
-    assert probe_mp4(path) == {"codec": "h264", "pix_fmt": "yuv420p", "width": 96, "height": 64,
-                               "frames": 6, "fps": 5.0}
+    assert probe_mp4(path) == {"codec": "h264", "pix_fmt": "yuv420p", "width": 96, "height": 64, "frames": 6, "fps": 5.0}
     dec = decode_mp4(path)
     assert dec.shape == f.shape and np.abs(dec.astype(int) - f).mean() < 4
     cap, n = cv2.VideoCapture(str(path)), 0
@@ -108,15 +115,24 @@ def _mirror_pair(client, ctx, pattern, seed):
     m_scenery = [replace(a, transform=mo.mirror_transform(a.transform, origin, plane_yaw)) for a in scenery]
     m_subject = replace(subject, transform=mo.mirror_transform(subject.transform, origin, plane_yaw))
     m_clip = mo.hflip_motion(clip)
-    mir, _ = videos.render_frames(client, m_clip, m_subject, m_scenery, videos.mirror_world(world, plane_yaw),
-                                  ctx.fov, ctx.size, kinds, False)
+    mir, _ = videos.render_frames(
+        client, m_clip, m_subject, m_scenery, videos.mirror_world(world, plane_yaw), ctx.fov, ctx.size, kinds, False
+    )
     return clip, m_clip, std, mir
 
 
 @pytest.mark.render
-@pytest.mark.parametrize("pattern, seed", [("cam_translate-obj_translate", 0), ("cam_rotate-obj_rotate", 1),
-                                           ("cam_static-obj_translate", 2), ("cam_rotate-obj_translate", 3),
-                                           ("cam_orbit-obj_rotate", 4), ("cam_zoom-obj_translate", 5)])
+@pytest.mark.parametrize(
+    "pattern, seed",
+    [
+        ("cam_translate-obj_translate", 0),
+        ("cam_rotate-obj_rotate", 1),
+        ("cam_static-obj_translate", 2),
+        ("cam_rotate-obj_translate", 3),
+        ("cam_orbit-obj_rotate", 4),
+        ("cam_zoom-obj_translate", 5),
+    ],
+)
 def test_mirror_test_rendered_mirror_world_equals_hflip_variant(render_client, pattern, seed):
     """Tolerance: >= 99% of lit pixels within 8/255 per channel (measured 99.6-99.99%, the rest
     on the horizon line and silhouette edges) and >= 99.9% identical object_mask pixels.
@@ -136,8 +152,7 @@ def test_mirror_test_rendered_mirror_world_equals_hflip_variant(render_client, p
 
 
 def _sha(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.fixture(scope="module")
@@ -160,15 +175,15 @@ def test_dataset_layout_and_csvs(dataset):
         frames[aug] = df
         for rel in df["relative_path"].unique():
             p = out / "videos" / aug / rel
-            assert probe_mp4(p) == {"codec": "h264", "pix_fmt": "yuv420p", "width": 224, "height": 224,
-                                    "frames": 8, "fps": 4.0}
+            assert probe_mp4(p) == {"codec": "h264", "pix_fmt": "yuv420p", "width": 224, "height": 224, "frames": 8, "fps": 4.0}
             cap = cv2.VideoCapture(str(p))
             assert int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 8 and int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)) == 224
             cap.release()
     std = frames["std"]
     for aug in dsi.AUGS:  # row i is the same question of the same clip in every variant
-        assert frames[aug][["relative_path", "question", "options", "cate"]].equals(std[["relative_path", "question",
-                                                                                         "options", "cate"]])
+        assert frames[aug][["relative_path", "question", "options", "cate"]].equals(
+            std[["relative_path", "question", "options", "cate"]]
+        )
     assert set(std["GT"]) <= set("ABCD") and set(std["cate"]) <= set(range(6))
 
 
@@ -198,7 +213,7 @@ def test_dataset_card_credits_every_asset_used(dataset):
     assert card["licenses"] and card["attributions"] and isinstance(card["share_alike"], bool)
     assert card["label_transforms"]["hflip"]["obj_left"] == "obj_right"
     assert not list(out.rglob(".*.tmp*"))
-    assert all(x["license"] and x["attribution"] for x in card["textures_and_hdris"])   # ground texture credited
+    assert all(x["license"] and x["attribution"] for x in card["textures_and_hdris"])  # ground texture credited
 
 
 @pytest.mark.render
@@ -246,12 +261,14 @@ def test_cli_oracle_eval_and_clear_errors(dataset, tmp_path):
         (tmp_path / aug).mkdir()
         pd.DataFrame({"final_answer": gt}).to_csv(tmp_path / aug / "oracle.csv", index=False)
     cmd = [sys.executable, "-m", "sceneforge.cli"]
-    r = subprocess.run([*cmd, "dsi-eval", "--meta", str(out / "metadata"), "--pred", str(tmp_path)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [*cmd, "dsi-eval", "--meta", str(out / "metadata"), "--pred", str(tmp_path)], capture_output=True, text=True
+    )
     assert r.returncode == 0 and r.stdout.count("Overall Acc = 100.00%") == 2, r.stdout + r.stderr
     pd.DataFrame({"final_answer": ["A"]}).to_csv(tmp_path / "hflip" / "oracle.csv", index=False)
-    r = subprocess.run([*cmd, "dsi-eval", "--meta", str(out / "metadata"), "--pred", str(tmp_path)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [*cmd, "dsi-eval", "--meta", str(out / "metadata"), "--pred", str(tmp_path)], capture_output=True, text=True
+    )
     assert r.returncode == 2 and "length mismatch in hflip" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = subprocess.run([*cmd, "videos", "--env", "city", "--out", str(tmp_path / "v")], capture_output=True, text=True)
     assert r.returncode == 2 and "--n is required" in r.stderr and not (tmp_path / "v").exists()
@@ -282,8 +299,25 @@ def test_unknown_env_and_subjects_fail_at_plan_time():
 
 @pytest.mark.render
 def test_cli_videos_inline_run_and_refuses_a_different_config_in_the_same_dir(tmp_path):
-    cmd = [sys.executable, "-m", "sceneforge.cli", "videos", "--env", "desert", "--n", "2", "--out", str(tmp_path),
-           "--inline", "--frames", "6", "--fps", "3", "--size", "128"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sceneforge.cli",
+        "videos",
+        "--env",
+        "desert",
+        "--n",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--inline",
+        "--frames",
+        "6",
+        "--fps",
+        "3",
+        "--size",
+        "128",
+    ]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["clips"] == 2
@@ -295,8 +329,12 @@ def test_cli_videos_inline_run_and_refuses_a_different_config_in_the_same_dir(tm
 def test_question_kinds_are_configurable_and_validated():
     with pytest.raises(ConfigError, match="questions must be"):
         videos.plan({**CONFIG, "questions": ["obj", "colour"]})
-    clip = mo.build_clip(mo.sample_spec(np.random.default_rng(0), mo.MotionConfig(), "cam_rotate-obj_translate",
-                                        (0.0, 0.0), (400.0, 200.0, 150.0)), lambda x, y: np.zeros_like(x))
+    clip = mo.build_clip(
+        mo.sample_spec(
+            np.random.default_rng(0), mo.MotionConfig(), "cam_rotate-obj_translate", (0.0, 0.0), (400.0, 200.0, 150.0)
+        ),
+        lambda x, y: np.zeros_like(x),
+    )
     qs, _ = dsi.make_questions(clip, "taxi", np.random.default_rng(0), kinds=("cam",))
     assert [q.cate for q in qs] == [3]
 

@@ -1,4 +1,5 @@
 """Template VQA on a hand-built scene (every answer checkable on paper) and its scoring."""
+
 import math
 from collections import Counter
 
@@ -11,7 +12,7 @@ from sceneforge.scenarios.output.scene_graph import SceneObject, scene_graph
 from sceneforge.scenarios.vqa import evaluate, templates
 from sceneforge.scenarios.vqa.templates import Rules, askable, letter_options, questions
 
-CAM = Camera((0, 0, 0), Rotator(0, 0, 0), 90.0, 224, 224)   # at the origin looking along +X
+CAM = Camera((0, 0, 0), Rotator(0, 0, 0), 90.0, 224, 224)  # at the origin looking along +X
 OK = {"visible": 900, "unoccluded": 1000, "bbox": [10, 10, 60, 60]}
 
 
@@ -22,12 +23,16 @@ def so(name, cls, loc, size=(100, 100, 100)):
 def scene(vis_overrides=None):
     """Seen from above (X up the page = away from the camera, Y to the right):
 
-        house (2000, 0)                      tree (2000, 1500)
-        car   (1000, 0)     rock (1000, 800)
-                    camera (0, 0)
+    house (2000, 0)                      tree (2000, 1500)
+    car   (1000, 0)     rock (1000, 800)
+                camera (0, 0)
     """
-    objs = [so("car", "car", (1000, 0, 0), (400, 200, 150)), so("house", "house", (2000, 0, 0), (800, 600, 500)),
-            so("rock", "rock", (1000, 800, 0)), so("tree", "tree", (2000, 1500, 0), (100, 100, 600))]
+    objs = [
+        so("car", "car", (1000, 0, 0), (400, 200, 150)),
+        so("house", "house", (2000, 0, 0), (800, 600, 500)),
+        so("rock", "rock", (1000, 800, 0)),
+        so("tree", "tree", (2000, 1500, 0), (100, 100, 600)),
+    ]
     vis = {o.name: dict(OK) for o in objs}
     vis.update(vis_overrides or {})
     return scene_graph(objs, CAM, visibility=vis)
@@ -42,15 +47,19 @@ def find(qs, cat, objects):
 
 
 def test_crisp_visibility_rule_and_unique_names():
-    g = scene({"rock": {"visible": 790, "unoccluded": 1000, "bbox": [0, 0, 80, 80]},        # 0.79 visible
-               "tree": {"visible": 900, "unoccluded": 1000, "bbox": [0, 0, 38, 20]}})       # 39 px box (inclusive)
+    g = scene(
+        {
+            "rock": {"visible": 790, "unoccluded": 1000, "bbox": [0, 0, 80, 80]},  # 0.79 visible
+            "tree": {"visible": 900, "unoccluded": 1000, "bbox": [0, 0, 38, 20]},
+        }
+    )  # 39 px box (inclusive)
     assert [o["name"] for o in askable(g, Rules())] == ["car", "house"]
     qs = questions(g)
     assert all(set(q.objects) <= {"car", "house"} for q in qs if q.category != "counting")
     # two cars in view: neither may be named "the car"
     objs = [so("car", "car", (1000, 0, 0)), so("car2", "car", (1000, 300, 0))]
     g2 = scene_graph(objs, CAM, visibility={"car": OK, "car2": OK})
-    assert askable(g2, Rules()) == [] and [q.answer for q in questions(g2)] == [2]   # only counting
+    assert askable(g2, Rules()) == [] and [q.answer for q in questions(g2)] == [2]  # only counting
 
 
 def test_numerical_templates_hand_values():
@@ -75,12 +84,12 @@ def test_direction_templates_hand_values():
     # camera → car line of sight is +X; the house lies beyond the car: SpaRRTa "front" = behind it
     assert find(qs, "direction_ego", ["car", "house"]).answer == W["front"]
     assert find(qs, "direction_ego", ["house", "car"]).answer == W["back"]
-    assert find(qs, "direction_ego", ["car", "rock"]).answer == W["right"]   # +Y is right in UE
+    assert find(qs, "direction_ego", ["car", "rock"]).answer == W["right"]  # +Y is right in UE
     # from the rock (1000, 800) looking at the car (1000, 0) (towards -Y): the house (+X) is on its right
     assert find(qs, "direction_allo", ["rock", "car", "house"]).answer == W["right"]
     # standing at the car facing the house (+X), the rock (+Y) is to your right, the camera side is behind
     assert find(qs, "view_transformation", ["car", "house", "rock"]).answer == "to your right"
-    assert find(qs, "view_transformation", ["house", "car", "tree"]).answer == "to your left"   # facing -X
+    assert find(qs, "view_transformation", ["house", "car", "tree"]).answer == "to your left"  # facing -X
     # ambiguous directions are not asked: tree from car is at atan2(1500, 1000) = 56 deg from +X,
     # within 15 deg of the 45 deg boundary
     assert not [q for q in qs if q.category == "view_transformation" and q.objects == ["car", "house", "tree"]]
@@ -113,13 +122,25 @@ def test_balanced_answer_positions_and_determinism():
 
 def test_mra_and_scoring():
     assert evaluate.mra(10.0, 10.0) == 1.0
-    assert evaluate.mra(12.0, 10.0) == pytest.approx(0.6)      # rel 0.2 < 1-θ for θ ≤ 0.75: 6 of 10
+    assert evaluate.mra(12.0, 10.0) == pytest.approx(0.6)  # rel 0.2 < 1-θ for θ ≤ 0.75: 6 of 10
     assert evaluate.mra(20.0, 10.0) == 0.0 and evaluate.mra(None, 3.0) == 0.0
-    qs = [{"id": "1", "category": "object_size", "kind": "numerical", "answer": 100.0},
-          {"id": "2", "category": "direction_ego", "kind": "choice", "answer": "B",
-           "options": ["A. to its left", "B. to its right"]},
-          {"id": "3", "category": "direction_ego", "kind": "choice", "answer": "A",
-           "options": ["A. to its left", "B. to its right"]}]
+    qs = [
+        {"id": "1", "category": "object_size", "kind": "numerical", "answer": 100.0},
+        {
+            "id": "2",
+            "category": "direction_ego",
+            "kind": "choice",
+            "answer": "B",
+            "options": ["A. to its left", "B. to its right"],
+        },
+        {
+            "id": "3",
+            "category": "direction_ego",
+            "kind": "choice",
+            "answer": "A",
+            "options": ["A. to its left", "B. to its right"],
+        },
+    ]
     r = evaluate.score(qs, {"1": "about 110 cm", "2": "(b) right", "3": "to its right"})
     assert r["categories"]["object_size"]["score"] == pytest.approx(0.8)
     assert r["categories"]["direction_ego"]["score"] == 0.5 and r["overall"] == pytest.approx(0.65)
@@ -144,8 +165,10 @@ def test_vqa_eval_command(tmp_path, capsys):
     (tmp_path / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in qs))
     # an oracle: the right letter / the exact number for every question
     (tmp_path / "pred.jsonl").write_text("".join(json.dumps({"id": q["id"], "prediction": q["answer"]}) + "\n" for q in qs))
-    assert main(["vqa-eval", "--questions", str(tmp_path / "questions.jsonl"), "--pred", str(tmp_path / "pred.jsonl"),
-                 "--json"]) == 0
+    assert (
+        main(["vqa-eval", "--questions", str(tmp_path / "questions.jsonl"), "--pred", str(tmp_path / "pred.jsonl"), "--json"])
+        == 0
+    )
     r = json.loads(capsys.readouterr().out)
     assert r["overall"] == 1.0 and set(r["categories"]) == set(templates.CATEGORIES)
     assert main(["vqa-eval", "--questions", str(tmp_path / "none.jsonl"), "--pred", str(tmp_path / "pred.jsonl")]) == 2

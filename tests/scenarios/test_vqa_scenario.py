@@ -1,5 +1,6 @@
 """The VQA scenario end to end on the session's render server: scenes, records, questions,
 COCO annotations, byte-identical re-rendering from the record, resume, degraded variants."""
+
 import json
 
 import numpy as np
@@ -25,7 +26,7 @@ def test_vqa_scenario_end_to_end(tmp_path, server, render_client):
     rec = json.loads((tmp_path / "desert" / "scene_000000.json").read_text())
     names = {o["name"]: o for o in rec["graph"]["objects"]}
     graphs = {i: json.loads((tmp_path / "desert" / f"scene_{i:06d}.json").read_text())["graph"] for i in (0, 1)}
-    for q in qs:   # only objects passing the (scaled) CRISP rule are asked about
+    for q in qs:  # only objects passing the (scaled) CRISP rule are asked about
         for n in q["objects"]:
             obj = next(x for x in graphs[q["index"]]["objects"] if x["name"] == n)
             x0, y0, x1, y1 = obj["box2d"]
@@ -65,8 +66,31 @@ def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
     from sceneforge.cli import main
 
     out = tmp_path / "v"
-    assert main(["vqa", "--env", "desert", "--n", "1", "--size", "160", "--out", str(out), "--seed", "4",
-                 "--server", server.address, "--quiet", "--per-category", "1", "--min-bbox-px", "16"]) == 0
+    assert (
+        main(
+            [
+                "vqa",
+                "--env",
+                "desert",
+                "--n",
+                "1",
+                "--size",
+                "160",
+                "--out",
+                str(out),
+                "--seed",
+                "4",
+                "--server",
+                server.address,
+                "--quiet",
+                "--per-category",
+                "1",
+                "--min-bbox-px",
+                "16",
+            ]
+        )
+        == 0
+    )
     assert "1 images" in capsys.readouterr().out
     assert main(["render-record", str(out / "desert" / "scene_000000.json"), "--server", server.address]) == 0
     assert "identical" in capsys.readouterr().out
@@ -75,8 +99,29 @@ def test_vqa_cli_generate_render_record_and_eval(tmp_path, server, capsys):
     assert main(["vqa-eval", "--questions", str(out / "questions.jsonl"), "--pred", str(tmp_path / "p.jsonl")]) == 0
     assert "overall (macro)" in capsys.readouterr().out
     # a different config in the same directory is refused by the runner, in one line
-    assert main(["vqa", "--env", "desert", "--n", "1", "--size", "160", "--out", str(out), "--seed", "5",
-                 "--server", server.address, "--quiet", "--min-bbox-px", "16"]) == 2
+    assert (
+        main(
+            [
+                "vqa",
+                "--env",
+                "desert",
+                "--n",
+                "1",
+                "--size",
+                "160",
+                "--out",
+                str(out),
+                "--seed",
+                "5",
+                "--server",
+                server.address,
+                "--quiet",
+                "--min-bbox-px",
+                "16",
+            ]
+        )
+        == 2
+    )
     assert "different config" in capsys.readouterr().err
 
 
@@ -89,7 +134,7 @@ def test_vqa_relations_only_for_the_written_view(tmp_path, server, monkeypatch):
     real_relations, real_graph = sg.relations, scenario.Maker.graph
 
     def counted_relations(objs, cam):
-        if objs:                          # a view's graph asks for none (relate=())
+        if objs:  # a view's graph asks for none (relate=())
             calls.append(len(objs))
         return real_relations(objs, cam)
 
@@ -105,5 +150,5 @@ def test_vqa_relations_only_for_the_written_view(tmp_path, server, monkeypatch):
     assert res.done == [0]
     rec = json.loads((tmp_path / "desert" / "scene_000000.json").read_text())
     n = len(rec["graph"]["objects"])
-    assert calls == [n] and set(view_relations) == {0} and len(view_relations) >= 1   # seed 3: 7 views tried, 1 kept
+    assert calls == [n] and set(view_relations) == {0} and len(view_relations) >= 1  # seed 3: 7 views tried, 1 kept
     assert len(rec["graph"]["relations"]) == n * (n - 1)

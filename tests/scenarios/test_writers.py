@@ -1,4 +1,5 @@
 """Writers: atomic files, SpaRRTa params schema, splits, the table (pandas + HF datasets)."""
+
 import io
 import json
 import os
@@ -11,8 +12,18 @@ from PIL import Image
 from sceneforge.core.errors import ConfigError, SceneforgeError
 from sceneforge.engine.world import Camera, Rotator
 from sceneforge.scenarios.output.writers import (
-    SPLIT_PATTERN, assign_splits, atomic_write_bytes, atomic_write_json, display_label, dumps, encode_image,
-    flatten, intrinsics, npy_bytes, params_json, write_table,
+    SPLIT_PATTERN,
+    assign_splits,
+    atomic_write_bytes,
+    atomic_write_json,
+    display_label,
+    dumps,
+    encode_image,
+    flatten,
+    intrinsics,
+    npy_bytes,
+    params_json,
+    write_table,
 )
 
 
@@ -44,9 +55,20 @@ def test_fast_json_equals_the_reference_encoder():
     from sceneforge.scenarios.output.writers import reference_dumps
 
     rng = np.random.default_rng(5)
-    values = [[0.1, 2.0, -3.5e-7, 1e300], [1, 2.5], [True, 0.5], [np.float64(0.25), 1.5], (0.5, 0.75),
-              [[1.0, 2.0], [3.0, 4.0]], [], [None, 1.0], ["a", 1.0], rng.normal(size=7).tolist(),
-              {"k": [0.1, 0.2], "j": {"x": [3.0]}}, [-0.0, 0.0]]
+    values = [
+        [0.1, 2.0, -3.5e-7, 1e300],
+        [1, 2.5],
+        [True, 0.5],
+        [np.float64(0.25), 1.5],
+        (0.5, 0.75),
+        [[1.0, 2.0], [3.0, 4.0]],
+        [],
+        [None, 1.0],
+        ["a", 1.0],
+        rng.normal(size=7).tolist(),
+        {"k": [0.1, 0.2], "j": {"x": [3.0]}},
+        [-0.0, 0.0],
+    ]
     for v in values:
         assert dumps({"v": v}) == reference_dumps({"v": v}), v
     for bad in ([1.0, float("inf")], [float("nan")]):
@@ -88,15 +110,20 @@ def test_intrinsics_match_sparrta_lens():
 
 def test_params_json_schema():
     cam = Camera((1, 2, 3), Rotator(-10, 20, 0), 53.13, 224, 224)
-    p = params_json("desert", "rock_truck", cam,
-                    {"/sceneforge/source": {"cls": "rock", "location": (1, 2, 0), "rotation": (0, 45, 0)},
-                     "/sceneforge/target": {"cls": "fire_hydrant", "location": (3, 4, 0), "rotation": (0, 0, 0)}},
-                    {"task": "ego", "label": "left"})
+    p = params_json(
+        "desert",
+        "rock_truck",
+        cam,
+        {
+            "/sceneforge/source": {"cls": "rock", "location": (1, 2, 0), "rotation": (0, 45, 0)},
+            "/sceneforge/target": {"cls": "fire_hydrant", "location": (3, 4, 0), "rotation": (0, 0, 0)},
+        },
+        {"task": "ego", "label": "left"},
+    )
     assert p["environment"] == "desert" and p["triple_id"] == "rock_truck" and p["task"] == "ego"
     assert p["camera"]["label"] == "Camera" and p["camera"]["location"] == {"x": 1, "y": 2, "z": 3}
     assert p["camera"]["rotation"] == {"pitch": -10, "yaw": 20, "roll": 0}
-    assert set(p["camera"]["intrinsics"]) == {"sensor_width_mm", "sensor_height_mm", "focal_length_mm",
-                                             "hfov_deg", "vfov_deg"}
+    assert set(p["camera"]["intrinsics"]) == {"sensor_width_mm", "sensor_height_mm", "focal_length_mm", "hfov_deg", "vfov_deg"}
     assert p["actors"]["/sceneforge/source"]["label"] == "Rock"
     assert p["actors"]["/sceneforge/target"]["label"] == "FireHydrant"
     assert p["actors"]["/sceneforge/source"]["rotation"]["yaw"] == 45
@@ -129,15 +156,16 @@ def test_table_loads_with_pandas_and_hf_datasets(tmp_path):
         rows.append({"index": i, "label": ("front", "back", "left", "right")[i % 4], "x": i / 3, "file_name": rel})
     write_table(rows, tmp_path)
     import pandas as pd
+
     df = pd.read_parquet(tmp_path / "samples.parquet")
     assert list(df.columns)[0] == "file_name" and df["x"].iloc[1] == 1 / 3
     assert pd.read_csv(tmp_path / "metadata.csv")["label"].tolist() == df["label"].tolist()
     from datasets import load_dataset
+
     ds = load_dataset("imagefolder", data_dir=str(tmp_path), split="train", cache_dir=str(tmp_path / ".hf"))
-    assert len(ds) == 6 and ds[2]["label"] == "left"                      # masks are not picked up
+    assert len(ds) == 6 and ds[2]["label"] == "left"  # masks are not picked up
     assert np.asarray(ds[3]["image"])[0, 0, 0] == 90
-    pq = load_dataset("parquet", data_files=str(tmp_path / "samples.parquet"), split="train",
-                      cache_dir=str(tmp_path / ".hf"))
+    pq = load_dataset("parquet", data_files=str(tmp_path / "samples.parquet"), split="train", cache_dir=str(tmp_path / ".hf"))
     assert pq["index"] == list(range(6))
 
 
@@ -151,11 +179,21 @@ def test_dumps_writes_the_bytes_of_the_standard_encoder():
     from sceneforge.scenarios.output.writers import PreEncoded, dumps, nested_json, reference_dumps
 
     rng = np.random.default_rng(3)
-    value = {"b": [1, 2.5, -0.0, 1e-07, 1e22, 123456789012345678901234567890, True, False, None],
-             "a": {"nested": [[1.0, 2.0], [], {}, (3, "x")], "é☃ \"q\"\n": "tab\there",
-                   "np": [np.float32(0.1), np.int64(7), np.float64(2.5), np.bool_(True)]},
-             "ordered": OrderedDict([("z", 1), ("y", [1.5])]), "ints": {"1": 1}, "vec": rng.normal(size=5).tolist(),
-             "mat": rng.normal(size=(3, 3)).tolist(), "empty_list": [], "empty_dict": {}, "s": "plain"}
+    value = {
+        "b": [1, 2.5, -0.0, 1e-07, 1e22, 123456789012345678901234567890, True, False, None],
+        "a": {
+            "nested": [[1.0, 2.0], [], {}, (3, "x")],
+            'é☃ "q"\n': "tab\there",
+            "np": [np.float32(0.1), np.int64(7), np.float64(2.5), np.bool_(True)],
+        },
+        "ordered": OrderedDict([("z", 1), ("y", [1.5])]),
+        "ints": {"1": 1},
+        "vec": rng.normal(size=5).tolist(),
+        "mat": rng.normal(size=(3, 3)).tolist(),
+        "empty_list": [],
+        "empty_dict": {},
+        "s": "plain",
+    }
     assert dumps(value) == reference_dumps(value)
     for top in (1.5, "x", None, [], {}, [1, [2, [3, {"k": [4.5]}]]], (1.0, 2.0)):
         assert dumps(top) == reference_dumps(top)
@@ -165,12 +203,12 @@ def test_dumps_writes_the_bytes_of_the_standard_encoder():
                 encode(bad)
     static = {"pose": [1.0, 2.0], "name": "a"}
     node = PreEncoded(static, extra=3)
-    node.static = (static, {k: nested_json(v, 3) for k, v in static.items()}, 2)   # its values sit 3 deep
+    node.static = (static, {k: nested_json(v, 3) for k, v in static.items()}, 2)  # its values sit 3 deep
     doc = {"objects": [node]}
     assert dumps(doc) == reference_dumps(doc)
-    node["pose"] = [9.0, 9.0]          # changed after its text was made: encoded afresh
-    assert dumps(doc) == reference_dumps(doc) and '9.0' in dumps(doc)
-    assert dumps({"deeper": doc}) == reference_dumps({"deeper": doc})   # another depth: texts not used
+    node["pose"] = [9.0, 9.0]  # changed after its text was made: encoded afresh
+    assert dumps(doc) == reference_dumps(doc) and "9.0" in dumps(doc)
+    assert dumps({"deeper": doc}) == reference_dumps({"deeper": doc})  # another depth: texts not used
 
 
 def test_splits_by_scene_keep_a_scene_together_and_stay_balanced():
@@ -183,14 +221,14 @@ def test_splits_by_scene_keep_a_scene_together_and_stay_balanced():
             scenes.append((triple, i // 4))
     old = assign_splits(labels)
     straddling = {s for s in set(scenes) if len({sp for sp, sc in zip(old, scenes) if sc == s}) > 1}
-    assert straddling                       # the old rule did split scenes apart
+    assert straddling  # the old rule did split scenes apart
     new = assign_splits(labels, scenes)
     for s in set(scenes):
         assert len({sp for sp, sc in zip(new, scenes) if sc == s}) == 1, s
     by = Counter(zip(new, labels))
     for split in ("train", "val", "test"):
         counts = [by[(split, lab)] for lab in ("front", "back", "left", "right")]
-        assert max(counts) - min(counts) <= 3, (split, counts)   # only the partial last scenes differ
+        assert max(counts) - min(counts) <= 3, (split, counts)  # only the partial last scenes differ
     total = Counter(new)
     assert total["train"] == pytest.approx(400, abs=8) and total["test"] == pytest.approx(50, abs=6)
     assert new == assign_splits(labels, scenes)

@@ -1,4 +1,5 @@
 """The `sceneforge` front end: subcommand discovery, one-line errors, exit codes."""
+
 from __future__ import annotations
 
 import subprocess
@@ -13,8 +14,20 @@ from sceneforge.commands import bench
 def test_every_subcommand_module_registers():
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    for name in ("serve", "demo", "assets", "envs", "generate", "preview", "videos", "dsi-eval",
-                 "probe", "probe-report", "farm", "bench"):
+    for name in (
+        "serve",
+        "demo",
+        "assets",
+        "envs",
+        "generate",
+        "preview",
+        "videos",
+        "dsi-eval",
+        "probe",
+        "probe-report",
+        "farm",
+        "bench",
+    ):
         assert name in sub.choices, name
 
 
@@ -33,8 +46,10 @@ def test_unknown_benchmark_is_one_line_listing_the_available_ones(capsys):
 
 def test_help_does_not_import_heavy_libraries():
     """Building the parser must stay light: heavy imports live inside the command functions."""
-    code = ("import sys; from sceneforge import cli; cli.build_parser(); "
-            "print(sorted(m for m in ('torch', 'timm', 'transformers', 'ray', 'moderngl') if m in sys.modules))")
+    code = (
+        "import sys; from sceneforge import cli; cli.build_parser(); "
+        "print(sorted(m for m in ('torch', 'timm', 'transformers', 'ray', 'moderngl') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -42,8 +57,10 @@ def test_help_does_not_import_heavy_libraries():
 def test_importing_the_cli_loads_no_library_package():
     """`import sceneforge.cli` (every command's first step) loads the CLI and core only: the
     library packages come with the commands (build_parser) or inside them."""
-    code = ("import sys, sceneforge.cli; print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('sceneforge.')}"
-            " | ({'numpy'} & set(sys.modules))))")
+    code = (
+        "import sys, sceneforge.cli; print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('sceneforge.')}"
+        " | ({'numpy'} & set(sys.modules))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['cli', 'commands', 'core']", out
 
@@ -52,9 +69,11 @@ def test_demo_does_not_import_the_ml_stack(tmp_path):
     """`sceneforge demo` (README command 1) renders and labels without torch, timm, transformers,
     ray or matplotlib: the base install has none of them (.ci/run, tests/test_install.py), and the
     imports of our modules that would pull them in stay inside the commands that need them."""
-    code = ("import atexit, sys; from sceneforge import cli; atexit.register(lambda: print(sorted(m for m in "
-            "('torch', 'timm', 'transformers', 'ray', 'matplotlib') if m in sys.modules)))\n"
-            "sys.exit(cli.main(['demo', '--n', '2', '--out', 'demo', '--quiet', '--no-fetch']))")
+    code = (
+        "import atexit, sys; from sceneforge import cli; atexit.register(lambda: print(sorted(m for m in "
+        "('torch', 'timm', 'transformers', 'ray', 'matplotlib') if m in sys.modules)))\n"
+        "sys.exit(cli.main(['demo', '--n', '2', '--out', 'demo', '--quiet', '--no-fetch']))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert (tmp_path / "demo" / "samples.parquet").is_file()
@@ -80,8 +99,10 @@ def test_generate_fetches_real_assets_on_first_use_and_falls_back_in_one_line(tm
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool, message in (("apt-get", "E: Failed to fetch http://deb.debian.org/x  Temporary failure resolving"),
-                          ("npm", "npm ERR! network request failed")):
+    for tool, message in (
+        ("apt-get", "E: Failed to fetch http://deb.debian.org/x  Temporary failure resolving"),
+        ("npm", "npm ERR! network request failed"),
+    ):
         path = bin_dir / tool
         path.write_text(f"#!/bin/sh\necho '{message}' >&2\nexit 100\n")
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
@@ -98,8 +119,12 @@ def test_generate_fetches_real_assets_on_first_use_and_falls_back_in_one_line(tm
     assert records and all(a.startswith("proc_") for a in json.loads(records[0].read_text())["assets"])
 
     # --no-fetch: not even tried
-    assert cli.main(["generate", "--env", "desert", "--task", "ego", "--n", "2", "--out", str(tmp_path / "b"),
-                     "--quiet", "--no-fetch"]) == 0
+    assert (
+        cli.main(
+            ["generate", "--env", "desert", "--task", "ego", "--n", "2", "--out", str(tmp_path / "b"), "--quiet", "--no-fetch"]
+        )
+        == 0
+    )
     assert "fetching" not in capsys.readouterr().err
 
 
@@ -107,7 +132,7 @@ def _help(capsys, argv: list[str]) -> str:
     with pytest.raises(SystemExit) as e:
         cli.main([*argv, "--help"])
     assert e.value.code == 0
-    return " ".join(capsys.readouterr().out.split())   # argparse's line wrapping undone
+    return " ".join(capsys.readouterr().out.split())  # argparse's line wrapping undone
 
 
 def test_probe_help_describes_the_command(capsys):
@@ -146,5 +171,6 @@ def test_every_subcommand_help_has_a_description():
                     if not (child.description or "").strip():
                         missing.append(f"{path} {name}".strip())
                     walk(child, f"{path} {name}")
+
     walk(build_parser(), "")
     assert not missing, missing

@@ -1,6 +1,7 @@
 """Issue 33 item 7: `sceneforge demo` leaves every task a test split a probe report accepts, while
 `generate` keeps its 80/10/10 splits and byte-identical outputs (no rendering here: the splits are
 computed on records shaped as the demo's)."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -24,8 +25,21 @@ def demo_rows(cfg):
     from sceneforge.scenarios.sparrta.card import FIRST_COLUMNS
 
     blank = dict.fromkeys(FIRST_COLUMNS)
-    return [{"row": {**blank, "index": u.start + i, "env": u.env, "task": u.task, "triple_id": u.triple_id,
-                     "unit_index": i, "label": u.label(i)}} for u in units_of(cfg) for i in range(u.n)]
+    return [
+        {
+            "row": {
+                **blank,
+                "index": u.start + i,
+                "env": u.env,
+                "task": u.task,
+                "triple_id": u.triple_id,
+                "unit_index": i,
+                "label": u.label(i),
+            }
+        }
+        for u in units_of(cfg)
+        for i in range(u.n)
+    ]
 
 
 def split_counts(cfg) -> Counter:
@@ -38,10 +52,10 @@ def test_the_demo_leaves_each_task_enough_test_images_to_probe():
     cfg = parse_config(demo.demo_config(args.n, args.env, args.seed), "demo")
     counts = split_counts(cfg)
     for task in ("ego", "allo"):
-        assert counts[(task, "test")] >= MIN_TEST, counts      # was 1 per task (16 images, 80/10/10)
+        assert counts[(task, "test")] >= MIN_TEST, counts  # was 1 per task (16 images, 80/10/10)
         assert counts[(task, "train")] >= counts[(task, "test")] and counts[(task, "val")] >= 16, counts
     rows = with_splits(demo_rows(cfg), cfg.samples_per_scene, cfg.split_pattern)
-    for (task, split), n in counts.items():                    # balanced labels in every split
+    for (task, split), n in counts.items():  # balanced labels in every split
         c = Counter(r["label"] for r in rows if r["task"] == task and r["split"] == split)
         assert set(c) == set(LABELS) and max(c.values()) - min(c.values()) <= 1, (task, split, c)
 
@@ -49,7 +63,7 @@ def test_the_demo_leaves_each_task_enough_test_images_to_probe():
 def test_generate_keeps_its_splits_and_fingerprint():
     raw = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 96, "seed": 0}
     cfg = parse_config(dict(raw))
-    assert "split_pattern" not in cfg.to_dict()                 # the fingerprint of every old config holds
+    assert "split_pattern" not in cfg.to_dict()  # the fingerprint of every old config holds
     assert cfg.fingerprint() == parse_config({**raw, "split_pattern": None}).fingerprint()
     assert cfg.fingerprint() != parse_config({**raw, "split_pattern": list(SPLIT_PATTERN)}).fingerprint()
     counts = split_counts(cfg)

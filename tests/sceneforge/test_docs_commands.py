@@ -2,6 +2,7 @@
 names a command and flags the parser really has (docs/assets.md once listed a `--manifest` that
 `generate` never had). Commands are read from code blocks (one line, `\\` continuations joined) and
 from inline code; a command ends at `|`, `;`, `&&`, `#`, a backtick or the end of the line."""
+
 from __future__ import annotations
 
 import argparse
@@ -48,16 +49,16 @@ def invocations(text: str):
     every `sceneforge ...` in the code of ``text``."""
     for no, line in code(text):
         for m in re.finditer(r"(?<![\w/.-])sceneforge\s+(?=[a-z-])", line):
-            rest = line[m.end():]
-            before = line[:m.start()].rstrip()
+            rest = line[m.end() :]
+            before = line[: m.start()].rstrip()
             at_start = not before or before.endswith(("&&", ";", "|", "$", "("))
-            yield no, rest[:END.search(rest).start()].split(), at_start
+            yield no, rest[: END.search(rest).start()].split(), at_start
 
 
 def check(tokens: list[str], parser: argparse.ArgumentParser, at_start: bool = True) -> list[str]:
     """Unknown command names and flags in one invocation (empty: all exist). Mid-line ("connected
     to sceneforge on port N") an unknown word is prose, not a missing command."""
-    tokens = [t.strip("[]()',.:") for t in tokens]   # also "sceneforge probe: error: ..." output
+    tokens = [t.strip("[]()',.:") for t in tokens]  # also "sceneforge probe: error: ..." output
     if tokens and not tokens[0].startswith("-") and tokens[0] not in _subcommands(parser):
         return [f"no command {tokens[0]!r}"] if at_start else []
     path, p, problems = [], parser, []
@@ -66,7 +67,7 @@ def check(tokens: list[str], parser: argparse.ArgumentParser, at_start: bool = T
         if word in subs:
             path.append(word)
             p = subs[word]
-            if word == "bench":   # `bench NAME args...`: the rest are the benchmark's own flags
+            if word == "bench":  # `bench NAME args...`: the rest are the benchmark's own flags
                 break
         elif word.startswith("--") and len(word) > 2:
             # `assets list [--manifest X] | build ...`: a flag of any of its actions is fine there
@@ -78,8 +79,7 @@ def check(tokens: list[str], parser: argparse.ArgumentParser, at_start: bool = T
 
 def test_the_checker_catches_a_flag_that_does_not_exist():
     parser = build_parser()
-    assert check("generate --env desert --manifest x.yaml".split(), parser) == \
-        ["sceneforge generate: no flag --manifest"]
+    assert check("generate --env desert --manifest x.yaml".split(), parser) == ["sceneforge generate: no flag --manifest"]
     assert check("assets list --manifest p.yaml".split(), parser) == []
     assert check("bench render --anything".split(), parser) == []
     assert check("probe-report runs/ --min-test 0".split(), parser) == []
@@ -89,6 +89,9 @@ def test_the_checker_catches_a_flag_that_does_not_exist():
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
 def test_every_documented_command_and_flag_exists(doc):
     parser = build_parser()
-    problems = [f"{doc.name}:{no}: {msg}" for no, tokens, at_start in invocations(doc.read_text())
-                for msg in check(tokens, parser, at_start)]
+    problems = [
+        f"{doc.name}:{no}: {msg}"
+        for no, tokens, at_start in invocations(doc.read_text())
+        for msg in check(tokens, parser, at_start)
+    ]
     assert not problems, "\n".join(problems)

@@ -5,6 +5,7 @@ job, a re-render that differs); 2 usage or config error (one line); 130 interrup
 command is exercised for real: a scenario command, the demo, a status command, an eval command,
 the server's own entry point, and argparse's usage errors.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,8 +16,17 @@ import pytest
 
 from sceneforge import cli
 from sceneforge.commands.common import check_complete
-from sceneforge.core.errors import (EXIT_INCOMPLETE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, ConfigError,
-                                    JobIncomplete, PlacementError, SceneforgeError, exit_code_of)
+from sceneforge.core.errors import (
+    EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    JobIncomplete,
+    PlacementError,
+    SceneforgeError,
+    exit_code_of,
+)
 from sceneforge.renderfarm import exit_code, run_job
 
 
@@ -42,15 +52,20 @@ def test_usage_errors_are_2_for_argparse_and_for_config_errors(capsys, tmp_path,
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sceneforge.cli", *argv], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "sceneforge.cli", *argv], capture_output=True, text=True, timeout=120)
 
 
 def test_a_status_command_1_while_unfinished_0_when_done_2_on_a_bad_dir(tmp_path):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1] / "renderfarm"))
     try:
-        summary = run_job("farm_toy_cpu", {"n": 4, "seed": 1, "size": 16, "fail_on": [2]}, tmp_path / "a",
-                          workers=1, shard_size=2, progress=False)
+        summary = run_job(
+            "farm_toy_cpu",
+            {"n": 4, "seed": 1, "size": 16, "fail_on": [2]},
+            tmp_path / "a",
+            workers=1,
+            shard_size=2,
+            progress=False,
+        )
         done = run_job("farm_toy_cpu", {"n": 4, "seed": 1, "size": 16}, tmp_path / "b", workers=1, progress=False)
     finally:
         sys.path.pop(0)
@@ -96,8 +111,12 @@ def test_interrupted_is_130(monkeypatch, capsys):
 
 
 def test_the_server_entry_point_follows_the_convention():
-    bad = subprocess.run([sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--threads", "0"],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--threads", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == EXIT_USAGE and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
 
 
@@ -106,8 +125,19 @@ def test_a_scenario_command_whose_samples_fail_exits_1(server, tmp_path, capsys)
     """`generate` on an impossible rule: the job runs to its end, the sample fails, one line, 1."""
     cfg = tmp_path / "impossible.yaml"
     cfg.write_text("min_bbox_px: 224\nmax_scenes: 1\nmax_render_tries: 3\nclutter: false\n")
-    argv = ["generate", "--config", str(cfg), "--n", "1", "--out", str(tmp_path / "x"), "--server", server.address,
-            "--quiet", "--no-fetch"]
+    argv = [
+        "generate",
+        "--config",
+        str(cfg),
+        "--n",
+        "1",
+        "--out",
+        str(tmp_path / "x"),
+        "--server",
+        server.address,
+        "--quiet",
+        "--no-fetch",
+    ]
     assert cli.main(argv) == EXIT_INCOMPLETE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "1 of 1 samples failed (rerun resumes)" in err[0], err
@@ -118,8 +148,30 @@ def test_a_scenario_command_whose_samples_fail_exits_1(server, tmp_path, capsys)
 def test_a_check_that_differs_exits_1(server, tmp_path, capsys):
     """`render-record` re-renders a scene record: identical bytes 0; a stored image that differs 1."""
     out = tmp_path / "v"
-    assert cli.main(["vqa", "--env", "desert", "--n", "1", "--size", "96", "--out", str(out), "--server",
-                     server.address, "--quiet", "--per-category", "1", "--min-bbox-px", "8", "--no-fetch"]) == EXIT_OK
+    assert (
+        cli.main(
+            [
+                "vqa",
+                "--env",
+                "desert",
+                "--n",
+                "1",
+                "--size",
+                "96",
+                "--out",
+                str(out),
+                "--server",
+                server.address,
+                "--quiet",
+                "--per-category",
+                "1",
+                "--min-bbox-px",
+                "8",
+                "--no-fetch",
+            ]
+        )
+        == EXIT_OK
+    )
     record = out / "desert" / "scene_000000.json"
     assert cli.main(["render-record", str(record), "--server", server.address]) == EXIT_OK
     image = next((out / "desert").glob("img_000000.*"))

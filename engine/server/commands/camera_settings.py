@@ -6,6 +6,7 @@ are stored and reported like the plugin does, without changing images. ``moveto`
 DefaultPawn sphere against actor bounding boxes and the terrain and stops at the first hit.
 Errors use the plugin's wording (see :mod:`engine.server.commands.unrealcv`).
 """
+
 from __future__ import annotations
 
 import math
@@ -55,8 +56,10 @@ def exposure_bias(state: ServerState, args: list[str], id: str) -> str:
 def exposure_method(state: ServerState, args: list[str], id: str) -> str:
     """Set camera exposure method: histogram, basic or manual (the renderer's exposure is fixed)"""
     _settings(state, id).exposure_method = _choice(
-        args[0], ("histogram", "basic", "manual"),
-        "Can not support auto exposure mode %s, available options are histogram, basic and manual")
+        args[0],
+        ("histogram", "basic", "manual"),
+        "Can not support auto exposure mode %s, available options are histogram, basic and manual",
+    )
     return "ok"
 
 
@@ -96,16 +99,15 @@ def motion_blur(state: ServerState, args: list[str], id: str) -> str:
     return "ok"
 
 
-_LIT_SOURCES = ("ftc_hdr", "fc_hdr", "sc_hdr", "scna_hdr", "ldr", "base", "color_depth",
-                "scene_depth", "device_depth", "normal")
+_LIT_SOURCES = ("ftc_hdr", "fc_hdr", "sc_hdr", "scna_hdr", "ldr", "base", "color_depth", "scene_depth", "device_depth", "normal")
 
 
 @command("vset /camera/[id]/lit_source [source]")
 def lit_source(state: ServerState, args: list[str], id: str) -> str:
     """Set the capture source of the lit camera (normal makes lit return normals)"""
     _settings(state, id).lit_source = _choice(
-        args[0], _LIT_SOURCES,
-        "Can not support lit source %s, available options are " + ", ".join(_LIT_SOURCES))
+        args[0], _LIT_SOURCES, "Can not support lit source %s, available options are " + ", ".join(_LIT_SOURCES)
+    )
     return "ok"
 
 
@@ -113,8 +115,10 @@ def lit_source(state: ServerState, args: list[str], id: str) -> str:
 def reflection(state: ServerState, args: list[str], id: str) -> str:
     """Set camera reflection method: None, Lumen, ScreenSpace (stored; no reflections here)"""
     _settings(state, id).reflection = _choice(
-        args[0], ("none", "lumen", "screen_space"),
-        "Can not support reflection method %s, available options are none, lumen, screen_space.")
+        args[0],
+        ("none", "lumen", "screen_space"),
+        "Can not support reflection method %s, available options are none, lumen, screen_space.",
+    )
     return "ok"
 
 
@@ -122,8 +126,10 @@ def reflection(state: ServerState, args: list[str], id: str) -> str:
 def illumination(state: ServerState, args: list[str], id: str) -> str:
     """Set camera global illumination method: None, Lumen, ScreenSpace, Plugin (stored)"""
     _settings(state, id).illumination = _choice(
-        args[0], ("none", "lumen", "screen_space", "plugin"),
-        "Can not support global illumination method %s, available options are none, lumen, screen_space, plugin.")
+        args[0],
+        ("none", "lumen", "screen_space", "plugin"),
+        "Can not support global illumination method %s, available options are none, lumen, screen_space, plugin.",
+    )
     return "ok"
 
 
@@ -131,8 +137,11 @@ def illumination(state: ServerState, args: list[str], id: str) -> str:
 def projection_type(state: ServerState, args: list[str], id: str) -> str:
     """Set camera projection type: perspective (orthographic is Not Implemented here)"""
     settings = _settings(state, id)
-    mode = _choice(args[0], ("perspective", "orthographic"),
-                   "Can not support camera mode %s, available options are perspective and orthographic")
+    mode = _choice(
+        args[0],
+        ("perspective", "orthographic"),
+        "Can not support camera mode %s, available options are perspective and orthographic",
+    )
     if mode == "orthographic":
         raise CommandError(NOT_IMPLEMENTED)
     settings.projection_type = mode

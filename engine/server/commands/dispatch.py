@@ -9,6 +9,7 @@ import it, never the other way round.
 anything else ``error internal ...`` (logged with its traceback), so no command can take the
 server down.
 """
+
 from __future__ import annotations
 
 import logging

@@ -6,6 +6,7 @@ client sends compact JSON (spaces inside strings escaped as ``\\u0020``) so the 
 capability check matches the ``[json]`` template. Batched edits are all-or-nothing: everything is
 validated before the scene changes.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,9 +41,8 @@ def set_world(state: ServerState, args: list[str]) -> str:
     """Replace env and every world section (sun, sky, ground, fog, look); sections not given get
     their defaults (deterministic). Validation lives with the types (``engine.world_dict.world_from_dict``)."""
     data = _as_dict(_json(args[0], "world"), "world")
-    try:   # ids the catalogue does not know are refused before anything is loaded or cached
-        apply_world(state.scene, data, check=lambda w: state.catalog.check_world_ids(w["sky"].hdri,
-                                                                                      w["ground"].surface))
+    try:  # ids the catalogue does not know are refused before anything is loaded or cached
+        apply_world(state.scene, data, check=lambda w: state.catalog.check_world_ids(w["sky"].hdri, w["ground"].surface))
     except SceneforgeError as e:
         raise CommandError(str(e)) from None
     return "ok"
@@ -67,9 +67,11 @@ def _vec(item: dict, key: str, default, where: str) -> tuple[float, ...]:
 def _transform(item: dict, where: str, base: Transform | None = None) -> Transform:
     base = base or Transform()
     try:
-        return Transform(_vec(item, "location", base.location, where),
-                         Rotator(*_vec(item, "rotation", base.rotation.as_tuple(), where)),
-                         _vec(item, "scale", base.scale, where))
+        return Transform(
+            _vec(item, "location", base.location, where),
+            Rotator(*_vec(item, "rotation", base.rotation.as_tuple(), where)),
+            _vec(item, "scale", base.scale, where),
+        )
     except SceneforgeError as e:
         raise CommandError(f"{where}: {e}") from None
 
@@ -100,11 +102,11 @@ def spawn_batch(state: ServerState, args: list[str]) -> str:
     if not isinstance(items, list):
         raise CommandError("spawn: expected a JSON list of objects")
     if len(items) > limits.MAX_SPAWN_BATCH:
-        raise CommandError(f"spawn: {len(items)} objects in one batch; at most {limits.MAX_SPAWN_BATCH} "
-                           "(send several batches)")
+        raise CommandError(f"spawn: {len(items)} objects in one batch; at most {limits.MAX_SPAWN_BATCH} (send several batches)")
     if len(state.scene.actors) + len(items) > limits.MAX_ACTORS:
-        raise CommandError(f"spawn: the scene would hold {len(state.scene.actors) + len(items)} objects; "
-                           f"at most {limits.MAX_ACTORS}")
+        raise CommandError(
+            f"spawn: the scene would hold {len(state.scene.actors) + len(items)} objects; at most {limits.MAX_ACTORS}"
+        )
     spawned_before, actors, names = state.spawned, [], set()
     try:
         for i, item in enumerate(items):
@@ -154,8 +156,9 @@ def _apply_camera(state: ServerState, cam_id: int, text: str) -> None:
     if isinstance(fov, bool) or not isinstance(fov, (int, float)):
         raise CommandError(f"camera.fov: expected a number, got {fov!r}")
     try:
-        state.scene.cameras[cam_id] = replace(cam, location=t.location, rotation=t.rotation,
-                                              fov_deg=float(fov), width=size[0], height=size[1])
+        state.scene.cameras[cam_id] = replace(
+            cam, location=t.location, rotation=t.rotation, fov_deg=float(fov), width=size[0], height=size[1]
+        )
     except SceneforgeError as e:
         raise CommandError(f"camera: {e}") from None
 
@@ -183,12 +186,22 @@ def _counts(state: ServerState, cam_id: int, names: list[str]) -> dict:
 
 
 def _counts_json(counts: dict) -> dict:
-    return {n: {"visible": int(c.visible), "unoccluded": int(c.unoccluded),
-                "bbox": list(map(int, c.bbox)) if c.bbox is not None else None} for n, c in counts.items()}
+    return {
+        n: {
+            "visible": int(c.visible),
+            "unoccluded": int(c.unoccluded),
+            "bbox": list(map(int, c.bbox)) if c.bbox is not None else None,
+        }
+        for n, c in counts.items()
+    }
 
 
-@command("vget /sceneforge/visibility [cam]", "vget /sceneforge/visibility [cam] [names]",
-         "vget /sceneforge/visibility [cam] [names] [camera]", access=RENDER)
+@command(
+    "vget /sceneforge/visibility [cam]",
+    "vget /sceneforge/visibility [cam] [names]",
+    "vget /sceneforge/visibility [cam] [names] [camera]",
+    access=RENDER,
+)
 def visibility(state: ServerState, args: list[str]) -> str:
     """Optional third argument: camera JSON applied first (saves a round trip per frame)."""
     cam_id = parse_int(args[0], "camera id")
@@ -200,7 +213,7 @@ def visibility(state: ServerState, args: list[str]) -> str:
 
 def _kinds(text: str, what: str) -> tuple[str, ...]:
     kinds = tuple(k for k in text.split(",") if k)
-    known = render_kinds.rendered()   # the table's rows a renderer draws (not the derived ones)
+    known = render_kinds.rendered()  # the table's rows a renderer draws (not the derived ones)
     bad = [k for k in kinds if k not in known]
     if bad or not kinds:
         raise CommandError(f"{what}: unknown kind(s) {bad} (known: {', '.join(known)})")
@@ -210,8 +223,11 @@ def _kinds(text: str, what: str) -> tuple[str, ...]:
 GATE_FIELDS = {"min_visible_ratio", "min_bbox_px", "unless_passed"}
 
 
-@command("vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate]",
-         "vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate] [camera]", access=RENDER)
+@command(
+    "vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate]",
+    "vget /sceneforge/render_if_visible [cam] [names] [kinds] [gate] [camera]",
+    access=RENDER,
+)
 def render_if_visible(state: ServerState, args: list[str]) -> bytes:
     """Pixel counts of ``names``; when they pass the visibility rule (core/visibility.py) with
     ``gate`` = ``{"min_visible_ratio", "min_bbox_px"}``, the images of ``kinds`` too, in one round
@@ -233,23 +249,25 @@ def render_if_visible(state: ServerState, args: list[str]) -> bytes:
         raise CommandError(f"gate.{e}") from None
     token = gate.get("unless_passed")
     if token is not None and not (isinstance(token, str) and 0 < len(token) <= limits.MAX_TOKEN_LEN):
-        raise CommandError(f"gate.unless_passed: expected a string of 1-{limits.MAX_TOKEN_LEN} characters, "
-                           f"got {str(token)[:80]!r}")
+        raise CommandError(
+            f"gate.unless_passed: expected a string of 1-{limits.MAX_TOKEN_LEN} characters, got {str(token)[:80]!r}"
+        )
     names = _names(state, args[1])
     if not names:
         raise CommandError("render_if_visible: name at least one actor")
-    if token is not None and token in state.passed:   # an earlier candidate of the same sample passed
+    if token is not None and token in state.passed:  # an earlier candidate of the same sample passed
         return pack_arrays({}, meta={"skipped": True})
     if len(args) > 4:
         _apply_camera(state, cam_id, args[4])
-    state.check_budget(state.camera(cam_id), len(kinds) + 1, "render_if_visible")   # the count + the kinds
+    state.check_budget(state.camera(cam_id), len(kinds) + 1, "render_if_visible")  # the count + the kinds
     counts = _counts(state, cam_id, names)
     failure = visibility_failure(counts, names, ratio, px)
     arrays = state.render(cam_id, kinds) if failure is None else {}
     if failure is None and token is not None:
         state.mark_passed(token)
-    return pack_arrays({k: arrays[k] for k in kinds} if arrays else {},
-                       meta={"visibility": _counts_json(counts), "failure": failure})
+    return pack_arrays(
+        {k: arrays[k] for k in kinds} if arrays else {}, meta={"visibility": _counts_json(counts), "failure": failure}
+    )
 
 
 @command("vget /sceneforge/colors", "vget /sceneforge/colors [names]", access=READ)
@@ -278,11 +296,18 @@ def assets(state: ServerState, args: list[str]) -> str:
 
 @command("vget /sceneforge/info", access=RENDER)
 def info(state: ServerState, args: list[str]) -> str:
-    out = {"version": server_version(), "actors": len(state.scene.actors), "env": state.scene.env,
-           "packs": [], "licenses": None, "renderer": "gl", "busy_s": round(state.busy_s, 6), **state.serving}
-    try:   # with_backend: a 65,536-actor count or the first context does not hold reads up
-        out.update(state.with_backend(lambda b: {"backend": b.name, "triangles": int(b.triangle_count(state.scene)),
-                                                 **b.info()}))
+    out = {
+        "version": server_version(),
+        "actors": len(state.scene.actors),
+        "env": state.scene.env,
+        "packs": [],
+        "licenses": None,
+        "renderer": "gl",
+        "busy_s": round(state.busy_s, 6),
+        **state.serving,
+    }
+    try:  # with_backend: a 65,536-actor count or the first context does not hold reads up
+        out.update(state.with_backend(lambda b: {"backend": b.name, "triangles": int(b.triangle_count(state.scene)), **b.info()}))
     except SceneforgeError as e:
         out.update({"backend": None, "error": str(e)})
     return json.dumps(out, separators=(",", ":"))

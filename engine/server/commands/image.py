@@ -11,6 +11,7 @@ A file name ending in a format's extension writes the file into the server's out
 (never outside it) and replies with its absolute path; no argument writes an auto-numbered file
 there, as older plugins did. An unsupported format gets the plugin's ``Invalid filename type``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -80,7 +81,7 @@ def _exposed(state: ServerState, cam_id: int, lit: np.ndarray) -> np.ndarray:
     if ev == 0.0:
         return lit
     c = lit.astype(np.float64) / 255.0
-    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4) * 2.0 ** ev
+    linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4) * 2.0**ev
     srgb = np.where(linear <= 0.0031308, 12.92 * linear, 1.055 * np.power(np.clip(linear, 0, None), 1 / 2.4) - 0.055)
     return np.clip(np.rint(srgb * 255.0), 0, 255).astype(np.uint8)
 
@@ -116,8 +117,9 @@ def image_reply(state: ServerState, cam: str, kind: str, args: list[str]) -> "st
 
 
 def _flow(state: ServerState, cam_id: int, camera, arrays: dict[str, np.ndarray]) -> np.ndarray:
-    return optical_flow(state.unrealcv.previous_frame.get(cam_id), state.scene, camera,
-                        arrays["plane_depth"], arrays["instance_id"])
+    return optical_flow(
+        state.unrealcv.previous_frame.get(cam_id), state.scene, camera, arrays["plane_depth"], arrays["instance_id"]
+    )
 
 
 # The server's code of each derived kind (a row with ``derived_from``): f(state, cam_id, camera,
@@ -142,9 +144,18 @@ for _row in render_kinds.camera_kinds():
     for _alias in _row.aliases:
         _register(_alias, _row.name)
 
-_VIEWMODE_KIND = {"lit": "lit", "unlit": "lit", "base_color": "lit", "vertex_color": "lit",
-                  "no_transparency": "lit", "wireframe": "lit", "debug": "lit",
-                  "object_mask": "object_mask", "normal": "normal", "optical_flow": "optical_flow"}
+_VIEWMODE_KIND = {
+    "lit": "lit",
+    "unlit": "lit",
+    "base_color": "lit",
+    "vertex_color": "lit",
+    "no_transparency": "lit",
+    "wireframe": "lit",
+    "debug": "lit",
+    "object_mask": "object_mask",
+    "normal": "normal",
+    "optical_flow": "optical_flow",
+}
 
 
 @command("vget /screenshot [filename]", access=RENDER)

@@ -3,6 +3,7 @@
 Units: cm, Z up, left-handed X forward / Y right; rotations "pitch yaw roll" in degrees; a
 camera's fov is horizontal, degrees. ``vset`` commands reply ``ok``.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,6 +26,7 @@ _SETRES_RE = re.compile(r"^(\d{1,5})x(\d{1,5})[wf]?$")
 
 def server_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("sceneforge")
     except PackageNotFoundError:
@@ -36,12 +38,22 @@ def server_version() -> str:
 def status(state: ServerState, args: list[str]) -> str:
     cam = state.scene.cameras.get(0)
     w, h, fov = (cam.width, cam.height, cam.fov_deg) if cam else (640, 480, 90.0)
-    return "\n".join([
-        "Is Listening", "Client Connected", str(state.port), "Configuration",
-        "Config file: (sceneforge embedded server)", f"Port: {state.port}",
-        f"Width: {w}", f"Height: {h}", f"FOV: {fov:.6f}", "EnableInput: false", "EnableRightEye: false",
-        f"Server: sceneforge {server_version()}",
-    ])
+    return "\n".join(
+        [
+            "Is Listening",
+            "Client Connected",
+            str(state.port),
+            "Configuration",
+            "Config file: (sceneforge embedded server)",
+            f"Port: {state.port}",
+            f"Width: {w}",
+            f"Height: {h}",
+            f"FOV: {fov:.6f}",
+            "EnableInput: false",
+            "EnableRightEye: false",
+            f"Server: sceneforge {server_version()}",
+        ]
+    )
 
 
 @command("vget /unrealcv/version", access=READ)
@@ -105,8 +117,7 @@ def new_actor(state: ServerState, asset: str, name: str | None, transform: Trans
     return Actor(name=name, asset_id=asset_id, transform=transform, color=state.next_color())
 
 
-@command("vset /objects/spawn [class]", "vset /objects/spawn [class] [name]",
-         "vset /objects/spawn [class] [name] [x] [y] [z]")
+@command("vset /objects/spawn [class]", "vset /objects/spawn [class] [name]", "vset /objects/spawn [class] [name] [x] [y] [z]")
 def spawn(state: ServerState, args: list[str]) -> str:
     location = parse_floats(args[2:], "spawn location") if len(args) == 5 else (0.0, 0.0, 0.0)
     actor = new_actor(state, args[0], args[1] if len(args) > 1 else None, Transform(location))

@@ -17,6 +17,7 @@ answered concurrently only when it is marked ``read`` on purpose.
 This module is the registry only: the handler modules import it to register their routes, and
 :mod:`.dispatch` imports them all and runs command lines against the table.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,7 +50,7 @@ _ROUTES: list[Route] = []
 def _path_regex(path: str) -> re.Pattern:
     out, pos = [], 0
     for m in _PLACEHOLDER.finditer(path):
-        out.append(re.escape(path[pos:m.start()]))
+        out.append(re.escape(path[pos : m.start()]))
         out.append(f"(?P<{m.group(1)}>[^/\\s]*)")  # may be empty, as the plugin's [str]
         pos = m.end()
     out.append(re.escape(path[pos:]))
@@ -71,6 +72,7 @@ def command(*templates: str, raw: bool = False, access: str = WRITE) -> Callable
         counts = frozenset(len(t.split()) - 2 for t in templates)
         _ROUTES.append(Route(verb, _path_regex(path), counts, raw, fn, templates, access))
         return fn
+
     return decorate
 
 
@@ -110,8 +112,10 @@ def _match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:
         # raw routes: the last argument is the rest of the line (JSON may contain spaces)
         args = rest.split(maxsplit=max(route.arg_counts) - 1) if route.raw and rest else rest.split()
         if len(args) not in route.arg_counts:
-            raise CommandError(f"No handler found for URI {_short(command_line.strip())!r}: wrong arguments; "
-                               "usage: " + " | ".join(route.templates))
+            raise CommandError(
+                f"No handler found for URI {_short(command_line.strip())!r}: wrong arguments; "
+                "usage: " + " | ".join(route.templates)
+            )
         return route, m.groupdict(), args
     raise CommandError(unknown_command(command_line))
 
@@ -119,8 +123,10 @@ def _match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:
 def unknown_command(command_line: str) -> str:
     """The plugin's wording (``No handler found for URI``) plus the older plugins' (``Can not find
     a handler``), so client code that looks for either recognises an unsupported command."""
-    return (f"No handler found for URI {_short(command_line.strip())!r} "
-            "(Can not find a handler for this command; see vget /unrealcv/help)")
+    return (
+        f"No handler found for URI {_short(command_line.strip())!r} "
+        "(Can not find a handler for this command; see vget /unrealcv/help)"
+    )
 
 
 def match(command_line: str) -> tuple[Route, dict[str, str], list[str]]:

@@ -8,6 +8,7 @@ or pawn, so "paused" is simply remembered. Coverage table: docs/server.md.
 
 This module is imported last: ``vrun``/``vexec``/``vbp`` are catch-alls.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -18,8 +19,8 @@ from sceneforge.engine.server.commands.table import READ, RENDER, command, parse
 from sceneforge.engine.server.state import ServerState
 from sceneforge.engine.world import Transform
 
-NOT_IMPLEMENTED = "Not Implemented"       # FExecStatus::NotImplemented
-ARGUMENT_INVALID = "Argument Invalid"     # FExecStatus::InvalidArgument
+NOT_IMPLEMENTED = "Not Implemented"  # FExecStatus::NotImplemented
+ARGUMENT_INVALID = "Argument Invalid"  # FExecStatus::InvalidArgument
 LEVEL_SCRIPT_ACTOR = "SceneforgeLevelScriptActor"
 PERSISTENT_LEVEL = "PersistentLevel"
 
@@ -81,8 +82,19 @@ def eyes_distance(state: ServerState, args: list[str]) -> str:
 
 
 # --- view mode -------------------------------------------------------------------------------
-VIEWMODES = ("depth", "normal", "optical_flow", "object_mask", "lit", "unlit", "base_color",
-             "debug", "wireframe", "vertex_color", "no_transparency")
+VIEWMODES = (
+    "depth",
+    "normal",
+    "optical_flow",
+    "object_mask",
+    "lit",
+    "unlit",
+    "base_color",
+    "debug",
+    "wireframe",
+    "vertex_color",
+    "no_transparency",
+)
 
 
 @command("vset /viewmode [mode]")
@@ -125,8 +137,9 @@ def rename(state: ServerState, args: list[str], name: str) -> str:
         return "The name has already been set"
     if new in state.scene.actors:
         raise CommandError(f"Renaming an object to overwrite an existing object is not allowed: {new}")
-    state.scene.actors = {(new if n == name else n): (replace(a, name=new) if n == name else a)
-                          for n, a in state.scene.actors.items()}
+    state.scene.actors = {
+        (new if n == name else n): (replace(a, name=new) if n == name else a) for n, a in state.scene.actors.items()
+    }
     if name in state.unrealcv.labels:
         state.unrealcv.labels[new] = state.unrealcv.labels.pop(name)
     return "ok"

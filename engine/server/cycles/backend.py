@@ -11,6 +11,7 @@ Frames: UE is left-handed, Blender right-handed; the single conversion is ``S = 
 (flip Y): mesh vertices are uploaded as ``S v``, actor matrices as ``S M S`` and the camera's
 axes as ``S`` (right, up, -forward), so the image is the same as GL's, not mirrored.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -61,6 +62,7 @@ class CyclesSettings:
     @classmethod
     def from_options(cls, options: dict, threads: int) -> "CyclesSettings":
         """From a renderer spec's options (``cycles:samples=32,seed=1,denoise=0``), all strings."""
+
         def integer(key: str, default: int, lo: int, hi: int) -> int:
             raw = options.get(key)
             if raw is None:
@@ -72,19 +74,30 @@ class CyclesSettings:
             if not lo <= value <= hi:
                 raise ConfigError(f"renderer cycles: {key} must be in {lo}..{hi}, got {value}")
             return value
+
         denoise = integer("denoise", 1, 0, 1)
         prefilter = str(options.get("prefilter", cls.prefilter)).upper()
         if prefilter not in ("FAST", "ACCURATE"):
-            raise ConfigError(f"renderer cycles: prefilter must be fast or accurate, got "
-                              f"{shown(options['prefilter'], 40)}")
-        return cls(samples=integer("samples", cls.samples, 1, MAX_CYCLES_SAMPLES),
-                   seed=integer("seed", cls.seed, 0, MAX_CYCLES_SEED),
-                   threads=max(1, int(threads)), denoise=bool(denoise), prefilter=prefilter)
+            raise ConfigError(f"renderer cycles: prefilter must be fast or accurate, got {shown(options['prefilter'], 40)}")
+        return cls(
+            samples=integer("samples", cls.samples, 1, MAX_CYCLES_SAMPLES),
+            seed=integer("seed", cls.seed, 0, MAX_CYCLES_SEED),
+            threads=max(1, int(threads)),
+            denoise=bool(denoise),
+            prefilter=prefilter,
+        )
 
     def worker_settings(self) -> dict:
-        return {"samples": self.samples, "seed": self.seed, "threads": self.threads,
-                "denoise": self.denoise, "denoise_prefilter": self.prefilter, "filter_width": self.filter_width,
-                "view_transform": self.view_transform, "exposure": self.exposure}
+        return {
+            "samples": self.samples,
+            "seed": self.seed,
+            "threads": self.threads,
+            "denoise": self.denoise,
+            "denoise_prefilter": self.prefilter,
+            "filter_width": self.filter_width,
+            "view_transform": self.view_transform,
+            "exposure": self.exposure,
+        }
 
 
 class CyclesBackend(RenderBackend):
@@ -93,9 +106,17 @@ class CyclesBackend(RenderBackend):
     name = "cycles"
     renderer = "cycles"
 
-    def __init__(self, mesh_provider: MeshProvider, *, threads: int = 1, settings: CyclesSettings | None = None,
-                 root: Path | None = None, gl: RenderBackend | None = None, timeout_s: float = 600.0,
-                 content=None) -> None:
+    def __init__(
+        self,
+        mesh_provider: MeshProvider,
+        *,
+        threads: int = 1,
+        settings: CyclesSettings | None = None,
+        root: Path | None = None,
+        gl: RenderBackend | None = None,
+        timeout_s: float = 600.0,
+        content=None,
+    ) -> None:
         inst = install.require(root)  # fails with the install hint before anything starts
         self.settings = settings or CyclesSettings(threads=threads)
         self._provider = mesh_provider
@@ -112,8 +133,7 @@ class CyclesBackend(RenderBackend):
         self.gl = gl
         # Blender's own output (progress, warnings, tracebacks): quoted in errors, removed on close
         self._log_path = Path(tempfile.gettempdir()) / f"sceneforge-cycles-{os.getpid()}-{id(self):x}.log"
-        self.worker = BlenderWorker(inst.python, self.settings.worker_settings(), timeout_s=timeout_s,
-                                    log_path=self._log_path)
+        self.worker = BlenderWorker(inst.python, self.settings.worker_settings(), timeout_s=timeout_s, log_path=self._log_path)
         self._uploaded: set[str] = set()
         self._hdri_sun_yaw: dict[str, float | None] = {}  # HDRI key -> yaw of its own sun (sky_rotation_deg)
         self._generation = -1
@@ -121,7 +141,7 @@ class CyclesBackend(RenderBackend):
 
     # --- RenderBackend ----------------------------------------------------------------------
     def render(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-        kinds = render_kinds.require(self.renderer, kinds)   # ConfigError: unknown or not drawn here
+        kinds = render_kinds.require(self.renderer, kinds)  # ConfigError: unknown or not drawn here
         out: dict[str, np.ndarray] = {}
         rest = tuple(k for k in kinds if k != "lit")
         if rest:
@@ -138,10 +158,16 @@ class CyclesBackend(RenderBackend):
 
     def info(self) -> dict:
         s = self.settings
-        return {"backend": self.name, "blender": self.worker.blender_version or "not started",
-                "samples": s.samples, "seed": s.seed, "threads": s.threads, "denoiser":
-                f"OpenImageDenoise ({s.prefilter.lower()} prefilter)" if s.denoise else "none", "worker_pid": self.worker.pid,
-                "gl": self.gl.info()}
+        return {
+            "backend": self.name,
+            "blender": self.worker.blender_version or "not started",
+            "samples": s.samples,
+            "seed": s.seed,
+            "threads": s.threads,
+            "denoiser": f"OpenImageDenoise ({s.prefilter.lower()} prefilter)" if s.denoise else "none",
+            "worker_pid": self.worker.pid,
+            "gl": self.gl.info(),
+        }
 
     def close(self) -> None:
         self.worker.close()
@@ -153,8 +179,9 @@ class CyclesBackend(RenderBackend):
         self.worker.kill()
 
     # --- Cycles' own passes (checks against GL) ---------------------------------------------
-    def render_cycles(self, scene: Scene, camera: Camera,
-                      kinds: tuple[str, ...] = ("lit", "instance_id", "depth")) -> dict[str, np.ndarray]:
+    def render_cycles(
+        self, scene: Scene, camera: Camera, kinds: tuple[str, ...] = ("lit", "instance_id", "depth")
+    ) -> dict[str, np.ndarray]:
         """Everything from Cycles: ``lit``, ``instance_id`` (object-index pass), ``plane_depth``
         and ``depth`` (Z pass, planar → ray like GL). Ids and depth come from each pixel's
         first sample, so when they are asked for the frame uses a 0.01 px pixel filter (the
@@ -186,8 +213,9 @@ class CyclesBackend(RenderBackend):
         return {k: out[k] for k in kinds if k in out}
 
     # --- scene → worker ---------------------------------------------------------------------
-    def _frame(self, scene: Scene, camera: Camera, passes: tuple[str, ...],
-               filter_width: float | None = None) -> dict[str, np.ndarray]:
+    def _frame(
+        self, scene: Scene, camera: Camera, passes: tuple[str, ...], filter_width: float | None = None
+    ) -> dict[str, np.ndarray]:
         self.worker.ensure()
         if self.worker.generation != self._generation:  # a (re)started worker has no meshes
             self._uploaded.clear()
@@ -202,14 +230,26 @@ class CyclesBackend(RenderBackend):
             key = self._ensure_mesh(actor.asset_id)
             if key is None:
                 continue
-            objects.append({"name": actor.name, "mesh": key, "pass_index": i + 1,
-                            "tint": list(actor.tint) if actor.tint is not None else None})
+            objects.append(
+                {
+                    "name": actor.name,
+                    "mesh": key,
+                    "pass_index": i + 1,
+                    "tint": list(actor.tint) if actor.tint is not None else None,
+                }
+            )
             matrices.append(FLIP @ actor.transform.matrix() @ FLIP)
-        header = {"op": "frame", "world": self._world(scene), "objects": objects,
-                  "camera": {"fov_deg": camera.fov_deg, "width": camera.width, "height": camera.height},
-                  "passes": list(passes), "filter_width": filter_width or self.settings.filter_width}
-        reply, arrays = self.worker.call(header, {"matrices": np.asarray(matrices, dtype=np.float64),
-                                                  "camera_matrix": camera_matrix(camera)})
+        header = {
+            "op": "frame",
+            "world": self._world(scene),
+            "objects": objects,
+            "camera": {"fov_deg": camera.fov_deg, "width": camera.width, "height": camera.height},
+            "passes": list(passes),
+            "filter_width": filter_width or self.settings.filter_width,
+        }
+        reply, arrays = self.worker.call(
+            header, {"matrices": np.asarray(matrices, dtype=np.float64), "camera_matrix": camera_matrix(camera)}
+        )
         self.last_frame = {k: reply[k] for k in ("render_wall_s", "render_cpu_s") if k in reply}
         out = dict(arrays)
         if "lit_png" in out:
@@ -220,17 +260,27 @@ class CyclesBackend(RenderBackend):
         s = self.settings
         sun, sky = scene.sun, scene.sky
         level = float(sky.intensity) * float(sun.intensity)
-        w = {"to_sun": (np.diag([1.0, -1.0, 1.0]) @ sun.direction_to_sun()).tolist(),
-             "sun_strength": s.sun_strength * float(sun.intensity), "sun_color": list(sun.color),
-             "sun_angle_deg": float(sun.angular_diameter_deg),
-             "sky_zenith": list(sky.zenith), "sky_horizon": list(sky.horizon),
-             "sky_strength": s.sky_strength * float(sky.ambient) / 0.35 * level, "sky_camera": level,
-             "exposure_ev": float(scene.look.exposure_ev), "hdri": None}
+        w = {
+            "to_sun": (np.diag([1.0, -1.0, 1.0]) @ sun.direction_to_sun()).tolist(),
+            "sun_strength": s.sun_strength * float(sun.intensity),
+            "sun_color": list(sun.color),
+            "sun_angle_deg": float(sun.angular_diameter_deg),
+            "sky_zenith": list(sky.zenith),
+            "sky_horizon": list(sky.horizon),
+            "sky_strength": s.sky_strength * float(sky.ambient) / 0.35 * level,
+            "sky_camera": level,
+            "exposure_ev": float(scene.look.exposure_ev),
+            "hdri": None,
+        }
         key = self._ensure_hdri(sky.hdri) if sky.hdri else None
         if key is not None:  # normalised (upper-hemisphere mean 1) like GL: ``ambient`` means the same
             rotation = sky_rotation_deg(sky, sun, self._hdri_sun_yaw.get(key))  # as the GL backend
-            w.update(hdri=key, hdri_rotation=math.radians(rotation),
-                     sky_strength=HDRI_LIGHT * float(sky.ambient) * level, sky_camera=HDRI_LIGHT * level)
+            w.update(
+                hdri=key,
+                hdri_rotation=math.radians(rotation),
+                sky_strength=HDRI_LIGHT * float(sky.ambient) * level,
+                sky_camera=HDRI_LIGHT * level,
+            )
         return w
 
     def _ensure_hdri(self, hdri_id: str) -> str | None:
@@ -258,8 +308,17 @@ class CyclesBackend(RenderBackend):
         return key
 
     def _ensure_ground(self, ground: Ground) -> str:
-        sig = repr((ground.color, ground.texture, ground.relief_amplitude, ground.relief_wavelength, ground.extent,
-                    ground.surface, ground.tile_cm))
+        sig = repr(
+            (
+                ground.color,
+                ground.texture,
+                ground.relief_amplitude,
+                ground.relief_wavelength,
+                ground.extent,
+                ground.surface,
+                ground.tile_cm,
+            )
+        )
         key = "ground:" + hashlib.sha1(sig.encode()).hexdigest()[:16]
         if key not in self._uploaded:
             surface = _content(self._content, "surface", ground.surface) if ground.surface else None
@@ -301,16 +360,26 @@ def mesh_message(key: str, mesh: RenderMesh, ground: bool = False) -> tuple[dict
         if textured:
             arrays["uvs"] = mesh.uvs
         for i, m in enumerate(mesh.materials):
-            materials.append({"roughness": m.roughness, "metallic": m.metallic,
-                              "base_color": [float(x) for x in m.base_color],
-                              "alpha_cutoff": m.alpha_cutoff})
+            materials.append(
+                {
+                    "roughness": m.roughness,
+                    "metallic": m.metallic,
+                    "base_color": [float(x) for x in m.base_color],
+                    "alpha_cutoff": m.alpha_cutoff,
+                }
+            )
             for name, img in (("albedo", m.albedo), ("normal", m.normal_map), ("orm", m.orm_map)):
                 if img is not None and textured:
                     arrays[f"{name}{i}"] = np.asarray(img, dtype=np.uint8)
         if mesh.face_materials is not None:
             arrays["face_materials"] = mesh.face_materials
-    header = {"op": "mesh", "key": key, "ground": ground, "materials": materials or None,
-              "vertex_tint_gain": vertex_tint_gain(mesh.colors)}
+    header = {
+        "op": "mesh",
+        "key": key,
+        "ground": ground,
+        "materials": materials or None,
+        "vertex_tint_gain": vertex_tint_gain(mesh.colors),
+    }
     return header, arrays
 
 
@@ -319,7 +388,7 @@ def vertex_tint_gain(colors: np.ndarray) -> float:
     brightest colour's luminance (its sRGB luma to the power 2.2), at most 20."""
     luma = colors.astype(np.float64) @ np.array([0.299, 0.587, 0.114]) / 255.0
     max_luma = max(float(luma.max()) if len(luma) else 1.0, 1e-3)
-    return min(1.0 / max(max_luma ** 2.2, 1e-3), 20.0)
+    return min(1.0 / max(max_luma**2.2, 1e-3), 20.0)
 
 
 def _content(content, what: str, ident: str):
@@ -362,5 +431,4 @@ def ground_mesh(ground: Ground, surface=None) -> RenderMesh:
     tile = float(getattr(surface, "tile_cm", None) or ground.tile_cm or 300.0)
     uvs = (v[:, :2] / tile).astype(np.float32)
     white = np.full((len(v), 3), 255, np.uint8)
-    return RenderMesh(v, np.concatenate(faces), white, normals=np.concatenate(normals), uvs=uvs,
-                      materials=(surface,))
+    return RenderMesh(v, np.concatenate(faces), white, normals=np.concatenate(normals), uvs=uvs, materials=(surface,))

@@ -6,6 +6,7 @@ A worker that dies (crash, OOM kill) or stops answering within ``timeout_s`` is 
 reported as a :class:`~core.errors.RenderError` carrying the tail of its log; the next request
 starts a fresh one (which receives every mesh again).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -29,8 +30,8 @@ log = logging.getLogger(__name__)
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 
 
-PR_SET_PDEATHSIG = 1   # <linux/prctl.h>
-try:   # loaded before any fork: the child only calls it (no dynamic loading after fork)
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+try:  # loaded before any fork: the child only calls it (no dynamic loading after fork)
     _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 except OSError:  # pragma: no cover - no libc handle: the worker's own parent watch remains
     _LIBC = None
@@ -40,11 +41,13 @@ def _die_with_parent(parent: int):
     """A ``preexec_fn``: the worker gets SIGKILL when the server thread that started it dies
     (even by ``kill -9``: the worker runs in its own session, so nothing else reaches it), and
     exits at once when the server is already gone."""
+
     def preexec() -> None:
         if _LIBC is not None:
             _LIBC.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:
             os._exit(1)
+
     return preexec
 
 
@@ -55,8 +58,15 @@ class WorkerDied(RenderError):
 class BlenderWorker:
     """One persistent Blender process; not thread-safe (the server calls it from one thread)."""
 
-    def __init__(self, python: Path, settings: dict, *, timeout_s: float = 600.0,
-                 log_path: Path | None = None, start_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        python: Path,
+        settings: dict,
+        *,
+        timeout_s: float = 600.0,
+        log_path: Path | None = None,
+        start_timeout_s: float = 120.0,
+    ) -> None:
         self.python = Path(python)
         self.settings = dict(settings)
         self.timeout_s = float(timeout_s)
@@ -90,9 +100,15 @@ class BlenderWorker:
         try:
             self.proc = subprocess.Popen(
                 [str(self.python), "-E", "-s", "-u", str(WORKER_SCRIPT), str(req_r), str(rep_w), self._tmp],
-                pass_fds=(req_r, rep_w), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                cwd=str(WORKER_SCRIPT.parent), env=env, start_new_session=True,
-                preexec_fn=_die_with_parent(os.getpid()))
+                pass_fds=(req_r, rep_w),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                cwd=str(WORKER_SCRIPT.parent),
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent(os.getpid()),
+            )
         except OSError as e:
             for fd in (req_r, req_w, rep_r, rep_w):
                 os.close(fd)
@@ -172,10 +188,17 @@ class BlenderWorker:
                     pass
             tail = self.log_tail()
             self._cleanup()
-            what = "hung (no reply in %.0f s)" % timeout_s if isinstance(e, TimeoutError) else \
-                f"exited (code {code})" if code is not None else f"failed ({e})"
-            raise WorkerDied(f"the Blender worker {what} during {header.get('op')!r}; it restarts on the next "
-                             f"request{': ' + tail if tail else ''}") from None
+            what = (
+                "hung (no reply in %.0f s)" % timeout_s
+                if isinstance(e, TimeoutError)
+                else f"exited (code {code})"
+                if code is not None
+                else f"failed ({e})"
+            )
+            raise WorkerDied(
+                f"the Blender worker {what} during {header.get('op')!r}; it restarts on the next "
+                f"request{': ' + tail if tail else ''}"
+            ) from None
         if not reply.get("ok"):
             raise RenderError(f"Blender worker: {reply.get('error', 'unknown error')}")
         return reply, out
@@ -201,8 +224,7 @@ class BlenderWorker:
                 text = fh.read().decode("utf-8", "replace")
         except OSError:
             return ""
-        keep = [ln.strip() for ln in text.splitlines()
-                if ln.strip() and not ln.startswith(("Fra:", "| ")) and "CUEW" not in ln]
+        keep = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith(("Fra:", "| ")) and "CUEW" not in ln]
         return " | ".join(keep[-lines:])
 
     @property

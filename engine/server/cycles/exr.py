@@ -5,6 +5,7 @@ Blender writes the data passes (depth, object index) as a multilayer EXR with co
 read directly: a header of attributes, a table of line offsets, then per scanline the channels
 in alphabetical order, each a row of HALF/FLOAT/UINT values. Anything else is refused loudly.
 """
+
 from __future__ import annotations
 
 import struct
@@ -22,7 +23,7 @@ def _cstr(buf: bytes, off: int) -> tuple[str, int]:
 
 def _channels(value: bytes) -> list[tuple[str, np.dtype]]:
     out, off = [], 0
-    while value[off:off + 1] != b"\0":
+    while value[off : off + 1] != b"\0":
         name, off = _cstr(value, off)
         (ptype,) = struct.unpack_from("<i", value, off)
         xs, ys = struct.unpack_from("<ii", value, off + 8)
@@ -35,11 +36,11 @@ def _channels(value: bytes) -> list[tuple[str, np.dtype]]:
 
 def _header(data: bytes, off: int) -> tuple[dict, int]:
     attrs = {}
-    while data[off:off + 1] != b"\0":
+    while data[off : off + 1] != b"\0":
         name, off = _cstr(data, off)
         atype, off = _cstr(data, off)
         (size,) = struct.unpack_from("<i", data, off)
-        attrs[name] = (atype, data[off + 4:off + 4 + size])
+        attrs[name] = (atype, data[off + 4 : off + 4 + size])
         off += 4 + size
     return attrs, off + 1
 
@@ -57,7 +58,7 @@ def read_exr(data: bytes) -> dict[str, np.ndarray]:
     while True:
         attrs, off = _header(data, off)
         headers.append(attrs)
-        if not multipart or data[off:off + 1] == b"\0":
+        if not multipart or data[off : off + 1] == b"\0":
             break
     off += 1 if multipart else 0
     tables = []

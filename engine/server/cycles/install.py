@@ -8,6 +8,7 @@ else ``~/.cache/sceneforge``), beside the assets and weights. The environment co
 installed once ``installed.json`` exists: it is written last, after ``import bpy`` succeeded in
 the new venv, so an interrupted install is never mistaken for a working one.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,9 @@ def status(root: Path | None = None) -> CyclesInstall | None:
         info = json.loads(marker.read_text())
     except (OSError, ValueError):
         return None
-    return CyclesInstall(root, py, str(info.get("blender", "?")), str(info.get("requirement", "?")),
-                         str(info.get("installed_at", "?")))
+    return CyclesInstall(
+        root, py, str(info.get("blender", "?")), str(info.get("requirement", "?")), str(info.get("installed_at", "?"))
+    )
 
 
 def require(root: Path | None = None) -> CyclesInstall:
@@ -81,12 +83,15 @@ def find_python311() -> str:
     found = shutil.which("python%d.%d" % BPY_PYTHON)
     if found:
         return found
-    raise ConfigError("the PyPI bpy 5.0.1 wheels need Python 3.11; install python3.11 "
-                      f"(this is Python {sys.version_info[0]}.{sys.version_info[1]})")
+    raise ConfigError(
+        "the PyPI bpy 5.0.1 wheels need Python 3.11; install python3.11 "
+        f"(this is Python {sys.version_info[0]}.{sys.version_info[1]})"
+    )
 
 
-def install(root: Path | None = None, *, requirement: str = BPY_REQUIREMENT, force: bool = False,
-            echo: Callable[[str], None] = print) -> CyclesInstall:
+def install(
+    root: Path | None = None, *, requirement: str = BPY_REQUIREMENT, force: bool = False, echo: Callable[[str], None] = print
+) -> CyclesInstall:
     """Create ``root/venv`` with ``requirement`` from the package index, verify, write the marker.
 
     ``echo`` receives progress lines (pip's own progress bar goes to the terminal). Idempotent:
@@ -108,13 +113,18 @@ def install(root: Path | None = None, *, requirement: str = BPY_REQUIREMENT, for
     _run([base_python, "-m", "venv", str(venv)], "creating the virtual environment")
     py = venv_python(root)
     echo(f"cycles: [2/3] installing {requirement} from the package index (~300 MB download, ~1 GB on disk)")
-    _run([str(py), "-m", "pip", "install", "--disable-pip-version-check", requirement], f"pip install {requirement}",
-         capture=False)
+    _run(
+        [str(py), "-m", "pip", "install", "--disable-pip-version-check", requirement], f"pip install {requirement}", capture=False
+    )
     echo("cycles: [3/3] checking that Blender starts")
     out = _run([str(py), "-I", "-c", "import bpy, numpy; print(bpy.app.version_string)"], "import bpy")
     blender = out.strip().splitlines()[-1] if out.strip() else "?"
-    marker.write_text(json.dumps({"blender": blender, "requirement": requirement,
-                                  "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
+    marker.write_text(
+        json.dumps(
+            {"blender": blender, "requirement": requirement, "installed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        )
+        + "\n"
+    )
     echo(f"cycles: installed Blender {blender} in {time.monotonic() - t0:.0f} s at {root}")
     return require(root)
 
@@ -129,8 +139,13 @@ def uninstall(root: Path | None = None) -> bool:
 
 def _run(cmd: list[str], what: str, capture: bool = True) -> str:
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE if capture else None,
-                              stderr=subprocess.STDOUT if capture else None, text=True, check=False)
+        proc = subprocess.run(
+            cmd,
+            stdout=subprocess.PIPE if capture else None,
+            stderr=subprocess.STDOUT if capture else None,
+            text=True,
+            check=False,
+        )
     except OSError as e:
         raise RenderError(f"cycles install: {what} failed: {e}") from e
     if proc.returncode != 0:

@@ -8,6 +8,7 @@ squared it); a mesh without materials uses its vertex colours. Actors get GL's p
 (object properties), the ground a gentle procedural colour variation like GL's; normal and ORM
 maps when the source has them, the ORM's roughness and metallic scaling the material's factors.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,7 +23,7 @@ def image(name: str, pixels: np.ndarray, colorspace: str) -> bpy.types.Image:
     rgba = np.ones((h, w, 4), dtype=np.float32)
     ch = pixels.shape[2] if pixels.ndim == 3 else 1
     px = pixels.reshape(h, w, ch).astype(np.float32) / 255.0
-    rgba[..., :min(ch, 3)] = px[..., :3] if ch >= 3 else np.repeat(px, 3, axis=2)
+    rgba[..., : min(ch, 3)] = px[..., :3] if ch >= 3 else np.repeat(px, 3, axis=2)
     if ch == 4:
         rgba[..., 3] = px[..., 3]
     img = bpy.data.images.new(name, w, h, alpha=True)
@@ -31,8 +32,10 @@ def image(name: str, pixels: np.ndarray, colorspace: str) -> bpy.types.Image:
     img.pack()
     return img
 
-def material(name: str, m: dict | None, a: dict, i: int, ground: bool,
-             ground_noise_scale: float = 0.002, tint_gain: float = 1.0) -> bpy.types.Material:
+
+def material(
+    name: str, m: dict | None, a: dict, i: int, ground: bool, ground_noise_scale: float = 0.002, tint_gain: float = 1.0
+) -> bpy.types.Material:
     """Principled BSDF for slot ``i``: ``m`` None = the vertex colours (a mesh without materials),
     else ``base_color`` × the slot's albedo texture (``a["albedo<i>"]``, sampled with the mesh's
     UVs) when it has one. Optional per-object tint (object properties, like GL's ``Actor.tint``)
@@ -93,6 +96,7 @@ def material(name: str, m: dict | None, a: dict, i: int, ground: bool,
             nt.links.new(scale.outputs[0], bsdf.inputs[socket])
     return mat
 
+
 def _tint(nt, color_out, gain: float):
     """GL's tint (``pbr_shaders.py``): albedo = on ? tint × min(luma(colour) × gain, 1.5) : colour,
     tint and on from object properties; ``gain`` is the mesh's (vertex colours: 1 / its brightest
@@ -122,6 +126,7 @@ def _tint(nt, color_out, gain: float):
     nt.links.new(color_out, pick.inputs[6])
     nt.links.new(tinted.outputs[2], pick.inputs[7])
     return pick.outputs[2]
+
 
 def _ground_noise(nt, color_out, scale: float):
     """A gentle procedural variation of the ground colour (GL: a noise texture)."""

@@ -10,6 +10,7 @@ A message is ``u64 length`` + a JSON header + the raw bytes of the arrays the he
 
 Arrays go as raw little-endian bytes (no pickle: the two ends run different numpy majors).
 """
+
 from __future__ import annotations
 
 import json
@@ -41,13 +42,14 @@ def decode(body: bytes) -> tuple[dict, dict]:
     (hlen,) = _LEN.unpack_from(body, 0)
     if hlen > MAX_HEADER:
         raise ValueError(f"message header of {hlen} bytes is too large")
-    header = json.loads(body[8:8 + hlen])
+    header = json.loads(body[8 : 8 + hlen])
     off, arrays = 8 + hlen, {}
     for item in header.pop("arrays", []):
         dt = np.dtype(item["dtype"])
         n = int(np.prod(item["shape"], dtype=np.int64)) * dt.itemsize
-        arrays[item["key"]] = np.frombuffer(body, dtype=dt, count=n // dt.itemsize if dt.itemsize else 0,
-                                            offset=off).reshape(item["shape"])
+        arrays[item["key"]] = np.frombuffer(body, dtype=dt, count=n // dt.itemsize if dt.itemsize else 0, offset=off).reshape(
+            item["shape"]
+        )
         off += n
     return header, arrays
 

@@ -17,6 +17,7 @@ Requests (``op``):
 
 Replies: ``{"ok": true, ...}`` with arrays, or ``{"ok": false, "error": "..."}``.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -144,8 +145,7 @@ class Worker:
         scene.view_settings.exposure = float(s.get("exposure", 0.0))
         scene.cycles.pixel_filter_type = "BLACKMAN_HARRIS"
         scene.cycles.filter_width = float(s.get("filter_width", 1.5))
-        return {"ok": True, "blender": bpy.app.version_string,
-                "cycles_threads": scene.render.threads}, {}
+        return {"ok": True, "blender": bpy.app.version_string, "cycles_threads": scene.render.threads}, {}
 
     # --- assets -----------------------------------------------------------------------------
     def mesh(self, h: dict, a: dict) -> tuple[dict, dict]:
@@ -180,8 +180,9 @@ class Worker:
         noise = float(self.settings.get("ground_noise_scale", 0.002))
         for i, m in enumerate(mats):
             gain = float(h.get("vertex_tint_gain", 1.0)) if m is None else materials.MATERIAL_TINT_GAIN
-            me.materials.append(materials.material(f"{key}#{i}", m, a, i, ground=bool(h.get("ground")),
-                                                   ground_noise_scale=noise, tint_gain=gain))
+            me.materials.append(
+                materials.material(f"{key}#{i}", m, a, i, ground=bool(h.get("ground")), ground_noise_scale=noise, tint_gain=gain)
+            )
         if "face_materials" in a and len(f):
             me.polygons.foreach_set("material_index", a["face_materials"].astype(np.int32))
         self.meshes[key] = me
@@ -222,6 +223,7 @@ class Worker:
         self.scene.view_settings.exposure = float(w.get("exposure_ev", 0.0))
         to_sun = np.asarray(w["to_sun"], dtype=np.float64)
         from mathutils import Vector
+
         self.sun.rotation_mode = "QUATERNION"
         self.sun.rotation_quaternion = Vector(to_sun.tolist()).to_track_quat("Z", "Y")
         sun = self.sun.data
@@ -239,6 +241,7 @@ class Worker:
                 bpy.data.objects.remove(self.objects.pop(name), do_unlink=True)
                 self.matrices.pop(name, None)
         from mathutils import Matrix
+
         for name, (o, m) in wanted.items():
             ob = self.objects.get(name)
             if ob is None:
@@ -266,6 +269,7 @@ class Worker:
         self._sync_objects(h["objects"], a)
         cam = h["camera"]
         from mathutils import Matrix
+
         self.camera.matrix_world = Matrix(np.asarray(a["camera_matrix"], dtype=np.float64).tolist())
         self.camera.data.angle = math.radians(float(cam["fov_deg"]))
         scene.render.resolution_x, scene.render.resolution_y = int(cam["width"]), int(cam["height"])

@@ -14,6 +14,7 @@ Example::
 The camera comes only from ``Camera.view_matrix()`` / ``projection_matrix()`` (the single UE→GL
 conversion), models from ``Transform.matrix()``; shaders work in UE world cm.
 """
+
 from __future__ import annotations
 
 import logging
@@ -35,7 +36,7 @@ from sceneforge.engine.server.gl.passes import Passes
 from sceneforge.engine.world import Camera, Scene
 
 log = logging.getLogger(__name__)
-COUNT_IN_ONE_PASS = True   # pixel counts: coverage recorded by the id pass (count_passes.id_pass named=)
+COUNT_IN_ONE_PASS = True  # pixel counts: coverage recorded by the id pass (count_passes.id_pass named=)
 
 
 def drawn_spheres(frame: "Frame") -> tuple[np.ndarray, np.ndarray]:
@@ -67,7 +68,7 @@ def possible_occluders(frame: "Frame", wanted: set[int], spheres=None) -> np.nda
     if not (is_wanted & visible).any():
         return visible & is_wanted
     far = float(np.max((depth + radii)[is_wanted & visible]))
-    return visible & (is_wanted | (depth - radii <= far + 1.0))   # 1 cm: far from rounding
+    return visible & (is_wanted | (depth - radii <= far + 1.0))  # 1 cm: far from rounding
 
 
 def wanted_rect(frame: "Frame", drawn: list, spheres=None) -> tuple[tuple[int, int, int, int] | None, np.ndarray]:
@@ -112,8 +113,15 @@ class GLBackend(RenderBackend):
     name = "moderngl"
     renderer = "gl"
 
-    def __init__(self, mesh_provider: MeshProvider, *, shadow_map_size: int = 2048,
-                 threads: int | None = None, content=None, lod: bool = True):
+    def __init__(
+        self,
+        mesh_provider: MeshProvider,
+        *,
+        shadow_map_size: int = 2048,
+        threads: int | None = None,
+        content=None,
+        lod: bool = True,
+    ):
         if threads is not None and "LP_NUM_THREADS" not in os.environ:
             os.environ["LP_NUM_THREADS"] = str(int(threads))
         import moderngl  # heavy-ish; keep it out of modules that only need the interface
@@ -123,8 +131,9 @@ class GLBackend(RenderBackend):
         try:
             self._ctx = moderngl.create_standalone_context(backend="egl")
         except Exception as e:  # noqa: BLE001 - any EGL/driver failure is the same user problem
-            raise RenderError(f"cannot create a headless EGL OpenGL context ({e}); "
-                              "install Mesa's EGL/GL drivers (libegl1, libgl1-mesa-dri)") from e
+            raise RenderError(
+                f"cannot create a headless EGL OpenGL context ({e}); install Mesa's EGL/GL drivers (libegl1, libgl1-mesa-dri)"
+            ) from e
         self._provider = mesh_provider
         # World content by id (HDRIs, ground surfaces): an object with ``hdri(id)`` and
         # ``surface(id)`` (the server's AssetCatalog). Default: the object whose bound method
@@ -133,14 +142,13 @@ class GLBackend(RenderBackend):
         self._lock = threading.RLock()
         self._lod = bool(lod)
         self._passes = Passes(self._ctx, int(shadow_map_size))
-        self._draws_cache: tuple | None = None   # (actors, full-detail draws, centres, radii): _scene_draws
-        self._frame_cache: tuple | None = None   # (draws cache, ground, camera, Frame): _frame
-        log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"],
-                 os.environ.get("LP_NUM_THREADS", "default"))
+        self._draws_cache: tuple | None = None  # (actors, full-detail draws, centres, radii): _scene_draws
+        self._frame_cache: tuple | None = None  # (draws cache, ground, camera, Frame): _frame
+        log.info("GL backend: %s, LP_NUM_THREADS=%s", self._ctx.info["GL_RENDERER"], os.environ.get("LP_NUM_THREADS", "default"))
 
     # --- RenderBackend ----------------------------------------------------------------------
     def render(self, scene: Scene, camera: Camera, kinds: tuple[str, ...]) -> dict[str, np.ndarray]:
-        kinds = render_kinds.require(self.renderer, kinds)   # ConfigError: unknown or not drawn here
+        kinds = render_kinds.require(self.renderer, kinds)  # ConfigError: unknown or not drawn here
         with self._using():
             frame = self._frame(scene, camera)
             p = self._passes
@@ -165,10 +173,10 @@ class GLBackend(RenderBackend):
             drawn = [in_view[order[n]] for n in dict.fromkeys(names) if order[n] in in_view]
             spheres = drawn_spheres(frame)
             rect, overlaps = wanted_rect(frame, drawn, spheres=spheres)
-            if rect is None:        # nothing wanted in view: every count is 0
+            if rect is None:  # nothing wanted in view: every count is 0
                 return {n: PixelCount(0, 0, None) for n in names}
             occluders = possible_occluders(frame, wanted, spheres=spheres) & overlaps
-            if COUNT_IN_ONE_PASS and len(drawn) <= 32 and self._passes.counts_in_one_pass():   # coverage by the id pass
+            if COUNT_IN_ONE_PASS and len(drawn) <= 32 and self._passes.counts_in_one_pass():  # coverage by the id pass
                 self._passes.id_pass(frame, frame.draws, occluders, scene.ground, rect, named=drawn)
                 alone = dict(zip((d.index for d in drawn), self._passes.read_coverage(frame, rect, len(drawn))))
             else:
@@ -178,9 +186,11 @@ class GLBackend(RenderBackend):
                 alone = dict(zip((d.index for d in drawn), self._passes.coverage(frame, drawn, rect)))
             ids = self._passes.target(camera).read_ids(rect)
             visible = np.bincount(ids.ravel(), minlength=len(order) + 1)
-            top = camera.height - (rect[1] + rect[3])   # the block's first row, counted from the top
-            return {n: _pixel_count(ids, order[n] + 1, int(visible[order[n] + 1]), alone.get(order[n], 0),
-                                    (rect[0], top)) for n in names}
+            top = camera.height - (rect[1] + rect[3])  # the block's first row, counted from the top
+            return {
+                n: _pixel_count(ids, order[n] + 1, int(visible[order[n] + 1]), alone.get(order[n], 0), (rect[0], top))
+                for n in names
+            }
 
     def drawn_triangles(self, scene: Scene, camera: Camera) -> int:
         """Triangles one frame of ``camera`` draws: the visible actors at their level of detail
@@ -205,16 +215,19 @@ class GLBackend(RenderBackend):
     def triangle_count(self, scene: Scene) -> int:
         with self._using():
             ground = self._passes.ground_triangles(scene.ground)
-            return ground + sum(self._mesh(a.asset_id).n_triangles
-                                for a in scene.actors.values() if not a.hidden)
+            return ground + sum(self._mesh(a.asset_id).n_triangles for a in scene.actors.values() if not a.hidden)
 
     def info(self) -> dict:
         if self._ctx is None:
             return {"backend": self.name, "closed": True}
         info = self._ctx.info
-        return {"backend": self.name, "gl_renderer": info["GL_RENDERER"],
-                "gl_version": info["GL_VERSION"], "lod": self._lod,
-                "lp_num_threads": os.environ.get("LP_NUM_THREADS", "default")}
+        return {
+            "backend": self.name,
+            "gl_renderer": info["GL_RENDERER"],
+            "gl_version": info["GL_VERSION"],
+            "lod": self._lod,
+            "lp_num_threads": os.environ.get("LP_NUM_THREADS", "default"),
+        }
 
     def close(self) -> None:
         with self._lock:
@@ -236,7 +249,7 @@ class GLBackend(RenderBackend):
                 with self._ctx:
                     try:
                         yield
-                    finally:   # large targets released, textures trimmed: after the read-back
+                    finally:  # large targets released, textures trimmed: after the read-back
                         if self._passes is not None:
                             self._passes.after_frame()
             except moderngl.Error as e:
@@ -258,8 +271,7 @@ class GLBackend(RenderBackend):
         self._frame_cache = (self._draws_cache, scene.ground, camera, frame)
         return frame
 
-    def _new_frame(self, scene: Scene, camera: Camera, full: list[Draw], centers: np.ndarray,
-                   radii: np.ndarray) -> Frame:
+    def _new_frame(self, scene: Scene, camera: Camera, full: list[Draw], centers: np.ndarray, radii: np.ndarray) -> Frame:
         """``full``: the scene's draws at full detail (shared by its frames, never changed: a draw
         at a level of detail is a new ``Draw`` in this frame's list)."""
         draws = list(full)
@@ -324,7 +336,7 @@ class GLBackend(RenderBackend):
             if "instance_id" in kinds:
                 out["instance_id"] = ids
             if "object_mask" in kinds:
-                out["object_mask"] = np.take(_palette(scene), ids, axis=0)   # 3.7x faster than pal[ids]
+                out["object_mask"] = np.take(_palette(scene), ids, axis=0)  # 3.7x faster than pal[ids]
         if "depth" in kinds or "plane_depth" in kinds:
             planar = F.planar_depth(t.read_depth(), frame.near, frame.far)
             if "plane_depth" in kinds:
@@ -334,8 +346,7 @@ class GLBackend(RenderBackend):
         return {k: out[k] for k in kinds}
 
 
-def _pixel_count(ids: np.ndarray, instance: int, visible: int, unoccluded: int,
-                 origin: tuple[int, int] = (0, 0)) -> PixelCount:
+def _pixel_count(ids: np.ndarray, instance: int, visible: int, unoccluded: int, origin: tuple[int, int] = (0, 0)) -> PixelCount:
     """Hidden, empty or out-of-frustum actors were never drawn: 0 / 0 / None. ``ids`` may be a
     block of the image whose top-left pixel is ``origin`` (x, y from the top)."""
     if not visible:

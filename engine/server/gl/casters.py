@@ -1,10 +1,11 @@
 """Which faces of a mesh go into the sun's shadow map (gl/shadow.py draws an upright actor with
 only these; gl/resources.py keeps them as a second index buffer at upload)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-FLAT_CASTER_CM = 3.0   # faces wholly this close above a mesh's lowest point cast no visible shadow
+FLAT_CASTER_CM = 3.0  # faces wholly this close above a mesh's lowest point cast no visible shadow
 
 
 def casting_faces(vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:

@@ -6,6 +6,7 @@ with ``named`` also records those actors' coverage (image atomics, shaders.IDS_C
 They use the ``Passes`` members ``ctx``, ``program``, ``target``, ``draw_mesh`` and
 ``_draw_ground``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,10 +39,11 @@ def channel_counts(rgba: bytes, n: int) -> list[int]:
 class CountPasses:
     """Id-only and coverage passes (see the module docstring)."""
 
-    _one_pass: bool | None = None   # counts_in_one_pass, once known (per context: per Passes)
+    _one_pass: bool | None = None  # counts_in_one_pass, once known (per context: per Passes)
 
-    def id_pass(self, frame: "Frame", draws, visible, ground: Ground | None, rect=None,
-                named: "list[Draw] | None" = None) -> None:
+    def id_pass(
+        self, frame: "Frame", draws, visible, ground: Ground | None, rect=None, named: "list[Draw] | None" = None
+    ) -> None:
         """Instance ids + depth only: the cheapest pass (no shading, no shadow lookups).
         ``rect`` (x, y, w, h; GL rows, bottom-up): draw and clear only those pixels (a scissor;
         the rest of the buffers keep stale values: read only the rect).
@@ -88,9 +90,19 @@ class CountPasses:
             p.set("u_id", d.index + 1)
             if b is not None:
                 p.set("u_bit", b)
-            self.draw_mesh(d.mesh, p, key, False, akey, alpha_setup=lambda ap, d=d, b=b: (
-                ap.set("u_view_proj", vp), ap.set("u_model", d.placed.model_bytes), ap.set("u_id", d.index + 1),
-                ap.set("u_bit", b) if b is not None else None))
+            self.draw_mesh(
+                d.mesh,
+                p,
+                key,
+                False,
+                akey,
+                alpha_setup=lambda ap, d=d, b=b: (
+                    ap.set("u_view_proj", vp),
+                    ap.set("u_model", d.placed.model_bytes),
+                    ap.set("u_id", d.index + 1),
+                    ap.set("u_bit", b) if b is not None else None,
+                ),
+            )
 
     def counts_in_one_pass(self) -> bool:
         """Can this context record coverage in the id pass (GLSL 4.50 image atomics: Mesa's
@@ -125,7 +137,7 @@ class CountPasses:
         t.cover.scissor = rect
         try:
             for start in range(0, len(draws), 4):
-                counts += self._cover_chunk(t, prog, frame, draws[start:start + 4], rect)
+                counts += self._cover_chunk(t, prog, frame, draws[start : start + 4], rect)
         finally:
             t.cover.scissor = None
         return counts
@@ -141,9 +153,18 @@ class CountPasses:
             channel = tuple(1.0 if j == k else 0.0 for j in range(4))
             prog.set("u_model", d.placed.model_bytes)
             prog.set("u_channel", channel)
-            self.draw_mesh(d.mesh, prog, "cover", False, "acover", alpha_setup=lambda ap, d=d, c=channel: (
-                ap.set("u_view_proj", F.gl_bytes(frame.view_proj)), ap.set("u_model", d.placed.model_bytes),
-                ap.set("u_channel", c)))
+            self.draw_mesh(
+                d.mesh,
+                prog,
+                "cover",
+                False,
+                "acover",
+                alpha_setup=lambda ap, d=d, c=channel: (
+                    ap.set("u_view_proj", F.gl_bytes(frame.view_proj)),
+                    ap.set("u_model", d.placed.model_bytes),
+                    ap.set("u_channel", c),
+                ),
+            )
         self.ctx.blend_equation = moderngl.FUNC_ADD
         self.ctx.disable(moderngl.BLEND)
         raw = t.cover.read(viewport=rect, components=4) if rect is not None else t.color.read()

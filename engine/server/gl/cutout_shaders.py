@@ -31,13 +31,21 @@ void main() {{
 ALPHA_VS = _vertex("u_view_proj")
 ALPHA_SHADOW_VS = _vertex("u_light_vp")
 
-ALPHA_IDS_FS = ("uniform int u_id;" + _ALPHA_TEST + "layout(location = 0) out int f_id;\nvoid main() {\n"
-                + _DISCARD + "    f_id = u_id;\n}\n")
-ALPHA_COVER_FS = ("uniform vec4 u_channel;" + _ALPHA_TEST + "layout(location = 0) out vec4 f_cover;\nvoid main() {\n"
-                  + _DISCARD + "    f_cover = u_channel;\n}\n")
+ALPHA_IDS_FS = (
+    "uniform int u_id;" + _ALPHA_TEST + "layout(location = 0) out int f_id;\nvoid main() {\n" + _DISCARD + "    f_id = u_id;\n}\n"
+)
+ALPHA_COVER_FS = (
+    "uniform vec4 u_channel;"
+    + _ALPHA_TEST
+    + "layout(location = 0) out vec4 f_cover;\nvoid main() {\n"
+    + _DISCARD
+    + "    f_cover = u_channel;\n}\n"
+)
 ALPHA_SHADOW_FS = _ALPHA_TEST + "void main() {\n" + _DISCARD + "}\n"
 # shaders.IDS_COVER_FS for cut-out parts: a discarded fragment covers nothing
-ALPHA_IDS_COVER_FS = ("#version 450 core\nlayout(r32ui, binding = 0) uniform coherent uimage2D u_cover;\n"
-                      "uniform int u_id;\nuniform uint u_bit;" + _ALPHA_TEST + "layout(location = 0) out int f_id;\n"
-                      "void main() {\n" + _DISCARD + "    imageAtomicOr(u_cover, ivec2(gl_FragCoord.xy), u_bit);\n"
-                      "    f_id = u_id;\n}\n")
+ALPHA_IDS_COVER_FS = (
+    "#version 450 core\nlayout(r32ui, binding = 0) uniform coherent uimage2D u_cover;\n"
+    "uniform int u_id;\nuniform uint u_bit;" + _ALPHA_TEST + "layout(location = 0) out int f_id;\n"
+    "void main() {\n" + _DISCARD + "    imageAtomicOr(u_cover, ivec2(gl_FragCoord.xy), u_bit);\n"
+    "    f_id = u_id;\n}\n"
+)

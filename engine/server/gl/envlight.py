@@ -19,6 +19,7 @@ separately and must not be counted twice.
 Everything is a pure function of its inputs (no randomness), and caches are keyed by content,
 so frames never depend on render history.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,15 +28,15 @@ from functools import lru_cache
 
 import numpy as np
 
-SPEC_W, SPEC_H = 64, 32            # prefiltered maps (per roughness layer)
+SPEC_W, SPEC_H = 64, 32  # prefiltered maps (per roughness layer)
 SPEC_ROUGHNESS = (0.0, 0.25, 0.5, 0.75, 1.0)  # layer k <-> roughness k / (layers - 1)
-SRC_W, SRC_H = 128, 64             # the environment is filtered at this resolution
-BG_W, BG_H = 512, 256              # background (HDRI skies)
-CLAMP_MEAN = 12.0                  # texels brighter than this × the mean are clamped (the sun)
-SUN_W, SUN_H = 256, 128            # resolution the HDRI's own sun is searched at
-SUN_PEAK = 20.0                    # a clear sun: its texel ≥ this × the upper sky's mean radiance
-SUN_MAX_SR = 0.02                  # ... and compact: texels above half its peak span < 0.02 sr (~9°)
-SUN_CONE_DEG = 10.0                # its direction: radiance-weighted mean within this of the peak
+SRC_W, SRC_H = 128, 64  # the environment is filtered at this resolution
+BG_W, BG_H = 512, 256  # background (HDRI skies)
+CLAMP_MEAN = 12.0  # texels brighter than this × the mean are clamped (the sun)
+SUN_W, SUN_H = 256, 128  # resolution the HDRI's own sun is searched at
+SUN_PEAK = 20.0  # a clear sun: its texel ≥ this × the upper sky's mean radiance
+SUN_MAX_SR = 0.02  # ... and compact: texels above half its peak span < 0.02 sr (~9°)
+SUN_CONE_DEG = 10.0  # its direction: radiance-weighted mean within this of the peak
 
 
 def srgb_to_linear(c) -> np.ndarray:
@@ -92,8 +93,20 @@ SH_BAND = (math.pi, 2 * math.pi / 3, math.pi / 4)  # cosine-lobe convolution per
 def sh_basis(d: np.ndarray) -> np.ndarray:
     x, y, z = d[..., 0], d[..., 1], d[..., 2]
     c = SH_CONST
-    return np.stack([np.full_like(x, c[0]), c[1] * y, c[1] * z, c[1] * x, c[2] * x * y, c[2] * y * z,
-                     c[3] * (3 * z * z - 1), c[2] * x * z, c[4] * (x * x - y * y)], axis=-1)
+    return np.stack(
+        [
+            np.full_like(x, c[0]),
+            c[1] * y,
+            c[1] * z,
+            c[1] * x,
+            c[2] * x * y,
+            c[2] * y * z,
+            c[3] * (3 * z * z - 1),
+            c[2] * x * z,
+            c[4] * (x * x - y * y),
+        ],
+        axis=-1,
+    )
 
 
 def sh_irradiance(img: np.ndarray) -> np.ndarray:
@@ -165,8 +178,10 @@ def hdri_sun(img: np.ndarray) -> tuple[float, float] | None:
     near = (d.reshape(-1, 3) @ d.reshape(-1, 3)[k]) >= math.cos(math.radians(SUN_CONE_DEG))
     w = (lum * solid).reshape(-1) * near
     v = (d.reshape(-1, 3) * w[:, None]).sum(axis=0)
-    return (math.degrees(math.atan2(v[1], v[0])),
-            math.degrees(math.asin(float(np.clip(v[2] / max(np.linalg.norm(v), 1e-12), -1.0, 1.0)))))
+    return (
+        math.degrees(math.atan2(v[1], v[0])),
+        math.degrees(math.asin(float(np.clip(v[2] / max(np.linalg.norm(v), 1e-12), -1.0, 1.0)))),
+    )
 
 
 def sky_rotation_deg(sky, sun, hdri_sun_yaw: float | None) -> float:
@@ -184,17 +199,17 @@ def sky_rotation_deg(sky, sun, hdri_sun_yaw: float | None) -> float:
 class EnvLight:
     """What the shaders need from one environment (normalised: upper-hemisphere mean = 1)."""
 
-    sh: np.ndarray          # (9, 3) float32
-    spec: np.ndarray        # (layers, SPEC_H, SPEC_W, 3) float32
+    sh: np.ndarray  # (9, 3) float32
+    spec: np.ndarray  # (layers, SPEC_H, SPEC_W, 3) float32
     background: np.ndarray | None  # (BG_H, BG_W, 3) float32 for HDRIs; None = procedural sky
-    horizon: np.ndarray     # (3,) mean radiance near the horizon (fog colour default)
-    scale: float            # the normalisation applied to the source radiance
+    horizon: np.ndarray  # (3,) mean radiance near the horizon (fog colour default)
+    scale: float  # the normalisation applied to the source radiance
     sun: tuple[float, float] | None = None  # the HDRI's own sun (yaw, elevation) in degrees, or None
 
 
 def _horizon(img: np.ndarray) -> np.ndarray:
     h = img.shape[0]
-    band = img[int(h * 0.40):int(h * 0.5)]
+    band = img[int(h * 0.40) : int(h * 0.5)]
     return band.reshape(-1, 3).mean(axis=0).astype(np.float32)
 
 
@@ -209,9 +224,14 @@ def from_image(img: np.ndarray, background: bool) -> EnvLight:
     # normalise what remains after the sun is clamped out (else a sunny HDRI lights too dimly)
     renorm = 1.0 / max(upper_mean(clamped), 1e-6)
     clamped, scale = clamped * renorm, scale * renorm
-    return EnvLight(sh_irradiance(clamped), prefilter(clamped),
-                    None if bg is None else (bg * scale).astype(np.float32), _horizon(clamped), scale,
-                    hdri_sun(img) if background else None)
+    return EnvLight(
+        sh_irradiance(clamped),
+        prefilter(clamped),
+        None if bg is None else (bg * scale).astype(np.float32),
+        _horizon(clamped),
+        scale,
+        hdri_sun(img) if background else None,
+    )
 
 
 @lru_cache(maxsize=16)

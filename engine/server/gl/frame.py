@@ -4,6 +4,7 @@ Everything is in UE world units (cm, Z up, left-handed); matrices are float64 ro
 column vectors and are converted to GL's column-major float32 bytes only at upload
 (:func:`gl_bytes`).
 """
+
 from __future__ import annotations
 
 import math
@@ -60,8 +61,9 @@ def spheres_in_frustum(planes: np.ndarray, centers: np.ndarray, radii: np.ndarra
     return np.all(dist >= -radii[:, None], axis=1)
 
 
-def near_far(camera: Camera, centers: np.ndarray, radii: np.ndarray, ground_extent: float,
-             ground_top: float) -> tuple[float, float]:
+def near_far(
+    camera: Camera, centers: np.ndarray, radii: np.ndarray, ground_extent: float, ground_top: float
+) -> tuple[float, float]:
     """Clip planes: fixed near, far just beyond the furthest actor or ground corner.
 
     Depth precision depends mostly on ``near``; ``far`` only has to enclose the scene.
@@ -74,8 +76,7 @@ def near_far(camera: Camera, centers: np.ndarray, radii: np.ndarray, ground_exte
     return NEAR_CM, far * 1.05 + 10.0
 
 
-def sphere_rects(view_proj: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                 width: int, height: int) -> np.ndarray:
+def sphere_rects(view_proj: np.ndarray, centers: np.ndarray, radii: np.ndarray, width: int, height: int) -> np.ndarray:
     """(n, 4) pixel rectangles (x0, y0, x1, y1), GL rows (bottom-up), half-open, clipped to the
     image, that contain each sphere's projection: the projected corners of its bounding cube
     (a convex set's projection lies in the projection of any convex set around it, as long as
@@ -87,7 +88,7 @@ def sphere_rects(view_proj: np.ndarray, centers: np.ndarray, radii: np.ndarray,
     if not len(centers):
         return out
     signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], np.float64)
-    pts = centers[:, None, :] + radii[:, None, None] * signs[None]            # (n, 8, 3)
+    pts = centers[:, None, :] + radii[:, None, None] * signs[None]  # (n, 8, 3)
     clip = np.einsum("ij,npj->npi", view_proj[:, :3], pts) + view_proj[:, 3]  # (n, 8, 4)
     w = clip[..., 3]
     front = np.all(w > 1e-6, axis=1)
@@ -111,8 +112,9 @@ def frustum_corners(view_proj: np.ndarray) -> np.ndarray:
     return world[:, :3] / world[:, 3:4]
 
 
-def receiver_points(view_proj: np.ndarray, near: float, far: float, max_depth: float,
-                    z_range: tuple[float, float], min_depth: float = 0.0) -> np.ndarray:
+def receiver_points(
+    view_proj: np.ndarray, near: float, far: float, max_depth: float, z_range: tuple[float, float], min_depth: float = 0.0
+) -> np.ndarray:
     """World points whose convex hull holds every surface point the camera sees at planar depth
     <= ``max_depth`` (the shadow distance) with ``z_range[0] <= z <= z_range[1]`` (where the
     ground and the actors are): the frustum truncated at ``max_depth`` and clipped to that slab.
@@ -141,8 +143,9 @@ def receiver_points(view_proj: np.ndarray, near: float, far: float, max_depth: f
     return np.array(pts, dtype=np.float64).reshape(-1, 3)
 
 
-def light_view_proj(to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                    receiver_depth: float = 1.0e5, min_extent: float = 0.0) -> tuple[np.ndarray, float, float]:
+def light_view_proj(
+    to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray, receiver_depth: float = 1.0e5, min_extent: float = 0.0
+) -> tuple[np.ndarray, float, float]:
     """Orthographic sun matrix fitted to the casters' bounding spheres.
 
     Returns ``(light_view_proj, extent_cm, depth_range_cm)``: the side of the square the map
@@ -166,12 +169,14 @@ def light_view_proj(to_sun: np.ndarray, centers: np.ndarray, radii: np.ndarray,
     near, far = -(hi[2] + 10.0), -(lo[2] - receiver_depth)  # distances along -d from origin
     view = np.eye(4)
     view[:3, :3] = basis
-    ortho = np.array([
-        [1 / half, 0, 0, -mid[0] / half],
-        [0, 1 / half, 0, -mid[1] / half],
-        [0, 0, -2 / (far - near), -(far + near) / (far - near)],
-        [0, 0, 0, 1],
-    ])
+    ortho = np.array(
+        [
+            [1 / half, 0, 0, -mid[0] / half],
+            [0, 1 / half, 0, -mid[1] / half],
+            [0, 0, -2 / (far - near), -(far + near) / (far - near)],
+            [0, 0, 0, 1],
+        ]
+    )
     return ortho @ view, 2 * half, far - near
 
 
@@ -225,6 +230,6 @@ class Frame:
     visible: np.ndarray  # bool per draw: bounding sphere intersects the frustum
     planes: np.ndarray  # (6, 4) frustum planes, for culling ground tiles
     centers: np.ndarray  # (n, 3) world bounding-sphere centres of the full meshes, per draw
-    radii: np.ndarray    # (n,) their radii
+    radii: np.ndarray  # (n,) their radii
     levelled: tuple[int, ...] = ()  # positions of the draws drawn at a level of detail
     ground: tuple = ()  # Passes.ground_draws: face ranges of the ground tiles in view at their level

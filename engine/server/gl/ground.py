@@ -3,6 +3,7 @@
 Split from resources.py (GPU formats and uploads); the level choice per camera is in lod.py
 (``ground_levels``) and the drawing in passes.py. Design and measurements: docs/renderer.md.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,11 +16,11 @@ from sceneforge.engine.limits import MAX_GROUND_CELLS
 from sceneforge.engine.world import Ground
 
 
-GROUND_TILE_CELLS = 16    # at least this many finest cells per tile side (a power of two)
-MAX_GROUND_TILES = 32     # tiles per side at most (draw calls and level choice stay cheap)
-GROUND_LEVELS = 5         # level k has 2**k times the finest step (k < GROUND_LEVELS)
+GROUND_TILE_CELLS = 16  # at least this many finest cells per tile side (a power of two)
+MAX_GROUND_TILES = 32  # tiles per side at most (draw calls and level choice stay cheap)
+GROUND_LEVELS = 5  # level k has 2**k times the finest step (k < GROUND_LEVELS)
 SKIRT_MARGIN_CM = 1.0
-ERROR_SAFETY = 1.1         # measured (sampled) height errors are scaled by this
+ERROR_SAFETY = 1.1  # measured (sampled) height errors are scaled by this
 
 
 @dataclass
@@ -66,8 +67,11 @@ def ground_grid(ground: Ground) -> list[GroundTile]:
         f = np.array([[0, 1, 2], [0, 2, 3]], dtype=np.int32)
         n = np.tile(np.array([0, 0, 1], np.float32), (4, 1))
         mesh = RenderMesh(v, f, np.tile(color, (4, 1)))
-        return [GroundTile((0, 0), np.array([-e, -e, 0.0]), np.array([e, e, 0.0]),
-                           [GroundLevel(mesh, n, 2, ((0, 0),) * 4)], np.zeros(1))]
+        return [
+            GroundTile(
+                (0, 0), np.array([-e, -e, 0.0]), np.array([e, e, 0.0]), [GroundLevel(mesh, n, 2, ((0, 0),) * 4)], np.zeros(1)
+            )
+        ]
     step = max(min(ground.relief_wavelength / 20.0, e / 64.0), 1.0, 2 * e / MAX_GROUND_CELLS)
     cells = int(math.ceil(2 * e / step))  # at most MAX_GROUND_CELLS per side (memory stays bounded)
     per = GROUND_TILE_CELLS
@@ -82,9 +86,9 @@ def ground_grid(ground: Ground) -> list[GroundTile]:
     errors = np.zeros(n_levels)
     for i in pick:
         for j in pick:
-            tx, ty = xs[i * per:(i + 1) * per + 1], xs[j * per:(j + 1) * per + 1]
+            tx, ty = xs[i * per : (i + 1) * per + 1], xs[j * per : (j + 1) * per + 1]
             for k in range(n_levels):
-                x, y = tx[::1 << k], ty[::1 << k]
+                x, y = tx[:: 1 << k], ty[:: 1 << k]
                 gz = np.asarray(ground.height(*np.meshgrid(x, y, indexing="ij")), dtype=np.float64)
                 errors[k] = max(errors[k], _height_error(ground, x, y, gz))
     errors = np.maximum.accumulate(ERROR_SAFETY * errors)  # monotone in the level
@@ -92,10 +96,11 @@ def ground_grid(ground: Ground) -> list[GroundTile]:
     out = []
     for i in range(tiles):
         for j in range(tiles):
-            tx, ty = xs[i * per:(i + 1) * per + 1], xs[j * per:(j + 1) * per + 1]
+            tx, ty = xs[i * per : (i + 1) * per + 1], xs[j * per : (j + 1) * per + 1]
             inner = (i > 0, i < tiles - 1, j > 0, j < tiles - 1)
-            levels = [_with_skirts(*_tile_level(ground, tx[::1 << k], ty[::1 << k]), inner, depth, color)
-                      for k in range(n_levels)]
+            levels = [
+                _with_skirts(*_tile_level(ground, tx[:: 1 << k], ty[:: 1 << k]), inner, depth, color) for k in range(n_levels)
+            ]
             zs = [lv.mesh.vertices[:, 2] for lv in levels]
             lo = np.array([tx[0], ty[0], min(float(z.min()) for z in zs)])
             hi = np.array([tx[-1], ty[-1], max(float(z.max()) for z in zs)])
@@ -110,8 +115,8 @@ def ground_tiles(ground: Ground) -> list[tuple[RenderMesh, np.ndarray]]:
     out = []
     for t in ground_grid(ground):
         lv = t.levels[0]
-        nv = int(lv.mesh.faces[:lv.body].max()) + 1
-        out.append((RenderMesh(lv.mesh.vertices[:nv], lv.mesh.faces[:lv.body], lv.mesh.colors[:nv]), lv.normals[:nv]))
+        nv = int(lv.mesh.faces[: lv.body].max()) + 1
+        out.append((RenderMesh(lv.mesh.vertices[:nv], lv.mesh.faces[: lv.body], lv.mesh.colors[:nv]), lv.normals[:nv]))
     return out
 
 
@@ -135,9 +140,11 @@ def _height_error(ground: Ground, xs: np.ndarray, ys: np.ndarray, gz: np.ndarray
     u, v = np.meshgrid(t, t, indexing="ij")  # local coordinates in a cell (u along x, v along y)
     za, zb, zc, zd = gz[:-1, :-1], gz[1:, :-1], gz[1:, 1:], gz[:-1, 1:]
     u4, v4 = u[None, None], v[None, None]
-    interp = np.where(u4 >= v4,
-                      za[..., None, None] + u4 * (zb - za)[..., None, None] + v4 * (zc - zb)[..., None, None],
-                      za[..., None, None] + v4 * (zd - za)[..., None, None] + u4 * (zc - zd)[..., None, None])
+    interp = np.where(
+        u4 >= v4,
+        za[..., None, None] + u4 * (zb - za)[..., None, None] + v4 * (zc - zb)[..., None, None],
+        za[..., None, None] + v4 * (zd - za)[..., None, None] + u4 * (zc - zd)[..., None, None],
+    )
     dx, dy = np.diff(xs), np.diff(ys)
     px = xs[:-1, None, None, None] + u4 * dx[:, None, None, None]
     py = ys[None, :-1, None, None] + v4 * dy[None, :, None, None]
@@ -170,8 +177,7 @@ def _with_skirts(g, n: np.ndarray, inner: tuple, depth: float, color: np.ndarray
         norms.append(norms[0][edge])
         low = nv + np.arange(len(edge))
         k = np.arange(len(edge) - 1)
-        quad = np.concatenate([np.stack([edge[k], low[k], low[k + 1]], -1),
-                               np.stack([edge[k], low[k + 1], edge[k + 1]], -1)])
+        quad = np.concatenate([np.stack([edge[k], low[k], low[k + 1]], -1), np.stack([edge[k], low[k + 1], edge[k + 1]], -1)])
         faces.append(quad)
         skirts.append((nf, len(quad)))
         nv += len(edge)

@@ -1,5 +1,6 @@
 """The ground on the GPU: every tile of ``ground.ground_grid`` at every level in one buffer, and
 the per-frame selection of tiles, levels and skirts drawn in one call (design: docs/renderer.md)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -62,8 +63,11 @@ class GpuGround:
                 continue
             k = int(k)
             i, j = t.index
-            parts = [t.body[k]] + [fc for fc, nb in zip(t.skirts[k], ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)))
-                                   if fc[1] and by_index.get(nb, k) != k]
+            parts = [t.body[k]] + [
+                fc
+                for fc, nb in zip(t.skirts[k], ((i - 1, j), (i + 1, j), (i, j - 1), (i, j + 1)))
+                if fc[1] and by_index.get(nb, k) != k
+            ]
             for first, count in parts:
                 if ranges and ranges[-1][0] + ranges[-1][1] == first:  # contiguous: merge
                     ranges[-1] = (ranges[-1][0], ranges[-1][1] + count)
@@ -73,7 +77,7 @@ class GpuGround:
 
     def select(self, ranges: tuple) -> GpuMesh:
         if ranges != self.written:
-            data = np.concatenate([self.faces[f:f + c] for f, c in ranges]) if ranges else self.faces[:0]
+            data = np.concatenate([self.faces[f : f + c] for f, c in ranges]) if ranges else self.faces[:0]
             self.draw.ibo.write(np.ascontiguousarray(data, np.int32).tobytes())
             self.written = ranges
         return self.draw
@@ -106,8 +110,14 @@ def upload_ground(ctx: moderngl.Context, grid: list) -> GpuGround:
     full = upload(ctx, mesh, np.concatenate(normals))
     try:
         welded = np.frombuffer(full.ibo.read(), np.int32).reshape(-1, 3)
-        draw = GpuMesh(vbo=full.vbo, ibo=ctx.buffer(reserve=max(full.ibo.size, 4), dynamic=True),
-                       n_triangles=0, center=full.center, radius=full.radius, max_luma=full.max_luma)
+        draw = GpuMesh(
+            vbo=full.vbo,
+            ibo=ctx.buffer(reserve=max(full.ibo.size, 4), dynamic=True),
+            n_triangles=0,
+            center=full.center,
+            radius=full.radius,
+            max_luma=full.max_luma,
+        )
     except BaseException:
         full.release()
         raise

@@ -27,6 +27,7 @@ Deterministic: the bake is a pure function of the uploaded full mesh (fixed reso
 angles, llvmpipe is deterministic, the reduction is numpy in float64), so the same scene gives the
 same bytes in every process. The bake draws in its own framebuffer and restores the bound one.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,11 +40,11 @@ from sceneforge.engine.server.gl import frame as F
 from sceneforge.engine.server.gl import shaders as S
 from sceneforge.engine.server.gl.resources import PBR_FORMAT, VERTEX_DTYPE, GpuMesh
 
-CARDS = 4            # vertical cards at 180/CARDS degrees
-TEXELS = 128         # atlas texels over the mesh's height (level >= 1 trees are < ~90 px tall at 0.5 tri/px²)
-SUPERSAMPLE = 4      # bake samples per texel side (coverage -> alpha)
-GUTTER = 2           # transparent texels around each card's tile (bilinear + mipmaps do not bleed)
-ALPHA_CUTOFF = 0.4   # coverage kept (the mipmapped alpha thins out with distance: a little below 0.5)
+CARDS = 4  # vertical cards at 180/CARDS degrees
+TEXELS = 128  # atlas texels over the mesh's height (level >= 1 trees are < ~90 px tall at 0.5 tri/px²)
+SUPERSAMPLE = 4  # bake samples per texel side (coverage -> alpha)
+GUTTER = 2  # transparent texels around each card's tile (bilinear + mipmaps do not bleed)
+ALPHA_CUTOFF = 0.4  # coverage kept (the mipmapped alpha thins out with distance: a little below 0.5)
 
 BAKE_VS = """
 uniform mat4 u_mvp;
@@ -145,8 +146,9 @@ class ImpostorBaker:
     def _program(self, flags: str) -> moderngl.Program:
         if flags not in self._progs:
             defines = tuple(d for f, d in (("c", "VERTEX_COLOR"), ("t", "ALBEDO_MAP"), ("a", "ALPHA_TEST")) if f in flags)
-            self._progs[flags] = self.ctx.program(vertex_shader=S.source(BAKE_VS, defines),
-                                                  fragment_shader=S.source(BAKE_FS, defines))
+            self._progs[flags] = self.ctx.program(
+                vertex_shader=S.source(BAKE_VS, defines), fragment_shader=S.source(BAKE_FS, defines)
+            )
         return self._progs[flags]
 
     def release(self) -> None:
@@ -188,10 +190,14 @@ class ImpostorBaker:
             hx = max(float(np.max(np.abs((used - c) @ u))), 1e-3) * 1.02
             hf = max(float(np.max(np.abs((used - c) @ f))), 1e-3) * 1.05 + 1.0
             tw = int(min(2 * TEXELS, max(8, math.ceil(TEXELS * hx / hz))))
-            mvp = np.array([[u[0] / hx, u[1] / hx, 0.0, -float(c @ u) / hx],
-                            [0.0, 0.0, 1.0 / hz, -zc / hz],
-                            [f[0] / hf, f[1] / hf, 0.0, -float(c @ f) / hf],
-                            [0.0, 0.0, 0.0, 1.0]])
+            mvp = np.array(
+                [
+                    [u[0] / hx, u[1] / hx, 0.0, -float(c @ u) / hx],
+                    [0.0, 0.0, 1.0 / hz, -zc / hz],
+                    [f[0] / hf, f[1] / hf, 0.0, -float(c @ f) / hf],
+                    [0.0, 0.0, 0.0, 1.0],
+                ]
+            )
             tiles.append(self._render(full, mvp, tw, -f))
             cards.append((u, hx))
         atlas, normal_map, x0 = self._atlas(tiles)
@@ -216,7 +222,7 @@ class ImpostorBaker:
             img = np.frombuffer(fbo.read(components=4, dtype="f4", attachment=0), np.float32).reshape(size[1], size[0], 4)
             nrm = np.frombuffer(fbo.read(components=4, dtype="f4", attachment=1), np.float32).reshape(size[1], size[0], 4)
         finally:
-            fbo.release()   # a deleted bound framebuffer leaves GL's default bound
+            fbo.release()  # a deleted bound framebuffer leaves GL's default bound
             if prev is not None:
                 prev.use()
             else:
@@ -232,7 +238,7 @@ class ImpostorBaker:
         tot = np.maximum(w[..., 0].sum(axis=(1, 3)), 1e-9)[..., None]
         rgb = (blocks[..., :3] * w).sum(axis=(1, 3)) / tot
         n = (blocks[..., 4:7] * w).sum(axis=(1, 3)) / tot
-        mid = blocks[:, s // 2, :, s // 2]   # one sample's normal per texel where it is covered (leaves' variety)
+        mid = blocks[:, s // 2, :, s // 2]  # one sample's normal per texel where it is covered (leaves' variety)
         n = np.where(mid[..., 3:4] > 0, mid[..., 4:7], n)
         covered = cov > 0
         rgb[~covered] = rgb[covered].mean(axis=0) if covered.any() else 0.5
@@ -254,10 +260,10 @@ class ImpostorBaker:
             tile = np.zeros((TEXELS + 2 * g, w + 2 * g, 7), np.float64)
             tile[..., :3] = t[..., :3][t[..., 3] > 0].mean(axis=0) if (t[..., 3] > 0).any() else 0.5
             tile[..., 4:7] = (0.0, 0.0, 1.0)
-            tile[g:g + TEXELS, g:g + w] = t
-            albedo[:, x:x + w + 2 * g, :3] = _linear_to_srgb8(tile[..., :3])
-            albedo[:, x:x + w + 2 * g, 3] = np.round(np.clip(tile[..., 3], 0, 1) * 255).astype(np.uint8)
-            normal[:, x:x + w + 2 * g] = np.round(np.clip(tile[..., 4:7] * 0.5 + 0.5, 0, 1) * 255).astype(np.uint8)
+            tile[g : g + TEXELS, g : g + w] = t
+            albedo[:, x : x + w + 2 * g, :3] = _linear_to_srgb8(tile[..., :3])
+            albedo[:, x : x + w + 2 * g, 3] = np.round(np.clip(tile[..., 3], 0, 1) * 255).astype(np.uint8)
+            normal[:, x : x + w + 2 * g] = np.round(np.clip(tile[..., 4:7] * 0.5 + 0.5, 0, 1) * 255).astype(np.uint8)
             x0.append(x + g)
             x += w + 2 * g
         return albedo, normal, x0
@@ -268,8 +274,8 @@ class ImpostorBaker:
         for (u, hx), x, tw in zip(cards, x0, widths):
             base = len(verts)
             f = np.array([-u[1], u[0], 0.0])
-            for r in (0.0, 1.0):       # r: 0 = bottom, 1 = top
-                for q in (0.0, 1.0):   # q: 0 = -hx, 1 = +hx along u
+            for r in (0.0, 1.0):  # r: 0 = bottom, 1 = top
+                for q in (0.0, 1.0):  # q: 0 = -hx, 1 = +hx along u
                     verts.append(np.array([c[0], c[1], zc]) + (2 * q - 1) * hx * u + np.array([0.0, 0.0, (2 * r - 1) * hz]))
                     uvs.append(((x + q * tw) / W, 1.0 - (GUTTER + (1.0 - r) * TEXELS) / H))
                     nrms.append(-f)  # the side the card was baked from (its eye)
@@ -279,9 +285,23 @@ class ImpostorBaker:
         rough = [parts[0].material.roughness] if parts else []
         cov = atlas[..., 3] > 0
         mean = atlas[..., :3][cov].mean(axis=0) if cov.any() else np.full(3, 128.0)
-        mat = Material(name=f"impostor:{name}", albedo=atlas, normal_map=normal_map, normal_space="object",
-                       roughness=float(np.median(rough)) if rough else 0.8, metallic=0.0,
-                       alpha_cutoff=ALPHA_CUTOFF, double_sided=True)
+        mat = Material(
+            name=f"impostor:{name}",
+            albedo=atlas,
+            normal_map=normal_map,
+            normal_space="object",
+            roughness=float(np.median(rough)) if rough else 0.8,
+            metallic=0.0,
+            alpha_cutoff=ALPHA_CUTOFF,
+            double_sided=True,
+        )
         colors = np.repeat(np.round(mean).astype(np.uint8)[None], len(verts), axis=0)
-        return RenderMesh(np.array(verts), np.array(faces, np.int32), colors, {"impostor": True},
-                          normals=np.array(nrms), uvs=np.array(uvs), materials=(mat,))
+        return RenderMesh(
+            np.array(verts),
+            np.array(faces, np.int32),
+            colors,
+            {"impostor": True},
+            normals=np.array(nrms),
+            uvs=np.array(uvs),
+            materials=(mat,),
+        )

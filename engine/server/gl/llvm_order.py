@@ -14,6 +14,7 @@ turns this off (:data:`PRELOAD`) and keeps its first frame fast. Set
 timm); the safe alternative for notebooks is rendering through a server subprocess
 (``engine.server.launch.start_server`` + ``RenderClient``), which keeps LLVMs apart by design.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -39,6 +40,7 @@ def preload_before_gl() -> bool:
         importlib.import_module("triton")
         return True
     except Exception as e:  # noqa: BLE001 - a broken triton must not stop rendering
-        log.warning("could not pre-load triton before the GL context (%s); importing it after "
-                    "rendering in this process may crash", e)
+        log.warning(
+            "could not pre-load triton before the GL context (%s); importing it after rendering in this process may crash", e
+        )
         return False

@@ -33,6 +33,7 @@ dark and holed: the levels were decimated without their connectivity (assets_man
 fixed). With correct levels 0.5 draws about what 1.0 drew with the broken ones (typical 50.5k,
 forest 72.7k triangles) and keeps vehicles' silhouettes and colours (docs/renderer.md).
 """
+
 from __future__ import annotations
 
 import math
@@ -40,13 +41,14 @@ import math
 import numpy as np
 
 from sceneforge.core.lod_levels import LOD_RATIO, MAX_LEVEL, MIN_TRIANGLES, budget  # noqa: F401 - the levels' budgets
-TRIANGLES_PER_PX2 = 0.5     # wanted density over the projected bounding disc (a silhouette covers
-                            # roughly half of its disc: ~2 triangles per covered pixel)
+
+TRIANGLES_PER_PX2 = 0.5  # wanted density over the projected bounding disc (a silhouette covers
+# roughly half of its disc: ~2 triangles per covered pixel)
 SHADOW_TRIANGLES_PER_TEXEL2 = 0.1  # shadow casters: a shadow is a filtered silhouette seen at a slant
 
 
-IMPOSTOR_MIN_LEVEL = 1       # impostors (gl/impostor.py) only from this level on
-IMPOSTOR_STALL = 1.5         # ... and only when the decimated level keeps over this × its budget
+IMPOSTOR_MIN_LEVEL = 1  # impostors (gl/impostor.py) only from this level on
+IMPOSTOR_STALL = 1.5  # ... and only when the decimated level keeps over this × its budget
 
 
 def wants_impostor(level: int, foliage: bool, decimated_triangles: int, budget_triangles: int) -> bool:
@@ -55,8 +57,7 @@ def wants_impostor(level: int, foliage: bool, decimated_triangles: int, budget_t
     assets_manifest/lod.py: leaves as many small pieces or alpha-cut cards) whose decimation stalls at
     more than ``IMPOSTOR_STALL`` × the level's budget (leaf cards are thinned whole, small branch
     parts keep >= 8 faces). A function of the mesh and the level only."""
-    return bool(foliage) and level >= IMPOSTOR_MIN_LEVEL \
-        and decimated_triangles > IMPOSTOR_STALL * budget_triangles
+    return bool(foliage) and level >= IMPOSTOR_MIN_LEVEL and decimated_triangles > IMPOSTOR_STALL * budget_triangles
 
 
 def level_for(n_triangles: int, radius_cm: float, distance_cm: float, focal_px: float) -> int:
@@ -98,8 +99,13 @@ def levels(n_triangles: np.ndarray, r_px: np.ndarray, density: float) -> np.ndar
     return np.where(keep0, 0, lv)
 
 
-def caster_levels(n_triangles: np.ndarray, radii: np.ndarray, texel_cm: float,
-                  distances: np.ndarray | None = None, focal_px: float | None = None) -> np.ndarray:
+def caster_levels(
+    n_triangles: np.ndarray,
+    radii: np.ndarray,
+    texel_cm: float,
+    distances: np.ndarray | None = None,
+    focal_px: float | None = None,
+) -> np.ndarray:
     """Shadow casters' levels, vectorised: :func:`shadow_level`, and with a camera (``distances``
     from it to the bounding spheres' centres, ``focal_px``) at least the level :func:`level_for`
     would draw them at."""

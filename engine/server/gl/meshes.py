@@ -5,6 +5,7 @@ the content (``content.mesh_lod``) or, for foliage whose decimation stalls, repl
 asset's impostor (gl/impostor.py, baked once from the full mesh), uploaded once. Split from
 passes.py, which draws with them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -71,8 +72,11 @@ class MeshCache:
         except Exception as e:  # noqa: BLE001 - a level is an optimisation: draw the full mesh
             log.warning("no level of detail %d for %s (%s): full mesh", level, asset_id, e)
             return None
-        if mesh is not None and not full.alpha_tested \
-                and L.wants_impostor(level, bool(mesh.meta.get("foliage")), mesh.n_triangles, budget):
+        if (
+            mesh is not None
+            and not full.alpha_tested
+            and L.wants_impostor(level, bool(mesh.meta.get("foliage")), mesh.n_triangles, budget)
+        ):
             if asset_id not in self.impostors:
                 if self._baker is None:
                     self._baker = ImpostorBaker(self.ctx, self._textures())

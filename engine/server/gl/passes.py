@@ -6,6 +6,7 @@ calls; per-frame maths lives in :mod:`engine.server.gl.frame`, reading images ba
 no buffer or texture is allocated once assets and the resolution have been seen. The id and
 pixel-count passes are in :mod:`engine.server.gl.count_passes`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,10 +38,15 @@ log = logging.getLogger(__name__)
 IDENTITY = F.gl_bytes(np.eye(4))
 IDENTITY3 = F.gl_bytes(np.eye(3))
 MAX_TARGETS = 8  # resolutions kept alive at once
-KEEP_TARGET_PIXELS = 2048 * 2048   # render targets of larger sizes are released after their frame
+KEEP_TARGET_PIXELS = 2048 * 2048  # render targets of larger sizes are released after their frame
 # Ground.texture → (fine, coarse) noise cell size in cm; "flat"/"none" disables the noise.
-NOISE_SCALES = {"grass": (35.0, 400.0), "sand": (60.0, 900.0), "asphalt": (12.0, 300.0),
-                "snow": (80.0, 1200.0), "noise": (40.0, 500.0)}
+NOISE_SCALES = {
+    "grass": (35.0, 400.0),
+    "sand": (60.0, 900.0),
+    "asphalt": (12.0, 300.0),
+    "snow": (80.0, 1200.0),
+    "noise": (40.0, 500.0),
+}
 
 
 def _rgb(c) -> tuple[float, float, float]:
@@ -54,17 +60,19 @@ def _ambient(sky_rgb, ambient: float) -> tuple[float, float, float]:
     return tuple(float(x) for x in ambient * (0.6 + 0.4 * c))  # type: ignore[return-value]
 
 
-def cascade_receivers(frame: "Frame", z_range: tuple[float, float], split: float,
-                      distance: float) -> tuple[np.ndarray, np.ndarray]:
+def cascade_receivers(
+    frame: "Frame", z_range: tuple[float, float], split: float, distance: float
+) -> tuple[np.ndarray, np.ndarray]:
     """World points whose hulls hold the fragments that read the near and the far cascade
     (gl/shadow.py): a fragment reads the near one when it is less than ``split`` from the eye, so
     at planar depth <= ``split``; the far one from ``split`` to ``distance`` away, so at planar
     depth >= ``split`` x the cosine of the view's widest ray (its corner) and <= ``distance``."""
     cam = frame.camera
-    corner = math.sqrt(1.0 + ((cam.width / 2.0) ** 2 + (cam.height / 2.0) ** 2) / cam.focal_px ** 2)
-    return (F.receiver_points(frame.view_proj, frame.near, frame.far, min(split, distance), z_range),
-            F.receiver_points(frame.view_proj, frame.near, frame.far, distance, z_range,
-                              min_depth=split / corner - 1.0))   # 1 cm: far from rounding
+    corner = math.sqrt(1.0 + ((cam.width / 2.0) ** 2 + (cam.height / 2.0) ** 2) / cam.focal_px**2)
+    return (
+        F.receiver_points(frame.view_proj, frame.near, frame.far, min(split, distance), z_range),
+        F.receiver_points(frame.view_proj, frame.near, frame.far, distance, z_range, min_depth=split / corner - 1.0),
+    )  # 1 cm: far from rounding
 
 
 class Passes(CountPasses):
@@ -77,11 +85,19 @@ class Passes(CountPasses):
         self.targets: dict[tuple[int, int], Targets] = {}
         self._ground_key: Ground | None = None
         self._ground: GpuGround | None = None
-        self.shadows = ShadowMaps(ctx, lambda: self.program("shadow"), shadow_map_size,
-                                  draw_parts=lambda mesh, d, prog, key, light_vp: self.draw_mesh(
-                                      mesh, prog, key, False, "ashadow", alpha_setup=lambda ap: (
-                                          ap.set("u_light_vp", F.gl_bytes(light_vp)),
-                                          ap.set("u_model", d.placed.model_bytes))))
+        self.shadows = ShadowMaps(
+            ctx,
+            lambda: self.program("shadow"),
+            shadow_map_size,
+            draw_parts=lambda mesh, d, prog, key, light_vp: self.draw_mesh(
+                mesh,
+                prog,
+                key,
+                False,
+                "ashadow",
+                alpha_setup=lambda ap: (ap.set("u_light_vp", F.gl_bytes(light_vp)), ap.set("u_model", d.placed.model_bytes)),
+            ),
+        )
         self._noise: moderngl.Texture | None = None
         self._sky_vaos: dict[Program, moderngl.VertexArray] = {}
         self.textures = TextureCache(ctx)
@@ -94,24 +110,42 @@ class Passes(CountPasses):
         j: object-space normal map of impostor cards)."""
         if key not in self.progs:
             base = key.split("_")[0]
-            vs, fs = {"lit": (S.LIT_VS, S.LIT_FS), "sky": (S.SKY_VS, S.SKY_FS),
-                      "ids": (S.IDS_VS, S.IDS_FS), "cover": (S.IDS_VS, S.COVER_FS),
-                      "shadow": (S.SHADOW_VS, S.SHADOW_FS),
-                      "aids": (C.ALPHA_VS, C.ALPHA_IDS_FS), "acover": (C.ALPHA_VS, C.ALPHA_COVER_FS),
-                      "idcov": (S.IDS_VS, S.IDS_COVER_FS), "aidcov": (C.ALPHA_VS, C.ALPHA_IDS_COVER_FS),
-                      "ashadow": (C.ALPHA_SHADOW_VS, C.ALPHA_SHADOW_FS),
-                      "pbr": (P.PBR_VS, P.COMMON + P.PBR_FS), "pbrsky": (S.SKY_VS, P.COMMON + P.SKY_FS),
-                      "fxaa": (Q.POST_VS, Q.FXAA_FS)}[base]
+            vs, fs = {
+                "lit": (S.LIT_VS, S.LIT_FS),
+                "sky": (S.SKY_VS, S.SKY_FS),
+                "ids": (S.IDS_VS, S.IDS_FS),
+                "cover": (S.IDS_VS, S.COVER_FS),
+                "shadow": (S.SHADOW_VS, S.SHADOW_FS),
+                "aids": (C.ALPHA_VS, C.ALPHA_IDS_FS),
+                "acover": (C.ALPHA_VS, C.ALPHA_COVER_FS),
+                "idcov": (S.IDS_VS, S.IDS_COVER_FS),
+                "aidcov": (C.ALPHA_VS, C.ALPHA_IDS_COVER_FS),
+                "ashadow": (C.ALPHA_SHADOW_VS, C.ALPHA_SHADOW_FS),
+                "pbr": (P.PBR_VS, P.COMMON + P.PBR_FS),
+                "pbrsky": (S.SKY_VS, P.COMMON + P.SKY_FS),
+                "fxaa": (Q.POST_VS, Q.FXAA_FS),
+            }[base]
             flags = key.split("_")[1] if "_" in key else ""
-            defines = tuple(d for f, d in (("n", "WITH_NORMAL"), ("g", "GROUND"), ("s", "SHADOW"), ("a", "ALPHA_TEST"),
-                                           ("t", "ALBEDO_MAP"), ("m", "NORMAL_MAP"), ("o", "ORM_MAP"), ("f", "FOG"),
-                                           ("c", "VERTEX_COLOR"), ("j", "OBJECT_NORMALS"))
-                            if f in flags)
+            defines = tuple(
+                d
+                for f, d in (
+                    ("n", "WITH_NORMAL"),
+                    ("g", "GROUND"),
+                    ("s", "SHADOW"),
+                    ("a", "ALPHA_TEST"),
+                    ("t", "ALBEDO_MAP"),
+                    ("m", "NORMAL_MAP"),
+                    ("o", "ORM_MAP"),
+                    ("f", "FOG"),
+                    ("c", "VERTEX_COLOR"),
+                    ("j", "OBJECT_NORMALS"),
+                )
+                if f in flags
+            )
             self.progs[key] = Program(self.ctx, vs, fs, defines)
         return self.progs[key]
 
-    def draw_mesh(self, mesh: GpuMesh, prog: Program, key: str, with_attrs: bool, alpha_base: str,
-                  alpha_setup=None) -> None:
+    def draw_mesh(self, mesh: GpuMesh, prog: Program, key: str, with_attrs: bool, alpha_base: str, alpha_setup=None) -> None:
         """Draw a mesh with ``prog``; alpha-tested parts with ``alpha_base`` + the same flags
         (the cut-out must be identical in every pass). A mesh without alpha-tested parts is one
         draw call, exactly as before materials existed."""
@@ -119,7 +153,7 @@ class Passes(CountPasses):
             mesh.vao(self.ctx, prog.prog, key, with_attrs).render()
             return
         flags = key.split("_")[1] if "_" in key else ""
-        for first, count, part in mesh.draw_runs():   # consecutive opaque parts in one draw
+        for first, count, part in mesh.draw_runs():  # consecutive opaque parts in one draw
             if part is not None:
                 akey = f"{alpha_base}_{flags}a"
                 aprog = self.program(akey)
@@ -148,7 +182,7 @@ class Passes(CountPasses):
 
     def ground(self, ground: Ground) -> GpuGround:
         if ground != self._ground_key:
-            new = upload_ground(self.ctx, ground_grid(ground))   # before releasing the old: a failure leaves a usable cache
+            new = upload_ground(self.ctx, ground_grid(ground))  # before releasing the old: a failure leaves a usable cache
             if self._ground is not None:
                 self._ground.release()
             self._ground, self._ground_key = new, ground
@@ -193,13 +227,15 @@ class Passes(CountPasses):
         return self._noise
 
     # --- shadow map -------------------------------------------------------------------------
-    def update_shadow(self, scene: Scene, draws: list["Draw"], frame: "Frame | None" = None,
-                      content=None, lod: bool = False) -> None:
+    def update_shadow(
+        self, scene: Scene, draws: list["Draw"], frame: "Frame | None" = None, content=None, lod: bool = False
+    ) -> None:
         """Redraw the sun's shadow map only when the sun or the casters that can shadow the view
         of ``frame`` up to the shadow distance (every caster, no distance, when None) changed.
         ``lod``: casters at their shadow level of detail (``content.mesh_lod``), else full detail."""
         level_mesh = None
         if lod:
+
             def level_mesh(draws, centers, radii, texel):
                 # as coarse as the map's texels allow (and, with a camera, as coarse as the caster
                 # itself is drawn: a shadow is seen at about its caster's distance)
@@ -208,8 +244,11 @@ class Passes(CountPasses):
                 if frame is not None:
                     dist = np.linalg.norm(centers - np.asarray(frame.camera.location, dtype=np.float64), axis=1)
                     focal = frame.camera.focal_px
-                return [self.mesh_level(d.asset_id, d.caster, int(k), content) if k else d.caster
-                        for d, k in zip(draws, L.caster_levels(n, radii, texel, dist, focal))]
+                return [
+                    self.mesh_level(d.asset_id, d.caster, int(k), content) if k else d.caster
+                    for d, k in zip(draws, L.caster_levels(n, radii, texel, dist, focal))
+                ]
+
         receivers = None
         if frame is not None:
             tops = [d.center[2] + d.radius for d in draws]
@@ -239,8 +278,14 @@ class Passes(CountPasses):
         for d, vis in zip(frame.draws, frame.visible):
             if vis:
                 self._set_actor(prog, d)
-                self.draw_mesh(d.mesh, prog, key, True, "lit",
-                               alpha_setup=lambda ap, d=d: (self._set_lit_uniforms(ap, scene, frame), self._set_actor(ap, d)))
+                self.draw_mesh(
+                    d.mesh,
+                    prog,
+                    key,
+                    True,
+                    "lit",
+                    alpha_setup=lambda ap, d=d: (self._set_lit_uniforms(ap, scene, frame), self._set_actor(ap, d)),
+                )
         gkey = "lit_g" + flags  # after the actors: occluded ground is skipped
         gprog = self.program(gkey)
         self._set_lit_uniforms(gprog, scene, frame)

@@ -9,6 +9,7 @@ gradient), PCF sun shadows, height fog, ACES tone mapping; then FXAA into a sepa
 GL resources derived from world content (environment textures, ground material) are cached by
 content key (HDRI id, sky colours, surface id / procedural kind + colour), never by history.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,14 +30,14 @@ from sceneforge.engine.world import Scene
 
 log = logging.getLogger(__name__)
 
-EXPOSURE_BASE = 0.7   # linear scale at exposure_ev = 0
+EXPOSURE_BASE = 0.7  # linear scale at exposure_ev = 0
 MAX_ENVS = 24  # environments kept on the GPU (~2 MB each with an HDRI background)
 MAX_REMEMBERED = 256  # missing HDRI ids / looked-up surfaces remembered (then forgotten at once)
-SKY_BRIGHTNESS = 1.4      # the visible sky vs its light (brighter reads washed out after ACES)
+SKY_BRIGHTNESS = 1.4  # the visible sky vs its light (brighter reads washed out after ACES)
 DEFAULT_ROUGHNESS = 0.65  # meshes without materials (vertex colours only)
-GROUND_BOUNCE = 0.8       # fraction of the ground colour's radiance seen as bounce light
-SKY_LIGHT = 0.6           # Sky.ambient was tuned for the flat look's fake ambient; physically
-                          # the clear sky gives ~0.2-0.25 of the sun's light: level = 0.6 × ambient
+GROUND_BOUNCE = 0.8  # fraction of the ground colour's radiance seen as bounce light
+SKY_LIGHT = 0.6  # Sky.ambient was tuned for the flat look's fake ambient; physically
+# the clear sky gives ~0.2-0.25 of the sun's light: level = 0.6 × ambient
 
 
 def _lin(c) -> np.ndarray:
@@ -114,7 +115,7 @@ class PbrLook:
         g = scene.ground
         if g.surface:
             if g.surface not in self._surfaces:
-                if len(self._surfaces) >= MAX_REMEMBERED:   # ids come from clients: bounded
+                if len(self._surfaces) >= MAX_REMEMBERED:  # ids come from clients: bounded
                     self._surfaces.clear()
                 m = _lookup(content, "surface", g.surface)
                 self._surfaces[g.surface] = m if isinstance(m, Material) and m.albedo is not None else None
@@ -220,9 +221,17 @@ class PbrLook:
         mesh = d.mesh
         for part in mesh.parts:
             m = part.material
-            flags = "c" if m is None else (("t" if m.albedo is not None else "") + ("m" if m.normal_map is not None else "")
-                                          + ("o" if m.orm_map is not None else "") + ("a" if part.alpha_tested else "")
-                                          + ("j" if m.normal_map is not None and m.normal_space == "object" else ""))
+            flags = (
+                "c"
+                if m is None
+                else (
+                    ("t" if m.albedo is not None else "")
+                    + ("m" if m.normal_map is not None else "")
+                    + ("o" if m.orm_map is not None else "")
+                    + ("a" if part.alpha_tested else "")
+                    + ("j" if m.normal_map is not None and m.normal_space == "object" else "")
+                )
+            )
             prog, key = prog_for(flags)
             prog.set("u_model", d.placed.model_bytes)
             prog.set("u_normal_mat", d.placed.normal_bytes)
@@ -230,7 +239,7 @@ class PbrLook:
             if d.tint is None:
                 prog.set("u_tint", (0.0, 0.0, 0.0, 0.0))
             else:  # tint × albedo luminance / the mesh's brightest (linear): the brightest part = the tint
-                k = 1.0 / max(mesh.max_luma ** 2.2, 1e-3) if m is None else 1.0 / 0.5
+                k = 1.0 / max(mesh.max_luma**2.2, 1e-3) if m is None else 1.0 / 0.5
                 prog.set("u_tint", tuple(float(c) / 255.0 for c in d.tint) + (1.0,))
                 prog.set("u_tint_gain", min(k, 20.0))
             self._bind_material(prog, m)
@@ -255,8 +264,9 @@ class PbrLook:
         prog.set("u_noise", 1)
         self.p.render_ground(scene.ground, frame.ground, prog.prog, key, PBR_FORMAT)
 
-    def _draw_sky(self, scene: Scene, frame: "Frame", fbo, with_normal: bool, world: dict, env: _EnvTextures,
-                  is_hdri: bool, fog: bool) -> None:
+    def _draw_sky(
+        self, scene: Scene, frame: "Frame", fbo, with_normal: bool, world: dict, env: _EnvTextures, is_hdri: bool, fog: bool
+    ) -> None:
         key = "pbrsky_" + ("n" if with_normal else "") + ("f" if fog else "")
         prog = self.p.program(key)
         cam = frame.camera

@@ -14,6 +14,7 @@ variation, 4-tap PCF), ``VERTEX_COLOR`` (a part without material: vertex colours
 Units: linear radiance, the sun lights a white surface facing it to 1 × ``Sun.intensity``; the
 sky's image-based light is normalised (see envlight.py) and scaled by ``u_sky_scale``.
 """
+
 from __future__ import annotations
 
 from sceneforge.engine.server.gl.shaders import SHADOW_COORD
@@ -136,7 +137,8 @@ vec3 fog_color(vec3 view_dir) {  // + sun in-scattering towards the sun
 }
 """
 
-PBR_FS = """
+PBR_FS = (
+    """
 uniform vec4 u_tint;             // rgb = tint (sRGB), a = 1 to use it
 uniform float u_tint_gain;       // 1 / the mesh's brightest albedo luminance (linear)
 uniform int u_id;
@@ -159,7 +161,9 @@ uniform float u_macro;           // 1: macro variation on; 0: uniform ground ("f
 #define HAS_UV
 #endif
 in vec3 v_world;
-""" + SHADOW_COORD + """in vec3 v_normal;
+"""
+    + SHADOW_COORD
+    + """in vec3 v_normal;
 #ifndef GROUND
 #ifdef VERTEX_COLOR
 in vec3 v_albedo;
@@ -320,6 +324,7 @@ void main() {
 #endif
 }
 """
+)
 
 SKY_FS = """
 uniform mat3 u_eye_to_world;

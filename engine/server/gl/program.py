@@ -1,11 +1,12 @@
 """A GL program with its uniforms resolved once, setting each value only when it changed."""
+
 from __future__ import annotations
 
 import moderngl
 
 from sceneforge.engine.server.gl import shaders as S
 
-_KEPT = (bytes, tuple, float, int)   # immutable uniform values: Program.set remembers them
+_KEPT = (bytes, tuple, float, int)  # immutable uniform values: Program.set remembers them
 _UNSET = object()
 
 

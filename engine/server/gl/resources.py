@@ -4,6 +4,7 @@ Each asset is uploaded once (one interleaved VBO + IBO, keyed by asset id) and d
 with a model-matrix uniform; framebuffers are cached per resolution, so a frame allocates no GL
 objects once the scene's assets and the camera's resolution have been seen.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,15 +19,19 @@ from sceneforge.engine.server.gl.ground import ground_grid, ground_tiles  # noqa
 
 # Interleaved vertex: position (3 f4), normal (3 f4), colour (3 u8 normalised + 1 pad), uv (2 f4)
 # = 36 B. Programs bind the subset they read (a VAO per program variant).
-LIT_FORMAT = "3f 3f 3f1 x 12x"         # flat look: position, normal, colour
-PBR_FORMAT = "3f 3f 3f1 x 2f 4f1"      # pbr look: + uv + material base colour (sRGB, per vertex)
-POS_FORMAT = "3f 28x"                  # ids / shadow / coverage
-POS_UV_FORMAT = "3f 16x 2f 4x"         # ids / shadow / coverage of alpha-tested parts
-VERTEX_DTYPE = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3), ("pad", "u1"),
-                         ("uv", "<f4", 2), ("base", "u1", 4)])
-_ATTRS = {LIT_FORMAT: ("in_pos", "in_normal", "in_color"),
-          PBR_FORMAT: ("in_pos", "in_normal", "in_color", "in_uv", "in_base"),
-          POS_FORMAT: ("in_pos",), POS_UV_FORMAT: ("in_pos", "in_uv")}
+LIT_FORMAT = "3f 3f 3f1 x 12x"  # flat look: position, normal, colour
+PBR_FORMAT = "3f 3f 3f1 x 2f 4f1"  # pbr look: + uv + material base colour (sRGB, per vertex)
+POS_FORMAT = "3f 28x"  # ids / shadow / coverage
+POS_UV_FORMAT = "3f 16x 2f 4x"  # ids / shadow / coverage of alpha-tested parts
+VERTEX_DTYPE = np.dtype(
+    [("pos", "<f4", 3), ("nrm", "<f4", 3), ("col", "u1", 3), ("pad", "u1"), ("uv", "<f4", 2), ("base", "u1", 4)]
+)
+_ATTRS = {
+    LIT_FORMAT: ("in_pos", "in_normal", "in_color"),
+    PBR_FORMAT: ("in_pos", "in_normal", "in_color", "in_uv", "in_base"),
+    POS_FORMAT: ("in_pos",),
+    POS_UV_FORMAT: ("in_pos", "in_uv"),
+}
 
 
 CREASE_COS = math.cos(math.radians(40.0))  # faces meeting at a sharper angle get a hard edge
@@ -116,14 +121,21 @@ def crease_split(mesh: RenderMesh) -> tuple[RenderMesh, np.ndarray]:
     src = uniq[:, 0].astype(np.int64)
     first = np.zeros(len(uniq), dtype=np.int64)
     first[inverse.ravel()[::-1]] = np.arange(len(inverse))[::-1]
-    split = RenderMesh(mesh.vertices[src], inverse.reshape(-1, 3).astype(np.int32), mesh.colors[src], mesh.meta,
-                       uvs=None if mesh.uvs is None else mesh.uvs[src], materials=mesh.materials,
-                       face_materials=mesh.face_materials)
+    split = RenderMesh(
+        mesh.vertices[src],
+        inverse.reshape(-1, 3).astype(np.int32),
+        mesh.colors[src],
+        mesh.meta,
+        uvs=None if mesh.uvs is None else mesh.uvs[src],
+        materials=mesh.materials,
+        face_materials=mesh.face_materials,
+    )
     return split, normals[first]
 
 
-def interleave(vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray, uvs: np.ndarray | None = None,
-               base: np.ndarray | None = None) -> bytes:
+def interleave(
+    vertices: np.ndarray, normals: np.ndarray, colors: np.ndarray, uvs: np.ndarray | None = None, base: np.ndarray | None = None
+) -> bytes:
     data = np.zeros(len(vertices), dtype=VERTEX_DTYPE)
     data["pos"], data["nrm"], data["col"] = vertices, normals, colors
     if uvs is not None:
@@ -155,8 +167,20 @@ def merge_materials(mesh: RenderMesh, normals: np.ndarray):
             mats = (replace(mats[0], base_color=(1.0, 1.0, 1.0, mats[0].base_color[3])),)
             mesh = replace(mesh, materials=mats)
         return mesh, normals, base
-    keys = [(id(m.albedo), id(m.normal_map), id(m.orm_map), m.roughness, m.metallic, m.alpha_cutoff,
-             m.base_color[3], m.double_sided, m.normal_space) for m in mats]
+    keys = [
+        (
+            id(m.albedo),
+            id(m.normal_map),
+            id(m.orm_map),
+            m.roughness,
+            m.metallic,
+            m.alpha_cutoff,
+            m.base_color[3],
+            m.double_sided,
+            m.normal_space,
+        )
+        for m in mats
+    ]
     uniq = {k: i for i, k in reversed(list(enumerate(keys)))}  # key -> first material with it
     group = np.array([sorted(uniq.values()).index(uniq[k]) for k in keys], np.int32)
     reps = [mats[i] for i in sorted(uniq.values())]
@@ -165,10 +189,15 @@ def merge_materials(mesh: RenderMesh, normals: np.ndarray):
     pairs, inverse = np.unique(np.stack([corner_v, corner_m], 1), axis=0, return_inverse=True)
     src, mat_of = pairs[:, 0], pairs[:, 1]
     colors = np.array([np.concatenate([_srgb8(m.base_color[:3]), [255]]) for m in mats], np.uint8)
-    merged = RenderMesh(mesh.vertices[src], inverse.reshape(-1, 3).astype(np.int32), mesh.colors[src], mesh.meta,
-                        uvs=mesh.uvs[src],
-                        materials=tuple(replace(m, base_color=(1.0, 1.0, 1.0, m.base_color[3])) for m in reps),
-                        face_materials=group[fm])
+    merged = RenderMesh(
+        mesh.vertices[src],
+        inverse.reshape(-1, 3).astype(np.int32),
+        mesh.colors[src],
+        mesh.meta,
+        uvs=mesh.uvs[src],
+        materials=tuple(replace(m, base_color=(1.0, 1.0, 1.0, m.base_color[3])) for m in reps),
+        face_materials=group[fm],
+    )
     return merged, normals[src], colors[mat_of]
 
 
@@ -183,8 +212,13 @@ class Part:
     @property
     def alpha_tested(self) -> bool:
         m = self.material
-        return m is not None and m.alpha_cutoff is not None and m.albedo is not None \
-            and m.albedo.ndim == 3 and m.albedo.shape[2] == 4
+        return (
+            m is not None
+            and m.alpha_cutoff is not None
+            and m.albedo is not None
+            and m.albedo.ndim == 3
+            and m.albedo.shape[2] == 4
+        )
 
 
 @dataclass
@@ -234,8 +268,7 @@ class GpuMesh:
             self._runs = tuple(runs)
         return self._runs
 
-    def vao(self, ctx: moderngl.Context, prog: moderngl.Program, key: str, with_attrs: bool | str,
-            upright_casters: bool = False):
+    def vao(self, ctx: moderngl.Context, prog: moderngl.Program, key: str, with_attrs: bool | str, upright_casters: bool = False):
         """The VAO of ``prog`` (``key`` names the program). ``with_attrs``: True = flat-look
         attributes, False = position only, or a format string (PBR_FORMAT, POS_UV_FORMAT).
         ``upright_casters``: only the faces that cast a visible shadow when upright (the shadow
@@ -287,14 +320,21 @@ def upload(ctx: moderngl.Context, mesh: RenderMesh, normals: np.ndarray | None =
     ignore_color = bool(mesh.materials)  # every part has a material: the PBR look reads no colour
     vertices, indices = weld(data, f, ignore_color)
     casting = None
-    if not any(p.alpha_tested for p in parts):   # cut-out parts are drawn part by part: all kept
+    if not any(p.alpha_tested for p in parts):  # cut-out parts are drawn part by part: all kept
         keep = casting_faces(v, f)
         if not keep.all():
             casting = np.frombuffer(indices, np.int32).reshape(-1, 3)[keep].tobytes()
-    return GpuMesh(vbo=ctx.buffer(vertices), ibo=ctx.buffer(indices),
-                   n_triangles=len(f), center=center, radius=radius,
-                   max_luma=max(float(luma.max()) if len(luma) else 1.0, 1e-3), parts=parts,
-                   unwelded=(data, f.tobytes()) if ignore_color else None, upright_casters=casting)
+    return GpuMesh(
+        vbo=ctx.buffer(vertices),
+        ibo=ctx.buffer(indices),
+        n_triangles=len(f),
+        center=center,
+        radius=radius,
+        max_luma=max(float(luma.max()) if len(luma) else 1.0, 1e-3),
+        parts=parts,
+        unwelded=(data, f.tobytes()) if ignore_color else None,
+        upright_casters=casting,
+    )
 
 
 def weld(data: bytes, faces: np.ndarray, ignore_color: bool = False) -> tuple[bytes, bytes]:
@@ -314,7 +354,7 @@ def weld(data: bytes, faces: np.ndarray, ignore_color: bool = False) -> tuple[by
         return verts.tobytes(), np.ascontiguousarray(faces, np.int32).tobytes()
     raw = verts.view(np.dtype((np.void, VERTEX_DTYPE.itemsize)))
     _, first, inverse = np.unique(raw, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")          # unique vertices in order of first use
+    order = np.argsort(first, kind="stable")  # unique vertices in order of first use
     rank = np.empty(len(order), np.int64)
     rank[order] = np.arange(len(order))
     remap = rank[inverse.reshape(-1)]
@@ -330,6 +370,7 @@ def _material_parts(mesh: RenderMesh, faces: np.ndarray) -> tuple[np.ndarray, li
     mats = mesh.materials
     if mesh.uvs is None:  # textures cannot be mapped: keep factors only
         from dataclasses import replace
+
         mats = tuple(replace(m, albedo=None, normal_map=None, orm_map=None) for m in mats)
     fm = mesh.face_materials if mesh.face_materials is not None else np.zeros(len(faces), np.int32)
     order = np.argsort(fm, kind="stable")
@@ -345,6 +386,6 @@ def noise_image(size: int = 256, seed: int = 20261122) -> np.ndarray:
     spectrum = np.fft.fft2(rng.standard_normal((size, size)))
     f = np.fft.fftfreq(size)
     radius = np.sqrt(f[:, None] ** 2 + f[None, :] ** 2)
-    smooth = np.real(np.fft.ifft2(spectrum * np.exp(-(radius / 0.06) ** 2)))
+    smooth = np.real(np.fft.ifft2(spectrum * np.exp(-((radius / 0.06) ** 2))))
     smooth = (smooth - smooth.min()) / (smooth.max() - smooth.min())
     return np.round(smooth * 255).astype(np.uint8)

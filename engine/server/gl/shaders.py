@@ -23,6 +23,7 @@ Programs:
 No face culling anywhere: the view matrix has det −1 and actors may be mirrored, so winding is
 meaningless. Normals are therefore turned to face the camera in the fragment shader.
 """
+
 from __future__ import annotations
 
 HEADER = "#version 330 core\n"
@@ -77,7 +78,8 @@ void main() {
 }
 """
 
-LIT_FS = """
+LIT_FS = (
+    """
 uniform vec3 u_cam_pos;         // camera centre, UE world cm
 uniform vec3 u_to_sun;          // unit vector towards the sun
 uniform vec3 u_sun_color;       // sun colour * intensity * (1 - ambient)
@@ -87,7 +89,9 @@ uniform vec4 u_tint;            // rgb = tint / max luma of the mesh, a = 1 to u
 uniform int u_id;               // 1 + actor index; 0 = ground
 uniform vec2 u_noise_scale;     // cm per noise cell (fine, coarse); 0 = no noise (GROUND only)
 in vec3 v_world;
-""" + SHADOW_COORD + """in vec3 v_normal;
+"""
+    + SHADOW_COORD
+    + """in vec3 v_normal;
 in vec3 v_color;
 layout(location = 0) out vec4 f_color;
 layout(location = 1) out int f_id;
@@ -183,6 +187,7 @@ void main() {
 #endif
 }
 """
+)
 
 IDS_VS = """
 uniform mat4 u_view_proj;

@@ -28,6 +28,7 @@ redraw keeps the casters and texels the map held: a static scene seen from camer
 different casters is not redrawn per camera (images identical to a fresh renderer's,
 ``tests/engine/test_gl_lod.py``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,16 +42,16 @@ from sceneforge.engine.server.gl.frame import Draw
 from sceneforge.engine.world import Sun
 
 NO_FADE = (1.0e30, 2.0e30)
-NO_SPLIT = 1.0e30            # no far cascade: every fragment reads the near one
+NO_SPLIT = 1.0e30  # no far cascade: every fragment reads the near one
 
 SHADOW_DISTANCE_CM = 6000.0  # camera distance beyond which nothing is shadowed (as UE's dynamic
-                             # shadow distance); shadows fade out over the last FADE of it
+# shadow distance); shadows fade out over the last FADE of it
 FADE = 0.2
-MIN_TEXEL_CM = 5.0           # a small scene's map covers at least size × this: texels no finer
-BLOCK_TEXELS = 16            # the filled region is snapped outwards to blocks of this many texels
-CASCADE_SPLIT_CM = 1500.0    # camera distance from which fragments read the far cascade
-FAR_TEXELS = 2               # the far cascade's texels are this many of the near one's across
-ATLAS_GAP = 16               # never-drawn texels (depth 1: lit) between the cascades in the atlas
+MIN_TEXEL_CM = 5.0  # a small scene's map covers at least size × this: texels no finer
+BLOCK_TEXELS = 16  # the filled region is snapped outwards to blocks of this many texels
+CASCADE_SPLIT_CM = 1500.0  # camera distance from which fragments read the far cascade
+FAR_TEXELS = 2  # the far cascade's texels are this many of the near one's across
+ATLAS_GAP = 16  # never-drawn texels (depth 1: lit) between the cascades in the atlas
 
 
 class _Atlas:
@@ -69,7 +70,7 @@ class _Atlas:
         self.tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
         self.fbo = ctx.framebuffer(depth_attachment=self.tex)
         self.fbo.use()
-        self.fbo.clear(depth=1.0)   # the gap and never-filled texels read as lit
+        self.fbo.clear(depth=1.0)  # the gap and never-filled texels read as lit
 
     def grid(self, cascade: int) -> tuple[int, int]:
         """(first column in the atlas, texels across the fit) of a cascade."""
@@ -80,8 +81,15 @@ class _Atlas:
         x0, n = self.grid(cascade)
         return (n / self.width, n / self.size, x0 / self.width, 0.0)
 
-    def draw(self, prog, casters: list[tuple["Draw", object]], light_vp: np.ndarray, cascade: int,
-             rect: tuple[int, int, int, int], draw_parts=None) -> None:
+    def draw(
+        self,
+        prog,
+        casters: list[tuple["Draw", object]],
+        light_vp: np.ndarray,
+        cascade: int,
+        rect: tuple[int, int, int, int],
+        draw_parts=None,
+    ) -> None:
         """Draw ``casters`` = (draw, mesh) with the light projection ``light_vp`` into the texels
         ``rect`` = (x, y, w, h) of ``cascade``'s grid only (scissor)."""
         x0, n = self.grid(cascade)
@@ -98,8 +106,8 @@ class _Atlas:
                 draw_parts(mesh, d, prog, "shadow", light_vp)
             elif mesh.upright_casters is None or not upright(d.placed.model):
                 mesh.vao(self.ctx, prog.prog, "shadow", False).render()
-            elif mesh.upright_casters:   # upright: without its flat bottom faces (gl/casters.py
-                mesh.vao(self.ctx, prog.prog, "shadow", False, upright_casters=True).render()   # casting_faces)
+            elif mesh.upright_casters:  # upright: without its flat bottom faces (gl/casters.py
+                mesh.vao(self.ctx, prog.prog, "shadow", False, upright_casters=True).render()  # casting_faces)
         self.fbo.scissor = None
 
     def release(self) -> None:
@@ -129,12 +137,12 @@ READ_MARGIN_TEXELS = 8.0
 def upright(model: np.ndarray) -> bool:
     """Does a local → world matrix keep z up, unscaled or shrunk along it (no tilt)? Then a mesh's
     flat bottom faces stay within ``FLAT_CASTER_CM`` of the ground (``casting_faces``)."""
-    return bool(model[2, 0] == 0.0 and model[2, 1] == 0.0 and model[0, 2] == 0.0 and model[1, 2] == 0.0
-                and 0.0 < model[2, 2] <= 1.0)
+    return bool(
+        model[2, 0] == 0.0 and model[2, 1] == 0.0 and model[0, 2] == 0.0 and model[1, 2] == 0.0 and 0.0 < model[2, 2] <= 1.0
+    )
 
 
-def casters_in_view(light_vp: np.ndarray, receivers: np.ndarray, centers: np.ndarray, radii: np.ndarray,
-                    size: int) -> np.ndarray:
+def casters_in_view(light_vp: np.ndarray, receivers: np.ndarray, centers: np.ndarray, radii: np.ndarray, size: int) -> np.ndarray:
     """Boolean per caster: can its shadow reach a fragment that reads the map?
 
     ``receivers``: world points whose convex hull holds every fragment that reads the map (the
@@ -148,15 +156,14 @@ def casters_in_view(light_vp: np.ndarray, receivers: np.ndarray, centers: np.nda
         return np.zeros(len(centers), dtype=bool)
     hull = _convex_hull(receivers @ light_vp[:2, :3].T + light_vp[:2, 3])
     if len(hull) < 3:  # degenerate (a point or a segment): keep whatever is near it
-        hull = np.vstack([hull, hull[:1] + 1e-9, hull[:1] - 1e-9])[:max(3, len(hull))]
-    scale = float(np.linalg.norm(light_vp[0, :3]))   # clip units per cm (orthographic, uniform in x/y)
+        hull = np.vstack([hull, hull[:1] + 1e-9, hull[:1] - 1e-9])[: max(3, len(hull))]
+    scale = float(np.linalg.norm(light_vp[0, :3]))  # clip units per cm (orthographic, uniform in x/y)
     pts = centers @ light_vp[:2, :3].T + light_vp[:2, 3]
     reach = radii * scale + READ_MARGIN_TEXELS * 2.0 / size
     return _distance_to_convex(pts, hull) <= reach
 
 
-def read_region(light_vp: np.ndarray, receivers: np.ndarray, size: int,
-                block: int = BLOCK_TEXELS) -> tuple[int, int, int, int]:
+def read_region(light_vp: np.ndarray, receivers: np.ndarray, size: int, block: int = BLOCK_TEXELS) -> tuple[int, int, int, int]:
     """The texels (x, y, w, h) that fragments of ``receivers``' hull can read (their light-space
     bounding box + ``READ_MARGIN_TEXELS``), snapped outwards to ``block`` texels and clipped to the map."""
     if len(receivers) == 0:
@@ -183,8 +190,12 @@ def _union(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> tuple[
 def _contains(outer: tuple[int, int, int, int], inner: tuple[int, int, int, int]) -> bool:
     if inner[2] == 0 or inner[3] == 0:
         return True
-    return (outer[0] <= inner[0] and outer[1] <= inner[1] and inner[0] + inner[2] <= outer[0] + outer[2]
-            and inner[1] + inner[3] <= outer[1] + outer[3])
+    return (
+        outer[0] <= inner[0]
+        and outer[1] <= inner[1]
+        and inner[0] + inner[2] <= outer[0] + outer[2]
+        and inner[1] + inner[3] <= outer[1] + outer[3]
+    )
 
 
 def _convex_hull(p: np.ndarray) -> np.ndarray:
@@ -196,11 +207,14 @@ def _convex_hull(p: np.ndarray) -> np.ndarray:
     def half(points):
         out: list = []
         for q in points:
-            while len(out) >= 2 and ((out[-1][0] - out[-2][0]) * (q[1] - out[-2][1])
-                                     - (out[-1][1] - out[-2][1]) * (q[0] - out[-2][0])) <= 0:
+            while (
+                len(out) >= 2
+                and ((out[-1][0] - out[-2][0]) * (q[1] - out[-2][1]) - (out[-1][1] - out[-2][1]) * (q[0] - out[-2][0])) <= 0
+            ):
                 out.pop()
             out.append(q)
         return out
+
     lower, upper = half(pts), half(pts[::-1])
     return np.array(lower[:-1] + upper[:-1])
 
@@ -208,8 +222,8 @@ def _convex_hull(p: np.ndarray) -> np.ndarray:
 def _distance_to_convex(p: np.ndarray, hull: np.ndarray) -> np.ndarray:
     """Distance from each point to a counter-clockwise convex polygon (0 inside)."""
     a, b = hull, np.roll(hull, -1, axis=0)
-    e = b - a                                                   # (k, 2)
-    rel = p[:, None, :] - a[None, :, :]                         # (n, k, 2)
+    e = b - a  # (k, 2)
+    rel = p[:, None, :] - a[None, :, :]  # (n, k, 2)
     cross = e[None, :, 0] * rel[..., 1] - e[None, :, 1] * rel[..., 0]
     inside = np.all(cross >= 0.0, axis=1)
     t = np.clip(np.sum(rel * e[None], axis=2) / np.maximum(np.sum(e * e, axis=1), 1e-30)[None], 0.0, 1.0)
@@ -234,9 +248,15 @@ class ShadowMaps:
     of a 64-sample dataset moved by at most 0.6/255 on average, labels not at all; every lit
     render pays ~0.5 ms for the cascade choice in its shader."""
 
-    def __init__(self, ctx: moderngl.Context, shadow_program: Callable[[], object], size: int,
-                 draw_parts: Callable | None = None, distance: float = SHADOW_DISTANCE_CM,
-                 split: float = CASCADE_SPLIT_CM):
+    def __init__(
+        self,
+        ctx: moderngl.Context,
+        shadow_program: Callable[[], object],
+        size: int,
+        draw_parts: Callable | None = None,
+        distance: float = SHADOW_DISTANCE_CM,
+        split: float = CASCADE_SPLIT_CM,
+    ):
         self.ctx, self._program, self.size = ctx, shadow_program, size
         self.distance, self.split = float(distance), float(split)
         self.block = BLOCK_TEXELS
@@ -246,7 +266,7 @@ class ShadowMaps:
         self._fade, self._split = NO_FADE, NO_SPLIT
         self._fit_key: tuple | None = None
         self._fit: tuple = ()
-        self._uniforms: dict = {}   # the lit programs' shadow uniforms of this fit (set by bind)
+        self._uniforms: dict = {}  # the lit programs' shadow uniforms of this fit (set by bind)
         self._active = False
         self.static_renders = 0  # maps (one or both cascades) drawn, for tests and benchmarks
 
@@ -255,8 +275,13 @@ class ShadowMaps:
         for c in self.cascades:
             c.forget()
 
-    def update(self, sun: Sun, draws: list["Draw"], receivers: tuple[np.ndarray, np.ndarray] | None = None,
-               level_mesh: Callable | None = None) -> None:
+    def update(
+        self,
+        sun: Sun,
+        draws: list["Draw"],
+        receivers: tuple[np.ndarray, np.ndarray] | None = None,
+        level_mesh: Callable | None = None,
+    ) -> None:
         """Make the map right for ``draws`` under ``sun``.
 
         ``receivers``: (near, far) world points whose hulls hold every fragment that reads each
@@ -286,17 +311,17 @@ class ShadowMaps:
         else:
             plan = [(0, receivers[0]), (1, receivers[1])]
             self._fade, self._split = ((1.0 - FADE) * self.distance, self.distance), self.split
-        drawn = [self._update_cascade(self.cascades[cascade], key, draws, points, level_mesh)
-                 for cascade, points in plan]
+        drawn = [self._update_cascade(self.cascades[cascade], key, draws, points, level_mesh) for cascade, points in plan]
         self.static_renders += any(drawn)
 
-    def _update_cascade(self, cas: _Cascade, key: tuple, draws: list["Draw"], points: np.ndarray | None,
-                        level_mesh: Callable | None) -> bool:
+    def _update_cascade(
+        self, cas: _Cascade, key: tuple, draws: list["Draw"], points: np.ndarray | None, level_mesh: Callable | None
+    ) -> bool:
         """Redraw one cascade if this view needs texels or casters it does not hold: drawn?"""
         centers, radii, fit = self._fit
         grid = self._atlas.grid(cas.index)[1]
         if points is not None and len(points) == 0:
-            return False                 # no fragment of this view reads this cascade
+            return False  # no fragment of this view reads this cascade
         meshes = [d.caster for d in draws] if level_mesh is None else level_mesh(draws, centers, radii, fit[1] / grid)
         signature = (key, tuple(m.vbo.glo for m in meshes))
         if points is None:
@@ -313,8 +338,9 @@ class ShadowMaps:
             if needed <= cas.drawn and _contains(cas.rect, rect):
                 return False
             needed, rect = needed | cas.drawn, _union(rect, cas.rect)
-        self._atlas.draw(self._program(), [(draws[i], meshes[i]) for i in sorted(needed)], fit[0], cas.index,
-                         rect, self._draw_parts)
+        self._atlas.draw(
+            self._program(), [(draws[i], meshes[i]) for i in sorted(needed)], fit[0], cas.index, rect, self._draw_parts
+        )
         cas.signature, cas.drawn, cas.rect = signature, needed, rect
         return True
 
@@ -327,9 +353,13 @@ class ShadowMaps:
         (2 texels' worth, in map units) and place in the atlas."""
         light_vp, extent, depth_range = fit
         texel = tuple(extent / self._atlas.grid(c)[1] for c in (0, 1))
-        return {"u_light_vp": F.gl_bytes(light_vp), "u_shadow_texel": texel,
-                "u_shadow_bias": tuple(2.0 * t / depth_range for t in texel),
-                "u_shadow_uv_near": self._atlas.uv(0), "u_shadow_uv_far": self._atlas.uv(1)}
+        return {
+            "u_light_vp": F.gl_bytes(light_vp),
+            "u_shadow_texel": texel,
+            "u_shadow_bias": tuple(2.0 * t / depth_range for t in texel),
+            "u_shadow_uv_near": self._atlas.uv(0),
+            "u_shadow_uv_far": self._atlas.uv(1),
+        }
 
     def bind(self, prog) -> None:
         """Set shadow uniforms; the map is bound to texture unit 0."""

@@ -6,6 +6,7 @@ A ground ``surface`` id is looked up in the asset library (``catalog.surface(id)
 environment renders textured ground with no downloads. Procedural textures are tileable (FFT
 noise), made from fixed seeds, and therefore identical in every process.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -17,7 +18,7 @@ import numpy as np
 from sceneforge.core.meshes import Material
 
 SIZE = 256
-TEXTURE_CACHE_BYTES = 256 * 2**20   # material textures kept on the GPU (least recently used dropped)
+TEXTURE_CACHE_BYTES = 256 * 2**20  # material textures kept on the GPU (least recently used dropped)
 
 
 def _noise(size: int, seed: int, cutoff: float, aniso: tuple[float, float] = (1.0, 1.0)) -> np.ndarray:
@@ -26,7 +27,7 @@ def _noise(size: int, seed: int, cutoff: float, aniso: tuple[float, float] = (1.
     spectrum = np.fft.fft2(rng.standard_normal((size, size)))
     f = np.fft.fftfreq(size)
     fy, fx = f[:, None] * aniso[0], f[None, :] * aniso[1]
-    smooth = np.real(np.fft.ifft2(spectrum * np.exp(-((fx ** 2 + fy ** 2) / cutoff ** 2))))
+    smooth = np.real(np.fft.ifft2(spectrum * np.exp(-((fx**2 + fy**2) / cutoff**2))))
     lo, hi = smooth.min(), smooth.max()
     return ((smooth - lo) / max(hi - lo, 1e-9)).astype(np.float32)
 
@@ -81,8 +82,7 @@ def procedural_surface(kind: str | None, color: tuple[int, int, int]) -> Materia
     lin = (np.asarray(color, np.float32) / 255.0) ** 2.2
     rgb = lin[None, None, :] * tone[..., None]
     albedo = np.round(np.clip(rgb, 0, 1) ** (1 / 2.2) * 255).astype(np.uint8)
-    return Material(name=f"procedural_{kind}", albedo=albedo, normal_map=normal_map(height, strength * 4.0),
-                    roughness=rough)
+    return Material(name=f"procedural_{kind}", albedo=albedo, normal_map=normal_map(height, strength * 4.0), roughness=rough)
 
 
 class TextureCache:
@@ -112,7 +112,7 @@ class TextureCache:
             self._tex.move_to_end(key)
         else:
             img = np.asarray(img)
-            size = img.size * (3 if img.ndim == 2 else 1) * 4 // 3   # uploaded as RGB(A) + mipmaps
+            size = img.size * (3 if img.ndim == 2 else 1) * 4 // 3  # uploaded as RGB(A) + mipmaps
             self._tex[key] = (material, self._upload(img, srgb=(which == "albedo")), size)
             self._bytes += size
         return self._tex[key][1]
@@ -140,8 +140,9 @@ class TextureCache:
         # Rows are top-first and RenderMesh uvs are OpenGL's (v = 1 is row 0): GL's first row is
         # t = 0, so upload bottom row first.
         img = np.ascontiguousarray(img[::-1])
-        tex = self.ctx.texture((w, h), c, img.tobytes(), internal_format=(
-            {3: 0x8C41, 4: 0x8C43}[c] if srgb else None))  # GL_SRGB8 / GL_SRGB8_ALPHA8
+        tex = self.ctx.texture(
+            (w, h), c, img.tobytes(), internal_format=({3: 0x8C41, 4: 0x8C43}[c] if srgb else None)
+        )  # GL_SRGB8 / GL_SRGB8_ALPHA8
         tex.build_mipmaps()
         tex.filter = (moderngl.LINEAR_MIPMAP_LINEAR, moderngl.LINEAR)
         tex.repeat_x = tex.repeat_y = True

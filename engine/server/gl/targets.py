@@ -1,5 +1,6 @@
 """Render targets of the GL backend: the textures and framebuffers of one resolution, and
 reading them back as numpy arrays (GL rows are bottom-up: row 0 of every array is the top)."""
+
 from __future__ import annotations
 
 import moderngl
@@ -84,7 +85,19 @@ class Targets:
         return np.ascontiguousarray(n[::-1, :, :3])
 
     def release(self) -> None:
-        for obj in (self.lit, self.id_only, self.cover, self._lit_normal, self._post_fbo, self._cover_bits_fbo,
-                    self.color, self.ids, self.depth, self._normal, self._post, self._cover_bits):
+        for obj in (
+            self.lit,
+            self.id_only,
+            self.cover,
+            self._lit_normal,
+            self._post_fbo,
+            self._cover_bits_fbo,
+            self.color,
+            self.ids,
+            self.depth,
+            self._normal,
+            self._post,
+            self._cover_bits,
+        ):
             if obj is not None:
                 obj.release()
