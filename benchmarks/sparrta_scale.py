@@ -18,8 +18,13 @@ command runs again (kill it at any time; at most the row in progress is lost).
         --row ablation:sparrta=DATA/abl_ego_sparrta --row ablation:balanced=DATA/abl_ego_balanced
     python benchmarks/sparrta_scale.py report --out /work/study14/scale --plot docs/img/validation_curves.png
 
-Rows are run in the order given, smallest n_train first within a row.
+Rows are run in the order given, smallest n_train first within a row. The whole study of
+docs/validation.md is one resumable command (generation, then the rows in priority order; rerun it
+to continue where it stopped, in this session or the next):
+
+    python benchmarks/sparrta_scale.py study --root /work/study14
 """
+
 from __future__ import annotations
 
 import argparse
@@ -78,13 +83,13 @@ def run_rows(args) -> None:
             continue
         try:
             table = load_datasets(data)
-        except ConfigError as e:   # not generated (yet): the next run picks it up
+        except ConfigError as e:  # not generated (yet): the next run picks it up
             print(f"{kind}:{name}: skipped ({e})", flush=True)
             continue
-        if args.subset_train:   # only the first N train rows (and every val/test row) are extracted
+        if args.subset_train:  # only the first N train rows (and every val/test row) are extracted
             train_rank = (table["split"] == "train").cumsum()
             table = table[(table["split"] != "train") | (train_rank <= args.subset_train)].reset_index(drop=True)
-        (group,) = make_groups(table, ("within",))   # one (env, task) per dataset
+        (group,) = make_groups(table, ("within",))  # one (env, task) per dataset
         t0 = time.perf_counter()
         wanted = sorted(set(layers) | {int(x) for x in args.extract_layers.split(",") if x})
         feats = extract_features(bb, table["path"].tolist(), wanted, args.cache, 64, False)
@@ -98,8 +103,9 @@ def run_rows(args) -> None:
             idx = dict(group.idx, train=train[:n])
             t1 = time.perf_counter()
             layout = {k: b.acc for k, b in layout_baselines(table, idx).items()}
-            cfg = TrainConfig(epochs=args.epochs, warmup=args.epochs // 5, patience=args.patience,
-                              batch_size=batch_for(n), seed=0)
+            cfg = TrainConfig(
+                epochs=args.epochs, warmup=args.epochs // 5, patience=args.patience, batch_size=batch_for(n), seed=0
+            )
             f = feats[layer]
             by_head = run_grids(HEADS, ProbeSplits.from_index(f.patches, f.prefix, labels, idx), cfg)
             n_test = len(idx["test"])
@@ -107,18 +113,102 @@ def run_rows(args) -> None:
             for h in HEADS:
                 best = next(r for r in by_head[h] if r.selected)
                 lo, hi = wilson_ci(best.test_acc, n_test)
-                heads[h] = {"test": round(best.test_acc, 4), "ci": [round(lo, 3), round(hi, 3)],
-                            "val": round(best.val_acc, 4), "lr": best.lr, "dropout": best.dropout}
-            rec = {"kind": kind, "name": name, "data": str(data), "env": group.env, "task": group.task,
-                   "backbone": BACKBONE, "layer": layer, "n_train": n, "n_val": len(idx["val"]), "n_test": n_test,
-                   "epochs": args.epochs, "patience": args.patience, "batch_size": cfg.batch_size,
-                   "heads": heads, "layout": {k: round(v, 4) for k, v in layout.items()},
-                   "seconds": round(time.perf_counter() - t1, 1)}
+                heads[h] = {
+                    "test": round(best.test_acc, 4),
+                    "ci": [round(lo, 3), round(hi, 3)],
+                    "val": round(best.val_acc, 4),
+                    "lr": best.lr,
+                    "dropout": best.dropout,
+                }
+            rec = {
+                "kind": kind,
+                "name": name,
+                "data": str(data),
+                "env": group.env,
+                "task": group.task,
+                "backbone": BACKBONE,
+                "layer": layer,
+                "n_train": n,
+                "n_val": len(idx["val"]),
+                "n_test": n_test,
+                "epochs": args.epochs,
+                "patience": args.patience,
+                "batch_size": cfg.batch_size,
+                "heads": heads,
+                "layout": {k: round(v, 4) for k, v in layout.items()},
+                "seconds": round(time.perf_counter() - t1, 1),
+            }
             with results.open("a") as fh:
                 fh.write(json.dumps(rec) + "\n")
-            print(f"{kind}:{name} L{layer} n={n}: " + ", ".join(f"{h} {v['test']:.3f}" for h, v in heads.items())
-                  + " | layout " + ", ".join(f"{k} {v:.3f}" for k, v in layout.items())
-                  + f" ({rec['seconds']:.0f} s)", flush=True)
+            print(
+                f"{kind}:{name} L{layer} n={n}: "
+                + ", ".join(f"{h} {v['test']:.3f}" for h, v in heads.items())
+                + " | layout "
+                + ", ".join(f"{k} {v:.3f}" for k, v in layout.items())
+                + f" ({rec['seconds']:.0f} s)",
+                flush=True,
+            )
+
+
+# The study of docs/validation.md: datasets (sceneforge generate flags; seed 31) and rows in priority order.
+DATASETS = {
+    "desert_ego": "--env desert --task ego --n 5000",
+    "city_ego": "--env city --task ego --n 5000",
+    "abl_ego_sparrta": "--env desert --task ego --n 2500 --camera-policy sparrta",
+    "abl_ego_balanced": "--env desert --task ego --n 2500 --camera-policy balanced",
+    "abl_ego_minbbox24": "--env desert --task ego --n 2500 --min-bbox-px 24",
+    "abl_allo_random": "--env desert --task allo --n 2500 --figure-yaw random",
+    "abl_allo_face": "--env desert --task allo --n 2500 --figure-yaw face_source",
+}
+ABL_1K = "--layers 9 --n-train 1000 --subset-train 1000"
+PLAN = [  # (datasets it needs, run flags)
+    (["desert_ego"], "--layers 9 --extract-layers 9,12 --n-train 400,1000 --row curve:desert={desert_ego}"),
+    (
+        ["abl_ego_balanced", "abl_ego_sparrta"],
+        ABL_1K + " --row ablation:balanced={abl_ego_balanced} --row ablation:sparrta={abl_ego_sparrta}",
+    ),
+    (["desert_ego"], "--layers 9 --n-train 2000,4000 --row curve:desert={desert_ego}"),
+    (["city_ego"], "--layers 9 --extract-layers 9,12 --n-train 400,1000,2000,4000 --row curve:city={city_ego}"),
+    (
+        ["abl_ego_minbbox24", "abl_allo_random", "abl_allo_face"],
+        ABL_1K + " --row ablation:minbbox24={abl_ego_minbbox24} --row ablation:allo_random={abl_allo_random}"
+        " --row ablation:allo_face={abl_allo_face}",
+    ),
+    (
+        ["desert_ego", "city_ego"],
+        "--layers 12 --n-train 400,1000,2000,4000 --row curve:desert={desert_ego} --row curve:city={city_ego}",
+    ),
+]
+
+
+def study(args) -> None:
+    """Generate what the next plan step needs (resumes a partial dataset), run the step, repeat."""
+    import subprocess
+
+    root = Path(args.root)
+    data = {k: str(root / "data" / k) for k in DATASETS}
+    for needs, flags in PLAN:
+        for name in needs:
+            if not (Path(data[name]) / "samples.parquet").is_file():
+                cmd = (
+                    f"{sys.executable} -m sceneforge.cli generate {DATASETS[name]} --seed 31 --workers 1 --quiet "
+                    f"--out {data[name]}"
+                ).split()
+                print("+", " ".join(cmd), flush=True)
+                subprocess.run(cmd, check=True)
+        run_rows(
+            _run_parser().parse_args(
+                [
+                    *flags.format(**data).split(),
+                    "--out",
+                    str(root / "scale"),
+                    "--threads",
+                    str(args.threads),
+                    "--cache",
+                    str(root / "cache"),
+                ]
+            )
+        )
 
 
 def _cell(h: dict) -> str:
@@ -133,15 +223,20 @@ def report(args) -> None:
         rows = sorted((r for r in recs if r["kind"] == kind), key=lambda r: (r["name"], r["layer"], r["n_train"]))
         if not rows:
             continue
-        lines += [f"### {kind}s", "",
-                  "| rows | env/task | layer | n_train | linear | abmilp | efficient | layout: source | target | both |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"### {kind}s",
+            "",
+            "| rows | env/task | layer | n_train | linear | abmilp | efficient | layout: source | target | both |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in rows:
             lay = r["layout"]
-            lines.append(f"| {r['name']} | {r['env']}/{r['task']} | L{r['layer']} | {r['n_train']} | "
-                         + " | ".join(_cell(r["heads"][h]) for h in HEADS)
-                         + f" | {100 * lay.get('source', float('nan')):.1f} | {100 * lay.get('target', float('nan')):.1f}"
-                         f" | {100 * lay.get('boxes', float('nan')):.1f} |")
+            lines.append(
+                f"| {r['name']} | {r['env']}/{r['task']} | L{r['layer']} | {r['n_train']} | "
+                + " | ".join(_cell(r["heads"][h]) for h in HEADS)
+                + f" | {100 * lay.get('source', float('nan')):.1f} | {100 * lay.get('target', float('nan')):.1f}"
+                f" | {100 * lay.get('boxes', float('nan')):.1f} |"
+            )
         lines.append("")
     text = "\n".join(lines)
     (out / "scale.md").write_text(text)
@@ -173,8 +268,13 @@ def plot_curves(recs: list[dict], path: Path) -> None:
         first = sorted({r["layer"] for r in rows})[0]
         rl = sorted((r for r in rows if r["layer"] == first), key=lambda r: r["n_train"])
         for k, colour in (("source", "grey"), ("boxes", "black")):
-            ax.plot([r["n_train"] for r in rl], [r["layout"].get(k, np.nan) for r in rl], "-.", color=colour,
-                    label=f"layout: {'source box' if k == 'source' else 'both boxes'}")
+            ax.plot(
+                [r["n_train"] for r in rl],
+                [r["layout"].get(k, np.nan) for r in rl],
+                "-.",
+                color=colour,
+                label=f"layout: {'source box' if k == 'source' else 'both boxes'}",
+            )
         ax.axhline(0.25, color="red", lw=0.8, ls=":", label="chance")
         ax.set_xscale("log")
         ax.set_xticks([400, 1000, 2000, 4000], ["400", "1k", "2k", "4k"])
@@ -189,21 +289,33 @@ def plot_curves(recs: list[dict], path: Path) -> None:
     print(f"plot: {path}")
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="train the rows not in OUT/results.jsonl yet")
+def _run_parser(r: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    r = r or argparse.ArgumentParser()
     r.add_argument("--out", required=True)
     r.add_argument("--row", action="append", required=True, help="KIND:NAME=DATASET_DIR (kind: curve or ablation)")
     r.add_argument("--layers", default="9,12")
     r.add_argument("--n-train", default="400,1000,2000,4000")
     r.add_argument("--extract-layers", default="", help="also cache these layers in the same forward pass")
-    r.add_argument("--subset-train", type=int, default=0,
-                   help="use (and extract) only the first N train rows of each dataset (val/test: all)")
+    r.add_argument(
+        "--subset-train",
+        type=int,
+        default=0,
+        help="use (and extract) only the first N train rows of each dataset (val/test: all)",
+    )
     r.add_argument("--epochs", type=int, default=100)
     r.add_argument("--patience", type=int, default=10)
     r.add_argument("--threads", type=int, default=2)
     r.add_argument("--cache", default=None, help="feature cache (default OUT/../cache)")
+    return r
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    _run_parser(sub.add_parser("run", help="train the rows not in OUT/results.jsonl yet"))
+    st = sub.add_parser("study", help="the whole study of docs/validation.md, resumable")
+    st.add_argument("--root", required=True, help="data/, cache/ and scale/ go here (not in the repo)")
+    st.add_argument("--threads", type=int, default=2)
     p = sub.add_parser("report", help="OUT/scale.md tables (and a curves plot)")
     p.add_argument("--out", required=True)
     p.add_argument("--plot", default=None)
@@ -211,6 +323,8 @@ def main(argv=None) -> int:
     if args.cmd == "run":
         args.cache = args.cache or str(Path(args.out).parent / "cache")
         run_rows(args)
+    elif args.cmd == "study":
+        study(args)
     else:
         report(args)
     return 0

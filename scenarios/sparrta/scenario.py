@@ -40,6 +40,7 @@ from sceneforge.scenarios.sparrta.graph import sample_graph
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, locate, parse_config
 from sceneforge.scenarios.sparrta.setting import (
     HARD_SAMPLE_FACTOR,  # noqa: F401 - re-exported: the scenario's names
+    attempt_setting,
     load_env_cached,
     scene_budget,  # noqa: F401 - re-exported: the scenario's names
     sample_setting,
@@ -276,6 +277,7 @@ class Session(ServerRequests):
         perceptual = self.perceptual(unit)
         vetoes = 0
         for attempt in range(scene_budget(cfg)):
+            st = attempt_setting(st, attempt)  # camera_policy balanced: a quota point no scene could frame
             group = self.group(unit, i, attempt, st)
             if attempt > 0 or i % cfg.samples_per_scene == 0:
                 counts.update(group.counts)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sceneforge.scenarios.sampling.rejection import sample_rng
-from sceneforge.scenarios.sparrta.camera_policy import BALANCE_STREAM, effective_jitter, source_screen
+from sceneforge.scenarios.sparrta.camera_policy import BALANCE_STREAM, RELAX_AFTER, effective_jitter, source_screen
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, resolve_units
 from sceneforge.scenarios.sparrta.scene import Setting
 
@@ -74,3 +74,12 @@ def sample_setting(cfg: SparrtaConfig, st: Setting, unit: Unit, i: int) -> Setti
         return st
     rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=BALANCE_STREAM)
     return replace(st, source_screen=source_screen(unit.label_offset + i, rng))
+
+
+def attempt_setting(st: Setting, attempt: int) -> Setting:
+    """The setting of a sample's placement ``attempt``: with ``camera_policy: balanced``, from
+    attempt ``RELAX_AFTER`` on the source goes to the image centre (its quota point could not be
+    framed in that many scenes); otherwise ``st`` unchanged."""
+    if st.source_screen is None or attempt < RELAX_AFTER:
+        return st
+    return replace(st, source_screen=(0.5, 0.5))

@@ -18,7 +18,7 @@ from sceneforge.scenarios.sampling.relations import LABELS, relation
 from sceneforge.scenarios.sparrta import camera_policy
 from sceneforge.scenarios.sparrta.config import Unit, parse_config
 from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
-from sceneforge.scenarios.sparrta.setting import sample_setting, setting_for
+from sceneforge.scenarios.sparrta.setting import attempt_setting, sample_setting, setting_for
 from sceneforge.scenarios.world.environments import load_env
 
 SIZE = 224
@@ -150,3 +150,20 @@ def test_balanced_policy_makes_the_source_box_uninformative(desert):
     under the balanced policy the same baseline is near chance (0.25; 96 test views: 95% CI ±0.09)."""
     assert _source_box_baseline(desert, "sparrta") > 0.75
     assert _source_box_baseline(desert, "balanced") < 0.45  # measured 0.38 (jitter: 0.64, sparrta: 0.94)
+
+
+def test_balanced_falls_back_to_the_centre_after_half_the_scene_budget():
+    """A (cell, label) point no scene can frame (desert ego sample 371 of 2,500 failed all 24
+    placements) moves to the image centre from attempt RELAX_AFTER on, so a job always finishes;
+    the other policies and the earlier attempts are untouched."""
+    from sceneforge.scenarios.sparrta.setting import scene_budget
+
+    env = load_env("desert")
+    cfg = parse_config({"camera_policy": "balanced"})
+    unit = Unit("desert", "ego", "rock_truck", "rock", "truck", "human", 100, 0, 0)
+    st = sample_setting(cfg, setting_for(cfg, env, "ego"), unit, 7)
+    assert camera_policy.RELAX_AFTER < scene_budget(cfg)
+    assert attempt_setting(st, camera_policy.RELAX_AFTER - 1) is st
+    assert attempt_setting(st, camera_policy.RELAX_AFTER).source_screen == (0.5, 0.5)
+    plain = setting_for(parse_config({}), env, "ego")
+    assert attempt_setting(plain, 20) is plain
