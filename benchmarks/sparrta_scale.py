@@ -247,6 +247,7 @@ def report(args) -> None:
 
 def plot_curves(recs: list[dict], path: Path) -> None:
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -278,6 +279,7 @@ def plot_curves(recs: list[dict], path: Path) -> None:
         ax.axhline(0.25, color="red", lw=0.8, ls=":", label="chance")
         ax.set_xscale("log")
         ax.set_xticks([400, 1000, 2000, 4000], ["400", "1k", "2k", "4k"])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(f"{name} ego, DINOv2-S")
         ax.set_xlabel("train images")
         ax.grid(alpha=0.3)

