@@ -251,6 +251,7 @@ def end_to_end(address: str, cfg, out: Path, server_pid: int | None = None, prim
     ``prime`` is false); returns (Clock, records, TimedClient)."""
     from sceneforge.engine.client import RenderClient
     from sceneforge.scenarios.contract import ShardResult
+    from sceneforge.scenarios.pipeline.shard import make_all
     from sceneforge.scenarios.sparrta import scenario as sparrta
     from sceneforge.scenarios.sparrta.config import locate
     from sceneforge.scenarios.sparrta.record import load_record
@@ -268,7 +269,8 @@ def end_to_end(address: str, cfg, out: Path, server_pid: int | None = None, prim
             prime_caches(raw, session, cfg)
         busy = raw.info().get("busy_s")  # the server's busy seconds (None: a server without the counter)
         with Clock(server_pid) as clock:
-            sparrta._run_todo(session, units, list(range(n)), ShardResult(0), None)
+            with sparrta.ShardMaker(session, units) as maker:
+                make_all(maker, list(range(n)), ShardResult(0), None, sparrta.LOOKAHEAD)
         after = raw.info().get("busy_s")
         clock.busy = None if busy is None or after is None else after - busy
     recs = [load_record(out, *locate(units, g)) for g in range(n)]

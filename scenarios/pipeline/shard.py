@@ -53,12 +53,13 @@ def run_shard(
             made = maker(client, todo)
             cm = made if hasattr(made, "__enter__") else contextlib.nullcontext(made)
             with cm as m:
-                _make_all(m, todo, result, progress, lookahead)
+                make_all(m, todo, result, progress, lookahead)
     result.seconds = time.perf_counter() - t0
     return result
 
 
-def _make_all(maker: Maker, todo: list[int], result: ShardResult, progress, lookahead: int) -> None:
+def make_all(maker: Maker, todo: list[int], result: ShardResult, progress, lookahead: int) -> None:
+    """The loop of :func:`run_shard` on an entered maker (benchmarks/generate.py times it on its own client)."""
     rejections: Counter = Counter(result.rejections)
     for k, idx in enumerate(todo):
         try:
