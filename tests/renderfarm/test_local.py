@@ -126,7 +126,9 @@ def test_kill_9_of_a_worker_mid_run_is_survived(tmp_path, cpu_reference):
 
 def test_sigterm_stops_workers_cleanly_and_resume_works(tmp_path, cpu_reference):
     config, reference = cpu_reference
-    slow = {**config, "sleep_s": 0.05}
+    # 0.25 s per sample: 48 samples keep 2 workers busy >= 6 s, so on a loaded machine the job is
+    # still running when the test looks at its workers (at 0.05 s it once finished first: CI 2026-11-27)
+    slow = {**config, "sleep_s": 0.25}
     job = start_job("farm_toy_cpu", tmp_path, slow, "--workers", "2")
     wait_for(lambda: count_files(tmp_path / "images") >= 6, what="6 samples")
     workers = live_workers(tmp_path)
