@@ -75,6 +75,7 @@ class DistanceConfig(ScenarioConfig):
         )
 
     def load_env(self):
+        # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.world.environments import load_env
 
         return load_env(self.env)
@@ -132,6 +133,7 @@ class Maker:
     """Makes one sample at a time on one render client (see :func:`scenarios.pipeline.shard.run_shard`)."""
 
     def __init__(self, cfg: DistanceConfig, client, out: Path):
+        # shapely, ~19 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sparrta.scene import ShapeCache
 
         self.cfg, self.client, self.out = cfg, client, out
@@ -141,6 +143,7 @@ class Maker:
         self.world_set = False
 
     def make_sample(self, i: int, upcoming=()) -> dict:
+        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sampling.rejection import sample_rng
 
         rng = sample_rng(self.cfg.seed, self.name, "distance", "pair", i)
@@ -160,6 +163,7 @@ class Maker:
         )
 
     def place(self, rng, counts):
+        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sampling.rejection import no_overlap, resample_while, sample_object
 
         s = self.env.sampling
@@ -180,6 +184,7 @@ class Maker:
         return placed
 
     def camera(self, rng, placed, counts):
+        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sampling.rejection import camera_clear, in_frame, resample_while, sample_camera
 
         s, cfg = self.env.sampling, self.cfg

@@ -128,7 +128,7 @@ FUNCTION_LEVEL_BUDGET = {
     "renderfarm": 1,
     "sceneforge": 37,
     "engine": 10,
-    "scenarios": 83,
+    "scenarios": 33,
 }
 
 

@@ -34,7 +34,9 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from sceneforge.engine.world import Actor, Camera
-from sceneforge.scenarios.output.writers import PreEncoded, nested_json
+from sceneforge.scenarios.output.writers import PreEncoded, dumps, nested_json
+from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.output import coco_rle
 
 SCHEMA = "sceneforge.scene_graph/1"
 
@@ -176,8 +178,6 @@ def recolored(obj: SceneObject, color) -> SceneObject:
     (only the colour differs) instead of computed again: a scenario can prepare its objects'
     nodes before the server has told it their colours (sparrta ``graph.group_objects``)."""
     import copy
-
-    from sceneforge.core.errors import ConfigError
 
     rgb = tuple(int(v) for v in color)
     if len(rgb) != 3 or not all(0 <= v <= 255 for v in rgb):  # as Actor checks it
@@ -389,8 +389,6 @@ _NODE_LEVEL = 2  # root dict (0) -> "objects" list (1) -> node dict (2)
 def graph_json(graph: Mapping) -> str:
     """``scenarios.output.writers.dumps(graph)``: each node's camera-independent values come as text
     encoded once per object (:class:`Node`)."""
-    from sceneforge.scenarios.output.writers import dumps
-
     return dumps(graph)
 
 
@@ -427,8 +425,6 @@ def coco_annotations(
     """COCO instance annotations (RLE masks) of the graph's objects from the instance mask:
     an object's pixels are those of its instance colour. Ids run ``first_id, first_id + 1, ...``
     over the objects that have pixels, so consecutive images never reuse an id."""
-    from sceneforge.scenarios.output import coco_rle
-
     anns = []
     m = np.asarray(mask_rgb)[..., :3].astype(np.int32)
     packed = (m[..., 0] << 16) | (m[..., 1] << 8) | m[..., 2]  # one compare per object, not three

@@ -29,6 +29,7 @@ _EXPORTS = (
 
 def __getattr__(name: str):
     if name in _EXPORTS:
+        # PEP 562: the CLI parser imports only the config, the scenario on first use
         from sceneforge.scenarios.sparrta import scenario
 
         return getattr(scenario, name)

@@ -14,8 +14,10 @@ from pathlib import Path
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.sampling.relations import LABELS
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
-from sceneforge.scenarios.sparrta.record import load_record
+from sceneforge.scenarios.sparrta.record import load_record, unit_dir
 from sceneforge.scenarios.output.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
+from sceneforge.scenarios.sparrta.graph import write_scene_tables
+from sceneforge.scenarios.world.look import card_worlds
 
 CARD_FILE = "dataset_card.json"
 FIRST_COLUMNS = (
@@ -84,8 +86,6 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
     remove_stale_temps(out, units)
     rows = with_splits(recs, cfg.samples_per_scene, cfg.split_pattern)
     write_table(rows, out)
-    from sceneforge.scenarios.sparrta.graph import write_scene_tables
-
     write_scene_tables(out, rows)  # objects.parquet (+ annotations.coco.json with masks)
     stats = statistics(recs, rows)
     atomic_write_json(out / CARD_FILE, card(cfg, units, recs, stats))
@@ -94,8 +94,6 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
 
 def remove_stale_temps(out: Path, units: list[Unit]) -> int:
     """Delete temp files a killed worker left (``.<name>.tmp<pid>``, never a final name)."""
-    from sceneforge.scenarios.sparrta.record import unit_dir
-
     dirs = {out, *(out / unit_dir(u) for u in units), *(out / "records" / unit_dir(u) for u in units)}
     stale = [p for d in dirs if d.is_dir() for p in d.glob(".*.tmp*") if p.is_file()]
     for p in stale:
@@ -185,8 +183,7 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
 
 def looks_used(cfg: SparrtaConfig, units: list[Unit]) -> dict:
     """HDRI and surface ids the environments of these units can show (their world dicts)."""
-    from sceneforge.assets_manifest.looks import looks_in
-    from sceneforge.scenarios.world.look import card_worlds
+    from sceneforge.assets_manifest.looks import looks_in  # trimesh/scipy, ~0.6 s: only the dataset card needs the asset library
 
     return looks_in([w for e in sorted({u.env for u in units}) for w in card_worlds(cfg.env(e))])
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sceneforge.scenarios.output.scene_graph import SceneObject, recolored, scene_graph
+from sceneforge.scenarios.output.scene_graph import SceneObject, coco_annotations, graph_rows, recolored, scene_graph
+from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json
 
 LABELLED = ("source", "target", "human")
 
@@ -68,9 +69,6 @@ def write_scene_tables(out, rows: list[dict]) -> dict:
     import numpy as np
     import pandas as pd
     from PIL import Image
-
-    from sceneforge.scenarios.output.scene_graph import coco_annotations, graph_rows
-    from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json
 
     out = Path(out)
     objects, images, anns, graphs = [], [], [], []

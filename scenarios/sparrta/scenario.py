@@ -52,6 +52,10 @@ from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw
 from sceneforge.scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
 from sceneforge.scenarios.sampling.consistency import PERCEPTUAL_RULE, ego_label_disagrees
 from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look, server_world
+from sceneforge.core.paths import confined
+from sceneforge.scenarios.output.writers import dumps
+from sceneforge.scenarios.sparrta.card import collect, finalize_dataset, with_splits
+from sceneforge.scenarios.sparrta.layout import export_sparrta
 
 log = logging.getLogger(__name__)
 NAME = "sparrta"
@@ -137,13 +141,9 @@ class ShardMaker:
 
 def finalize(config: dict, out_dir: Path) -> dict:
     """Table (``samples.parquet`` + ``metadata.csv``) with splits, and ``dataset_card.json``."""
-    from sceneforge.scenarios.sparrta.card import finalize_dataset
-
     cfg = parse_config(config)
     stats = finalize_dataset(cfg, units_of(cfg), Path(out_dir))
     if cfg.layout == "sparrta":  # SpaRRTa's own layout beside ours: SPARRTA_DATA_ROOT=OUT/sparrta
-        from sceneforge.scenarios.sparrta.layout import export_sparrta
-
         stats["sparrta_layout"] = export_sparrta(Path(out_dir), Path(out_dir) / "sparrta", replace=True)
     return stats
 
@@ -152,10 +152,6 @@ def wds_samples(config: dict, out_dir: Path):
     """For ``--format wds`` (renderfarm/wds.py): per sample, in global index order, the image,
     its table row (with ``split``) as ``json``, SpaRRTa's ``params.json`` and, when made, the
     instance mask (``mask.png``) and depth (``depth.npy``); the key is the global index."""
-    from sceneforge.core.paths import confined
-    from sceneforge.scenarios.sparrta.card import collect, with_splits
-    from sceneforge.scenarios.output.writers import dumps
-
     cfg, out = parse_config(config), Path(out_dir)
     for row in with_splits(collect(cfg, units_of(cfg), out), cfg.samples_per_scene, cfg.split_pattern):
         members = {

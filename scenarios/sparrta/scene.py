@@ -48,6 +48,7 @@ from sceneforge.scenarios.sampling.rejection import (
     standing,
     within_distance,
 )
+from sceneforge.scenarios.sampling.relations import angle_and_cross
 
 IN_FRAME_MARGIN = 0.02  # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
@@ -458,6 +459,4 @@ def _human_bounds(sector: Sector, target: Placed, radius: float):
 
 
 def _angle(observer, source, target) -> float:
-    from sceneforge.scenarios.sampling.relations import angle_and_cross
-
     return angle_and_cross(observer, source, target)[0]

@@ -12,6 +12,7 @@ from sceneforge.scenarios.sampling.rejection import sample_rng
 from sceneforge.scenarios.sparrta.camera_policy import BALANCE_STREAM, RELAX_AFTER, effective_jitter, source_screen
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, resolve_units
 from sceneforge.scenarios.sparrta.scene import Setting
+from sceneforge.scenarios.world.environments import list_envs
 
 HARD_SAMPLE_FACTOR = 4  # see scene_budget
 
@@ -29,8 +30,6 @@ def scene_budget(cfg: SparrtaConfig) -> int:
 
 
 def units_of(cfg: SparrtaConfig) -> list[Unit]:
-    from sceneforge.scenarios.world.environments import list_envs
-
     return resolve_units(cfg, lambda name: load_env_cached(cfg, name), list_envs)
 
 

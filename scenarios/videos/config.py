@@ -15,6 +15,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.videos import dsi
 from sceneforge.scenarios.videos import motion as mo
+from sceneforge.engine.server.renderers import parse_spec
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class VideoConfig(ScenarioConfig):
     def complete(self, source: str) -> "VideoConfig":
         """The environment's content, read once (never looked up by name again)."""
         if self.env_file is None:
+            # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
             from sceneforge.scenarios.world.environments import freeze_envs
 
             ((name, entry),) = freeze_envs([self.env], f"{source}: env").items()
@@ -83,6 +85,7 @@ class VideoConfig(ScenarioConfig):
 
     def load_env(self):
         """The environment rebuilt from the recorded content (never looked up by name)."""
+        # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.world.environments import load_frozen_env
 
         return load_frozen_env(self.env_file, next(iter(self.env_file)))
@@ -106,8 +109,6 @@ class VideoConfig(ScenarioConfig):
         if self.fov_deg is not None and not 0 < self.fov_deg < 180:
             raise ConfigError(f"{source}: fov_deg must be in (0, 180), got {self.fov_deg}")
         if self.renderer is not None:
-            from sceneforge.engine.server.renderers import parse_spec
-
             try:
                 parse_spec(self.renderer)
             except ConfigError as e:
@@ -117,7 +118,10 @@ class VideoConfig(ScenarioConfig):
             raise ConfigError(f"{source}: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
 
     def _validate_extras(self, source: str) -> None:
+        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.videos.ground_truth import GT_KINDS
+
+        # ~2 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.videos.movers import MAX_DISTRACTORS, MOVER_MOTIONS
 
         bad = [g for g in self.ground_truth if g not in GT_KINDS]

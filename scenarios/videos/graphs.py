@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from sceneforge.engine.world import Actor
 from sceneforge.scenarios.output.scene_graph import SceneObject, scene_graph
+from sceneforge.scenarios.videos import motion as mo
 
 
 def frame_graphs(
     lib, clip, subject_name: str, asset_id: str, scenery: list[Actor], vis: list, world: dict, fov: float, size: int
 ) -> dict:
-    from sceneforge.scenarios.videos import motion as mo
-
     scen = [
         SceneObject(a, lib.info(a.asset_id).cls, tuple(float(v) for v in lib.size_cm(a.asset_id)), "clutter") for a in scenery
     ]

@@ -33,6 +33,7 @@ import numpy as np
 
 from sceneforge.engine.world import Camera, Transform
 from sceneforge.scenarios.videos import motion as mo
+from sceneforge.engine.server.optical_flow import pixel_grid, world_points
 
 GT_KINDS = ("masks", "depth", "flow")
 FRAMES_SCHEMA = "sceneforge.clip_frames/1"
@@ -114,8 +115,6 @@ def flow_to(
 ) -> np.ndarray:
     """(H,W,2) flow of frame a's pixels into frame b: world points from ``plane_depth``; pixels of
     instance ``k`` in ``moved`` carried by ``moved[k] = (pose at a, pose at b)``; the rest static."""
-    from sceneforge.engine.server.optical_flow import pixel_grid, world_points
-
     points = world_points(cam_a, plane_depth)
     for k, (ta, tb) in moved.items():
         mask = ids == k

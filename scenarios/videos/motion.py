@@ -33,6 +33,7 @@ import numpy as np
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.config import option
 from sceneforge.engine.world import Camera, Rotator, Transform
+from sceneforge.scenarios.videos.camera_paths import SHAKE_MAX_CM, SHAKE_MAX_DEG, orbit_paths, shake_offsets, zoom_track
 
 CAM_MODES = ("static", "translate", "rotate")
 OBJ_MODES = ("static", "translate", "rotate")
@@ -149,8 +150,6 @@ class MotionConfig:
         self._check_extras()
 
     def _check_extras(self) -> None:
-        from sceneforge.scenarios.videos.camera_paths import SHAKE_MAX_CM, SHAKE_MAX_DEG
-
         if not 1.0 < self.zoom_ratio[0] <= self.zoom_ratio[1] <= 4.0:
             raise ConfigError(f"motion.zoom_ratio must be [lo, hi] with 1 < lo <= hi <= 4, got {self.zoom_ratio}")
         for name, hi in (("shake_cm", SHAKE_MAX_CM), ("shake_deg", SHAKE_MAX_DEG)):
@@ -313,8 +312,6 @@ def _paths(spec: MotionSpec, yaw0: float) -> tuple[np.ndarray, np.ndarray, np.nd
     if cam_mode == "follow":  # a tracking dolly: the subject's velocity, heading kept
         v_cam = v_obj
     elif cam_mode == "orbit":  # about the subject's start, facing it (camera_paths.py)
-        from sceneforge.scenarios.videos.camera_paths import orbit_paths
-
         cam_xy, cam_yaw = orbit_paths(start, spec.distance_cm, yaw0, spec.cam_orbit_dps, t[:, 0])
         return cam_xy, cam_yaw, start + v_obj * t
     return cam0 + v_cam * t, cam_yaw, start + v_obj * t
@@ -370,16 +367,12 @@ def build_clip(spec: MotionSpec, ground_height: HeightFn) -> ClipMotion:
         camera = _shaken(camera, spec)
     zoom = None
     if spec.zoom_ratio != 1.0:
-        from sceneforge.scenarios.videos.camera_paths import zoom_track
-
         zoom = zoom_track(spec.zoom_ratio, spec.n_frames)
     return ClipMotion(spec.pattern, spec.fps, camera, subject, tuple(spec.subject_size), spec, zoom)
 
 
 def _shaken(camera: Track, spec: MotionSpec) -> Track:
     """The camera track plus the spec's handheld jitter (camera_paths.shake_offsets)."""
-    from sceneforge.scenarios.videos.camera_paths import shake_offsets
-
     o = shake_offsets(spec.shake_seed, spec.n_frames, spec.fps, spec.shake_cm, spec.shake_deg)
     loc = camera.location + np.column_stack([o["x"], o["y"], o["z"]])
     return Track(loc, camera.yaw + o["yaw"], camera.pitch + o["pitch"])

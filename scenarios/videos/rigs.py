@@ -35,6 +35,7 @@ import numpy as np
 
 from sceneforge.engine.world import Actor, Rotator, Transform
 from sceneforge.scenarios.videos import gait as ga
+from sceneforge.core.types import PixelCount
 
 PRIMITIVE = {"ellipsoid": "primitive_sphere", "box": "primitive_cube"}  # both 100 cm, base on z = 0
 KINDS = {
@@ -766,8 +767,6 @@ def union_count(counts: dict, names: list[str], alone: dict | None = None):
     """One PixelCount for a rig from its parts' counts: visible pixels add up (ids are
     exclusive); ``unoccluded`` is the rig's own coverage (``alone``: the parts' visible pixels
     with nothing else in the scene) and the box is the union of the parts' boxes."""
-    from sceneforge.core.types import PixelCount
-
     vis = sum(int(counts[n].visible) for n in names)
     un = sum(int(alone[n].visible) for n in names) if alone is not None else sum(int(counts[n].unoccluded) for n in names)
     boxes = [counts[n].bbox for n in names if counts[n].bbox is not None]

@@ -37,7 +37,13 @@ from sceneforge.scenarios.videos import ground_truth as gt
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos.movers import DISTRACTOR_STREAM, keep_out as keep_out_movers, sample_movers
 from sceneforge.scenarios.videos.video_io import apply_aug, encode_mp4
-from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look, server_world
+from sceneforge.scenarios.world.look import LOOK_STREAM, card_worlds, draw_look, server_world
+from sceneforge.core.version import __version__
+from sceneforge.engine.client import RenderClient
+from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json
+from sceneforge.scenarios.sampling.rejection import resample_while, sample_rng, visibility_failure
+from sceneforge.scenarios.videos.graphs import frame_graphs
+from sceneforge.scenarios.videos.gt_writer import write_clip_gt
 
 log = logging.getLogger(__name__)
 TASK = "videos"
@@ -110,8 +116,6 @@ def mirror_world(world: dict, plane_yaw: float) -> dict:
 
 # --- per clip ----------------------------------------------------------------------------------
 def clip_rng(cfg: VideoConfig, env_name: str, index: int, stream: int = 0) -> np.random.Generator:
-    from sceneforge.scenarios.sampling.rejection import sample_rng
-
     return sample_rng(cfg.seed, env_name, TASK, "", index, stream)
 
 
@@ -137,8 +141,6 @@ def _rules(ctx: Context) -> list:
 
 def sample_clip(ctx: Context, rng: np.random.Generator, pattern: str, asset_id: str, counts: Counter) -> mo.ClipMotion:
     """Geometric rejection sampling of one clip's motion (no rendering)."""
-    from sceneforge.scenarios.sampling.rejection import resample_while
-
     size = ctx.lib.size_cm(asset_id)
     scale = float(np.clip(max(size[0], size[1]) / 450.0, 0.25, 1.5))  # small animals: closer, slower
     cx, cy = ctx.env.sampling.centre_cm
@@ -202,8 +204,6 @@ def render_clip(
 
 
 def visibility_rule(ctx: Context, vis: list) -> str | None:
-    from sceneforge.scenarios.sampling.rejection import visibility_failure
-
     for pc in vis:
         fail = visibility_failure({SUBJECT: pc}, [SUBJECT], ctx.min_ratio, ctx.min_bbox)
         if fail:
@@ -406,8 +406,6 @@ def is_complete(out_dir: Path, env_name: str, index: int) -> bool:
 
 def write_clip(out_dir: Path, record: dict, frames: np.ndarray) -> None:
     """Four mp4s (variants are transforms of the std frames), then the record (marks done)."""
-    from sceneforge.scenarios.output.writers import atomic_write_json
-
     rec_path, vids = _paths(out_dir, record["env"], record["index"])
     for aug, path in vids.items():
         encode_mp4(apply_aug(frames, aug), path, record["fps"])
@@ -416,9 +414,6 @@ def write_clip(out_dir: Path, record: dict, frames: np.ndarray) -> None:
 
 def write_graphs(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
     """Per-frame metric scene graphs of the clip (scenarios/videos/graphs.py)."""
-    from sceneforge.scenarios.videos.graphs import frame_graphs
-    from sceneforge.scenarios.output.writers import atomic_write_json
-
     g = frame_graphs(
         ctx.lib,
         made["clip"],
@@ -435,15 +430,11 @@ def write_graphs(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
 
 def write_ground_truth(ctx: Context, out_dir: Path, index: int, made: dict) -> None:
     """Per-frame poses and boxes (always), masks / depth / flow on request: ground_truth.py."""
-    from sceneforge.scenarios.videos.gt_writer import write_clip_gt
-
     write_clip_gt(ctx, out_dir / "gt" / f"{index:06d}", made, SUBJECT)
 
 
 def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult:
     """Render the clips of ``shard`` with the render server at ``server``; skip complete ones."""
-    from sceneforge.engine.client import RenderClient
-
     cfg, out_dir = VideoConfig.from_dict(config), Path(out_dir)
     ctx = load_context(cfg)
     result, counts, t0 = ShardResult(shard.shard_id), Counter(), time.perf_counter()
@@ -468,8 +459,6 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
 
 def finalize(config: dict, out_dir: Path) -> dict:
     """Merge records in index order: metadata/{aug}.csv, clips.parquet and the dataset card."""
-    from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json
-
     cfg, out_dir = VideoConfig.from_dict(config), Path(out_dir)
     ctx = load_context(cfg)
     records = [_read_record(out_dir, ctx.env.name, i) for i in range(cfg.n)]
@@ -486,8 +475,6 @@ def finalize(config: dict, out_dir: Path) -> dict:
 
 def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
     """What the dataset is, how it was made, and the credits every used asset requires."""
-    from sceneforge.core.version import __version__
-
     ids = sorted({r["subject_asset"] for r in records} | {a for r in records for a in r["scenery_assets"]})
     return {
         "generator": f"sceneforge {__version__}",
@@ -510,8 +497,7 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
 
 def _looks(ctx) -> list[dict]:
     """Licence and credit of every HDRI/texture the environment can show (dataset card)."""
-    from sceneforge.assets_manifest.looks import looks_in
-    from sceneforge.scenarios.world.look import card_worlds
+    from sceneforge.assets_manifest.looks import looks_in  # trimesh/scipy, ~0.6 s: only the dataset card needs the asset library
 
     return ctx.lib.look_attributions(**looks_in(card_worlds(ctx.env)))
 

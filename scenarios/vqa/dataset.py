@@ -11,16 +11,15 @@ import numpy as np
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json
+from sceneforge.scenarios.output.scene_graph import coco_annotations, graph_rows
+from sceneforge.scenarios.sampling.rejection import sample_rng
+from sceneforge.scenarios.vqa.record import load_scene
+from sceneforge.scenarios.vqa.templates import CATEGORIES, Rules, letter_options, questions
 
 
 def write_dataset(cfg, out: Path, samples: list[tuple[str, int]]) -> dict:
     import pandas as pd
     from PIL import Image
-
-    from sceneforge.scenarios.sampling.rejection import sample_rng
-    from sceneforge.scenarios.output.scene_graph import coco_annotations, graph_rows
-    from sceneforge.scenarios.vqa.record import load_scene
-    from sceneforge.scenarios.vqa.templates import CATEGORIES, Rules, letter_options, questions
 
     rules = Rules(cfg.min_visible_ratio, cfg.min_bbox_px, cfg.margin_deg, cfg.rank_gap)
     counters: Counter = Counter()

@@ -13,8 +13,10 @@ import json
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.core.paths import inside
+from sceneforge.core.paths import check_component, inside
 from sceneforge.engine.world import Actor, Camera, Rotator, Transform
+from sceneforge.engine import limits
+from sceneforge.scenarios.output.writers import encode_image
 
 SCHEMA = "sceneforge.scene_record/1"
 
@@ -104,8 +106,6 @@ def read_record(path: Path) -> tuple[dict, Path]:
 def check_record(rec, where: str) -> None:
     """ConfigError naming ``where``, the field and its value unless ``rec`` has everything
     :func:`rerender` reads, each of the right type and within the server's bounds."""
-    from sceneforge.core.paths import check_component
-
     rec = _field(rec, dict, where, "the record", "a JSON object (env, world, actors, camera, image, files)")
     try:
         check_component(rec.get("env"), "env")  # a name: never a path to a YAML file elsewhere
@@ -151,8 +151,6 @@ def _field(value, kind: type, where: str, at: str, expected: str):
 
 def _vector(value, where: str, at: str, bounds: str | None = None) -> list:
     """Three numbers; with ``bounds`` within the server's limits for a location/rotation/scale."""
-    from sceneforge.engine import limits
-
     if (
         not isinstance(value, list)
         or len(value) != 3
@@ -195,8 +193,6 @@ def camera_from_record(rec: dict) -> Camera:
 
 def rerender(rec: dict, client) -> bytes:
     """Replay the record on a connected :class:`engine.client.RenderClient`; the encoded image."""
-    from sceneforge.scenarios.output.writers import encode_image
-
     client.set_world(rec["world"])
     client.reset()
     client.spawn(actors_from_record(rec))

@@ -30,6 +30,8 @@ from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResul
 from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json, encode_image, kind_bytes, kind_file
 from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.vqa.record import load_scene, scene_path  # noqa: F401  (re-exported)
+from sceneforge.engine.world import instance_color
+from sceneforge.scenarios.vqa.record import scene_record
 
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
@@ -75,6 +77,7 @@ class VqaConfig(ScenarioConfig):
 
     def env(self, name: str):
         """The environment ``name`` rebuilt from the recorded content."""
+        # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.world.environments import load_frozen_env
 
         return load_frozen_env(self.env_files, name)
@@ -110,6 +113,7 @@ class VqaConfig(ScenarioConfig):
         """The environments' content, read once (never looked up by name again)."""
         if self.env_files is not None:
             return self
+        # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.world.environments import freeze_envs
 
         return replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
@@ -178,6 +182,7 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
 
 def finalize(config: dict, out_dir: Path) -> dict:
+    # ~31 ms: kept off `sceneforge --help` (the CLI parser imports this module)
     from sceneforge.scenarios.vqa.dataset import write_dataset
 
     cfg = parse_config(config)
@@ -187,6 +192,7 @@ def finalize(config: dict, out_dir: Path) -> dict:
 def with_relations(graph: dict, objs: list, cam) -> dict:
     """``graph`` with every ordered pair's relation (the scene record's contract: all objects,
     clutter included), in :func:`scenarios.output.scene_graph.scene_graph`'s order and key position."""
+    # ~4 ms: kept off `sceneforge --help` (the CLI parser imports this module)
     from sceneforge.scenarios.output.scene_graph import relations
 
     graph["relations"] = relations(objs, cam)
@@ -201,6 +207,7 @@ class Maker:
 
     def env(self, name: str):
         if name not in self._envs:
+            # shapely, ~19 ms: kept off `sceneforge --help` (the CLI parser imports this module)
             from sceneforge.scenarios.sparrta.scene import ShapeCache
 
             env = self._load_env(name)
@@ -213,6 +220,7 @@ class Maker:
         return self.make(*locate(self.cfg, index))
 
     def make(self, env_name: str, i: int) -> dict:
+        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sampling.rejection import sample_rng
 
         env = self.env(env_name)
@@ -238,7 +246,7 @@ class Maker:
     def place(self, env, env_name: str, rng, counts):
         from dataclasses import replace
 
-        from sceneforge.engine.world import instance_color
+        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sampling.rejection import no_overlap, resample_while, sample_object
 
         s, shapes = env.sampling, self._shapes[env_name]
@@ -267,7 +275,10 @@ class Maker:
         return placed, actors
 
     def view(self, env, env_name, i, rng, placed, actors, counts) -> dict | None:
+        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sampling.rejection import camera_clear, in_frame, resample_while, sample_camera
+
+        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.vqa.templates import Rules, passes
 
         s, cfg = env.sampling, self.cfg
@@ -319,6 +330,7 @@ class Maker:
         colours, class, unscaled size in cm): built once per scene, shared by all its views."""
         from dataclasses import replace
 
+        # ~4 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.output.scene_graph import SceneObject
 
         lib = self._shapes[env_name].lib
@@ -336,13 +348,12 @@ class Maker:
         """The view's graph without relations (``relations: []``): enough for the visibility rule.
         A city scene has ~68 objects = ~4,600 ordered pairs, and most views are rejected, so the
         relations are added (:func:`with_relations`) only to the view that is written."""
+        # ~4 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.output.scene_graph import scene_graph
 
         return scene_graph(objs, cam, world=self._envs[env_name].world, visibility=vis, relate=())
 
     def write(self, env, env_name, i, actors, colors, cam, graph) -> dict:
-        from sceneforge.scenarios.vqa.record import scene_record
-
         cfg = self.cfg
         more = rendered_kinds(cfg)
         img = self.client.render(0, ("lit", *more.values()), camera=cam)

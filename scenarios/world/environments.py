@@ -49,6 +49,7 @@ class Environment:
     def library(self):
         """The asset library clutter draws from: given, or default + the env's own manifests."""
         if self._library is None:
+            # trimesh/scipy, ~0.6 s: only clutter needs the asset library
             from sceneforge.assets_manifest.library import shared_default_library
 
             self._library = shared_default_library(tuple(self.asset_packs()), self.licenses)
@@ -258,6 +259,7 @@ def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str
 
     With ``text`` the YAML is parsed from it and the path only names the file in messages and
     anchors relative asset packs (what :func:`load_frozen_env` does in workers)."""
+    # trimesh/scipy, ~0.6 s: only when an env is parsed (list_envs, configs need none)
     from sceneforge.assets_manifest.schema import KNOWN_CLASSES, read_yaml, read_yaml_text, validation_message
 
     path = Path(name_or_path) if text is not None else env_path(name_or_path)
