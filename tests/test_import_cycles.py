@@ -128,7 +128,7 @@ FUNCTION_LEVEL_BUDGET = {
     "renderfarm": 1,
     "sceneforge": 37,
     "engine": 10,
-    "scenarios": 33,
+    "scenarios": 32,
 }
 
 

@@ -209,7 +209,7 @@ def pose_block(location: Sequence[float], rotation: Sequence[float]) -> dict:
 def display_label(cls: str) -> str:
     """SpaRRTa-style actor label: ``fire_hydrant`` -> ``FireHydrant``, ``rock`` -> ``Rock``; a class
     declared by an asset pack uses its declared ``label`` (``assets_manifest.schema.class_label``)."""
-    from sceneforge.assets_manifest.schema import class_label
+    from sceneforge.assets_manifest.schema import class_label  # trimesh/scipy via assets_manifest, ~0.6 s
 
     return class_label(cls)
 

@@ -14,6 +14,7 @@ from typing import Callable
 
 from sceneforge.core.config_names import check_image_size
 from sceneforge.core.errors import ConfigError
+from sceneforge.engine.server.renderers import parse_spec
 from sceneforge.scenarios.config import ScenarioConfig, comma_list, option
 from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES
 from sceneforge.scenarios.sampling.relations import LABELS, check_margin
@@ -119,7 +120,7 @@ class SparrtaConfig(ScenarioConfig):
     def env(self, name: str):
         """The environment ``name`` (or the reference it was given as), rebuilt from the recorded
         content, with its asset library filtered by :attr:`licenses`."""
-        from sceneforge.scenarios.world.environments import load_frozen_env
+        from sceneforge.scenarios.world.environments import load_frozen_env  # pydantic+shapely, ~90 ms: off `--help`
 
         return load_frozen_env(self.env_files, name, licenses=self.licenses)
 
@@ -133,7 +134,7 @@ class SparrtaConfig(ScenarioConfig):
 
     def complete(self, source: str) -> "SparrtaConfig":
         """The environments' content, read once (CLI, Python API) or checked when recorded."""
-        from sceneforge.scenarios.world.environments import freeze_envs
+        from sceneforge.scenarios.world.environments import freeze_envs  # pydantic+shapely, ~90 ms: off `--help`
 
         if self.env_files is None:
             return replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
@@ -176,7 +177,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
         "must be a non-empty list of license families, e.g. [cc0, cc-by]",
     )
     if c.licenses:  # `--licenses gpl`: name the licence before anything is written
-        from sceneforge.assets_manifest.library import check_licenses_known
+        from sceneforge.assets_manifest.library import check_licenses_known  # trimesh/scipy, ~0.6 s: off `--help`
 
         check_licenses_known(tuple(c.licenses))
     need(
@@ -204,8 +205,6 @@ def _check(c: SparrtaConfig, src: str) -> None:
             except ConfigError as e:
                 raise ConfigError(f"{src}: {f}: {e}") from None
     if c.renderer is not None:
-        from sceneforge.engine.server.renderers import parse_spec
-
         try:
             parse_spec(c.renderer)
         except ConfigError as e:
