@@ -8,20 +8,18 @@ equals the hflip variant on mixed patterns too."""
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from sceneforge.engine.world import Actor
 from sceneforge.scenarios.contract import Shard
 from sceneforge.scenarios.videos import dsi
 from sceneforge.scenarios.videos import dsi_eval
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos import scenario as videos
 from sceneforge.scenarios.videos.video_io import apply_aug, decode_mp4
+from video_helpers import mirror_pair
 
 CONFIG = {
     "env": "city",
@@ -125,21 +123,7 @@ def test_rendered_mirror_world_equals_hflip_variant_on_mixed_patterns(render_cli
     rendered, equals the hflip of the std frames (>= 99 % of lit pixels within 8/255, >= 99.9 %
     identical mask pixels; the unflipped frames fail), and its motion answers as hflip's GT."""
     ctx = videos.load_context(videos.VideoConfig.from_dict({**CONFIG, "distractors": 0}))
-    world = ctx.env.world
-    world["ground"].update(texture="flat", relief_amplitude=0.0)
-    rng = np.random.default_rng(seed)
-    clip = videos.sample_clip(ctx, rng, pattern, "proc_taxi", Counter())
-    scenery = ctx.env.clutter(rng, keep_out=mo.keep_out(clip))
-    subject = Actor("subject", "proc_taxi", mo.subject_transform(clip, 0))
-    kinds = ("lit", "object_mask")
-    std, _ = videos.render_frames(render_client, clip, subject, scenery, world, ctx.fov, ctx.size, kinds, False)
-    origin, plane_yaw = mo.mirror_plane(clip)
-    m_scenery = [replace(a, transform=mo.mirror_transform(a.transform, origin, plane_yaw)) for a in scenery]
-    m_subject = replace(subject, transform=mo.mirror_transform(subject.transform, origin, plane_yaw))
-    m_clip = mo.hflip_motion(clip)
-    mir, _ = videos.render_frames(
-        render_client, m_clip, m_subject, m_scenery, videos.mirror_world(world, plane_yaw), ctx.fov, ctx.size, kinds, False
-    )
+    clip, m_clip, std, mir = mirror_pair(render_client, ctx, pattern, seed)
     flipped = apply_aug(std["lit"], "hflip").astype(int)
     assert (np.abs(flipped - mir["lit"]).max(-1) <= 8).mean() >= 0.99
     assert (np.abs(std["lit"].astype(int) - mir["lit"]).max(-1) <= 8).mean() < 0.95

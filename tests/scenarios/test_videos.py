@@ -7,8 +7,6 @@ import hashlib
 import json
 import subprocess
 import sys
-from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -17,12 +15,12 @@ import pandas as pd
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.engine.world import Actor
 from sceneforge.scenarios.contract import Shard
 from sceneforge.scenarios.videos import dsi
 from sceneforge.scenarios.videos import scenario as videos
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos.video_io import apply_aug, decode_mp4, encode_mp4, probe_mp4
+from video_helpers import mirror_pair
 
 CONFIG = {
     "env": "city",
@@ -101,24 +99,6 @@ def test_bad_videos_config_names_the_field():
 
 
 # --- rendering ---------------------------------------------------------------------------------
-def _mirror_pair(client, ctx, pattern, seed):
-    """Render a clip and its mirrored world (flat untextured ground, mirrored sun/actors)."""
-    world = ctx.env.world
-    world["ground"].update(texture="flat", relief_amplitude=0.0)
-    rng = np.random.default_rng(seed)
-    clip = videos.sample_clip(ctx, rng, pattern, "proc_taxi", Counter())
-    scenery = ctx.env.clutter(rng, keep_out=mo.keep_out(clip))
-    subject = Actor("subject", "proc_taxi", mo.subject_transform(clip, 0))
-    kinds = ("lit", "object_mask")
-    std, _ = videos.render_frames(client, clip, subject, scenery, world, ctx.fov, ctx.size, kinds, False)
-    origin, plane_yaw = mo.mirror_plane(clip)
-    m_scenery = [replace(a, transform=mo.mirror_transform(a.transform, origin, plane_yaw)) for a in scenery]
-    m_subject = replace(subject, transform=mo.mirror_transform(subject.transform, origin, plane_yaw))
-    m_clip = mo.hflip_motion(clip)
-    mir, _ = videos.render_frames(
-        client, m_clip, m_subject, m_scenery, videos.mirror_world(world, plane_yaw), ctx.fov, ctx.size, kinds, False
-    )
-    return clip, m_clip, std, mir
 
 
 @pytest.mark.render
@@ -138,7 +118,7 @@ def test_mirror_test_rendered_mirror_world_equals_hflip_variant(render_client, p
     on the horizon line and silhouette edges) and >= 99.9% identical object_mask pixels.
     The unflipped frames fail the same check (measured 71-83%), so the test can fail."""
     ctx = videos.load_context(videos.VideoConfig.from_dict(CONFIG))
-    clip, m_clip, std, mir = _mirror_pair(render_client, ctx, pattern, seed)
+    clip, m_clip, std, mir = mirror_pair(render_client, ctx, pattern, seed)
     flipped = apply_aug(std["lit"], "hflip").astype(int)
     close = (np.abs(flipped - mir["lit"]).max(-1) <= 8).mean()
     assert close >= 0.99, close
