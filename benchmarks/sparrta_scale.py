@@ -154,6 +154,7 @@ def run_rows(args) -> None:
 DATASETS = {
     "desert_ego": "--env desert --task ego --n 5000",
     "city_ego": "--env city --task ego --n 5000",
+    "desert_ego_balanced": "--env desert --task ego --n 5000 --camera-policy balanced",
     "abl_ego_sparrta": "--env desert --task ego --n 2500 --camera-policy sparrta",
     "abl_ego_balanced": "--env desert --task ego --n 2500 --camera-policy balanced",
     "abl_ego_minbbox24": "--env desert --task ego --n 2500 --min-bbox-px 24",
@@ -168,6 +169,11 @@ PLAN = [  # (datasets it needs, run flags)
         ABL_1K + " --row ablation:balanced={abl_ego_balanced} --row ablation:sparrta={abl_ego_sparrta}",
     ),
     (["desert_ego"], "--layers 9 --n-train 2000,4000 --row curve:desert={desert_ego}"),
+    # the row that decides issue 34's goal: Efficient at 4,000 on data whose source box is at chance
+    (
+        ["desert_ego_balanced"],
+        "--layers 9 --extract-layers 9,12 --n-train 1000,2000,4000 --row curve:desert_balanced={desert_ego_balanced}",
+    ),
     (["city_ego"], "--layers 9 --extract-layers 9,12 --n-train 400,1000,2000,4000 --row curve:city={city_ego}"),
     (
         ["abl_ego_minbbox24", "abl_allo_random", "abl_allo_face"],
