@@ -11,7 +11,7 @@ scene, camera and look, so none of this ordering reaches the bytes written.
 
 :class:`ServerRequests` is a mixin of ``Session``; it uses the session's ``cfg``, ``client``,
 ``env()``, ``early`` and the server-state fields set in ``Session.__init__`` (``_world``,
-``_scene_key``, ``_sent_look``, ``_look``, ``_colors``, ``_session_id``).
+``_scene_key``, ``_sent_look``, ``_look``, ``_colors``, ``colors_kept``, ``_session_id``).
 """
 
 from __future__ import annotations
@@ -65,8 +65,9 @@ class ServerRequests:
         key = group.key
 
         def keep_colors() -> None:
+            self._colors.pop(key, None)  # a group shown again is the newest (least recently used goes)
             self._colors[key] = colors()
-            while len(self._colors) > 4:  # the groups of the samples in flight, at most
+            while len(self._colors) > self.colors_kept:
                 del self._colors[next(iter(self._colors))]
 
         reads.append(keep_colors)
@@ -74,7 +75,14 @@ class ServerRequests:
         return reads
 
     def colors_of(self, group: Group) -> dict[str, tuple[int, int, int]]:
-        """The server's instance colours of ``group``'s actors (read when it was shown)."""
+        """The server's instance colours of ``group``'s actors (read when it was shown).
+
+        Kept for the ``colors_kept`` groups shown last (least recently shown goes first): enough
+        for a group shown for a sample queued ahead to outlast every scene the samples before it
+        can still try. Before 2026-11-27 the cache kept 4 groups by first insertion, so a sample
+        whose group had been shown before the next samples' groups were queued ahead lost its
+        colours and ``generate`` stopped with a ``KeyError`` (desert ego at 5,000,
+        ``--camera-policy balanced --min-bbox-px 24``: many candidates per sample)."""
         if group.key not in self._colors:
             self.settle()
         return self._colors[group.key]

@@ -179,6 +179,10 @@ class Session(ServerRequests):
         self._sent_look: dict | None = None
         self._scene_key = None
         self._colors: dict[tuple, dict[str, tuple[int, int, int]]] = {}  # per scene group: the server's
+        # colours kept for the groups shown last (requests.colors_of): a group shown for a sample
+        # queued ahead must outlast every attempt of the samples before it (each attempt after the
+        # first is its own group) and the other queued samples' groups
+        self.colors_kept = (EARLY_DEPTH + 1) * (scene_budget(cfg) + 1)
         self.writer = BackgroundWriter()  # encodes + writes while the next sample renders
         self.lookahead = Lookahead(self._start_quietly)  # the next samples' first steps, while this one renders
         self._session_id = uuid.uuid4().hex[:12]  # names this session's requests on a shared server

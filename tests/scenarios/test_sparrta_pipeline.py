@@ -161,3 +161,37 @@ def test_generates_through_the_stock_unrealcv_path(server, tmp_path, monkeypatch
             du = np.nonzero(tgt)[1].mean() - np.nonzero(src)[1].mean()
             dz = np.median(depth[tgt]) - np.median(depth[src])
             assert {"right": du > 0, "left": du < 0, "front": dz > 0, "back": dz < 0}[r.label], (r.index, r.label)
+
+
+@pytest.mark.render
+def test_a_groups_colours_outlast_every_group_shown_while_it_is_in_flight(render_client, tmp_path):
+    """A sample's instance colours come from the reply read when its scene group was shown; the
+    group may have been shown for it while it was queued ahead, before the samples in front of it
+    tried all their scenes. The cache keeps the ``colors_kept`` groups shown last, a group shown
+    again counting as new. Before 2026-11-27 it kept 4 by first insertion and ``generate`` stopped
+    with ``KeyError: ('desert', 'ego', 'rock_truck', 62)`` (desert ego, 5,000 samples,
+    ``--camera-policy balanced --min-bbox-px 24``)."""
+    from sceneforge.scenarios.sparrta.config import parse_config
+    from sceneforge.scenarios.sparrta.setting import setting_for, units_of
+
+    cfg = parse_config({"envs": ["desert"], "tasks": ["ego"], "n": 4, "seed": 3, "samples_per_scene": 1})
+    unit = units_of(cfg)[0]
+    session = sparrta.Session(cfg, render_client, tmp_path)
+    kept = session.colors_kept
+    assert kept >= (sparrta.EARLY_DEPTH + 1) * sparrta.scene_budget(cfg)  # every attempt of the samples ahead
+    st = setting_for(cfg, session.env(unit.env), unit.task)
+    first = session.group(unit, 0, 0, st)
+    others = [session.group(unit, 0, attempt, st) for attempt in range(1, 4)]  # a sample's own later scenes
+    others += [session.group(unit, i, 0, st) for i in range(1, kept + kept // 2)]
+    session.show(unit, first)
+    colours = dict(session.colors_of(first))
+    assert set(colours) >= {"source", "target"}
+    for g in others[: kept // 2]:
+        session.show(unit, g)
+    session.show(unit, first)  # shown again (its sample needed more candidates): now the newest
+    for g in others[kept // 2 : kept // 2 + kept - 1]:
+        session.show(unit, g)
+    assert session.colors_of(first) == colours  # kept - 1 groups later: still there, same colours
+    session.show(unit, others[kept // 2 + kept - 1])
+    assert first.key not in session._colors  # one more: the least recently shown one goes
+    assert len(session._colors) == kept
