@@ -1,0 +1,55 @@
+"""benchmarks/sparrta_scale.py (issue 34's study) runs end to end on a tiny dataset: rows are
+recorded once per (kind, name, backbone, layer, n_train) and skipped when the command runs again,
+a second backbone on the same data is its own row, and the report's tables carry every row.
+
+Real backbone (the seeded random-init ViT-S preset, no download), real heads; the data is the
+probing tests' quadrant images, whose source box gives the label away (so the layout baseline on
+the source box must beat chance)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import make_image_dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "benchmarks/sparrta_scale.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_rows_resume_per_backbone_and_the_report_has_the_study_table(tmp_path):
+    make_image_dataset(tmp_path / "data", envs=("desert",), n=(48, 24, 24), seed=3)
+    # the study table picks rows by dataset name: one of STUDY_SETS
+    data = tmp_path / "data" / "desert_ego_balanced"
+    (tmp_path / "data" / "desert_ego").rename(data)
+    out = tmp_path / "scale"
+    common = ["--out", str(out), "--cache", str(tmp_path / "cache"), "--layers", "2", "--epochs", "4", "--threads", "1"]
+    first = _run("run", *common, "--backbone", "vits14-random", "--n-train", "24,48", "--row", f"curve:desert={data}")
+    assert first.returncode == 0, first.stderr
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["backbone"], r["layer"], r["n_train"]) for r in recs] == [("vits14-random", 2, 24), ("vits14-random", 2, 48)]
+    for r in recs:
+        assert set(r["heads"]) == {"linear", "abmilp", "efficient"}
+        assert r["n_test"] == 24 and r["n_val"] == 24
+        assert r["layout"]["source"] > 0.5  # the source box is the label here (chance 0.25)
+
+    again = _run("run", *common, "--backbone", "vits14-random", "--n-train", "24,48", "--row", f"curve:desert={data}")
+    assert again.returncode == 0, again.stderr
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2  # nothing re-trained
+    assert "features of" not in again.stdout  # a finished row does not even load the data
+
+    report = _run("report", "--out", str(out))
+    assert report.returncode == 0, report.stderr
+    text = (out / "scale.md").read_text()
+    assert "| desert | desert/ego | L2 | 48 |" in text
+    study = text.split("### study")[1]
+    # the largest n_train of the set, next to SpaRRTa's published desert ViT-B numbers
+    assert "| ego | vits14-random | L2 | desert | 48 |" in study
+    assert "64.6 / 90.6 / 93.9" in study
