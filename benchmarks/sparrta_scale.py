@@ -161,6 +161,8 @@ DATASETS = {
     **{f"{env}_ego_balanced": f"--env {env} --task ego --n 5000 --camera-policy balanced" for env in ENVS},
     # issue 34 item 3 (allo): 10,000 (8,000 train), the default policy (an allo label does not follow
     # the source's image position: its source-box baseline is at chance already)
+    # the 24-px size floor on shortcut-controlled data
+    "desert_ego_balanced_mb24": "--env desert --task ego --n 5000 --camera-policy balanced --min-bbox-px 24",
     "desert_allo": "--env desert --task allo --n 10000",
     "city_allo": "--env city --task allo --n 10000",
     "abl_ego_sparrta": "--env desert --task ego --n 2500 --camera-policy sparrta",
@@ -191,16 +193,26 @@ PLAN = [  # (datasets it needs, run flags)
         ["desert_ego_balanced"],
         "--layers 9,12 --n-train 1000,2000,4000 --row curve:desert_balanced={desert_ego_balanced}",
     ),
+    # the probe's training: 300 epochs, patience 40 instead of 100 / 10 (same data, layer and n)
+    (
+        ["desert_ego_balanced"],
+        "--layers 9 --n-train 4000 --epochs 300 --patience 40 --row ablation:balanced_e300_p40={desert_ego_balanced}",
+    ),
     (["city_ego"], "--layers 9 --extract-layers 9,12 --n-train 400,1000,2000,4000 --row curve:city={city_ego}"),
     (
         ["abl_ego_minbbox24", "abl_allo_random", "abl_allo_face"],
         ABL_1K + " --row ablation:minbbox24={abl_ego_minbbox24} --row ablation:allo_random={abl_allo_random}"
         " --row ablation:allo_face={abl_allo_face}",
     ),
-    # item 3: the other four environments on balanced data, DINOv2-S, 4,000 train
+    # item 3: the other four environments on balanced data, DINOv2-S (layers 9 and 12), 4,000 train
     (
         [f"{env}_ego_balanced" for env in OTHER_ENVS],
-        "--layers 9 --extract-layers 9,12 --n-train 4000 " + _rows(OTHER_ENVS),
+        "--layers 9,12 --n-train 4000 " + _rows(OTHER_ENVS),
+    ),
+    # object size on shortcut-controlled data: balanced + a 24-px floor
+    (
+        ["desert_ego_balanced_mb24"],
+        "--layers 9,12 --n-train 1000,2000,4000 --row curve:desert_balanced_mb24={desert_ego_balanced_mb24}",
     ),
     # item 3: the ImageNet CNN control on the same five sets (stage 5, its best layer in the journal)
     (
@@ -214,7 +226,6 @@ PLAN = [  # (datasets it needs, run flags)
     (["city_allo"], "--layers 9 --n-train 8000 --row study:city_allo={city_allo}"),
     (["city_allo"], "--backbone vits14-random --layers 9 --n-train 8000 --row study:city_allo={city_allo}"),
     (["city_ego_balanced"], "--backbone vits14-random --layers 9 --n-train 4000 " + _rows(["city"])),
-    ([f"{env}_ego_balanced" for env in OTHER_ENVS], "--layers 12 --n-train 4000 " + _rows(OTHER_ENVS)),
     (
         ["desert_ego", "city_ego"],
         "--layers 12 --n-train 400,1000,2000,4000 --row curve:desert={desert_ego} --row curve:city={city_ego}",
