@@ -161,8 +161,6 @@ DATASETS = {
     **{f"{env}_ego_balanced": f"--env {env} --task ego --n 5000 --camera-policy balanced" for env in ENVS},
     # issue 34 item 3 (allo): 10,000 (8,000 train), the default policy (an allo label does not follow
     # the source's image position: its source-box baseline is at chance already)
-    # the 24-px size floor on shortcut-controlled data
-    "desert_ego_balanced_mb24": "--env desert --task ego --n 5000 --camera-policy balanced --min-bbox-px 24",
     "desert_allo": "--env desert --task allo --n 10000",
     "city_allo": "--env city --task allo --n 10000",
     "abl_ego_sparrta": "--env desert --task ego --n 2500 --camera-policy sparrta",
@@ -208,11 +206,6 @@ PLAN = [  # (datasets it needs, run flags)
     (
         [f"{env}_ego_balanced" for env in OTHER_ENVS],
         "--layers 9,12 --n-train 4000 " + _rows(OTHER_ENVS),
-    ),
-    # object size on shortcut-controlled data: balanced + a 24-px floor
-    (
-        ["desert_ego_balanced_mb24"],
-        "--layers 9,12 --n-train 1000,2000,4000 --row curve:desert_balanced_mb24={desert_ego_balanced_mb24}",
     ),
     # item 3: the ImageNet CNN control on the same five sets (stage 5, its best layer in the journal)
     (
