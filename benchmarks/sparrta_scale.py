@@ -207,6 +207,11 @@ PLAN = [  # (datasets it needs, run flags)
         [f"{env}_ego_balanced" for env in OTHER_ENVS],
         "--layers 9,12 --n-train 4000 " + _rows(OTHER_ENVS),
     ),
+    # item 3 with the longer schedule of the training row above (layer 9): the goal's measurement
+    (
+        [f"{env}_ego_balanced" for env in OTHER_ENVS],
+        "--layers 9 --n-train 4000 --epochs 300 --patience 40 " + _rows(OTHER_ENVS, kind="long"),
+    ),
     # item 3: the ImageNet CNN control on the same five sets (stage 5, its best layer in the journal)
     (
         [f"{env}_ego_balanced" for env in ENVS],
@@ -304,13 +309,14 @@ SPARRTA_VITB = {
 
 
 def study_table(recs: list[dict]) -> list[str]:
-    """Issue 34 item 3: env x head at the largest n_train of each study set, per backbone and
-    layer, with the five-environment ego mean and SpaRRTa's published ViT-B numbers beside it."""
+    """Issue 34 item 3: env x head at the largest n_train of each study set, per backbone, layer
+    and training schedule (epochs / patience), with the five-environment ego mean and SpaRRTa's
+    published ViT-B numbers beside it."""
     best: dict = {}
     for r in recs:
         if Path(r["data"]).name not in STUDY_SETS:
             continue
-        key = (r["task"], r.get("backbone", BACKBONE), r["layer"], r["env"])
+        key = (r["task"], r.get("backbone", BACKBONE), r["layer"], r["epochs"], r["patience"], r["env"])
         if key not in best or r["n_train"] > best[key]["n_train"]:
             best[key] = r
     if not best:
@@ -318,19 +324,23 @@ def study_table(recs: list[dict]) -> list[str]:
     lines = [
         "### study (issue 34 item 3): env x head, largest n_train",
         "",
-        "| task | backbone | layer | env | n_train | linear | abmilp | efficient | layout: source | target | both "
-        "| SpaRRTa ViT-B lin / abmilp / eff |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| task | backbone | layer | epochs / patience | env | n_train | linear | abmilp | efficient "
+        "| layout: source | target | both | SpaRRTa ViT-B lin / abmilp / eff |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = {e: i for i, e in enumerate(ENVS)}
-    groups = sorted({k[:3] for k in best}, key=lambda k: (k[0] != "ego", k[1] != BACKBONE, k[1], k[2]))
-    for task, backbone, layer in groups:
-        rows = sorted((r for k, r in best.items() if k[:3] == (task, backbone, layer)), key=lambda r: order.get(r["env"], 9))
+    groups = sorted({k[:5] for k in best}, key=lambda k: (k[0] != "ego", k[1] != BACKBONE, k[1], k[3], k[2]))
+    for task, backbone, layer, epochs, patience in groups:
+        rows = sorted(
+            (r for k, r in best.items() if k[:5] == (task, backbone, layer, epochs, patience)),
+            key=lambda r: order.get(r["env"], 9),
+        )
+        sched = f"{epochs} / {patience}"
         for r in rows:
             lay = r["layout"]
             ref = SPARRTA_VITB.get((r["env"], task)) or SPARRTA_VITB.get(("mean", task))
             lines.append(
-                f"| {task} | {backbone} | L{layer} | {r['env']} | {r['n_train']} | "
+                f"| {task} | {backbone} | L{layer} | {sched} | {r['env']} | {r['n_train']} | "
                 + " | ".join(_cell(r["heads"][h]) for h in HEADS)
                 + f" | {100 * lay.get('source', float('nan')):.1f} | {100 * lay.get('target', float('nan')):.1f}"
                 f" | {100 * lay.get('boxes', float('nan')):.1f} | {' / '.join(f'{x:.1f}' for x in ref)} |"
@@ -339,7 +349,7 @@ def study_table(recs: list[dict]) -> list[str]:
             mean = {h: 100 * float(np.mean([r["heads"][h]["test"] for r in rows])) for h in HEADS}
             src = 100 * float(np.mean([r["layout"].get("source", np.nan) for r in rows]))
             lines.append(
-                f"| {task} | {backbone} | L{layer} | **mean of {len(rows)}** | | "
+                f"| {task} | {backbone} | L{layer} | {sched} | **mean of {len(rows)}** | | "
                 + " | ".join(f"**{mean[h]:.1f}**" for h in HEADS)
                 + f" | {src:.1f} | | | |"
             )

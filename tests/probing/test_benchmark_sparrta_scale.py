@@ -51,5 +51,5 @@ def test_rows_resume_per_backbone_and_the_report_has_the_study_table(tmp_path):
     assert "| desert | desert/ego | L2 | 48 |" in text
     study = text.split("### study")[1]
     # the largest n_train of the set, next to SpaRRTa's published desert ViT-B numbers
-    assert "| ego | vits14-random | L2 | desert | 48 |" in study
+    assert "| ego | vits14-random | L2 | 4 / 10 | desert | 48 |" in study
     assert "64.6 / 90.6 / 93.9" in study
