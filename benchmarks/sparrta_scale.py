@@ -356,7 +356,38 @@ def study_table(recs: list[dict]) -> list[str]:
                 + " | ".join(f"**{mean[h]:.1f}**" for h in HEADS)
                 + f" | {src:.1f} | | | |"
             )
+    lines += _layer_on_val(best)
     lines.append("")
+    return lines
+
+
+def _layer_on_val(best: dict) -> list[str]:
+    """Rows with each head's layer chosen on val (per environment), where a backbone and schedule
+    has more than one layer: the fair single number when layers disagree across environments."""
+    lines = []
+    order = {e: i for i, e in enumerate(ENVS)}
+    for task, backbone, epochs, patience in sorted({(k[0], k[1], k[3], k[4]) for k in best}):
+        cands = [r for k, r in best.items() if (k[0], k[1], k[3], k[4]) == (task, backbone, epochs, patience)]
+        envs = sorted({r["env"] for r in cands}, key=lambda e: order.get(e, 9))
+        if len({r["layer"] for r in cands}) < 2:
+            continue
+        tests: dict = {h: [] for h in HEADS}
+        for env in envs:
+            rows = [r for r in cands if r["env"] == env]
+            picked = {h: max(rows, key=lambda r: (r["heads"][h]["val"], -r["layer"])) for h in HEADS}
+            for h in HEADS:
+                tests[h].append(picked[h]["heads"][h]["test"])
+            lines.append(
+                f"| {task} | {backbone} | on val | {epochs} / {patience} | {env} | {rows[0]['n_train']} | "
+                + " | ".join(f"{_cell(picked[h]['heads'][h])} L{picked[h]['layer']}" for h in HEADS)
+                + " | | | | |"
+            )
+        if len(envs) > 1:
+            lines.append(
+                f"| {task} | {backbone} | on val | {epochs} / {patience} | **mean of {len(envs)}** | | "
+                + " | ".join(f"**{100 * float(np.mean(tests[h])):.1f}**" for h in HEADS)
+                + " | | | | |"
+            )
     return lines
 
 
