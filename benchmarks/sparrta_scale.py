@@ -219,6 +219,7 @@ PLAN = [  # (datasets it needs, run flags)
         "--backbone efficientnet-lite0 --layers 5 --n-train 4000 " + _rows(ENVS),
     ),
     # item 3, allo at 10,000: DINOv2-S and the random-init control (must stay at chance)
+    (["desert_allo"], "--layers 9 " + RANDOM_2K + " --row study:desert_allo={desert_allo}"),  # = the control's n
     (["desert_allo"], "--layers 9 --n-train 4000 --subset-train 4000 --row study:desert_allo={desert_allo}"),
     (["desert_allo"], "--layers 9 --n-train 8000 --row study:desert_allo={desert_allo}"),
     # (the random-init control at 2,000 train images: it is at chance whatever n, at a quarter of the cost)
