@@ -154,6 +154,7 @@ def run_rows(args) -> None:
 
 # The study of docs/validation.md: datasets (sceneforge generate flags; seed 31) and rows in priority order.
 ENVS = ("desert", "city", "forest", "winter_town", "bridge")
+ENV_ORDER = {e: i for i, e in enumerate(ENVS)}  # table rows in SpaRRTa's environment order
 DATASETS = {
     "desert_ego": "--env desert --task ego --n 5000",
     "city_ego": "--env city --task ego --n 5000",
@@ -265,6 +266,11 @@ def study(args) -> None:
         )
 
 
+def _layout_cells(lay: dict) -> str:
+    """The three layout-baseline columns (source box, target box, all boxes), %."""
+    return " | ".join(f"{100 * lay.get(k, float('nan')):.1f}" for k in ("source", "target", "boxes"))
+
+
 def _cell(h: dict) -> str:
     return f"{100 * h['test']:.1f} [{100 * h['ci'][0]:.0f}, {100 * h['ci'][1]:.0f}]"
 
@@ -288,8 +294,7 @@ def report(args) -> None:
             lines.append(
                 f"| {r['name']} | {r['env']}/{r['task']} | L{r['layer']} | {r['n_train']} | "
                 + " | ".join(_cell(r["heads"][h]) for h in HEADS)
-                + f" | {100 * lay.get('source', float('nan')):.1f} | {100 * lay.get('target', float('nan')):.1f}"
-                f" | {100 * lay.get('boxes', float('nan')):.1f} |"
+                + f" | {_layout_cells(lay)} |"
             )
         lines.append("")
     lines += study_table(recs)
@@ -332,12 +337,11 @@ def study_table(recs: list[dict]) -> list[str]:
         "| layout: source | target | both | SpaRRTa ViT-B lin / abmilp / eff |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    order = {e: i for i, e in enumerate(ENVS)}
     groups = sorted({k[:5] for k in best}, key=lambda k: (k[0] != "ego", k[1] != BACKBONE, k[1], k[3], k[2]))
     for task, backbone, layer, epochs, patience in groups:
         rows = sorted(
             (r for k, r in best.items() if k[:5] == (task, backbone, layer, epochs, patience)),
-            key=lambda r: order.get(r["env"], 9),
+            key=lambda r: ENV_ORDER.get(r["env"], 9),
         )
         sched = f"{epochs} / {patience}"
         for r in rows:
@@ -346,8 +350,7 @@ def study_table(recs: list[dict]) -> list[str]:
             lines.append(
                 f"| {task} | {backbone} | L{layer} | {sched} | {r['env']} | {r['n_train']} | "
                 + " | ".join(_cell(r["heads"][h]) for h in HEADS)
-                + f" | {100 * lay.get('source', float('nan')):.1f} | {100 * lay.get('target', float('nan')):.1f}"
-                f" | {100 * lay.get('boxes', float('nan')):.1f} | {' / '.join(f'{x:.1f}' for x in ref)} |"
+                + f" | {_layout_cells(lay)} | {' / '.join(f'{x:.1f}' for x in ref)} |"
             )
         if len(rows) > 1:
             mean = {h: 100 * float(np.mean([r["heads"][h]["test"] for r in rows])) for h in HEADS}
@@ -366,10 +369,9 @@ def _layer_on_val(best: dict) -> list[str]:
     """Rows with each head's layer chosen on val (per environment), where a backbone and schedule
     has more than one layer: the fair single number when layers disagree across environments."""
     lines = []
-    order = {e: i for i, e in enumerate(ENVS)}
     for task, backbone, epochs, patience in sorted({(k[0], k[1], k[3], k[4]) for k in best}):
         cands = [r for k, r in best.items() if (k[0], k[1], k[3], k[4]) == (task, backbone, epochs, patience)]
-        envs = sorted({r["env"] for r in cands}, key=lambda e: order.get(e, 9))
+        envs = sorted({r["env"] for r in cands}, key=lambda e: ENV_ORDER.get(e, 9))
         if len({r["layer"] for r in cands}) < 2:
             continue
         tests: dict = {h: [] for h in HEADS}
