@@ -37,6 +37,10 @@ import numpy as np
 
 HEADS = ("linear", "abmilp", "efficient")
 BACKBONE = "dinov2-s-imgfocus"
+# The study's finished rows, committed (result tables, never data): `study` starts from them on a
+# new machine, and `report --results` reads them. Rows measured before this file existed (sessions
+# 14-15, machine lost) are only in docs/validation.md.
+RESULTS = Path(__file__).resolve().parent / "results" / "sparrta_scale.jsonl"
 
 
 def batch_for(n_train: int) -> int:
@@ -220,15 +224,19 @@ PLAN = [  # (datasets it needs, run flags)
         "--backbone efficientnet-lite0 --layers 5 --n-train 4000 " + _rows(ENVS),
     ),
     # item 3, allo at 10,000: DINOv2-S and the random-init control (must stay at chance)
-    (["desert_allo"], "--layers 9 " + RANDOM_2K + " --row study:desert_allo={desert_allo}"),  # = the control's n
-    (["desert_allo"], "--layers 9 --n-train 4000 --subset-train 4000 --row study:desert_allo={desert_allo}"),
-    (["desert_allo"], "--layers 9 --n-train 8000 --row study:desert_allo={desert_allo}"),
-    # (the random-init control at 2,000 train images: it is at chance whatever n, at a quarter of the cost)
+    # (one extraction of all 10,000 serves every n: the rows take the first n train rows)
+    (["desert_allo"], "--layers 9 --n-train 2000,4000,8000 --row study:desert_allo={desert_allo}"),
+    # the random-init control at 2,000 train images (it is at chance whatever n, at a fraction of
+    # the cost), on allo and on every environment's ego
     (["desert_allo"], "--backbone vits14-random --layers 9 " + RANDOM_2K + " --row study:desert_allo={desert_allo}"),
     (["desert_ego_balanced"], "--backbone vits14-random --layers 9 " + RANDOM_2K + " " + _rows(["desert"])),
-    (["city_allo"], "--layers 9 --n-train 8000 --row study:city_allo={city_allo}"),
+    (["city_allo"], "--layers 9 --n-train 2000,4000,8000 --row study:city_allo={city_allo}"),
     (["city_allo"], "--backbone vits14-random --layers 9 " + RANDOM_2K + " --row study:city_allo={city_allo}"),
     (["city_ego_balanced"], "--backbone vits14-random --layers 9 " + RANDOM_2K + " " + _rows(["city"])),
+    (
+        [f"{env}_ego_balanced" for env in ENVS[2:]],
+        "--backbone vits14-random --layers 9 " + RANDOM_2K + " " + _rows(ENVS[2:]),
+    ),
     (
         ["desert_ego", "city_ego"],
         "--layers 12 --n-train 400,1000,2000,4000 --row curve:desert={desert_ego} --row curve:city={city_ego}",
@@ -236,13 +244,35 @@ PLAN = [  # (datasets it needs, run flags)
 ]
 
 
+def _rows_left(flags: str, done: set) -> bool:
+    """Whether a PLAN step has a (kind, name, backbone, layer, n_train) row not in ``done``."""
+    a = _run_parser().parse_args([*flags.split(), "--out", "-"])
+    return any(
+        (kind, name, a.backbone, int(layer), int(n)) not in done
+        for kind, name in (spec.split("=", 1)[0].split(":", 1) for spec in a.row)
+        for layer in a.layers.split(",")
+        for n in a.n_train.split(",")
+    )
+
+
 def study(args) -> None:
-    """Generate what the next plan step needs (resumes a partial dataset), run the step, repeat."""
+    """Generate what the next plan step needs (resumes a partial dataset), run the step, repeat.
+
+    The rows already in the repo's RESULTS (committed at the end of each session) count as done, so
+    a new machine neither regenerates nor re-probes them: datasets are made only for steps with rows
+    left."""
+    import shutil
     import subprocess
 
     root = Path(args.root)
     data = {k: str(root / "data" / k) for k in DATASETS}
+    results = root / "scale" / "results.jsonl"
+    if not results.is_file() and RESULTS.is_file():
+        results.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(RESULTS, results)
     for needs, flags in PLAN:
+        if not _rows_left(flags.format(**data), done_keys(results)):
+            continue
         for name in needs:
             if not (Path(data[name]) / "samples.parquet").is_file():
                 cmd = (
@@ -277,7 +307,9 @@ def _cell(h: dict) -> str:
 
 def report(args) -> None:
     out = Path(args.out)
-    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    src = Path(args.results) if args.results else out / "results.jsonl"
+    recs = [json.loads(x) for x in src.read_text().splitlines()]
+    out.mkdir(parents=True, exist_ok=True)
     lines = []
     for kind in ("curve", "ablation"):
         rows = sorted((r for r in recs if r["kind"] == kind), key=lambda r: (r["name"], r["layer"], r["n_train"]))
@@ -362,7 +394,37 @@ def study_table(recs: list[dict]) -> list[str]:
             )
     lines += _layer_on_val(best)
     lines.append("")
-    return lines
+    return lines + _study_every_n(recs)
+
+
+def _study_every_n(recs: list[dict]) -> list[str]:
+    """Study-set rows measured at several n_train (allo's 2,000 / 4,000 / 8,000): how far from
+    saturated the largest n is."""
+    groups: dict = {}
+    for r in recs:
+        if Path(r["data"]).name in STUDY_SETS:
+            key = (r["task"], r["env"], r.get("backbone", BACKBONE), r["layer"], r["epochs"], r["patience"])
+            groups.setdefault(key, []).append(r)
+    many = {k: sorted(v, key=lambda r: r["n_train"]) for k, v in groups.items() if len({r["n_train"] for r in v}) > 1}
+    if not many:
+        return []
+    lines = [
+        "### study sets at every n_train",
+        "",
+        "| task | env | backbone | layer | epochs / patience | n_train | linear | abmilp | efficient "
+        "| layout: source | target | both |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (task, env, backbone, layer, epochs, patience), rows in sorted(
+        many.items(), key=lambda kv: (kv[0][0] != "ego", ENV_ORDER.get(kv[0][1], 9), kv[0][2:])
+    ):
+        for r in rows:
+            lines.append(
+                f"| {task} | {env} | {backbone} | L{layer} | {epochs} / {patience} | {r['n_train']} | "
+                + " | ".join(_cell(r["heads"][h]) for h in HEADS)
+                + f" | {_layout_cells(r['layout'])} |"
+            )
+    return lines + [""]
 
 
 def _layer_on_val(best: dict) -> list[str]:
@@ -470,6 +532,11 @@ def main(argv=None) -> int:
     st.add_argument("--threads", type=int, default=2)
     p = sub.add_parser("report", help="OUT/scale.md tables (and a curves plot)")
     p.add_argument("--out", required=True)
+    p.add_argument(
+        "--results",
+        default=None,
+        help=f"rows to report (default OUT/results.jsonl; the committed: {RESULTS.relative_to(RESULTS.parents[2])})",
+    )
     p.add_argument("--plot", default=None)
     args = ap.parse_args(argv)
     if args.cmd == "run":

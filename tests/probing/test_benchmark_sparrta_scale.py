@@ -53,3 +53,30 @@ def test_rows_resume_per_backbone_and_the_report_has_the_study_table(tmp_path):
     # the largest n_train of the set, next to SpaRRTa's published desert ViT-B numbers
     assert "| ego | vits14-random | L2 | 4 / 10 | desert | 48 |" in study
     assert "64.6 / 90.6 / 93.9" in study
+    # both n_train of the set, one row each, in the every-n table
+    every = text.split("### study sets at every n_train")[1]
+    assert "| ego | desert | vits14-random | L2 | 4 / 10 | 24 |" in every
+    assert "| ego | desert | vits14-random | L2 | 4 / 10 | 48 |" in every
+
+
+def test_a_plan_step_has_rows_left_until_every_layer_and_n_of_every_row_is_done():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import sparrta_scale as s
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    flags = "--backbone vits14-random --layers 9,12 --n-train 2000,4000 --row study:a=/x --row study:b=/y"
+    every = {
+        (k, n, "vits14-random", layer, size)
+        for k, n in (("study", "a"), ("study", "b"))
+        for layer in (9, 12)
+        for size in (2000, 4000)
+    }
+    assert not s._rows_left(flags, every)
+    for missing in every:
+        assert s._rows_left(flags, every - {missing}), missing
+    # the same rows with another backbone are not these rows
+    assert s._rows_left(flags.replace("vits14-random", "dinov2-s-imgfocus"), every)
+    # every step of the committed PLAN parses
+    data = {k: f"/d/{k}" for k in s.DATASETS}
+    assert all(s._rows_left(f.format(**data), set()) for _, f in s.PLAN)
