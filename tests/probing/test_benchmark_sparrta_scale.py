@@ -80,3 +80,43 @@ def test_a_plan_step_has_rows_left_until_every_layer_and_n_of_every_row_is_done(
     # every step of the committed PLAN parses
     data = {k: f"/d/{k}" for k in s.DATASETS}
     assert all(s._rows_left(f.format(**data), set()) for _, f in s.PLAN)
+
+
+def test_the_committed_study_rows_are_whole_unique_and_reported(tmp_path):
+    """benchmarks/results/sparrta_scale.jsonl is what docs/validation.md's study tables are made
+    from: every row names a planned dataset, carries the three heads with a test accuracy inside
+    its own CI and the three layout baselines, appears once, and `report --results` prints it."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import sparrta_scale as s
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    recs = [json.loads(x) for x in s.RESULTS.read_text().splitlines()]
+    assert recs, s.RESULTS
+    keys = [(r["kind"], r["name"], r["backbone"], r["layer"], r["n_train"], r["epochs"], r["patience"]) for r in recs]
+    assert len(set(keys)) == len(keys), "a row recorded twice"
+    for r in recs:
+        assert Path(r["data"]).name in s.DATASETS, r["data"]
+        assert set(r["heads"]) == {"linear", "abmilp", "efficient"}
+        for h in r["heads"].values():
+            assert 0.0 <= h["ci"][0] <= h["test"] <= h["ci"][1] <= 1.0, r
+        assert set(r["layout"]) >= {"source", "target", "boxes"}, r
+        assert r["n_train"] >= 1 and r["n_test"] >= 1
+    report = _run("report", "--out", str(tmp_path / "rep"), "--results", str(s.RESULTS))
+    assert report.returncode == 0, report.stderr
+    text = (tmp_path / "rep" / "scale.md").read_text()
+    study = [r for r in recs if Path(r["data"]).name in s.STUDY_SETS]
+    for r in study:
+        group = [
+            q
+            for q in study
+            if (q["task"], q["env"], q["backbone"], q["layer"], q["epochs"], q["patience"])
+            == (r["task"], r["env"], r["backbone"], r["layer"], r["epochs"], r["patience"])
+        ]
+        sched = f"{r['epochs']} / {r['patience']}"
+        if r["n_train"] == max(q["n_train"] for q in group):  # the env x head table: the largest n
+            row = f"| {r['task']} | {r['backbone']} | L{r['layer']} | {sched} | {r['env']} | {r['n_train']} |"
+            assert row in text, row
+        if len(group) > 1:  # and every n of the set in the every-n table
+            row = f"| {r['task']} | {r['env']} | {r['backbone']} | L{r['layer']} | {sched} | {r['n_train']} |"
+            assert row in text.split("### study sets at every n_train")[1], row
