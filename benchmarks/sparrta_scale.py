@@ -237,6 +237,9 @@ PLAN = [  # (datasets it needs, run flags)
         [f"{env}_ego_balanced" for env in ENVS[2:]],
         "--backbone vits14-random --layers 9 " + RANDOM_2K + " " + _rows(ENVS[2:]),
     ),
+    # allo with the longer schedule of the ego rows (layer 9, 8,000 train): does Efficient catch up?
+    (["desert_allo"], "--layers 9 --n-train 8000 --epochs 300 --patience 40 --row long:desert_allo={desert_allo}"),
+    (["city_allo"], "--layers 9 --n-train 8000 --epochs 300 --patience 40 --row long:city_allo={city_allo}"),
     (
         ["desert_ego", "city_ego"],
         "--layers 12 --n-train 400,1000,2000,4000 --row curve:desert={desert_ego} --row curve:city={city_ego}",
