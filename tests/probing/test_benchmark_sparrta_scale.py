@@ -24,6 +24,16 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def _scale_module():
+    """benchmarks/sparrta_scale.py as a module (benchmarks/ is not a package)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import sparrta_scale
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return sparrta_scale
+
+
 def test_rows_resume_per_backbone_and_the_report_has_the_study_table(tmp_path):
     make_image_dataset(tmp_path / "data", envs=("desert",), n=(48, 24, 24), seed=3)
     # the study table picks rows by dataset name: one of STUDY_SETS
@@ -60,11 +70,7 @@ def test_rows_resume_per_backbone_and_the_report_has_the_study_table(tmp_path):
 
 
 def test_a_plan_step_has_rows_left_until_every_layer_and_n_of_every_row_is_done():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import sparrta_scale as s
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    s = _scale_module()
     flags = "--backbone vits14-random --layers 9,12 --n-train 2000,4000 --row study:a=/x --row study:b=/y"
     every = {
         (k, n, "vits14-random", layer, size)
@@ -86,11 +92,7 @@ def test_the_committed_study_rows_are_whole_unique_and_reported(tmp_path):
     """benchmarks/results/sparrta_scale.jsonl is what docs/validation.md's study tables are made
     from: every row names a planned dataset, carries the three heads with a test accuracy inside
     its own CI and the three layout baselines, appears once, and `report --results` prints it."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import sparrta_scale as s
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+    s = _scale_module()
     recs = [json.loads(x) for x in s.RESULTS.read_text().splitlines()]
     assert recs, s.RESULTS
     # once per resume key (study skips by it: a second schedule is its own kind, e.g. long:)
