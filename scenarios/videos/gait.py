@@ -14,6 +14,16 @@ them (the *turning gait*): the feet's ground speed is the arc speed of the neutr
 Swing interpolates (smoothstep) from lift-off to the next touchdown in the body frame, with a
 sine lift. Everything is a pure function of the root track, the gait parameters and ``phase0``.
 
+The phase advances with the ground the feet cover (``adaptive`` gaits, all new clips): its rate is
+the ground speed of the fastest neutral foot point / stride, at least ``MIN_RATE_SHARE`` of the
+nominal cadence. A constant-speed track keeps the constant cadence; a track whose speed varies (a
+stop-and-go, a corner turned in place at 300 deg/s) steps faster where the feet travel faster, so
+a stance never covers more than ``stride x duty`` of ground and every planted foot stays within
+the leg's reach. (With a constant cadence chosen from the mean speed, a quick corner asked a
+planted hoof to follow the body further than the leg reaches: the IK fell short, so the foot slid
+up to 27 cm and rose up to 22 cm while "planted": issue 49 item 5.) Records without the flag
+(older clips) keep the constant cadence.
+
 Units: cm, s, degrees, UE axes (X forward, Y right, Z up; yaw + turns clockwise from above).
 """
 
@@ -37,6 +47,8 @@ GAITS = {
 FROUDE_SWITCH = {2: 0.5, 4: 0.4}
 MIN_SPEED_CMS = 2.0  # below this the subject stands
 MAX_DUTY_REACH = 0.9  # a stance may use at most this share of the leg's horizontal reach
+MIN_RATE_SHARE = 0.5  # an adaptive phase never slows below this share of the nominal cadence
+PHASE_SUBSTEPS = 16  # integration samples of an adaptive phase per frame interval
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,7 @@ class Gait:
     cadence_hz: float  # cycles per second (0 when standing)
     phase0: float  # phase at t = 0
     lift_cm: float  # swing height
+    adaptive: bool = False  # the phase follows the feet's ground travel (module docstring)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -64,9 +77,11 @@ class Gait:
             float(d["cadence_hz"]),
             float(d["phase0"]),
             float(d["lift_cm"]),
+            bool(d.get("adaptive", False)),
         )
 
     def phase(self, t: np.ndarray | float) -> np.ndarray:
+        """The constant-cadence phase (a non-adaptive gait's; see :class:`PhaseMap` otherwise)."""
         return self.phase0 + self.cadence_hz * np.asarray(t, float)
 
 
@@ -83,7 +98,7 @@ def choose_gait(n_legs: int, speed_cms: float, leg_cm: float, reach_cm: float, p
     stride = min(stride, 2.0 * MAX_DUTY_REACH * reach_cm / duty)  # a planted foot stays within reach
     stride = max(stride, 0.15 * leg_cm)  # tiny steps: at most ~ speed / 0.15 leg
     lift = (0.12 if fast else 0.08) * leg_cm
-    return Gait(name, duty, offsets, float(stride), float(speed_cms / stride), float(phase0), float(lift))
+    return Gait(name, duty, offsets, float(stride), float(speed_cms / stride), float(phase0), float(lift), True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,12 +153,57 @@ def effective_speed(path: RootPath, neutral: np.ndarray) -> float:
     return best
 
 
+class PhaseMap:
+    """Gait phase as a function of time along one root path, and its inverse.
+
+    Non-adaptive (or standing) gaits: ``phase0 + cadence x t``. Adaptive: the integral of
+    ``max(v(t) / stride, MIN_RATE_SHARE x cadence)``, ``v`` the ground speed of the fastest neutral
+    foot point, sampled ``PHASE_SUBSTEPS`` times per frame interval; before the first and after the
+    last sample the rate of the end interval continues (the path extrapolates linearly too). The
+    rate is > 0, so the map is strictly increasing and :meth:`time_of` inverts it."""
+
+    def __init__(self, path: RootPath, gait: Gait, neutral: np.ndarray):
+        self.gait = gait
+        self.t = self.p = None
+        if not gait.adaptive or gait.cadence_hz <= 0.0 or len(path.times) < 2:
+            return
+        T = path.times
+        sub = np.linspace(0.0, 1.0, PHASE_SUBSTEPS + 1)[:-1]
+        tt = np.append((T[:-1, None] + sub[None, :] * np.diff(T)[:, None]).ravel(), T[-1])
+        xyz, yaw = path.at(tt)
+        v = np.zeros(len(tt) - 1)
+        for p in np.asarray(neutral, float):
+            w = to_world(xyz, yaw, np.repeat(p[None], len(tt), 0))
+            v = np.maximum(v, np.linalg.norm(np.diff(w[:, :2], axis=0), axis=1) / np.diff(tt))
+        rate = np.maximum(v / gait.stride_cm, MIN_RATE_SHARE * gait.cadence_hz)
+        self.t, self.rate = tt, rate
+        self.p = gait.phase0 + np.concatenate([[0.0], np.cumsum(rate * np.diff(tt))])
+
+    def phase(self, t: np.ndarray | float) -> np.ndarray:
+        """Phase (cycles) at times ``t`` (s)."""
+        t = np.asarray(t, float)
+        if self.t is None:
+            return self.gait.phase(t)
+        out = np.interp(t, self.t, self.p)
+        out = np.where(t < self.t[0], self.p[0] + (t - self.t[0]) * self.rate[0], out)
+        return np.where(t > self.t[-1], self.p[-1] + (t - self.t[-1]) * self.rate[-1], out)
+
+    def time_of(self, phase: np.ndarray | float) -> np.ndarray:
+        """Time (s) at which the phase is ``phase`` (the inverse of :meth:`phase`)."""
+        phase = np.asarray(phase, float)
+        if self.t is None:
+            return (phase - self.gait.phase0) / self.gait.cadence_hz
+        out = np.interp(phase, self.p, self.t)
+        out = np.where(phase < self.p[0], self.t[0] + (phase - self.p[0]) / self.rate[0], out)
+        return np.where(phase > self.p[-1], self.t[-1] + (phase - self.p[-1]) / self.rate[-1], out)
+
+
 def foot_targets(
-    path: RootPath, gait: Gait, neutral: np.ndarray, times: np.ndarray, ground
+    path: RootPath, gait: Gait, neutral: np.ndarray, times: np.ndarray, ground, phases: PhaseMap | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Body-frame foot targets (T,F,3), stance flags (T,F) and stance ids (T,F) (the cycle a
     planted foot belongs to; -1 in swing). ``neutral`` (F,3) are the feet's rest points (z = the
-    foot point's height above the ground)."""
+    foot point's height above the ground); ``phases`` the gait's :class:`PhaseMap` on ``path``."""
     T, F = len(times), len(neutral)
     out, stance, ids = np.zeros((T, F, 3)), np.zeros((T, F), bool), np.full((T, F), -1, np.int64)
     xyz, yaw = path.at(times)
@@ -153,25 +213,26 @@ def foot_targets(
             w[:, 2] = ground(w[:, 0], w[:, 1]) + p[2]
             out[:, f] = to_local(xyz, yaw, w)
         return out, np.ones((T, F), bool), np.zeros((T, F), np.int64)
+    pm = phases if phases is not None else PhaseMap(path, gait, neutral)
 
     def planted(f: int, k: np.ndarray) -> np.ndarray:
         """World point of foot f in stance cycle k (neutral point at mid-stance, on the ground)."""
-        t_mid = (k + gait.duty / 2.0 - gait.phase0 - gait.offsets[f]) / gait.cadence_hz
+        t_mid = pm.time_of(k + gait.duty / 2.0 - gait.offsets[f])
         r_xyz, r_yaw = path.at(t_mid)
         w = to_world(r_xyz, r_yaw, np.repeat(neutral[f][None], len(k), 0))
         w[:, 2] = ground(w[:, 0], w[:, 1]) + neutral[f][2]  # the foot point's height above its ground
         return w
 
     for f in range(F):
-        ph = gait.phase(times) + gait.offsets[f]
+        ph = pm.phase(times) + gait.offsets[f]
         k = np.floor(ph).astype(np.int64)
         frac = ph - k
         st = frac < gait.duty
         stance[:, f], ids[:, f] = st, np.where(st, k, -1)
         local_st = to_local(xyz, yaw, planted(f, k))
         # swing: from lift-off of cycle k (in the body frame then) to touchdown of cycle k+1
-        t_off = (k + gait.duty - gait.phase0 - gait.offsets[f]) / gait.cadence_hz
-        t_on = (k + 1 - gait.phase0 - gait.offsets[f]) / gait.cadence_hz
+        t_off = pm.time_of(k + gait.duty - gait.offsets[f])
+        t_on = pm.time_of(k + 1 - gait.offsets[f])
         a = to_local(*path.at(t_off), planted(f, k))
         b = to_local(*path.at(t_on), planted(f, k + 1))
         s = np.clip((frac - gait.duty) / max(1.0 - gait.duty, 1e-9), 0.0, 1.0)

@@ -556,6 +556,7 @@ class PosedRig:
     wheel_spin_deg: np.ndarray  # (T,W)
     wheel_steer_deg: np.ndarray  # (T,W)
     fps: float = 1.0
+    phase: np.ndarray | None = None  # (T,) gait phase per frame (None: no gait)
 
     @property
     def n_frames(self) -> int:
@@ -582,7 +583,7 @@ class PosedRig:
         out: dict = {"kind": self.rig.kind}
         if self.gait is not None:
             out["gait"] = self.gait.name
-            out["phase"] = float(self.gait.phase(t / self.fps))
+            out["phase"] = float(self.phase[t] if self.phase is not None else self.gait.phase(t / self.fps))
             out["stance"] = [bool(s) for s in self.stance[t]]
         if self.rig.wheels:
             out["wheel_spin_deg"] = [float(v) for v in self.wheel_spin_deg[t]]
@@ -616,16 +617,22 @@ def pose_rig(
     F = len(rig.legs)
     feet_local = np.zeros((T, F, 3))
     stance, sid = np.ones((T, F), bool), np.zeros((T, F), np.int64)
+    phase = None
     if F:
         neutral = rig.neutral_feet()
         if gait is None:
             gait = ga.choose_gait(F, ga.effective_speed(path, neutral), rig.leg_cm, rig.reach_cm(), phase0)
-        feet_local, stance, sid = ga.foot_targets(path, gait, neutral, times, ground)
+        pm = ga.PhaseMap(path, gait, neutral)
+        phase = pm.phase(times)
+        feet_local, stance, sid = ga.foot_targets(path, gait, neutral, times, ground, pm)
     spin, steer = _wheels(rig, path, phase0)
     transforms, feet_world = [], np.zeros((T, F, 3))
     for t in range(T):
         Ry = yaw_matrix(yaw[t])
-        to_w = lambda p, o=location[t], R=Ry: o + R @ np.asarray(p, float)  # noqa: E731
+        drop = crouch_cm(rig, feet_local[t])
+        feet_local[t, :, 2] += drop  # the targets stay where they are in the world
+        o_t = location[t] - np.array([0.0, 0.0, drop])
+        to_w = lambda p, o=o_t, R=Ry: o + R @ np.asarray(p, float)  # noqa: E731
         fwd, up = Ry[:, 0], np.array([0.0, 0.0, 1.0])
         knees, feet = [], []
         for i, lg in enumerate(rig.legs):
@@ -657,7 +664,25 @@ def pose_rig(
                 R = Ry @ yaw_matrix(steer[t, p.index]) @ Rotator(-(spin[t, p.index] + p.angle), 0.0, 0.0).matrix()
                 row.append(placed(p.shape, p.size, to_w(wh.centre), R))
         transforms.append(row)
-    return PosedRig(rig, gait, transforms, feet_world, stance, sid, spin, steer, float(fps))
+    return PosedRig(rig, gait, transforms, feet_world, stance, sid, spin, steer, float(fps), phase)
+
+
+CROUCH_REACH = 0.995  # a leg straightens to at most this share of its length before the body lowers
+
+
+def crouch_cm(rig: Rig, feet_local: np.ndarray) -> float:
+    """How far (cm) the body lowers so that every leg reaches its target ``feet_local`` (F,3)
+    (body frame). On a slope a foot planted downhill is further below its hip than on flat
+    ground; instead of the foot stopping short (sliding and hovering while planted) the body
+    bends its legs, as an animal on a slope does. 0 on flat ground."""
+    drop = 0.0
+    for lg, target in zip(rig.legs, feet_local):
+        reach = CROUCH_REACH * (lg.upper + lg.lower)
+        d = np.asarray(target, float) - np.asarray(lg.hip, float)
+        horiz2 = float(d[0] ** 2 + d[1] ** 2)
+        if horiz2 < reach**2:
+            drop = max(drop, -float(d[2]) - math.sqrt(reach**2 - horiz2))
+    return max(drop, 0.0)
 
 
 def _limb(p: Part, a: np.ndarray, b: np.ndarray, fwd: np.ndarray, up: np.ndarray) -> Transform:
