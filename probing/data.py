@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.probing.tables import TABLE_NAMES, find_datasets  # noqa: F401  (re-exported: probing.data's names)
 from sceneforge.core.paths import inside
 
 log = logging.getLogger(__name__)
@@ -30,20 +31,6 @@ log = logging.getLogger(__name__)
 CLASSES = ("front", "back", "left", "right")
 SPLITS = ("train", "val", "test")
 REQUIRED_COLUMNS = ("file_name", "label", "split", "env", "task")
-TABLE_NAMES = ("samples.parquet", "metadata.parquet", "metadata.csv")  # preference order
-
-
-def find_datasets(root: str | Path) -> list[Path]:
-    """Directories at or below ``root`` that contain a metadata table (sorted, deterministic)."""
-    root = Path(root)
-    if not root.exists():
-        raise ConfigError(f"--data {root}: no such file or directory")
-    if root.is_file():
-        root = root.parent
-    found = {p.parent for name in TABLE_NAMES for p in root.rglob(name)}
-    if not found:
-        raise ConfigError(f"--data {root}: no {', '.join(TABLE_NAMES)} found (recursively)")
-    return sorted(found)
 
 
 def read_metadata(dataset_dir: Path) -> pd.DataFrame:

@@ -65,9 +65,15 @@ def has_boxes(table: pd.DataFrame) -> bool:
     return all(f"{o}_bbox_{k}" in table for o in ("source", "target") for k in ("x0", "y0", "x1", "y1"))
 
 
-def box_features(table: pd.DataFrame, objects: tuple[str, ...]) -> tuple[np.ndarray, tuple[str, ...]]:
+def box_features(
+    table: pd.DataFrame, objects: tuple[str, ...], rows: np.ndarray | None = None
+) -> tuple[np.ndarray, tuple[str, ...]]:
     """(N, 5 per box) features of the boxes of ``objects`` present in ``table``; objects whose
-    columns are missing or empty in every row (the figure on ego) are left out and not named."""
+    columns are missing or empty in every one of ``rows`` (default: all rows) are left out and not
+    named. Why ``rows``: a probe's table holds ego and allo rows together, and the figure box
+    exists only on allo rows; judged on the whole table, an ego group's "boxes" baseline claimed
+    the figure and standardised an all-empty column (numpy's "Mean of empty slice" on every
+    probe, issue 47)."""
     width = _column(table, "camera_width", 224.0)
     height = _column(table, "camera_height", 224.0)
     cols, used = [], []
@@ -76,7 +82,7 @@ def box_features(table: pd.DataFrame, objects: tuple[str, ...]) -> tuple[np.ndar
         if not all(n in table for n in names):
             continue
         x0, y0, x1, y1 = (pd.to_numeric(table[n], errors="coerce").to_numpy(float) for n in names)
-        if np.isnan(x0).all():
+        if np.isnan(x0 if rows is None else x0[rows]).all():
             continue
         w, h = (x1 - x0 + 1) / width, (y1 - y0 + 1) / height  # inclusive pixel boxes
         cols += [(x0 + x1 + 1) / 2 / width, (y0 + y1 + 1) / 2 / height, w, h, np.log(np.clip(w * h, 1e-6, None))]
@@ -98,8 +104,9 @@ def layout_baselines(table: pd.DataFrame, idx: dict[str, np.ndarray], seed: int 
         return {}
     y = np.asarray([CLASSES.index(str(v)) for v in table["label"]], dtype=np.int64)
     out = {}
+    train = np.asarray(idx["train"], dtype=np.int64)
     for name, objects in BOX_SETS.items():
-        x, used = box_features(table, objects)
+        x, used = box_features(table, objects, train)  # a box the train rows never have says nothing
         acc = fit_mlp(x, y, idx, seed)
         n = len(idx["test"])
         out[name] = Baseline(name, used, acc, n, *wilson_ci(acc, n))
@@ -159,8 +166,15 @@ def _accuracy(net, x, y) -> float:
 
 
 def _standardise(x: np.ndarray, train: np.ndarray) -> np.ndarray:
-    """Train-row mean/std scaling; missing values (a box absent in some rows) become the mean."""
-    mu = np.nanmean(x[train], axis=0) if len(train) else np.zeros(x.shape[1])
-    sd = np.nanstd(x[train], axis=0) if len(train) else np.ones(x.shape[1])
-    z = (x - np.nan_to_num(mu)) / np.where(np.nan_to_num(sd) > 1e-9, np.nan_to_num(sd), 1.0)
+    """Train-row mean/std scaling; missing values (a box absent in some rows) become the mean.
+    Counted by hand, not with ``np.nanmean``/``np.nanstd``: a column with no (or one) value in the
+    train rows scales by 0 mean / unit std instead of warning ("Mean of empty slice", "Degrees of
+    freedom <= 0") and relying on ``nan_to_num`` afterwards."""
+    t = x[np.asarray(train, dtype=np.int64)]
+    seen = np.isfinite(t)
+    n = seen.sum(axis=0)
+    mu = np.divide(np.where(seen, t, 0.0).sum(axis=0), n, out=np.zeros(x.shape[1]), where=n > 0)
+    var = np.divide(np.where(seen, (t - mu) ** 2, 0.0).sum(axis=0), n, out=np.ones(x.shape[1]), where=n > 1)
+    sd = np.sqrt(var)
+    z = (x - mu) / np.where(sd > 1e-9, sd, 1.0)
     return np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)

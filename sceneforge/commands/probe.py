@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields
 
+from sceneforge.core.extras import require_extra
 from sceneforge.probing.pretrained import PRETRAINED, build, status, weights_dir
 from sceneforge.probing.registry import HEADS as HEAD_REGISTRY
 from sceneforge.probing.registry import PRESETS
 from sceneforge.probing.registry import PROTOCOLS as PROTOCOL_REGISTRY
+from sceneforge.probing.validate import check_probe_config
 from sceneforge.scenarios.config_loader import load_config
 
 MIN_TEST_HELP = (
@@ -45,6 +47,8 @@ def build_job(args: argparse.Namespace):
 
 def run_probe(args: argparse.Namespace) -> int:
     cfg = config_from_args(args)
+    check_probe_config(cfg)  # every flag, before any work or heavy import: one line, nothing written
+    require_extra("probe")  # no torch: one line naming the install command (issue 47)
     import torch
 
     from sceneforge.probing.sweep import run_probe as run  # torch, pandas: not at parser build
@@ -58,6 +62,7 @@ def run_probe(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    require_extra("probe", ("torch",))  # the layout baselines of a report train a small torch MLP
     from sceneforge.probing.report import MIN_TEST, write_report  # pandas: not at parser build
 
     page = write_report(args.root, MIN_TEST if args.min_test is None else args.min_test)
@@ -157,6 +162,7 @@ def _register_weights(sub: argparse._SubParsersAction) -> None:
 
 
 def run_weights_build(args: argparse.Namespace) -> int:
+    require_extra("probe")  # before any download
     for name in args.names:
         r = build(name, force=args.force)
         state = "already built" if r.cached else f"built in {r.seconds:.1f} s"

@@ -118,3 +118,29 @@ def test_old_runs_get_layout_recomputed_or_a_warning(reported, caplog):
     assert s.shape[0] == pd.read_csv(reported / "runs" / "summary.csv").shape[0]
     assert pd.read_csv(reported / "runs" / "summary.csv")["layout_source"].isna().all()
     assert "no layout baselines" in (reported / "runs" / "report.html").read_text()
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_ego_and_allo_in_one_table_no_warning_and_ego_boxes_without_the_figure():
+    """Issue 47 item 5: a probe's table holds ego rows (no figure box) beside allo rows (with one).
+    The ego group's baselines used to standardise the all-empty figure column on its train rows
+    (numpy's "Mean of empty slice" and "Degrees of freedom <= 0" on every ego+allo probe) and its
+    "boxes" baseline named the figure it never saw. Any RuntimeWarning fails this test (and
+    pyproject's filterwarnings turns one raised in probing/layout.py into an error everywhere)."""
+    allo = boxes_table(lambda a, b, c, rng: 2 * a + (b ^ c))
+    ego = boxes_table(lambda a, b, c, rng: 2 * a + b, with_human=False, seed=1)
+    table = pd.concat([allo, ego], ignore_index=True)
+    ego_idx = {k: v + len(allo) for k, v in SPLIT.items()}
+    out = layout_baselines(table, ego_idx)
+    assert out["boxes"].boxes == ("source", "target") and out["boxes"].acc >= 0.9, out
+    assert layout_baselines(table, SPLIT)["boxes"].boxes == ("source", "target", "human")
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_standardise_a_column_with_one_or_no_train_value_is_quiet_and_finite():
+    from sceneforge.probing.layout import _standardise
+
+    x = np.array([[1.0, np.nan, 5.0], [3.0, np.nan, np.nan], [2.0, 7.0, np.nan]])
+    z = _standardise(x, np.array([0, 1]))
+    assert np.isfinite(z).all()
+    assert np.allclose(z[:, 0], [-1.0, 1.0, 0.0]) and np.allclose(z[:, 1], [0.0, 0.0, 7.0]) and np.allclose(z[:, 2], [0, 0, 0])
