@@ -163,6 +163,7 @@ def _run_inline(module, scenario, config, out_dir, plan, *, server, progress, fi
     if summary["complete"] == summary["samples"]:
         _finalize(module, config, out_dir, summary, finish)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
+    write_summary(farm_dir(out_dir), summary)  # what `farm status OUT` reads of an inline run (no journal)
     _publish(finish.publisher, summary)
     return summary
 

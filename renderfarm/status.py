@@ -1,6 +1,14 @@
 """``sceneforge farm status DIR``: what the journal says, per shard, plus live workers if running.
 
 Reads only (SQLite read-only connection; WAL lets it run beside a live job).
+
+Any directory the CLI wrote a dataset into answers (issue 47: ``farm status data/`` failed on
+every ordinary ``generate`` output). A sharded job (``--workers N``, Ray) has a journal under
+``OUT/.farm/``; an inline run (the default with one worker: ``generate``, ``videos``, ``vqa``,
+``demo``) keeps no journal, so its status is ``OUT/job.json`` (what was asked) and
+``OUT/.farm/summary.json`` (how its last run ended: complete, failed and pending samples). An
+inline run stopped before its end (Ctrl-C, a crash) or made before summaries were kept has no
+summary: the status says so and that rerunning the same command resumes it.
 """
 
 from __future__ import annotations
@@ -12,7 +20,8 @@ from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.renderfarm.journal import Journal
-from sceneforge.renderfarm.manifest import JOURNAL, MANIFEST, farm_dir
+from sceneforge.renderfarm.manifest import JOB_FILE, JOURNAL, MANIFEST, farm_dir
+from sceneforge.renderfarm.summary import SUMMARY
 
 MAX_ROWS = 50
 
@@ -22,7 +31,11 @@ def job_status(out_dir: Path) -> dict:
     fdir = farm_dir(Path(out_dir))
     manifest_path = fdir / MANIFEST
     if not manifest_path.exists():
-        raise ConfigError(f"{out_dir}: not a farm output dir (no {manifest_path.relative_to(out_dir)})")
+        if (Path(out_dir) / JOB_FILE).exists():
+            return inline_status(Path(out_dir))
+        raise ConfigError(
+            f"{out_dir}: not a sceneforge output dir (no {JOB_FILE}: the directory a generate/videos/vqa/run/demo --out wrote)"
+        )
     manifest = json.loads(manifest_path.read_text())
     with Journal(fdir / JOURNAL, readonly=True) as journal:
         rows = journal.rows()
@@ -40,6 +53,59 @@ def job_status(out_dir: Path) -> dict:
     }
 
 
+def inline_status(out_dir: Path) -> dict:
+    """The status of an inline run (no journal): ``job.json`` + the last run's ``summary.json``,
+    in the shape :func:`job_status` returns (``inline`` set; one pseudo-shard of every sample)."""
+    try:
+        job = json.loads((out_dir / JOB_FILE).read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{out_dir / JOB_FILE}: unreadable ({e}); is this a sceneforge dataset directory?") from None
+    try:
+        summary = json.loads((farm_dir(out_dir) / SUMMARY).read_text())
+    except (OSError, ValueError):
+        summary = None
+    manifest = {
+        "scenario": job.get("scenario", "?"),
+        "fingerprint": job.get("fingerprint", ""),
+        "n_samples": summary["samples"] if summary else None,
+        "shard_size": summary["samples"] if summary else None,
+    }
+    if summary is None:
+        state, n_failed = "unknown", 0
+    else:
+        n_failed = len(summary.get("failed") or {})
+        state = "done" if summary["complete"] == summary["samples"] and summary.get("finalized") else "pending"
+        state = "failed" if n_failed else state
+    shards = (
+        []
+        if summary is None
+        else [
+            {
+                "shard_id": 0,
+                "first": 0,
+                "last": summary["samples"] - 1,
+                "status": state,
+                "n_failed": n_failed,
+                "worker": "inline",
+                "seconds": float(summary.get("seconds") or 0.0),
+                "n_samples": summary["samples"],
+            }
+        ]
+    )
+    failures = {} if summary is None else {i: {"attempts": 1, "error": e} for i, e in (summary.get("failed") or {}).items()}
+    samples = (
+        {} if summary is None else {"done": summary["complete"], "failed_samples": n_failed, "pending": summary.get("pending", 0)}
+    )
+    return {
+        "inline": True,
+        "manifest": manifest,
+        "shards": shards,
+        "failures": failures,
+        "counts": {"shards": {state: 1}, "samples": samples},
+        "workers": _live_workers(farm_dir(out_dir)),
+    }
+
+
 def _live_workers(fdir: Path) -> dict | None:
     path = fdir / "workers.json"
     try:
@@ -54,6 +120,8 @@ def _live_workers(fdir: Path) -> dict | None:
 
 
 def format_status(status: dict, show_all: bool = False) -> str:
+    if status.get("inline"):
+        return _format_inline(status)
     m, counts = status["manifest"], status["counts"]
     shard_counts = counts["shards"]
     lines = [
@@ -91,3 +159,25 @@ def _format_workers(workers: dict | None) -> list[str]:
             + (f"  ({w['note']})" if w.get("note") else "")
         )
     return out
+
+
+def _format_inline(status: dict) -> str:
+    m = status["manifest"]
+    head = f"job {m['scenario']} (fingerprint {m['fingerprint'][:12]}), run inline: no journal, one shard"
+    if not status["shards"]:
+        return "\n".join(
+            [
+                head,
+                "status unknown: no summary of a finished run (.farm/summary.json): the run was stopped before its end or "
+                "was made before summaries were kept; rerun the same command: it skips finished samples and resumes",
+            ]
+        )
+    s = status["counts"]["samples"]
+    lines = [
+        head,
+        f"samples: {m['n_samples']}: done {s['done']}, failed {s['failed_samples']}, pending {s['pending']}"
+        + ("" if status["shards"][0]["status"] == "done" else " (rerun the same command to resume)"),
+    ]
+    for index, f in list(status["failures"].items())[:20]:
+        lines.append(f"sample {index}: failed: {f['error']}")
+    return "\n".join(lines)

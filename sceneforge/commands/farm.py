@@ -15,7 +15,7 @@ def register(subparsers) -> None:
     )
     sub = farm.add_subparsers(dest="farm_command", metavar="ACTION", required=True)
     status = sub.add_parser("status", help="done / pending / failed per shard (+ live workers)")
-    status.add_argument("out_dir", type=Path, help="output dir of a generate/videos job")
+    status.add_argument("out_dir", type=Path, help="output dir of a generate/videos/vqa/run/demo job (sharded or inline)")
     status.add_argument("--all", action="store_true", help="list every shard, not only unfinished")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(func=run_status)
@@ -31,4 +31,5 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(format_status(status, show_all=args.all))
     counts = status["counts"]["shards"]
-    return EXIT_OK if counts.get("pending", 0) == 0 and counts.get("failed", 0) == 0 else EXIT_INCOMPLETE
+    finished = all(counts.get(k, 0) == 0 for k in ("pending", "failed", "unknown"))  # unknown: an inline run without a summary
+    return EXIT_OK if finished else EXIT_INCOMPLETE

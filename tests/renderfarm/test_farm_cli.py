@@ -40,4 +40,37 @@ def test_status_of_a_fresh_and_of_a_complete_job(tmp_path):
 def test_status_of_a_non_farm_dir_is_one_clear_line(tmp_path):
     out = farm_status(str(tmp_path))
     assert out.returncode == 2
-    assert out.stderr.strip().count("\n") == 0 and "not a farm output dir" in out.stderr
+    assert out.stderr.strip().count("\n") == 0 and "not a sceneforge output dir (no job.json" in out.stderr
+
+
+def test_status_of_an_ordinary_generate_output(tmp_path):
+    """Issue 47 item 3: `farm status` on what `sceneforge generate` wrote with its defaults (an
+    inline run: no journal) says done/failed/pending and exits 0 (it was "not a farm output dir")."""
+    out = tmp_path / "g"
+    gen = subprocess.run(
+        [sys.executable, "-m", "sceneforge.cli", "generate", "--env", "desert", "--task", "ego", "--n", "2"]
+        + ["--out", str(out), "--no-fetch", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert gen.returncode == 0, gen.stderr
+    assert not (out / ".farm" / "job.json").exists()  # inline: no farm manifest, no journal
+    status = farm_status(str(out))
+    assert status.returncode == 0, status.stderr
+    assert "run inline" in status.stdout and "samples: 2: done 2, failed 0, pending 0" in status.stdout
+    data = json.loads(farm_status(str(out), "--json").stdout)
+    assert data["inline"] and data["counts"]["samples"]["done"] == 2
+
+
+def test_status_of_an_inline_run_that_stopped_early(tmp_path):
+    """An inline run that stopped before its end (here a sample raises, as a crash or Ctrl-C would
+    stop it) leaves job.json and no summary: status unknown, exit 1, and how to resume."""
+    import pytest
+
+    with pytest.raises(RuntimeError, match="toy sample 2 always fails"):
+        run_job("farm_toy_cpu", {"n": 4, "seed": 1, "size": 16, "fail_on": [2]}, tmp_path, backend="inline", progress=False)
+    status = farm_status(str(tmp_path))
+    assert status.returncode == 1 and "status unknown" in status.stdout and "rerun the same command" in status.stdout
+    run_job("farm_toy_cpu", {"n": 4, "seed": 1, "size": 16}, tmp_path / "b", backend="inline", progress=False)
+    assert farm_status(str(tmp_path / "b")).returncode == 0
