@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
@@ -106,6 +107,49 @@ def load_predictions(path: Path) -> dict[str, object]:
         if "id" not in r or "prediction" not in r:
             raise ConfigError(f"{path}:{n}: each line needs 'id' and 'prediction'")
     return {str(r["id"]): r["prediction"] for r in rows}
+
+
+def baselines(questions: list[dict]) -> dict:
+    """Blind baselines per category, scored as :func:`score` scores a model: for a choice category
+    the best constant letter (the letter most often right, so an upper bound of any constant
+    guess), for a numerical one the category's (lower) median answer (MRA; the median of the very answers
+    scored: an upper bound of a constant number learnt from the data). A set whose letters or
+    numbers a blind guess can exploit shows here; ``overall`` is the macro average over categories."""
+    by: dict[str, list[dict]] = {}
+    for q in questions:
+        by.setdefault(q["category"], []).append(q)
+    cats = {}
+    for c, qs in sorted(by.items()):
+        if qs[0]["kind"] == "numerical":
+            values = sorted(float(q["answer"]) for q in qs)
+            guess = values[(len(values) - 1) // 2]  # the lower median: an answer of the set (never 0.5 items)
+            s = sum(mra(guess, v) for v in values) / len(values)
+            cats[c] = {"n": len(qs), "baseline": "median number", "guess": guess, "score": s}
+        else:
+            letters = Counter(q["answer"] for q in qs)
+            guess, hits = max(sorted(letters.items()), key=lambda kv: kv[1])
+            n_options = sorted({len(q["options"]) for q in qs})
+            shares = {k: round(v / len(qs), 4) for k, v in sorted(letters.items())}
+            cats[c] = {
+                "n": len(qs),
+                "baseline": "constant letter",
+                "guess": guess,
+                "score": hits / len(qs),
+                "letters": shares,
+                "options": n_options,
+                "chance": sum(1 / len(q["options"]) for q in qs) / len(qs),
+            }
+    overall = sum(c["score"] for c in cats.values()) / len(cats) if cats else 0.0
+    return {"categories": cats, "overall": overall, "n": len(questions)}
+
+
+def format_baselines(r: dict) -> str:
+    lines = []
+    for c, v in r["categories"].items():
+        extra = f"  letters {v['letters']} (chance {v['chance']:.2%})" if "letters" in v else ""
+        lines.append(f"{c:<22} {v['baseline']:<16} n={v['n']:<5} guess {v['guess']!s:<8} {v['score']:.2%}{extra}")
+    lines.append(f"{'overall (macro)':<22} {'':<16} n={r['n']:<5} {'':<14} {r['overall']:.2%}")
+    return "\n".join(lines)
 
 
 def format_scores(r: dict) -> str:

@@ -198,3 +198,87 @@ def rerender(rec: dict, client) -> bytes:
     client.spawn(actors_from_record(rec))
     img = client.render(0, ("lit",), camera=camera_from_record(rec))["lit"]
     return encode_image(img, rec["image"]["format"], rec["image"]["jpeg_quality"])
+
+
+# --- fast JSON of a record's relations -------------------------------------------------------------
+_REL_TEMPLATES: dict[int, str] = {}
+
+
+def _relation_template(level: int) -> str:
+    """The text of one relation dict ``level`` containers deep, as ``writers.dumps`` writes it
+    (sorted keys, 2-space indent), with a ``{}`` slot per value in sorted-key order."""
+    if level not in _REL_TEMPLATES:
+        p1, p2, p0 = "\n" + "  " * (level + 1), "\n" + "  " * (level + 2), "\n" + "  " * level
+
+        def block(keys):
+            return "{" + p2 + ("," + p2).join(f'"{k}": {{}}' for k in keys) + p1 + "}"
+
+        cam = block(("depth", "farther", "horizontal", "label", "right", "up", "vertical"))
+        obj = block(("azimuth_deg", "forward", "label", "right", "up"))
+        size = block(("height", "longest", "volume"))
+        items = ['"a": {}', '"b": {}', '"camera": ' + cam, '"distance_cm": {}', '"horizontal_cm": {}']
+        items += ['"object": ' + obj, '"size_ratio": ' + size]
+        _REL_TEMPLATES[level] = (
+            ("{" + p1 + ("," + p1).join(items) + p0 + "}")
+            .replace("{}", "\x00")
+            .replace("{", "{{")
+            .replace("}", "}}")
+            .replace("\x00", "{}")
+        )
+    return _REL_TEMPLATES[level]
+
+
+_REL_KEYS = ("a", "b", "camera", "distance_cm", "horizontal_cm", "object", "size_ratio")
+
+
+def relations_json(rels: list, level: int) -> str:
+    """``writers.nested_json(rels, level)`` for a list of ``scene_graph.relations`` dicts, ~15x
+    faster: a city record holds ~5,000 pairs of 22 values, and encoding them value by value was
+    half of a VQA image's time. Falls back to the general encoder for anything not of that exact
+    shape (so the bytes are always the encoder's: tests/scenarios/test_vqa_scenario.py)."""
+    import math
+    from json.encoder import encode_basestring_ascii as s
+
+    from sceneforge.scenarios.output.writers import nested_json
+
+    if not rels:
+        return "[]"
+    f = float.__repr__
+    tpl = _relation_template(level + 1)
+    pad = "\n" + "  " * (level + 1)
+    out = []
+    for r in rels:
+        try:
+            c, o, z = r["camera"], r["object"], r["size_ratio"]
+            if tuple(sorted(r)) != _REL_KEYS or len(c) != 7 or len(o) != 5 or len(z) != 3:
+                raise KeyError
+            nums = (c["farther"], c["right"], c["up"], r["distance_cm"], r["horizontal_cm"])
+            nums += (o["azimuth_deg"], o["forward"], o["right"], o["up"], z["height"], z["longest"], z["volume"])
+            if not all(map(math.isfinite, nums)):
+                raise TypeError  # NaN / inf: the encoder's error, not a silent 'nan'
+            text = tpl.format(
+                s(r["a"]), s(r["b"]),
+                s(c["depth"]), f(c["farther"]), s(c["horizontal"]), s(c["label"]), f(c["right"]), f(c["up"]), s(c["vertical"]),
+                f(r["distance_cm"]), f(r["horizontal_cm"]),
+                f(o["azimuth_deg"]), f(o["forward"]), s(o["label"]), f(o["right"]), f(o["up"]),
+                f(z["height"]), f(z["longest"]), f(z["volume"]),
+            )  # fmt: skip
+        except (KeyError, TypeError):  # another shape or type (an int, NaN...): the encoder's own text
+            text = nested_json(r, level + 1)
+        out.append(text)
+    return "[" + pad + ("," + pad).join(out) + "\n" + "  " * level + "]"
+
+
+def record_json(rec: dict) -> str:
+    """``writers.dumps(rec)`` with the graph's relations encoded by :func:`relations_json`."""
+    from sceneforge.scenarios.output.writers import dumps
+
+    rels = rec["graph"].get("relations")
+    if not rels:
+        return dumps(rec)
+    marker = "\x00sceneforge-relations\x00"
+    text = dumps({**rec, "graph": {**rec["graph"], "relations": marker}})
+    slot = '"\\u0000sceneforge-relations\\u0000"'
+    if text.count(slot) != 1:
+        return dumps(rec)
+    return text.replace(slot, relations_json(rels, 2))

@@ -17,6 +17,7 @@ order (balanced answer positions across the dataset) and writes ``questions.json
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -27,15 +28,16 @@ from sceneforge.core.config_names import as_recorded, check_image_size, from_rec
 from sceneforge.core.errors import PlacementError
 from sceneforge.scenarios.config import ScenarioConfig, option
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
-from sceneforge.scenarios.output.writers import atomic_write_bytes, atomic_write_json, encode_image, kind_bytes, kind_file
+from sceneforge.scenarios.output.writers import atomic_write_bytes, encode_image, kind_bytes, kind_file
 from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.vqa.record import load_scene, scene_path  # noqa: F401  (re-exported)
 from sceneforge.engine.world import instance_color
-from sceneforge.scenarios.vqa.record import scene_record
+from sceneforge.scenarios.vqa.record import record_json, scene_record
 
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
 OBJECT_GAP_CM = 30.0
+SPREAD_SIGMA_CM = 200.0  # labelled objects: Gaussian around the centre, at most this sigma (the env's if smaller)
 
 
 _COUNT = (1, float("inf"))
@@ -60,6 +62,9 @@ class VqaConfig(ScenarioConfig):
     max_scenes: int = option(30, help="fresh scenes per image before giving up")
     max_views: int = option(20, help="camera draws per scene")
     max_tries: int = option(200, help="geometric candidates per draw")
+    count_group: int = option(
+        6, bounds=(0, 12), integer=True, help="counting: one more class placed 2..N times in each scene (0: none)"
+    )
     max_per_category: int = option(2, flag="--per-category", bounds=_COUNT, integer=True, help="questions per category and image")
     min_visible_ratio: float = option(0.8, bounds=(0.0, 1.0), help="CRISP's rule: visible/unoccluded pixels per object")
     min_bbox_px: float = option(40.0, help="CRISP's rule: visible box longest edge >= this many px (scale with --size)")
@@ -203,7 +208,7 @@ def with_relations(graph: dict, objs: list, cam) -> dict:
 class Maker:
     def __init__(self, cfg: VqaConfig, client, out: Path):
         self.cfg, self.client, self.out = cfg, client, out
-        self._load_env, self._envs, self._shapes, self._world = cfg.env, {}, {}, None
+        self._load_env, self._envs, self._shapes, self._world, self._vocab = cfg.env, {}, {}, None, {}
 
     def env(self, name: str):
         if name not in self._envs:
@@ -226,7 +231,9 @@ class Maker:
         env = self.env(env_name)
         rng = sample_rng(self.cfg.seed, env_name, "vqa", "scene", i)
         counts: Counter = Counter()
+        self.last_counts = counts  # scenes drawn, views tried, rejections by rule: for benchmarks and tests
         for _ in range(self.cfg.max_scenes):
+            counts["scenes"] += 1
             try:
                 placed, actors = self.place(env, env_name, rng, counts)
             except PlacementError:
@@ -251,14 +258,22 @@ class Maker:
 
         s, shapes = env.sampling, self._shapes[env_name]
         classes = sorted({c for t in env.triples for c in (t.source_class, t.target_class)})
-        k = int(rng.integers(self.cfg.min_objects, self.cfg.max_objects + 1))
-        chosen = [classes[j] for j in rng.permutation(len(classes))[:k]]
+        group = self.cfg.count_group >= 2 and len(classes) > self.cfg.min_objects
+        top = min(self.cfg.max_objects, len(classes) - 1 if group else len(classes))
+        k = int(rng.integers(self.cfg.min_objects, top + 1))
+        order = rng.permutation(len(classes))
+        chosen = [classes[j] for j in order[:k]]
+        if group:  # one more class, 2..count_group instances: counting questions with answers that vary
+            chosen += [classes[order[k]]] * int(rng.integers(2, self.cfg.count_group + 1))
+        # tighter than SpaRRTa's pairs: every object must be in the frame AND >= min_bbox_px (40 px
+        # of 448: a 70 cm cone within ~8 m), which a 10 m spread rarely allows
+        sigma = min(s.sigma_cm, SPREAD_SIGMA_CM)
         placed = []
         for j, cls in enumerate(chosen):
             shape = shapes.pick(rng, cls)
             placed.append(
                 resample_while(
-                    lambda r, sh=shape, n=f"obj_{j}": sample_object(r, n, sh, s.centre_cm, s.sigma_cm, env.ground),
+                    lambda r, sh=shape, n=f"obj_{j}": sample_object(r, n, sh, s.centre_cm, sigma, env.ground),
                     [("overlap", no_overlap(placed, OBJECT_GAP_CM))],
                     rng,
                     self.cfg.max_tries,
@@ -275,8 +290,17 @@ class Maker:
         return placed, actors
 
     def view(self, env, env_name, i, rng, placed, actors, counts) -> dict | None:
+        """The first of ``max_views`` camera draws with ``min_askable`` askable labelled objects, written;
+        None when none has (the caller draws a new scene).
+
+        Why in stages: most draws are rejected (a cone 25 m away is 12 px). A draw must first pass
+        geometry (camera clear, every labelled object's prism in the frame, ``min_askable`` of them
+        projecting >= ``min_bbox_px``); then the server counts the labelled objects' pixels only
+        (3-12 names, not the ~70 of a city); only a view that passes is measured in full
+        (:meth:`measure`: every object, the part outside the frame) and rendered, and it is
+        judged again on those final numbers (:meth:`judge`)."""
         # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.sampling.rejection import camera_clear, in_frame, resample_while, sample_camera
+        from sceneforge.scenarios.sampling.rejection import camera_clear, in_frame, resample_while
 
         # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.vqa.templates import Rules, passes
@@ -291,22 +315,26 @@ class Maker:
         centroid = np.mean([p.centre() for p in placed], axis=0)
         base_z = float(np.mean([p.z for p in placed]))
         rules = Rules(cfg.min_visible_ratio, cfg.min_bbox_px, cfg.margin_deg, cfg.rank_gap)
-        names = [a.name for a in actors]
         objs = self.objects(env_name, actors, colors)  # the same for every view of this scene
-        for _ in range(cfg.max_views):
+        labelled = [p.name for p in placed]
+        nameable = _unique_class(objs, labelled)  # a class placed twice or more is counted, never named
+        rules_geo = [
+            ("camera_clear", camera_clear(placed, 50.0)),
+            ("in_frame", in_frame(placed, 2.0)),
+            ("small_projection", _enough_big([p for p in placed if p.name in nameable], cfg.min_bbox_px, cfg.min_askable)),
+        ]
+        near, far = _camera_range(
+            placed, nameable, cam_focal(s.fov_deg, cfg.image_size), cfg.min_bbox_px, cfg.min_askable, s.fov_deg
+        )
+        if near > far:  # spread too wide for its objects to be both in the frame and big enough: redraw
+            counts["spread"] += 1
+            return None
+        for k in range(cfg.max_views):
+            counts["views"] += 1
             try:
                 cam = resample_while(
-                    lambda r: sample_camera(
-                        r,
-                        s.centre_cm,
-                        s.cam_xy_range_cm,
-                        s.cam_height_range_cm,
-                        base_z,
-                        tuple(centroid),
-                        s.fov_deg,
-                        cfg.image_size,
-                    ),
-                    [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0))],
+                    lambda r: _orbit_camera(r, centroid, base_z, near, far, s.cam_height_range_cm, s.fov_deg, cfg.image_size),
+                    rules_geo,
                     rng,
                     cfg.max_tries,
                     counts,
@@ -314,16 +342,100 @@ class Maker:
                 )
             except PlacementError:
                 return None
-            vis = {
-                n: {"visible": v.visible, "unoccluded": v.unoccluded, "bbox": list(v.bbox) if v.bbox else None}
-                for n, v in self.client.visibility(0, names, camera=cam).items()
-            }
-            graph = self.graph(env_name, objs, cam, vis)
-            n_ok = sum(passes(o, rules) for o in graph["objects"] if o["role"] == "object")
-            if n_ok >= cfg.min_askable:
-                return self.write(env, env_name, i, actors, colors, cam, with_relations(graph, objs, cam))
-            counts["too_few_askable"] += 1
+            quick = self.client.visibility(0, labelled, camera=cam)
+            # visible / in-frame pixels bounds the final ratio (visible / alone) from above
+            ok = sum(passes(_node(quick[n].visible, quick[n].unoccluded, quick[n].bbox), rules) for n in nameable if n in quick)
+            if ok < cfg.min_askable:
+                counts["too_few_askable"] += 1
+                continue
+            group = [n for n in labelled if n not in nameable]
+            if k < cfg.max_views // 2 and not all(
+                passes(_node(quick[n].visible, quick[n].unoccluded, quick[n].bbox), rules) for n in group if n in quick
+            ):
+                counts["group_not_countable"] += 1  # the first half of the draws also want the group countable
+                continue
+            rec = self.write_if_askable(env, env_name, i, actors, colors, objs, cam, rules, counts)
+            if rec is not None:
+                return rec
         return None
+
+    def measure(self, objs: list, cam, mask) -> dict:
+        """Every object's pixels, as the record states them: ``visible`` and ``bbox`` from the
+        written ``mask`` (H, W, 3: instance colours), ``unoccluded`` (alone, in the frame) from the
+        server, and ``alone``: the pixels the object covers alone on an unbounded image plane.
+
+        ``alone`` = ``unoccluded`` when the object's 3-D box projects inside the frame; else it is
+        counted on a camera with the same pose and focal length and a canvas enlarged by half the
+        image on each side (pixel (u, v) of the image is pixel (u + m, v + m) there), and is None
+        (unknown, the object fails the rule) when the object reaches beyond that canvas or behind
+        the camera: a border-cut object is then judged on the part a person actually sees."""
+        names = [o.name for o in objs]
+        full = self.client.visibility(0, names, camera=cam)
+        visible, boxes = _mask_counts(mask, {o.name: o.actor.color for o in objs})
+        out = {}
+        cut = []
+        w, h = cam.width, cam.height
+        for o in objs:
+            uv, depth = cam.project(o.static[1]["corners"])
+            inside = bool(np.all(depth > 1.0) and np.all((uv >= 0) & (uv <= (w, h))))
+            pc = full[o.name]
+            out[o.name] = {"visible": visible.get(o.name, 0), "unoccluded": pc.unoccluded, "bbox": boxes.get(o.name)}
+            out[o.name]["alone"] = pc.unoccluded if inside else None
+            if not inside and visible.get(o.name, 0) > 0 and np.all(depth > 1.0):
+                cut.append(o.name)
+        if cut:
+            m_x, m_y = w // 2, h // 2
+            big = _enlarged(cam, m_x, m_y)
+            for n, pc in self.client.visibility(0, cut, camera=big).items():
+                if pc.bbox is not None:
+                    x0, y0, x1, y1 = pc.bbox
+                    if x0 > 0 and y0 > 0 and x1 < big.width - 1 and y1 < big.height - 1:
+                        out[n]["alone"] = pc.unoccluded
+        return out
+
+    def write_if_askable(self, env, env_name, i, actors, colors, objs, cam, rules, counts) -> dict | None:
+        """Render the view, measure it (:meth:`measure`) and write it when ``min_askable`` labelled
+        objects are still askable on the final numbers; else None (nothing written)."""
+        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
+        from sceneforge.scenarios.vqa.templates import askable
+
+        cfg = self.cfg
+        more = rendered_kinds(cfg)
+        img = self.client.render(0, ("lit", *more.values()), camera=cam)
+        vis = self.measure(objs, cam, img["object_mask"])
+        graph = vqa_pixels(self.graph(env_name, objs, cam, vis), vis)
+        graph["classes"] = self.vocabulary(env_name)  # what "how many X" may ask about (0 included)
+        if sum(o["role"] == "object" for o in askable(graph, rules)) < cfg.min_askable:
+            counts["border_cut"] += 1  # the final numbers (the part outside the frame, the mask) fail
+            return None
+        graph = with_relations(graph, objs, cam)
+        files = file_names(cfg, env_name, i)
+        atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
+        for key, kind in more.items():
+            atomic_write_bytes(self.out / files[key], kind_bytes(kind, img[kind]))
+        rec = scene_record(
+            env_name, i, cfg.seed, env.world, actors, colors, cam, files, cfg.image_format, cfg.jpeg_quality, graph
+        )
+        atomic_write_bytes(scene_path(self.out, env_name, i), record_json(rec).encode("utf-8"))
+        return rec
+
+    def vocabulary(self, env_name: str) -> list[str]:
+        """The environment's thing classes (labelled and clutter, no surfaces), sorted: a counting
+        question may ask about any of them, and 0 is the answer for those not in view."""
+        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
+        from sceneforge.scenarios.vqa.templates import is_surface
+
+        if env_name in self._vocab:
+            return self._vocab[env_name]
+        env, lib = self._envs[env_name], self._shapes[env_name].lib
+        out = set()
+        for cls in env.classes():
+            for a in env.variants(cls, lib):
+                info = lib.info(a)
+                if "ground" not in info.tags and not is_surface(info.cls, lib.size_cm(a)):
+                    out.add(info.cls)
+        self._vocab[env_name] = sorted(out)
+        return self._vocab[env_name]
 
     def objects(self, env_name: str, actors, colors) -> list:
         """The scene's objects (:class:`~scenarios.output.scene_graph.SceneObject`: actors with their server
@@ -333,16 +445,20 @@ class Maker:
         # ~4 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.output.scene_graph import SceneObject
 
+        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
+        from sceneforge.scenarios.vqa.templates import is_surface
+
         lib = self._shapes[env_name].lib
-        return [
-            SceneObject(
-                replace(a, color=colors[a.name]),
-                lib.info(a.asset_id).cls,
-                tuple(float(v) for v in lib.size_cm(a.asset_id)),
-                "object" if a.name.startswith("obj_") else "clutter",
-            )
-            for a in actors
-        ]
+        out = []
+        for a in actors:
+            info, size = lib.info(a.asset_id), tuple(float(v) for v in lib.size_cm(a.asset_id))
+            scaled = np.abs(np.asarray(size) * np.asarray(a.transform.scale))
+            if "ground" in info.tags or is_surface(info.cls, scaled):
+                role = "ground"  # streets, water, dunes: never named by a question (templates.is_surface)
+            else:
+                role = "object" if a.name.startswith("obj_") else "clutter"
+            out.append(SceneObject(replace(a, color=colors[a.name]), info.cls, size, role))
+        return out
 
     def graph(self, env_name: str, objs: list, cam, vis) -> dict:
         """The view's graph without relations (``relations: []``): enough for the visibility rule.
@@ -353,16 +469,111 @@ class Maker:
 
         return scene_graph(objs, cam, world=self._envs[env_name].world, visibility=vis, relate=())
 
-    def write(self, env, env_name, i, actors, colors, cam, graph) -> dict:
-        cfg = self.cfg
-        more = rendered_kinds(cfg)
-        img = self.client.render(0, ("lit", *more.values()), camera=cam)
-        files = file_names(cfg, env_name, i)
-        atomic_write_bytes(self.out / files["image"], encode_image(img["lit"], cfg.image_format, cfg.jpeg_quality))
-        for key, kind in more.items():
-            atomic_write_bytes(self.out / files[key], kind_bytes(kind, img[kind]))
-        rec = scene_record(
-            env_name, i, cfg.seed, env.world, actors, colors, cam, files, cfg.image_format, cfg.jpeg_quality, graph
-        )
-        atomic_write_json(scene_path(self.out, env_name, i), rec)
-        return rec
+
+# --- pixels ----------------------------------------------------------------------------------------
+def _node(visible: int, unoccluded: int, bbox) -> dict:
+    """The fields :func:`templates.passes` reads, from one pixel count."""
+    return {"visible_ratio": visible / unoccluded if unoccluded else 0.0, "box2d": list(bbox) if bbox else None}
+
+
+def _unique_class(objs: list, names: list[str]) -> set[str]:
+    """The names among ``names`` whose class no other of ``names`` has (the nameable labelled objects)."""
+    by = {o.name: o.cls for o in objs}
+    n = Counter(by[x] for x in names)
+    return {x for x in names if n[by[x]] == 1}
+
+
+def _enough_big(placed: list, min_px: float, k: int):
+    """Geometric rule: at least ``k`` of ``placed`` project a prism whose longest edge reaches
+    ``min_px`` (less the raster slack). The prism's box bounds the mask's box from above, so it only
+    rejects views the pixel rule would reject too, without a server round trip."""
+    from sceneforge.scenarios.sampling.screens import RASTER_SLACK_PX
+
+    prisms = [p.corners() for p in placed]
+
+    def ok(cam) -> bool:
+        n = 0
+        for pts in prisms:
+            uv, _ = cam.project(pts)
+            n += bool(np.max(uv.max(axis=0) - uv.min(axis=0)) >= min_px - RASTER_SLACK_PX)
+        return n >= k
+
+    return ok
+
+
+def cam_focal(fov_deg: float, size: int) -> float:
+    """Focal length in pixels of a square ``size`` image with horizontal FOV ``fov_deg``."""
+    return (size / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+
+
+def _camera_range(placed: list, nameable: set, focal: float, min_px: float, k: int, fov_deg: float) -> tuple[float, float]:
+    """Horizontal distances from the objects' centroid within which a camera can see every placed
+    object in the frame (``near``) and ``k`` nameable ones at >= ``min_px`` (``far``); near > far:
+    no camera can (the scene is redrawn without a single render)."""
+    c = np.mean([p.centre() for p in placed], axis=0)
+    pts = np.vstack([p.corners() for p in placed])
+    spread = float(np.max(np.hypot(pts[:, 0] - c[0], pts[:, 1] - c[1])))
+    # a lower bound (the farthest point rarely lies across the line of sight; ``in_frame`` decides)
+    near = 0.6 * spread / math.tan(math.radians(fov_deg) / 2.0)
+    sizes = sorted(
+        (
+            max(p.shape.height, float(np.ptp(p.corners()[:, 0])), float(np.ptp(p.corners()[:, 1])))
+            for p in placed
+            if p.name in nameable
+        ),
+        reverse=True,
+    )
+    if len(sizes) < k:
+        return near, -1.0
+    far = focal * sizes[k - 1] / max(min_px, 1.0) + spread
+    return near, far
+
+
+def _orbit_camera(rng, centroid, base_z: float, near: float, far: float, heights, fov_deg: float, size: int):
+    """A camera at a horizontal distance uniform in [near, far] from ``centroid``, any azimuth,
+    ``base_z`` + a height from ``heights`` (at most the distance: pitch <= 45°), aimed at it."""
+    from sceneforge.scenarios.sampling.rejection import aimed_camera
+
+    r = float(rng.uniform(near, far))
+    az = float(rng.uniform(0.0, 2.0 * math.pi))
+    lo, hi = float(heights[0]), float(heights[1])
+    z = base_z + float(rng.uniform(lo, max(lo, min(hi, r))))
+    return aimed_camera(centroid[0] + r * math.cos(az), centroid[1] + r * math.sin(az), z, tuple(centroid), fov_deg, size)
+
+
+def _enlarged(cam, m_x: int, m_y: int):
+    """``cam`` with the same pose and focal length and ``m_x`` / ``m_y`` more pixels on each side."""
+    from sceneforge.engine.world import Camera
+
+    w = cam.width + 2 * m_x
+    fov = 2.0 * float(np.degrees(np.arctan((w / 2.0) / cam.focal_px)))
+    return Camera(cam.location, cam.rotation, fov, w, cam.height + 2 * m_y)
+
+
+def _mask_counts(mask: np.ndarray, colors: dict) -> tuple[dict[str, int], dict[str, list[int]]]:
+    """Visible pixels and inclusive box ``[x0, y0, x1, y1]`` of each named colour in ``mask``."""
+    m = np.asarray(mask).astype(np.int64)
+    code = (m[..., 0] << 16) | (m[..., 1] << 8) | m[..., 2]
+    by_code = {(int(r) << 16) | (int(g) << 8) | int(b): n for n, (r, g, b) in colors.items()}
+    flat = code.ravel()
+    values, first, counts = np.unique(flat, return_index=True, return_counts=True)
+    visible, boxes = {}, {}
+    for v, c in zip(values.tolist(), counts.tolist()):
+        name = by_code.get(v)
+        if name is None:
+            continue
+        ys, xs = np.nonzero(code == v)
+        visible[name] = int(c)
+        boxes[name] = [int(xs.min()), int(ys.min()), int(xs.max()), int(ys.max())]
+    return visible, boxes
+
+
+def vqa_pixels(graph: dict, vis: dict) -> dict:
+    """``graph``'s nodes with ``alone_px`` and the VQA ``visible_ratio`` = visible / alone (0 when
+    the object's extent is unknown): the part outside the frame counts as not visible."""
+    for o in graph["objects"]:
+        v = vis[o["name"]]
+        alone = v.get("alone")
+        o["alone_px"] = alone
+        o["visible_ratio"] = round(v["visible"] / alone, 6) if alone else 0.0
+    return graph

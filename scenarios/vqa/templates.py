@@ -1,10 +1,25 @@
 """Questions from one view's scene graph (:mod:`scenarios.output.scene_graph`), by deterministic rules.
 
-Only objects passing CRISP's visibility rule may be asked about: visible ratio ≥ 0.8 (visible /
-unoccluded pixels) and 2-D box longest edge ≥ 40 px (``min_bbox_px``, scale it with the image).
-An object is named by its class, so a class is only used when exactly one object of it is in view
-(any visible pixel): "the car" must be unambiguous. Counting asks about a class only when every
-instance of it in view passes the rule.
+**What a question may name** (:func:`askable`): a *thing* — a discrete object a person can point
+at, labelled or clutter alike (a tree, a lamp post, a barrel are as visible as the taxi) — never a
+*surface* (:func:`is_surface`: the ground-like and scene-scale actors: streets, water, dunes,
+terrain, anything flat and larger than 10 m), which a person cannot count, measure or stand at.
+A thing is named by its class, so a class is used only when exactly one thing of it is in view
+(any visible pixel): "the car" must be unambiguous. It must pass **CRISP's visibility rule**:
+visible ratio ≥ 0.8 and visible-box longest edge ≥ 40 px (``min_bbox_px``, scale it with the
+image). In a VQA record the visible ratio is ``visible_px / alone_px``, the pixels the object
+covers alone on an *unbounded* image plane (``scenarios.vqa.scenario``): the part outside the
+frame counts as not visible, so an object cut by the border fails like an occluded one.
+
+**Counting** (:func:`counting`): "visible" = at least one visible pixel in the written mask. A
+class is counted only when every instance of it in view passes the visibility rule (no instance
+half-hidden or cut by the border, where a person and the mask could disagree); the answer is the
+number of instances in view, 0 for a thing class of the scene with no instance in view.
+
+**Closest** (:func:`multi_hop`): "the object closest to X" is taken over every thing in view
+(any visible pixel, named or not, labelled or clutter), by 3-D centre distance; the question is
+asked only when that object passes the visibility rule (a person can find it) and is closer than
+the runner-up by ``rank_gap``.
 
 Every answer is computed from the graph, never stored by hand; questions whose answer would sit
 near a decision boundary are not asked (direction within ``margin_deg`` of a 45° sector edge,
@@ -21,13 +36,14 @@ direction_ego          choice     where is <b> relative to <a>, seen from the ca
 direction_allo         choice     where is <b> relative to <a>, seen from <o> (SpaRRTa allo)
 relative_ranking       choice     which of these is closest to / farthest from the camera
 view_transformation    choice     standing at <x> facing <y>, where is <z>
-multi_hop              choice     the object nearest to <a>: is it left or right of <b> (camera)
+multi_hop              choice     the thing nearest to <a>: where is it relative to <b> (camera)
 =====================  =========  ===========================================================
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -87,8 +103,32 @@ def box_longest(o: Mapping) -> float:
     return float(max(b[2] - b[0], b[3] - b[1]) + 1) if b else 0.0
 
 
+# Classes that are ground or terrain whatever their size (the library tags its landmarks
+# ``ground``: street, water; dunes are terrain drawn as clutter). Records made before surfaces had
+# their own role still name these classes, so the templates check the class too.
+SURFACE_CLASSES = frozenset({"street", "road", "sidewalk", "water", "river", "pond", "lake", "dune", "terrain", "ground", "hill"})
+SURFACE_MIN_CM = 1000.0  # a flat actor (height <= 15 % of its footprint) this long is ground-like
+SURFACE_FLATNESS = 0.15
+
+
+def is_surface(cls: str, size_cm, role: str | None = None) -> bool:
+    """Ground-like or scene-scale: a person cannot count, measure or stand at it (a 180 m street
+    crossing 12 cm high, a 30 m dune). ``size_cm``: the scaled (L, W, H)."""
+    if role == "ground" or cls in SURFACE_CLASSES:
+        return True
+    length, width, height = (float(v) for v in size_cm)
+    footprint = max(length, width)
+    return footprint >= SURFACE_MIN_CM and height <= SURFACE_FLATNESS * footprint
+
+
+def is_thing(o: Mapping) -> bool:
+    """A discrete object a question may name (:func:`is_surface` is not)."""
+    return not is_surface(o["class"], o["box3d"]["size_cm"], o.get("role"))
+
+
 def passes(o: Mapping, rules: Rules) -> bool:
-    """CRISP's visibility rule."""
+    """CRISP's visibility rule (on a VQA record, ``visible_ratio`` counts the part of the object
+    outside the frame as not visible: see the module docstring)."""
     return (o.get("visible_ratio") or 0.0) >= rules.min_visible_ratio and box_longest(o) >= rules.min_bbox_px
 
 
@@ -97,9 +137,10 @@ def in_view(o: Mapping) -> bool:
 
 
 def askable(graph: Mapping, rules: Rules) -> list[dict]:
-    """Objects that may be named: they pass the rule and are the only one of their class in view."""
-    classes = Counter(o["class"] for o in graph["objects"] if in_view(o))
-    return [o for o in graph["objects"] if passes(o, rules) and classes[o["class"]] == 1]
+    """Things that may be named: they pass the rule and are the only one of their class in view."""
+    things = [o for o in graph["objects"] if is_thing(o)]
+    classes = Counter(o["class"] for o in things if in_view(o))
+    return [o for o in things if passes(o, rules) and classes[o["class"]] == 1]
 
 
 def noun(o: Mapping) -> str:
@@ -131,24 +172,36 @@ def sector(angle_deg: float, cross: float, margin: float) -> str | None:
 
 
 # --- numerical -------------------------------------------------------------------------------------
+def _pick(classes: list[str], graph: Mapping) -> str:
+    """One of ``classes``, the same for the same view, not always the first in the alphabet."""
+    key = repr(graph["camera"]["location"])
+    return min(classes, key=lambda c: (zlib.crc32(f"{c}|{key}".encode()), c))
+
+
 def counting(graph, rules, objs) -> list[Question]:
-    out = []
-    by_cls: dict[str, list] = {}
+    """Counts that vary: every countable thing class with 2+ instances in view (VQA scenes place
+    2-6 instances of one class on purpose) and one more class, drawn from those seen once and those
+    of the environment with no instance in view (answer 0; the record's ``classes``, else the
+    scene's). A class is countable when every instance in view passes the rule."""
+    by_cls: dict[str, list] = {c: [] for c in graph.get("classes", ())}
     for o in graph["objects"]:
-        if in_view(o):
+        if is_thing(o):
             by_cls.setdefault(o["class"], []).append(o)
-    for cls in sorted(by_cls):
-        group = by_cls[cls]
-        if all(passes(o, rules) for o in group):
-            out.append(
-                Question(
-                    "counting",
-                    f"How many {plural(cls)} are visible in the image?",
-                    len(group),
-                    objects=[o["name"] for o in group],
-                )
-            )
-    return out
+    seen = {c: [o for o in g if in_view(o)] for c, g in by_cls.items()}
+    countable = {c: g for c, g in seen.items() if all(passes(o, rules) for o in g)}
+    many = sorted(c for c, g in countable.items() if len(g) >= 2)
+    once = [c for c, g in countable.items() if len(g) == 1]
+    none = [c for c, g in countable.items() if not g]
+    chosen = many + ([_pick(none + once, graph)] if none + once else [])
+    return [
+        Question(
+            "counting",
+            f"How many {plural(cls)} are visible in the image?",
+            len(countable[cls]),
+            objects=[o["name"] for o in countable[cls]],
+        )
+        for cls in sorted(chosen)
+    ]
 
 
 def object_size(graph, rules, objs) -> list[Question]:
@@ -298,38 +351,40 @@ def view_transformation(graph, rules, objs) -> list[Question]:
 
 
 def multi_hop(graph, rules, objs) -> list[Question]:
-    """Hop 1: the askable object nearest to <a> (3-D centres, unique by ``rank_gap``);
-    hop 2: is it left or right of <b> in the image (camera frame, beyond ``margin`` in angle)."""
+    """Hop 1: the thing nearest to <a> among **every thing in view** (any visible pixel, named or
+    not, clutter included: a person looking for "the closest object" sees them all), by 3-D
+    centres, unique by ``rank_gap`` and passing the visibility rule itself (a person can find it);
+    hop 2: where is it relative to <b> from the camera's viewpoint (SpaRRTa's ego rule, as
+    :func:`direction_ego`, four options, nothing within ``margin_deg`` of a sector edge)."""
     out = []
-    cam = graph["camera"]
+    cam = graph["camera"]["location"]
+    seen = [o for o in graph["objects"] if is_thing(o) and in_view(o)]
     for a in objs:
-        others = [o for o in objs if o is not a]
-        if len(others) < 3:
+        others = [o for o in seen if o["name"] != a["name"]]
+        if len(others) < 2:
             continue
         d = [float(np.linalg.norm(_centre(o) - _centre(a))) for o in others]
-        order = np.argsort(d)
+        order = np.argsort(d, kind="stable")
         if d[order[1]] - d[order[0]] < rules.rank_gap * d[order[0]]:
             continue
         x = others[order[0]]
-        for b in others:
-            if b is x:
+        if not passes(x, rules):
+            continue  # the nearest thing is too hidden or small to be found: not asked
+        for b in objs:
+            if b["name"] in (a["name"], x["name"]):
                 continue
-            axes = np.asarray(cam["world_to_camera_axes"])
-            rel = axes @ (_centre(x) - _centre(b))  # (forward, right, up) of x from b
-            if abs(math.degrees(math.atan2(abs(rel[1]), abs(rel[0])))) < rules.margin_deg:
-                continue  # nearly straight ahead/behind: ambiguous
-            side = "right" if rel[1] > 0 else "left"
-            out.append(
-                Question(
-                    "multi_hop",
-                    f"Consider the object that is closest to {noun(a)} (other than it). "
-                    f"From the camera's viewpoint, is that object to the left or to the right of "
-                    f"{noun(b)}?",
-                    side,
-                    ["left", "right"],
-                    objects=[a["name"], x["name"], b["name"]],
-                )
+            q = _direction(
+                "multi_hop",
+                f"Consider the object that is closest to {noun(a)} (other than it), among all the objects you can "
+                f"see. From the camera's viewpoint, where is that object relative to {noun(b)}?",
+                cam[:2],
+                b,
+                x,
+                rules,
             )
+            if q:
+                q.objects = [a["name"], x["name"], b["name"]]
+                out.append(q)
     return out
 
 
@@ -357,8 +412,9 @@ def questions(graph: Mapping, rules: Rules = Rules(), categories=CATEGORIES) -> 
 
 def letter_options(qs: list[Question], rng: np.random.Generator, counters: Counter | None = None) -> list[dict]:
     """JSON-ready questions; choice answers are lettered with balanced positions: the k-th choice
-    question of a category (counted across the dataset by ``counters``) puts its answer at position
-    ``k mod n_options``, the distractors in a random order from ``rng``."""
+    question of a category with n options (counted across the dataset by ``counters``, per
+    category *and* n: a category mixing 3- and 4-option questions would otherwise favour A) puts
+    its answer at position ``k mod n``, the distractors in a random order from ``rng``."""
     counters = Counter() if counters is None else counters
     out = []
     for q in qs:
@@ -368,8 +424,9 @@ def letter_options(qs: list[Question], rng: np.random.Generator, counters: Count
         else:
             others = [o for o in q.options if o != q.answer]
             others = [others[i] for i in rng.permutation(len(others))]
-            pos = counters[q.category] % len(q.options)
-            counters[q.category] += 1
+            key = (q.category, len(q.options))
+            pos = counters[key] % len(q.options)
+            counters[key] += 1
             opts = others[:pos] + [q.answer] + others[pos:]
             d.update(
                 {"options": [f"{LETTERS[i]}. {o}" for i, o in enumerate(opts)], "answer": LETTERS[pos], "answer_text": q.answer}

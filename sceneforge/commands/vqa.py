@@ -15,7 +15,7 @@ from pathlib import Path
 from sceneforge.commands.common import add_runner_flags, out_flag, run_scenario
 from sceneforge.commands.config_flags import add_config_flags, config_from_args
 from sceneforge.core.atomic import atomic_write_bytes
-from sceneforge.core.errors import JobIncomplete
+from sceneforge.core.errors import ConfigError, JobIncomplete
 from sceneforge.scenarios.vqa.record import read_record, rerender
 from sceneforge.scenarios.vqa.scenario import VqaConfig  # numpy, no renderer: flags from its fields
 
@@ -30,7 +30,12 @@ def register(subparsers) -> None:
         "for numbers; per category and their macro average (VSI-Bench/CRISP).",
     )
     e.add_argument("--questions", type=Path, required=True, help="questions.jsonl written by the VQA generator")
-    e.add_argument("--pred", type=Path, required=True, help="predictions (.jsonl or .csv)")
+    e.add_argument("--pred", type=Path, help="predictions (.jsonl or .csv); required unless --baselines")
+    e.add_argument(
+        "--baselines",
+        action="store_true",
+        help="print the blind baselines per category (best constant letter, median number) and their macro average",
+    )
     e.add_argument("--json", action="store_true", help="print the scores as JSON")
     e.set_defaults(func=run_eval)
     register_generate(subparsers)
@@ -39,9 +44,15 @@ def register(subparsers) -> None:
 def run_eval(args: argparse.Namespace) -> int:
     from sceneforge.scenarios.vqa import evaluate  # not at parser build: `sceneforge --help` start-up
 
+    if args.pred is None and not args.baselines:
+        raise ConfigError("vqa-eval: give --pred PREDICTIONS, --baselines, or both")
     qs = evaluate.read_jsonl(args.questions, "questions file")
-    r = evaluate.score(qs, evaluate.load_predictions(args.pred))
-    print(json.dumps(r, indent=2, sort_keys=True) if args.json else evaluate.format_scores(r))
+    if args.baselines:
+        b = evaluate.baselines(qs)
+        print(json.dumps(b, indent=2, sort_keys=True) if args.json else evaluate.format_baselines(b))
+    if args.pred is not None:
+        r = evaluate.score(qs, evaluate.load_predictions(args.pred))
+        print(json.dumps(r, indent=2, sort_keys=True) if args.json else evaluate.format_scores(r))
     return 0
 
 
