@@ -1,29 +1,29 @@
-"""Template-VQA generation time per image (``sceneforge vqa``), per environment.
+"""Template-VQA generation time against SpaRRTa generation, and where a VQA image's time goes.
 
-Run: ``python benchmarks/vqa.py [--env city desert] [--n 3] [--seed 0]``
-(or ``sceneforge bench vqa --n 3``).
+Run: ``python benchmarks/vqa.py [--env city] [--n 15] [--seed 0] [--rounds 1]``
+(or ``sceneforge bench vqa --n 15``).
 
-Measures, in the same run, on one render server and the same scenes (indices 1..n of each
-environment; index 0 first, untimed: environment load, mesh uploads, shader compiles):
+1. **end to end, back to back** (the ratio issue 52 item 7 asks for): ``sceneforge vqa --env E
+   --n N --seed S --workers 1`` and ``sceneforge generate --env E --task ego --n N --seed S
+   --workers 1``, each in a fresh process (server start-up included), alternately for
+   ``--rounds`` rounds under ``nice``; prints each time, the median of each and **the ratio
+   vqa / generate** against the target (**<= 4x**). The machine may be shared: compare ratios
+   measured in one run, never times across runs.
+2. **in process** (one server, images 1..n after an untimed image 0): seconds per image split into
+   the candidate views (geometry + the labelled objects' pixel counts), the written view (render,
+   full measurement, relations, record JSON), and the counts: scenes drawn and views tried per
+   image, and the rejections by rule.
 
-1. **baseline**: the pipeline as it was before issue 33 item 3 — every candidate view's graph
-   carries all ordered-pair relations, one pure-Python ``scene_graph.relation`` call per pair
-   (a city view has ~68 objects = ~4,600 pairs, and most views are rejected);
-2. **current**: ``scenarios.vqa.scenario.Maker`` as shipped — views are judged on the objects'
-   nodes only, and the relations (``scene_graph.relations``, pair tables) are computed once, for
-   the view that is written;
-
-and prints seconds per image (wall, client + server), the ratio to the baseline, views tried per
-image, graph/relations time per image, whether both wrote byte-identical files (they must: the
-change is a pure speed-up), and the target: **<= 2 s per city image** on 2 cores, so the
-documented ``sceneforge vqa --env desert city --n 50`` takes minutes, not hours. Images are run
-alternately (baseline i, current i) so load from other processes hits both; timings on a shared
-machine are noisy, compare the ratios of one run.
+Before issue 52 (a quiet machine): 59.7 s vs 7.0 s for n = 15 (8.6x), a city image trying ~127
+candidate views, each counting the pixels of all ~70 objects.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,141 +32,94 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-TARGET_S_PER_CITY_IMAGE = 2.0
+TARGET_RATIO = 4.0
+CLI = "import sys; from sceneforge.cli import main; sys.exit(main(sys.argv[1:]))"  # the `sceneforge` script
 
 
-class Timed:
-    """Mixin for ``scenario.Maker``: counts views, times graph building and writing (``stats``)."""
-
-    def __init__(self, *a):
-        super().__init__(*a)
-        self.stats: Counter = Counter()
-
-    def graph(self, env_name, objs, cam, vis):
-        t = time.perf_counter()
-        g = self.relate(super().graph(env_name, objs, cam, vis), objs, cam)
-        self.stats["views"] += 1
-        self.stats["graph_s"] += time.perf_counter() - t
-        return g
-
-    def relate(self, graph, objs, cam):
-        return graph
-
-    def write(self, *a):
-        t = time.perf_counter()
-        out = super().write(*a)
-        self.stats["write_s"] += time.perf_counter() - t
-        return out
+def timed_command(args: list[str], out: Path) -> float:
+    """Seconds of one ``sceneforge`` command in a fresh, niced process (exit status checked)."""
+    cmd = ["nice", "-n", "10", sys.executable, "-c", CLI, *args, "--out", str(out), "--workers", "1", "--quiet"]
+    env = {**os.environ, "SCENEFORGE_NO_FETCH": "1"}
+    t = time.perf_counter()
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({r.returncode}): {r.stderr.strip()[-400:]}")
+    return dt
 
 
-class RelationsProbe:
-    """Stands in for ``scenario.with_relations`` during a run: times the current maker's pair
-    tables; for the baseline it passes the graph through (it already holds every pair)."""
-
-    def __init__(self, real):
-        self.real, self.baseline, self.seconds = real, False, []
-
-    def __call__(self, graph, objs, cam):
-        if self.baseline:
-            return graph
-        t = time.perf_counter()
-        out = self.real(graph, objs, cam)
-        self.seconds.append(time.perf_counter() - t)
-        return out
+def end_to_end(env: str, n: int, seed: int, rounds: int, tmp: Path) -> dict:
+    common = ["--env", env, "--n", str(n), "--seed", str(seed)]
+    times: dict[str, list[float]] = {"vqa": [], "generate": []}
+    for k in range(rounds):
+        times["vqa"].append(timed_command(["vqa", *common], tmp / f"vqa{k}"))
+        times["generate"].append(timed_command(["generate", "--task", "ego", *common], tmp / f"gen{k}"))
+    return times
 
 
-def makers(cfg, client, tmp: Path):
-    """(baseline, current) makers on one client, writing to their own folders."""
-    from sceneforge.scenarios.output.scene_graph import relation
-    from sceneforge.scenarios.vqa.scenario import Maker
-
-    class Baseline(Timed, Maker):
-        """Every view's graph with all pairs, one ``relation`` call each (the old ``scene_graph``)."""
-
-        def relate(self, graph, objs, cam):
-            graph["relations"] = [relation(a, b, cam) for a in objs for b in objs if a is not b]
-            return graph
-
-    class Current(Timed, Maker):
-        pass
-
-    return Baseline(cfg, client, tmp / "baseline"), Current(cfg, client, tmp / "current")
-
-
-def bench_env(env: str, n: int, seed: int, tmp: Path) -> dict:
-    """Images 1..n of ``env`` by both makers, alternately, on one server (image 0: warm-up)."""
+def in_process(env: str, n: int, seed: int, tmp: Path) -> dict:
+    """Images 1..n made by ``scenario.Maker`` on one server, the parts of each timed."""
     from sceneforge.engine.client import RenderClient
     from sceneforge.engine.server.launch import start_server
     from sceneforge.renderfarm.auto import inline_threads
     from sceneforge.scenarios.vqa import scenario
 
+    class Timed(scenario.Maker):
+        def write_if_askable(self, *a):
+            t = time.perf_counter()
+            out = super().write_if_askable(*a)
+            self.stats["written_view_s" if out is not None else "refused_view_s"] += time.perf_counter() - t
+            return out
+
     cfg = scenario.parse_config({"envs": [env], "n": n + 1, "seed": seed})
     spec = scenario.server_spec(cfg.to_dict())
-    times: dict[str, list[float]] = {"baseline": [], "current": []}
-    probe = scenario.with_relations = RelationsProbe(scenario.with_relations)
-    try:
-        with (
-            start_server(
-                assets=list(spec.assets), licenses=spec.licenses, renderer=spec.renderer, threads=inline_threads()
-            ) as srv,
-            RenderClient(srv.address) as client,
-        ):
-            base, cur = makers(cfg, client, tmp / env)
-            cur.make(env, 0)
-            cur.stats.clear()
-            probe.seconds.clear()
-            for i in range(1, n + 1):
-                for name, maker in (("baseline", base), ("current", cur)):
-                    probe.baseline = maker is base
-                    t = time.perf_counter()
-                    maker.make(env, i)
-                    times[name].append(time.perf_counter() - t)
-    finally:
-        scenario.with_relations = probe.real
-    files = [f for i in range(1, n + 1) for f in scenario.file_names(cfg, env, i).values()]
-    files += [str(scenario.scene_path(Path(), env, i)) for i in range(1, n + 1)]
-    same = all((base.out / f).read_bytes() == (cur.out / f).read_bytes() for f in files)
-    return {"times": times, "base": base.stats, "cur": cur.stats, "relations_s": probe.seconds, "same": same, "n": n}
-
-
-def report(env: str, r: dict) -> None:
-    n = r["n"]
-    base, cur = (sum(r["times"][k]) / n for k in ("baseline", "current"))
-    b, c = r["base"], r["cur"]
-    print(f"{env}: {n} images (after 1 untimed warm-up), {c['views'] / n:.1f} views tried per image")
-    print(
-        f"  baseline  all pairs per view, relation() per pair: {base:7.2f} s/image "
-        f"(graphs {b['graph_s'] / n:.2f} s, write {b['write_s'] / n:.2f} s)"
-    )
-    rel = sum(r["relations_s"]) / max(len(r["relations_s"]), 1)
-    print(
-        f"  current   nodes per view, pair tables once       : {cur:7.2f} s/image "
-        f"(graphs {c['graph_s'] / n:.2f} s, relations {rel:.3f} s, write {c['write_s'] / n:.2f} s)  "
-        f"{base / cur:.1f}x faster"
-    )
-    print(f"  files     baseline vs current: {'byte-identical' if r['same'] else 'DIFFER'}")
-    print(f"  projected --n 50: baseline {50 * base / 60:.1f} min, current {50 * cur / 60:.1f} min")
-    if env == "city":
-        verdict = "meets" if cur <= TARGET_S_PER_CITY_IMAGE else "misses"
-        print(
-            f"  target    <= {TARGET_S_PER_CITY_IMAGE:.1f} s per city image: {verdict} "
-            f"({cur / TARGET_S_PER_CITY_IMAGE:.2f}x the budget)"
-        )
+    counts: Counter = Counter()
+    total = 0.0
+    with (
+        start_server(assets=list(spec.assets), licenses=spec.licenses, renderer=spec.renderer, threads=inline_threads()) as srv,
+        RenderClient(srv.address) as client,
+    ):
+        maker = Timed(cfg, client, tmp / "inproc")
+        maker.stats = Counter()
+        maker.make(env, 0)
+        maker.stats.clear()
+        for i in range(1, n + 1):
+            t = time.perf_counter()
+            maker.make(env, i)
+            total += time.perf_counter() - t
+            counts.update(maker.last_counts)
+    return {"total": total, "stats": maker.stats, "counts": counts, "n": n}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--env", nargs="+", default=["city", "desert"])
-    p.add_argument("--n", type=int, default=3, help="timed images per environment (after one warm-up)")
+    p.add_argument("--env", default="city")
+    p.add_argument("--n", type=int, default=15, help="images (both commands)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rounds", type=int, default=1, help="back-to-back vqa/generate pairs")
+    p.add_argument("--skip-in-process", action="store_true")
     args = p.parse_args(argv)
-    ok = True
     with tempfile.TemporaryDirectory(prefix="bench-vqa-") as tmp:
-        for env in args.env:
-            r = bench_env(env, args.n, args.seed, Path(tmp))
-            report(env, r)
-            ok &= r["same"]
-    return 0 if ok else 1
+        t = end_to_end(args.env, args.n, args.seed, args.rounds, Path(tmp))
+        v, g = statistics.median(t["vqa"]), statistics.median(t["generate"])
+        ratio = v / g
+        print(f"{args.env}, n={args.n}, seed {args.seed}, {args.rounds} round(s), fresh processes, nice 10, back to back")
+        print(f"  sceneforge vqa                : {', '.join(f'{x:.1f}' for x in t['vqa'])} s (median {v:.1f} s)")
+        print(f"  sceneforge generate --task ego: {', '.join(f'{x:.1f}' for x in t['generate'])} s (median {g:.1f} s)")
+        verdict = "meets" if ratio <= TARGET_RATIO else "misses"
+        print(f"  ratio vqa / generate          : {ratio:.2f}x (target <= {TARGET_RATIO:.0f}x: {verdict}; before issue 52: 8.6x)")
+        if not args.skip_in_process:
+            r = in_process(args.env, min(args.n, 5), args.seed, Path(tmp))
+            n, s, c = r["n"], r["stats"], r["counts"]
+            views = r["total"] - s["written_view_s"] - s["refused_view_s"]
+            print(f"  in process, images 1..{n}: {r['total'] / n:.2f} s/image")
+            print(f"    candidate views (geometry, labelled pixel counts): {views / n:.2f} s/image")
+            print(f"    written view (render, full measure, relations, record): {s['written_view_s'] / n:.2f} s/image")
+            print(f"    refused after the full measure (border, mask): {s['refused_view_s'] / n:.2f} s/image")
+            print(f"    scenes drawn {c['scenes'] / n:.1f}/image, views tried {c['views'] / n:.1f}/image")
+            rules = {k: v for k, v in sorted(c.items()) if k not in ("scenes", "views")}
+            print(f"    rejections: {rules}")
+    return 0 if ratio <= TARGET_RATIO else 1
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.core.paths import check_component, inside
 from sceneforge.engine.world import Actor, Camera, Rotator, Transform
 from sceneforge.engine import limits
-from sceneforge.scenarios.output.writers import encode_image
+from sceneforge.scenarios.output.writers import dumps, encode_image, nested_json
 
 SCHEMA = "sceneforge.scene_record/1"
 
@@ -239,8 +239,6 @@ def relations_json(rels: list, level: int) -> str:
     import math
     from json.encoder import encode_basestring_ascii as s
 
-    from sceneforge.scenarios.output.writers import nested_json
-
     if not rels:
         return "[]"
     f = float.__repr__
@@ -271,8 +269,6 @@ def relations_json(rels: list, level: int) -> str:
 
 def record_json(rec: dict) -> str:
     """``writers.dumps(rec)`` with the graph's relations encoded by :func:`relations_json`."""
-    from sceneforge.scenarios.output.writers import dumps
-
     rels = rec["graph"].get("relations")
     if not rels:
         return dumps(rec)

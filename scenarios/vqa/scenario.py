@@ -31,8 +31,10 @@ from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResul
 from sceneforge.scenarios.output.writers import atomic_write_bytes, encode_image, kind_bytes, kind_file
 from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.vqa.record import load_scene, scene_path  # noqa: F401  (re-exported)
-from sceneforge.engine.world import instance_color
+from sceneforge.engine.world import Camera, instance_color, look_at_rotation
+from sceneforge.scenarios.sampling.screens import RASTER_SLACK_PX
 from sceneforge.scenarios.vqa.record import record_json, scene_record
+from sceneforge.scenarios.vqa.templates import Rules, askable, is_surface, passes  # numpy + math, ~5 ms
 
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
@@ -261,10 +263,15 @@ class Maker:
         group = self.cfg.count_group >= 2 and len(classes) > self.cfg.min_objects
         top = min(self.cfg.max_objects, len(classes) - 1 if group else len(classes))
         k = int(rng.integers(self.cfg.min_objects, top + 1))
-        order = rng.permutation(len(classes))
-        chosen = [classes[j] for j in order[:k]]
-        if group:  # one more class, 2..count_group instances: counting questions with answers that vary
-            chosen += [classes[order[k]]] * int(rng.integers(2, self.cfg.count_group + 1))
+        order = [classes[j] for j in rng.permutation(len(classes))]
+        if group:  # one more class, 2..count_group instances: counting questions with answers that vary;
+            # preferably a class the clutter never has (a clutter cactus in view makes the cacti uncountable)
+            clutter = {c for g in env.spec.clutter for c in g.classes}
+            last = next((c for c in reversed(order) if c not in clutter), order[-1])
+            order = [c for c in order if c != last] + [last]
+            chosen = order[:k] + [last] * int(rng.integers(2, self.cfg.count_group + 1))
+        else:
+            chosen = order[:k]
         # tighter than SpaRRTa's pairs: every object must be in the frame AND >= min_bbox_px (40 px
         # of 448: a 70 cm cone within ~8 m), which a 10 m spread rarely allows
         sigma = min(s.sigma_cm, SPREAD_SIGMA_CM)
@@ -301,9 +308,6 @@ class Maker:
         judged again on those final numbers (:meth:`judge`)."""
         # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.sampling.rejection import camera_clear, in_frame, resample_while
-
-        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.vqa.templates import Rules, passes
 
         s, cfg = env.sampling, self.cfg
         if self._world != env_name:
@@ -396,8 +400,6 @@ class Maker:
     def write_if_askable(self, env, env_name, i, actors, colors, objs, cam, rules, counts) -> dict | None:
         """Render the view, measure it (:meth:`measure`) and write it when ``min_askable`` labelled
         objects are still askable on the final numbers; else None (nothing written)."""
-        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.vqa.templates import askable
 
         cfg = self.cfg
         more = rendered_kinds(cfg)
@@ -420,16 +422,16 @@ class Maker:
         return rec
 
     def vocabulary(self, env_name: str) -> list[str]:
-        """The environment's thing classes (labelled and clutter, no surfaces), sorted: a counting
-        question may ask about any of them, and 0 is the answer for those not in view."""
-        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.vqa.templates import is_surface
+        """The thing classes a VQA scene of the environment may hold (its triples' source and target
+        classes and its clutter, no surfaces), sorted: a counting question may ask about any of
+        them, and 0 is the answer for those not in view."""
 
         if env_name in self._vocab:
             return self._vocab[env_name]
         env, lib = self._envs[env_name], self._shapes[env_name].lib
         out = set()
-        for cls in env.classes():
+        placed = {c for t in env.triples for c in (t.source_class, t.target_class)}  # never the viewpoint human
+        for cls in sorted(placed | {c for g in env.spec.clutter for c in g.classes}):
             for a in env.variants(cls, lib):
                 info = lib.info(a)
                 if "ground" not in info.tags and not is_surface(info.cls, lib.size_cm(a)):
@@ -444,9 +446,6 @@ class Maker:
 
         # ~4 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.output.scene_graph import SceneObject
-
-        # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.vqa.templates import is_surface
 
         lib = self._shapes[env_name].lib
         out = []
@@ -487,8 +486,6 @@ def _enough_big(placed: list, min_px: float, k: int):
     """Geometric rule: at least ``k`` of ``placed`` project a prism whose longest edge reaches
     ``min_px`` (less the raster slack). The prism's box bounds the mask's box from above, so it only
     rejects views the pixel rule would reject too, without a server round trip."""
-    from sceneforge.scenarios.sampling.screens import RASTER_SLACK_PX
-
     prisms = [p.corners() for p in placed]
 
     def ok(cam) -> bool:
@@ -532,19 +529,16 @@ def _camera_range(placed: list, nameable: set, focal: float, min_px: float, k: i
 def _orbit_camera(rng, centroid, base_z: float, near: float, far: float, heights, fov_deg: float, size: int):
     """A camera at a horizontal distance uniform in [near, far] from ``centroid``, any azimuth,
     ``base_z`` + a height from ``heights`` (at most the distance: pitch <= 45°), aimed at it."""
-    from sceneforge.scenarios.sampling.rejection import aimed_camera
-
     r = float(rng.uniform(near, far))
     az = float(rng.uniform(0.0, 2.0 * math.pi))
     lo, hi = float(heights[0]), float(heights[1])
     z = base_z + float(rng.uniform(lo, max(lo, min(hi, r))))
-    return aimed_camera(centroid[0] + r * math.cos(az), centroid[1] + r * math.sin(az), z, tuple(centroid), fov_deg, size)
+    eye = (centroid[0] + r * math.cos(az), centroid[1] + r * math.sin(az), z)
+    return Camera(eye, look_at_rotation(eye, tuple(float(v) for v in centroid)), fov_deg, size, size)
 
 
 def _enlarged(cam, m_x: int, m_y: int):
     """``cam`` with the same pose and focal length and ``m_x`` / ``m_y`` more pixels on each side."""
-    from sceneforge.engine.world import Camera
-
     w = cam.width + 2 * m_x
     fov = 2.0 * float(np.degrees(np.arctan((w / 2.0) / cam.focal_px)))
     return Camera(cam.location, cam.rotation, fov, w, cam.height + 2 * m_y)
