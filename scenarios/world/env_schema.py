@@ -215,6 +215,7 @@ class EnvSpec(_Strict):
     sampling: SamplingParams = SamplingParams()
     assets: list[str] = Field(default_factory=list)  # extra manifest files, relative to the YAML
     style_tags: list[str] = Field(default_factory=list)  # prefer variants with these tags (e.g. snow)
+    exclude_style_tags: list[str] = Field(default_factory=list)  # never draw variants with these tags (snow, desert)
     zones: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # rects, cm
     lines: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # segments, cm
 

@@ -28,6 +28,7 @@ from sceneforge.engine.world import Actor, Ground, Rotator, Sky, Sun, Transform,
 from sceneforge.engine.world_dict import apply_world, world_to_dict
 from sceneforge.scenarios.world.env_schema import MAX_ENV_ACTORS, MAX_ENV_FILE_BYTES, EnvSpec, Landmark
 from sceneforge.scenarios.world.occupancy import Occupancy
+from sceneforge.core.suggest import did_you_mean
 from sceneforge.scenarios.world.placement import Site, footprint_radius, ground_z_under, pick_variants, place_group
 
 ENVS_DIR = Path(__file__).parents[1] / "envs"  # scenarios/envs
@@ -89,9 +90,10 @@ class Environment:
         return out | {lm.cls for lm in self.spec.landmarks}
 
     def variants(self, cls: str, library=None) -> list[str]:
-        """Asset ids of ``cls`` for this environment: those carrying one of ``style_tags`` when the
-        class has any (snowy trees in Winter Town), else every active variant (sorted ids)."""
-        return pick_variants(library or self.library, cls, self.spec.style_tags)
+        """Asset ids of ``cls`` for this environment: none carrying an ``exclude_style_tags`` tag;
+        of those, the ones carrying one of ``style_tags`` when the class has any (snowy trees in
+        Winter Town), else all of them (sorted ids)."""
+        return pick_variants(library or self.library, cls, self.spec.style_tags, self.spec.exclude_style_tags)
 
     def clutter(self, rng: np.random.Generator, keep_out=(), library=None) -> list[Actor]:
         """Background actors: landmarks, then each clutter group; deterministic given ``rng``.
@@ -110,7 +112,15 @@ class Environment:
                 occupied.add(Point(*lm.location_cm), r, *lm.location_cm, r)
         for k, group in enumerate(self.spec.clutter):
             for asset_id, x, y, yaw, s in place_group(
-                group, rng, lib, occupied, self.spec.sampling.centre_cm, self.spec.style_tags, self._geometry(), k
+                group,
+                rng,
+                lib,
+                occupied,
+                self.spec.sampling.centre_cm,
+                self.spec.style_tags,
+                self._geometry(),
+                k,
+                self.spec.exclude_style_tags,
             ):
                 actors.append(self._actor(len(actors), asset_id, x, y, yaw, s, lib))
         return actors
@@ -272,12 +282,18 @@ def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str
     except ValidationError as e:
         raise ConfigError(validation_message(path, e, root, data)) from None
     env = Environment(spec, path, library, licenses)
-    lib_classes = set(env.library.classes()) if library is not None or spec.assets else set(KNOWN_CLASSES)
-    unknown = sorted(env.classes() - lib_classes)
-    if unknown:  # names that are not classes may pin asset ids (``source: proc_truck_blue``)
-        unknown = sorted(set(unknown) - set(env.library.ids()))
-    if unknown:
-        raise ConfigError(
-            f"{path}: unknown class(es) or asset id(s) {', '.join(unknown)}; known classes: {', '.join(sorted(lib_classes))}"
-        )
+    # The classes accepted are the library's, what `sceneforge assets list` shows: built-in ones and
+    # those a pack declares (`water`, `street`: procedural.yaml's `classes:`). KNOWN_CLASSES (the
+    # built-in list) only spares loading the library (~0.6 s) when every name is in it; it lacks
+    # the declared ones, which is why `class: water` was refused (issue 47).
+    unknown = sorted(env.classes() - (set() if library is not None or spec.assets else set(KNOWN_CLASSES)))
+    if unknown:  # declared classes, or asset ids pinning one asset (``source: proc_truck_blue``)
+        lib_classes = set(env.library.classes())
+        unknown = sorted(set(unknown) - lib_classes - set(env.library.ids()))
+        if unknown:
+            hint = did_you_mean(unknown[0], lib_classes)
+            raise ConfigError(
+                f"{path}: unknown class(es) or asset id(s) {', '.join(unknown)}; {hint + ' ' if hint else ''}"
+                f"known classes: {', '.join(sorted(lib_classes))} (sceneforge assets list)"
+            )
     return env

@@ -194,28 +194,44 @@ def ground_z_under(ground, x: float, y: float, r: float) -> float:
     return float(ground.height(xs, ys).min())  # ndarray.min: np.min's reduction, less wrapping
 
 
-def pick_variants(lib, cls: str, tags) -> list[str]:
-    """Active asset ids of ``cls``, narrowed to those with any of ``tags`` when some have them.
-    ``cls`` may also be an asset id: the environment pins that asset (``[cls]``)."""
+def pick_variants(lib, cls: str, tags, exclude=()) -> list[str]:
+    """Active asset ids of ``cls`` without any of the ``exclude`` tags, narrowed to those with any
+    of ``tags`` when some have them (no ``tags``: every one left, whatever its style: snowy pines
+    and palms too). ``cls`` may also be an asset id: the environment pins that asset (``[cls]``,
+    even if it carries an excluded tag: it was named)."""
     if cls in set(lib.ids()) and cls not in set(lib.classes()):
         return [cls]
     infos = lib.by_class(cls)
     if not infos:
         raise ConfigError(f"class {cls!r} has no asset in the library")
-    styled = [i.id for i in infos if set(i.tags) & set(tags)]
-    return styled or [i.id for i in infos]
+    kept = [i for i in infos if not set(i.tags) & set(exclude)]
+    if not kept:
+        raise ConfigError(
+            f"class {cls!r}: every variant ({', '.join(i.id for i in infos)}) carries an excluded style tag "
+            f"({', '.join(exclude)}); remove one from exclude_style_tags"
+        )
+    styled = [i.id for i in kept if set(i.tags) & set(tags)]
+    return styled or [i.id for i in kept]
 
 
-def _variants(lib, cls: str, tags, memo: dict) -> list[str]:
+def _variants(lib, cls: str, tags, memo: dict, exclude=()) -> list[str]:
     """pick_variants, remembered per library (asked for every object placed)."""
-    key = ("variants", cls, tuple(tags))
+    key = ("variants", cls, tuple(tags), tuple(exclude))
     if key not in memo:
-        memo[key] = pick_variants(lib, cls, tags)
+        memo[key] = pick_variants(lib, cls, tags, exclude)
     return memo[key]
 
 
 def place_group(
-    group: "ClutterGroup", rng: np.random.Generator, lib, occupied: Occupancy, centre, style=(), geometry=({}, {}), index: int = 0
+    group: "ClutterGroup",
+    rng: np.random.Generator,
+    lib,
+    occupied: Occupancy,
+    centre,
+    style=(),
+    geometry=({}, {}),
+    index: int = 0,
+    exclude=(),
 ):
     """Yield (asset_id, x, y, yaw, scale) for one group; adds each object to ``occupied``.
     ``geometry``: the environment's :class:`Site` (or a ``(zones, lines)`` pair)."""
@@ -227,7 +243,7 @@ def place_group(
     n = int(rng.integers(lo, hi + 1))
     for _ in range(n):
         cls = group.classes[int(rng.integers(len(group.classes)))]
-        ids = _variants(lib, cls, [group.prefer_tag] if group.prefer_tag else style, memo)
+        ids = _variants(lib, cls, [group.prefer_tag] if group.prefer_tag else style, memo, exclude)
         asset_id = ids[int(rng.integers(len(ids)))]
         s = float(rng.uniform(*group.scale))
         asset = _asset(lib, asset_id, memo)
