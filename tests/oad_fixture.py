@@ -35,6 +35,7 @@ MESH = "art/meshes/skeletal/test_leg.dae.cached.pmd"
 CLIP = "art/animation/biped/test_walk.dae.cached.psa"
 SKIN = "art/textures/skins/skeletal/test_skin.png.cached.dds"
 ACTOR = "art/actors/units/test/leg.xml"
+SPECIES_ACTOR = "art/actors/fauna/chicken.xml"  # the same actor where the "chicken" class looks for one
 LEFT_OUT = ("art/meshes/structural/house.dae.cached.pmd", "art/actors/units/test/leg.xmb", "art/textures/ui/x.png")
 BEND_DEG = (0.0, 30.0, 90.0, 30.0)
 
@@ -132,6 +133,7 @@ def public_zip() -> bytes:
         z.writestr(CLIP, psa_bytes())
         z.writestr(SKIN, dds_bytes())
         z.writestr(ACTOR, ACTOR_XML)
+        z.writestr(SPECIES_ACTOR, ACTOR_XML)
         z.writestr(LEFT_OUT[1], b"XMB0")
         z.writestr(LEFT_OUT[2], b"png")
         z.writestr("art/LICENSE.txt", "CC-BY-SA 3.0 Wildfire Games\n")
@@ -155,6 +157,15 @@ def _ar(members: list[tuple[str, bytes]]) -> bytes:
         out.write(f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(data):<10}`\n".encode())
         out.write(data + (b"\n" if len(data) % 2 else b""))
     return out.getvalue()
+
+
+def install_pack(cache: Path, tmp: Path) -> Path:
+    """Install the fixture pack into ``cache`` (as ``sceneforge assets install characters
+    --from``); returns the pack root."""
+    from sceneforge.assets_manifest.characters import pack
+
+    pack.install(cache, source=write_deb(tmp))
+    return pack.pack_root(cache)
 
 
 def write_deb(path: Path, version: str = "0.0.26-1") -> Path:

@@ -235,6 +235,14 @@ class RenderClient(ImageRequests):
                 self.text(f"vset /object/{name}/{key} " + " ".join(f"{v:.6f}" for v in value))
         return _ack(None)
 
+    def set_character_poses(self, poses: dict[str, dict]) -> None:
+        """``{name: {"clip": "walk"|"run"|"idle", "phase": cycles}}`` for skinned characters
+        (spawned with a ``character:...`` asset id; our server only: engine/server/characters.py)."""
+        if not self.is_sceneforge:
+            raise CommandError("character poses need a sceneforge render server (no UnrealCV equivalent)")
+        clean = {n: {"clip": str(p["clip"]), "phase": float(p["phase"])} for n, p in poses.items()}
+        self.text("vset /sceneforge/character_poses " + compact_json(clean))
+
     def destroy(self, name: str) -> None:
         self.text(f"vset /object/{name}/destroy")
         if name in self.spawned:

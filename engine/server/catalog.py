@@ -25,6 +25,7 @@ import numpy as np
 from sceneforge.core.errors import AssetError
 from sceneforge.core.meshes import RenderMesh
 from sceneforge.engine.limits import WORLD_CONTENT_KEPT, shown
+from sceneforge.engine.server import characters as ch
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,12 @@ class AssetCatalog:
     'primitive_cube'
     """
 
-    def __init__(self, library: Any | None = None, loader: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self, library: Any | None = None, loader: Callable[[], Any] | None = None, characters: Callable[[], Any] | None = None
+    ) -> None:
         self._library = library
+        self._characters_loader = characters  # () -> CharacterLibrary | None, called once on first use
+        self._characters: ch.CharacterMeshes | None = None
         self._loader = loader  # called once, on first use (possibly from a warm-up thread)
         self._load_error: str | None = None
         self._load_lock = threading.Lock()
@@ -94,10 +99,30 @@ class AssetCatalog:
         self._lock = threading.Lock()
 
     @classmethod
-    def deferred(cls, loader: Callable[[], Any]) -> "AssetCatalog":
+    def deferred(cls, loader: Callable[[], Any], characters: Callable[[], Any] | None = None) -> "AssetCatalog":
         """Load on first use (or :meth:`warm`): importing a library pulls in trimesh, which
         costs seconds, and the server should be listening before that."""
-        return cls(loader=loader)
+        return cls(loader=loader, characters=characters)
+
+    @property
+    def characters(self) -> ch.CharacterMeshes | None:
+        """The posed skinned characters (engine/server/characters.py), or None without the pack."""
+        with self._load_lock:
+            if self._characters_loader is not None:
+                loader, self._characters_loader = self._characters_loader, None
+                try:
+                    lib = loader()
+                except Exception as e:  # noqa: BLE001 - a broken pack must not take the assets down
+                    log.error("character pack unavailable: %s: %s", type(e).__name__, e)
+                    lib = None
+                self._characters = ch.CharacterMeshes(lib) if lib is not None else None
+            return self._characters
+
+    def _character_meshes(self) -> ch.CharacterMeshes:
+        chars = self.characters
+        if chars is None:
+            raise AssetError("no character pack on this server (install it: sceneforge assets install characters)")
+        return chars
 
     def warm(self) -> None:
         """Load the library now (call from a background thread); errors surface on first use."""
@@ -125,11 +150,16 @@ class AssetCatalog:
         return lib_ids + [p for p in PRIMITIVES if p not in lib_ids]
 
     def asset_class(self, asset_id: str) -> str:
+        if ch.is_character(asset_id):
+            return ch.parse(asset_id)[0]
         if self._in_library(asset_id):
             return str(self.library.info(asset_id).cls)
         return PRIMITIVE_CLASS
 
     def size_cm(self, asset_id: str) -> list[float]:
+        if ch.is_character(asset_id):
+            b = self.mesh(asset_id).bounds()
+            return [float(s) for s in b[1] - b[0]]
         if self._in_library(asset_id):
             size = getattr(self.library.info(asset_id), "size_cm", None)
             if size is not None:
@@ -148,6 +178,8 @@ class AssetCatalog:
     # --- lookup ----------------------------------------------------------------------------
     def resolve(self, name: str) -> str:
         """An asset id, or a class name (→ the first id of that class in sorted order)."""
+        if ch.is_character(name):
+            return self._character_meshes().resolve(name)
         if name in PRIMITIVES or self._in_library(name):
             return name
         if name == PRIMITIVE_CLASS:
@@ -160,6 +192,8 @@ class AssetCatalog:
 
     def mesh(self, asset_id: str) -> RenderMesh:
         """The normalised mesh (cached); the server's :data:`MeshProvider`."""
+        if ch.is_character(asset_id):  # posed: bounded cache of their own
+            return self._character_meshes().mesh(asset_id)
         with self._lock:
             if asset_id not in self._meshes:
                 self._meshes[asset_id] = self._load_mesh(asset_id)
@@ -169,6 +203,8 @@ class AssetCatalog:
         """The library's simplified mesh (a level of detail, ``AssetLibrary.mesh_lod``), or None
         when there is none (primitives, a library without levels): the renderer then draws the
         full mesh."""
+        if ch.is_character(asset_id):
+            return None
         fn = getattr(self.library, "mesh_lod", None) if self._in_library(asset_id) else None
         return None if fn is None else fn(asset_id, budget)
 

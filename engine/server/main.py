@@ -151,6 +151,16 @@ def load_library(packs: Sequence[str] | None, licenses: Sequence[str] | None) ->
     return AssetLibrary.default(licenses=list(licenses) if licenses else None, extra_manifests=tuple(str(p) for p in packs or ()))
 
 
+def load_characters() -> Any | None:
+    """The installed character pack (``sceneforge assets install characters``) or None."""
+    try:
+        from sceneforge.assets_manifest.characters.library import CharacterLibrary  # off the listen path, like the library
+    except ImportError as e:
+        log.warning("character pack unavailable (%s)", e)
+        return None
+    return CharacterLibrary.installed()
+
+
 def _validate(args: argparse.Namespace) -> None:
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port must be in 0..65535, got {args.port}")
@@ -201,9 +211,9 @@ def build_server(args: argparse.Namespace):
         output_dir.mkdir(parents=True, exist_ok=True)
     packs, licenses = args.assets, parse_licenses(args.licenses)
     if packs or licenses:  # explicit choices are validated before listening (bad input → exit 2)
-        catalog = AssetCatalog(load_library(packs, licenses))
+        catalog = AssetCatalog(load_library(packs, licenses), characters=load_characters)
     else:  # the default library loads in the background so the port is ready in well under a second
-        catalog = AssetCatalog.deferred(lambda: load_library(None, None))
+        catalog = AssetCatalog.deferred(lambda: load_library(None, None), characters=load_characters)
     threading.Thread(target=catalog.warm, name="sceneforge-assets", daemon=True).start()
     serving = {"packs": sorted(str(Path(p).resolve()) for p in packs or ()), "licenses": licenses, "renderer": args.renderer}
     state = ServerState(catalog, output_dir=output_dir, threads=args.threads, backend_factory=factory, serving=serving)

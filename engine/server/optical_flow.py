@@ -8,6 +8,12 @@ where it was at t-1 (through its actor's old transform when the actor moved; sta
 sky pixels are directions, moved by rotation only) and projected with the old camera:
 ``flow = uv_now - uv_then`` in pixels, x right, y down. The first request of a camera has no t-1:
 zero flow.
+
+Skinned characters (engine/server/characters.py) also change *shape*: their asset id names the
+pose. A character pixel's point, in the actor's frame now, is moved by the displacement of its
+skinned surface between the two poses (the inverse-distance blend of the nearest
+:data:`FLOW_NEIGHBOURS` vertices' ``then - now``: vertices of the two poses correspond one to one),
+then carried by the old transform: each point moves by its own skinning.
 """
 
 from __future__ import annotations
@@ -18,10 +24,26 @@ from sceneforge.engine.server.unrealcv_state import FrameSnapshot
 from sceneforge.engine.world import Camera, Scene
 
 _SKY_CM = 1e9  # far enough that camera translation moves sky pixels by < 1e-3 px
+FLOW_NEIGHBOURS = 3
 
 
 def snapshot(scene: Scene, camera: Camera) -> FrameSnapshot:
-    return FrameSnapshot(camera, {n: a.transform for n, a in scene.actors.items()})
+    return FrameSnapshot(
+        camera, {n: a.transform for n, a in scene.actors.items()}, {n: a.asset_id for n, a in scene.actors.items()}
+    )
+
+
+def deform(local: np.ndarray, now: np.ndarray, then: np.ndarray) -> np.ndarray:
+    """Points ``local`` (n,3) on a surface whose vertices moved from ``now`` to ``then`` (same
+    order): each point moved by its nearest vertices' displacement (inverse-distance weights)."""
+    from scipy.spatial import cKDTree
+
+    k = min(FLOW_NEIGHBOURS, len(now))
+    dist, idx = cKDTree(now).query(local, k=k)
+    dist, idx = dist.reshape(len(local), k), idx.reshape(len(local), k)
+    w = 1.0 / np.maximum(dist, 1e-3)
+    w /= w.sum(1, keepdims=True)
+    return local + np.einsum("nk,nkj->nj", w, then[idx] - now[idx])
 
 
 def pixel_grid(camera: Camera) -> np.ndarray:
@@ -42,9 +64,15 @@ def world_points(camera: Camera, plane_depth: np.ndarray) -> np.ndarray:
 
 
 def optical_flow(
-    previous: FrameSnapshot | None, scene: Scene, camera: Camera, plane_depth: np.ndarray, instance_id: np.ndarray
+    previous: FrameSnapshot | None,
+    scene: Scene,
+    camera: Camera,
+    plane_depth: np.ndarray,
+    instance_id: np.ndarray,
+    mesh_of=None,
 ) -> np.ndarray:
-    """(H, W, 2) float32 flow in pixels from ``previous`` to now."""
+    """(H, W, 2) float32 flow in pixels from ``previous`` to now; ``mesh_of(asset_id)`` gives
+    the meshes of actors whose asset changed (posed characters; without it, transforms only)."""
     if previous is None:
         return np.zeros((camera.height, camera.width, 2), np.float32)
     points = world_points(camera, plane_depth)
@@ -54,11 +82,17 @@ def optical_flow(
             continue
         name = names[k - 1]
         before, now = previous.transforms.get(name), scene.actors[name].transform
-        if before is None or before == now:
+        asset_then, asset_now = previous.assets.get(name), scene.actors[name].asset_id
+        reshaped = mesh_of is not None and asset_then is not None and asset_then != asset_now
+        if before is None or (before == now and not reshaped):
             continue
         mask = instance_id == k
         m_now = now.matrix()
         local = (np.linalg.inv(m_now) @ np.c_[points[mask], np.ones(mask.sum())].T).T
+        if reshaped:
+            v_now, v_then = mesh_of(asset_now).vertices, mesh_of(asset_then).vertices
+            if len(v_now) == len(v_then):
+                local[:, :3] = deform(local[:, :3], v_now.astype(np.float64), v_then.astype(np.float64))
         points[mask] = (before.matrix() @ local.T).T[:, :3]
     then, depth_then = previous.camera.project(points.reshape(-1, 3))
     flow = pixel_grid(camera) - then.reshape(camera.height, camera.width, 2)

@@ -39,6 +39,7 @@ class FrameSnapshot:
 
     camera: Camera
     transforms: dict[str, Transform]
+    assets: dict[str, str] = field(default_factory=dict)  # each actor's asset id then (a character's pose)
 
 
 @dataclass

@@ -16,6 +16,7 @@ import logging
 
 from sceneforge.core.errors import SceneforgeError
 from sceneforge.engine.server.commands import ext, image, stock  # noqa: F401 - register their routes
+from sceneforge.engine.server.commands import characters  # noqa: F401 - after ext (uses its JSON helpers)
 from sceneforge.engine.server.commands import camera_settings, unrealcv  # noqa: F401 - (imports unrealcv first)
 from sceneforge.engine.server.commands.table import READ, RENDER, WRITE, Route, _short, match, routes, templates
 from sceneforge.engine.server.state import ServerState

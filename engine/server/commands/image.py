@@ -118,7 +118,12 @@ def image_reply(state: ServerState, cam: str, kind: str, args: list[str]) -> "st
 
 def _flow(state: ServerState, cam_id: int, camera, arrays: dict[str, np.ndarray]) -> np.ndarray:
     return optical_flow(
-        state.unrealcv.previous_frame.get(cam_id), state.scene, camera, arrays["plane_depth"], arrays["instance_id"]
+        state.unrealcv.previous_frame.get(cam_id),
+        state.scene,
+        camera,
+        arrays["plane_depth"],
+        arrays["instance_id"],
+        mesh_of=state.catalog.mesh,
     )
 
 

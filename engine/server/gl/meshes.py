@@ -9,6 +9,7 @@ passes.py, which draws with them.
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 
 import moderngl
 
@@ -18,6 +19,7 @@ from sceneforge.engine.server.gl.impostor import ImpostorBaker
 from sceneforge.engine.server.gl.resources import GpuMesh, upload
 
 log = logging.getLogger(__name__)
+POSED_KEPT = 96  # uploaded poses of skinned characters (engine/server/characters.py) kept per context
 
 
 class MeshCache:
@@ -30,8 +32,11 @@ class MeshCache:
         self.meshes: dict[str, GpuMesh] = {}
         self._baker: ImpostorBaker | None = None
         self.impostors: dict[str, RenderMesh] = {}  # asset id -> its baked impostor (gl/impostor.py)
+        self.posed: OrderedDict[str, GpuMesh] = OrderedDict()  # character poses: least recently used released
 
     def mesh(self, asset_id: str, provider) -> GpuMesh:
+        if asset_id.startswith("character:"):
+            return self._posed(asset_id, provider)
         if asset_id not in self.meshes:
             self.meshes[asset_id] = upload(self.ctx, provider(asset_id))
             log.debug("uploaded %s: %d triangles", asset_id, self.meshes[asset_id].n_triangles)
@@ -40,6 +45,8 @@ class MeshCache:
     def mesh_level(self, asset_id: str, full: GpuMesh, level: int, content) -> GpuMesh:
         """Level ``level`` of detail of an uploaded asset (gl/lod.py), uploaded once; ``full``
         itself when the content has no levels (``content.mesh_lod``) or the level saves nothing."""
+        if asset_id.startswith("character:"):
+            return full  # a posed character has no levels (and must not pin its pose here)
         key = f"{asset_id}\0lod{level}"
         if key not in self.meshes:
             mesh = self.level_source(asset_id, full, level, content)
@@ -55,6 +62,18 @@ class MeshCache:
                         self.meshes[ikey] = self.meshes[key]
                 log.debug("level %d of %s: %d -> %d triangles", level, asset_id, full.n_triangles, mesh.n_triangles)
         return self.meshes[key]
+
+    def _posed(self, asset_id: str, provider) -> GpuMesh:
+        """A character's pose: uploaded on first use, the oldest released beyond POSED_KEPT (a
+        walk cycle is up to 256 poses per character; a dataset visits many)."""
+        if asset_id in self.posed:
+            self.posed.move_to_end(asset_id)
+            return self.posed[asset_id]
+        self.posed[asset_id] = upload(self.ctx, provider(asset_id))
+        while len(self.posed) > POSED_KEPT:
+            _, old = self.posed.popitem(last=False)
+            old.release()
+        return self.posed[asset_id]
 
     def level_source(self, asset_id: str, full: GpuMesh, level: int, content) -> RenderMesh | None:
         """The mesh drawn at ``level`` (before upload): the content's decimated level
@@ -87,6 +106,9 @@ class MeshCache:
     def release(self) -> None:
         for m in list({id(m): m for m in self.meshes.values()}.values()):  # levels may alias
             m.release()
+        for m in self.posed.values():
+            m.release()
+        self.posed = OrderedDict()
         if self._baker is not None:
             self._baker.release()
         self.meshes, self._baker, self.impostors = {}, None, {}

@@ -1,0 +1,63 @@
+"""The installed character pack as a library: classes, variants, posed meshes.
+
+    lib = CharacterLibrary.installed()          # None when `assets install characters` was not run
+    lib.classes()                               # ['bear', 'camel', ..., 'human', ...] (those present)
+    mesh = lib.mesh("horse", 0, "walk", 0.25)   # RenderMesh: UE axes, cm, origin on the ground, +X forward
+
+A class's variants are the actors listed for it in :data:`model.SPECIES` that exist in the pack
+(e.g. eight people, four horse coats). Characters are loaded once and kept; posed meshes are not
+(the caller caches what it needs, bounded).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from sceneforge.assets_manifest.characters import actors as A
+from sceneforge.assets_manifest.characters import model as M
+from sceneforge.assets_manifest.characters.pack import installed, pack_root
+from sceneforge.core.errors import AssetError
+from sceneforge.core.meshes import RenderMesh
+
+
+class CharacterLibrary:
+    """Characters of one installed pack (``root`` = ``<cache>/characters``)."""
+
+    def __init__(self, root: Path, species: dict | None = None, props: bool = False, info: dict | None = None):
+        self.root = Path(root)
+        self.species = dict(species or M.SPECIES)
+        self.props = props  # helmets, shields, weapons: off by default (no spear-carrying hoplites in the City)
+        self.info = info or {}
+        self._chars: dict[tuple[str, int], M.Character] = {}
+        self._lock = threading.Lock()
+        self._present = {
+            cls: tuple(a for a in actors if (self.root / A.actor_file(a)).is_file()) for cls, (actors, _h) in self.species.items()
+        }
+
+    @classmethod
+    def installed(cls, cache_dir=None, **kw) -> "CharacterLibrary | None":
+        info = installed(cache_dir)
+        return None if info is None else cls(pack_root(cache_dir), info=info, **kw)
+
+    def classes(self) -> list[str]:
+        return sorted(c for c, a in self._present.items() if a)
+
+    def n_variants(self, cls: str) -> int:
+        return len(self._present.get(cls, ()))
+
+    def actor(self, cls: str, variant: int) -> str:
+        actors = self._present.get(cls, ())
+        if not actors:
+            raise AssetError(f"no character of class {cls!r} in the pack (has {', '.join(self.classes())})")
+        return actors[variant % len(actors)]
+
+    def character(self, cls: str, variant: int = 0) -> M.Character:
+        key = (cls, variant % max(self.n_variants(cls), 1))
+        with self._lock:
+            if key not in self._chars:
+                self._chars[key] = M.load(self.root, self.actor(cls, variant), cls, self.species[cls][1], self.props, key[1])
+            return self._chars[key]
+
+    def mesh(self, cls: str, variant: int, clip: str, phase: float, asset_id: str | None = None) -> RenderMesh:
+        return self.character(cls, variant).mesh(clip, phase, asset_id)

@@ -1,0 +1,228 @@
+"""A character of the pack, posed: skinned body + props, as a textured :class:`RenderMesh`.
+
+:func:`load` resolves an actor (:mod:`.actors`), reads its body mesh, skins, clips and its props
+(recursively: a head prop carries a helmet), and scales it so that the assembled figure standing
+in its walk pose at phase 0 is the species' real height (:data:`SPECIES`; 0 A.D. draws small
+animals oversized: a chicken is 1.37 units tall, a man 3.86). :meth:`Character.mesh` skins it at a
+clip and phase and returns one mesh in UE axes and cm with the model origin (the ground point
+under the figure) at (0, 0, 0), facing +X: every part (props included) is one actor, so masks give
+a character one id.
+
+Materials: ``player_*`` skins use alpha as the player-colour area, ``rgb *= mix(colour, 1,
+alpha)`` (a per-character colour); ``objectcolor`` tints by the actor's ``<color>``; other
+``*trans*`` / ``*alpha*`` materials use alpha as coverage (cut at 0.5).
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sceneforge.assets_manifest.characters import actors as A
+from sceneforge.assets_manifest.characters import formats as F
+from sceneforge.core.errors import AssetError
+from sceneforge.core.meshes import Material, RenderMesh
+
+MAX_PROP_DEPTH = 3
+FLIP_V = False  # PMD v already has row 0 (top) at v = 1, the RenderMesh (OpenGL) convention
+# class -> (actor paths under art/actors/, real height of the assembled figure in cm, props allowed)
+SPECIES: dict[str, tuple[tuple[str, ...], float]] = {
+    "human": (
+        (
+            "units/athenians/female_citizen.xml",
+            "units/celts/female_citizen.xml",
+            "units/persians/female_citizen.xml",
+            "units/romans/female_citizen.xml",
+            "units/han/female_citizen.xml",
+            "units/kushites/female_citizen.xml",
+            "units/athenians/infantry_spearman_b.xml",
+            "units/celts/infantry_spearman_b.xml",
+        ),
+        170.0,
+    ),
+    "horse": (("fauna/horse_brown.xml", "fauna/horse_black.xml", "fauna/horse_white.xml", "fauna/horse_chestnut_01.xml"), 210.0),
+    "deer": (("fauna/deer.xml",), 170.0),
+    "wolf": (("fauna/wolf.xml", "fauna/arctic_wolf.xml"), 85.0),
+    "husky": (("fauna/wolf.xml", "fauna/arctic_wolf.xml"), 75.0),
+    "fox": (("fauna/fox_red.xml", "fauna/fox_arctic.xml"), 45.0),
+    "bear": (("fauna/bear_brown.xml", "fauna/bear_black.xml"), 130.0),
+    "camel": (("fauna/camel.xml",), 210.0),
+    "elephant": (("fauna/elephant_asian.xml", "fauna/elephant_african_bush.xml"), 290.0),
+    "cattle": (("fauna/cow.xml", "fauna/bull.xml"), 150.0),
+    "pig": (("fauna/pig1.xml",), 90.0),
+    "sheep": (("fauna/sheep1.xml",), 95.0),
+    "goat": (("fauna/goat.xml",), 90.0),
+    "zebra": (("fauna/zebra.xml",), 160.0),
+    "giraffe": (("fauna/giraffe_adult.xml",), 500.0),
+    "lion": (("fauna/lion.xml", "fauna/lioness.xml"), 120.0),
+    "gazelle": (("fauna/gazelle.xml",), 100.0),
+    "boar": (("fauna/boar.xml",), 95.0),
+    "dog": (("fauna/mastiff.xml",), 80.0),
+    "donkey": (("fauna/donkey.xml",), 140.0),
+    "chicken": (("fauna/chicken.xml",), 45.0),
+}
+PLAYER_COLOURS = ((0.55, 0.17, 0.14), (0.20, 0.30, 0.55), (0.30, 0.45, 0.22), (0.55, 0.45, 0.20), (0.40, 0.40, 0.42))
+PROP_ATTACH_OFF = ("weapon_R", "weapon_L", "shield_arm", "shield", "helmet", "quiver", "weapon_bow", "weapon_sword")
+
+
+@dataclass
+class Part:
+    """One mesh of the figure: the body (skinned) or a prop hung on a parent's prop point."""
+
+    mesh: F.SkinnedMesh
+    material: Material
+    parent: int = -1  # index of the part it hangs on (-1: the body)
+    point: str = ""  # the parent's prop point
+
+
+@dataclass
+class Character:
+    """A loaded character (all model units until :meth:`mesh`)."""
+
+    actor: str
+    cls: str
+    parts: list[Part]
+    clips: dict[str, F.Clip]
+    clip_files: dict[str, str]
+    scale_cm: float = 1.0  # cm per model unit
+    meta: dict = field(default_factory=dict)
+
+    def pose(self, clip: str, phase: float) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(positions, normals) per part in model units and the data's axes."""
+        if clip not in self.clips:
+            raise AssetError(f"{self.actor}: no clip {clip!r} (has {', '.join(sorted(self.clips))})")
+        bones = F.pose_at(self.clips[clip], phase)
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        world: list[np.ndarray] = []  # each part's model matrix (props) or identity (body)
+        for p in self.parts:
+            if p.parent < 0:
+                pos, nrm = F.skin(p.mesh, bones)
+                out.append((pos, nrm))
+                world.append(np.eye(4))
+                continue
+            parent = self.parts[p.parent]
+            pt = next((q for q in parent.mesh.props if q[0] == p.point), None)
+            if pt is None:
+                out.append((np.zeros((0, 3)), np.zeros((0, 3))))
+                world.append(np.eye(4))
+                continue
+            _, t, q, bone = pt
+            m = world[p.parent] @ F.bone_matrices(t, q)
+            if bone >= 0 and p.parent == 0:
+                m = bones[bone] @ F.bone_matrices(t, q)
+            world.append(m)
+            pos = p.mesh.positions @ m[:3, :3].T + m[:3, 3]
+            nrm = p.mesh.normals @ m[:3, :3].T
+            out.append((pos, nrm / np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)))
+        return out
+
+    def mesh(self, clip: str, phase: float, asset_id: str | None = None) -> RenderMesh:
+        """The figure skinned at ``clip`` / ``phase``: UE axes, cm, origin on the ground, +X forward."""
+        posed = self.pose(clip, phase)
+        verts, norms, uvs, faces, fmat, colours = [], [], [], [], [], []
+        base = 0
+        for i, (p, (pos, nrm)) in enumerate(zip(self.parts, posed)):
+            if not len(pos):
+                continue
+            verts.append(F.to_ue(pos, self.scale_cm))
+            norms.append(F.to_ue(nrm, 1.0))
+            uv = p.mesh.uvs[:, 0, :].astype(np.float64)
+            uvs.append(np.column_stack([uv[:, 0], 1.0 - uv[:, 1]]) if FLIP_V else uv)
+            faces.append(p.mesh.faces + base)
+            fmat.append(np.full(len(p.mesh.faces), i, np.int32))
+            colours.append(_vertex_colours(p.material, uvs[-1]))
+            base += len(pos)
+        return RenderMesh(
+            np.concatenate(verts).astype(np.float32),
+            np.concatenate(faces),
+            np.concatenate(colours),
+            meta={"id": asset_id or f"character:{self.actor}:{clip}:{phase:.4f}", "license": "cc-by-sa-3.0", "skinned": True},
+            normals=np.concatenate(norms).astype(np.float32),
+            uvs=np.concatenate(uvs).astype(np.float32),
+            materials=tuple(p.material for p in self.parts),
+            face_materials=np.concatenate(fmat),
+        )
+
+    def height_units(self) -> float:
+        clip = "walk" if "walk" in self.clips else next(iter(self.clips))
+        pts = np.concatenate([p for p, _ in self.pose(clip, 0.0) if len(p)])
+        return float(pts[:, 1].max() - min(0.0, pts[:, 1].min()))
+
+
+def _vertex_colours(m: Material, uv: np.ndarray) -> np.ndarray:
+    if m.albedo is None:
+        return np.full((len(uv), 3), 180, np.uint8)
+    h, w = m.albedo.shape[:2]
+    col = np.clip((uv[:, 0] % 1.0) * w, 0, w - 1).astype(int)
+    row = np.clip((1.0 - uv[:, 1] % 1.0) * h, 0, h - 1).astype(int)
+    return m.albedo[row, col, :3].astype(np.uint8)
+
+
+def _material(root: Path, spec: A.ActorSpec, colour: tuple[float, float, float]) -> Material:
+    from PIL import Image
+
+    name = spec.textures.get("baseTex")
+    if not name:
+        return Material(name=spec.path, base_color=(0.7, 0.7, 0.7, 1.0), roughness=0.85, license="cc-by-sa-3.0")
+    img = np.asarray(Image.open(io.BytesIO(A.read(root, A.skin_file(name)))).convert("RGBA"), np.float32) / 255.0
+    rgb, a = img[..., :3], img[..., 3:]
+    mat = spec.material.lower()
+    cutoff = None
+    if "player" in mat:
+        rgb = rgb * (np.asarray(colour) * (1.0 - a) + a)
+        out = rgb
+    elif "objectcolor" in mat and spec.color is not None:
+        out = rgb * (np.asarray(spec.color) * (1.0 - a) + a)
+    elif "trans" in mat or "alpha" in mat:
+        out = np.concatenate([rgb, a], -1)
+        cutoff = 0.5
+    else:
+        out = rgb
+    arr = np.clip(out * 255.0 + 0.5, 0, 255).astype(np.uint8)
+    return Material(name=name, albedo=arr, roughness=0.85, alpha_cutoff=cutoff, double_sided=True, license="cc-by-sa-3.0")
+
+
+def load(
+    root: Path, actor: str, cls: str, height_cm: float | None = None, props: bool = True, colour_index: int = 0
+) -> Character:
+    """Load ``actor`` (path under ``art/actors/``) from the installed pack at ``root``."""
+    root = Path(root)
+    spec = A.resolve(root, actor)
+    if spec.mesh is None:
+        raise AssetError(f"{actor}: the actor names no mesh")
+    colour = PLAYER_COLOURS[colour_index % len(PLAYER_COLOURS)]
+    body = F.read_pmd(A.read(root, A.mesh_file(spec.mesh)))
+    parts = [Part(body, _material(root, spec, colour))]
+    _add_props(root, spec, 0, parts, props, colour, 1)
+    clips, files = {}, {}
+    for name in ("walk", "run", "idle"):
+        for f, _speed in spec.clips.get(name, [])[:1]:
+            clip = F.read_psa(A.read(root, A.clip_file(f)))
+            if clip.n_bones == body.n_bones:
+                clips[name], files[name] = clip, f
+    if "walk" not in clips:
+        raise AssetError(f"{actor}: no walk clip matching its {body.n_bones}-bone skeleton")
+    ch = Character(actor, cls, parts, clips, files, 1.0, {"mesh": spec.mesh, "material": spec.material})
+    real = height_cm if height_cm is not None else SPECIES.get(cls, ((), 170.0))[1]
+    ch.scale_cm = real / ch.height_units()
+    return ch
+
+
+def _add_props(root: Path, spec: A.ActorSpec, parent: int, parts: list[Part], keep_all: bool, colour, depth: int) -> None:
+    if depth > MAX_PROP_DEPTH:
+        return
+    for point, actor in sorted(spec.props.items()):
+        if not actor or (not keep_all and point in PROP_ATTACH_OFF):
+            continue
+        try:
+            sub = A.resolve(root, actor)
+            if sub.mesh is None:
+                continue
+            mesh = F.read_pmd(A.read(root, A.mesh_file(sub.mesh)))
+        except AssetError:
+            continue  # a prop missing from the pack (or a prop of a prop): the figure without it
+        parts.append(Part(mesh, _material(root, sub, colour), parent, point))
+        _add_props(root, sub, len(parts) - 1, parts, keep_all, colour, depth + 1)
