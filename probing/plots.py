@@ -94,6 +94,20 @@ def _label(row, multi_backbone: bool) -> str:
 
 def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
     """Test accuracy (mean over envs) vs layer; one line per head, one panel per task."""
+    return _save(acc_vs_layer_figure(summary), path)
+
+
+def layer_axis(ax, layers) -> None:
+    """x ticks at the layers probed, no others; one layer gets a window of ±1 around it (matplotlib
+    autoscaled a single point to ticks 8.6 ... 9.4: layers that do not exist, issue 47)."""
+    layers = sorted({int(v) for v in layers})
+    ax.set_xticks(layers, [str(v) for v in layers])
+    if len(layers) == 1:
+        ax.set_xlim(layers[0] - 1, layers[0] + 1)
+
+
+def acc_vs_layer_figure(summary: pd.DataFrame):
+    """The figure of :func:`acc_vs_layer` (tests read its axes)."""
     plt = _plt()
     tasks = sorted(summary["task"].unique())
     fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 3.6), squeeze=False)
@@ -110,12 +124,12 @@ def acc_vs_layer(summary: pd.DataFrame, path: Path) -> Path:
             ylabel="test accuracy",
             ylim=(0, 1),
         )
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        layer_axis(ax, t["layer"])
         ax.legend(fontsize=8)
     if multi:
         fig.suptitle(f"test accuracy vs layer: {_backbones(summary)}", fontsize=10)
         fig.tight_layout()
-    return _save(fig, path)
+    return fig
 
 
 def _best_layer(summary: pd.DataFrame, by: list[str]) -> pd.DataFrame:

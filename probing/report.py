@@ -28,7 +28,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.probing.data import read_tables
 from sceneforge.probing.groups import make_groups
 from sceneforge.probing.layout import group_layout
-from sceneforge.probing.stats import Z95, wilson_ci  # noqa: F401  (re-exported: reports use them)
+from sceneforge.probing.stats import MIN_TEST, Z95, wilson_ci  # noqa: F401  (re-exported: reports use them)
 
 log = logging.getLogger(__name__)
 KEYS = ["run", "backbone", "layer", "head", "protocol", "env", "task"]  # run: dir below the report root
@@ -145,7 +145,6 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 SMALL_TEST = 100  # below this many test images a 95% CI is wider than ±~0.1 around 0.5: a warning
-MIN_TEST = 30  # below this many no report at all unless asked (--min-test N); docs/probing.md
 
 
 def _images(n: int) -> str:
@@ -269,12 +268,18 @@ def write_report(root: str | Path, min_test: int = MIN_TEST) -> Path:
     return root / "report.html"
 
 
+def accuracy_cell(mean: float, std: float, n_runs: int) -> str:
+    """``0.412 ± 0.013`` over several runs; one run has no spread to show: ``0.333`` (a ``± 0.000``
+    read as a measured zero spread, issue 47)."""
+    return f"{mean:.3f} ± {std:.3f}" if int(n_runs) > 1 else f"{mean:.3f}"
+
+
 def _html(summary: pd.DataFrame, figures: list[tuple[str, Path]], root: Path, warnings: list[str] | None = None) -> str:
     layout = pd.DataFrame(
         [format_layout(r) for _, r in summary.iterrows()], index=summary.index, columns=[f"layout {k}" for k in LAYOUT_SETS]
     )
     table = summary.assign(
-        test=[f"{m:.3f} ± {s:.3f}" for m, s in zip(summary.test_mean, summary.test_std)],
+        test=[accuracy_cell(m, s, n) for m, s, n in zip(summary.test_mean, summary.test_std, summary.n_runs)],
         ci95_wilson=[f"[{a:.3f}, {b:.3f}]" for a, b in zip(summary.ci_lo, summary.ci_hi)],
     )
     table = pd.concat([table, layout], axis=1)
@@ -285,7 +290,7 @@ def _html(summary: pd.DataFrame, figures: list[tuple[str, Path]], root: Path, wa
         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}img{max-width:100%}</style>",
         "</head><body><h1>sceneforge probing report</h1>",
         "<p>Rows: configuration selected on validation accuracy (lr × dropout grid), "
-        "test accuracy mean ± std over runs (seeds); ci95_wilson: 95% Wilson score interval of "
+        "test accuracy mean ± std over runs (seeds; one run: its accuracy, no ±); ci95_wilson: 95% Wilson score interval of "
         "that mean over the n_test test images. layout source / target / boxes: test accuracy "
         "[95% Wilson CI] of a small MLP that sees only the 2-D boxes (source box; target box; "
         "source, target and, on allo, the figure) on the same split, no pixels: how much of "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 Z95 = 1.959963984540054  # scipy.stats.norm.ppf(0.975)
+MIN_TEST = 30  # below this many test images no report at all unless asked (--min-test N); docs/probing.md
 
 
 def wilson_ci(p: float, n: int, z: float = Z95) -> tuple[float, float]:

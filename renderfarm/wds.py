@@ -22,6 +22,9 @@ from pathlib import Path
 
 from sceneforge.core.atomic import atomic_path, atomic_write_json
 from sceneforge.core.errors import ConfigError
+from sceneforge.renderfarm.manifest import JOB_FILE
+from sceneforge.renderfarm.status import job_status
+from sceneforge.scenarios.contract import get_scenario
 
 WDS_DIR = "wds"
 DEFAULT_SHARD_SIZE = 1000
@@ -34,8 +37,11 @@ def check_shard_size(shard_size: int) -> int:
     return shard_size
 
 
-def write_wds(samples: Iterable[tuple[str, Members]], out_dir: Path, shard_size: int = DEFAULT_SHARD_SIZE) -> dict:
-    """Write ``OUT/wds/shard-NNNNNN.tar`` (+ ``index.json``) and return their stats.
+def write_wds(
+    samples: Iterable[tuple[str, Members]], out_dir: Path, shard_size: int = DEFAULT_SHARD_SIZE, subdir: str = WDS_DIR
+) -> dict:
+    """Write ``OUT/wds/shard-NNNNNN.tar`` (+ ``index.json``; ``subdir=""``: in ``OUT`` itself) and
+    return their stats.
 
     Example::
 
@@ -43,7 +49,7 @@ def write_wds(samples: Iterable[tuple[str, Members]], out_dir: Path, shard_size:
         # then: webdataset.WebDataset("out/wds/shard-{000000..000009}.tar")
     """
     check_shard_size(shard_size)
-    wdir = Path(out_dir) / WDS_DIR
+    wdir = Path(out_dir) / subdir
     wdir.mkdir(parents=True, exist_ok=True)
     shards, batch, n = [], [], 0
     for key, members in samples:
@@ -60,7 +66,7 @@ def write_wds(samples: Iterable[tuple[str, Members]], out_dir: Path, shard_size:
             old.unlink()
     index = {"format": "webdataset", "shard_size": shard_size, "samples": n, "shards": shards}
     atomic_write_json(wdir / "index.json", index)
-    return {"shards": len(shards), "samples": n, "dir": WDS_DIR}
+    return {"shards": len(shards), "samples": n, "dir": subdir}
 
 
 def _write_shard(wdir: Path, k: int, batch: list[tuple[str, Members]]) -> dict:
@@ -91,3 +97,28 @@ def pack(module, config: dict, out_dir: Path, shard_size: int) -> dict:
 
 def read_index(out_dir: Path) -> dict:
     return json.loads((Path(out_dir) / WDS_DIR / "index.json").read_text())
+
+
+def export_wds(data_dir: Path, out: Path, shard_size: int = DEFAULT_SHARD_SIZE) -> dict:
+    """``sceneforge export --format wds DATA OUT``: a finished dataset's samples as WebDataset
+    shards in ``OUT`` (``shard-NNNNNN.tar`` + ``index.json``), without re-rendering (issue 47: it
+    needed a re-run of ``generate --format wds``). The same writer and the same samples
+    (the scenario's ``wds_samples``, from ``DATA/job.json``'s config) as ``--format wds``, so the
+    shards are the bytes ``generate --format wds --wds-shard-size N`` writes in ``DATA/wds``."""
+    data_dir, out = Path(data_dir), Path(out)
+    check_shard_size(shard_size)
+    try:
+        job = json.loads((data_dir / JOB_FILE).read_text())
+    except (OSError, ValueError):
+        raise ConfigError(f"{data_dir}: no readable {JOB_FILE} (a `sceneforge generate` output directory?)") from None
+    counts = job_status(data_dir)["counts"]["shards"]
+    if counts.get("pending") or counts.get("failed"):
+        raise ConfigError(f"{data_dir}: the job is not finished (sceneforge farm status {data_dir}); rerun it to resume first")
+    module = get_scenario(job["scenario"])
+    if getattr(module, "wds_samples", None) is None:
+        raise ConfigError(f"--format wds: scenario {module.__name__} cannot be packed (it defines no wds_samples)")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"{out}: exists and is not an empty directory")
+    if out.resolve() == data_dir.resolve() or data_dir.resolve() in out.resolve().parents:
+        raise ConfigError(f"{out}: inside the dataset {data_dir}; export to a directory of its own")
+    return write_wds(module.wds_samples(job.get("config") or {}, data_dir), out, shard_size, subdir="")

@@ -17,6 +17,7 @@ from pathlib import Path
 from sceneforge.commands.common import check_complete, fetch_defaults_once
 from sceneforge.core.extras import install_command
 from sceneforge.core.extras import missing as missing_modules
+from sceneforge.probing.stats import MIN_TEST  # numpy only (probing.report, which reads tables, re-exports it)
 
 
 N = 96  # images per task: 24 scenes of 4 -> 36 test images per task in the desert (3 triples)
@@ -35,8 +36,6 @@ def next_steps(out: Path, by_split: dict, missing: list[str] | None = None) -> l
     every task has enough test images, the probe extra's install (only if missing), a probe with
     the random-init control and one with real DINOv2 weights. ``missing``: the probe extra's
     modules not installed (None: look)."""
-    from sceneforge.probing.report import MIN_TEST  # pandas: not at parser build
-
     lines = [
         f"sceneforge preview {out} --n 16 --split test --out {out / 'test_sheet.png'}   # the test split, labels drawn",
         f"python -c \"import pandas as pd; print(pd.read_parquet('{out / 'samples.parquet'}').head())\"",

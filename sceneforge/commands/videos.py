@@ -36,6 +36,7 @@ def register(subparsers) -> None:
         help="handheld camera shake amplitude (motion.shake_cm <= 1.5, motion.shake_deg <= 0.4)",
     )
     v.add_argument("--inline", action="store_true", help="same as --backend inline: one server in this process")
+    v.add_argument("--json", action="store_true", help="print the dataset's stats as JSON instead of the summary lines")
     add_runner_flags(v)
     v.set_defaults(func=run_videos)
 
@@ -70,7 +71,17 @@ def run_videos(args: argparse.Namespace) -> int:
     if args.inline:
         args.backend = "inline"
     summary = run_scenario("videos", config, args.out, args)
-    print(json.dumps(summary.get("finalize", {}), indent=2))
+    stats = summary.get("finalize", {})
+    if args.json:
+        print(json.dumps(stats, indent=2))
+        return 0
+    out = args.out
+    print(
+        f"  {stats.get('questions', 0)} questions {stats.get('by_cate', {})}; patterns {stats.get('patterns', {})}; "
+        f"answers {stats.get('answers', {})}"
+    )
+    print(f"  clips: {out}/videos/<variant>/<env>/NNNNNN.mp4; metadata: {out}/metadata/<variant>.csv, {out}/clips.parquet")
+    print(f"videos: wrote {stats.get('clips', summary.get('samples'))} clips (4 variants each) to {out}")
     return 0  # run_scenario raised JobIncomplete (exit 1) unless every clip is done
 
 

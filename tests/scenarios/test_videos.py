@@ -300,7 +300,8 @@ def test_cli_videos_inline_run_and_refuses_a_different_config_in_the_same_dir(tm
     ]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["clips"] == 2
+    assert r.stdout.strip().splitlines()[-1] == f"videos: wrote 2 clips (4 variants each) to {tmp_path}"  # issue 47
+    assert json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True).stdout)["clips"] == 2
     assert probe_mp4(tmp_path / "videos" / "reverse" / "desert" / "000001.mp4")["width"] == 128
     r = subprocess.run([*cmd, "--seed", "5"], capture_output=True, text=True)
     assert r.returncode == 2 and "different config" in r.stderr
