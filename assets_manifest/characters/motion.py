@@ -1,0 +1,163 @@
+"""Root motion of a character from its clip's own foot travel (issue 49 item 3).
+
+0 A.D.'s clips walk in place: the body stays at the origin and a planted foot slides backwards
+under it. Played while the body moves forward by ``stride`` per cycle, that foot stands still in
+the world exactly when ``stride`` equals the ground the clip's planted feet cover per cycle.
+:func:`analyse` measures it on the skinned mesh:
+
+1. skin the body at ``SAMPLES`` phases (UE axes, cm, the species' height);
+2. the feet are the bone groups that reach the lowest point of the cycle (:func:`feet`); a foot
+   is in *stance* while its lowest vertex is within ``CONTACT_SHARE`` of the height of its own
+   ground (the lowest it reaches), and its vertices in that band are its contact vertices;
+3. the root moves forward, between consecutive samples, by minus the mean forward motion of the
+   feet planted at both (their lowest vertices): the root travel within a cycle
+   (``offset_cm``) follows the clip's own foot travel, not a constant speed; flight intervals
+   (no foot planted) move at the cycle's mean; ``stride`` = one cycle's travel;
+4. the slide of a step = the largest horizontal world drift of any contact vertex while it is in
+   contact, with that root travel; reported per class as the median, 95th percentile and maximum.
+
+A video plays the clip at ``cadence = speed / stride`` cycles per second and puts the mesh at
+``root_cm(phase)`` along the heading from where the cycle started, so the body surges and slows
+within a step as the feet push (the clip's track gets these few-cm offsets around its constant
+speed); the residual slide is the clip's own (a foot that rolls or skates).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sceneforge.assets_manifest.characters import formats as F
+from sceneforge.assets_manifest.characters.model import Character
+
+SAMPLES = 96
+CONTACT_SHARE = 0.008  # a foot vertex within 0.8 % of the figure's height of its foot's ground is planted
+FOOT_SHARE = 0.05  # bone groups reaching within 5 % of the height of the lowest point are feet
+MIN_RUN = 3  # samples
+
+
+@dataclass(frozen=True)
+class ClipMotion:
+    """What a clip does to the ground: stride (cm per cycle), natural speed and planted slides."""
+
+    clip: str
+    stride_cm: float
+    cycle_s: float  # the clip's own cycle length at its frame rate
+    slides_cm: np.ndarray  # per planted step: the largest horizontal world drift of a contact vertex
+    runs: int
+    offset_cm: np.ndarray  # (SAMPLES+1,) root travel at phase k / SAMPLES within one cycle (0 .. stride)
+
+    def root_cm(self, phase: np.ndarray | float) -> np.ndarray:
+        """Forward root travel (cm) at clip phase ``phase`` (cycles, any: whole cycles add a stride)."""
+        phase = np.asarray(phase, float)
+        whole = np.floor(phase)
+        grid = np.linspace(0.0, 1.0, len(self.offset_cm))
+        return whole * self.stride_cm + np.interp(phase - whole, grid, self.offset_cm)
+
+    @property
+    def natural_speed_cms(self) -> float:
+        return self.stride_cm / self.cycle_s if self.cycle_s > 0 else 0.0
+
+    def summary(self) -> dict:
+        s = self.slides_cm
+        return {
+            "clip": self.clip,
+            "stride_cm": round(self.stride_cm, 2),
+            "natural_speed_cms": round(self.natural_speed_cms, 1),
+            "planted_runs": int(self.runs),
+            "slide_p50_cm": round(float(np.median(s)), 3) if len(s) else None,
+            "slide_p95_cm": round(float(np.percentile(s, 95)), 3) if len(s) else None,
+            "slide_max_cm": round(float(s.max()), 3) if len(s) else None,
+        }
+
+
+def body_track(ch: Character, clip: str, samples: int = SAMPLES) -> np.ndarray:
+    """(samples, N, 3) the body's skinned vertices (UE cm, model frame) over one cycle."""
+    body = ch.parts[0].mesh
+    out = np.empty((samples, len(body.positions), 3))
+    for k in range(samples):
+        pos, _ = F.skin(body, F.pose_at(ch.clips[clip], k / samples))
+        out[k] = F.to_ue(pos, ch.scale_cm)
+    return out
+
+
+def _runs(flags: np.ndarray) -> list[np.ndarray]:
+    """Cyclic runs of True in a 1-D bool array, as index arrays (a run may wrap past the end)."""
+    n = len(flags)
+    if flags.all():
+        return [np.arange(n)]
+    start = int(np.argmin(flags))  # a False: no run crosses this index
+    order = (np.arange(n) + start) % n
+    out, cur = [], []
+    for i in order:
+        if flags[i]:
+            cur.append(i)
+        elif cur:
+            out.append(np.array(cur))
+            cur = []
+    if cur:
+        out.append(np.array(cur))
+    return out
+
+
+def feet(ch: Character, track: np.ndarray) -> list[np.ndarray]:
+    """Vertex index arrays of the feet: the body's bone groups (vertices by their heaviest bone)
+    that come within ``FOOT_SHARE`` of the height to the lowest point of the cycle."""
+    body = ch.parts[0].mesh
+    dom = body.bones[np.arange(len(body.bones)), np.argmax(body.weights, 1)]
+    z = track[..., 2]
+    height = float(z.max() - z.min())
+    out = []
+    for b in np.unique(dom[dom >= 0]):
+        sel = np.nonzero(dom == b)[0]
+        if z[:, sel].min() <= z.min() + FOOT_SHARE * height:
+            out.append(sel)
+    return out
+
+
+def analyse(ch: Character, clip: str, samples: int = SAMPLES) -> ClipMotion:
+    """Stride, root offsets and planted-foot slides of ``clip`` (module docstring)."""
+    track = body_track(ch, clip, samples)
+    z = track[..., 2]
+    height = float(z.max() - z.min())
+    tol = max(CONTACT_SHARE * height, 0.5)
+    foots = feet(ch, track)
+    stance = np.zeros((samples, len(foots)), bool)
+    low_x = np.zeros((samples, len(foots)))
+    grounds = []
+    for j, foot in enumerate(foots):
+        low = z[:, foot].min(1)
+        grounds.append(low.min())
+        stance[:, j] = low <= low.min() + tol
+        low_x[:, j] = track[np.arange(samples), foot[np.argmin(z[:, foot], axis=1)], 0]
+    # root velocity per sample interval: minus the mean forward velocity of the feet planted at
+    # both ends of the interval; intervals with no planted foot (flight) get the cycle's mean
+    vel = np.full(samples, np.nan)
+    for k in range(samples):
+        k1 = (k + 1) % samples
+        both = stance[k] & stance[k1]
+        if both.any():
+            vel[k] = -float(np.mean(low_x[k1, both] - low_x[k, both]))
+    known = ~np.isnan(vel)
+    if not known.any():
+        return ClipMotion(clip, 0.0, ch.clips[clip].duration_s, np.zeros(0), 0, np.zeros(samples + 1))
+    mean = float(np.mean(vel[known]))
+    vel[~known] = mean
+    vel = np.maximum(vel, 0.0)  # the body never walks backwards within a cycle
+    offset = np.concatenate([[0.0], np.cumsum(vel)])  # root x at sample k (cm), k = 0..samples
+    stride = float(offset[-1])
+    slides = []
+    for j, foot in enumerate(foots):
+        for r in _runs(stance[:, j]):
+            if not MIN_RUN <= len(r) < samples:
+                continue
+            root = np.array([offset[k] if k >= r[0] else offset[k] + stride for k in r])
+            worst = 0.0
+            for n in foot:
+                c = z[r, n] <= grounds[j] + tol
+                if c.sum() >= 2:
+                    w = track[r[c], n, :2] + np.column_stack([root[c], np.zeros(int(c.sum()))])
+                    worst = max(worst, float(np.linalg.norm(w - w[0], axis=1).max()))
+            slides.append(worst)
+    return ClipMotion(clip, stride, ch.clips[clip].duration_s, np.array(slides), len(slides), offset)

@@ -1,0 +1,181 @@
+"""Skinned characters (issue 49): foot slide per class, media, and the cost per frame.
+
+    python benchmarks/characters.py feet  [--cache-dir DIR]             # stride + planted-foot slide per class
+    python benchmarks/characters.py media [--cache-dir DIR] [--out docs/img]   # contact sheet + walk/run mp4 per class
+    python benchmarks/characters.py cost  [--cache-dir DIR] [--frames 48]      # ms per frame: character vs rigid
+
+Needs the character pack (``sceneforge assets install characters``; ``--cache-dir`` or
+``$SCENEFORGE_CACHE``). ``feet`` runs ``assets_manifest.characters.motion.analyse`` on the first
+variant of every class (walk and run): the root travel derived from the clip's own planted feet,
+the stride (cm per cycle) and natural speed, and the slide of each planted step measured on the
+skinned foot vertices; it writes ``benchmarks/results/character_feet.json`` and prints the table
+docs/videos.md quotes. ``media`` renders each class walking and running past a tracking camera
+with the embedded GL renderer (root motion from the clip: the figure moves by ``root_cm(phase)``)
+into ``characters_sheet.png`` and ``character_<class>.mp4`` (walk then run). ``cost`` renders the
+same 224 px frames with a posed character (a new pose every frame) and with the rigid procedural
+asset of the class, on one GL backend, alternating, and prints the ms per frame of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results" / "character_feet.json"
+MEDIA_CLASSES = ("human", "horse", "deer", "wolf", "fox", "bear", "camel", "elephant", "zebra", "cattle", "pig", "sheep")
+
+
+def library(cache_dir):
+    from sceneforge.assets_manifest.characters.library import CharacterLibrary
+
+    lib = CharacterLibrary.installed(cache_dir)
+    if lib is None:
+        sys.exit("benchmarks/characters.py: the character pack is not installed (sceneforge assets install characters)")
+    return lib
+
+
+def feet(args) -> None:
+    from sceneforge.assets_manifest.characters import motion
+
+    lib = library(args.cache_dir)
+    rows = []
+    for cls in lib.classes():
+        ch = lib.character(cls, 0)
+        for clip in ("walk", "run"):
+            if clip in ch.clips:
+                rows.append(
+                    {"class": cls, "actor": ch.actor, "clip_file": ch.clip_files[clip], **motion.analyse(ch, clip).summary()}
+                )
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
+    print("| class | clip | stride (cm/cycle) | natural speed (cm/s) | planted steps | slide p50 | p95 | max (cm) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['class']} | {r['clip']} | {r['stride_cm']:.0f} | {r['natural_speed_cms']:.0f} | {r['planted_runs']} | "
+            f"{r['slide_p50_cm']:.1f} | {r['slide_p95_cm']:.1f} | {r['slide_max_cm']:.1f} |"
+        )
+    ok = sum(r["slide_max_cm"] is not None and r["slide_max_cm"] <= 1.0 for r in rows)
+    print(f"# {ok} of {len(rows)} clips keep every planted step within 1 cm; written {RESULTS.relative_to(ROOT)}")
+
+
+def _frames(lib, be, cls: str, clip: str, n: int, fps: float, size: int, variant: int = 0):
+    """A clip of ``cls`` doing ``clip`` along +X at its natural speed, tracked from the side."""
+    from sceneforge.assets_manifest.characters import motion
+    from sceneforge.engine.server import characters as chs
+    from sceneforge.engine.world import Actor, Camera, Ground, Scene, Transform, look_at_rotation
+
+    ch = lib.character(cls, variant)
+    m = motion.analyse(ch, clip)
+    speed = m.natural_speed_cms
+    cadence = 1.0 / m.cycle_s
+    h = float(lib.species[cls][1])
+    mesh0 = lib.mesh(cls, variant, clip, 0.0)
+    length = float(np.ptp(mesh0.vertices[:, 0]))
+    dist = max(h, length) * 1.9
+    out = []
+    for t in range(n):
+        phase = cadence * t / fps
+        x = float(m.root_cm(phase))
+        aid = chs.posed_id(cls, variant, clip, phase)
+        scene = Scene(ground=Ground(color=(120, 132, 96), extent=20000.0))
+        scene.add(Actor("c", aid, Transform((x, 0.0, 0.0))))
+        centre = (speed * t / fps, 0.0, 0.45 * h)  # the camera tracks the mean speed: the body surges within a step
+        eye = (centre[0] + 0.25 * dist, -dist, 0.45 * h + 0.25 * dist)
+        out.append(be.render(scene, Camera(eye, look_at_rotation(eye, centre), 45.0, size, size), ("lit",))["lit"])
+    return out
+
+
+def _backend(lib):
+    from sceneforge.engine.server.catalog import AssetCatalog
+    from sceneforge.engine.server.gl.backend import GLBackend
+
+    cat = AssetCatalog(None, characters=lambda: lib)
+    return GLBackend(cat.mesh, shadow_map_size=1024)
+
+
+def media(args) -> None:
+    from PIL import Image
+
+    from sceneforge.scenarios.videos.video_io import encode_mp4
+
+    lib = library(args.cache_dir)
+    be = _backend(lib)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    try:
+        for cls in [c for c in MEDIA_CLASSES if c in lib.classes()]:
+            clips = [c for c in ("walk", "run") if c in lib.character(cls, 0).clips]
+            frames = []
+            for clip in clips:
+                frames += _frames(lib, be, cls, clip, args.frames, args.fps, args.size)
+            encode_mp4(np.stack(frames), out / f"character_{cls}.mp4", args.fps)
+            walk = frames[: args.frames]
+            pick = [walk[int(i * args.frames / 4) % len(walk)] for i in range(4)]
+            if len(clips) > 1:
+                pick.append(frames[args.frames + args.frames // 3])
+            rows.append(np.concatenate(pick + [np.full_like(walk[0], 255)] * (5 - len(pick)), 1))
+            print(f"{cls}: {len(frames)} frames ({', '.join(clips)})", flush=True)
+    finally:
+        be.close()
+    sheet = Image.fromarray(np.concatenate(rows, 0))
+    sheet = sheet.resize((sheet.width // 2, sheet.height // 2), Image.LANCZOS)
+    sheet.save(out / "characters_sheet.jpg", quality=82)
+    print(f"wrote {out / 'characters_sheet.jpg'} ({sheet.width}x{sheet.height}) and {len(rows)} mp4s")
+
+
+def cost(args) -> None:
+    """ms per rendered frame: a character (new pose each frame: skinning + upload + draw) vs a
+    rigid procedural asset of the same class, same camera, 224 px, lit + instance_id."""
+    from sceneforge.assets_manifest import AssetLibrary
+    from sceneforge.engine.server import characters as chs
+    from sceneforge.engine.server.catalog import AssetCatalog
+    from sceneforge.engine.server.gl.backend import GLBackend
+    from sceneforge.engine.world import Actor, Camera, Ground, Scene, Transform, look_at_rotation
+
+    lib = library(args.cache_dir)
+    rigid = AssetLibrary.default()
+    cat = AssetCatalog(rigid, characters=lambda: lib)
+    be = GLBackend(cat.mesh, shadow_map_size=2048)
+    rows = []
+    try:
+        for cls, asset in (("human", "proc_human_walker"), ("deer", "proc_deer"), ("bear", "proc_bear"), ("camel", "proc_camel")):
+            times = {"character": [], "rigid": []}
+            for r in range(args.frames):
+                for kind in ("character", "rigid") if r % 2 == 0 else ("rigid", "character"):
+                    aid = chs.posed_id(cls, 0, "walk", r / args.frames) if kind == "character" else asset
+                    scene = Scene(ground=Ground(color=(120, 132, 96), extent=20000.0))
+                    scene.add(Actor("c", aid, Transform((0.0, 0.0, 0.0))))
+                    eye = (300.0, -600.0, 250.0)
+                    cam = Camera(eye, look_at_rotation(eye, (0.0, 0.0, 80.0)), 45.0, 224, 224)
+                    t0 = time.perf_counter()
+                    be.render(scene, cam, ("lit", "instance_id"))
+                    times[kind].append(time.perf_counter() - t0)
+            c, g = np.median(times["character"][2:]) * 1e3, np.median(times["rigid"][2:]) * 1e3
+            rows.append((cls, c, g))
+            print(f"{cls}: character {c:.1f} ms/frame, rigid {g:.1f} ms/frame, ratio {c / g:.2f}", flush=True)
+    finally:
+        be.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("what", choices=("feet", "media", "cost"))
+    ap.add_argument("--cache-dir", type=Path, default=None)
+    ap.add_argument("--out", default=str(ROOT / "docs" / "img"))
+    ap.add_argument("--frames", type=int, default=24)
+    ap.add_argument("--fps", type=float, default=12.0)
+    ap.add_argument("--size", type=int, default=224)
+    args = ap.parse_args()
+    {"feet": feet, "media": media, "cost": cost}[args.what](args)
+
+
+if __name__ == "__main__":
+    main()
