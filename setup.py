@@ -9,7 +9,7 @@ install (issue 35). The mapping is computed, so a new sub-package needs no edit 
 
 from setuptools import find_namespace_packages, setup
 
-LIBRARY = ("core", "engine", "scenarios", "assets_manifest", "probing", "renderfarm", "explorer")
+LIBRARY = ("core", "engine", "scenarios", "assets_manifest", "probing", "renderfarm", "explorer", "study")
 
 # namespace discovery, as pyproject's [tool.setuptools.packages.find] does: data-only folders
 # (scenarios/envs, assets_manifest/packs) are packages too, so package-data reaches them

@@ -23,6 +23,15 @@ docs/validation.md is one resumable command (generation, then the rows in priori
 to continue where it stopped, in this session or the next):
 
     python benchmarks/sparrta_scale.py study --root /work/study14
+
+**New studies use ``sceneforge study``** (docs/study.md): the study of docs/validation.md's main
+tables is ``benchmarks/studies/sparrta_scale.yaml`` (+ ``sparrta_scale_allo.yaml``), one
+environment's ego rows ``benchmarks/studies/validation_desert_ego.yaml``. This script keeps the
+issue-34 ablation plan and its committed rows; ``to-study`` turns those rows into study
+directories (one per training schedule: a study is one protocol) with their leaderboards, so the
+old rows and new studies are read by one tool:
+
+    python benchmarks/sparrta_scale.py to-study --out /tmp/legacy     # then: sceneforge study merge ...
 """
 
 from __future__ import annotations
@@ -34,6 +43,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from sceneforge.study.leaderboard import SPARRTA_VITB  # SpaRRTa's published numbers: one source
 
 HEADS = ("linear", "abmilp", "efficient")
 BACKBONE = "dinov2-s-imgfocus"
@@ -340,18 +351,6 @@ def report(args) -> None:
         plot_curves([r for r in recs if r["kind"] == "curve"], Path(args.plot))
 
 
-# SpaRRTa's published DINO-v2 ViT-B/14 numbers at 4,000 train images (gmum/SpaRRTa docs/results.md):
-# (linear, abmilp, efficient); allo: the mean over its environments
-SPARRTA_VITB = {
-    ("forest", "ego"): (59.91, 86.36, 91.91),
-    ("desert", "ego"): (64.57, 90.64, 93.94),
-    ("winter_town", "ego"): (58.03, 88.41, 93.26),
-    ("bridge", "ego"): (66.69, 89.63, 93.75),
-    ("city", "ego"): (53.24, 85.31, 93.00),
-    ("mean", "allo"): (47.90, 65.91, 71.20),
-}
-
-
 def study_table(recs: list[dict]) -> list[str]:
     """Issue 34 item 3: env x head at the largest n_train of each study set, per backbone, layer
     and training schedule (epochs / patience), with the five-environment ego mean and SpaRRTa's
@@ -505,6 +504,72 @@ def plot_curves(recs: list[dict], path: Path) -> None:
     print(f"plot: {path}")
 
 
+def to_study(args) -> None:
+    """The committed rows (or ``--results``) as ``sceneforge study`` directories under ``--out``:
+    one per (epochs, patience) schedule, rows in the study's format (kind model / random / layout;
+    the layout floors of each dataset and n_train once), a study.json recording the protocol, and
+    the leaderboard. Data fingerprints are not known for these rows (the images are on a lost
+    machine): they say ``legacy:<dataset>``, so a new study's rows never merge with them silently."""
+    from sceneforge.probing.stats import wilson_ci
+    from sceneforge.study.config import StudyConfig
+    from sceneforge.study.leaderboard import write_leaderboard
+    from sceneforge.study.results import FORMAT, append_row, row_key, sort_key, versions, write_header
+
+    src = Path(args.results) if args.results else RESULTS
+    recs = [json.loads(x) for x in src.read_text().splitlines()]
+    by_schedule: dict = {}
+    for r in recs:
+        by_schedule.setdefault((r["epochs"], r["patience"]), []).append(r)
+    for (epochs, patience), group in sorted(by_schedule.items()):
+        cfg = StudyConfig.from_dict(
+            {"backbones": [{"backbone": BACKBONE}], "datasets": ["legacy"], "epochs": epochs, "patience": patience}, str(src)
+        )
+        protocol = dict(cfg.protocol(), batch_size="min(256, max(32, n_train // 16))", source=f"{src.name} (sparrta_scale.py)")
+        fp = cfg.protocol_fingerprint()
+        out = Path(args.out) / f"e{epochs}_p{patience}"
+        out.mkdir(parents=True, exist_ok=True)
+        rows: dict = {}
+        for r in group:
+            dataset = Path(r["data"]).name
+            base = {
+                "format": FORMAT,
+                "dataset": dataset,
+                "env": r["env"],
+                "task": r["task"],
+                "n_train": r["n_train"],
+                "n_val": r["n_val"],
+                "n_test": r["n_test"],
+                "data_fingerprint": f"legacy:{dataset}",
+                "protocol": fp,
+            }
+            backbone = r.get("backbone", BACKBONE)
+            heads = {h: dict(c) for h, c in r["heads"].items()}
+            model = dict(
+                base, kind="random" if "random" in backbone else "model", backbone=backbone, layer=r["layer"], heads=heads
+            )
+            model.update(device="cpu", precision="fp32", spec=backbone)
+            rows.setdefault(row_key(model), model)
+            n_test = r["n_test"]
+            lay = {k: {"test": v, "ci": [round(x, 4) for x in wilson_ci(v, n_test)]} for k, v in r["layout"].items()}
+            layout = dict(base, kind="layout", backbone="layout", layer=0, heads=lay, device="cpu", precision="fp64")
+            rows.setdefault(row_key(layout), layout)
+        (out / "results.jsonl").unlink(missing_ok=True)
+        for row in sorted(rows.values(), key=sort_key):
+            append_row(out / "results.jsonl", row)
+        datasets = {r["dataset"]: {"dir": None, "fingerprint": r["data_fingerprint"]} for r in rows.values()}
+        header = {
+            "format": FORMAT,
+            "protocol": protocol,
+            "protocol_fingerprint": fp,
+            "versions": versions(),
+            "device": "cpu (2 shared cores; sessions 16-17)",
+            "datasets": datasets,
+            "converted_from": str(src),
+        }
+        write_header(out, header)
+        write_leaderboard(out)
+
+
 def _run_parser(r: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     r = r or argparse.ArgumentParser()
     r.add_argument("--out", required=True)
@@ -541,12 +606,17 @@ def main(argv=None) -> int:
         help=f"rows to report (default OUT/results.jsonl; the committed: {RESULTS.relative_to(RESULTS.parents[2])})",
     )
     p.add_argument("--plot", default=None)
+    t = sub.add_parser("to-study", help="the committed rows as `sceneforge study` directories with leaderboards")
+    t.add_argument("--out", required=True, help="one study directory per training schedule goes here")
+    t.add_argument("--results", default=None, help="rows to convert (default: the committed ones)")
     args = ap.parse_args(argv)
     if args.cmd == "run":
         args.cache = args.cache or str(Path(args.out).parent / "cache")
         run_rows(args)
     elif args.cmd == "study":
         study(args)
+    elif args.cmd == "to-study":
+        to_study(args)
     else:
         report(args)
     return 0

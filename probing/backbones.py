@@ -60,6 +60,19 @@ class Backbone:
         self.num_layers = num_layers
         self.forward_calls = 0
         self._weights_hash: str | None = None
+        self.device = "cpu"  # where the model runs (:meth:`to`); tokens always come back on the CPU
+        self.amp = False  # autocast to half precision on an accelerator (:meth:`to`)
+
+    def to(self, device: str, amp: bool | None = None) -> "Backbone":
+        """Run on ``device`` (``"cpu"``, ``"cuda"``, ``"cuda:1"``); ``amp`` (default: on for CUDA)
+        autocasts the forward pass to bfloat16 where the GPU has it, else float16. Why optional:
+        the cache stores float16 tokens anyway, so half-precision matmuls cost little accuracy
+        and halve the time; CPU stays float32 (the tested default, bit-for-bit reproducible).
+        The weights hash is of the weights, not of where they run."""
+        self.model.to(device)
+        self.device = str(device)
+        self.amp = self.device.startswith("cuda") if amp is None else bool(amp)
+        return self
 
     @property
     def weights_hash(self) -> str:
@@ -92,7 +105,14 @@ class Backbone:
 
         with torch.inference_mode():
             self.forward_calls += 1
-            return self._forward(x, layers)
+            if self.device == "cpu":
+                return self._forward(x, layers)
+            x = x.to(self.device, non_blocking=True)
+            kind = self.device.split(":")[0]
+            dtype = torch.bfloat16 if kind == "cuda" and torch.cuda.is_bf16_supported() else torch.float16
+            with torch.autocast(kind, dtype=dtype, enabled=self.amp):
+                out = self._forward(x, layers)
+            return {n: Tokens(t.patches.float().cpu(), t.prefix.float().cpu(), t.grid) for n, t in out.items()}
 
     def _forward(self, x, layers: list[int]) -> dict[int, Tokens]:  # pragma: no cover - abstract
         raise NotImplementedError

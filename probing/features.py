@@ -52,6 +52,8 @@ def cache_key(backbone, layer: int, data_hash: str) -> str:
         "preprocess": backbone.preprocess.key(),
         "data": data_hash,
     }
+    if getattr(backbone, "amp", False):  # half-precision forward (Backbone.to on a GPU): other numbers
+        ident["amp"] = True  # (left out otherwise, so every float32 entry keeps its key)
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:32]
 
 

@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "vqa",  # sceneforge vqa-eval                   (template VQA scoring)
     "run",  # sceneforge run SCENARIO               (any registered scenario, flags from its Config)
     "probe",  # sceneforge probe / probe-report       (probing)
+    "study",  # sceneforge study CONFIG / merge / report  (study: generate + probe into a leaderboard)
     "farm",  # sceneforge farm status                (renderfarm)
     "bench",  # sceneforge bench <name>               (benchmarks/)
 )

@@ -24,7 +24,9 @@ ALLOWED = {
     "renderfarm": {"core", "engine", "scenarios"},  # runs scenarios (contract in scenarios.contract)
     "probing": {"core"},
     "explorer": {"core"},  # reads finished datasets from disk (sceneforge browse)
-    "sceneforge": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing", "explorer"},
+    # generates datasets (renderfarm runs the sparrta scenario) and probes them (probing): above both
+    "study": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing"},
+    "sceneforge": {"core", "assets_manifest", "engine", "scenarios", "renderfarm", "probing", "explorer", "study"},
 }
 OURS = set(ALLOWED)
 LIBRARY = OURS - {"sceneforge"}

@@ -123,3 +123,43 @@ def test_the_committed_study_rows_are_whole_unique_and_reported(tmp_path):
         if len(group) > 1:  # and every n of the set in the every-n table
             row = f"| {r['task']} | {r['env']} | {r['backbone']} | L{r['layer']} | {sched} | {r['n_train']} |"
             assert row in text.split("### study sets at every n_train")[1], row
+
+
+def test_the_committed_rows_become_study_directories_with_leaderboards(tmp_path):
+    """`to-study`: the committed rows read by `sceneforge study`'s tools: one study directory per
+    schedule (a study is one protocol), every head of every row a leaderboard row, the layout
+    floors once per dataset and n_train, and `sceneforge study merge` refusing to mix schedules."""
+    import pandas as pd
+
+    s = _scale_module()
+    recs = [json.loads(x) for x in s.RESULTS.read_text().splitlines()]
+    r = _run("to-study", "--out", str(tmp_path / "legacy"))
+    assert r.returncode == 0, r.stderr
+    schedules = {(q["epochs"], q["patience"]) for q in recs}
+    dirs = sorted((tmp_path / "legacy").iterdir())
+    assert [d.name for d in dirs] == sorted(f"e{e}_p{p}" for e, p in schedules)
+    total = 0
+    for d in dirs:
+        df = pd.read_csv(d / "leaderboard.csv")
+        e, p = (int(x[1:]) for x in d.name.split("_"))
+        mine = [q for q in recs if (q["epochs"], q["patience"]) == (e, p)]
+        probes = df[df["kind"] != "layout"]
+        assert len(probes) == 3 * len(mine)
+        total += len(mine)
+        for q in mine:
+            kind = "random" if "random" in q["backbone"] else "model"
+            row = probes[(probes["backbone"] == q["backbone"]) & (probes["env"] == q["env"]) & (probes["task"] == q["task"])]
+            row = row[(row["n_train"] == q["n_train"]) & (row["head"] == "efficient") & (row["kind"] == kind)]
+            assert list(row["test_acc"]) == [q["heads"]["efficient"]["test"]]
+        layout = df[df["kind"] == "layout"]
+        assert len(layout) == 3 * len({(Path(q["data"]).name, q["n_train"]) for q in mine})
+        assert set(df["data_fingerprint"]) == {f"legacy:{Path(q['data']).name}" for q in mine}
+    assert total == len(recs)
+    assert len(dirs) > 1  # two schedules: 100 / 10 and 300 / 40
+    merge = subprocess.run(
+        [sys.executable, "-m", "sceneforge.cli", "study", "merge", *map(str, dirs), "--out", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert merge.returncode == 2 and "another protocol" in merge.stderr and merge.stderr.count("\n") == 1, merge.stderr

@@ -1,0 +1,384 @@
+"""A study's rows as a leaderboard: ``leaderboard.csv`` (one row per backbone × env × task × layer
+× head × n_train), ``leaderboard.md`` (env × head tables with the mean of environments and
+SpaRRTa's published ViT-B numbers), ``plots/`` and ``leaderboard.html`` (one file, opens offline:
+sortable columns, a filter, every cell linked to its run's probe report).
+
+CSV columns a script may rely on: ``backbone``, ``kind`` (model / random / layout), ``env``,
+``task``, ``layer``, ``head``, ``n_train``, ``test_acc``, ``ci_low``, ``ci_high`` (95% Wilson);
+also ``val_acc``, ``lr``, ``dropout``, ``n_val``, ``n_test``, ``layer_on_val`` (1 where this
+layer is the one the head picks on val for its backbone × env × task × n_train), ``sparrta_vitb``
+(SpaRRTa's DINO-v2 ViT-B/14 at 4,000, where published), ``dataset``, ``device``, ``precision``,
+``data_fingerprint``, ``protocol`` and ``report`` (the run report, relative to the folder). A
+layout row's ``head`` is the box set (source, target, boxes) and its ``layer`` 0.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from sceneforge.core.atomic import atomic_write_text
+from sceneforge.study.results import HEADER, RESULTS, read_header, read_rows, run_id, sort_key
+
+# SpaRRTa's published DINO-v2 ViT-B/14 numbers at 4,000 train images (gmum/SpaRRTa docs/results.md):
+# (linear, abmilp, efficient); allo: the mean over its environments
+SPARRTA_VITB = {
+    ("forest", "ego"): (59.91, 86.36, 91.91),
+    ("desert", "ego"): (64.57, 90.64, 93.94),
+    ("winter_town", "ego"): (58.03, 88.41, 93.26),
+    ("bridge", "ego"): (66.69, 89.63, 93.75),
+    ("city", "ego"): (53.24, 85.31, 93.00),
+    ("mean", "allo"): (47.90, 65.91, 71.20),
+}
+SPARRTA_HEADS = ("linear", "abmilp", "efficient")
+ENV_ORDER = {e: i for i, e in enumerate(("desert", "city", "forest", "winter_town", "bridge"))}  # SpaRRTa's order
+LAYOUT_NAMES = {"source": "source box", "target": "target box", "boxes": "all boxes"}
+COLUMNS = [
+    "backbone",
+    "kind",
+    "env",
+    "task",
+    "layer",
+    "head",
+    "n_train",
+    "test_acc",
+    "ci_low",
+    "ci_high",
+    "val_acc",
+    "lr",
+    "dropout",
+    "n_val",
+    "n_test",
+    "layer_on_val",
+    "sparrta_vitb",
+    "dataset",
+    "device",
+    "precision",
+    "data_fingerprint",
+    "protocol",
+    "report",
+]
+
+
+def sparrta_reference(env: str, task: str, head: str) -> float | None:
+    ref = SPARRTA_VITB.get((env, task)) or SPARRTA_VITB.get(("mean", task))
+    if ref is None or head not in SPARRTA_HEADS:
+        return None
+    return round(ref[SPARRTA_HEADS.index(head)] / 100, 4)
+
+
+def table(rows: list[dict], out: Path | None = None) -> pd.DataFrame:
+    """The leaderboard as a frame, one row per (row, head), sorted; ``report`` only where the run
+    directory exists under ``out``."""
+    recs = []
+    for r in sorted(rows, key=sort_key):
+        report = f"runs/{run_id(r)}/report.html"
+        has_report = out is None or (Path(out) / report).is_file()
+        for head, c in r["heads"].items():
+            recs.append(
+                {
+                    "backbone": r["backbone"],
+                    "kind": r["kind"],
+                    "env": r["env"],
+                    "task": r["task"],
+                    "layer": r["layer"],
+                    "head": head,
+                    "n_train": r["n_train"],
+                    "test_acc": c["test"],
+                    "ci_low": c["ci"][0],
+                    "ci_high": c["ci"][1],
+                    "val_acc": c.get("val"),
+                    "lr": c.get("lr"),
+                    "dropout": c.get("dropout"),
+                    "n_val": r["n_val"],
+                    "n_test": r["n_test"],
+                    "layer_on_val": 0,
+                    "sparrta_vitb": None if r["kind"] == "layout" else sparrta_reference(r["env"], r["task"], head),
+                    "dataset": r["dataset"],
+                    "device": r.get("device", ""),
+                    "precision": r.get("precision", ""),
+                    "data_fingerprint": r["data_fingerprint"],
+                    "protocol": r["protocol"],
+                    "report": report if has_report and r["kind"] != "layout" else "",
+                }
+            )
+    df = pd.DataFrame(recs, columns=COLUMNS)
+    if df.empty:
+        return df
+    probes = df[df["kind"] != "layout"]
+    if not probes.empty:  # the layer each head picks on val (ties: the shallower one)
+        ranked = probes.assign(_neg=-probes["layer"]).sort_values(["val_acc", "_neg"], ascending=False, kind="stable")
+        picked = ranked.groupby(["backbone", "dataset", "env", "task", "head", "n_train"], sort=False).head(1).index
+        df.loc[picked, "layer_on_val"] = 1
+    return df
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _md_cell(r) -> str:
+    text = f"{_pct(r.test_acc)} ({100 * r.ci_low:.0f}–{100 * r.ci_high:.0f})"
+    return f"[{text}]({r.report})" if r.report else text
+
+
+def markdown(df: pd.DataFrame, header: dict) -> str:
+    """Per task and head: one line per backbone × layer × n_train, one column per environment,
+    the mean of environments and SpaRRTa's ViT-B; the layout floors under each table."""
+    lines = ["# Study leaderboard", ""]
+    proto = header.get("protocol", {})
+    lines += [
+        f"Protocol `{header.get('protocol_fingerprint', '?')}`: heads {', '.join(proto.get('heads', []))}; "
+        f"lr {proto.get('lrs')} × dropout {proto.get('dropouts')}; {proto.get('epochs')} epochs "
+        f"(warm-up {proto.get('warmup')}), patience {proto.get('patience')}; {proto.get('selection', '')}. "
+        f"Cells: test accuracy % (95% Wilson CI), linked to the run's report. Device: {header.get('device', '?')}. "
+        f"sceneforge {header.get('versions', {}).get('sceneforge', '?')}, torch {header.get('versions', {}).get('torch', '?')}.",
+        "",
+    ]
+    if df.empty:
+        return "\n".join(lines + ["(no rows yet)", ""])
+    envs = sorted(df["env"].unique(), key=lambda e: (ENV_ORDER.get(e, 99), e))
+    for task in sorted(df["task"].unique(), key=lambda t: (t != "ego", t)):
+        t = df[df["task"] == task]
+        env_t = [e for e in envs if e in set(t["env"])]
+        lay = t[t["kind"] == "layout"]
+        for head in [h for h in dict.fromkeys(t.loc[t["kind"] != "layout", "head"])]:
+            h = t[(t["head"] == head) & (t["kind"] != "layout")]
+            lines += [f"## {task} · {head}", ""]
+            cols = ["backbone", "kind", "layer", "n_train", *env_t, "mean of envs", "SpaRRTa ViT-B"]
+            lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+            for (bb, kind, layer, n), g in h.groupby(["backbone", "kind", "layer", "n_train"], sort=False):
+                by_env = {r.env: r for r in g.itertuples()}
+                cells = [_md_cell(by_env[e]) if e in by_env else "" for e in env_t]
+                mean = _pct(np.mean([by_env[e].test_acc for e in env_t])) if all(e in by_env for e in env_t) else ""
+                refs = [sparrta_reference(e, task, head) for e in env_t]
+                ref = _pct(np.mean(refs)) if refs and all(x is not None for x in refs) else ""
+                lines.append(f"| {bb} | {kind} | L{layer} | {n} | " + " | ".join(cells) + f" | **{mean}** | {ref} |")
+            for (box, n), g in lay.groupby(["head", "n_train"], sort=False):
+                by_env = {r.env: r for r in g.itertuples()}
+                cells = [_md_cell(by_env[e]) if e in by_env else "" for e in env_t]
+                mean = _pct(np.mean([by_env[e].test_acc for e in env_t])) if all(e in by_env for e in env_t) else ""
+                lines.append(f"| layout: {LAYOUT_NAMES.get(box, box)} | layout | | {n} | " + " | ".join(cells) + f" | {mean} | |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _best(df: pd.DataFrame) -> pd.DataFrame:
+    """Per backbone × env × task × head: the largest n_train, the layer chosen on val."""
+    probes = df[(df["kind"] != "layout") & (df["layer_on_val"] == 1)]
+    if probes.empty:
+        return probes
+    top = probes.groupby(["backbone", "env", "task"])["n_train"].transform("max")
+    return probes[probes["n_train"] == top]
+
+
+def plots(df: pd.DataFrame, out: Path, device: str) -> list[tuple[str, str]]:
+    """plots/*.png: per-env bars with CIs (one figure per task), ego vs allo, layer curves.
+    Every title says the device the features came from."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figs: list[tuple[str, str]] = []
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    best = _best(df)
+    if best.empty:
+        return figs
+    heads = list(dict.fromkeys(best["head"]))
+    for task in sorted(best["task"].unique(), key=lambda t: (t != "ego", t)):
+        b = best[best["task"] == task]
+        envs = sorted(b["env"].unique(), key=lambda e: (ENV_ORDER.get(e, 99), e))
+        bbs = list(dict.fromkeys(b.sort_values(["kind", "backbone"])["backbone"]))
+        fig, axes = plt.subplots(1, len(heads), figsize=(4.2 * len(heads), 3.6), squeeze=False, sharey=True)
+        width = 0.8 / max(1, len(bbs))
+        for ax, head in zip(axes[0], heads):
+            for k, bb in enumerate(bbs):
+                rows = b[(b["head"] == head) & (b["backbone"] == bb)].set_index("env")
+                xs = [i + (k - (len(bbs) - 1) / 2) * width for i, e in enumerate(envs) if e in rows.index]
+                ys = [rows.loc[e, "test_acc"] for e in envs if e in rows.index]
+                lo = [rows.loc[e, "test_acc"] - rows.loc[e, "ci_low"] for e in envs if e in rows.index]
+                hi = [rows.loc[e, "ci_high"] - rows.loc[e, "test_acc"] for e in envs if e in rows.index]
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=bb)
+            lay = df[(df["kind"] == "layout") & (df["task"] == task) & (df["head"] == "source")]
+            for i, e in enumerate(envs):
+                v = lay[lay["env"] == e]
+                if not v.empty:
+                    top = v.sort_values("n_train")["test_acc"].iloc[-1]
+                    ax.hlines(top, i - 0.45, i + 0.45, colors="grey", linestyles="--", label="source box" if i == 0 else None)
+            ax.axhline(0.25, color="red", lw=0.7, ls=":")
+            ax.set_xticks(range(len(envs)), envs, rotation=20)
+            ax.set_title(f"{task} · {head}", fontsize=10)
+            ax.set_ylim(0, 1)
+        axes[0][0].set_ylabel("test accuracy (95% CI)")
+        axes[0][-1].legend(fontsize=7)
+        fig.suptitle(f"per environment, largest n_train, layer on val — features on {device}", fontsize=9)
+        fig.tight_layout()
+        name = f"plots/bars_{task}.png"
+        fig.savefig(out / name, dpi=90)
+        plt.close(fig)
+        figs.append((f"{task}: per environment", name))
+    if {"ego", "allo"} <= set(best["task"]):
+        mean = best.groupby(["backbone", "kind", "head", "task"])["test_acc"].mean().unstack("task").dropna()
+        fig, ax = plt.subplots(figsize=(4.6, 4.2))
+        for (bb, kind, head), r in mean.iterrows():
+            ax.scatter(r["ego"], r["allo"], marker={"model": "o", "random": "x"}.get(kind, "s"))
+            ax.annotate(f"{bb} {head}", (r["ego"], r["allo"]), fontsize=6)
+        ax.plot([0, 1], [0, 1], color="grey", lw=0.6, ls=":")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("ego (mean of envs)")
+        ax.set_ylabel("allo (mean of envs)")
+        ax.set_title(f"ego vs allo — {device}", fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / "plots/ego_allo.png", dpi=90)
+        plt.close(fig)
+        figs.append(("ego vs allo", "plots/ego_allo.png"))
+    probes = df[df["kind"] != "layout"]
+    if probes["layer"].nunique() > 1:
+        top = probes.groupby(["backbone", "env", "task"])["n_train"].transform("max")
+        p = probes[probes["n_train"] == top]
+        curves = p.groupby(["backbone", "task", "head", "layer"])["test_acc"].mean().reset_index()
+        tasks = sorted(curves["task"].unique())
+        fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), squeeze=False)
+        for ax, task in zip(axes[0], tasks):
+            for (bb, head), c in curves[curves["task"] == task].groupby(["backbone", "head"]):
+                ax.plot(c["layer"], c["test_acc"], marker="o", ms=3, label=f"{bb} {head}")
+            ax.set_title(f"{task}: layer curves (mean of envs)", fontsize=9)
+            ax.set_xlabel("layer")
+            ax.set_ylim(0, 1)
+        axes[0][-1].legend(fontsize=6)
+        fig.suptitle(f"features on {device}", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "plots/layers.png", dpi=90)
+        plt.close(fig)
+        figs.append(("layer curves", "plots/layers.png"))
+    return figs
+
+
+STYLE = """body { margin: 0; font: 13px/1.4 system-ui, sans-serif; color: #222; background: #f6f6f4; }
+header { display: flex; gap: 1.5em; align-items: baseline; padding: 6px 14px; background: #263238; color: #eee; }
+header h1 { font-size: 16px; margin: 0; } #count { margin-left: auto; font-weight: bold; }
+main { padding: 8px 14px; } .meta { color: #555; max-width: 1100px; }
+table.lb { border-collapse: collapse; font-size: 12px; background: #fff; }
+table.lb th { position: sticky; top: 0; background: #eceff1; cursor: pointer; user-select: none; white-space: nowrap; }
+table.lb th.asc::after { content: " ▲"; } table.lb th.desc::after { content: " ▼"; }
+table.lb td, table.lb th { border: 1px solid #ddd; padding: 1px 6px; text-align: left; }
+table.lb td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.layout { color: #666; } tr.random { color: #8d6e63; } tr.picked td.acc { font-weight: bold; }
+.plots { display: flex; flex-wrap: wrap; gap: 16px; margin: 10px 0; }
+.plot { background: #fff; border: 1px solid #ccc; padding: 6px; } .plot h3 { margin: 0 0 4px; font-size: 13px; }
+.plot img { max-width: 900px; }
+"""
+
+SCRIPT = """
+(function () {
+  const table = document.getElementById('lb');
+  const body = table.tBodies[0];
+  const rows = Array.from(body.rows);
+  const count = document.getElementById('count');
+  function show() {
+    const n = rows.filter(r => !r.hidden).length;
+    count.textContent = n + ' rows';
+    count.dataset.count = n;
+  }
+  table.tHead.querySelectorAll('th').forEach((th, i) => th.addEventListener('click', () => {
+    const asc = !th.classList.contains('asc');
+    table.tHead.querySelectorAll('th').forEach(h => h.classList.remove('asc', 'desc'));
+    th.classList.add(asc ? 'asc' : 'desc');
+    const key = r => { const c = r.cells[i]; return c.dataset.v !== undefined ? c.dataset.v : c.textContent; };
+    const num = th.dataset.type === 'num';
+    rows.sort((a, b) => {
+      let x = key(a), y = key(b);
+      if (num) { x = x === '' ? -Infinity : +x; y = y === '' ? -Infinity : +y; return asc ? x - y : y - x; }
+      return asc ? x.localeCompare(y) : y.localeCompare(x);
+    });
+    rows.forEach(r => body.appendChild(r));
+  }));
+  document.getElementById('filter').addEventListener('input', e => {
+    const words = e.target.value.toLowerCase().split(/\\s+/).filter(Boolean);
+    rows.forEach(r => { const t = r.textContent.toLowerCase(); r.hidden = !words.every(w => t.includes(w)); });
+    show();
+  });
+  show();
+  window.SF_READY = true;
+})();
+"""
+
+_SHOWN = ["backbone", "kind", "env", "task", "layer", "head", "n_train", "test_acc", "ci_low", "ci_high", "val_acc", "lr",
+          "dropout", "n_test", "layer_on_val", "sparrta_vitb", "device", "report"]  # fmt: skip
+_NUMERIC = {
+    "layer",
+    "n_train",
+    "test_acc",
+    "ci_low",
+    "ci_high",
+    "val_acc",
+    "lr",
+    "dropout",
+    "n_test",
+    "layer_on_val",
+    "sparrta_vitb",
+}
+
+
+def _td(col: str, v) -> str:
+    if col == "report":
+        return f'<td><a href="{html.escape(v)}">report</a></td>' if v else "<td></td>"
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return '<td class="num" data-v=""></td>' if col in _NUMERIC else "<td></td>"
+    if col in ("test_acc", "ci_low", "ci_high", "val_acc", "sparrta_vitb"):
+        cls = "num acc" if col == "test_acc" else "num"
+        return f'<td class="{cls}" data-v="{v}">{100 * float(v):.1f}</td>'
+    if col in _NUMERIC:
+        return f'<td class="num" data-v="{v}">{html.escape(f"{v:g}" if isinstance(v, float) else str(v))}</td>'
+    return f"<td>{html.escape(str(v))}</td>"
+
+
+def page(df: pd.DataFrame, header: dict, figs: list[tuple[str, str]]) -> str:
+    head = "".join(f'<th data-type="{"num" if c in _NUMERIC else "text"}">{c}</th>' for c in _SHOWN)
+    body = []
+    for r in df.to_dict("records"):
+        cls = " ".join(x for x in (r["kind"], "picked" if r["layer_on_val"] else "") if x)
+        body.append(f'<tr class="{cls}">' + "".join(_td(c, r[c]) for c in _SHOWN) + "</tr>")
+    proto = html.escape(json.dumps(header.get("protocol", {}), sort_keys=True))
+    versions = html.escape(json.dumps(header.get("versions", {}), sort_keys=True))
+    plots_html = "".join(
+        f'<div class="plot"><h3>{html.escape(t)}</h3><img src="{html.escape(p)}" alt="{html.escape(t)}"></div>' for t, p in figs
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>sceneforge study leaderboard</title>
+<style>{STYLE}</style></head>
+<body><header><h1>sceneforge study</h1><span>protocol {html.escape(str(header.get("protocol_fingerprint", "?")))}</span>
+<span>device {html.escape(str(header.get("device", "?")))}</span>
+<input id="filter" placeholder="filter: e.g. ego efficient" size="28"><span id="count"></span></header>
+<main><p class="meta">Test accuracy % with 95% Wilson interval; click a column to sort; bold: the layer the head
+picks on val. Layout rows: an MLP on the boxes alone (no pixels) on the same rows. Protocol: {proto}.
+Versions: {versions}.</p>
+<div class="plots">{plots_html}</div>
+<table class="lb" id="lb"><thead><tr>{head}</tr></thead><tbody>
+{chr(10).join(body)}
+</tbody></table></main>
+<script>{SCRIPT}</script></body></html>
+"""
+
+
+def write_leaderboard(out: Path, say: Callable[[str], None] = print) -> pd.DataFrame:
+    """leaderboard.csv/.md/.html and plots/ from ``out``'s results.jsonl and study.json."""
+    out = Path(out)
+    header = read_header(out) or {}
+    df = table(read_rows(out / RESULTS), out)
+    atomic_write_text(out / "leaderboard.csv", df.to_csv(index=False, lineterminator="\n"))
+    atomic_write_text(out / "leaderboard.md", markdown(df, header))
+    figs = plots(df, out, str(header.get("device", "?"))) if not df.empty else []
+    atomic_write_text(out / "leaderboard.html", page(df, header, figs))
+    say(f"study: {len(df)} leaderboard rows in {out / 'leaderboard.csv'}, {out / 'leaderboard.md'}, {out / 'leaderboard.html'}")
+    return df
+
+
+__all__ = ["write_leaderboard", "table", "markdown", "SPARRTA_VITB", "HEADER"]
