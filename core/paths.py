@@ -16,6 +16,12 @@ must resolve, symlinks followed, to a file below the dataset root, or the comman
 line naming where the value came from. Every reader of dataset tables uses it (degrade,
 render-record, probe, export, preview).
 
+And for names that arrive from elsewhere and become paths below a directory we write (issue 48:
+a bucket's keys ``h/../../../../x.txt`` and ``h//etc/y`` made a resume from the bucket write four
+levels above its staging directory and at an absolute path): :func:`relative_key` — a key must be
+a plain relative path (no empty, ``.`` or ``..`` component, no NUL, not absolute), checked for
+every key before the first byte is written, then joined with :func:`confined`.
+
 And where sceneforge keeps what it fetches, builds and installs: :func:`cache_root`
 (``$SCENEFORGE_CACHE``, else ``~/.cache/sceneforge``), the one definition that the asset library
 (``built/``, ``looks/``), the pretrained weights (``weights/``) and the Cycles renderer
@@ -74,6 +80,25 @@ def confined(root: Path, rel: str | os.PathLike) -> Path:
             if target != real_root and not target.startswith(real_root.rstrip(os.sep) + os.sep):
                 raise PathSecurityError(f"{here} is a symlink to {target}, outside the output directory {root}")
     return root.joinpath(*parts)
+
+
+def relative_key(key, what: str) -> str:
+    """``key`` if it is a plain relative path (``a/b/c.png``), else PathSecurityError naming ``what``.
+
+    Why: object-store keys, archive members and table fields are strings someone else chose;
+    ``a//b``, ``./a``, ``a/../../b`` and ``/abs`` must not be normalised into something that
+    happens to work (a key that needs normalising was not written by us)."""
+    if not isinstance(key, str) or not key or "\x00" in key:
+        raise PathSecurityError(f"{what} {str(key)[:80]!r}: not a relative path")
+    parts = key.split("/")
+    bad = next((p for p in parts if p in ("", ".", "..")), None)
+    if bad is not None:
+        shown = "an empty" if bad == "" else repr(bad)
+        raise PathSecurityError(
+            f"{what} {key[:120]!r}: {shown} path component ({'absolute or ' if key.startswith('/') else ''}"
+            "leaves its directory); refused, nothing written"
+        )
+    return key
 
 
 def inside(root: str | os.PathLike, rel, what: str) -> Path:

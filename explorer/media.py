@@ -7,6 +7,7 @@ source. Depth maps (float32 cm, ``inf`` = sky) become PNGs because a browser can
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -21,10 +22,18 @@ def _fresh(out: Path, src: Path) -> bool:
     return out.is_file() and out.stat().st_mtime >= src.stat().st_mtime
 
 
+#: errno values that mean the output side failed (full disk, quota, read-only), not a bad source.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
 def _save(img: Image.Image, out: Path, **kw) -> None:
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    img.save(tmp, format=kw.pop("format"), **kw)
-    os.replace(tmp, out)
+    try:
+        img.save(tmp, format=kw.pop("format"), **kw)
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no temp file behind
+        raise
 
 
 def thumbnail(src: Path, out: Path) -> bool:

@@ -55,6 +55,34 @@ def _check_paths(data_dir: Path, df: pd.DataFrame, columns: tuple[str, ...], tab
                     inside(data_dir, rel, f"{table} row {k} {col}")
 
 
+def _keys(values, table: str) -> list[int]:
+    """The table's ``index`` column as the samples' keys: whole numbers, each once (issue 48: a
+    non-integer index was a traceback, a duplicated one silently overwrote a thumbnail)."""
+    keys: list[int] = []
+    seen: dict[int, int] = {}
+    for row, v in enumerate(values):
+        try:
+            k = int(v) if not isinstance(v, (bool, np.bool_)) and float(v) == int(v) else None
+        except (TypeError, ValueError, OverflowError):
+            k = None
+        if k is None or k < 0:
+            raise ConfigError(f"{table} row {row + 1} index {str(v)[:40]!r}: expected a whole number >= 0")
+        if k in seen:
+            raise ConfigError(f"{table} rows {seen[k] + 1} and {row + 1}: index {k} twice (each sample's index must be unique)")
+        seen[k] = row
+        keys.append(k)
+    return keys
+
+
+def _json_file(data_dir: Path, rel: str, what: str) -> Any:
+    """A JSON file of the dataset, or ConfigError naming it (missing, unreadable, not JSON)."""
+    path = inside(data_dir, rel, what)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{what} {path}: cannot read it ({type(e).__name__}: {str(e)[:120]})") from None
+
+
 def _card(data_dir: Path) -> dict[str, Any]:
     path = data_dir / "dataset_card.json"
     return json.loads(path.read_text()) if path.is_file() else {}
@@ -71,9 +99,12 @@ def _record_rejections(data_dir: Path) -> dict[int, dict[str, int]]:
     """Per-sample rejected candidates by rule, from ``records/`` (global index -> counts)."""
     out: dict[int, dict[str, int]] = {}
     for path in (data_dir / "records").rglob("*.json"):
-        rec = json.loads(path.read_text())
-        if "index" in rec:
-            out[int(rec["index"])] = rec.get("rejections") or {}
+        try:
+            rec = json.loads(path.read_text())
+            if isinstance(rec, dict) and "index" in rec:
+                out[int(rec["index"])] = {str(k): int(v) for k, v in (rec.get("rejections") or {}).items()}
+        except (OSError, ValueError, TypeError, AttributeError, OverflowError) as e:
+            raise ConfigError(f"{path}: not a readable scene record ({type(e).__name__}: {str(e)[:120]})") from None
     return out
 
 
@@ -83,8 +114,9 @@ def read_sparrta(data_dir: Path) -> Table:
     if "label" not in df.columns:
         raise ConfigError(f"{data_dir}/samples.parquet has no label column: not a relation dataset")
     _check_paths(data_dir, df, ("file_name", "mask_file", "depth_file", "params_file", "scene_file"), "samples.parquet")
+    keys = _keys(df["index"], f"{data_dir}/samples.parquet")
     rejections = _record_rejections(data_dir)
-    rej = np.array([sum(rejections.get(int(i), {}).values()) for i in df["index"]], float)
+    rej = np.array([sum(rejections.get(i, {}).values()) for i in keys], float)
     size = np.fmin(_box_px(df, "source"), _box_px(df, "target"))
     dist = np.hypot(df["target_x"] - df["source_x"], df["target_y"] - df["source_y"]).to_numpy(float)
     cam = np.hypot(df["source_x"] - df["camera_x"], df["source_y"] - df["camera_y"]).to_numpy(float)
@@ -92,12 +124,16 @@ def read_sparrta(data_dir: Path) -> Table:
     media = [{"image": r["file_name"], "mask": r.get("mask_file") or None, "depth": r.get("depth_file") or None} for r in rows]
 
     def details(i: int) -> dict[str, Any]:
-        return sparrta_details(data_dir, rows[i], rejections.get(int(rows[i]["index"]), {}))
+        where = f"samples.parquet row {i + 1}"
+        try:
+            return sparrta_details(data_dir, rows[i], rejections.get(keys[i], {}), where)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ConfigError(f"{data_dir}: {where} (index {keys[i]}): its params or scene file lacks {e}") from None
 
     card = _card(data_dir)
     return Table(
         kind="sparrta",
-        keys=[int(k) for k in df["index"]],
+        keys=keys,
         media=media,
         facets={
             "env": df["env"].tolist(),
@@ -136,9 +172,9 @@ def footprint(obj: dict[str, Any]) -> list[list[float]]:
     return [[round(float(x), 1), round(float(y), 1)] for x, y in c[order]]
 
 
-def sparrta_details(data_dir: Path, row: dict[str, Any], rejections: dict[str, int]) -> dict[str, Any]:
+def sparrta_details(data_dir: Path, row: dict[str, Any], rejections: dict[str, int], where: str = "row") -> dict[str, Any]:
     """The sample page's data: params, boxes and the top-down map (from params + scene graph)."""
-    params = json.loads((data_dir / row["params_file"]).read_text())
+    params = _json_file(data_dir, row["params_file"], f"{where} params_file")
     actors = {k.rsplit("/", 1)[-1]: v for k, v in params["actors"].items()}
     boxes = {
         role: [int(row[f"{role}_bbox_{k}"]) for k in ("x0", "y0", "x1", "y1")]
@@ -149,7 +185,7 @@ def sparrta_details(data_dir: Path, row: dict[str, Any], rejections: dict[str, i
     objects: list[dict[str, Any]] = []
     scene_file = row.get("scene_file")
     if scene_file and (data_dir / scene_file).is_file():
-        graph = json.loads((data_dir / scene_file).read_text())
+        graph = _json_file(data_dir, scene_file, f"{where} scene_file")
         objects = [{"role": o["role"], "class": o["class"], "foot": footprint(o)} for o in graph["objects"] if "box3d" in o]
     observer = "human" if params["task"] == "allo" else "camera"
     return {
@@ -193,9 +229,10 @@ def read_vqa(data_dir: Path) -> Table:
             q = json.loads(line)
             questions[q["image"]].append(q)
     rows = df.to_dict("records")
-    scene = [str(Path(r["file_name"]).parent / f"scene_{int(r['index']):06d}.json") for r in rows]
+    keys = _keys(df["index"], f"{data_dir}/samples.parquet")
+    scene = [str(Path(r["file_name"]).parent / f"scene_{k:06d}.json") for r, k in zip(rows, keys)]
     media = [
-        {"image": r["file_name"], "mask": str(Path(r["file_name"]).parent / f"mask_{int(r['index']):06d}.png")} for r in rows
+        {"image": r["file_name"], "mask": str(Path(r["file_name"]).parent / f"mask_{k:06d}.png")} for r, k in zip(rows, keys)
     ]
     for m in media:
         if not (data_dir / m["mask"]).is_file():
@@ -219,7 +256,7 @@ def read_vqa(data_dir: Path) -> Table:
     cats = [Counter(q["category"] for q in questions.get(r["file_name"], [])) for r in rows]
     return Table(
         kind="vqa",
-        keys=[int(r["index"]) for r in rows],
+        keys=keys,
         media=media,
         facets={"env": df["env"].tolist(), "category": [",".join(sorted(c)) or "none" for c in cats]},
         numbers={"objects": df["n_objects"].to_numpy(float), "questions": df["n_questions"].to_numpy(float)},
@@ -245,6 +282,7 @@ def read_videos(data_dir: Path) -> Table:
         v: pd.read_csv(data_dir / "metadata" / f"{v}.csv") for v in VARIANTS if (data_dir / "metadata" / f"{v}.csv").is_file()
     }
     rows = df.to_dict("records")
+    keys = _keys(df["index"], f"{data_dir}/clips.parquet")
     media = [{"videos": {v: f"videos/{v}/{r['relative_path']}" for v in VARIANTS}, "image": None} for r in rows]
 
     def details(i: int) -> dict[str, Any]:
@@ -275,7 +313,7 @@ def read_videos(data_dir: Path) -> Table:
     cates = [",".join(sorted({str(q["cate"]) for q in json.loads(r["questions"])})) for r in rows]
     return Table(
         kind="videos",
-        keys=[int(r["index"]) for r in rows],
+        keys=keys,
         media=media,
         facets={
             "env": df["env"].tolist(),

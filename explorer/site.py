@@ -68,8 +68,12 @@ def index_payload(table: Table) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _atomic_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no temp file behind
+        raise
 
 
 def make_media(table: Table, data_dir: Path, out_dir: Path, workers: int | None = None) -> dict[str, int]:
@@ -79,11 +83,22 @@ def make_media(table: Table, data_dir: Path, out_dir: Path, workers: int | None 
 
     def one(i: int) -> tuple[int, int]:
         m, key = table.media[i], table.keys[i]
-        if m.get("image"):
-            made = media.thumbnail(data_dir / m["image"], out_dir / "thumbs" / f"{key}.jpg")
-        else:
-            made = media.video_thumbnail(data_dir / m["videos"]["std"], out_dir / "thumbs" / f"{key}.jpg")
-        depth = bool(m.get("depth")) and media.depth_png(data_dir / m["depth"], out_dir / "depth" / f"{key}.png")
+        src = data_dir / (m["image"] if m.get("image") else m["videos"]["std"])
+        try:
+            if m.get("image"):
+                made = media.thumbnail(src, out_dir / "thumbs" / f"{key}.jpg")
+            else:
+                made = media.video_thumbnail(src, out_dir / "thumbs" / f"{key}.jpg")
+            src = data_dir / m["depth"] if m.get("depth") else src
+            depth = bool(m.get("depth")) and media.depth_png(src, out_dir / "depth" / f"{key}.png")
+        except OSError as e:
+            if e.errno in media.DISK_ERRNOS:
+                raise  # the output side: the caller says so in one line
+            raise ConfigError(f"{src}: sample {key}: cannot read it ({type(e).__name__}: {str(e)[:120]})") from None
+        except (ValueError, StopIteration, SyntaxError, EOFError) as e:  # a corrupt image, depth map or video
+            raise ConfigError(
+                f"{src}: sample {key}: not a readable image/depth/video ({type(e).__name__}: {str(e)[:120]})"
+            ) from None
         return int(made), int(depth)
 
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:

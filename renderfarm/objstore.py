@@ -35,8 +35,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sceneforge.core.atomic import atomic_write_json
-from sceneforge.core.errors import ConfigError, ConnectionFailed
-from sceneforge.core.paths import cache_root
+from sceneforge.core.errors import ConfigError, ConnectionFailed, PathSecurityError
+from sceneforge.core.paths import cache_root, confined, relative_key
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class RemoteOut:
     """A dataset URL, its fsspec file system and its staging directory."""
 
     def __init__(self, url: str):
-        self.url = str(url).rstrip("/")
+        self.url = _check_url(str(url))
         try:
             import fsspec
 
@@ -124,8 +124,13 @@ class RemoteOut:
     def _call(self, what: str, fn, *args):
         try:
             return fn(*args)
-        except FileNotFoundError:
-            raise
+        except FileNotFoundError as e:
+            if what in ("read", "list"):
+                raise  # an absent object: the caller's answer (no lock, no job yet)
+            raise ConfigError(
+                f"--out {self.url}: cannot {what} {args[1] if what == 'upload' else args[0]}: "
+                f"{' '.join(str(e).split())[:200]} (does the bucket exist?)"
+            ) from None
         except (OSError, PermissionError) as e:
             raise ConnectionFailed(
                 f"--out {self.url}: cannot {what} {args[0]} ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
@@ -137,10 +142,12 @@ class RemoteOut:
         if (self.staging / "job.json").exists() or self._read_json("job.json") is None:
             return 0
         keys = [k for k in self._call("list", self.fs.find, self.root) if not k.endswith(LOCK_KEY)]
+        # every key checked before the first byte is written (issue 48: a key with '..' or an
+        # empty component wrote outside the staging directory, before the job config was read)
+        dests = {k: confined(self.staging, self._rel(k)) for k in keys}
         sent = {}
         for k in keys:
-            rel = k[len(self.root) + 1 :]
-            dest = self.staging / rel
+            rel, dest = self._rel(k), dests[k]
             dest.parent.mkdir(parents=True, exist_ok=True)
             self._call("download", self.fs.get_file, k, str(dest))
             st = dest.stat()
@@ -148,6 +155,25 @@ class RemoteOut:
         atomic_write_json(self.staging / ".farm" / STATE, sent)  # already in the bucket
         log.warning("%s: resumed from the bucket (%d files fetched into %s)", self.url, len(keys), self.staging)
         return len(keys)
+
+    def _rel(self, key: str) -> str:
+        """A listed key's path below the prefix; PathSecurityError (one line) for a key that is
+        not a plain relative path below it."""
+        what = f"--out {self.url}: bucket object"
+        if not key.startswith(self.root + "/"):
+            raise PathSecurityError(f"{what} {key[:120]!r}: not below the prefix {self.root}; refused, nothing written")
+        return relative_key(key[len(self.root) + 1 :], what)
+
+
+def _check_url(url: str) -> str:
+    """``url`` without trailing slashes, once it names a bucket (or host) and a plain path."""
+    text = url.rstrip("/")
+    m = _URL.match(text)
+    rest = text[m.end() :] if m else ""
+    parts = rest.split("/")
+    if not rest or not parts[0] or any(p in ("", ".", "..") for p in parts):
+        raise ConfigError(f"--out {url}: expected PROTOCOL://BUCKET[/PREFIX] with a bucket name and no empty, '.' or '..' parts")
+    return text
 
 
 def _stale(holder: dict) -> bool:

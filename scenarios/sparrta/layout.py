@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.core.paths import inside
+from sceneforge.core.paths import check_component, inside
 from sceneforge.scenarios.output.writers import display_label
 
 # (env, source class, target class) → SpaRRTa's environment folder (their position_config.yaml).
@@ -60,7 +60,29 @@ def sparrta_label(cls: str) -> str:
 
 
 def sparrta_folder(env: str, source_class: str, target_class: str, triple_id: str) -> str:
-    return SPARRTA_FOLDERS.get((env, source_class, target_class), f"{env}_{triple_id}")
+    """SpaRRTa's folder for a triple, else ``<env>_<triple_id>``: one path component (issue 48:
+    ``env=../../pwn`` or ``triple_id=x/../../pwn`` wrote outside OUT), else ConfigError."""
+    folder = SPARRTA_FOLDERS.get((env, source_class, target_class))
+    if folder is not None:
+        return folder
+    return check_component(f"{env}_{triple_id}", f"folder <env>_<triple_id> of env {str(env)[:60]!r}, triple_id")
+
+
+def _check_row(r: dict) -> dict:
+    """A table row's fields that become names and numbers, checked before anything is written:
+    ``env``/``triple_id`` single path components, ``unit_index`` a whole number (``NaN`` and
+    ``"abc"`` used to be tracebacks). Returns the row with ``unit_index`` an int."""
+    where = r["_where"]
+    for field in ("env", "triple_id", "source_class", "target_class", "task"):
+        check_component(r[field], f"{where} {field}")
+    value = r["unit_index"]
+    try:
+        index = int(value) if not isinstance(value, bool) and float(value) == int(value) else None
+    except (TypeError, ValueError, OverflowError):
+        index = None
+    if index is None or index < 0:
+        raise ConfigError(f"{where} unit_index {str(value)[:40]!r}: expected a whole number >= 0")
+    return {**r, "unit_index": index, "_folder": sparrta_folder(r["env"], r["source_class"], r["target_class"], r["triple_id"])}
 
 
 def _read_table(data: Path):
@@ -130,13 +152,8 @@ def export_sparrta(data: Path, out: Path, *, replace: bool = False) -> dict[str,
         raise ConfigError(f"{data}: table lacks column(s) {missing}")
     table = table.assign(_where=[f"{source} row {i + 1}" for i in range(len(table))])
     rows = sorted(
-        table.to_dict("records"),
-        key=lambda r: (
-            sparrta_folder(r["env"], r["source_class"], r["target_class"], r["triple_id"]),
-            _TASK_ORDER.get(r["task"], 2),
-            r["triple_id"],
-            int(r["unit_index"]),
-        ),
+        (_check_row(r) for r in table.to_dict("records")),
+        key=lambda r: (r["_folder"], _TASK_ORDER.get(r["task"], 2), r["triple_id"], r["unit_index"]),
     )
     paths = [_sample_paths(data, r) for r in rows]  # every row checked before anything is written
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -144,7 +161,7 @@ def export_sparrta(data: Path, out: Path, *, replace: bool = False) -> dict[str,
     counts: dict[str, int] = {}
     try:
         for r, (image, params_path) in zip(rows, paths):
-            folder = sparrta_folder(r["env"], r["source_class"], r["target_class"], r["triple_id"])
+            folder = r["_folder"]
             k = counts.get(folder, 0)
             counts[folder] = k + 1
             params = _read_params(params_path)

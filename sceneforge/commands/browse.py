@@ -41,19 +41,23 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from sceneforge.explorer import DEFAULT_DIR, build_explorer  # pandas, PIL: not at parser build
+    from sceneforge.explorer import DEFAULT_DIR, read_dataset, write_site  # pandas, PIL: not at parser build
 
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: not a port number (0-65535)")
     out = args.out or args.data / DEFAULT_DIR
-    page = build_explorer(args.data, out, predictions=args.predictions, run=args.run)
+    table = read_dataset(args.data, predictions=args.predictions, run=args.run)
+    try:
+        page = write_site(table, args.data, out)
+    except OSError as e:  # a full disk, a read-only --out: one line (the writers leave no temp files)
+        raise ConfigError(f"--out {out}: cannot write the explorer ({e.strerror or e}: {e.filename or out})") from None
     print(f"explorer: {page.resolve().as_uri()}", flush=True)
     if not args.serve:
         return 0
-    from sceneforge.explorer.serve import make_server, page_url, serve_root  # pandas, PIL: not at parser build
+    from sceneforge.explorer.serve import make_server, media_files, page_url, serve_root  # pandas, PIL: not at parser build
 
     root = serve_root(args.data, out)
-    server = make_server(root, args.port)
+    server = make_server(root, args.port, out_dir=out, allowed=media_files(args.data, table.media))
     print(f"serving {root} at {page_url(server, root, page)} (Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()

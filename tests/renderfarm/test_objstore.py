@@ -128,3 +128,45 @@ def test_a_lock_held_by_another_host_is_one_line(bucket):
     fs.pipe(f"{name}/held/.farm/lock", json.dumps({"host": socket.gethostname() + "-other", "pid": 1}).encode())
     with pytest.raises(ConfigError, match=r"another farm job holds s3://.*/held/\.farm/lock \(host .*-other"):
         run_job("farm_toy_cpu", {"n": 4, "seed": 1, "size": 16}, f"s3://{name}/held", progress=False)
+
+
+# --- issue 48 item 1: a bucket's keys are data; none may write outside the staging directory ----
+def test_resume_from_a_bucket_refuses_keys_that_leave_the_prefix_and_writes_nothing(bucket, tmp_path, monkeypatch):
+    """A bucket holding ``h/job.json`` plus ``h/../../../../x.txt`` and ``h//<absolute path>/y.txt``:
+    the resume on another machine (a fresh staging dir) wrote ``x.txt`` four levels above the
+    staging dir and ``y.txt`` at the absolute path. Now the first bad key is one line naming it,
+    and nothing at all is fetched (every key is checked before the first download)."""
+    from sceneforge.core.errors import PathSecurityError
+
+    fs, name = bucket
+    staging = tmp_path / "a" / "b" / "c" / "staging"  # four levels up from its job dir: still in tmp_path
+    monkeypatch.setenv("SCENEFORGE_FARM_STAGING", str(staging))
+    victim = tmp_path / "victim"
+    fs.pipe(f"{name}/h/job.json", json.dumps({"scenario": "farm_toy_cpu"}).encode())
+    fs.pipe(f"{name}/h/images/img_00000.png", b"not fetched either")
+    fs.pipe(f"{name}/h/../../../../x.txt", b"escaped")
+    fs.pipe(f"{name}/h/{victim}/y.txt", b"escaped")  # tmp_path is absolute: the key has 'h//tmp/...'
+    for key in (f"{name}/h/../../../../x.txt", f"{name}/h/{victim}/y.txt"):
+        assert fs.exists(key), key  # the store keeps them verbatim: the attack is real
+    with pytest.raises(PathSecurityError, match=r"--out s3://.*/h: bucket object '.*': .* path component.*nothing written"):
+        run_job("farm_toy_cpu", {"n": 4, "seed": 1, "size": 16}, f"s3://{name}/h", progress=False)
+    assert not victim.exists() and not (tmp_path / "a" / "x.txt").exists()
+    assert not [p for p in tmp_path.rglob("x.txt")] and not [p for p in tmp_path.rglob("y.txt")]
+    staged = [p for p in staging.rglob("*") if p.is_file() and ".farm" not in p.parts]
+    assert staged == []  # not even the good keys: checked before anything is written
+
+
+@pytest.mark.parametrize(
+    "url, words",
+    [
+        ("s3:///x", "expected PROTOCOL://BUCKET"),
+        ("s3://", "expected PROTOCOL://BUCKET"),
+        ("s3://bkt/a/../b", "no empty, '.' or '..' parts"),
+        ("s3://no-such-bucket-h48/x", "cannot write no-such-bucket-h48/x/.farm/lock: .*does the bucket exist"),
+    ],
+)
+def test_a_bad_or_missing_bucket_is_one_line(bucket, url, words):
+    """Issue 48 item 7: ``--out s3:///x`` and a missing bucket were 47-72-line tracebacks."""
+    with pytest.raises(ConfigError, match=words) as e:
+        run_job("farm_toy_cpu", {"n": 4, "seed": 1, "size": 16}, url, progress=False)
+    assert "\n" not in str(e.value)
