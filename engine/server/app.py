@@ -22,7 +22,12 @@ vanishing mid-request only ends its own thread. Nothing a client sends stops the
 Bounds (issue 39): a frame must arrive whole within ``frame_timeout`` (+1 s per MiB) of its first
 byte, a connection with nothing in flight is closed after ``idle_timeout``, and when every client
 slot is taken a new client evicts the connection stalled mid-frame the longest (slowloris: 64
-sockets that send 5 bytes and hold no longer lock everyone out). Request bytes held (read, not yet
+sockets that send 5 bytes and hold no longer lock everyone out). Failing that (issue 48), it evicts
+the connection *idle* the longest: nothing in flight, no frame started, for the longest time (64
+sockets that read the greeting and send nothing, or one cheap query every 20 s, used to lock
+newcomers out until ``--idle-timeout``). A connection with a request in flight is never evicted,
+and a client that keeps working is never the longest idle while a parked one exists; only when
+every slot has a request in flight is a newcomer told ``error too many clients``. Request bytes held (read, not yet
 answered) are bounded per client (``client_buffer``) and in total (``total_buffer``): a client
 over either bound gets one ``error`` line and is disconnected; the others are unaffected.
 
@@ -63,12 +68,13 @@ STOP_POLL_S = 1.0  # how often a waiting connection thread looks whether the ser
 
 class _Conn:
     """What the server tracks of one connection: since when its current frame is stalled (None
-    between frames) and the request bytes it holds."""
+    between frames), since when it has been idle (nothing in flight, no frame started; None while
+    busy) and the request bytes it holds."""
 
-    __slots__ = ("sock", "partial_since", "held")
+    __slots__ = ("sock", "partial_since", "idle_since", "held")
 
     def __init__(self, sock: socket.socket) -> None:
-        self.sock, self.partial_since, self.held = sock, None, 0
+        self.sock, self.partial_since, self.idle_since, self.held = sock, None, time.monotonic(), 0
 
 
 class _OverBuffer(Exception):
@@ -180,15 +186,24 @@ class RenderServer:
 
     def _evict_stalled(self) -> bool:
         """Every slot is taken: close the connection whose frame has been stalled the longest (a
-        well-behaved client sends a frame at once; slowloris sends 5 bytes and holds). False when
-        no connection is mid-frame (the newcomer is refused)."""
+        well-behaved client sends a frame at once; slowloris sends 5 bytes and holds), else the
+        one idle the longest (nothing in flight: a parked socket, or one that sends a cheap query
+        now and then; issue 48). False when every connection has a request in flight (the
+        newcomer is refused)."""
+        now = time.monotonic()
         with self._clients_lock:
             stalled = [c for c in self._clients.values() if c.partial_since is not None]
-            if not stalled:
+            idle = [c for c in self._clients.values() if c.partial_since is None and c.idle_since is not None]
+            if stalled:
+                victim = min(stalled, key=lambda c: c.partial_since)
+                why = f"stalled mid-frame for {now - victim.partial_since:.1f} s"
+            elif idle:
+                victim = min(idle, key=lambda c: c.idle_since)
+                why = f"idle for {now - victim.idle_since:.1f} s (the longest)"
+            else:
                 return False
-            victim = min(stalled, key=lambda c: c.partial_since)
-            stalled_s, victim.partial_since = time.monotonic() - victim.partial_since, None
-        log.warning("client cap reached: closing a connection stalled mid-frame for %.1f s", stalled_s)
+            victim.partial_since = victim.idle_since = None  # not chosen twice
+        log.warning("client cap reached: closing a connection %s to admit a new one", why)
         try:  # its own thread sees EOF, answers nothing more, closes it and frees the slot
             victim.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -250,6 +265,8 @@ class RenderServer:
                     send_frame(conn, self._reply(item))
                     self._release(info, held)
                     last_active = time.monotonic()
+                    if not pending:
+                        info.idle_since = last_active  # nothing in flight: evictable when the cap is reached
                 room = len(pending) < PIPELINE_DEPTH
                 if room and not watching:
                     events.register(conn, selectors.EVENT_READ)
@@ -286,6 +303,7 @@ class RenderServer:
                         held = 0
                     pending.append((item, held))
                     last_active = time.monotonic()
+                    info.idle_since = None
         except ValueError:  # the selector refused the socket: closed under us by shutdown()
             if conn.fileno() != -1:
                 raise
@@ -323,7 +341,7 @@ class RenderServer:
         if not first:
             return None
         start = time.monotonic()
-        info.partial_since = start
+        info.partial_since, info.idle_since = start, None
         deadline = start + self.frame_timeout
         header = first + (
             _recv_until(conn, HEADER.size - len(first), deadline, self.frame_timeout) if len(first) < HEADER.size else b""

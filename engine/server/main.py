@@ -79,7 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=64,
         metavar="N",
         help="connections served at once (default 64); when all are taken a new client "
-        "replaces the connection stalled mid-frame the longest, else is refused",
+        "replaces the connection stalled mid-frame the longest, else the one idle the longest "
+        "(nothing in flight); it is refused only when every connection has a request in flight",
     )
     p.add_argument(
         "--frame-timeout",

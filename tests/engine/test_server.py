@@ -16,7 +16,7 @@ import time
 import pytest
 import unrealcv
 
-from sceneforge.engine.protocol import recv_frame
+from sceneforge.engine.protocol import frame, recv_frame
 from wire_helpers import ask, greeted
 
 pytestmark = pytest.mark.filterwarnings("error")
@@ -305,29 +305,37 @@ def test_file_outputs_land_in_output_dir(uclient, server_output_dir):
 
 
 def test_client_cap_in_process():
-    """An in-process RenderServer (no renderer needed) refuses clients beyond max_clients."""
+    """An in-process RenderServer (no renderer needed) with max_clients=1: a newcomer takes the
+    slot of an idle connection (issue 48), and is refused only while the one connection has a
+    request in flight (here held in the worker's queue behind a blocked job)."""
     from sceneforge.engine.server.app import RenderServer
     from sceneforge.engine.server.catalog import AssetCatalog
     from sceneforge.engine.server.state import ServerState
 
     srv = RenderServer(ServerState(AssetCatalog(None)), port=0, max_clients=1)
     _, port = srv.start()
+    gate = threading.Event()
     try:
         first = socket.create_connection(("127.0.0.1", port), timeout=30)
         assert recv_frame(first).startswith(b"connected")
+        srv._worker.submit(gate.wait, 60)  # the worker is busy: first's next request stays in flight
+        first.sendall(frame(b"1:vset /camera/0/location 1 2 3"))
+        time.sleep(0.5)  # read by the server, queued behind the blocked job
         with socket.create_connection(("127.0.0.1", port), timeout=30) as second:
             assert recv_frame(second) == b"error too many clients"
             assert second.recv(10) == b""
-        first.close()
+        gate.set()
+        assert recv_frame(first) == b"1:ok"  # the busy connection kept its slot and its reply
         deadline = time.monotonic() + 10
-        while True:  # the slot frees when the server notices the close
-            with socket.create_connection(("127.0.0.1", port), timeout=30) as third:
-                if recv_frame(third).startswith(b"connected"):
-                    assert ask(third, b"1:vget /objects") == b"1:"
-                    break
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as third:  # first is idle now
+            assert recv_frame(third).startswith(b"connected")
+            assert ask(third, b"2:vget /objects") == b"2:"
+        first.settimeout(10)
+        assert first.recv(10) == b""  # evicted: idle the longest
+        assert time.monotonic() < deadline
+        first.close()
     finally:
+        gate.set()
         srv.shutdown()
 
 

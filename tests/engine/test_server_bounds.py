@@ -193,6 +193,46 @@ def test_official_client_connects_while_an_attacker_holds_every_slot():
                 s.close()
 
 
+def test_parked_sockets_do_not_lock_out_a_new_client():
+    """Issue 48 item 5: 64 connections that read the greeting and send nothing made every newcomer
+    get ``error too many clients`` until ``--idle-timeout`` (600 s). Now a newcomer takes the slot
+    of the connection idle the longest (here a cap of 4, the default idle timeout)."""
+    from sceneforge.engine.server.launch import start_server
+
+    with start_server(port=0, extra_args=["--max-clients", "4"]) as srv:
+        parked = [greeted(srv) for _ in range(4)]
+        try:
+            c = _official_client(srv.port)
+            assert c.isconnected(), "refused while parked sockets hold every slot"
+            assert c.request("vget /unrealcv/version", timeout=60) == "v1.1.0"
+            assert _closed_by_server(parked[0]) == b""  # the oldest parked socket made room
+            c.disconnect()
+        finally:
+            for s in parked:
+                s.close()
+
+
+def test_a_query_now_and_then_does_not_hold_a_slot_against_newcomers():
+    """Issue 48 item 5: one ``vget /unrealcv/version`` per socket every 20 s defeated
+    ``--idle-timeout 30``. The newcomer evicts the connection idle the longest, whatever the
+    timeout; connections that worked more recently keep their slot and keep being answered."""
+    from sceneforge.engine.server.launch import start_server
+
+    with start_server(port=0, extra_args=["--max-clients", "3", "--idle-timeout", "30"]) as srv:
+        socks = [greeted(srv) for _ in range(3)]
+        try:
+            for i in (1, 2, 0, 2):  # socket 1 is now the one idle the longest
+                assert ask(socks[i], b"%d:vget /unrealcv/version" % i) == b"%d:v1.1.0" % i
+            with greeted(srv) as newcomer:
+                assert ask(newcomer, b"7:vget /unrealcv/status").startswith(b"7:Is Listening")
+                assert _closed_by_server(socks[1]) == b""
+                for i in (0, 2):
+                    assert ask(socks[i], b"%d:vget /unrealcv/version" % i) == b"%d:v1.1.0" % i
+        finally:
+            for s in socks:
+                s.close()
+
+
 def test_stalled_frames_and_idle_connections_are_closed():
     """``--frame-timeout``: a frame not whole in time gets one error line naming the flag and
     the connection is closed; ``--idle-timeout``: a connection with nothing in flight is closed;
