@@ -95,8 +95,11 @@ def comma_list(text: str) -> list[str]:
 
 
 def is_number(value: Any) -> bool:
-    """A real number: not a bool, not NaN."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+    """A real number: not a bool, not NaN (an int of any size: ``math.isnan`` of a 400-digit one
+    raised OverflowError, issue 48)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or not math.isnan(value)
 
 
 def _num(x: float) -> str:
@@ -184,7 +187,9 @@ class ConfigBase:
     def need(ok: bool, name: str, what: str, value: Any, source: str) -> None:
         """One rule: ``source: name what, got value`` when it fails."""
         if not ok:
-            raise ConfigError(f"{source}: {name} {what}, got {value!r}")
+            text = repr(value)
+            shown = text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+            raise ConfigError(f"{source}: {name} {what}, got {shown}")
 
     def check_fields(self, source: str) -> None:
         """The rules declared on the fields (choices, bounds, integer); None passes when it is the default."""

@@ -39,9 +39,10 @@ def check_gate(min_ratio: object, min_bbox_px: object) -> tuple[float, float]:
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
+            or not 0.0 <= value <= hi  # before isfinite: a 400-digit int compares, float() overflows
             or not math.isfinite(value)
-            or not 0.0 <= float(value) <= hi
         ):
-            raise ValueError(f"{name}: expected a number in [0, {hi:g}], got {value!r}")
+            text = repr(value)
+            raise ValueError(f"{name}: expected a number in [0, {hi:g}], got {text if len(text) <= 60 else text[:40] + '...'}")
         out.append(float(value))
     return out[0], out[1]

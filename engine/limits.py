@@ -57,15 +57,32 @@ WORLD_BOUNDS: dict[tuple[str, str], tuple[float, float]] = {
 }
 
 
+def finite_float(where: str, value) -> float:
+    """``value`` as a float if it is a finite number (not a bool), else ConfigError naming ``where``.
+
+    Why: JSON and YAML integers have no size limit, and ``float()``/``math.isfinite`` of a
+    400-digit one raise OverflowError (issue 48: ``error internal OverflowError`` replies and
+    31-53-line tracebacks for env files and ``--config``). Every number from outside that becomes
+    a float goes through here or :func:`check_range`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: expected a finite number, got {shown(value, 60)}")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise ConfigError(f"{where}: {shown(value, 40)} is too large (expected a finite number)") from None
+    if not math.isfinite(f):
+        raise ConfigError(f"{where}: expected a finite number, got {shown(value, 60)}")
+    return f
+
+
 def check_range(where: str, value: float, low: float, high: float) -> float:
     """``value`` as a float if finite and within ``[low, high]``, else ConfigError naming ``where``."""
     if type(value) is float and low <= value <= high and math.isfinite(value):  # the common case
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
-    if not low <= value <= high:
-        raise ConfigError(f"{where}: {value!r} is outside the allowed range [{low:g}, {high:g}]")
-    return float(value)
+    f = finite_float(where, value)
+    if not low <= f <= high:
+        raise ConfigError(f"{where}: {shown(value, 40)} is outside the allowed range [{low:g}, {high:g}]")
+    return f
 
 
 def shown(value, limit: int = MAX_LOGGED_CHARS) -> str:

@@ -37,8 +37,8 @@ def _finite3(name: str, v: Iterable[float]) -> Vec3:
             return v  # a finite sum: none is inf or nan (an overflowing sum takes the long way)
     try:
         t = tuple(float(x) for x in v)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"{name} must be 3 numbers, got {v!r}") from e
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ConfigError(f"{name} must be 3 numbers, got {limits.shown(v, 80)}") from e
     if len(t) != 3 or not all(math.isfinite(x) for x in t):
         raise ConfigError(f"{name} must be 3 finite numbers, got {v!r}")
     return t  # type: ignore[return-value]
@@ -136,7 +136,8 @@ class Camera:
         limits.check_location("camera location", self.location)
         if isinstance(self.rotation, (tuple, list)):
             object.__setattr__(self, "rotation", Rotator(*self.rotation))
-        if not (limits.MIN_FOV_DEG <= float(self.fov_deg) < 180.0):  # 1e-300 made every render fail
+        fov = limits.finite_float("camera fov_deg", self.fov_deg)  # a 400-digit int: one line, not OverflowError
+        if not (limits.MIN_FOV_DEG <= fov < 180.0):  # 1e-300 made every render fail
             raise ConfigError(f"camera fov_deg must be in [{limits.MIN_FOV_DEG:g}, 180), got {self.fov_deg}")
         if not (1 <= int(self.width) <= 8192 and 1 <= int(self.height) <= 8192):
             raise ConfigError(f"camera resolution must be 1..8192, got {self.width}x{self.height}")

@@ -8,7 +8,6 @@ environment loader validate the same way and a world is a pure function of its d
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING
 
@@ -38,8 +37,7 @@ def _coerce_field(where: str, kind: str, value):
             raise ConfigError(f"{where}: expected [r, g, b] ints in 0..255, got {value!r}")
         return tuple(value)
     if base == "float":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+        value = limits.finite_float(where, value)  # a 400-digit integer is one line, not OverflowError
         section, name = where.split(".")[1:3]
         return float(limits.check_world_field(section, name, value))
     if base == "bool":

@@ -6,6 +6,14 @@ until a head touches it. A layer directory is built under a temporary name and `
 into place with ``meta.json`` written last: an interrupted extraction leaves no entry that looks
 complete, and a concurrent writer of the same key simply loses the rename.
 
+The key hashes the inputs, not the contents, so an entry is checked every time it is opened
+(issue 48: a truncated or zero-byte ``.npy``, an object array or a bad ``meta.json`` were
+tracebacks; NaN features, a doubled width, fewer rows or a 10⁶ grid gave a report on garbage):
+``meta.json`` a mapping with a 2-int ``grid`` and ``n``; both arrays fp16, 3-D, ``n`` rows (the
+number of images asked for), ``grid`` patches, one width (``meta.json``'s ``patches_shape`` and
+``prefix_shape`` when it has them) and every value finite (read once, in chunks). A failed check
+is one line naming the file and what is wrong, and says to delete the entry to extract again.
+
 Example::
 
     feats = extract_features(bb, table["path"].tolist(), layers=[6, 12], cache_dir="cache/")
@@ -25,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.core.errors import ConfigError
 from sceneforge.probing.data import content_hash
 from sceneforge.probing.preprocess import load_batch
 
@@ -74,14 +83,65 @@ def extract_features(
         _extract(backbone, paths, {n: cache_dir / keys[n] for n in missing}, batch_size, progress)
     else:
         log.info("feature cache hit for layers %s", layers)
-    return {n: open_layer(cache_dir / keys[n]) for n in layers}
+    return {n: open_layer(cache_dir / keys[n], len(paths)) for n in layers}
 
 
-def open_layer(path: Path) -> LayerFeatures:
-    meta = json.loads((path / "meta.json").read_text())
-    return LayerFeatures(
-        np.load(path / "patches.npy", mmap_mode="r"), np.load(path / "prefix.npy", mmap_mode="r"), tuple(meta["grid"]), path.name
-    )
+CHECK_CHUNK_BYTES = 64 * 2**20  # finiteness is checked this many bytes at a time (memory stays flat)
+
+
+def open_layer(path: Path, n: int | None = None) -> LayerFeatures:
+    """The cached layer at ``path``, checked (module docstring); ``n``: the rows it must have."""
+    path = Path(path)
+    redo = f"delete {path} to extract it again"
+
+    def bad(what: str) -> ConfigError:
+        return ConfigError(f"feature cache {path}: {what}; {redo}")
+
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise bad(f"meta.json is not readable JSON ({type(e).__name__}: {str(e)[:100]})") from None
+    grid = meta.get("grid") if isinstance(meta, dict) else None
+    rows = meta.get("n") if isinstance(meta, dict) else None
+    if not (isinstance(grid, list) and len(grid) == 2 and all(_whole(g) and g > 0 for g in grid)):
+        raise bad(f"meta.json grid {str(grid)[:60]}: expected [rows, columns] of patches")
+    if not (_whole(rows) and rows >= 0):
+        raise bad(f"meta.json n {str(rows)[:40]}: expected the number of images")
+    if n is not None and rows != n:
+        raise bad(f"meta.json says {rows} images, {n} were asked for")
+    arrays = {}
+    for name in ("patches", "prefix"):
+        try:
+            a = np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError, EOFError) as e:  # truncated, zero bytes, an object array, not .npy
+            raise bad(f"{name}.npy is not a readable array ({type(e).__name__}: {str(e)[:100]})") from None
+        if not isinstance(a, np.ndarray) or a.dtype != np.float16 or a.ndim != 3:
+            kind = f"{getattr(a, 'dtype', type(a).__name__)} of shape {getattr(a, 'shape', '?')}"
+            raise bad(f"{name}.npy is {kind}; expected 3-D float16")
+        if a.shape[0] != rows:
+            raise bad(f"{name}.npy has {a.shape[0]} rows, meta.json says {rows} images")
+        recorded = meta.get(f"{name}_shape")
+        if recorded is not None and list(a.shape) != recorded:
+            raise bad(f"{name}.npy has shape {list(a.shape)}, meta.json recorded {recorded}")
+        arrays[name] = a
+    patches, prefix = arrays["patches"], arrays["prefix"]
+    if patches.shape[1] != grid[0] * grid[1]:
+        raise bad(f"patches.npy has {patches.shape[1]} patches per image, meta.json's grid {grid} has {grid[0] * grid[1]}")
+    if prefix.shape[2] != patches.shape[2]:
+        raise bad(f"prefix.npy is {prefix.shape[2]} wide, patches.npy {patches.shape[2]}")
+    for name, a in arrays.items():
+        row_bytes = max(1, a[0].nbytes) if len(a) else 1
+        step = max(1, CHECK_CHUNK_BYTES // row_bytes)
+        for start in range(0, len(a), step):
+            chunk = a[start : start + step]
+            if not np.isfinite(chunk).all():
+                i = start + int(np.argmax(~np.isfinite(chunk).reshape(len(chunk), -1).all(axis=1)))
+                raise bad(f"{name}.npy row {i} has non-finite values (NaN or inf)")
+    return LayerFeatures(patches, prefix, (int(grid[0]), int(grid[1])), path.name)
+
+
+def _whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _extract(backbone, paths: list[str], targets: dict[int, Path], batch_size: int, progress: bool) -> None:
@@ -114,6 +174,7 @@ def _open_writers(tmp: Path, n: int, tok) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _finish(tmp: Path, final: Path, arrays, backbone, layer: int, grid, n: int) -> None:
+    shapes = [list(a.shape) for a in arrays]
     for a in arrays:
         a.flush()
     del arrays
@@ -124,6 +185,8 @@ def _finish(tmp: Path, final: Path, arrays, backbone, layer: int, grid, n: int) 
         "preprocess": json.loads(backbone.preprocess.key()),
         "grid": list(grid),
         "n": n,
+        "patches_shape": shapes[0],  # checked on every open (open_layer)
+        "prefix_shape": shapes[1],
     }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
     try:

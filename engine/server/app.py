@@ -262,11 +262,12 @@ class RenderServer:
             while not self._stopping.is_set():
                 while pending and (isinstance(pending[0][0], bytes) or pending[0][0][1].done()):
                     item, held = pending.popleft()
-                    send_frame(conn, self._reply(item))
+                    reply = self._reply(item)
+                    if not pending:  # nothing in flight: evictable at the cap (set before the client can act on the reply)
+                        info.idle_since = time.monotonic()
+                    send_frame(conn, reply)
                     self._release(info, held)
                     last_active = time.monotonic()
-                    if not pending:
-                        info.idle_since = last_active  # nothing in flight: evictable when the cap is reached
                 room = len(pending) < PIPELINE_DEPTH
                 if room and not watching:
                     events.register(conn, selectors.EVENT_READ)

@@ -36,6 +36,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    try:
+        return _export(args)
+    except OSError as e:  # a full disk, a read-only target: one line (the exports leave no temp dir)
+        why = f"{e.strerror or type(e).__name__}: {e.filename or args.out}"
+        raise ConfigError(f"{args.out}: cannot write the export ({why})") from None
+
+
+def _export(args) -> int:
     if args.wds_shard_size is not None and args.format != "wds":
         raise ConfigError("--wds-shard-size needs --format wds")
     if args.format == "wds":

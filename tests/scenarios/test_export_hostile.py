@@ -183,3 +183,9 @@ def test_hf_export_onto_a_full_disk_is_one_line_and_leaves_no_temp_dir(small, sm
     pytest.importorskip("datasets")
     _one_line_exit_2(capsys, ["export", "--format", "hf", str(small), str(small_disk / "hf")], "No space left on device")
     assert list(small_disk.iterdir()) == []
+
+
+def test_sparrta_export_onto_a_full_disk_is_one_line_and_leaves_nothing(small, small_disk, capsys):
+    """Item 7: export onto a full disk was a traceback."""
+    _one_line_exit_2(capsys, ["export", "--layout", "sparrta", str(small), str(small_disk / "sp")], "No space left on device")
+    assert list(small_disk.iterdir()) == []

@@ -14,7 +14,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from sceneforge.core.errors import CommandError
+from sceneforge.core.errors import CommandError, ConfigError
+from sceneforge.engine import limits
 from sceneforge.engine.server.commands.table import command, parse_floats, parse_int
 from sceneforge.engine.server.commands.unrealcv import NOT_IMPLEMENTED
 from sceneforge.engine.server.state import ServerState
@@ -40,7 +41,7 @@ def _choice(value: str, options: tuple[str, ...], message: str) -> str:
 def _finite(args: list[str], what: str) -> tuple[float, ...]:
     values = parse_floats(args, what)
     if not all(math.isfinite(v) for v in values):
-        raise CommandError(f"{what}: expected finite numbers, got {' '.join(args)!r}")
+        raise CommandError(f"{what}: expected finite numbers, got {limits.shown(' '.join(args), 80)}")
     return values
 
 
@@ -188,6 +189,10 @@ def moveto(state: ServerState, args: list[str], id: str) -> str:
     against every visible actor's bounding box and the terrain; it stops where it first touches)"""
     if id != "0":
         raise CommandError("MoveTo only supports the player camera with id 0")
+    try:  # 1e300 is finite, but its sweep overflowed ("cannot convert float infinity to integer")
+        limits.check_location("moveto", _finite(args, "moveto"))
+    except ConfigError as e:
+        raise CommandError(str(e)) from None
     target = np.array(_finite(args, "moveto"))
     cam = state.camera(0)
     start = np.array(cam.location, dtype=np.float64)

@@ -59,9 +59,9 @@ def _vec(item: dict, key: str, default, where: str) -> tuple[float, ...]:
     if not (isinstance(value, (list, tuple)) and len(value) == 3):
         raise CommandError(f"{where}.{key}: expected 3 numbers, got {value!r}")
     try:
-        return tuple(float(v) for v in value)
-    except (TypeError, ValueError):
-        raise CommandError(f"{where}.{key}: expected 3 numbers, got {value!r}") from None
+        return tuple(limits.finite_float(f"{where}.{key}", v) for v in value)
+    except SceneforgeError as e:
+        raise CommandError(str(e)) from None
 
 
 def _transform(item: dict, where: str, base: Transform | None = None) -> Transform:
@@ -153,11 +153,10 @@ def _apply_camera(state: ServerState, cam_id: int, text: str) -> None:
     if not (isinstance(size, list) and len(size) == 2 and all(isinstance(v, int) for v in size)):
         raise CommandError(f"camera.size: expected [width, height] integers, got {size!r}")
     fov = data.get("fov", cam.fov_deg)
-    if isinstance(fov, bool) or not isinstance(fov, (int, float)):
-        raise CommandError(f"camera.fov: expected a number, got {fov!r}")
     try:
+        fov = limits.finite_float("camera.fov", fov)
         state.scene.cameras[cam_id] = replace(
-            cam, location=t.location, rotation=t.rotation, fov_deg=float(fov), width=size[0], height=size[1]
+            cam, location=t.location, rotation=t.rotation, fov_deg=fov, width=size[0], height=size[1]
         )
     except SceneforgeError as e:
         raise CommandError(f"camera: {e}") from None
