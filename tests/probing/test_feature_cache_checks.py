@@ -17,7 +17,8 @@ from sceneforge.probing.backbones import create_backbone
 from sceneforge.probing.data import load_datasets
 from sceneforge.probing.features import extract_features
 
-from conftest import TINY_VIT
+# the probing conftest's tiny ViT (not imported: another directory's `conftest` can be first on sys.path)
+TINY_VIT = {"img_size": 32, "patch_size": 8, "depth": 3, "embed_dim": 32, "num_heads": 2}
 
 
 def _backbone():
