@@ -284,10 +284,16 @@ def read_videos(data_dir: Path) -> Table:
     rows = df.to_dict("records")
     keys = _keys(df["index"], f"{data_dir}/clips.parquet")
     media = [{"videos": {v: f"videos/{v}/{r['relative_path']}" for v in VARIANTS}, "image": None} for r in rows]
+    # category codes → the names the dataset card gives them ("Obj:static cam", ...): the facet
+    # showed codes (0,3,4,5, issue 47); a card without names keeps the codes
+    names = {str(k): str(v) for k, v in (_card(data_dir).get("categories") or {}).items()}
 
     def details(i: int) -> dict[str, Any]:
         rel = rows[i]["relative_path"]
         qa = {v: m[m["relative_path"] == rel][["question", "options", "GT", "cate"]].to_dict("records") for v, m in meta.items()}
+        for rows_ in qa.values():
+            for q in rows_:
+                q["category"] = names.get(str(q["cate"]), str(q["cate"]))
         loc = np.stack(list(rows[i]["camera_location"])).astype(float)
         sub = np.stack(list(rows[i]["subject_location"])).astype(float)
         return {
@@ -310,7 +316,10 @@ def read_videos(data_dir: Path) -> Table:
             },
         }
 
-    cates = [",".join(sorted({str(q["cate"]) for q in json.loads(r["questions"])})) for r in rows]
+    cates = [
+        " + ".join(names.get(c, c) for c in sorted({str(q["cate"]) for q in json.loads(r["questions"])}, key=_code_order))
+        for r in rows
+    ]
     return Table(
         kind="videos",
         keys=keys,
@@ -329,6 +338,11 @@ def read_videos(data_dir: Path) -> Table:
         stats={"rejection_reasons": _card(data_dir).get("stats", {}).get("rejections", {})},
         units={"subject_size": "cm", "attempts": ""},
     )
+
+
+def _code_order(code: str):
+    """Numeric codes in numeric order (10 after 9), anything else after them."""
+    return (0, int(code), "") if code.isdigit() else (1, 0, code)
 
 
 def add_predictions(table: Table, data_dir: Path, path: Path, run: str | None = None) -> None:

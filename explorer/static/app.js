@@ -68,7 +68,7 @@ function buildFilters() {
   box.replaceChildren();
   for (const [name, vocab] of Object.entries(M.facets)) {
     const fs = el("fieldset", {"data-facet": name}, el("legend", {text: name}));
-    vocab.forEach((v, code) => fs.append(el("label", {},
+    vocab.forEach((v, code) => fs.append(el("label", {title: v},
       el("input", {type: "checkbox", value: code, "data-facet": name, onchange: onFacet}), " " + v + " ",
       el("span", {class: "n", "data-count": `${name}:${code}`}))));
     box.append(fs);
@@ -295,7 +295,7 @@ function videoPanel(d) {
     slider.value = lead.duration ? 1000 * lead.currentTime / lead.duration : 0; }); }, 0);
   const qa = el("table", {class: "params qa", id: "qa"}, el("tr", {}, el("th", {text: "question"}), ...Object.keys(d.qa).map(v => el("th", {text: v}))));
   const std = d.qa.std || Object.values(d.qa)[0] || [];
-  std.forEach((q, k) => qa.append(el("tr", {}, el("td", {text: `[${q.cate}] ${q.question}\n${q.options}`}),
+  std.forEach((q, k) => qa.append(el("tr", {}, el("td", {text: `[${q.category || q.cate}] ${q.question}\n${q.options}`}),
     ...Object.values(d.qa).map(rows => el("td", {class: "gt", text: rows[k] ? rows[k].GT : "–"})))));
   return el("div", {class: "sample", id: "sample"}, el("div", {}, box, el("div", {class: "pager"}, play, slider)),
     el("div", {}, el("h3", {text: "Questions (answer letter per variant)"}), qa, el("h3", {text: "Camera and subject paths"}), topDown(d.map), paramsTable(d, d.__i)));
@@ -303,12 +303,17 @@ function videoPanel(d) {
 
 // ---- dataset plots ---------------------------------------------------------------------------------
 function bars(title, entries, id) {
+  // The x labels are rotated 40° down to the right: the plot grows by what the longest one needs
+  // (below and past the last bar), so no axis label is cut off (issue 47: long facet values were).
   const W = 360, H = 180, max = Math.max(1, ...entries.map(e => e[1])), bw = (W - 40) / Math.max(entries.length, 1);
-  const svg = el("svg:svg", {width: W, height: H + 60, id});
+  const every = Math.ceil(entries.length / 12), PX = 6.2;  // px per character at font-size 9, generous
+  const longest = PX * Math.max(0, ...entries.filter((e, j) => j % every === 0).map(e => String(e[0]).length));
+  const a = 40 * Math.PI / 180, below = Math.ceil(longest * Math.sin(a) + 9 * Math.cos(a)) + 14;
+  const svg = el("svg:svg", {width: Math.ceil(30 + entries.length * bw + longest * Math.cos(a)) + 6, height: H + below, id});
   entries.forEach(([k, v, color], j) => {
     const h = H * v / max, x = 30 + j * bw;
     svg.append(el("svg:rect", {x, y: H - h, width: Math.max(bw - 2, 1), height: h, fill: color || "#546e7a"}, el("svg:title", {text: `${k}: ${v}`})));
-    if (j % Math.ceil(entries.length / 12) === 0) svg.append(el("svg:text", {x: x + bw / 2, y: H + 10, "font-size": 9, transform: `rotate(40 ${x + bw / 2} ${H + 10})`, text: k}));
+    if (j % every === 0) svg.append(el("svg:text", {x: x + bw / 2, y: H + 10, "font-size": 9, transform: `rotate(40 ${x + bw / 2} ${H + 10})`, text: k}));
   });
   svg.append(el("svg:text", {x: 0, y: 10, "font-size": 10, text: String(max)}));
   return el("div", {class: "plot"}, el("h3", {text: title}), svg);

@@ -25,7 +25,9 @@ def register(subparsers) -> None:
     ls.set_defaults(func=run_list)
     pv = sub.add_parser("preview", help="render a few views of an environment (PNG)")
     pv.add_argument("env", help="shipped name (desert, forest, ...) or path to a YAML file")
-    pv.add_argument("--out", default="env_preview", help="output directory")
+    pv.add_argument(
+        "--out", default="env_preview", help="output directory (default ./env_preview: ENV_0.png ... ENV_<views-1>.png)"
+    )
     pv.add_argument("--views", type=int, default=4, help="number of camera azimuths")
     pv.add_argument("--size", type=int, default=256, help="image width and height in pixels")
     pv.add_argument("--seed", type=int, default=0, help="clutter seed")

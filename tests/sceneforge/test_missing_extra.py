@@ -90,3 +90,17 @@ def test_demo_next_steps_print_the_install_first_and_each_line_parses_as_a_comma
             words = shlex.split(part)
             if words[0] == "sceneforge":
                 parser.parse_args(words[1:])  # a bad flag or choice exits 2 here
+
+
+def test_the_demo_and_the_probe_outputs_it_suggests_are_git_ignored():
+    """Issue 47 item 8: `demo_probe/` (and the dinov2 one) were not ignored like `demo/`."""
+    steps = next_steps(Path("demo"), {"ego/test": 36, "allo/test": 36}, missing=[])
+    outs = [s.split("--out ")[1].split()[0] for s in steps if " --out " in s and s.startswith("sceneforge")]
+    assert "demo_probe" in outs and "demo_probe_dinov2" in outs
+    if subprocess.run(["git", "rev-parse", "--is-inside-work-tree"], cwd=ROOT, capture_output=True).returncode:
+        import pytest
+
+        pytest.skip("not a git checkout: .gitignore is not in use")
+    for path in ["demo/", *(o + "/" for o in outs if not o.startswith("demo/"))]:
+        r = subprocess.run(["git", "check-ignore", "-q", path], cwd=ROOT)
+        assert r.returncode == 0, f"{path} is not git-ignored"
