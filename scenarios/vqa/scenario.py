@@ -39,7 +39,7 @@ from sceneforge.scenarios.vqa.templates import Rules, askable, is_surface, passe
 log = logging.getLogger(__name__)
 NEEDS_SERVER = True
 OBJECT_GAP_CM = 30.0
-SPREAD_SIGMA_CM = 200.0  # labelled objects: Gaussian around the centre, at most this sigma (the env's if smaller)
+SPREAD_SIGMA_CM = (120.0, 320.0)  # labelled objects: Gaussian around the centre, sigma drawn in this range (cm)
 
 
 _COUNT = (1, float("inf"))
@@ -274,7 +274,8 @@ class Maker:
             chosen = order[:k]
         # tighter than SpaRRTa's pairs: every object must be in the frame AND >= min_bbox_px (40 px
         # of 448: a 70 cm cone within ~8 m), which a 10 m spread rarely allows
-        sigma = min(s.sigma_cm, SPREAD_SIGMA_CM)
+        # the spread drawn per scene: tight groups seen from near, wide ones from far, so distances vary
+        sigma = min(s.sigma_cm, float(rng.uniform(*SPREAD_SIGMA_CM)))
         placed = []
         for j, cls in enumerate(chosen):
             shape = shapes.pick(rng, cls)
@@ -333,7 +334,7 @@ class Maker:
         if near > far:  # spread too wide for its objects to be both in the frame and big enough: redraw
             counts["spread"] += 1
             return None
-        for k in range(cfg.max_views):
+        for _ in range(cfg.max_views):
             counts["views"] += 1
             try:
                 cam = resample_while(
@@ -353,10 +354,10 @@ class Maker:
                 counts["too_few_askable"] += 1
                 continue
             group = [n for n in labelled if n not in nameable]
-            if k < cfg.max_views // 2 and not all(
+            if not all(
                 passes(_node(quick[n].visible, quick[n].unoccluded, quick[n].bbox), rules) for n in group if n in quick
             ):
-                counts["group_not_countable"] += 1  # the first half of the draws also want the group countable
+                counts["group_not_countable"] += 1  # the counting group must be countable too (else redraw)
                 continue
             rec = self.write_if_askable(env, env_name, i, actors, colors, objs, cam, rules, counts)
             if rec is not None:
@@ -527,9 +528,9 @@ def _camera_range(placed: list, nameable: set, focal: float, min_px: float, k: i
 
 
 def _orbit_camera(rng, centroid, base_z: float, near: float, far: float, heights, fov_deg: float, size: int):
-    """A camera at a horizontal distance uniform in [near, far] from ``centroid``, any azimuth,
+    """A camera at a horizontal distance log-uniform in [near, far] from ``centroid``, any azimuth,
     ``base_z`` + a height from ``heights`` (at most the distance: pitch <= 45°), aimed at it."""
-    r = float(rng.uniform(near, far))
+    r = float(math.exp(rng.uniform(math.log(near), math.log(far))))  # log-uniform: as many near views as far
     az = float(rng.uniform(0.0, 2.0 * math.pi))
     lo, hi = float(heights[0]), float(heights[1])
     z = base_z + float(rng.uniform(lo, max(lo, min(hi, r))))

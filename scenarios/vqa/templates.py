@@ -180,9 +180,9 @@ def _pick(classes: list[str], graph: Mapping) -> str:
 
 def counting(graph, rules, objs) -> list[Question]:
     """Counts that vary: every countable thing class with 2+ instances in view (VQA scenes place
-    2-6 instances of one class on purpose) and one more class: one seen once or, as often, one of
-    the environment with no instance in view (answer 0; the record's ``classes``, else the
-    scene's). A class is countable when every instance in view passes the rule."""
+    2-6 instances of one class on purpose) and one more class: one of the environment with no
+    instance in view (answer 0; the record's ``classes``, else the scene's) or, when every class is
+    in view, one seen once. A class is countable when every instance in view passes the rule."""
     by_cls: dict[str, list] = {c: [] for c in graph.get("classes", ())}
     for o in graph["objects"]:
         if is_thing(o):
@@ -192,7 +192,7 @@ def counting(graph, rules, objs) -> list[Question]:
     many = sorted(c for c, g in countable.items() if len(g) >= 2)
     once = [c for c, g in countable.items() if len(g) == 1]
     none = [c for c, g in countable.items() if not g]
-    extra = none if none and (not once or zlib.crc32(repr(graph["camera"]["location"]).encode()) % 2) else once
+    extra = none or once  # 0 whenever the environment has a class not in view: 1 is the group's neighbour
     chosen = many + ([_pick(extra, graph)] if extra else [])
     return [
         Question(
