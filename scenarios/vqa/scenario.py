@@ -354,9 +354,7 @@ class Maker:
                 counts["too_few_askable"] += 1
                 continue
             group = [n for n in labelled if n not in nameable]
-            if not all(
-                passes(_node(quick[n].visible, quick[n].unoccluded, quick[n].bbox), rules) for n in group if n in quick
-            ):
+            if not all(passes(_node(quick[n].visible, quick[n].unoccluded, quick[n].bbox), rules) for n in group if n in quick):
                 counts["group_not_countable"] += 1  # the counting group must be countable too (else redraw)
                 continue
             rec = self.write_if_askable(env, env_name, i, actors, colors, objs, cam, rules, counts)

@@ -139,6 +139,17 @@ def test_city_sample_never_names_the_ground(tmp_path, server):
         assert "classes" in g and "street" not in g["classes"]
         assert not ground & {n for q in qs if q["index"] == i for n in q["objects"]}
     assert qs and not [q for q in qs if "street" in q["question"] or "street" in json.dumps(q.get("options", []))]
+    # the independent audit (benchmarks/vqa_audit.py) agrees with every answer, and catches a wrong one
+    audit = _audit_module()
+    r = audit.audit(tmp_path, 16.0)
+    assert r["n"] == len(qs) and r["wrong"] == [] and r["non_thing"] == 0 and r["pixel_bad"] == 0
+    lines = (tmp_path / "questions.jsonl").read_text().splitlines()
+    k = next(i for i, line in enumerate(lines) if json.loads(line)["category"] == "object_size")
+    bad = json.loads(lines[k])
+    bad["answer"] = bad["answer"] + 50.0
+    lines[k] = json.dumps(bad)
+    (tmp_path / "questions.jsonl").write_text("\n".join(lines) + "\n")
+    assert [w[0] for w in audit.audit(tmp_path, 16.0)["wrong"]] == [bad["id"]]
     # letters: within a category and option count, no letter more than once ahead of another
     for cat in {q["category"] for q in qs if q["kind"] == "choice"}:
         for k in {len(q["options"]) for q in qs if q["category"] == cat}:
@@ -168,3 +179,15 @@ def test_a_scene_without_a_view_is_redrawn(tmp_path, server):
     assert near > far
     near, far = scenario._camera_range(placed[:1], {"obj_0"}, scenario.cam_focal(53.13, 448), 40.0, 1, 53.13)
     assert near < far
+
+
+def _audit_module():
+    """benchmarks/vqa_audit.py as a module (benchmarks/ is not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "vqa_audit.py"
+    spec = importlib.util.spec_from_file_location("vqa_audit", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
