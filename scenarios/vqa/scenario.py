@@ -549,7 +549,7 @@ def _mask_counts(mask: np.ndarray, colors: dict) -> tuple[dict[str, int], dict[s
     code = (m[..., 0] << 16) | (m[..., 1] << 8) | m[..., 2]
     by_code = {(int(r) << 16) | (int(g) << 8) | int(b): n for n, (r, g, b) in colors.items()}
     flat = code.ravel()
-    values, first, counts = np.unique(flat, return_index=True, return_counts=True)
+    values, counts = np.unique(flat, return_counts=True)
     visible, boxes = {}, {}
     for v, c in zip(values.tolist(), counts.tolist()):
         name = by_code.get(v)
