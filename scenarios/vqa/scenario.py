@@ -115,6 +115,7 @@ class VqaConfig(ScenarioConfig):
             source,
         )
         c.need(c.jpeg_quality == int(c.jpeg_quality), "jpeg_quality", "must be a whole number", c.jpeg_quality, source)
+        c.need(c.count_group != 1, "count_group", "must be 0 (no counting group) or 2..12 instances", c.count_group, source)
 
     def complete(self, source: str) -> "VqaConfig":
         """The environments' content, read once (never looked up by name again)."""

@@ -58,6 +58,10 @@ def test_vqa_config_errors():
         scenario.parse_config({"n": 0})
     with pytest.raises(ConfigError, match=r"q.yaml: margin_deg must be a number in \[0, 44.9\], got 50"):
         scenario.parse_config({"margin_deg": 50}, "q.yaml")
+    with pytest.raises(ConfigError, match=r"count_group must be 0 \(no counting group\) or 2..12 instances"):
+        scenario.parse_config({"count_group": 1})
+    with pytest.raises(ConfigError, match=r"count_group must be an integer in \[0, 12\], got 13"):
+        scenario.parse_config({"count_group": 13})
     with pytest.raises(ConfigError, match=r"min_askable must be in \[1, max_objects \(4\)\], got 5"):
         scenario.parse_config({"max_objects": 4, "min_askable": 5})
 
