@@ -33,9 +33,11 @@ License: GPL-2+
 """
 MESH = "art/meshes/skeletal/test_leg.dae.cached.pmd"
 CLIP = "art/animation/biped/test_walk.dae.cached.psa"
+RUN_CLIP = "art/animation/biped/test_run.dae.cached.psa"  # a stepping clip whose foot travels (stepping_clip)
 SKIN = "art/textures/skins/skeletal/test_skin.png.cached.dds"
 ACTOR = "art/actors/units/test/leg.xml"
 SPECIES_ACTOR = "art/actors/fauna/chicken.xml"  # the same actor where the "chicken" class looks for one
+HUMAN_ACTOR = "art/actors/units/athenians/female_citizen.xml"  # ... and where "human" looks (1.70 m: a tall stick)
 LEFT_OUT = ("art/meshes/structural/house.dae.cached.pmd", "art/actors/units/test/leg.xmb", "art/textures/ui/x.png")
 BEND_DEG = (0.0, 30.0, 90.0, 30.0)
 
@@ -100,6 +102,28 @@ def psa_bytes(bend=BEND_DEG, name: str = "test_walk") -> bytes:
     return b"PSSA" + struct.pack("<II", 1, len(data)) + data
 
 
+STEP_FRAMES, STANCE, TRAVEL, LIFT = 40, 0.6, 1.0, 0.3  # frames, duty, foot travel per stance, swing lift (units)
+
+
+def stepping_clip(jitter: float = 0.0) -> bytes:
+    """An in-place step: both bones translated backwards (data +Z) on the ground for ``STANCE``
+    of the cycle, then up and forwards. ``jitter`` adds a forward wobble (units) in the stance."""
+    body = io.BytesIO()
+    body.write(struct.pack("<I", 4) + b"step")
+    body.write(struct.pack("<fII", 1000.0 / 30.0, 2, STEP_FRAMES))
+    for f in range(STEP_FRAMES):
+        p = f / STEP_FRAMES
+        if p < STANCE:
+            z, y = -TRAVEL / 2 + TRAVEL * p / STANCE + jitter * math.sin(2 * math.pi * p / STANCE), 0.0
+        else:
+            s = (p - STANCE) / (1 - STANCE)
+            z, y = TRAVEL / 2 - TRAVEL * s, LIFT * math.sin(math.pi * s)
+        body.write(struct.pack("<7f", 0.0, y, z, 0.0, 0.0, 0.0, 1.0))
+        body.write(struct.pack("<7f", 0.0, 1.0 + y, z, 0.0, 0.0, 0.0, 1.0))
+    data = body.getvalue()
+    return b"PSSA" + struct.pack("<II", 1, len(data)) + data
+
+
 def dds_bytes(w: int = 4, h: int = 4, rgba=(200, 120, 60, 255)) -> bytes:
     """An uncompressed 32-bit BGRA DDS (Pillow reads it like the game's DXT skins)."""
     pf = struct.pack("<II4sIIIII", 32, 0x41, b"\0\0\0\0", 32, 0x00FF0000, 0x0000FF00, 0x000000FF, 0xFF000000)
@@ -115,6 +139,7 @@ ACTOR_XML = """<?xml version="1.0" encoding="utf-8"?>
     <variant frequency="1" name="Base">
       <animations>
         <animation file="biped/test_walk.dae" name="Walk" speed="1"/>
+        <animation file="biped/test_run.dae" name="Run" speed="1"/>
       </animations>
       <mesh>skeletal/test_leg.dae</mesh>
       <textures><texture file="skeletal/test_skin.png" name="baseTex"/></textures>
@@ -131,9 +156,11 @@ def public_zip() -> bytes:
         z.writestr(LEFT_OUT[0], pmd_bytes())
         z.writestr(MESH, pmd_bytes())
         z.writestr(CLIP, psa_bytes())
+        z.writestr(RUN_CLIP, stepping_clip())
         z.writestr(SKIN, dds_bytes())
         z.writestr(ACTOR, ACTOR_XML)
         z.writestr(SPECIES_ACTOR, ACTOR_XML)
+        z.writestr(HUMAN_ACTOR, ACTOR_XML)
         z.writestr(LEFT_OUT[1], b"XMB0")
         z.writestr(LEFT_OUT[2], b"png")
         z.writestr("art/LICENSE.txt", "CC-BY-SA 3.0 Wildfire Games\n")

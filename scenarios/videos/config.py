@@ -58,6 +58,12 @@ class VideoConfig(ScenarioConfig):
         help="subjects (and distractors) as rigs that walk, "
         "trot, run, roll and steer (config articulation: true; docs/videos.md)",
     )
+    characters: bool = option(
+        False,
+        flag="--characters",
+        help="draw the subject and distractors as skinned 0 A.D. people and animals where the "
+        "character pack has their class (sceneforge assets install characters; CC-BY-SA; docs/videos.md)",
+    )
     # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
@@ -138,6 +144,15 @@ class VideoConfig(ScenarioConfig):
             raise ConfigError(f"{source}: distractors must be an integer in 0..{MAX_DISTRACTORS}, got {self.distractors!r}")
         if not isinstance(self.articulation, bool):
             raise ConfigError(f"{source}: articulation must be true or false, got {self.articulation!r}")
+        if not isinstance(self.characters, bool):
+            raise ConfigError(f"{source}: characters must be true or false, got {self.characters!r}")
+        if self.characters and self.articulation:
+            raise ConfigError(f"{source}: characters and articulation cannot be combined yet (pick one)")
+        if self.characters and "flow" in self.ground_truth:
+            raise ConfigError(
+                f"{source}: ground_truth flow is not available with characters yet (the written flow moves actors "
+                "rigidly; a character's limbs move by their skinning): leave out flow"
+            )
         motions = self.distractor_motions
         if (
             isinstance(motions, str)
@@ -160,6 +175,7 @@ class VideoConfig(ScenarioConfig):
             ("distractors", 0),
             ("distractor_motions", ("straight",)),
             ("articulation", False),
+            ("characters", False),
         ):
             if getattr(self, key) == default:
                 del d[key]

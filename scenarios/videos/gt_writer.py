@@ -81,6 +81,8 @@ def frame_rows(ctx, made: dict, table: list[dict]) -> list[dict]:
         for o in objs:  # articulated actors: the animation state (gait phase, every part's transform)
             if o["name"] in made.get("posed", {}):
                 o["rig"] = made["posed"][o["name"]].frame_state(t)
+            if o["name"] in made.get("characters", {}):  # skinned characters: class, variant, clip, phase
+                o["character"] = made["characters"][o["name"]].frame_state(t)
         rows.append(
             {"schema": gt.FRAMES_SCHEMA, "frame": t, "time_s": t / clip.fps, "camera": gt.camera_row(cam), "objects": objs}
         )

@@ -33,6 +33,7 @@ from sceneforge.engine.world import Actor, Ground
 from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.videos.config import VideoConfig
 from sceneforge.scenarios.videos import articulation, dsi
+from sceneforge.scenarios.videos import characters as chars
 from sceneforge.scenarios.videos import ground_truth as gt
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos.movers import DISTRACTOR_STREAM, keep_out as keep_out_movers, sample_movers
@@ -91,7 +92,7 @@ def load_context(cfg: VideoConfig) -> Context:
         raise ConfigError(f"videos config: no assets for subject classes {list(classes)}")
     pick = lambda ours, env_value: float(env_value if ours is None else ours)  # noqa: E731
     pool = [(i.id, c, tuple(float(v) for v in lib.size_cm(i.id))) for c in MOVABLE for i in lib.by_class(c)]
-    return Context(
+    ctx = Context(
         cfg,
         env,
         lib,
@@ -103,6 +104,9 @@ def load_context(cfg: VideoConfig) -> Context:
         ids,
         sorted(pool),
     )
+    if cfg.characters:
+        character_pack(ctx)  # no pack: one line before any work
+    return ctx
 
 
 def mirror_world(world: dict, plane_yaw: float) -> dict:
@@ -240,9 +244,14 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
         keep = mo.keep_out(clip) + (keep_out_movers(movers) if movers else [])
         scenery = ctx.env.clutter(rng, keep_out=keep) if ctx.cfg.clutter else []
         posed = _articulated(ctx, index, clip, asset_id, movers)
+        drawn = _characters(ctx, index, clip, asset_id, movers)
         if posed:  # opt-in articulation: subject and movers drawn as posed rigs (scenarios/videos/articulation.py)
             frames, vis_all, owners = articulation.render_clip(
                 client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds, movers=movers, posed=posed
+            )
+        elif drawn:  # opt-in characters: skinned people and animals (scenarios/videos/characters.py)
+            frames, vis_all = chars.render_clip(
+                client, clip, subject, scenery, server_world(world), fov, ctx.size, kinds, movers, drawn
             )
         else:
             frames, vis_all = render_clip(
@@ -264,6 +273,8 @@ def make_clip(ctx: Context, client, index: int, counts: Counter) -> dict:
                 "vis_all": vis_all,
                 "dense": frames,
             }
+            if drawn:
+                made["characters"] = drawn
             return {**made, "posed": posed, "spawn_owners": owners} if posed else made
         counts[fail] += 1
     raise PlacementError(
@@ -303,6 +314,46 @@ def _articulated(ctx: Context, index: int, clip: mo.ClipMotion, asset_id: str, m
     return {k: v for k, v in posed.items() if v is not None}
 
 
+def character_pack(ctx: Context):
+    """(CharacterLibrary, motion analysis of (class, variant, clip), cached) of the installed
+    character pack; ConfigError in one line when ``characters`` is on and the pack is missing."""
+    if getattr(ctx, "_character_pack", None) is None:
+        from sceneforge.assets_manifest.characters import motion as cm  # numpy skinning: only clips with characters
+        from sceneforge.assets_manifest.characters.library import CharacterLibrary
+
+        lib = CharacterLibrary.installed()
+        if lib is None:
+            raise ConfigError("characters: true needs the character pack: run `sceneforge assets install characters` first")
+        cache: dict = {}
+
+        def motions(cls: str, variant: int, clip: str):
+            key = (cls, variant, clip)
+            if key not in cache:
+                cache[key] = cm.analyse(lib.character(cls, variant), clip)
+            return cache[key]
+
+        object.__setattr__(ctx, "_character_pack", (lib, motions))
+    return ctx._character_pack
+
+
+def _characters(ctx: Context, index: int, clip: mo.ClipMotion, asset_id: str, movers: list) -> dict:
+    """{actor name: CharacterTrack} of the subject and movers whose class the character pack has;
+    {} unless ``characters`` is on. Variants and phases come from the clip's CHARACTER_STREAM."""
+    if not ctx.cfg.characters:
+        return {}
+    lib, motions = character_pack(ctx)
+    rng = clip_rng(ctx.cfg, ctx.env.name, index, chars.CHARACTER_STREAM)
+    have = set(lib.classes())
+    out = {}
+    cls = ctx.lib.info(asset_id).cls
+    if cls in have:
+        out[SUBJECT] = chars.plan(lib, motions, cls, clip.subject.location, clip.subject.yaw, clip.fps, rng)
+    for m in movers:
+        if m.cls in have:
+            out[m.name] = chars.plan(lib, motions, m.cls, m.track.location, m.track.yaw, clip.fps, rng)
+    return out
+
+
 def features(cfg: VideoConfig, clip: mo.ClipMotion) -> list[str]:
     """The opt-in features a clip uses (issue 38), for its record; [] for DSI's own clips."""
     out = [] if clip.pattern in mo.PATTERNS else [f"pattern:{clip.pattern}"]
@@ -312,6 +363,8 @@ def features(cfg: VideoConfig, clip: mo.ClipMotion) -> list[str]:
         out.append("distractors")
     if cfg.articulation:
         out.append("articulated")
+    if cfg.characters:
+        out.append("characters")
     return out + [f"gt:{g}" for g in cfg.ground_truth]
 
 
@@ -373,6 +426,8 @@ def _extras(ctx: Context, made: dict) -> dict:
         out["distractors"] = [m.to_record() for m in made.get("movers", [])]
     if ctx.cfg.articulation:  # rig, palette and gait per articulated actor; per-frame parts in gt/frames.jsonl
         out["articulation"] = articulation.record(made.get("posed") or {})
+    if ctx.cfg.characters:  # which actors are skinned characters (CC-BY-SA art); per-frame clip/phase in gt/frames.jsonl
+        out["characters"] = chars.record(made.get("characters") or {}, character_pack(ctx)[0].info)
     return out
 
 
@@ -492,6 +547,26 @@ def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:
         "share_alike": ctx.lib.has_share_alike(ids),
         "attributions": ctx.lib.attributions(ids),
         "textures_and_hdris": _looks(ctx),
+        **_character_credits(ctx, records),
+    }
+
+
+def _character_credits(ctx: Context, records: list[dict]) -> dict:
+    """The dataset card's character licence (only when some clip shows a character)."""
+    shown = [r["index"] for r in records if r.get("characters")]
+    if not shown:
+        return {}
+    from sceneforge.assets_manifest.characters.pack import attribution, dataset_notice  # the card of a character set only
+
+    info = character_pack(ctx)[0].info
+    return {
+        "share_alike": True,
+        "characters": {
+            "license": "CC-BY-SA-3.0",
+            "attribution": attribution(info),
+            "notice": dataset_notice(info),
+            "clips": shown,
+        },
     }
 
 

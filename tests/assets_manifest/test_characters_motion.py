@@ -7,43 +7,20 @@ still in the world while planted, and the stride must follow the distance the cl
 
 from __future__ import annotations
 
-import io
-import struct
-
 import numpy as np
 import pytest
-from oad_fixture import ACTOR_XML, CLIP, MESH, SKIN, dds_bytes, pmd_bytes
+from oad_fixture import ACTOR_XML, CLIP, MESH, RUN_CLIP, SKIN, STANCE, TRAVEL, dds_bytes, pmd_bytes, stepping_clip
 
 from sceneforge.assets_manifest.characters import formats as F
 from sceneforge.assets_manifest.characters import motion
 from sceneforge.assets_manifest.characters.library import CharacterLibrary
-
-N, STANCE, TRAVEL, LIFT = 40, 0.6, 1.0, 0.3  # frames, duty, foot travel per stance and swing lift (units)
-
-
-def stepping_clip(jitter: float = 0.0) -> bytes:
-    """Both bones translated by d(f): backwards (data +Z) on the ground during the stance, then
-    up and forwards. ``jitter`` adds a forward wobble (units) inside the stance: a skating foot."""
-    body = io.BytesIO()
-    body.write(struct.pack("<I", 4) + b"step")
-    body.write(struct.pack("<fII", 1000.0 / 30.0, 2, N))
-    for f in range(N):
-        p = f / N
-        if p < STANCE:
-            z, y = -TRAVEL / 2 + TRAVEL * p / STANCE + jitter * np.sin(2 * np.pi * p / STANCE), 0.0
-        else:
-            s = (p - STANCE) / (1 - STANCE)
-            z, y = TRAVEL / 2 - TRAVEL * s, LIFT * np.sin(np.pi * s)
-        body.write(struct.pack("<7f", 0.0, y, z, 0.0, 0.0, 0.0, 1.0))
-        body.write(struct.pack("<7f", 0.0, 1.0 + y, z, 0.0, 0.0, 0.0, 1.0))
-    data = body.getvalue()
-    return b"PSSA" + struct.pack("<II", 1, len(data)) + data
 
 
 def pack_dir(tmp_path, clip: bytes):
     for rel, data in (
         (MESH, pmd_bytes()),
         (CLIP, clip),
+        (RUN_CLIP, clip),
         (SKIN, dds_bytes()),
         ("art/actors/fauna/chicken.xml", ACTOR_XML.encode()),
     ):

@@ -9,7 +9,7 @@ import json
 import threading
 
 import pytest
-from oad_fixture import ACTOR, CLIP, LEFT_OUT, MESH, SKIN, SPECIES_ACTOR, write_deb
+from oad_fixture import ACTOR, CLIP, HUMAN_ACTOR, LEFT_OUT, MESH, RUN_CLIP, SKIN, SPECIES_ACTOR, write_deb
 
 from sceneforge.assets_manifest.characters import pack
 from sceneforge.cli import main
@@ -27,8 +27,8 @@ def test_install_from_a_local_deb_keeps_only_character_art_with_its_licence(verb
     assert main(["assets", verb, "characters", "--from", str(deb), "--cache-dir", str(cache), "--no-progress"]) == 0
     out = capsys.readouterr().out
     root = cache / "characters"
-    assert "installed 6 files" in out and "Wildfire Games" in out
-    for name in (MESH, CLIP, SKIN, ACTOR, SPECIES_ACTOR, "art/LICENSE.txt"):
+    assert "installed 8 files" in out and "Wildfire Games" in out
+    for name in (MESH, CLIP, SKIN, ACTOR, SPECIES_ACTOR, HUMAN_ACTOR, "art/LICENSE.txt"):
         assert (root / name).is_file(), name
     for name in LEFT_OUT:
         assert not (root / name).exists(), name
@@ -37,13 +37,13 @@ def test_install_from_a_local_deb_keeps_only_character_art_with_its_licence(verb
     assert info["license"] == "cc-by-sa-3.0" and info["holder"] == "Wildfire Games" and info["version"] == "0.0.26-1"
     assert "CC-BY-SA 3.0" in info["attribution"] and "Wildfire Games" in info["attribution"]
     rows = [json.loads(line) for line in (root / "assets.jsonl").read_text().splitlines()]
-    assert {r["path"]: r["kind"] for r in rows} == {MESH: "mesh", CLIP: "animation", SKIN: "texture"}
+    assert {r["path"]: r["kind"] for r in rows} == {MESH: "mesh", CLIP: "animation", RUN_CLIP: "animation", SKIN: "texture"}
     assert all(r["license"] == "cc-by-sa-3.0" and r["creator"] == "Wildfire Games" for r in rows)
     assert (root / "COPYRIGHT").read_text().startswith("Format:")
-    assert pack.installed(cache)["files"] == 6
+    assert pack.installed(cache)["files"] == 8
     # a second call does nothing
     assert main(["assets", "install", "characters", "--from", str(deb), "--cache-dir", str(cache)]) == 0
-    assert "characters: installed (6 files" in capsys.readouterr().out
+    assert "characters: installed (8 files" in capsys.readouterr().out
 
 
 def test_offline_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, capsys):
@@ -62,12 +62,12 @@ def test_an_interrupted_extraction_resumes(deb, tmp_path):
     staging = cache / "characters.partial"
     (staging / MESH).parent.mkdir(parents=True)
     real = pack.extract(deb, tmp_path / "ref")
-    assert real["files"] == 6
+    assert real["files"] == 8
     (staging / MESH).write_bytes((tmp_path / "ref" / MESH).read_bytes())  # done before the interrupt
     (staging / CLIP).parent.mkdir(parents=True)
     (staging / CLIP).write_bytes(b"PSSA half")  # torn file (wrong size)
     lines = pack.install(cache, source=deb)
-    assert "5 written now" in lines[0]
+    assert "7 written now" in lines[0]
     assert (cache / "characters" / CLIP).read_bytes() == (tmp_path / "ref" / CLIP).read_bytes()
 
 

@@ -1,0 +1,163 @@
+"""Skinned characters as the subject and distractors of a clip (opt-in ``characters: true``).
+
+With the character pack installed (``sceneforge assets install characters``), an actor whose
+class the pack has (human, deer, bear, fox, husky, camel among the library's classes) is drawn
+as a 0 A.D. character instead of its rigid asset: the server's ``character:`` asset ids and one
+``vset /sceneforge/character_poses`` per frame (engine/server/characters.py). The actor's track
+(its location and yaw per frame: every DSI answer) is unchanged; only what is drawn differs.
+
+Per actor (:func:`plan`): the variant (a coat, a person) and phase offset come from the clip's
+``CHARACTER_STREAM``; per frame the ground speed along the track picks the clip (``idle`` below
+``STAND_CMS``; ``run`` when the speed is nearer the run's natural speed than the walk's, in log
+terms) and the phase advances by ``speed / stride`` cycles per second, the stride measured from
+the clip's own planted feet (assets_manifest/characters/motion.py); a standing actor plays its
+idle cycle at its own rate. The mesh is placed at the track point plus the clip's within-cycle
+root surge along the heading (``root_cm(phase) - stride x phase``, a few cm), so the feet push
+the body. Real heights per species (``model.SPECIES``) replace the asset's box.
+
+The clip record gets ``characters`` (class, variant, actor, licence per actor) and every frame's
+state goes to gt/frames.jsonl; the dataset card carries the CC-BY-SA attribution.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from sceneforge.engine.world import Actor, Transform
+from sceneforge.scenarios.videos import motion as mo
+
+CHARACTER_STREAM = 6  # the clip's seed stream for variants and phases (5: rigs' gait phases)
+STAND_CMS = 5.0
+PHASES = 256  # the server quantises phases to 1/256 of a cycle (engine/server/characters.py)
+
+
+@dataclass(frozen=True, eq=False)
+class CharacterTrack:
+    """One actor drawn as a character over a clip."""
+
+    cls: str
+    variant: int
+    actor: str
+    clips: list  # per frame: walk | run | idle
+    phases: np.ndarray  # (T,) cycles
+    offsets_cm: np.ndarray  # (T,) forward root surge along the heading
+    strides: dict
+
+    def asset_id(self, t: int) -> str:
+        k = int(round((float(self.phases[t]) % 1.0) * PHASES)) % PHASES
+        return f"character:{self.cls}:{self.variant}:{self.clips[t]}:{k}"
+
+    def transform(self, track: mo.Track, t: int) -> Transform:
+        """The mesh's transform at frame ``t``: the track's pose moved by the root surge."""
+        h = math.radians(float(track.yaw[t]))
+        d = float(self.offsets_cm[t])
+        x, y, z = (float(v) for v in track.location[t])
+        return Transform((x + d * math.cos(h), y + d * math.sin(h), z), track.rotator(t))
+
+    def frame_state(self, t: int) -> dict:
+        return {"class": self.cls, "variant": self.variant, "clip": self.clips[t], "phase": float(self.phases[t] % 1.0)}
+
+    def to_record(self, info: dict | None = None) -> dict:
+        return {
+            "class": self.cls,
+            "variant": self.variant,
+            "actor": self.actor,
+            "license": "cc-by-sa-3.0",
+            "creator": (info or {}).get("holder", "Wildfire Games"),
+            "stride_cm": {k: round(v, 3) for k, v in sorted(self.strides.items())},
+        }
+
+
+def speeds(location: np.ndarray, fps: float) -> np.ndarray:
+    """(T,) ground speed (cm/s) at each frame (central differences; one-sided at the ends)."""
+    xy = np.asarray(location, float)[:, :2]
+    if len(xy) < 2:
+        return np.zeros(len(xy))
+    return np.linalg.norm(np.gradient(xy, axis=0), axis=1) * fps
+
+
+def plan(lib, motions, cls: str, location: np.ndarray, yaw: np.ndarray, fps: float, rng: np.random.Generator) -> CharacterTrack:
+    """The character that draws an actor of ``cls`` along (``location``, ``yaw``)."""
+    variant = int(rng.integers(lib.n_variants(cls)))
+    phase0 = float(rng.random())
+    ch = lib.character(cls, variant)
+    have = {c: motions(cls, variant, c) for c in ("walk", "run") if c in ch.clips}
+    moving = {c: m for c, m in have.items() if m.stride_cm > 0 and m.natural_speed_cms > 0}  # clips whose feet travel
+    v = speeds(location, fps)
+    clips, phases, offsets = [], np.zeros(len(v)), np.zeros(len(v))
+    phase = {"walk": phase0, "run": phase0, "idle": phase0}
+
+    def rate(c: str, speed: float) -> float:
+        """Cycles per second of clip ``c`` at ``speed``: the distance over its stride (a clip whose
+        feet do not travel plays at its own rate while moving)."""
+        if c in moving:
+            return speed / moving[c].stride_cm
+        if c == "idle" or speed >= STAND_CMS:
+            return 1.0 / max(ch.clips[c].duration_s, 1e-3)
+        return 0.0
+
+    for t in range(len(v)):
+        if v[t] < STAND_CMS and "idle" in ch.clips:
+            c = "idle"
+        elif len(moving) == 2:
+            near = {k: abs(math.log(max(v[t], 1.0) / m.natural_speed_cms)) for k, m in moving.items()}
+            c = min(near, key=near.get)
+        else:
+            c = next(iter(moving), "walk")
+        if t:
+            for k in phase:
+                if k in ch.clips:
+                    phase[k] += 0.5 * (rate(k, v[t]) + rate(k, v[t - 1])) / fps
+        clips.append(c)
+        phases[t] = phase[c]
+        if c in moving:
+            m = moving[c]
+            offsets[t] = float(m.root_cm(phase[c])) - m.stride_cm * phase[c]
+    return CharacterTrack(cls, variant, ch.actor, clips, phases, offsets, {c: m.stride_cm for c, m in have.items()})
+
+
+def render_clip(
+    client,
+    clip: mo.ClipMotion,
+    subject: Actor,
+    scenery: list[Actor],
+    world: dict,
+    fov: float,
+    size: int,
+    kinds: tuple[str, ...],
+    movers: list,
+    drawn: dict,
+) -> tuple[dict, list[dict]]:
+    """``scenario.render_clip`` with the actors named in ``drawn`` ({name: CharacterTrack}) as
+    characters: same spawn order (instance ids), same per-frame visibility of every owner."""
+    client.set_world(world)
+    client.reset()
+    tracks = {subject.name: clip.subject, **{m.name: m.track for m in movers}}
+    assets = {subject.name: subject.asset_id, **{m.name: m.asset_id for m in movers}}
+    names = [subject.name, *(m.name for m in movers)]
+
+    def pose(name: str, t: int) -> Transform:
+        tr = tracks[name]
+        if name in drawn:
+            return drawn[name].transform(tr, t)
+        return Transform(tuple(float(v) for v in tr.location[t]), tr.rotator(t))
+
+    client.spawn([*scenery, *(Actor(n, drawn[n].asset_id(0) if n in drawn else assets[n], pose(n, 0)) for n in names)])
+    frames, vis = {k: [] for k in kinds}, []
+    for t in range(clip.n_frames):
+        client.set_poses({n: {"location": pose(n, t).location, "rotation": pose(n, t).rotation} for n in names})
+        if drawn:
+            client.set_character_poses({n: {"clip": c.clips[t], "phase": float(c.phases[t])} for n, c in drawn.items()})
+        out = client.render(0, kinds, camera=mo.camera_at(clip, t, fov, size, size))
+        for k in kinds:
+            frames[k].append(out[k])
+        vis.append(client.visibility(0, names))
+    return {k: np.stack(v) for k, v in frames.items()}, vis
+
+
+def record(drawn: dict, info: dict | None = None) -> dict:
+    """The clip record's ``characters``: {actor name: class, variant, actor file, licence, strides}."""
+    return {name: c.to_record(info) for name, c in sorted(drawn.items())}
