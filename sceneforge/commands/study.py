@@ -33,17 +33,19 @@ def run_study_command(args: argparse.Namespace) -> int:
     words = list(args.what)
     if words[0] == "merge":
         if len(words) < 2 or not args.out:
-            raise ConfigError(f"merge needs at least one source and --out; usage: {USAGE}")
+            raise ConfigError("merge needs at least one source and --out DIR (sceneforge study --help)")
         rows = study.merge_studies([Path(w) for w in words[1:]], Path(out_flag(args.out)))
         print(f"study merge: {len(rows)} rows from {len(words) - 1} sources in {args.out}")
         return 0
     if words[0] == "report":
         if len(words) != 2:
-            raise ConfigError(f"report takes one study directory; usage: {USAGE}")
+            raise ConfigError("report takes one study directory (sceneforge study --help)")
         study.report(Path(words[1]))
         return 0
     if len(words) != 1:
-        raise ConfigError(f"expected one study config, got {len(words)} arguments ({' '.join(words)}); usage: {USAGE}")
+        raise ConfigError(
+            f"expected one study config, got {len(words)} arguments ({' '.join(words)}); see sceneforge study --help"
+        )
     if not args.out:
         raise ConfigError("--out is required: the study's directory (rerun the same command to resume)")
     cfg = study.load_study_config(words[0], args.set or ())

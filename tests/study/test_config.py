@@ -94,3 +94,18 @@ def test_weights_and_datasets_are_relative_to_the_config_file(tmp_path):
     cfg = load_study_config(path)
     assert cfg.backbones[0].weights == str(tmp_path / "w.safetensors")
     assert cfg.datasets == (str(tmp_path / "data" / "desert_ego"),)
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["merge", "--out", "x"], "merge needs at least one source"),
+        (["a.yaml", "b.yaml", "--out", "x"], "expected one study config, got 2"),
+        (["report"], "report takes one study directory"),
+        (["report", "nowhere"], "not a `sceneforge study` output directory"),
+        (["a.yaml"], "--out is required"),
+    ],
+)
+def test_usage_errors_are_one_line(args, words):
+    r = run_study(*args)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
