@@ -464,6 +464,8 @@ def run_study(
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = resolve_device(device)
+    for entry in cfg.entries():  # weights not built / not there: one line before any work
+        resolve_weights(entry)
     study = Study(cfg, Path(out), device, say, progress)
     specs = plan_datasets(cfg, study.out)
     generate(

@@ -109,3 +109,13 @@ def test_weights_and_datasets_are_relative_to_the_config_file(tmp_path):
 def test_usage_errors_are_one_line(args, words):
     r = run_study(*args)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
+
+
+def test_missing_weights_are_refused_before_any_work(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    raw = {"backbones": [{"name": "m", "backbone": "timm:vit_tiny_patch16_224", "weights": "nope.safetensors"}]}
+    cfg.write_text(yaml.safe_dump(dict(raw, datasets=[str(tmp_path)], layers=[1])))
+    r = run_study(str(cfg), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "backbone m: weights" in r.stderr and "no such file or directory" in r.stderr
+    assert not (tmp_path / "out").exists()
