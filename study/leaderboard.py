@@ -79,7 +79,8 @@ def table(rows: list[dict], out: Path | None = None) -> pd.DataFrame:
     for r in sorted(rows, key=sort_key):
         report = f"runs/{run_id(r)}/report.html"
         has_report = out is None or (Path(out) / report).is_file()
-        for head, c in r["heads"].items():
+        for head in _heads(r["heads"]):
+            c = r["heads"][head]
             recs.append(
                 {
                     "backbone": r["backbone"],
@@ -118,6 +119,12 @@ def table(rows: list[dict], out: Path | None = None) -> pd.DataFrame:
     return df
 
 
+def _heads(values) -> list[str]:
+    """Heads in SpaRRTa's order (linear, abmilp, efficient), then any other."""
+    names = list(dict.fromkeys(values))
+    return sorted(names, key=lambda h: (SPARRTA_HEADS.index(h) if h in SPARRTA_HEADS else 9, h))
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
@@ -147,7 +154,7 @@ def markdown(df: pd.DataFrame, header: dict) -> str:
         t = df[df["task"] == task]
         env_t = [e for e in envs if e in set(t["env"])]
         lay = t[t["kind"] == "layout"]
-        for head in [h for h in dict.fromkeys(t.loc[t["kind"] != "layout", "head"])]:
+        for head in _heads(t.loc[t["kind"] != "layout", "head"]):
             h = t[(t["head"] == head) & (t["kind"] != "layout")]
             lines += [f"## {task} · {head}", ""]
             cols = ["backbone", "kind", "layer", "n_train", *env_t, "mean of envs", "SpaRRTa ViT-B"]
@@ -190,7 +197,7 @@ def plots(df: pd.DataFrame, out: Path, device: str) -> list[tuple[str, str]]:
     best = _best(df)
     if best.empty:
         return figs
-    heads = list(dict.fromkeys(best["head"]))
+    heads = _heads(best["head"])
     for task in sorted(best["task"].unique(), key=lambda t: (t != "ego", t)):
         b = best[best["task"] == task]
         envs = sorted(b["env"].unique(), key=lambda e: (ENV_ORDER.get(e, 99), e))
