@@ -40,6 +40,7 @@ from dataclasses import MISSING, asdict, dataclass, fields, replace
 from typing import Any, Callable, ClassVar, Mapping, TypeVar
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.core.suggest import did_you_mean
 
 C = TypeVar("C", bound="ConfigBase")
 
@@ -209,7 +210,12 @@ class ConfigBase:
             choices = meta.get("choices")
             if choices is not None:
                 items = value if isinstance(value, tuple) else (value,)
-                self.need(all(v in choices for v in items), f.name, f"must be one of {choices}", value, source)
+                bad = [v for v in items if v not in choices]
+                try:
+                    self.need(not bad, f.name, f"must be one of {choices}", value, source)
+                except ConfigError as e:  # the closest choice, as env names and flags get (issue 47)
+                    hint = did_you_mean(str(bad[0]), [str(c) for c in choices])
+                    raise ConfigError(f"{e}; {hint}" if hint else str(e)) from None
 
     def check(self, source: str) -> None:
         """Rules between fields; a scenario overrides this."""

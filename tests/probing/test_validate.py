@@ -46,6 +46,8 @@ def cli(tmp_path, *argv) -> tuple[int, list[str], bool]:
         (["--backbone", "dinov2-vitl14", "--layers", "25"], "(1..24, or -1 for the last)"),
         (["--backbone", "vits14-random", "--weights", "nope.safetensors"], "--weights nope.safetensors: no such file"),
         (["--backbone", "vits14-random", "--data", "no_such_dir"], "--data no_such_dir: no such file or directory"),
+        (["--backbone", "vits14-random", "--heads", "linear,linaer"], "got ('linear', 'linaer'); did you mean 'linear'?"),
+        (["--backbone", "vits14-random", "--protocol", "leoe"], "did you mean 'loeo'?"),
     ],
 )
 def test_a_bad_argument_is_one_line_before_any_work_and_without_torch(tmp_path, data, flags, expected):
