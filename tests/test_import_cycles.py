@@ -128,7 +128,7 @@ FUNCTION_LEVEL_BUDGET = {
     "renderfarm": 1,
     "sceneforge": 39,  # +1 issue 49: assets install characters (assets_manifest pulls in trimesh); +1 issue 50: study
     "engine": 11,  # +1 issue 49: the server loads the character pack off the listen path, like the library
-    "scenarios": 32,
+    "scenarios": 33,  # +1 issue 49: videos --characters loads the character pack (the asset package) only when on
     "study": 0,
 }
 

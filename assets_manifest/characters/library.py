@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sceneforge.assets_manifest.characters import actors as A
 from sceneforge.assets_manifest.characters import model as M
-from sceneforge.assets_manifest.characters.pack import installed, pack_root
+from sceneforge.assets_manifest.characters.pack import attribution, dataset_notice, installed, pack_root
 from sceneforge.core.errors import AssetError
 from sceneforge.core.meshes import RenderMesh
 
@@ -58,6 +58,14 @@ class CharacterLibrary:
             if key not in self._chars:
                 self._chars[key] = M.load(self.root, self.actor(cls, variant), cls, self.species[cls][1], self.props, key[1])
             return self._chars[key]
+
+    def attribution(self) -> str:
+        """The credit line of the installed pack (pack.attribution)."""
+        return attribution(self.info)
+
+    def notice(self) -> str:
+        """The CC-BY-SA paragraph for a dataset that shows characters (pack.dataset_notice)."""
+        return dataset_notice(self.info)
 
     def mesh(self, cls: str, variant: int, clip: str, phase: float, asset_id: str | None = None) -> RenderMesh:
         return self.character(cls, variant).mesh(clip, phase, asset_id)

@@ -318,8 +318,7 @@ def character_pack(ctx: Context):
     """(CharacterLibrary, motion analysis of (class, variant, clip), cached) of the installed
     character pack; ConfigError in one line when ``characters`` is on and the pack is missing."""
     if getattr(ctx, "_character_pack", None) is None:
-        from sceneforge.assets_manifest.characters import motion as cm  # numpy skinning: only clips with characters
-        from sceneforge.assets_manifest.characters.library import CharacterLibrary
+        from sceneforge.assets_manifest.characters import CharacterLibrary, analyse  # the asset package: only with characters
 
         lib = CharacterLibrary.installed()
         if lib is None:
@@ -329,7 +328,7 @@ def character_pack(ctx: Context):
         def motions(cls: str, variant: int, clip: str):
             key = (cls, variant, clip)
             if key not in cache:
-                cache[key] = cm.analyse(lib.character(cls, variant), clip)
+                cache[key] = analyse(lib.character(cls, variant), clip)
             return cache[key]
 
         object.__setattr__(ctx, "_character_pack", (lib, motions))
