@@ -45,9 +45,13 @@ def _xy(name: str, p: Point) -> tuple[float, float]:
 
 def check_margin(margin_deg: float) -> float:
     """A margin must leave every class non-empty: 0 <= m < 45 degrees."""
-    m = float(margin_deg)
+    try:  # a 400-digit int overflows float() (issue 48): the same one line as any out-of-range margin
+        m = float(margin_deg)
+    except (TypeError, ValueError, OverflowError):
+        m = float("nan")
     if not (0.0 <= m < 45.0):
-        raise ConfigError(f"ambiguity margin must be in [0, 45) degrees, got {margin_deg}")
+        text = str(margin_deg)
+        raise ConfigError(f"ambiguity margin must be in [0, 45) degrees, got {text if len(text) <= 40 else text[:40] + '...'}")
     return m
 
 

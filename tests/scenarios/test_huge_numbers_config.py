@@ -51,3 +51,11 @@ def test_huge_integer_in_config_is_one_line(tmp_path, capsys, field):
     cfg.write_text(f"envs: [desert]\nn: 2\n{field}: {BIG}\n" if field != "n" else f"envs: [desert]\nn: {BIG}\n")
     _one_line_exit_2(capsys, ["generate", "--config", str(cfg), "--out", str(tmp_path / "out")], field)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("field", ["margin_ego_deg", "margin_allo_deg"])
+def test_huge_margin_in_config_is_one_line(tmp_path, capsys, field):
+    """``relations.check_margin`` called ``float()`` on the config's value (OverflowError)."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"envs: [desert]\nn: 2\n{field}: {BIG}\n")
+    _one_line_exit_2(capsys, ["generate", "--config", str(cfg), "--out", str(tmp_path / "out")], field, "[0, 45)")
