@@ -3,6 +3,7 @@
     python benchmarks/characters.py feet  [--cache-dir DIR]             # stride + planted-foot slide per class
     python benchmarks/characters.py media [--cache-dir DIR] [--out docs/img]   # contact sheet + walk/run mp4 per class
     python benchmarks/characters.py cost  [--cache-dir DIR] [--frames 48]      # ms per frame: character vs rigid
+    python benchmarks/characters.py pipeline [--cache-dir DIR] [--clips 8]     # CPU-s per video clip, with vs without
 
 Needs the character pack (``sceneforge assets install characters``; ``--cache-dir`` or
 ``$SCENEFORGE_CACHE``). ``feet`` runs ``assets_manifest.characters.motion.analyse`` on the first
@@ -14,6 +15,10 @@ with the embedded GL renderer (root motion from the clip: the figure moves by ``
 into ``characters_sheet.png`` and ``character_<class>.mp4`` (walk then run). ``cost`` renders the
 same 224 px frames with a posed character (a new pose every frame) and with the rigid procedural
 asset of the class, on one GL backend, alternating, and prints the ms per frame of each.
+``pipeline`` makes the same clips (env forest, 16 frames at 8 fps, 224 px, subjects human, deer,
+bear, fox, husky, camel, graphs + ground truth + 4 encodes) with and without ``characters``,
+interleaved clip by clip on one server, and reports CPU-s per clip of each (this process + the
+server, as ``benchmarks/videos.py``) and the projection of 1,000 clips x 4 variants on 2 cores.
 """
 
 from __future__ import annotations
@@ -165,16 +170,70 @@ def cost(args) -> None:
         be.close()
 
 
+def pipeline(args) -> None:
+    import os
+    from collections import Counter
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from videos import CpuClock  # noqa: E402 - the videos benchmark's clock (this process + the server)
+
+    from sceneforge.engine.client import RenderClient
+    from sceneforge.engine.server.launch import start_server
+    from sceneforge.scenarios.videos import scenario as sc
+
+    library(args.cache_dir)  # installed?
+    env = {"SCENEFORGE_CACHE": str(args.cache_dir)} if args.cache_dir else {}
+    os.environ.update(env)
+    base = {
+        "env": "forest",
+        "n": args.clips,
+        "seed": 0,
+        "image_size": 224,
+        "subjects": ["human", "deer", "bear", "fox", "husky", "camel"],
+        "motion": {"n_frames": 16, "fps": 8.0},
+    }
+    ctxs = {
+        flag: sc.load_context(sc.VideoConfig.from_dict({**base, **({"characters": True} if flag else {})}))
+        for flag in (False, True)
+    }
+    cpu = {False: [], True: []}
+    out = Path(args.out) / "pipeline"
+    srv = start_server(port=0, env=env)
+    try:
+        with RenderClient(srv.address, timeout=300) as client:
+            clock = CpuClock(srv.proc.pid)
+            for i in range(args.clips):
+                for flag in (False, True):
+                    made = sc.make_clip(ctxs[flag], client, i, Counter())
+                    sc.write_graphs(ctxs[flag], out / str(flag), i, made)
+                    sc.write_ground_truth(ctxs[flag], out / str(flag), i, made)
+                    sc.write_clip(out / str(flag), sc.clip_record(ctxs[flag], i, made), made["frames"])
+                    cpu[flag].append(clock.lap())
+                print(f"clip {i}: rigid {cpu[False][-1]:.3f} / characters {cpu[True][-1]:.3f} CPU-s", flush=True)
+    finally:
+        srv.stop()
+    cpu = {k: v[1:] for k, v in cpu.items()}  # the first pair warms the server up (meshes, textures, the pack)
+    r, c = float(np.mean(cpu[False])), float(np.mean(cpu[True]))
+    d = np.asarray(cpu[True]) - np.asarray(cpu[False])
+    sem = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
+    print(
+        f"rigid {r:.3f} / characters {c:.3f} CPU-s per clip ({c / r:.2f}x); "
+        f"{1000 * d.mean() / 16:+.1f} +- {1000 * sem / 16:.1f} CPU-ms per frame; 1,000 clips x 4 variants on 2 cores: "
+        f"rigid {1000 * r / 2 / 60:.1f} min, characters {1000 * c / 2 / 60:.1f} min"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("feet", "media", "cost"))
+    ap.add_argument("what", choices=("feet", "media", "cost", "pipeline"))
     ap.add_argument("--cache-dir", type=Path, default=None)
     ap.add_argument("--out", default=str(ROOT / "docs" / "img"))
     ap.add_argument("--frames", type=int, default=24)
     ap.add_argument("--fps", type=float, default=12.0)
     ap.add_argument("--size", type=int, default=224)
+    ap.add_argument("--clips", type=int, default=8)
     args = ap.parse_args()
-    {"feet": feet, "media": media, "cost": cost}[args.what](args)
+    {"feet": feet, "media": media, "cost": cost, "pipeline": pipeline}[args.what](args)
 
 
 if __name__ == "__main__":
