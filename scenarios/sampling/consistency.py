@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sceneforge.scenarios.sampling.relations import heading_relation
+
 PERCEPTUAL_RULE = "perceptual"
 
 
@@ -61,3 +63,45 @@ def ego_label_disagrees(label: str, mask_rgb: np.ndarray, depth: np.ndarray, sou
         dz = float(np.median(depth[tgt]) - np.median(depth[src]))
         return not (dz > 0 if label == "front" else dz < 0)
     raise ValueError(f"unknown egocentric label {label!r}")
+
+
+def image_positions(mask_rgb: np.ndarray, depth: np.ndarray, colors, camera) -> list[np.ndarray] | None:
+    """The world XY (cm) of each instance colour's visible surface, as the image shows it: every
+    pixel of the colour lifted along its ray by its ray depth (``depth``, cm) with the camera's
+    pose and lens, then the median per axis. None when a colour has no pixel with a finite depth.
+
+    Why the pixels and not the placed centres: the rule below must judge what a viewer sees (an
+    object's visible surface, where the image puts it), not the geometry the sampler placed."""
+    packed = _packed(mask_rgb)
+    f = camera.focal_px
+    axes = camera.rotation.matrix()  # columns: forward, right, up (world)
+    out = []
+    for color in colors:
+        v, u = np.nonzero(packed == _pack(color))
+        if not len(u):
+            return None
+        d = depth[v, u].astype(np.float64)
+        ok = np.isfinite(d) & (d > 0)
+        if not ok.any():
+            return None
+        right = (u[ok] + 0.5 - camera.width / 2.0) / f
+        up = -(v[ok] + 0.5 - camera.height / 2.0) / f
+        local = np.stack([np.ones_like(right), right, up], axis=1)
+        local *= (d[ok] / np.linalg.norm(local, axis=1))[:, None]  # ray depth: distance along the ray
+        world = local @ axes.T + np.asarray(camera.location, float)
+        out.append(np.median(world[:, :2], axis=0))
+    return out
+
+
+def ego_bearing_disagrees(label: str, mask_rgb: np.ndarray, depth: np.ndarray, source_color, target_color, camera) -> bool:
+    """True when the image-space bearing contradicts an egocentric ``label``: the target's
+    visible position relative to the source's (:func:`image_positions`, from the rendered mask
+    and ray depth), read along the camera's heading (``relations.heading_relation``, margin 0:
+    the sector a viewer of the image would name). Used by ``camera_policy: decorrelated``; it
+    judges all four labels on the same bearing, where :func:`ego_label_disagrees` reads left/right
+    on mask centroids and front/back on depth order only. An object with no pixel counts as a
+    disagreement."""
+    pos = image_positions(mask_rgb, depth, (source_color, target_color), camera)
+    if pos is None or not np.any(pos[1] != pos[0]):
+        return True
+    return heading_relation(camera.rotation.yaw, pos[0], pos[1], 0.0) != label

@@ -96,6 +96,28 @@ def relation(observer_xy: Point, source_xy: Point, target_xy: Point, margin_deg:
     return classify(angle, cross, margin_deg)
 
 
+def heading_angle_and_cross(heading_yaw_deg: float, source: Point, target: Point) -> tuple[float, float]:
+    """:func:`angle_and_cross` with the observer's *heading* as the forward axis instead of the
+    line of sight through the source: ``f = (cos yaw, sin yaw)`` (UE yaw, degrees; the camera's
+    horizontal viewing direction), ``r = target - source``.
+
+    Why: SpaRRTa's ego label looks along the camera→source line on the ground; a person reads an
+    image in the camera's heading (image right = the heading turned +90°). The two axes differ by
+    the source's horizontal angle off the image centre (up to half the field of view), so a
+    sample can clear the margin in one frame and sit on a diagonal, or in another sector, in the
+    other (issue 46: 5.8 % of jitter ego samples read as another sector)."""
+    yaw = math.radians(float(heading_yaw_deg))
+    sx, sy = _xy("source", source)
+    return angle_and_cross((sx - math.cos(yaw), sy - math.sin(yaw)), (sx, sy), target)
+
+
+def heading_relation(heading_yaw_deg: float, source: Point, target: Point, margin_deg: float) -> str | None:
+    """The relation read along the observer's heading (:func:`heading_angle_and_cross`), with the
+    same sectors and margin as :func:`relation`; ``None`` inside a margin band."""
+    angle, cross = heading_angle_and_cross(heading_yaw_deg, source, target)
+    return classify(angle, cross, margin_deg)
+
+
 def boundary_distance(angle_deg: float) -> float:
     """Degrees from the nearest diagonal (45 or 135): how far a sample is from ambiguity."""
     return min(abs(angle_deg - 45.0), abs(angle_deg - 135.0))

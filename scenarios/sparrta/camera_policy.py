@@ -1,6 +1,23 @@
 """Camera policies of the SpaRRTa scenario: where the camera aims (config field ``camera_policy``).
 
-``jitter`` (default)
+``decorrelated`` (default since 0.6.0)
+    No single labelled object's image box says the label (issue 46). The label is fixed first
+    (the sample's place in its label rotation); then a screen point is drawn uniformly in
+    ``DECORRELATED_WINDOW`` from the sample's own seed stream (``BALANCE_STREAM``), *independently
+    of the label*, and the camera (drawn as every policy draws it: ego inside the label's sector)
+    is aimed so that an *anchor* lands on it: on **ego** the midpoint of the source's and the
+    target's centres, so each box sits half the pair's image offset away from a label-independent
+    point (under ``balanced`` the target carried the whole offset, and with it the label); on
+    **allo** the source's centre: the camera does not depend on the label there, so the target's
+    and the figure's offsets from the source point in directions the label does not fix. Exact
+    independence is impossible on a bounded image (a "right" pair has the target right of the
+    source, so under a shared marginal both cannot stay inside the frame); what is left is the
+    frame's edge, measured per dataset by the card's layout baselines (docs/validation.md). Ego
+    samples must also clear the margin around the camera's *heading* (:func:`relations.heading_relation`),
+    not only around the camera→source line, and the perceptual veto reads the image-space bearing
+    (:func:`consistency.ego_bearing_disagrees`). Allo: every labelled object, the figure included,
+    at least ``ALLO_MIN_BOX_PX`` (16 px at 224², one ViT patch) on its longest box side.
+``jitter`` (the default before 0.6.0)
     Aim at the labelled objects' centroid turned by a uniform yaw and pitch offset in
     ``±aim_jitter_deg`` (15°). Breaks most of the "one object's position gives the label away"
     shortcut; a source-box-only MLP still reaches ~0.59 on desert ego (chance 0.25, issue 34).
@@ -27,7 +44,13 @@ import math
 
 import numpy as np
 
-CAMERA_POLICIES = ("jitter", "sparrta", "balanced")
+CAMERA_POLICIES = ("decorrelated", "jitter", "sparrta", "balanced")
+DEFAULT_POLICY = "decorrelated"
+# decorrelated: the anchor's screen point, uniform in this window (fractions of the image, both
+# axes); the in-frame rule then keeps the views whose boxes fit
+DECORRELATED_WINDOW = (0.15, 0.85)
+ALLO_MIN_BOX_PX = 16.0  # decorrelated allo: min longest box side at 224² (scaled with the image size)
+ANCHORS = {"ego": "pair", "allo": "all"}  # decorrelated: what lands on the drawn screen point
 CELLS = 3  # balanced: a CELLS x CELLS grid of source-position cells ...
 WINDOW = (0.3, 0.7)  # ... over this central window of the image (fractions of its size)
 BALANCE_STREAM = 7927  # seed stream of a sample's source position (LOOK_STREAM is 7919)
@@ -36,6 +59,15 @@ LABEL_PERIOD = 4  # labels rotate through relations.LABELS along each (env, task
 # source at the image centre instead (a (cell, label) pair that a scene's geometry cannot frame:
 # 1 of 2,500 desert ego samples; without it the job could never finish)
 RELAX_AFTER = 12
+
+
+def anchor_screen(rng: np.random.Generator) -> tuple[float, float]:
+    """Decorrelated policy: the anchor's screen point, (x, y) fractions (x right, y down),
+    uniform in ``DECORRELATED_WINDOW`` from the sample's own stream: a function of its seed and
+    index only, never of its label."""
+    lo, hi = DECORRELATED_WINDOW
+    u, v = rng.uniform(lo, hi, 2)
+    return float(u), float(v)
 
 
 def effective_jitter(policy: str, aim_jitter_deg: float) -> float:

@@ -16,7 +16,7 @@ from sceneforge.core.config_names import check_image_size
 from sceneforge.core.errors import ConfigError
 from sceneforge.engine.server.renderers import parse_spec
 from sceneforge.scenarios.config import ScenarioConfig, comma_list, option
-from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES
+from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES, DEFAULT_POLICY
 from sceneforge.scenarios.sampling.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
@@ -93,15 +93,17 @@ class SparrtaConfig(ScenarioConfig):
         "(0 = exactly at the centroid, which lets one object's position give the label away)",
     )
     # Where the camera aims (scenarios/sparrta/camera_policy.py, docs/datasets.md "Camera policy"):
-    # "jitter" (the centroid ± aim_jitter_deg), "sparrta" (exactly at the centroid, as SpaRRTa
-    # describes) or "balanced" (the source at a label-independent image position: no source-box shortcut).
+    # "decorrelated" (default since 0.6.0: no single box predicts the label), "jitter" (the
+    # centroid ± aim_jitter_deg), "sparrta" (exactly at the centroid, as SpaRRTa describes) or
+    # "balanced" (the source at a label-independent image position: no source-box shortcut).
     camera_policy: str = option(
-        "jitter",
+        DEFAULT_POLICY,
         choices=CAMERA_POLICIES,
-        help="where the camera aims: jitter (the "
-        "objects' centroid ± --aim-jitter), sparrta (exactly at the centroid, as SpaRRTa "
-        "describes) or balanced (the source at an image position drawn independently of "
-        "the label: no source-box shortcut); docs/datasets.md",
+        help="where the camera aims: decorrelated (default: no single object's box "
+        "predicts the label; ego margins around the camera's heading too; allo objects >= 16 px), "
+        "jitter (the objects' centroid ± --aim-jitter; the default before 0.6.0), sparrta "
+        "(exactly at the centroid, as SpaRRTa describes) or balanced (the source at an image "
+        "position drawn independently of the label); docs/datasets.md",
     )
     # Splits of successive scenes, cycled (None = writers.SPLIT_PATTERN: 80/10/10). The demo's
     # 40/20/40 gives a small set a test split a probe report accepts (docs/datasets.md "Splits").
@@ -111,6 +113,16 @@ class SparrtaConfig(ScenarioConfig):
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
+
+    @classmethod
+    def coerce(cls, values: dict, source: str) -> dict:
+        """A *recorded* config (``job.json``, a worker's: it carries ``env_files``) without
+        ``camera_policy`` was made before 0.6.0, when the default was ``jitter`` and ``to_dict``
+        left it out there (it still does, so jitter jobs keep their fingerprint): read it as
+        ``jitter``. A user's config (flags, YAML) without it gets today's default."""
+        if "env_files" in values and "camera_policy" not in values:
+            values = {**values, "camera_policy": "jitter"}
+        return super().coerce(values, source)
 
     @property
     def size(self) -> int:

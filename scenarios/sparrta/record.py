@@ -12,10 +12,11 @@ Layout under the output directory (one folder per env × task × triple, SpaRRTa
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from sceneforge.core.paths import check_component, confined
-from sceneforge.scenarios.sampling.relations import TASK_OBSERVER
+from sceneforge.scenarios.sampling.relations import TASK_OBSERVER, heading_angle_and_cross
 from sceneforge.scenarios.output.scene_graph import graph_json
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.output.writers import (
@@ -107,10 +108,37 @@ def build_params(
         "visibility": {n: _vis(v) for n, v in vis.items()},
         "clutter": None,
     }
+    extra.update(policy_fields(cfg, unit, st, group, view))
     clutter, text = _clutter_block(group, all_colors or {})
     params = PreEncoded(params_json(unit.env, unit.triple_id, view.camera, actors, {**extra, "clutter": clutter}))
     params.static = ({"clutter": clutter}, {"clutter": text}, 0)  # the same in every sample of the scene
     return params
+
+
+def policy_fields(cfg: SparrtaConfig, unit: Unit, st, group, view) -> dict:
+    """What ``camera_policy: decorrelated`` records besides the older keys (params and table row;
+    nothing for the other policies, whose files stay byte-identical): the screen point its anchor
+    was aimed at; on ego the unsigned angle of target - source from the camera's *heading*
+    (``heading_angle_deg``; the label's own ``angle_deg`` is from the camera→source line) and
+    the margin both must clear; on allo the figure's facing (its yaw, UE degrees) and that facing
+    relative to the figure→source line (signed, + = the source is to the figure's right)."""
+    if cfg.camera_policy != "decorrelated":
+        return {}
+    out: dict = {"anchor": st.anchor, "anchor_screen": list(st.anchor_screen) if st.anchor_screen else None}
+    if unit.task == "ego":
+        angle, _ = heading_angle_and_cross(view.camera.rotation.yaw, group.source.location, group.target.location)
+        out.update({"heading_angle_deg": angle, "margin_heading_deg": st.margin_deg})
+    elif view.human is not None:
+        h, src = view.human, group.source
+        to_source = math.degrees(math.atan2(src.y - h.y, src.x - h.x))
+        out.update({"figure_facing_deg": h.yaw, "figure_facing_to_source_deg": _wrap_deg(to_source - h.yaw)})
+    return out
+
+
+def _wrap_deg(d: float) -> float:
+    """Angle in (-180, 180]."""
+    d = math.fmod(d, 360.0)
+    return d - 360.0 if d > 180.0 else d + 360.0 if d <= -180.0 else d
 
 
 def _clutter_block(group, server_colors: dict) -> tuple[list, str]:
@@ -163,6 +191,7 @@ def build_row(cfg: SparrtaConfig, unit: Unit, i: int, st, group, view, vis: dict
         "source_class": unit.source_class,
         "target_class": unit.target_class,
     }
+    row.update({k: v for k, v in policy_fields(cfg, unit, st, group, view).items() if not k.startswith("anchor")})
     objs = objects_of(group, view)
     for name in LABELLED:
         p = objs.get(name)

@@ -158,6 +158,11 @@ class ServerRequests:
         """Does the perceptual-consistency rule (scenarios/sampling/consistency.py) judge this unit's samples?"""
         return unit.task == "ego" and getattr(self.env(unit.env).sampling, "perceptual_check", True)
 
+    def _veto_needs_depth(self, unit: Unit, i: int) -> bool:
+        """The image-space bearing (camera_policy decorrelated) reads depth for every label; the
+        older rule only for front/back."""
+        return self.cfg.camera_policy == "decorrelated" or needs_depth(unit.label(i))
+
     def render_kinds(self, unit: Unit, i: int) -> tuple[str, ...]:
         """What sample ``i``'s render returns: ``lit``, the mask (and for front/back the depth)
         when the config asks or the perceptual-consistency rule needs them (they do not change
@@ -166,7 +171,7 @@ class ServerRequests:
         return (
             ("lit",)
             + (("object_mask",) if cfg.masks or perceptual else ())
-            + (("depth",) if cfg.depth or (perceptual and needs_depth(unit.label(i))) else ())
+            + (("depth",) if cfg.depth or (perceptual and self._veto_needs_depth(unit, i)) else ())
         )
 
     def render_sample(self, unit: Unit, i: int, view):

@@ -50,7 +50,7 @@ from sceneforge.scenarios.sparrta.setting import (
 from sceneforge.scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
 from sceneforge.scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
-from sceneforge.scenarios.sampling.consistency import PERCEPTUAL_RULE, ego_label_disagrees
+from sceneforge.scenarios.sampling.consistency import PERCEPTUAL_RULE, ego_bearing_disagrees, ego_label_disagrees
 from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look, server_world
 from sceneforge.core.paths import confined
 from sceneforge.scenarios.output.writers import dumps
@@ -322,12 +322,7 @@ class Session(ServerRequests):
                         self.show(unit, group)
                         images = self.render_sample(unit, i, view)()
                     files = self.describe(unit, i, st, group, view, vis)
-                    if perceptual and ego_label_disagrees(
-                        want,
-                        images["object_mask"],
-                        images.get("depth"),
-                        *(self.colors_of(group)[n] for n in ("source", "target")),
-                    ):
+                    if perceptual and self.vetoed(want, images, group, view, st):
                         counts[PERCEPTUAL_RULE] += 1
                         vetoes += 1
                         discard_replies(sent)  # skipped behind the vetoed view: sent again under the new token
@@ -369,6 +364,16 @@ class Session(ServerRequests):
                 return self.request_view(u, j, view, ahead.st, ahead.look, group if view is first else None, token=token)
 
             self.early.send(key, views, request)
+
+    def vetoed(self, want: str, images: dict, group: Group, view, st: Setting) -> bool:
+        """The perceptual-consistency rule (scenarios/sampling/consistency.py) on the rendered
+        mask (and depth): with ``camera_policy: decorrelated`` (``st.heading_margin``) the
+        image-space bearing read along the camera's heading, otherwise the mask-centroid order
+        (left/right) and depth order (front/back)."""
+        colors = [self.colors_of(group)[n] for n in ("source", "target")]
+        if st.heading_margin:
+            return ego_bearing_disagrees(want, images["object_mask"], images["depth"], *colors, view.camera)
+        return ego_label_disagrees(want, images["object_mask"], images.get("depth"), *colors)
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
         """The error names the rule that rejected most, leaving out the label rules (they turn

@@ -48,7 +48,7 @@ from sceneforge.scenarios.sampling.rejection import (
     standing,
     within_distance,
 )
-from sceneforge.scenarios.sampling.relations import angle_and_cross
+from sceneforge.scenarios.sampling.relations import angle_and_cross, heading_relation
 
 IN_FRAME_MARGIN = 0.02  # fraction of the image size kept free at the border
 CAMERA_CLEARANCE_CM = 50.0
@@ -76,6 +76,13 @@ class Setting:
     # camera_policy "balanced": the source's centre at this (x, y) image fraction, drawn per sample
     # independently of the label (camera_policy.py); None: aim at the centroid (± aim_jitter_deg)
     source_screen: tuple[float, float] | None = None
+    # camera_policy "decorrelated" (camera_policy.py): the anchor ("pair": the midpoint of the
+    # source's and the target's centres; "source") at this (x, y) image fraction, drawn per sample
+    # independently of the label; and (ego) the relation must also clear the margin around the
+    # camera's heading (rule "heading"), not only around the camera→source line
+    anchor_screen: tuple[float, float] | None = None
+    anchor: str = "pair"
+    heading_margin: bool = False
 
 
 @dataclass
@@ -264,6 +271,8 @@ def sample_view(
     rules = []
     if task == "ego":
         rules += label_rules(lambda c: c.location, src.location, tgt.location, st.margin_deg, want)
+        if st.heading_margin:  # the same label, clear of the band, read along the camera's heading
+            rules += [("heading", lambda c: heading_relation(c.rotation.yaw, src.location, tgt.location, st.margin_deg) == want)]
     clear_of_scene = _cached(group, "camera_clear", lambda: camera_clear([src, tgt] + obstacles(group), CAMERA_CLEARANCE_CM))
     clear = clear_of_scene if human is None else _both(clear_of_scene, camera_clear([human], CAMERA_CLEARANCE_CM))
     rules += [("too_far", _cached(group, ("too_far", st.min_bbox_px, st.fov_deg, st.size), lambda: _near_enough(group, st)))]
@@ -275,6 +284,11 @@ def sample_view(
     rules += [("small_projection", big_enough_silhouettes(silhouettes, st.min_bbox_px))]
     rules += [("camera_clear", clear)]  # last: a city has ~100 footprints to keep clear of
     centroid = tuple(np.mean([o.centre() for o in objects], axis=0))
+    anchor = {
+        "source": lambda: src.centre(),
+        "pair": lambda: np.mean([src.centre(), tgt.centre()], axis=0),
+        "all": lambda: np.mean([o.centre() for o in objects], axis=0),
+    }[st.anchor]()
     base_z = float(np.mean([o.z for o in objects]))
     lo, hi = st.cam_height_range_cm
     region = _camera_region(group, want if task == "ego" else None, st)
@@ -291,6 +305,8 @@ def sample_view(
     def draw(r: np.random.Generator, n: int) -> np.ndarray:  # uniform on the region = the prior given what it excludes
         xy = region.sample_many(r, n)
         eyes = np.column_stack([xy, base_z + r.uniform(lo, hi, n)])
+        if st.anchor_screen is not None:  # decorrelated: the anchor at the sample's label-free point
+            return np.column_stack([eyes, aims_at_screen(eyes, anchor, st.anchor_screen, st.fov_deg)])
         if st.source_screen is not None:  # balanced: the source where the sample's quota put it
             return np.column_stack([eyes, aims_at_screen(eyes, src.centre(), st.source_screen, st.fov_deg)])
         if st.aim_jitter_deg <= 0.0:

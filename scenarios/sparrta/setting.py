@@ -9,7 +9,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sceneforge.scenarios.sampling.rejection import sample_rng
-from sceneforge.scenarios.sparrta.camera_policy import BALANCE_STREAM, RELAX_AFTER, effective_jitter, source_screen
+from sceneforge.scenarios.sparrta.camera_policy import (
+    ALLO_MIN_BOX_PX,
+    ANCHORS,
+    BALANCE_STREAM,
+    RELAX_AFTER,
+    anchor_screen,
+    effective_jitter,
+    source_screen,
+)
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit, resolve_units
 from sceneforge.scenarios.sparrta.scene import Setting
 from sceneforge.scenarios.world.environments import list_envs
@@ -44,11 +52,14 @@ def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
     s = env.sampling
     env_size = getattr(s, "image_size", 224) or 224
     min_bbox = cfg.min_bbox_px if cfg.min_bbox_px is not None else s.min_bbox_px * cfg.size / env_size
+    if cfg.min_bbox_px is None and cfg.camera_policy == "decorrelated" and task == "allo":
+        # readable allo: every labelled object (the figure too) spans one ViT patch at 224²
+        min_bbox = max(min_bbox, ALLO_MIN_BOX_PX * cfg.size / 224.0)
     margin = cfg.margin_ego_deg if task == "ego" else cfg.margin_allo_deg
     if margin is None:
         margin = s.margin_ego_deg if task == "ego" else s.margin_allo_deg
     ratio = cfg.min_visible_ratio if cfg.min_visible_ratio is not None else s.min_visible_ratio
-    return Setting(
+    st = Setting(
         float(s.sigma_cm),
         float(s.max_pair_dist_cm),
         float(s.cam_xy_range_cm),
@@ -63,15 +74,21 @@ def setting_for(cfg: SparrtaConfig, env, task: str) -> Setting:
         cfg.figure_yaw,
         effective_jitter(cfg.camera_policy, cfg.aim_jitter_deg),
     )
+    if cfg.camera_policy == "decorrelated":
+        st = replace(st, anchor=ANCHORS[task], heading_margin=task == "ego")
+    return st
 
 
 def sample_setting(cfg: SparrtaConfig, st: Setting, unit: Unit, i: int) -> Setting:
     """Sample ``i``'s own part of its unit's setting: with ``camera_policy: balanced`` where its
     source must appear (its quota cell along the label rotation, a uniform point in it from its
-    own seed stream); otherwise ``st`` unchanged."""
-    if cfg.camera_policy != "balanced":
+    own seed stream); with ``decorrelated`` where its anchor must appear (uniform in the window,
+    from the same stream: never a function of the label); otherwise ``st`` unchanged."""
+    if cfg.camera_policy not in ("balanced", "decorrelated"):
         return st
     rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=BALANCE_STREAM)
+    if cfg.camera_policy == "decorrelated":
+        return replace(st, anchor_screen=anchor_screen(rng))
     return replace(st, source_screen=source_screen(unit.label_offset + i, rng))
 
 
@@ -79,6 +96,10 @@ def attempt_setting(st: Setting, attempt: int) -> Setting:
     """The setting of a sample's placement ``attempt``: with ``camera_policy: balanced``, from
     attempt ``RELAX_AFTER`` on the source goes to the image centre (its quota point could not be
     framed in that many scenes); otherwise ``st`` unchanged."""
-    if st.source_screen is None or attempt < RELAX_AFTER:
+    if attempt < RELAX_AFTER:
+        return st
+    if st.anchor_screen is not None:
+        return replace(st, anchor_screen=(0.5, 0.5))
+    if st.source_screen is None:
         return st
     return replace(st, source_screen=(0.5, 0.5))
