@@ -88,8 +88,48 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
     write_table(rows, out)
     write_scene_tables(out, rows)  # objects.parquet (+ annotations.coco.json with masks)
     stats = statistics(recs, rows)
-    atomic_write_json(out / CARD_FILE, card(cfg, units, recs, stats))
-    return stats
+    baselines = layout_baselines(rows)
+    atomic_write_json(out / CARD_FILE, {**card(cfg, units, recs, stats), **margins(cfg, rows), "layout_baselines": baselines})
+    return {**stats, "layout_baselines": baselines}
+
+
+# Feature sets of the card's layout baselines (issue 46): each labelled object's box alone, and all
+# of them (source, target and, on allo, the figure "human").
+BOX_SETS = {"source": ("source",), "target": ("target",), "figure": ("human",), "all_boxes": ("source", "target", "human")}
+
+
+def layout_baselines(rows: list[dict]) -> dict:
+    """Per ``env/task``: the test accuracy of an MLP on each labelled object's 2-D box alone and on
+    all of them (core/layout_baseline.py: the model of probing/layout.py, in numpy; no pixels),
+    trained on the group's train rows, step chosen on val, on the dataset's own split. Chance is
+    0.25; a single box far above it means a probe can score by finding one object (issue 46)."""
+    from sceneforge.core.layout_baseline import layout_baselines as fit
+
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[f"{row['env']}/{row['task']}"].append(row)
+    return {k: fit(g, BOX_SETS, LABELS) for k, g in sorted(groups.items())}
+
+
+def margins(cfg: SparrtaConfig, rows: list[dict]) -> dict:
+    """The ambiguity margins every sample clears, per ``env/task``, in degrees: around the
+    observer→source line (SpaRRTa's label), and with ``camera_policy: decorrelated`` on ego also
+    around the camera's heading (the frame a viewer reads the image in); null where not applied."""
+    out: dict[str, dict] = {}
+    for row in rows:
+        key = f"{row['env']}/{row['task']}"
+        if key not in out:
+            ego = row["task"] == "ego"
+            out[key] = {
+                "observer_source_line_deg": row["margin_deg"],
+                "camera_heading_deg": row["margin_deg"] if ego and cfg.camera_policy == "decorrelated" else None,
+                "perceptual_veto": (
+                    None
+                    if not ego
+                    else "image-space bearing" if cfg.camera_policy == "decorrelated" else "mask-centroid order / depth order"
+                ),
+            }
+    return {"camera_policy": cfg.camera_policy, "margins": out}
 
 
 def remove_stale_temps(out: Path, units: list[Unit]) -> int:
@@ -198,6 +238,16 @@ def _version(pkg: str) -> str | None:
         return metadata.version(pkg)
     except metadata.PackageNotFoundError:
         return None
+
+
+def layout_summary(stats: dict) -> str:
+    """One line per ``env/task`` of the card's layout baselines (chance 0.25), for the end of a run."""
+    lines = []
+    for key, sets in (stats.get("layout_baselines") or {}).items():
+        cells = ", ".join(f"{name} {v['acc']:.2f}" for name, v in sets.items() if v.get("acc") is not None)
+        n = next((v["n_test"] for v in sets.values()), 0)
+        lines.append(f"layout baselines {key} (box MLP, {n} test rows, chance 0.25): {cells or 'no test rows'}")
+    return "\n".join(lines)
 
 
 def rejection_summary(stats: dict) -> str:

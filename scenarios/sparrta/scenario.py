@@ -367,13 +367,13 @@ class Session(ServerRequests):
 
     def vetoed(self, want: str, images: dict, group: Group, view, st: Setting) -> bool:
         """The perceptual-consistency rule (scenarios/sampling/consistency.py) on the rendered
-        mask (and depth): with ``camera_policy: decorrelated`` (``st.heading_margin``) the
-        image-space bearing read along the camera's heading, otherwise the mask-centroid order
-        (left/right) and depth order (front/back)."""
+        mask (and depth): the mask-centroid order (left/right) and depth order (front/back); with
+        ``camera_policy: decorrelated`` (``st.heading_margin``) also the image-space bearing read
+        along the camera's heading (all four sectors, from the pixels lifted by their depth)."""
         colors = [self.colors_of(group)[n] for n in ("source", "target")]
-        if st.heading_margin:
-            return ego_bearing_disagrees(want, images["object_mask"], images["depth"], *colors, view.camera)
-        return ego_label_disagrees(want, images["object_mask"], images.get("depth"), *colors)
+        if ego_label_disagrees(want, images["object_mask"], images.get("depth"), *colors):
+            return True
+        return st.heading_margin and ego_bearing_disagrees(want, images["object_mask"], images["depth"], *colors, view.camera)
 
     def _give_up(self, unit: Unit, i: int, want: str, counts: Counter) -> PlacementError:
         """The error names the rule that rejected most, leaving out the label rules (they turn

@@ -61,7 +61,7 @@ def next_steps(out: Path, by_split: dict, missing: list[str] | None = None) -> l
 def run(args: argparse.Namespace) -> int:
     # the runner and the scenario load pydantic, trimesh, the renderer: not at parser build
     from sceneforge.renderfarm import run_job
-    from sceneforge.scenarios.sparrta.card import rejection_summary
+    from sceneforge.scenarios.sparrta.card import layout_summary, rejection_summary
     from sceneforge.scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out)
@@ -80,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  contact sheet:           {sheet}")
     print(f"  labels {stats['by_label']}; splits {stats['by_split']} (40/20/40 by scene)")
     print("  " + rejection_summary(stats))
+    for line in layout_summary(stats).splitlines():
+        print("  " + line)
     print("next (each line runs as printed):")
     for line in next_steps(out, _split_by_task(out)):
         print(f"  {line}")

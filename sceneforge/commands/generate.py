@@ -28,7 +28,7 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.sparrta.card import rejection_summary  # the scenario's pandas/pydantic: not at parser build
+    from sceneforge.scenarios.sparrta.card import layout_summary, rejection_summary  # the scenario's pandas/pydantic: not at parser build
 
     cfg, config = config_from_args(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
@@ -40,6 +40,8 @@ def run_generate(args: argparse.Namespace) -> int:
         f"{summary.get('samples_per_s', 0):.2f} labelled images/s); labels {stats.get('by_label')}"
     )
     print(rejection_summary(stats))
+    if stats.get("layout_baselines"):
+        print(layout_summary(stats))
     return 0
 
 

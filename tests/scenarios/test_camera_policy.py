@@ -1,4 +1,4 @@
-"""Camera policies (``camera_policy``: jitter | sparrta | balanced, scenarios/sparrta/camera_policy.py):
+"""Camera policies (``camera_policy``: decorrelated | jitter | sparrta | balanced, scenarios/sparrta/camera_policy.py):
 labels stay exact under each, and the balanced policy removes the source-box shortcut (a layout
 baseline of probing/layout.py on the source box falls near chance where SpaRRTa's aim gives the
 label away)."""
@@ -57,17 +57,28 @@ def test_balanced_quota_gives_every_cell_every_label_equally():
 
 
 def test_camera_policy_config():
-    assert parse_config({}).camera_policy == "jitter"
-    assert "camera_policy" not in parse_config({}).to_dict()  # default datasets keep their identity
-    assert parse_config({}).fingerprint() == parse_config({"camera_policy": "jitter"}).fingerprint()
+    """0.6.0: decorrelated is the default and is recorded; jitter (the old default) is still left
+    out of to_dict, so a jitter job keeps its 0.5.0 fingerprint, and a recorded config without the
+    field (a 0.5.0 job.json: it carries env_files) reads as jitter, not as today's default."""
+    assert parse_config({}).camera_policy == "decorrelated"
+    assert parse_config({}).to_dict()["camera_policy"] == "decorrelated"
+    jitter = parse_config({"camera_policy": "jitter"})
+    assert "camera_policy" not in jitter.to_dict()
+    assert parse_config(jitter.to_dict()).camera_policy == "jitter"  # a worker's / job.json's config
+    assert parse_config(jitter.to_dict()).fingerprint() == jitter.fingerprint()
+    assert parse_config(parse_config({}).to_dict()).camera_policy == "decorrelated"
+    assert parse_config({}).fingerprint() != jitter.fingerprint()
     assert parse_config({"camera_policy": "balanced"}).fingerprint() != parse_config({}).fingerprint()
     with pytest.raises(ConfigError, match="job.yaml: camera_policy must be one of"):
         parse_config({"camera_policy": "centroid"}, "job.yaml")
     with pytest.raises(ConfigError, match="aim_jitter_deg applies to camera_policy jitter only"):
         parse_config({"camera_policy": "sparrta", "aim_jitter_deg": 5}, "job.yaml")
+    with pytest.raises(ConfigError, match="aim_jitter_deg applies to camera_policy jitter only"):
+        parse_config({"aim_jitter_deg": 5}, "job.yaml")  # the default policy aims without jitter
     env = load_env("desert")
     assert setting_for(parse_config({"camera_policy": "sparrta"}), env, "ego").aim_jitter_deg == 0.0
-    assert setting_for(parse_config({}), env, "ego").aim_jitter_deg == 15.0
+    assert setting_for(parse_config({"camera_policy": "jitter"}), env, "ego").aim_jitter_deg == 15.0
+    assert setting_for(parse_config({}), env, "ego").aim_jitter_deg == 0.0
 
 
 def _views(desert, policy: str, task: str, groups: int, per_label: int):

@@ -105,3 +105,30 @@ def test_hard_allo_sample_is_retried_from_its_own_seed_stream(server, tmp_path):
     assert result.done == [16] and result.failed == {}
     assert result.rejections["scene_unusable"] >= 1  # more than max_scenes placements were needed
     assert scenario.scene_budget(scenario.parse_config(cfg)) == 1 * scenario.HARD_SAMPLE_FACTOR
+
+
+def test_image_space_bearing_reads_the_pixels_along_the_heading():
+    """decorrelated's veto (issue 46): each object's visible pixels lifted by their ray depth, the
+    target's position relative to the source's read along the camera's heading."""
+    from sceneforge.engine.world import Camera, Rotator
+    from sceneforge.scenarios.sampling.consistency import ego_bearing_disagrees, image_positions
+
+    cam = Camera((0.0, 0.0, 300.0), Rotator(-20.0, 30.0, 0.0), 60.0, 64, 64)
+    mask = np.zeros((64, 64, 3), np.uint8)
+    depth = np.full((64, 64), np.inf, np.float32)
+    src, tgt = (10, 20, 30), (40, 50, 60)
+    mask[31:33, 31:33] = src  # around the image centre
+    depth[31:33, 31:33] = 1000.0
+    (x, y), _ = image_positions(mask, depth, (src, src), cam)
+    fwd = cam.rotation.matrix()[:, 0]
+    assert np.allclose((x, y), np.asarray(cam.location)[:2] + 1000.0 * fwd[:2], atol=20.0)  # ~ along the axis
+    mask[31:33, 52:54] = tgt  # to the right of the source, same depth
+    depth[31:33, 52:54] = 1000.0
+    assert not ego_bearing_disagrees("right", mask, depth, src, tgt, cam)
+    assert all(ego_bearing_disagrees(lab, mask, depth, src, tgt, cam) for lab in ("left", "front", "back"))
+    mask[31:33, 52:54] = 0
+    mask[10:12, 31:33] = tgt  # above the source in the image and much deeper: beyond it
+    depth[10:12, 31:33] = 2500.0
+    assert not ego_bearing_disagrees("front", mask, depth, src, tgt, cam)
+    assert ego_bearing_disagrees("back", mask, depth, src, tgt, cam)
+    assert ego_bearing_disagrees("front", mask, depth, src, (1, 2, 3), cam)  # an object without pixels

@@ -120,3 +120,17 @@ def test_bad_points():
 
 def test_labels_order_is_fixed():
     assert LABELS == ("front", "back", "left", "right")
+
+
+def test_heading_relation_reads_along_the_camera_heading():
+    """Issue 46: the same scene read along the camera's heading can name another sector than
+    SpaRRTa's camera→source line when the source sits off the image centre."""
+    from sceneforge.scenarios.sampling.relations import heading_angle_and_cross, heading_relation
+
+    cam, src, tgt = (0.0, 0.0), (1000.0, 0.0), (1300.0, 0.0)  # target straight beyond the source
+    assert relation(cam, src, tgt, 15) == "front"
+    assert heading_relation(0.0, src, tgt, 15) == "front"  # heading along +X: the same line
+    assert heading_relation(-90.0, src, tgt, 15) == "right"  # heading -Y: +X is the heading's right
+    assert heading_relation(40.0, src, tgt, 15) is None  # 40° off: inside the 30..60° band
+    angle, cross = heading_angle_and_cross(25.0, src, tgt)
+    assert angle == pytest.approx(25.0) and cross < 0  # the target is left of a heading turned right
