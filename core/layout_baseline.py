@@ -114,7 +114,9 @@ def _standardise(x: np.ndarray, train: np.ndarray) -> np.ndarray:
     return np.nan_to_num(z, nan=0.0, posinf=0.0, neginf=0.0)
 
 
-def layout_baselines(rows: Sequence[Mapping], box_sets: Mapping[str, Sequence[str]], labels: Sequence[str], seed: int = 0) -> dict:
+def layout_baselines(
+    rows: Sequence[Mapping], box_sets: Mapping[str, Sequence[str]], labels: Sequence[str], seed: int = 0
+) -> dict:
     """Test accuracy of each feature set of ``box_sets`` on ``rows`` (each with ``label`` and
     ``split``), chance ``1/len(labels)``: ``{name: {"acc", "n_test", "boxes"}}``; a set whose
     boxes are absent from every row (the figure on ego) is left out."""

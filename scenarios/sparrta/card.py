@@ -126,7 +126,9 @@ def margins(cfg: SparrtaConfig, rows: list[dict]) -> dict:
                 "perceptual_veto": (
                     None
                     if not ego
-                    else "image-space bearing" if cfg.camera_policy == "decorrelated" else "mask-centroid order / depth order"
+                    else "image-space bearing"
+                    if cfg.camera_policy == "decorrelated"
+                    else "mask-centroid order / depth order"
                 ),
             }
     return {"camera_policy": cfg.camera_policy, "margins": out}

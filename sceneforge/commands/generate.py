@@ -28,7 +28,10 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from sceneforge.scenarios.sparrta.card import layout_summary, rejection_summary  # the scenario's pandas/pydantic: not at parser build
+    from sceneforge.scenarios.sparrta.card import (
+        layout_summary,
+        rejection_summary,
+    )  # the scenario's pandas/pydantic: not at parser build
 
     cfg, config = config_from_args(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker

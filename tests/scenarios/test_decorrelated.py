@@ -137,7 +137,14 @@ def _views(desert, policy: str, task: str, groups: int):
     out = []
     for g in range(groups):
         group = build_group(
-            sample_rng(5, "desert", task, "cactus_camel", g, 1), ("k", g), "cactus", "camel", shapes, base, env.ground, env.clutter
+            sample_rng(5, "desert", task, "cactus_camel", g, 1),
+            ("k", g),
+            "cactus",
+            "camel",
+            shapes,
+            base,
+            env.ground,
+            env.clutter,
         )
         group.viewpoint = human if task == "allo" else None
         rng = np.random.default_rng(g)
