@@ -72,7 +72,9 @@ def _one_object_label_accuracy(desert, jitter_deg: float) -> float:
     import dataclasses
 
     env, shapes, _ = desert
-    st = dataclasses.replace(sparrta.setting_for(parse_config({"tasks": ["ego"]}), env, "ego"), aim_jitter_deg=jitter_deg)
+    st = dataclasses.replace(
+        sparrta.setting_for(parse_config({"tasks": ["ego"], "camera_policy": "jitter"}), env, "ego"), aim_jitter_deg=jitter_deg
+    )
     x, y = [], []
     for g in range(40):
         group = build_group(
@@ -93,8 +95,9 @@ def _one_object_label_accuracy(desert, jitter_deg: float) -> float:
 
 def test_one_objects_image_position_does_not_give_the_ego_label_away(desert):
     """Aimed exactly at the objects' centroid, the source's pixel position alone predicts the
-    ego label at ~0.95 (the study's box baseline found the same); the default aim jitter
-    (uniform ±15° yaw and pitch around the centroid) brings it near 0.5 (chance 0.25)."""
+    ego label at ~0.95 (the study's box baseline found the same); ``camera_policy: jitter`` (the
+    default before 0.6.0: uniform ±15° yaw and pitch around the centroid) brings it near 0.5
+    (chance 0.25; the 0.6.0 default, decorrelated, is tests/scenarios/test_decorrelated.py's)."""
     assert parse_config({}).aim_jitter_deg == 15.0
     assert _one_object_label_accuracy(desert, 0.0) > 0.85  # the leak exists: the check has power
     assert _one_object_label_accuracy(desert, 15.0) < 0.7
