@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.core.layout_baseline import layout_baselines as fit_layout
 from sceneforge.scenarios.sampling.relations import LABELS
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.sparrta.record import load_record, unit_dir
@@ -103,12 +104,10 @@ def layout_baselines(rows: list[dict]) -> dict:
     all of them (core/layout_baseline.py: the model of probing/layout.py, in numpy; no pixels),
     trained on the group's train rows, step chosen on val, on the dataset's own split. Chance is
     0.25; a single box far above it means a probe can score by finding one object (issue 46)."""
-    from sceneforge.core.layout_baseline import layout_baselines as fit
-
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[f"{row['env']}/{row['task']}"].append(row)
-    return {k: fit(g, BOX_SETS, LABELS) for k, g in sorted(groups.items())}
+    return {k: fit_layout(g, BOX_SETS, LABELS) for k, g in sorted(groups.items())}
 
 
 def margins(cfg: SparrtaConfig, rows: list[dict]) -> dict:
