@@ -312,9 +312,9 @@ class Study:
         layers = sorted({layer for _, layer, _ in todo})
         batch = pick_batch(bb, self.device, self.cfg.extract_batch)
         calls = bb.forward_calls
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         feats = extract_features(bb, ds.table["path"].tolist(), layers, self.out / "cache", batch, self.progress)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
         if bb.forward_calls > calls:  # extracted now (not a cache hit): the per-image cost
             append_timing(
                 self.out,
@@ -326,6 +326,7 @@ class Study:
                     "images": len(ds.table),
                     "seconds": round(seconds, 2),
                     "ms_per_image": round(1000 * seconds / max(1, len(ds.table)), 2),
+                    "cpu_seconds": round(cpu, 2),  # this process's CPU time: the cost on a shared machine
                     "batch": batch,
                     "device": device_label(self.device),
                 },
@@ -334,7 +335,7 @@ class Study:
         precision = "fp32" if not bb.amp else ("bf16" if torch.cuda.is_bf16_supported() else "fp16")
         for g, layer, n in todo:
             idx = _idx(g, n)
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             f = feats[layer]
             splits = ProbeSplits.from_index(f.patches, f.prefix, ds.labels, idx)
             by_head = run_grids(self.cfg.heads, splits, _train_config(self.cfg, n))
@@ -351,7 +352,15 @@ class Study:
             self.write_records(row, records, ds, g, n)
             train_s = time.perf_counter() - t1
             append_timing(
-                self.out, {"what": "train", "row": row_id(row), "seconds": round(train_s, 2), "device": device_label(self.device)}
+                self.out,
+                {
+                    "what": "train",
+                    "row": row_id(row),
+                    "n_train": n,
+                    "seconds": round(train_s, 2),
+                    "cpu_seconds": round(time.process_time() - c1, 2),
+                    "device": device_label(self.device),
+                },
             )
             self.say(
                 f"{entry.name} {ds.spec.name} L{layer} n={n}: "
