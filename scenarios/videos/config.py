@@ -122,6 +122,9 @@ class VideoConfig(ScenarioConfig):
         self._validate_extras(source)
         if self.min_visible_ratio is not None and not 0 <= self.min_visible_ratio <= 1:
             raise ConfigError(f"{source}: min_visible_ratio must be in [0, 1], got {self.min_visible_ratio}")
+        bbox = self.min_bbox_px  # a 400-digit int reached float() in load_context (issue 48)
+        if bbox is not None and (isinstance(bbox, bool) or not isinstance(bbox, (int, float)) or not 0 <= bbox <= 1.0e6):
+            raise ConfigError(f"{source}: min_bbox_px must be a number in [0, 1e6], got {str(bbox)[:40]}")
 
     def _validate_extras(self, source: str) -> None:
         # ~3 ms: kept off `sceneforge --help` (the CLI parser imports this module)

@@ -59,3 +59,12 @@ def test_huge_margin_in_config_is_one_line(tmp_path, capsys, field):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"envs: [desert]\nn: 2\n{field}: {BIG}\n")
     _one_line_exit_2(capsys, ["generate", "--config", str(cfg), "--out", str(tmp_path / "out")], field, "[0, 45)")
+
+
+def test_huge_min_bbox_in_a_videos_config_is_one_line(tmp_path, capsys):
+    """``videos`` passed ``min_bbox_px`` to ``float()`` in its context (OverflowError)."""
+    cfg = tmp_path / "v.yaml"
+    cfg.write_text(f"env: desert\nmin_bbox_px: {BIG}\n")
+    argv = ["videos", "--config", str(cfg), "--n", "1", "--out", str(tmp_path / "out")]
+    _one_line_exit_2(capsys, argv, "min_bbox_px must be a number in [0, 1e6]")
+    assert not (tmp_path / "out").exists()
