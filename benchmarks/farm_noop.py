@@ -7,9 +7,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from sceneforge.scenarios.contract import JobPlan, Shard, ShardResult
-
-NEEDS_SERVER = False
+from sceneforge.scenarios.contract import JobPlan, Scenario, Shard, ShardResult
 
 
 def plan(config: dict) -> JobPlan:
@@ -23,3 +21,18 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
 
 def finalize(config: dict, out_dir: Path) -> dict:
     return {}
+
+
+class FarmNoop(Scenario):
+    """The module's steps as the runner calls them (found by import path: unregistered)."""
+
+    NEEDS_SERVER = False
+
+    def plan(self) -> JobPlan:
+        return plan(self.config)
+
+    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+        return run(self.config, shard, out_dir, server=server, progress=progress)
+
+    def finalize(self, out_dir: Path) -> dict:
+        return finalize(self.config, out_dir)

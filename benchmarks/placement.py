@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from sceneforge.scenarios.world.environments import list_envs, load_env  # noqa: E402
-from sceneforge.scenarios.sparrta.scene import CachedLibrary, Setting, ShapeCache, build_group  # noqa: E402
+from sceneforge.scenarios.sampling.shapes import CachedLibrary, ShapeCache  # noqa: E402
+from sceneforge.scenarios.sparrta.scene import Setting, build_group  # noqa: E402
 
 
 def _keep_out(rng: np.random.Generator) -> list[tuple[float, float, float]]:

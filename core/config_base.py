@@ -131,7 +131,11 @@ class ConfigBase:
     # --- parsing -----------------------------------------------------------------------------
     @classmethod
     def from_dict(cls: type[C], raw: Any, source: str | None = None) -> C:
-        """Validate a plain dict (YAML file + flags, or a recorded ``job.json`` config)."""
+        """Validate a plain dict (YAML file + flags, or a recorded ``job.json`` config). An
+        instance of ``cls`` is returned as it is: it was validated when it was made, so a config
+        is parsed once per process however many steps take it (scenarios.contract.Scenario)."""
+        if isinstance(raw, cls):
+            return raw
         source = source or cls.default_source()
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{source}: expected a mapping of config fields, got {type(raw).__name__}")

@@ -28,6 +28,9 @@ from sceneforge.core.config_names import rename_keys
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.registry import HEADS, PROTOCOLS
 
+# The heads a probe trains unless --heads says otherwise: SpaRRTa's three, named here (a head
+# registered later, e.g. a plugin's, is a choice, never silently added to every user's default)
+DEFAULT_HEADS = ("linear", "abmilp", "efficient")
 # SpaRRTa's schedule per head: (epochs, warm-up epochs)
 SPARRTA_SCHEDULE = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)}
 COMMAND_LINE = "command line"
@@ -60,7 +63,7 @@ class ProbeConfig(ConfigBase):
     weights: str | None = option(None, help="weights file (or 'random')")
     model_arg: dict = option(default_factory=dict, help="KEY=VALUE keywords of the backbone")
     layers: tuple[int, ...] | None = option(None, help="1-based blocks (-1 = last); None = last")
-    heads: tuple[str, ...] = option(tuple(HEADS), choices=tuple(HEADS), help="probe heads")
+    heads: tuple[str, ...] = option(DEFAULT_HEADS, choices=tuple(HEADS), help="probe heads")
     protocol: tuple[str, ...] = option(("within",), choices=tuple(PROTOCOLS), help="split protocols")
     cache: str | None = option(None, help="feature cache directory")
     epochs: int = _count(100)

@@ -31,6 +31,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from sceneforge.core.errors import ConfigError
+from sceneforge.core.plugins import one_line
 from sceneforge.probing.registry import HEADS as REGISTERED_HEADS
 
 HEADS = tuple(REGISTERED_HEADS)  # names come from probing.registry
@@ -171,6 +173,10 @@ def make_head(name: str, dim: int, dropout: float, num_classes: int = 4, use_cls
     """Head by its registered name (:data:`probing.registry.HEADS`)."""
     if name not in REGISTERED_HEADS:
         raise ValueError(f"unknown head {name!r}; expected one of {', '.join(REGISTERED_HEADS)}")
-    cls = REGISTERED_HEADS[name].load()
+    entry = REGISTERED_HEADS[name]
+    try:
+        cls = entry.load()
+    except Exception as e:  # a plugin head that does not import: one line naming it and its package
+        raise ConfigError(f"--heads {name}: {entry.target} [{entry.source}] cannot be loaded: {one_line(e)}") from e
     options = {"use_cls": use_cls} if getattr(cls, "pre_pooled", False) else {}
     return cls(dim, num_classes, dropout, **options)

@@ -3,17 +3,26 @@
 The CLI's choices and help (``sceneforge probe --heads/--backbone/--protocol``,
 ``sceneforge weights``) and the docs tables are read from here; the modules that implement a name
 are imported only when it is used (this module imports no torch, so building the CLI parser stays
-fast). Adding a head or a preset is one ``register_*`` call in this file (or in a plug-in module
-that imports it)::
+fast). The built-in heads and backbone kinds are named here for that reason (their classes need
+torch); everything else registers beside its definition::
 
-    register_head("mlp", "2-layer MLP on GAP", "my_heads:MLPHead")
+    @register_head("mlp", "2-layer MLP on GAP")        # on the head class, in a module that imports torch
+    class MLPHead(nn.Module): ...
     register_preset("my-vit", "timm:vit_small_patch16_224", "my ViT", weights_from="my-build")
+
+Installed packages add heads and backbone kinds through the ``sceneforge.heads`` and
+``sceneforge.backbones`` entry point groups (:mod:`core.plugins`): their names and targets are read
+from the distribution's metadata when this module is imported (nothing of theirs is imported until
+the name is used), so ``sceneforge probe --heads mlp`` works once the package is installed. A
+plugin cannot take a built-in name.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+
+from sceneforge.core.plugins import declared
 
 
 @dataclass(frozen=True)
@@ -23,6 +32,7 @@ class Entry:
     name: str
     description: str
     target: str = ""
+    source: str = "sceneforge"  # the distribution that registered it ("name version" for a plugin)
 
     def load(self):
         module, _, attr = self.target.partition(":")
@@ -50,14 +60,35 @@ PRESETS: dict[str, Preset] = {}
 PROTOCOLS: dict[str, Entry] = {}
 
 
-def register_head(name: str, description: str, target: str) -> None:
-    """``target``: ``module:Class`` with ``Class(dim, num_classes, dropout, **options)``."""
-    HEADS[name] = Entry(name, description, target)
+def register_head(name: str, description: str, target: str | None = None):
+    """``target``: ``module:Class`` with ``Class(dim, num_classes, dropout, **options)``; without
+    it, a class decorator (``@register_head("mlp", "...")`` on the class)."""
+    return _register(HEADS, name, description, target)
 
 
-def register_kind(name: str, description: str, target: str) -> None:
-    """``<name>:<ident>`` specs are built by ``target(ident, weights, kwargs) -> Backbone``."""
-    BACKBONE_KINDS[name] = Entry(name, description, target)
+def register_kind(name: str, description: str, target: str | None = None):
+    """``<name>:<ident>`` specs are built by ``target(ident, weights, kwargs) -> Backbone``;
+    without ``target``, a decorator on that function."""
+    return _register(BACKBONE_KINDS, name, description, target)
+
+
+def _register(table: dict, name: str, description: str, target: str | None, source: str = "sceneforge"):
+    if target is not None:
+        table[name] = Entry(name, description, target, source)
+        return None
+
+    def deco(obj):
+        table[name] = Entry(name, description, f"{obj.__module__}:{obj.__qualname__}", source)
+        return obj
+
+    return deco
+
+
+def _add_plugins(group: str, table: dict, what: str) -> None:
+    """The group's entry points, by name, beside the built-ins (a built-in name is kept)."""
+    for plugin in declared(group):
+        if plugin.name not in table:
+            table[plugin.name] = Entry(plugin.name, f"{what} from {plugin.dist}", plugin.value, plugin.dist)
 
 
 def register_preset(name: str, spec: str, description: str, kwargs: dict | None = None, weights_from: str | None = None) -> None:
@@ -72,6 +103,10 @@ register_kind("timm", "any timm model with forward_intermediates", "sceneforge.p
 register_kind(
     "hf", "Hugging Face AutoModel id (HF cache) or save_pretrained directory", "sceneforge.probing.hf_backbone:create_hf"
 )
+
+# installed plugins, beside the built-ins (core/plugins.py; `sceneforge plugins` lists them)
+_add_plugins("sceneforge.heads", HEADS, "plugin head")
+_add_plugins("sceneforge.backbones", BACKBONE_KINDS, "plugin backbone kind")
 
 PROTOCOLS["within"] = Entry("within", "one probe per (env, task) on its own train/val/test split")
 PROTOCOLS["loeo"] = Entry("loeo", "leave one environment out, per task; test on every row of it")

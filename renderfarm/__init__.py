@@ -3,8 +3,8 @@
 Front door: :func:`run_job`; the scenario side of the seam is :mod:`scenarios.contract`.
 """
 
-from sceneforge.scenarios.contract import JobPlan, Scenario, Shard, ShardResult, load_scenario
+from sceneforge.scenarios.contract import JobPlan, Scenario, Shard, ShardResult, get_scenario
 from sceneforge.renderfarm.job import run_job
 from sceneforge.renderfarm.summary import exit_code, format_summary
 
-__all__ = ["run_job", "exit_code", "format_summary", "JobPlan", "Scenario", "Shard", "ShardResult", "load_scenario"]
+__all__ = ["run_job", "exit_code", "format_summary", "JobPlan", "Scenario", "Shard", "ShardResult", "get_scenario"]

@@ -14,20 +14,18 @@ import time
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
-from types import ModuleType
 
 from sceneforge.engine.server.launch import start_server
 from sceneforge.renderfarm.auto import inline_threads
 from sceneforge.renderfarm.servers import check_reachable, check_serves
-from sceneforge.scenarios.contract import Shard, needs_server, server_spec
+from sceneforge.scenarios.contract import Scenario, Shard
 
 log = logging.getLogger(__name__)
 
 
 def run_inline(
-    module: ModuleType,
+    job: Scenario,
     scenario: str,
-    config: dict,
     out_dir: Path,
     n_samples: int,
     *,
@@ -38,16 +36,16 @@ def run_inline(
     from tqdm import tqdm
 
     t0 = time.perf_counter()
-    takes_progress = "progress" in inspect.signature(module.run).parameters
+    takes_progress = "progress" in inspect.signature(job.run).parameters
     with ExitStack() as stack:
         address = ""
-        if needs_server(module):
-            address = _server(stack, module, config, Path(out_dir), server)
+        if job.NEEDS_SERVER:
+            address = _server(stack, job, server)
         bar = stack.enter_context(
             tqdm(total=n_samples, unit="sample", desc=scenario.rsplit(".")[-1], disable=not progress, dynamic_ncols=True)
         )
         extra = {"progress": bar.update} if takes_progress else {}
-        result = module.run(config, Shard(0, tuple(range(n_samples))), Path(out_dir), server=address, **extra)
+        result = job.run(Shard(0, tuple(range(n_samples))), Path(out_dir), server=address, **extra)
         if not takes_progress:
             bar.update(len(result.done) + len(result.skipped))
     elapsed = time.perf_counter() - t0
@@ -70,10 +68,10 @@ def run_inline(
     }
 
 
-def _server(stack: ExitStack, module: ModuleType, config: dict, out_dir: Path, server: str | None) -> str:
+def _server(stack: ExitStack, job: Scenario, server: str | None) -> str:
     """A user-given server (checked: reachable and serving what the job needs), or our own one
     started with the scenario's :class:`~scenarios.contract.ServerSpec` as arguments."""
-    spec = server_spec(module, config)
+    spec = job.server_spec()
     if server:
         check_reachable(server)
         check_serves(server, spec)

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.contract import load_scenario
-from sceneforge.scenarios.registry import module_path
+from sceneforge.scenarios.config import ScenarioConfig
+from sceneforge.scenarios.contract import Scenario, get_scenario
 from sceneforge.renderfarm.inline import run_inline
 from sceneforge.renderfarm.journal import Journal
 from sceneforge.renderfarm.jsonlog import attach_json_log, detach_json_log, event_logger
@@ -35,7 +35,7 @@ from sceneforge.renderfarm.raypool import RayPool  # ray itself is imported when
 from sceneforge.renderfarm.scheduler import Scheduler
 from sceneforge.renderfarm.servers import parse_server_list
 from sceneforge.renderfarm.summary import add_throughput, format_summary, summarise, write_summary
-from sceneforge.renderfarm.wds import check_shard_size, pack
+from sceneforge.renderfarm.wds import check_shard_size, pack, samples_of
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ MAX_JOB_SAMPLES = 10_000_000
 
 def run_job(
     scenario: str,
-    config: dict,
+    config: dict | ScenarioConfig,
     out_dir: Path | str,
     *,
     workers: int | None = None,
@@ -69,10 +69,12 @@ def run_job(
         summary = run_job("sparrta", cfg, Path("data"), workers=2)    # or backend="inline"/"ray"
         if summary["failed"]: ...   # {sample index: error}; the CLI exits non-zero
 
-    ``scenario`` is a registry name (:mod:`scenarios.registry`) or an import path. This is the
-    only runner: it validates the config (``plan``), takes the output directory's lock, claims it
-    (``OUT/job.json``), starts render servers with the scenario's
-    :class:`~scenarios.contract.ServerSpec` as arguments, and finalizes a complete job.
+    ``scenario`` is a registry name (:mod:`scenarios.registry`) or an import path; ``config`` a
+    plain dict or the scenario's parsed ``Config``. This is the only runner: it builds the
+    scenario once (the config parsed once), plans the job, takes the output directory's lock,
+    claims it (``OUT/job.json``), starts render servers with the scenario's
+    :class:`~scenarios.contract.ServerSpec` as arguments, and finalizes a complete job. Workers
+    (other processes) each build the scenario once from the normalised config.
     ``backend="inline"`` runs every sample in this process on one server (``server=`` uses a
     running one instead); ``local``/``ray`` shard the job over workers.
 
@@ -89,13 +91,13 @@ def run_job(
         raise ConfigError(f"sample_timeout_s must be > 0, got {sample_timeout_s}")
     if backend not in BACKENDS:
         raise ConfigError(f"--backend: '{backend}' is not one of {', '.join(BACKENDS)}")
-    scenario = module_path(scenario)
-    module = load_scenario(scenario)
-    finish = Finish(None, check_packable(module, wds_shard_size))
-    plan = module.plan(config)
+    job = get_scenario(scenario)(config)
+    scenario = job.path()  # what job.json records and workers import
+    finish = Finish(None, check_packable(job, wds_shard_size))
+    plan = job.plan()
     check_job_size(plan.n_samples)
-    if plan.config is not None:  # workers get the normalised config (the one job.json records)
-        config = plan.config
+    # workers get the normalised config (the one job.json records)
+    config = plan.config if plan.config is not None else getattr(job.config, "to_dict", lambda: job.config)()
     servers = parse_server_list(servers)
     remote = remote_out(out_dir)
     out_dir = check_out_dir(remote.staging if remote else out_dir)
@@ -103,14 +105,14 @@ def run_job(
         finish = Finish(publisher, finish.wds_shard_size)
         claim_output(out_dir, scenario, plan)
         if backend == "inline":
-            return _run_inline(module, scenario, config, out_dir, plan, server=server, progress=progress, finish=finish)
+            return _run_inline(job, scenario, out_dir, plan, server=server, progress=progress, finish=finish)
         manifest = open_manifest(out_dir, scenario, plan, shard_size)
         fdir = farm_dir(out_dir)
         events, ev_handler = event_logger(fdir / LOG)
         warn_handler = attach_json_log(fdir / LOG, logging.WARNING, "renderfarm")
         try:
             return _run(
-                module,
+                job,
                 scenario,
                 config,
                 out_dir,
@@ -148,35 +150,34 @@ class Finish:
     wds_shard_size: int | None = None
 
 
-def check_packable(module, wds_shard_size: int | None) -> int | None:
+def check_packable(job: Scenario, wds_shard_size: int | None) -> int | None:
     """``--format wds`` is refused up front for a scenario that cannot be packed."""
     if wds_shard_size is None:
         return None
-    if not hasattr(module, "wds_samples"):
-        raise ConfigError(f"--format wds: scenario {module.__name__} cannot be packed (it defines no wds_samples)")
+    samples_of(job)
     return check_shard_size(wds_shard_size)
 
 
-def _run_inline(module, scenario, config, out_dir, plan, *, server, progress, finish=Finish()) -> dict:
+def _run_inline(job: Scenario, scenario, out_dir, plan, *, server, progress, finish=Finish()) -> dict:
     t0 = time.perf_counter()
-    summary = run_inline(module, scenario, config, out_dir, plan.n_samples, server=server, progress=progress)
+    summary = run_inline(job, scenario, out_dir, plan.n_samples, server=server, progress=progress)
     if summary["complete"] == summary["samples"]:
-        _finalize(module, config, out_dir, summary, finish)
+        _finalize(job, out_dir, summary, finish)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
     write_summary(farm_dir(out_dir), summary)  # what `farm status OUT` reads of an inline run (no journal)
     _publish(finish.publisher, summary)
     return summary
 
 
-def _finalize(module, config, out_dir, summary, finish: Finish) -> None:
+def _finalize(job: Scenario, out_dir, summary, finish: Finish) -> None:
     """``finalize`` (then the WebDataset shards); with a bucket, every sample is published
     first, so the index files it writes never list a sample the bucket lacks."""
     if finish.publisher is not None:
         finish.publisher.publish()
-    summary["finalize"] = module.finalize(config, out_dir)
+    summary["finalize"] = job.finalize(out_dir)
     summary["finalized"] = True
     if finish.wds_shard_size:
-        summary["wds"] = pack(module, config, out_dir, finish.wds_shard_size)
+        summary["wds"] = pack(job, out_dir, finish.wds_shard_size)
 
 
 def _publish(publisher, summary: dict) -> None:
@@ -186,7 +187,7 @@ def _publish(publisher, summary: dict) -> None:
 
 
 def _run(
-    module,
+    job: Scenario,
     scenario,
     config,
     out_dir,
@@ -239,13 +240,13 @@ def _run(
             )
         summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0, workers=n_workers, backend=backend)
     add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
-    return _conclude(module, config, out_dir, summary, events, progress, t0, finish)
+    return _conclude(job, out_dir, summary, events, progress, t0, finish)
 
 
-def _conclude(module, config, out_dir, summary, events, progress, t0, finish=Finish()) -> dict:
+def _conclude(job: Scenario, out_dir, summary, events, progress, t0, finish=Finish()) -> dict:
     """finalize (only for a complete job), then record and show the summary."""
     if summary["complete"] == summary["samples"]:
-        _finalize(module, config, out_dir, summary, finish)
+        _finalize(job, out_dir, summary, finish)
     summary["seconds"] = round(time.perf_counter() - t0, 3)
     if finish.publisher is not None:
         summary["published"] = {"url": finish.publisher.remote.url}

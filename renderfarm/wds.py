@@ -9,7 +9,7 @@ row), ``KEY.mask.png`` when masks were made, and whatever else the scenario adds
 Deterministic: samples go into shards in global index order, ``shard_size`` per shard, and every
 tar header is fixed (mtime 0, uid/gid 0, no user names, mode 0644, ustar), so the shards are the
 same bytes at any worker count and on any resume. A scenario opts in by defining
-``wds_samples(config, out_dir)``, an iterator of ``(key, {ext: Path | bytes})`` in index order.
+``wds_samples(out_dir)`` (a method of its Scenario class), an iterator of ``(key, {ext: Path | bytes})`` in index order.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def write_wds(
 
     Example::
 
-        write_wds(module.wds_samples(config, out), out, shard_size=500)
+        write_wds(scenario.wds_samples(out), out, shard_size=500)
         # then: webdataset.WebDataset("out/wds/shard-{000000..000009}.tar")
     """
     check_shard_size(shard_size)
@@ -87,12 +87,19 @@ def _add(tar: tarfile.TarFile, name: str, data: "Path | bytes") -> None:
     tar.addfile(info, io.BytesIO(payload))
 
 
-def pack(module, config: dict, out_dir: Path, shard_size: int) -> dict:
-    """``--format wds`` for a finished job: the scenario's samples into shards."""
-    samples = getattr(module, "wds_samples", None)
+def samples_of(scenario):
+    """The scenario's (a scenarios.contract.Scenario) ``wds_samples``; one line when it has none."""
+    samples = getattr(scenario, "wds_samples", None)
     if samples is None:
-        raise ConfigError(f"--format wds: scenario {module.__name__} cannot be packed (it defines no wds_samples)")
-    return write_wds(samples(config, Path(out_dir)), Path(out_dir), shard_size)
+        raise ConfigError(
+            f"--format wds: scenario {scenario.NAME or scenario.path()} cannot be packed (it defines no wds_samples)"
+        )
+    return samples
+
+
+def pack(scenario, out_dir: Path, shard_size: int) -> dict:
+    """``--format wds`` for a finished job: the scenario's samples into shards."""
+    return write_wds(samples_of(scenario)(Path(out_dir)), Path(out_dir), shard_size)
 
 
 def read_index(out_dir: Path) -> dict:
@@ -114,11 +121,9 @@ def export_wds(data_dir: Path, out: Path, shard_size: int = DEFAULT_SHARD_SIZE) 
     counts = job_status(data_dir)["counts"]["shards"]
     if counts.get("pending") or counts.get("failed"):
         raise ConfigError(f"{data_dir}: the job is not finished (sceneforge farm status {data_dir}); rerun it to resume first")
-    module = get_scenario(job["scenario"])
-    if getattr(module, "wds_samples", None) is None:
-        raise ConfigError(f"--format wds: scenario {module.__name__} cannot be packed (it defines no wds_samples)")
+    samples = samples_of(get_scenario(job["scenario"])(job.get("config") or {}))  # the config parsed once
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ConfigError(f"{out}: exists and is not an empty directory")
     if out.resolve() == data_dir.resolve() or data_dir.resolve() in out.resolve().parents:
         raise ConfigError(f"{out}: inside the dataset {data_dir}; export to a directory of its own")
-    return write_wds(module.wds_samples(job.get("config") or {}, data_dir), out, shard_size, subdir="")
+    return write_wds(samples(data_dir), out, shard_size, subdir="")

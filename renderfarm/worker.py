@@ -18,9 +18,8 @@ import time
 import traceback
 from dataclasses import asdict
 from pathlib import Path
-from types import ModuleType
 
-from sceneforge.scenarios.contract import Shard, ShardResult, load_scenario, needs_server, server_spec
+from sceneforge.scenarios.contract import Scenario, Shard, ShardResult, get_scenario
 from sceneforge.renderfarm.jsonlog import attach_json_log
 from sceneforge.renderfarm.manifest import hold_worker_lock
 from sceneforge.renderfarm.servers import ServerSlot
@@ -44,16 +43,16 @@ def one_line(exc: BaseException, limit: int = 500) -> str:
 
 
 class WorkerCore:
-    """Scenario module + server slot of one worker; :meth:`execute` runs one work item."""
+    """Scenario + server slot of one worker; :meth:`execute` runs one work item. The scenario is
+    built once per worker (its config parsed once), then serves every item the worker runs."""
 
     def __init__(self, scenario: str, config: dict, out_dir: str, server_dir: str, external: str | None):
         limit_threads()
-        self.module: ModuleType = load_scenario(scenario)
-        self.config = config
+        self.scenario: Scenario = get_scenario(scenario)(config)
         self.out_dir = Path(out_dir)
-        self.needs_server = needs_server(self.module)
-        self.takes_progress = "progress" in inspect.signature(self.module.run).parameters
-        spec = server_spec(self.module, config) if self.needs_server else None
+        self.needs_server = bool(self.scenario.NEEDS_SERVER)
+        self.takes_progress = "progress" in inspect.signature(self.scenario.run).parameters
+        spec = self.scenario.server_spec() if self.needs_server else None
         self.slot = ServerSlot(Path(server_dir), external=external, spec=spec)
 
     def prepare(self) -> dict:
@@ -70,7 +69,7 @@ class WorkerCore:
         extra = {"progress": progress} if progress is not None and self.takes_progress else {}
         try:
             server = self.slot.ensure() if self.needs_server else ""
-            result = self.module.run(self.config, Shard(shard_id, tuple(indices)), self.out_dir, server=server, **extra)
+            result = self.scenario.run(Shard(shard_id, tuple(indices)), self.out_dir, server=server, **extra)
             if not isinstance(result, ShardResult):
                 raise TypeError(f"run() returned {type(result).__name__}, not ShardResult")
             out = {"ok": True, "result": asdict(result)}

@@ -42,3 +42,13 @@ class ScenarioConfig(ConfigBase):
     @classmethod
     def default_source(cls) -> str:
         return f"{cls.SCENARIO} config"
+
+    def memo(self, key, make):
+        """``make()`` once per config object, e.g. an environment rebuilt from the recorded
+        content: a config is parsed once per process (scenarios.contract.Scenario), so what it
+        derives is built once too, whichever step asks. Not a field: neither the identity nor
+        ``to_dict`` sees it (``replace`` starts a new one)."""
+        store = self.__dict__.setdefault("_memo", {})
+        if key not in store:
+            store[key] = make()
+        return store[key]

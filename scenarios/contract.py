@@ -1,25 +1,32 @@
 """The one contract between the runner (inline, local farm, Ray) and every scenario.
 
-A *job* is a scenario name + its config (a plain dict, validated by the scenario) + a seed + a
-sample count. The farm splits the sample indices into :class:`Shard` s and calls the scenario's
-``run(config, shard, out_dir, server=...)`` on a worker that owns a render server. Because every
-sample's RNG derives from ``(seed, ..., index)``, the output does not depend on which worker ran
-which shard; ``finalize`` then merges per-sample records in index order.
+A *job* is a scenario + its config + a seed + a sample count. A scenario is a class, registered
+beside its definition (:func:`scenarios.registry.register_scenario`, as timm's ``register_model``)::
 
-A scenario module (e.g. ``scenarios.sparrta``) provides::
+    @register_scenario
+    class Distance(Scenario):
+        NAME = "distance"                        # registry name: `sceneforge run distance`
+        Config = DistanceConfig                  # a ScenarioConfig: its fields are the command line
 
-    def plan(config: dict) -> JobPlan            # validate; count samples; fingerprint config
-    def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult
-    def finalize(config: dict, out_dir: Path) -> dict   # tables, splits, dataset card; returns stats
+        def plan(self) -> JobPlan: ...           # count samples, fingerprint the config
+        def server_spec(self) -> ServerSpec: ... # optional: packs / licences / renderer
+        def run(self, shard, out_dir, *, server, progress=None) -> ShardResult: ...  # one shard
+        def finalize(self, out_dir) -> dict: ... # tables, splits, dataset card; returns stats
 
-Optionally a scenario sets ``NEEDS_SERVER = False`` (pure CPU work such as re-encoding); the
-farm then starts no render server and passes ``server=""``. A scenario that needs more than the
-default library on its servers defines ``server_spec(config) -> ServerSpec`` (asset packs,
-licence filter, renderer): the runner passes it to every server it starts *as arguments* and
-checks external servers against it.
+``Scenario(config)`` parses the config once (a parsed ``Config`` is taken as it is): the runner
+builds the scenario once per process (the parent, each worker) and calls its steps, so nothing
+re-parses the config or re-reads an environment file per step. The farm splits the sample
+indices into :class:`Shard` s and calls ``run`` on a worker that owns a render server. Because
+every sample's RNG derives from ``(seed, ..., index)``, the output does not depend on which worker
+ran which shard; ``finalize`` then merges per-sample records in index order.
 
-Scenarios are found by name through :mod:`scenarios.registry`; the output directory is claimed
-(``OUT/job.json``: scenario + fingerprint + normalised config) by the runner alone.
+``NEEDS_SERVER = False`` (pure CPU work such as re-encoding): the farm starts no render server
+and passes ``server=""``. ``wds_samples(out_dir)`` (optional): the samples for ``--format wds``.
+
+Scenarios are found by name through :mod:`scenarios.registry` (built-in ones and the
+``sceneforge.scenarios`` entry points of installed plugins) or by import path; the output
+directory is claimed (``OUT/job.json``: :meth:`Scenario.path` + fingerprint + normalised config)
+by the runner alone.
 
 ``run`` must be idempotent: a sample whose files are complete is skipped, each file is written
 to a temporary name and renamed, so a killed worker never leaves a half-written sample.
@@ -31,11 +38,11 @@ import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import ClassVar
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.config import ScenarioConfig
-from sceneforge.scenarios.registry import module_path, registered, scenario_names
+from sceneforge.scenarios.registry import by_path, lookup, scenario_names
 
 
 @dataclass(frozen=True)
@@ -82,10 +89,36 @@ class ShardResult:
     seconds: float = 0.0
 
 
-class Scenario(Protocol):
-    def plan(self, config: dict) -> JobPlan: ...
-    def run(self, config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResult: ...
-    def finalize(self, config: dict, out_dir: Path) -> dict: ...
+class Scenario:
+    """Base of every scenario (see the module docstring): one instance per job and process."""
+
+    NAME: ClassVar[str] = ""  # registry name (an identifier)
+    Config: ClassVar[type[ScenarioConfig] | None] = None  # None: the config stays a plain dict (test toys)
+    NEEDS_SERVER: ClassVar[bool] = True
+    # OUT/job.json's "scenario" and what workers import: the defining module's path unless set
+    # (sparrta and videos keep their package's, so datasets made before classes resume)
+    PATH: ClassVar[str | None] = None
+
+    def __init__(self, config: "dict | ScenarioConfig"):
+        cls = type(self).Config
+        self.config = cls.from_dict(config) if cls is not None else config
+
+    @classmethod
+    def path(cls) -> str:
+        return cls.PATH or short_path(cls.__module__)
+
+    def plan(self) -> JobPlan:
+        raise NotImplementedError
+
+    def server_spec(self) -> ServerSpec:
+        """What this job's render servers must serve (default: the plain default library)."""
+        return ServerSpec()
+
+    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+        raise NotImplementedError
+
+    def finalize(self, out_dir: Path) -> dict:
+        raise NotImplementedError
 
 
 LIBRARY_PACKAGES = ("core", "engine", "scenarios", "probing", "renderfarm", "assets_manifest")
@@ -100,51 +133,48 @@ def import_path(name: str) -> str:
     return f"sceneforge.{name}" if name.split(".", 1)[0] in LIBRARY_PACKAGES else name
 
 
-def load_scenario(name: str) -> ModuleType:
-    """Import a scenario module by import path (``"scenarios.sparrta"``) and check the contract."""
-    path = import_path(name)
+def short_path(module: str) -> str:
+    """The inverse of :func:`import_path`: ``sceneforge.scenarios.distance`` → ``scenarios.distance``."""
+    head, _, tail = module.partition(".")
+    return tail if head == "sceneforge" and tail.split(".", 1)[0] in LIBRARY_PACKAGES else module
+
+
+def get_scenario(name_or_path: str) -> type[Scenario]:
+    """A scenario class by registered name (``"sparrta"``, built-in or a plugin's) or by import
+    path (``"scenarios.sparrta"``, ``"my_pkg.my_scenario"``: the :class:`Scenario` it defines)."""
+    cls = lookup(name_or_path) or by_path(name_or_path)
+    if cls is not None:
+        return cls
+    path = import_path(name_or_path)
     try:
         module = importlib.import_module(path)
     except ModuleNotFoundError as e:
         if e.name and path.startswith(e.name):
             raise ConfigError(
-                f"scenario '{name}': not a registered scenario ({', '.join(scenario_names())}) "
+                f"scenario '{name_or_path}': not a registered scenario ({', '.join(scenario_names())}) "
                 "nor an importable module: no such module"
             ) from e
         raise
-    missing = [f for f in ("plan", "run", "finalize") if not callable(getattr(module, f, None))]
-    if missing:
-        raise ConfigError(f"scenario '{name}' lacks {', '.join(missing)}() of the farm contract")
-    cls = getattr(module, "Config", None)
-    if cls is not None and not (isinstance(cls, type) and issubclass(cls, ScenarioConfig)):
-        raise ConfigError(f"scenario '{name}': Config must derive from sceneforge.scenarios.config.ScenarioConfig")
-    return module
+    found = by_path(name_or_path) or _defined_in(module)
+    if found is None:
+        raise ConfigError(
+            f"scenario '{name_or_path}' defines no Scenario class (sceneforge.scenarios.contract.Scenario; docs/scenarios.md)"
+        )
+    return found
 
 
-def server_spec(module: ModuleType, config: dict) -> ServerSpec:
-    """The scenario's :class:`ServerSpec` for ``config`` (default: the plain default library)."""
-    fn = getattr(module, "server_spec", None)
-    return fn(config) if callable(fn) else ServerSpec()
-
-
-def needs_server(module: ModuleType) -> bool:
-    """Whether the farm must give this scenario's workers a render server (default: yes)."""
-    return bool(getattr(module, "NEEDS_SERVER", True))
-
-
-def get_scenario(name_or_path: str) -> ModuleType:
-    """A registered scenario by name (``"sparrta"``) or any scenario module by import path,
-    imported and checked against the contract (a registered one's ``NAME`` must be its name)."""
-    module = load_scenario(module_path(name_or_path))
-    name = getattr(module, "NAME", None)
-    if registered(name_or_path) and name is not None and name != name_or_path:
-        raise ConfigError(f"scenario '{name_or_path}' is registered as {module_path(name_or_path)!r}, whose NAME is {name!r}")
-    return module
+def _defined_in(module: ModuleType) -> type[Scenario] | None:
+    classes = [
+        c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Scenario) and c.__module__ == module.__name__
+    ]
+    if len(classes) > 1:
+        raise ConfigError(f"scenario module '{module.__name__}' defines {len(classes)} Scenario classes; register them by name")
+    return classes[0] if classes else None
 
 
 def config_class(name_or_path: str) -> type[ScenarioConfig]:
     """The scenario's ``Config`` (its fields are its command line and its job.json record)."""
-    cls = getattr(get_scenario(name_or_path), "Config", None)
+    cls = get_scenario(name_or_path).Config
     if cls is None:
         raise ConfigError(f"scenario '{name_or_path}' has no Config (a scenarios.config.ScenarioConfig dataclass)")
     return cls

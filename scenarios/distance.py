@@ -12,8 +12,9 @@ Files (``OUT/<env>/``): ``img_NNNNNN.<fmt>``, ``mask_NNNNNN.png`` (instance colo
 ``sample_NNNNNN.json`` (camera, both objects' pose, class, colour and distance, the label), written
 last so it marks the sample complete. ``finalize`` writes ``samples.parquet``/``metadata.csv``.
 
-What it costs: this module and one line in :data:`scenarios.registry.BUILTIN`; its command line
-is generated from :class:`DistanceConfig` (``sceneforge run distance --env desert --n 8 --out D``).
+What it costs: this module (its class registers itself: ``@register_scenario``; a scenario outside
+this repository is the same class behind an entry point, ``examples/sceneforge-height``); its
+command line is generated from :class:`DistanceConfig` (``sceneforge run distance --env desert --n 8 --out D``).
 """
 
 from __future__ import annotations
@@ -24,13 +25,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from sceneforge.core.errors import PlacementError
-from sceneforge.core.visibility import visibility_failure
 from sceneforge.engine.world import instance_color
 from sceneforge.scenarios.config import ScenarioConfig, option
-from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.output.writers import (
     atomic_write_bytes,
     atomic_write_json,
@@ -41,12 +38,9 @@ from sceneforge.scenarios.output.writers import (
     write_table,
 )
 from sceneforge.scenarios.pipeline.shard import run_shard
-
-# Imported inside functions: environments (pydantic, ~0.3 s), sampling.rejection (shapely) and
-# sparrta.scene, because `sceneforge run` reads Config from this module while building its parser.
-
-NAME = "distance"
-LABELS = ("a", "b")
+from sceneforge.scenarios.registry import register_scenario
+from sceneforge.scenarios.sampling.pairs import PairMaker
+from sceneforge.scenarios.world.environments import load_env
 
 
 @dataclass(frozen=True)
@@ -75,145 +69,72 @@ class DistanceConfig(ScenarioConfig):
         )
 
     def load_env(self):
-        # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.world.environments import load_env
-
-        return load_env(self.env)
+        return self.memo("env", lambda: load_env(self.env))
 
 
-Config = DistanceConfig
+@register_scenario
+class Distance(Scenario):
+    """The scenario: the runner builds it once per process (the config parsed once) and calls its steps."""
 
+    NAME = "distance"
+    Config = DistanceConfig
 
-def plan(config: dict) -> JobPlan:
-    cfg = Config.from_dict(config)
-    return JobPlan(cfg.n, cfg.fingerprint(), f"{cfg.n} distance images: {cfg.env}", config=cfg.to_dict())
+    def plan(self) -> JobPlan:
+        cfg = self.config
+        return JobPlan(cfg.n, cfg.fingerprint(), f"{cfg.n} distance images: {cfg.env}", config=cfg.to_dict())
 
+    def server_spec(self) -> ServerSpec:
+        return ServerSpec(assets=tuple(self.config.load_env().asset_packs()))
 
-def server_spec(config: dict) -> ServerSpec:
-    return ServerSpec(assets=tuple(Config.from_dict(config).load_env().asset_packs()))
+    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+        cfg, out = self.config, Path(out_dir)
+        return run_shard(
+            shard,
+            server,
+            complete=lambda i: record_path(out, cfg, i).is_file(),
+            maker=lambda client, todo: Maker(cfg, client, out),
+            progress=progress,
+        )
+
+    def finalize(self, out_dir: Path) -> dict:
+        cfg, out = self.config, Path(out_dir)
+        rows = []
+        for i in range(cfg.n):
+            rec = json.loads(record_path(out, cfg, i).read_text())
+            rows.append(
+                {
+                    "file_name": rec["files"]["image"],
+                    "label": rec["label"],
+                    "env": rec["env"],
+                    "index": i,
+                    "class_a": rec["objects"]["a"]["class"],
+                    "class_b": rec["objects"]["b"]["class"],
+                    "distance_a_cm": rec["objects"]["a"]["distance_cm"],
+                    "distance_b_cm": rec["objects"]["b"]["distance_cm"],
+                }
+            )
+        write_table(rows, out)
+        return {"samples": len(rows), "by_label": dict(sorted(Counter(r["label"] for r in rows).items()))}
 
 
 def record_path(out: Path, cfg: DistanceConfig, i: int) -> Path:
     return out / Path(cfg.env).stem / f"sample_{i:06d}.json"
 
 
-def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
-    cfg, out = Config.from_dict(config), Path(out_dir)
-    return run_shard(
-        shard,
-        server,
-        complete=lambda i: record_path(out, cfg, i).is_file(),
-        maker=lambda client, todo: Maker(cfg, client, out),
-        progress=progress,
-    )
+class Maker(PairMaker):
+    """The kit's two-object sampler (:class:`scenarios.sampling.pairs.PairMaker`) with this
+    scenario's rule (the label must be clear from the camera) and files."""
 
+    TASK = "distance"
 
-def finalize(config: dict, out_dir: Path) -> dict:
-    cfg, out = Config.from_dict(config), Path(out_dir)
-    rows = []
-    for i in range(cfg.n):
-        rec = json.loads(record_path(out, cfg, i).read_text())
-        rows.append(
-            {
-                "file_name": rec["files"]["image"],
-                "label": rec["label"],
-                "env": rec["env"],
-                "index": i,
-                "class_a": rec["objects"]["a"]["class"],
-                "class_b": rec["objects"]["b"]["class"],
-                "distance_a_cm": rec["objects"]["a"]["distance_cm"],
-                "distance_b_cm": rec["objects"]["b"]["distance_cm"],
-            }
-        )
-    write_table(rows, out)
-    return {"samples": len(rows), "by_label": dict(sorted(Counter(r["label"] for r in rows).items()))}
-
-
-class Maker:
-    """Makes one sample at a time on one render client (see :func:`scenarios.pipeline.shard.run_shard`)."""
-
-    def __init__(self, cfg: DistanceConfig, client, out: Path):
-        # shapely, ~19 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.sparrta.scene import ShapeCache
-
-        self.cfg, self.client, self.out = cfg, client, out
-        self.env = cfg.load_env()
-        self.name = Path(cfg.env).stem
-        self.shapes = ShapeCache(self.env.library, lambda c: self.env.variants(c, self.env.library))
-        self.world_set = False
-
-    def make_sample(self, i: int, upcoming=()) -> dict:
-        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.sampling.rejection import sample_rng
-
-        rng = sample_rng(self.cfg.seed, self.name, "distance", "pair", i)
-        counts: Counter = Counter()
-        for _ in range(self.cfg.max_views):
-            placed = self.place(rng, counts)
-            cam = self.camera(rng, placed, counts)
-            vis = self.visible(placed, cam)
-            if vis is None:
-                return self.write(i, placed, cam, counts)
-            counts[vis] += 1
-        raise PlacementError(
-            f"{self.name} distance sample {i}: no view in {self.cfg.max_views}: {dict(sorted(counts.items()))}",
-            rule=counts.most_common(1)[0][0],
-            tries=sum(counts.values()),
-            rejections=dict(counts),
-        )
-
-    def place(self, rng, counts):
-        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.sampling.rejection import no_overlap, resample_while, sample_object
-
-        s = self.env.sampling
-        classes = sorted({c for t in self.env.triples for c in (t.source_class, t.target_class)})
-        placed = []
-        for name in LABELS:
-            shape = self.shapes.pick(rng, classes[int(rng.integers(len(classes)))])
-            placed.append(
-                resample_while(
-                    lambda r, sh=shape, n=name: sample_object(r, n, sh, s.centre_cm, s.sigma_cm, self.env.ground),
-                    [("overlap", no_overlap(placed, 30.0))],
-                    rng,
-                    self.cfg.max_tries,
-                    counts,
-                    what=f"placing {name}",
-                )
-            )
-        return placed
-
-    def camera(self, rng, placed, counts):
-        # shapely, ~16 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-        from sceneforge.scenarios.sampling.rejection import camera_clear, in_frame, resample_while, sample_camera
-
-        s, cfg = self.env.sampling, self.cfg
-        aim = tuple(np.mean([p.centre() for p in placed], axis=0))
-        base_z = float(np.mean([p.z for p in placed]))
+    def camera_rules(self, placed):
+        cfg = self.cfg
 
         def distinct(cam) -> bool:  # the label must be clear: relative gap of the two distances
             da, db = (distance_cm(cam.location, p.centre()) for p in placed)
             return abs(da - db) >= cfg.min_gap * max(da, db)
 
-        return resample_while(
-            lambda r: sample_camera(
-                r, s.centre_cm, s.cam_xy_range_cm, s.cam_height_range_cm, base_z, aim, s.fov_deg, cfg.image_size
-            ),
-            [("camera_clear", camera_clear(placed, 50.0)), ("in_frame", in_frame(placed, 2.0)), ("ambiguous", distinct)],
-            rng,
-            cfg.max_tries,
-            counts,
-            what="distance camera",
-        )
-
-    def visible(self, placed, cam) -> str | None:
-        if not self.world_set:
-            self.client.set_world(self.env.world)
-            self.world_set = True
-        self.client.reset()
-        self.client.spawn([p.actor(instance_color(k)) for k, p in enumerate(placed)])
-        counts = self.client.visibility(0, list(LABELS), camera=cam)
-        return visibility_failure(counts, LABELS, self.cfg.min_visible_ratio, self.cfg.min_bbox_px)
+        return [("ambiguous", distinct)]
 
     def write(self, i: int, placed, cam, counts) -> dict:
         cfg, stem = self.cfg, f"{self.name}/%s_{i:06d}"

@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "study",  # sceneforge study CONFIG / merge / report  (study: generate + probe into a leaderboard)
     "farm",  # sceneforge farm status                (renderfarm)
     "bench",  # sceneforge bench <name>               (benchmarks/)
+    "plugins",  # sceneforge plugins                    (entry points of installed packages)
 )
 
 log = logging.getLogger("sceneforge")
@@ -65,7 +66,8 @@ def _describe_from_help(parser: argparse.ArgumentParser) -> None:
     """Every (sub)command's ``--help`` opens with a description: the one its module gave, else
     the one-line help it is listed with (issue 33 item 9: ``probe --help`` said nothing)."""
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+        if isinstance(action, argparse._SubParsersAction) and type(action.choices) is dict:
+            # (a lazy one, `run`'s scenarios, describes its parsers as it builds them)
             listed = {a.dest: a.help for a in action._choices_actions}
             for name, child in action.choices.items():
                 if not child.description and listed.get(name):

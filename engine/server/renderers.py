@@ -1,9 +1,15 @@
 """The renderer registry: ``--renderer NAME`` → a backend factory (the single source for CLI choices).
 
 A renderer is a :class:`~engine.server.backend.RenderBackend` built from the server's mesh
-provider and thread count. Register a new one with :func:`register_renderer`; the server
-(``python -m sceneforge.engine.server --renderer NAME``), ``sceneforge serve`` and every scenario that
-starts servers list their choices from :func:`renderer_names`.
+provider and thread count. Register a new one with :func:`register_renderer` (a decorator on its
+factory); the server (``python -m sceneforge.engine.server --renderer NAME``), ``sceneforge serve``
+and every scenario that starts servers list their choices from :func:`renderer_names`.
+
+Installed packages add renderers through the ``sceneforge.renderers`` entry point group
+(:mod:`core.plugins`): the entry point names the factory ``fn(mesh_provider, threads,
+options=None)``; its docstring's first line is its description, an ``OPTIONS`` attribute (a tuple
+of keys) its spec options. They are read on the registry's first lookup; a plugin that fails to
+load is skipped (one warning line; ``sceneforge plugins`` lists it) and cannot take a built-in name.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import functools
 from typing import Callable
 
 from sceneforge.core.errors import ConfigError, RenderError
+from sceneforge.core.plugins import load_group
 from sceneforge.engine.server.backend import MeshProvider, RenderBackend
 from sceneforge.engine.server.cycles import install  # light: paths and a version check
 
@@ -47,8 +54,23 @@ def register_renderer(
     return deco
 
 
+def _register_plugin(name: str, factory: object) -> None:
+    if name in _RENDERERS:
+        raise ConfigError(f"renderer {name!r} is built in; a plugin cannot replace it")
+    if not callable(factory):
+        raise ConfigError(f"entry point {name!r} names {factory!r}, not a renderer factory")
+    doc = (getattr(factory, "__doc__", None) or "").strip().splitlines()
+    register_renderer(name, doc[0] if doc else f"plugin renderer {name}", options=tuple(getattr(factory, "OPTIONS", ())))(factory)
+
+
+def _plugins() -> None:
+    """The ``sceneforge.renderers`` entry points, beside the built-ins (once per process)."""
+    load_group("sceneforge.renderers", _register_plugin)
+
+
 def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     """``"cycles:samples=32,seed=1"`` → ``("cycles", {"samples": "32", "seed": "1"})``; validated."""
+    _plugins()
     name, _, rest = str(spec).strip().partition(":")
     if name not in _RENDERERS:
         raise ConfigError(f"renderer: unknown renderer {name!r}; choose one of {', '.join(renderer_names())}")
@@ -73,10 +95,12 @@ def check_renderer(spec: str) -> None:
 
 
 def renderer_names() -> list[str]:
+    _plugins()
     return sorted(_RENDERERS)
 
 
 def renderer_descriptions() -> dict[str, str]:
+    _plugins()
     return {k: v[1] for k, v in sorted(_RENDERERS.items())}
 
 

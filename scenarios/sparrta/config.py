@@ -134,7 +134,7 @@ class SparrtaConfig(ScenarioConfig):
         content, with its asset library filtered by :attr:`licenses`."""
         from sceneforge.scenarios.world.environments import load_frozen_env  # pydantic+shapely, ~90 ms: off `--help`
 
-        return load_frozen_env(self.env_files, name, licenses=self.licenses)
+        return self.memo(("env", name), lambda: load_frozen_env(self.env_files, name, licenses=self.licenses))
 
     @classmethod
     def from_dict(cls, raw: dict, source: str = "config") -> "SparrtaConfig":

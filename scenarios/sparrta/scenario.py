@@ -29,10 +29,11 @@ from functools import partial
 from pathlib import Path
 
 from sceneforge.core.errors import PlacementError
-from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.pipeline.background import BackgroundWriter
 from sceneforge.scenarios.pipeline.lookahead import Lookahead, OnceCache, responsive
 from sceneforge.scenarios.pipeline.shard import run_shard
+from sceneforge.scenarios.registry import register_scenario
 from sceneforge.scenarios.sampling.rejection import sample_rng, visibility_failure
 from sceneforge.scenarios.sparrta.early import EarlyRequest
 from sceneforge.scenarios.sparrta.requests import PARKED_Z, ServerRequests  # noqa: F401 - PARKED_Z: the scenario's name
@@ -49,7 +50,8 @@ from sceneforge.scenarios.sparrta.setting import (
 )
 from sceneforge.scenarios.sparrta.record import build_params, build_row, file_names, load_record, objects_of, write_sample
 from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
-from sceneforge.scenarios.sparrta.scene import Group, Setting, ShapeCache, build_group
+from sceneforge.scenarios.sparrta.scene import Group, Setting, build_group
+from sceneforge.scenarios.sampling.shapes import ShapeCache
 from sceneforge.scenarios.sampling.consistency import PERCEPTUAL_RULE, ego_bearing_disagrees, ego_label_disagrees
 from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look, server_world
 from sceneforge.core.paths import confined
@@ -58,9 +60,6 @@ from sceneforge.scenarios.sparrta.card import collect, finalize_dataset, with_sp
 from sceneforge.scenarios.sparrta.layout import export_sparrta
 
 log = logging.getLogger(__name__)
-NAME = "sparrta"
-Config = SparrtaConfig
-NEEDS_SERVER = True
 # Rules that reject most candidates by design (drawing until the wanted label appears).
 CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
 LOOKAHEAD = 8  # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
@@ -110,6 +109,30 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str, progress=None
         progress=progress,
         lookahead=LOOKAHEAD,
     )
+
+
+@register_scenario
+class Sparrta(Scenario):
+    """The ``sparrta`` scenario: the steps above on the config parsed once (scenarios.contract)."""
+
+    NAME = "sparrta"
+    Config = SparrtaConfig
+    PATH = "scenarios.sparrta"  # what job.json of every SpaRRTa dataset says (resume compares it)
+
+    def plan(self) -> JobPlan:
+        return plan(self.config)
+
+    def server_spec(self) -> ServerSpec:
+        return server_spec(self.config)
+
+    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+        return run(self.config, shard, out_dir, server=server, progress=progress)
+
+    def finalize(self, out_dir: Path) -> dict:
+        return finalize(self.config, out_dir)
+
+    def wds_samples(self, out_dir: Path):
+        return wds_samples(self.config, out_dir)
 
 
 class ShardMaker:

@@ -94,7 +94,7 @@ class VideoConfig(ScenarioConfig):
         # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.world.environments import load_frozen_env
 
-        return load_frozen_env(self.env_file, next(iter(self.env_file)))
+        return self.memo("env", lambda: load_frozen_env(self.env_file, next(iter(self.env_file))))
 
     def validate(self, source: str = "videos config") -> None:
         if not isinstance(self.env, str) or not self.env:

@@ -30,7 +30,8 @@ import numpy as np
 
 from sceneforge.core.errors import ConfigError, PathSecurityError, PlacementError, SceneforgeError
 from sceneforge.engine.world import Actor, Ground
-from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.registry import register_scenario
 from sceneforge.scenarios.videos.config import VideoConfig
 from sceneforge.scenarios.videos import articulation, dsi
 from sceneforge.scenarios.videos import characters as chars
@@ -55,10 +56,6 @@ MOVABLE = ("truck", "car", "taxi", "bike", "vespa", "camel", "bear", "fox", "dee
 ANCHOR_CM = 600.0  # subject start within ±this of the env centre (clutter rings start ~18 m out)
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 CARD_FILE = "dataset_card.json"
-NAME = "videos"
-
-
-Config = VideoConfig  # the registry's name for a scenario's config class
 
 
 @dataclass
@@ -525,6 +522,27 @@ def finalize(config: dict, out_dir: Path) -> dict:
     stats = dsi.dataset_stats(records)
     atomic_write_json(out_dir / CARD_FILE, dataset_card(ctx, records, stats))
     return stats
+
+
+@register_scenario
+class Videos(Scenario):
+    """The ``videos`` scenario: the steps above on the config parsed once (scenarios.contract)."""
+
+    NAME = "videos"
+    Config = VideoConfig
+    PATH = "scenarios.videos"  # what job.json of every videos dataset says (resume compares it)
+
+    def plan(self) -> JobPlan:
+        return plan(self.config)
+
+    def server_spec(self) -> ServerSpec:
+        return server_spec(self.config)
+
+    def run(self, shard: Shard, out_dir: Path, *, server: str) -> ShardResult:
+        return run(self.config, shard, out_dir, server=server)
+
+    def finalize(self, out_dir: Path) -> dict:
+        return finalize(self.config, out_dir)
 
 
 def dataset_card(ctx: Context, records: list[dict], stats: dict) -> dict:

@@ -27,9 +27,10 @@ import numpy as np
 from sceneforge.core.config_names import as_recorded, check_image_size, from_recorded
 from sceneforge.core.errors import PlacementError
 from sceneforge.scenarios.config import ScenarioConfig, option
-from sceneforge.scenarios.contract import JobPlan, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.output.writers import atomic_write_bytes, encode_image, kind_bytes, kind_file
 from sceneforge.scenarios.pipeline.shard import run_shard
+from sceneforge.scenarios.registry import register_scenario
 from sceneforge.scenarios.vqa.record import load_scene, scene_path  # noqa: F401  (re-exported)
 from sceneforge.engine.world import Camera, instance_color, look_at_rotation
 from sceneforge.scenarios.sampling.screens import RASTER_SLACK_PX
@@ -37,7 +38,6 @@ from sceneforge.scenarios.vqa.record import record_json, scene_record
 from sceneforge.scenarios.vqa.templates import Rules, askable, is_surface, passes  # numpy + math, ~5 ms
 
 log = logging.getLogger(__name__)
-NEEDS_SERVER = True
 OBJECT_GAP_CM = 30.0
 SPREAD_SIGMA_CM = (120.0, 320.0)  # labelled objects: Gaussian around the centre, sigma drawn in this range (cm)
 
@@ -87,7 +87,7 @@ class VqaConfig(ScenarioConfig):
         # pydantic+shapely, ~90 ms: kept off `sceneforge --help` (the CLI parser imports this module)
         from sceneforge.scenarios.world.environments import load_frozen_env
 
-        return load_frozen_env(self.env_files, name)
+        return self.memo(("env", name), lambda: load_frozen_env(self.env_files, name))
 
     def to_dict(self) -> dict:
         """As every config's, under the names VQA datasets were first recorded with (``size``,
@@ -125,10 +125,6 @@ class VqaConfig(ScenarioConfig):
         from sceneforge.scenarios.world.environments import freeze_envs
 
         return replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
-
-
-NAME = "vqa"
-Config = VqaConfig  # the registry's name for a scenario's config class
 
 
 def parse_config(config: dict, source: str = "vqa config") -> VqaConfig:
@@ -197,6 +193,26 @@ def finalize(config: dict, out_dir: Path) -> dict:
     return write_dataset(cfg, Path(out_dir), [locate(cfg, k) for k in range(cfg.n * len(cfg.envs))])
 
 
+@register_scenario
+class Vqa(Scenario):
+    """The ``vqa`` scenario: the steps above on the config parsed once (scenarios.contract)."""
+
+    NAME = "vqa"
+    Config = VqaConfig
+
+    def plan(self) -> JobPlan:
+        return plan(self.config)
+
+    def server_spec(self) -> ServerSpec:
+        return server_spec(self.config)
+
+    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+        return run(self.config, shard, out_dir, server=server, progress=progress)
+
+    def finalize(self, out_dir: Path) -> dict:
+        return finalize(self.config, out_dir)
+
+
 def with_relations(graph: dict, objs: list, cam) -> dict:
     """``graph`` with every ordered pair's relation (the scene record's contract: all objects,
     clutter included), in :func:`scenarios.output.scene_graph.scene_graph`'s order and key position."""
@@ -216,7 +232,7 @@ class Maker:
     def env(self, name: str):
         if name not in self._envs:
             # shapely, ~19 ms: kept off `sceneforge --help` (the CLI parser imports this module)
-            from sceneforge.scenarios.sparrta.scene import ShapeCache
+            from sceneforge.scenarios.sampling.shapes import ShapeCache
 
             env = self._load_env(name)
             self._envs[name] = env

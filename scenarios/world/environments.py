@@ -264,6 +264,12 @@ def _check_file_size(path: Path, text: str | None) -> None:
         )
 
 
+# (content, path) -> validated spec: a job's config records its environments' content
+# (freeze_envs) and every step rebuilds them from it, so each file's YAML is parsed once per
+# process, not once per step (issue 51: 10 parses for a 4-sample job before; a test counts them)
+_SPECS: dict[tuple[str, str], EnvSpec] = {}
+
+
 def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str | None = None) -> Environment:
     """Load a shipped environment by name or a user YAML by path; errors name file:line: field.
 
@@ -274,13 +280,19 @@ def load_env(name_or_path: str | Path, library=None, licenses=None, *, text: str
 
     path = Path(name_or_path) if text is not None else env_path(name_or_path)
     _check_file_size(path, text)
-    data, root = read_yaml_text(text, path) if text is not None else read_yaml(path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: an environment must be a mapping (name, triples, ...)")
-    try:
-        spec = EnvSpec.model_validate(data)
-    except ValidationError as e:
-        raise ConfigError(validation_message(path, e, root, data)) from None
+    spec = _SPECS.get((text, str(path))) if text is not None else None
+    if spec is None:
+        data, root = read_yaml_text(text, path) if text is not None else read_yaml(path)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: an environment must be a mapping (name, triples, ...)")
+        try:
+            spec = EnvSpec.model_validate(data)
+        except ValidationError as e:
+            raise ConfigError(validation_message(path, e, root, data)) from None
+        if text is not None:
+            if len(_SPECS) >= 64:
+                _SPECS.clear()
+            _SPECS[(text, str(path))] = spec
     env = Environment(spec, path, library, licenses)
     # The classes accepted are the library's, what `sceneforge assets list` shows: built-in ones and
     # those a pack declares (`water`, `street`: procedural.yaml's `classes:`). KNOWN_CLASSES (the

@@ -88,7 +88,8 @@ def add_old_spellings(parser: argparse.ArgumentParser) -> None:
     subcommands have its old spelling: hidden from ``--help``, the same values, one deprecation
     line when used (``--no-progress`` → ``--quiet``)."""
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+        if isinstance(action, argparse._SubParsersAction) and type(action.choices) is dict:
+            # (a lazy one, `run`'s scenarios, adds them to each parser as it builds it)
             for child in action.choices.values():
                 add_old_spellings(child)
     for old, new in RENAMED_FLAGS.items():
@@ -160,7 +161,7 @@ def _workers(text: str):
     return n
 
 
-def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> None:
+def resolve_auto_workers(name: str, config, args: argparse.Namespace) -> None:
     """Replace ``--workers auto`` by the count :mod:`renderfarm.auto` picks for this job (said on
     stderr); external servers or Ray decide the count themselves, so ``auto`` leaves it unset."""
     if args.workers != "auto":
@@ -171,7 +172,7 @@ def resolve_auto_workers(name: str, config: dict, args: argparse.Namespace) -> N
     if args.servers or args.ray_address or args.backend == "ray":
         args.workers = None
         return
-    n = get_scenario(name).plan(config).n_samples
+    n = get_scenario(name)(config).plan().n_samples
     args.workers = auto_workers(n)
     print(
         f"--workers auto: {args.workers} ({usable_cpus():g} usable CPUs, load average {os.getloadavg()[0]:.1f})", file=sys.stderr
@@ -201,9 +202,10 @@ def wds_shard_size(args: argparse.Namespace) -> int | None:
     return DEFAULT_SHARD_SIZE if size is None else size
 
 
-def run_scenario(name: str, config: dict, out: Path, args: argparse.Namespace) -> dict:
+def run_scenario(name: str, config, out: Path, args: argparse.Namespace) -> dict:
     """The CLI's one path to the runner: flags → :func:`renderfarm.run_job`; failed or pending
-    samples → one line and exit 1 (:class:`core.errors.JobIncomplete`)."""
+    samples → one line and exit 1 (:class:`core.errors.JobIncomplete`). ``config`` is the parsed
+    config (the runner builds the scenario on it: parsed once per process) or a plain dict."""
     from sceneforge.renderfarm import run_job  # the renderfarm package: not at parser build
 
     out = out_flag(out)

@@ -33,10 +33,10 @@ def run_generate(args: argparse.Namespace) -> int:
         rejection_summary,
     )  # the scenario's pandas/pydantic: not at parser build
 
-    cfg, config = config_from_args(args)
+    cfg, _ = config_from_args(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
         check_renderer(cfg.renderer)
-    summary = run_scenario("sparrta", config, args.out, args)
+    summary = run_scenario("sparrta", cfg, args.out, args)
     stats = summary.get("finalize", {})
     print(
         f"{summary.get('samples')} samples in {args.out} ({summary.get('rendered', 0)} rendered this run, "

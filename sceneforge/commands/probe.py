@@ -15,6 +15,7 @@ import argparse
 from dataclasses import fields
 
 from sceneforge.core.extras import require_extra
+from sceneforge.probing.config import DEFAULT_HEADS
 from sceneforge.probing.pretrained import PRETRAINED, build, status, weights_dir
 from sceneforge.probing.registry import HEADS as HEAD_REGISTRY
 from sceneforge.probing.registry import PRESETS
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="train Linear/AbMILP/Efficient probes on a frozen backbone's features",
         description="Measure how much spatial-relation signal a frozen vision backbone carries: extract "
         "tokens of the chosen layers once into a feature cache, train SpaRRTa's probe heads "
-        f"({', '.join(HEADS)}) over the lr x dropout grid per (env, task), select on "
+        f"({', '.join(DEFAULT_HEADS)}, or --heads) over the lr x dropout grid per (env, task), select on "
         "validation, report test accuracy with 95% Wilson intervals. Writes runs.jsonl, "
         "summary.csv and report.html under --out (docs/probing.md).",
         epilog="example: sceneforge probe --data demo --backbone dinov2-s-imgfocus --out runs/demo "
@@ -96,7 +97,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--layers", help="1-based blocks, comma list (-1 = last; default: last)")
     p.add_argument(
         "--heads",
-        help="comma list (default: all) of: " + "; ".join(f"{h.name} ({h.description})" for h in HEAD_REGISTRY.values()),
+        help=f"comma list (default: {','.join(DEFAULT_HEADS)}) of: "
+        + "; ".join(f"{h.name} ({h.description})" for h in HEAD_REGISTRY.values()),
     )
     p.add_argument(
         "--protocol",

@@ -65,12 +65,12 @@ def build_config(args: argparse.Namespace):
 
 
 def run_videos(args: argparse.Namespace) -> int:
-    cfg, config = build_config(args)
+    cfg, _ = build_config(args)
     if cfg.renderer:  # e.g. cycles not installed: one line now, not a failed server per worker
         check_renderer(cfg.renderer)
     if args.inline:
         args.backend = "inline"
-    summary = run_scenario("videos", config, args.out, args)
+    summary = run_scenario("videos", cfg, args.out, args)
     stats = summary.get("finalize", {})
     if args.json:
         print(json.dumps(stats, indent=2))

@@ -83,7 +83,7 @@ def register_generate(subparsers) -> None:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    _, cfg = config_from_args(args, VqaConfig, command="sceneforge vqa")
+    cfg, _ = config_from_args(args, VqaConfig, command="sceneforge vqa")
     summary = run_scenario("vqa", cfg, args.out, args)
     fin = summary.get("finalize", {})
     print(f"{fin.get('images')} images, {fin.get('questions')} questions in {args.out}: {fin.get('by_category')}")

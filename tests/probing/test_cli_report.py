@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from sceneforge.cli import main
+from sceneforge.probing.registry import HEADS
 
 from conftest import TINY_VIT, make_image_dataset
 
@@ -165,7 +166,7 @@ def test_same_inputs_give_byte_identical_outputs(probed, tmp_path):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--heads", "mlp"], "--heads must be one of ('linear', 'abmilp', 'efficient'), got ('mlp',)"),
+        (["--heads", "nosuchhead"], f"--heads must be one of {tuple(HEADS)}, got ('nosuchhead',)"),  # (with plugin heads too)
         (["--epochs", "0"], "--epochs must be an integer in [1, inf], got 0"),
         (["--layers", "9"], "--layers: 9 out of range"),
         (["--lrs", "fast"], "--lrs 'fast'"),

@@ -8,6 +8,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.probing.config import ProbeConfig
 from sceneforge.cli import build_parser
 from sceneforge.commands.probe import config_from_args
+from sceneforge.probing.registry import HEADS
 
 REQUIRED = {"data": "d", "backbone": "timm:vit_small_patch16_224", "out": "o"}
 
@@ -41,8 +42,8 @@ def test_lists_and_comma_strings_mean_the_same():
     [
         ({"epoch": 3}, "--config p.yaml: unknown field(s) epoch; known: data, backbone"),
         (
-            {"heads": ["linear", "mlp"]},
-            "--config p.yaml: heads must be one of ('linear', 'abmilp', 'efficient'), got ('linear', 'mlp')",
+            {"heads": ["linear", "nosuchhead"]},
+            f"--config p.yaml: heads must be one of {tuple(HEADS)}, got ('linear', 'nosuchhead')",
         ),
         ({"heads": ""}, "--config p.yaml: heads must name at least one, got ()"),
         ({"epochs": 0}, "--config p.yaml: epochs must be an integer in [1, inf], got 0"),

@@ -103,4 +103,4 @@ def test_linear_cls_uses_prefix_token():
 
 def test_make_head_rejects_unknown():
     with pytest.raises(ValueError, match="unknown head"):
-        make_head("mlp", 8, 0.1)
+        make_head("nosuchhead", 8, 0.1)

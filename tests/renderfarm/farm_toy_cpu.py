@@ -21,9 +21,7 @@ import numpy as np
 from PIL import Image
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.contract import JobPlan, Shard, ShardResult
-
-NEEDS_SERVER = False
+from sceneforge.scenarios.contract import JobPlan, Scenario, Shard, ShardResult
 
 
 def plan(config: dict) -> JobPlan:
@@ -116,3 +114,21 @@ def _write_json(path: Path, record: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(record, sort_keys=True))
     os.replace(tmp, path)
+
+
+class FarmToyCpu(Scenario):
+    """The module's steps as the runner calls them (found by import path: unregistered)."""
+
+    NEEDS_SERVER = False
+
+    def plan(self) -> JobPlan:
+        return plan(self.config)
+
+    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+        return run(self.config, shard, out_dir, server=server, progress=progress)
+
+    def finalize(self, out_dir: Path) -> dict:
+        return finalize(self.config, out_dir)
+
+    def wds_samples(self, out_dir: Path):
+        return wds_samples(self.config, out_dir)

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.scenarios.contract import JobPlan, ShardResult, load_scenario
+from sceneforge.scenarios.contract import JobPlan, ShardResult, get_scenario
 from sceneforge.renderfarm.journal import Journal
 from sceneforge.renderfarm.manifest import default_shard_size, make_shards, open_manifest
 
@@ -68,9 +68,9 @@ def test_manifest_refuses_a_different_config(tmp_path):
         open_manifest(tmp_path, "other", plan, None)
 
 
-def test_load_scenario_checks_the_contract():
-    assert callable(load_scenario("farm_toy_cpu").run)
+def test_get_scenario_finds_the_class_an_import_path_defines():
+    assert get_scenario("farm_toy_cpu").__name__ == "FarmToyCpu" and get_scenario("farm_toy_cpu").NEEDS_SERVER is False
     with pytest.raises(ConfigError, match="no such module"):
-        load_scenario("scenarios.does_not_exist")
-    with pytest.raises(ConfigError, match="lacks plan"):
-        load_scenario("json")
+        get_scenario("scenarios.does_not_exist")
+    with pytest.raises(ConfigError, match="defines no Scenario class"):
+        get_scenario("json")

@@ -17,7 +17,8 @@ from sceneforge.scenarios.sampling.rejection import aimed_camera, sample_rng
 from sceneforge.scenarios.sampling.relations import LABELS, relation
 from sceneforge.scenarios.sparrta import camera_policy
 from sceneforge.scenarios.sparrta.config import Unit, parse_config
-from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+from sceneforge.scenarios.sampling.shapes import ShapeCache
+from sceneforge.scenarios.sparrta.scene import build_group, sample_view
 from sceneforge.scenarios.sparrta.setting import attempt_setting, sample_setting, setting_for
 from sceneforge.scenarios.world.environments import load_env
 

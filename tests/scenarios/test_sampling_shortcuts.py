@@ -18,7 +18,8 @@ from sceneforge.scenarios.sampling.rejection import sample_rng
 from sceneforge.scenarios.sparrta import scene
 from sceneforge.scenarios.sparrta import scenario as sparrta
 from sceneforge.scenarios.sparrta.config import parse_config
-from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+from sceneforge.scenarios.sampling.shapes import ShapeCache
+from sceneforge.scenarios.sparrta.scene import build_group, sample_view
 
 from test_conditioned import ALPHA, _group, _humans
 

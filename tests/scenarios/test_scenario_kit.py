@@ -106,12 +106,17 @@ def test_the_registry_reads_name_and_config():
     for name, cls in (("sparrta", SparrtaConfig), ("vqa", VqaConfig), ("videos", VideoConfig), ("distance", DistanceConfig)):
         assert contract.config_class(name) is cls and issubclass(cls, ScenarioConfig)
         assert contract.get_scenario(name).NAME == name
-    registry.register_scenario("nearer", "scenarios.distance")
-    try:
-        with pytest.raises(ConfigError, match="registered as 'scenarios.distance', whose NAME is 'distance'"):
-            contract.get_scenario("nearer")
-    finally:
-        registry._REGISTRY.pop("nearer")
+        assert contract.get_scenario(contract.get_scenario(name).path()) is contract.get_scenario(name)
+
+    class Other(contract.Scenario):  # a second class cannot take a registered name
+        NAME = "distance"
+
+    with pytest.raises(ConfigError, match="'distance' is taken by sceneforge.scenarios.distance.Distance"):
+        registry.register_scenario(Other)
+    Other.NAME = "not an identifier"
+    with pytest.raises(ConfigError, match="must be an identifier"):
+        registry.register_scenario(Other)
+    assert registry.lookup("distance") is contract.get_scenario("scenarios.distance")
 
 
 def _rows(out: Path) -> list[dict]:

@@ -19,7 +19,8 @@ from sceneforge.scenarios.sampling.rejection import sample_rng
 from sceneforge.scenarios.sparrta.config import locate, parse_config, resolve_units
 from sceneforge.renderfarm.manifest import claim_output
 from sparrta_helpers import generate, mask_of as _mask_of, tree_hashes
-from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+from sceneforge.scenarios.sampling.shapes import ShapeCache
+from sceneforge.scenarios.sparrta.scene import build_group, sample_view
 
 CFG = {"envs": ["desert"], "tasks": ["ego", "allo"], "n": 20, "seed": 7, "masks": True, "depth": True}
 
