@@ -17,21 +17,26 @@ kubric's one ``post_processors`` table does for its passes):
 * ``ue_format``: the format the client asks a stock UnrealCV (UE) server for; None: UE has none.
 
 Adding a kind is one row here plus the renderer's code that draws it (or the server's, for a
-derived kind): the camera commands, ``/sceneforge/render``, the server's refusals, the client's
+derived kind: :mod:`engine.server.derived`): the camera commands, ``/sceneforge/render`` (derived
+kinds included: their sources are rendered in the same pass), the server's refusals, the client's
 decoding, its stock fallback and the dataset writers (scenarios/output/writers.py ``kind_bytes``)
-all read the row (tests/engine/test_render_kinds.py serves every
-row). A renderer plugin registers its kinds with :func:`register_kind` before the server's
-command table is imported (the camera commands are made from the rows then).
+all read the row (tests/engine/test_render_kinds.py serves every row). A renderer plugin
+registers its kinds with :func:`register_kind` before the server's command table is imported
+(the camera commands are made from the rows then). A derived kind from an installed package is
+a :class:`DerivedKind` (its row + the server's function) behind a ``sceneforge.render_kinds``
+entry point (docs/plugins.md), read the first time the table is looked at.
 
-This module imports nothing of ours but the error classes, so the client and the server can
-both read it.
+This module imports nothing of ours but core (errors, the plugin reader), so the client and
+the server can both read it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.core.plugins import load_group
 
 COLOR, DATA = "color", "data"
 AS_IMAGE = ("rgb", "unit_vector", "flow", "depth16")
@@ -130,8 +135,57 @@ TABLE: dict[str, RenderKind] = {
             as_image="flow",
             derived_from=("plane_depth", "instance_id"),
         ),
+        RenderKind(
+            "class_mask",
+            "uint8",
+            3,
+            COLOR,
+            "each actor's class colour (engine.world.class_color of its asset's class); sky and ground are (0, 0, 0)",
+            formats=_IMAGE,
+            derived_from=("instance_id",),
+        ),
     )
 }
+
+# derived kind -> the server's code: f(state, cam_id, camera, {source kind: array}) -> array
+# (the built-ins' are engine/server/derived.py's; a plugin's comes with its DerivedKind)
+DERIVE: dict[str, Callable] = {}
+
+
+@dataclass(frozen=True)
+class DerivedKind:
+    """A kind the server computes from rendered ones: its row (``derived_from`` = the sources,
+    rendered in the same pass) and ``derive(state, cam_id, camera, arrays) -> array`` with the
+    row's dtype and shape. What a ``sceneforge.render_kinds`` entry point names."""
+
+    row: RenderKind
+    derive: Callable
+
+
+def register_derived(kind: DerivedKind) -> DerivedKind:
+    """Add a derived kind (its row, unless the table has it, and its code); its sources must be
+    rendered kinds of the table."""
+    row = kind.row
+    if not row.derived_from or not callable(kind.derive):
+        raise ConfigError(f"render kind {row.name}: a derived kind needs derived_from and a derive function")
+    bad = [s for s in row.derived_from if s not in TABLE or TABLE[s].derived_from]
+    if bad:
+        raise ConfigError(f"render kind {row.name}: derived_from {bad} are not rendered kinds of the table")
+    if TABLE.get(row.name) != row:
+        register_kind(row)
+    DERIVE[row.name] = kind.derive
+    return kind
+
+
+def _register_plugin(name: str, obj: object) -> None:
+    if not isinstance(obj, DerivedKind) or obj.row.name != name:
+        raise ConfigError(f"entry point {name!r} names {obj!r}, not a DerivedKind whose row is named {name!r}")
+    register_derived(obj)
+
+
+def _plugins() -> None:
+    """The ``sceneforge.render_kinds`` entry points, beside the built-in rows (once per process)."""
+    load_group("sceneforge.render_kinds", _register_plugin)
 
 
 def register_kind(kind: RenderKind) -> RenderKind:
@@ -146,6 +200,8 @@ def register_kind(kind: RenderKind) -> RenderKind:
 
 def get(name: str) -> RenderKind:
     """The row of ``name``; a ConfigError listing the kinds otherwise."""
+    if name not in TABLE:
+        _plugins()
     try:
         return TABLE[name]
     except KeyError:
@@ -153,12 +209,20 @@ def get(name: str) -> RenderKind:
 
 
 def rendered() -> tuple[str, ...]:
-    """Kinds a renderer draws (``/sceneforge/render`` serves them), in table order."""
+    """Kinds a renderer draws, in table order."""
+    _plugins()
     return tuple(k.name for k in TABLE.values() if not k.derived_from)
+
+
+def served() -> tuple[str, ...]:
+    """Kinds ``/sceneforge/render`` serves: the rendered ones and the derived ones, in table order."""
+    _plugins()
+    return tuple(TABLE)
 
 
 def camera_kinds() -> tuple[RenderKind, ...]:
     """Rows served by ``vget /camera/[id]/<name>`` (those with formats), in table order."""
+    _plugins()
     return tuple(k for k in TABLE.values() if k.formats)
 
 

@@ -17,6 +17,7 @@ Nothing here imports a renderer; the render server reads these objects.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 from typing import Iterable
@@ -363,3 +364,12 @@ def instance_color(index: int) -> RGB:
     if n == 0:
         n = 1
     return ((n >> 16) & 255, (n >> 8) & 255, n & 255)
+
+
+def class_color(cls: str) -> RGB:
+    """The colour of class ``cls`` in a ``class_mask`` (engine/render_kinds.py): the first three
+    bytes of its name's SHA-256, never pure black (the background). A function of the name alone,
+    so a client computes it without asking the server, and a class keeps its colour across
+    scenes, datasets and asset packs."""
+    r, g, b = hashlib.sha256(str(cls).encode("utf-8")).digest()[:3]
+    return (r, g, b) if (r, g, b) != (0, 0, 0) else (1, 1, 1)

@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
@@ -46,21 +46,45 @@ BACKENDS = ("inline", "local", "ray")
 MAX_JOB_SAMPLES = 10_000_000
 
 
+@dataclass(frozen=True)
+class JobOptions:
+    """How a job runs, never what it makes (that is the scenario's config): :func:`run_job`'s
+    keywords, in one value the runner hands down instead of relaying each one.
+
+    ``backend``: ``inline`` (every sample in this process on one server; ``server`` uses a running
+    one), ``local`` (worker processes) or ``ray`` (``ray_address``); ``workers`` (None: the CPU
+    count, or the Ray cluster's); ``servers``: external servers, one worker each; ``shard_size``
+    (None: a function of n); ``max_attempts`` per work item; ``sample_timeout_s``: a work item
+    running longer than this per sample has its worker killed (a guard against hung renderers);
+    ``wds_shard_size``: also pack the finished dataset into WebDataset shards; ``progress``: bars
+    and the summary on stderr."""
+
+    workers: int | None = None
+    backend: str = "local"
+    servers: list[str] | str | None = None
+    ray_address: str | None = None
+    shard_size: int | None = None
+    progress: bool = True
+    max_attempts: int = 3
+    sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S
+    server: str | None = None
+    wds_shard_size: int | None = None
+
+    def checked(self) -> "JobOptions":
+        """Validated, ``servers`` parsed into a list; one line naming the option otherwise."""
+        if not self.sample_timeout_s or self.sample_timeout_s <= 0:
+            raise ConfigError(f"sample_timeout_s must be > 0, got {self.sample_timeout_s}")
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"--backend: '{self.backend}' is not one of {', '.join(BACKENDS)}")
+        return replace(self, servers=parse_server_list(self.servers))
+
+
 def run_job(
     scenario: str,
     config: dict | ScenarioConfig,
     out_dir: Path | str,
-    *,
-    workers: int | None = None,
-    backend: str = "local",
-    servers: list[str] | str | None = None,
-    ray_address: str | None = None,
-    shard_size: int | None = None,
-    progress: bool = True,
-    max_attempts: int = 3,
-    sample_timeout_s: float = DEFAULT_SAMPLE_TIMEOUT_S,
-    server: str | None = None,
-    wds_shard_size: int | None = None,
+    options: JobOptions | None = None,
+    **keywords,
 ) -> dict:
     """Run (or resume) a scenario job in ``out_dir`` and return its summary.
 
@@ -68,13 +92,15 @@ def run_job(
 
         summary = run_job("sparrta", cfg, Path("data"), workers=2)    # or backend="inline"/"ray"
         if summary["failed"]: ...   # {sample index: error}; the CLI exits non-zero
+        run_job("sparrta", cfg, out, JobOptions(backend="inline", progress=False))  # options as one value
 
     ``scenario`` is a registry name (:mod:`scenarios.registry`) or an import path; ``config`` a
     plain dict or the scenario's parsed ``Config``. This is the only runner: it builds the
     scenario once (the config parsed once), plans the job, takes the output directory's lock,
     claims it (``OUT/job.json``), starts render servers with the scenario's
     :class:`~scenarios.contract.ServerSpec` as arguments, and finalizes a complete job. Workers
-    (other processes) each build the scenario once from the normalised config.
+    (other processes) each build the scenario once from the normalised config. How it runs is a
+    :class:`JobOptions` (or its fields as keywords, which override ``options``):
     ``backend="inline"`` runs every sample in this process on one server (``server=`` uses a
     running one instead); ``local``/``ray`` shard the job over workers.
 
@@ -87,46 +113,27 @@ def run_job(
     (``OUT/wds/``, :mod:`renderfarm.wds`).
     """
     refuse_in_spawn_bootstrap()
-    if not sample_timeout_s or sample_timeout_s <= 0:
-        raise ConfigError(f"sample_timeout_s must be > 0, got {sample_timeout_s}")
-    if backend not in BACKENDS:
-        raise ConfigError(f"--backend: '{backend}' is not one of {', '.join(BACKENDS)}")
+    opts = replace(options or JobOptions(), **keywords).checked()
     job = get_scenario(scenario)(config)
     scenario = job.path()  # what job.json records and workers import
-    finish = Finish(None, check_packable(job, wds_shard_size))
+    finish = Finish(None, check_packable(job, opts.wds_shard_size))
     plan = job.plan()
     check_job_size(plan.n_samples)
     # workers get the normalised config (the one job.json records)
     config = plan.config if plan.config is not None else getattr(job.config, "to_dict", lambda: job.config)()
-    servers = parse_server_list(servers)
     remote = remote_out(out_dir)
     out_dir = check_out_dir(remote.staging if remote else out_dir)
     with job_lock(out_dir), publishing(remote) as publisher:
         finish = Finish(publisher, finish.wds_shard_size)
         claim_output(out_dir, scenario, plan)
-        if backend == "inline":
-            return _run_inline(job, scenario, out_dir, plan, server=server, progress=progress, finish=finish)
-        manifest = open_manifest(out_dir, scenario, plan, shard_size)
+        if opts.backend == "inline":
+            return _run_inline(job, scenario, out_dir, plan, server=opts.server, progress=opts.progress, finish=finish)
+        manifest = open_manifest(out_dir, scenario, plan, opts.shard_size)
         fdir = farm_dir(out_dir)
         events, ev_handler = event_logger(fdir / LOG)
         warn_handler = attach_json_log(fdir / LOG, logging.WARNING, "renderfarm")
         try:
-            return _run(
-                job,
-                scenario,
-                config,
-                out_dir,
-                manifest,
-                events,
-                progress=progress,
-                workers=workers,
-                backend=backend,
-                servers=servers,
-                ray_address=ray_address,
-                max_attempts=max_attempts,
-                sample_timeout_s=sample_timeout_s,
-                finish=finish,
-            )
+            return _run(job, scenario, config, out_dir, manifest, events, opts, finish)
         finally:
             detach_json_log(warn_handler, "renderfarm")
             detach_json_log(ev_handler, "renderfarm.events")
@@ -186,29 +193,13 @@ def _publish(publisher, summary: dict) -> None:
         summary["published"] = {"url": publisher.remote.url, "objects": publisher.objects}
 
 
-def _run(
-    job: Scenario,
-    scenario,
-    config,
-    out_dir,
-    manifest,
-    events,
-    *,
-    progress,
-    workers,
-    backend,
-    servers,
-    ray_address,
-    max_attempts,
-    sample_timeout_s,
-    finish=Finish(),
-) -> dict:
+def _run(job: Scenario, scenario, config, out_dir, manifest, events, opts: JobOptions, finish=Finish()) -> dict:
     fdir = farm_dir(out_dir)
     t0 = time.perf_counter()
     with Journal(fdir / JOURNAL) as journal:
         journal.add_shards(make_shards(manifest.n_samples, manifest.shard_size))
         todo = journal.unfinished()
-        n_workers = resolve_workers(workers, servers, len(todo), backend)
+        n_workers = resolve_workers(opts.workers, opts.servers, len(todo), opts.backend)
         events.info(
             "job started",
             extra={
@@ -217,30 +208,17 @@ def _run(
                 "samples": manifest.n_samples,
                 "shards_todo": len(todo),
                 "workers": n_workers,
-                "backend": backend,
+                "backend": opts.backend,
             },
         )
         finished = []
         if todo:
             spec = WorkerSpec(scenario, config, str(out_dir), str(fdir / "servers"), str(fdir / LOG))
-            finished, n_workers = _dispatch(
-                todo,
-                journal,
-                spec,
-                n_workers,
-                backend=backend,
-                servers=servers,
-                ray_address=ray_address,
-                max_attempts=max_attempts,
-                events=events,
-                progress=progress,
-                total=manifest.n_samples,
-                sample_timeout_s=sample_timeout_s,
-                on_shard=finish.publisher.maybe_publish if finish.publisher else None,
-            )
-        summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0, workers=n_workers, backend=backend)
+            on_shard = finish.publisher.maybe_publish if finish.publisher else None
+            finished, n_workers = _dispatch(todo, journal, spec, n_workers, opts, events, manifest.n_samples, on_shard)
+        summary = summarise(journal, manifest, elapsed=time.perf_counter() - t0, workers=n_workers, backend=opts.backend)
     add_throughput(summary, sum(len(r.done) for r in finished), time.perf_counter() - t0)
-    return _conclude(job, out_dir, summary, events, progress, t0, finish)
+    return _conclude(job, out_dir, summary, events, opts.progress, t0, finish)
 
 
 def _conclude(job: Scenario, out_dir, summary, events, progress, t0, finish=Finish()) -> dict:
@@ -276,22 +254,7 @@ def _default_workers(backend: str) -> int | None:
     return None if backend == "ray" else (os.cpu_count() or 1)
 
 
-def _dispatch(
-    todo,
-    journal,
-    spec,
-    n_workers,
-    *,
-    backend,
-    servers,
-    ray_address,
-    max_attempts,
-    events,
-    progress,
-    total,
-    sample_timeout_s,
-    on_shard=None,
-) -> tuple[list, int]:
+def _dispatch(todo, journal, spec, n_workers, opts: JobOptions, events, total: int, on_shard=None) -> tuple[list, int]:
     from tqdm import tqdm
 
     done_before = total - sum(len(s.indices) for s in todo)
@@ -300,14 +263,14 @@ def _dispatch(
         initial=done_before,
         unit="sample",
         desc=spec.scenario.rsplit(".")[-1],
-        disable=not progress,
+        disable=not opts.progress,
         smoothing=0.05,
         dynamic_ncols=True,
     ) as bar:
         scheduler = Scheduler(
             todo,
             journal,
-            max_attempts=max_attempts,
+            max_attempts=opts.max_attempts,
             events=events,
             on_samples=bar.update,
             status_path=farm_dir(Path(spec.out_dir)) / "workers.json",
@@ -316,8 +279,8 @@ def _dispatch(
         pool = None
         try:
             with _sigterm_as_interrupt():
-                pool = _make_pool(backend, spec, n_workers, servers, ray_address, len(todo))
-                pool.sample_timeout_s = sample_timeout_s
+                pool = _make_pool(opts.backend, spec, n_workers, opts.servers, opts.ray_address, len(todo))
+                pool.sample_timeout_s = opts.sample_timeout_s
                 return scheduler.run(pool), len(pool.slots)
         except KeyboardInterrupt:
             events.warning("job interrupted", extra={"event": "job_interrupted"})

@@ -120,6 +120,12 @@ def test_known_cycles_are_still_there():
 # imports every command module: tests/sceneforge/test_cli.py) or off `sceneforge demo` (no torch),
 # or a renderer/worker that only some runs start. The budget per package may only shrink: lower it
 # when you move one to module level; a new one needs a reason and a raised number in review.
+#
+# Writing a scenario (docs/scenarios.md "The import budget"): import what it needs AT MODULE LEVEL.
+# Scenario modules are imported only when the registry is first asked for a scenario (`sceneforge
+# run`, `generate`, a runner), never by `sceneforge --help`, so there is nothing to keep off the
+# parser; a copy of a scenario that imports inside its functions "to stay light" fails here.
+# Plugins outside the tree (examples/sceneforge-height) are not counted.
 FUNCTION_LEVEL_BUDGET = {
     "assets_manifest": 0,
     "core": 0,
@@ -128,7 +134,9 @@ FUNCTION_LEVEL_BUDGET = {
     "renderfarm": 1,
     "sceneforge": 39,  # +1 issue 49: assets install characters (assets_manifest pulls in trimesh); +1 issue 50: study
     "engine": 11,  # +1 issue 49: the server loads the character pack off the listen path, like the library
-    "scenarios": 33,  # +1 issue 49: videos --characters loads the character pack (the asset package) only when on
+    # +1 issue 49: videos --characters loads the character pack (the asset package) only when on;
+    # -8 issue 51: scenario classes load on registry lookup, so distance.py imports at module level
+    "scenarios": 26,
     "study": 0,
 }
 
@@ -164,7 +172,10 @@ def test_function_level_imports_do_not_grow():
         per.setdefault(file.split("/")[0], []).append(f"{file}:{line} {module}")
     print(f"{len(found)} function-level imports of our modules:\n" + "\n".join(x for v in per.values() for x in v))
     over = {pkg: items for pkg, items in per.items() if len(items) > FUNCTION_LEVEL_BUDGET.get(pkg, 0)}
-    assert not over, "function-level imports of our modules grew (move them to module level, or say why not):\n" + "\n".join(
+    assert not over, (
+        "function-level imports of our modules grew (move them to module level, or say why not; a scenario "
+        "imports at module level: docs/scenarios.md 'The import budget'):\n"
+    ) + "\n".join(
         f"{pkg}: {len(items)} > budget {FUNCTION_LEVEL_BUDGET.get(pkg, 0)}\n  " + "\n  ".join(items)
         for pkg, items in over.items()
     )

@@ -23,17 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.scenarios.videos.dsi import CATE_NAMES  # DSI-Bench's six categories, one list
 
 # DSI's evaluation iterates the variants in this order (std first: the group's category).
 VIDEO_AUGS = ("std", "reverse", "hflip", "reverse_hflip")
-CATE_NAMES = (
-    "Obj:static cam",
-    "Obj:moving cam",
-    "Cam:static scene",
-    "Cam:dynamic scene",
-    "Obj-Cam distance",
-    "Obj-Cam orientation",
-)
 RAW_COLUMNS = ("result_text", "response", "text", "output")
 _ANSWER_RE = re.compile(r"<answer>\s*([A-D])\s*</answer>", re.IGNORECASE)
 

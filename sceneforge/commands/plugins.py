@@ -19,6 +19,7 @@ import argparse
 
 from sceneforge.core.errors import EXIT_INCOMPLETE, EXIT_OK
 from sceneforge.core.plugins import GROUPS, check_declared, loaded
+from sceneforge.engine import render_kinds
 from sceneforge.engine.server.renderers import renderer_names
 from sceneforge.probing.registry import BACKBONE_KINDS, HEADS
 from sceneforge.scenarios.registry import scenario_names
@@ -52,6 +53,7 @@ def collect() -> list:
     """Every plugin of every group, imported now (the registries' own loading for the loaded groups)."""
     scenario_names()  # the scenario registry reads its entry points
     renderer_names()  # and so does the renderer registry
+    render_kinds.served()  # and the render-kind table
     found = []
     for group in GROUPS:
         if group == "sceneforge.heads":

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -25,7 +27,7 @@ from sceneforge.engine import render_kinds
 from sceneforge.engine.protocol import unpack_arrays
 from sceneforge.engine.server.cycles import install
 from sceneforge.engine.server.launch import start_server
-from sceneforge.engine.world import Actor, Camera, Transform
+from sceneforge.engine.world import Actor, Camera, Transform, class_color
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -109,15 +111,13 @@ def test_every_camera_row_is_served_in_each_of_its_formats(uclient, row):
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda k: k.name)
-def test_every_row_is_served_or_refused_by_the_batched_render(uclient, render_client, row):
-    """``vget /sceneforge/render``: a rendered row comes back with its dtype and shape (official
-    client and ours); a derived row (computed from others per camera request) is refused."""
+def test_every_row_is_served_by_the_batched_render(uclient, render_client, row):
+    """``vget /sceneforge/render``: every row, rendered or derived (from its sources, rendered in
+    the same pass: engine/server/derived.py), comes back with its dtype and shape (official
+    client and ours)."""
     _scene(uclient)  # render_client's fixture reset the scene
     request = f"vget /sceneforge/render 0 {row.name}"
     reply = uclient.request(request)
-    if row.derived_from:
-        assert reply.startswith("error render: unknown kind(s)"), reply
-        return
     # the official client hands a reply that happens to be valid UTF-8 over as text
     arr = unpack_arrays(reply.encode() if isinstance(reply, str) else reply)[row.name]
     assert arr.dtype == np.dtype(row.dtype) and arr.shape == _shape(row)
@@ -230,6 +230,90 @@ def test_the_gl_server_does_not_know_a_kind_it_was_not_given(uclient):
     with pytest.warns(UserWarning, match="may not support"):  # not advertised: the official client warns
         assert uclient.request("vget /camera/0/inverse_depth npy").startswith("error No handler found")
     assert uclient.request("vget /sceneforge/render 0 inverse_depth").startswith("error render: unknown kind(s)")
+
+
+def test_the_class_mask_is_the_class_of_each_pixels_actor(server, render_client):
+    """``class_mask`` (derived from ``instance_id`` and the catalog's classes) in a batch with
+    ``instance_id``: every pixel has the class colour of the actor ``instance_id`` names, actors of
+    one class share a colour, the background is black; the official client reads the same image
+    from ``vget /camera/0/class_mask png`` and the batch."""
+    import cv2
+
+    listing = json.loads(render_client.request("vget /sceneforge/assets"))
+    by_class: dict[str, list[str]] = {}
+    for a in listing:
+        by_class.setdefault(a["class"], []).append(a["id"])
+    two = sorted(c for c, ids in by_class.items() if c != "primitive")[:2]
+    actors = [
+        Actor("p0", by_class[two[0]][0], Transform((600.0, -150.0, 0.0))),
+        Actor("p1", by_class[two[0]][-1], Transform((600.0, 150.0, 0.0))),
+        Actor("q0", by_class[two[1]][0], Transform((900.0, 0.0, 0.0))),
+    ]
+    render_client.spawn(actors)
+    cam = Camera((0.0, 0.0, 120.0), width=96, height=64)
+    out = render_client.render(0, ("instance_id", "class_mask", "lit"), camera=cam)
+    ids, mask = out["instance_id"], out["class_mask"]
+    classes = {k: listing_class for k, listing_class in enumerate((two[0], two[0], two[1]), start=1)}
+    seen = set(np.unique(ids)) - {0}
+    assert len(seen) >= 2, "the scene should show at least two of the actors"
+    for k in seen:
+        assert (mask[ids == k] == np.array(class_color(classes[k]), np.uint8)).all(), (k, classes[k])
+    assert (mask[ids == 0] == 0).all()
+    assert class_color(two[0]) != class_color(two[1])
+    with _official(server.port) as c:
+        png = c.request("vget /camera/0/class_mask png")
+        img = cv2.cvtColor(cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+        reply = c.request("vget /sceneforge/render 0 class_mask")
+        batched = unpack_arrays(reply.encode() if isinstance(reply, str) else reply)["class_mask"]
+    assert np.array_equal(img, mask) and np.array_equal(batched, mask)
+
+
+PLUGIN_KIND = """
+import numpy as np
+
+from sceneforge.engine.render_kinds import DerivedKind, RenderKind
+
+
+def _near(state, cam_id, camera, arrays):
+    return (arrays["depth"] < 500.0).astype(np.uint8) * 255
+
+
+NEAR = DerivedKind(RenderKind("near", "uint8", 0, "data", "255 where the ray depth is under 5 m", derived_from=("depth",)), _near)
+"""
+
+
+def test_a_derived_kind_from_an_installed_package_is_served_in_batches(tmp_path):
+    """A ``sceneforge.render_kinds`` entry point (a distribution on a fresh server's path) adds a
+    derived kind: the batched render serves it beside the kind it is made from."""
+    site = tmp_path / "site"
+    (site / "near_kind-0.1.dist-info").mkdir(parents=True)
+    (site / "near_kind-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: near-kind\nVersion: 0.1\n")
+    (site / "near_kind-0.1.dist-info" / "entry_points.txt").write_text("[sceneforge.render_kinds]\nnear = near_kind:NEAR\n")
+    (site / "near_kind.py").write_text(textwrap.dedent(PLUGIN_KIND))
+    ready = tmp_path / "ready"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sceneforge.engine.server", "--port", "0", "--ready-file", str(ready)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert ready.exists(), proc.stderr.read().decode() if proc.poll() is not None else "no ready file"
+        with _official(int(ready.read_text())) as c:
+            _scene(c)
+            reply = c.request("vget /sceneforge/render 0 depth,near")
+            arrays = unpack_arrays(reply.encode() if isinstance(reply, str) else reply)
+            assert arrays["near"].dtype == np.uint8 and arrays["near"].shape == (H, W)
+            assert np.array_equal(arrays["near"], (arrays["depth"] < 500.0).astype(np.uint8) * 255)
+            assert arrays["near"].any() and not arrays["near"].all()  # the cube at 4 m, the sky beyond
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stderr.close()
 
 
 @pytest.mark.cycles

@@ -10,7 +10,7 @@ import pytest
 
 from farm_helpers import count_files, dataset_digest, live_workers, pid_alive, start_job, wait_for
 from sceneforge.core.errors import ConfigError
-from sceneforge.renderfarm import exit_code, run_job
+from sceneforge.renderfarm import JobOptions, exit_code, run_job
 from sceneforge.renderfarm.jsonlog import read_log
 from sceneforge.renderfarm.status import format_status, job_status
 
@@ -27,6 +27,16 @@ def test_shard_size_does_not_change_the_dataset(tmp_path, cpu_reference):
     config, reference = cpu_reference
     run_job("farm_toy_cpu", config, tmp_path, workers=2, shard_size=5, progress=False)
     assert dataset_digest(tmp_path) == reference
+
+
+def test_the_options_are_one_value_and_keywords_override_it(tmp_path, cpu_reference):
+    """``JobOptions`` is run_job's keywords as one value (the runner hands it down whole)."""
+    config, reference = cpu_reference
+    opts = JobOptions(workers=2, shard_size=5, progress=False)
+    summary = run_job("farm_toy_cpu", config, tmp_path, opts, workers=1)
+    assert summary["workers"] == 1 and summary["finalized"] and dataset_digest(tmp_path) == reference
+    with pytest.raises(TypeError, match="wrokers"):
+        run_job("farm_toy_cpu", config, tmp_path / "x", opts, wrokers=2)
 
 
 def test_always_failing_sample_is_reported_not_looped(tmp_path, cpu_reference):

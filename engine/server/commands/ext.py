@@ -18,6 +18,7 @@ from sceneforge.engine import limits, render_kinds
 from sceneforge.engine.protocol import pack_arrays
 from sceneforge.engine.server.commands.table import READ, RENDER, command, parse_int
 from sceneforge.engine.server.commands.stock import new_actor, server_version
+from sceneforge.engine.server.derived import render_served
 from sceneforge.engine.server.state import ServerState
 from sceneforge.engine.world import Rotator, Transform
 from sceneforge.engine.world_dict import apply_world
@@ -212,7 +213,7 @@ def visibility(state: ServerState, args: list[str]) -> str:
 
 def _kinds(text: str, what: str) -> tuple[str, ...]:
     kinds = tuple(k for k in text.split(",") if k)
-    known = render_kinds.rendered()  # the table's rows a renderer draws (not the derived ones)
+    known = render_kinds.served()  # the table's rows: rendered, and derived from them (engine/server/derived.py)
     bad = [k for k in kinds if k not in known]
     if bad or not kinds:
         raise CommandError(f"{what}: unknown kind(s) {bad} (known: {', '.join(known)})")
@@ -261,7 +262,7 @@ def render_if_visible(state: ServerState, args: list[str]) -> bytes:
     state.check_budget(state.camera(cam_id), len(kinds) + 1, "render_if_visible")  # the count + the kinds
     counts = _counts(state, cam_id, names)
     failure = visibility_failure(counts, names, ratio, px)
-    arrays = state.render(cam_id, kinds) if failure is None else {}
+    arrays = render_served(state, cam_id, kinds) if failure is None else {}
     if failure is None and token is not None:
         state.mark_passed(token)
     return pack_arrays(
@@ -284,7 +285,7 @@ def render_batch(state: ServerState, args: list[str]) -> bytes:
     cam_id = parse_int(args[0], "camera id")
     if len(args) > 2:
         _apply_camera(state, cam_id, args[2])
-    arrays = state.render(cam_id, kinds)
+    arrays = render_served(state, cam_id, kinds)  # derived kinds too, from one render of their sources
     return pack_arrays({k: arrays[k] for k in kinds})
 
 

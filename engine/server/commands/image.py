@@ -4,9 +4,9 @@ Formats as the UnrealCV plugin (byte layouts in :mod:`engine.server.image_codecs
 (RGBA), ``bmp`` (the plugin's 32-bit BGRA top-down BMP) and ``npy`` (``np.save`` bytes: uint8 RGB
 images, float32 depth in cm, float32 (H, W, 2) flow in pixels). Depth also as ``exr`` (float32)
 and ``png`` (16-bit cm). The commands, their formats and aliases (the plugin's ``seg``) are made
-from the render-kind table (:mod:`engine.render_kinds`); ``optical_flow`` is the motion since
-this camera's previous image request (:mod:`engine.server.optical_flow`), derived from two
-rendered kinds (:data:`DERIVED`).
+from the render-kind table (:mod:`engine.render_kinds`); the derived kinds (``optical_flow``: the
+motion since this camera's previous image request; ``class_mask``: class segmentation) are
+computed from rendered ones (:mod:`engine.server.derived`).
 A file name ending in a format's extension writes the file into the server's output directory
 (never outside it) and replies with its absolute path; no argument writes an auto-numbered file
 there, as older plugins did. An unsupported format gets the plugin's ``Invalid filename type``.
@@ -23,7 +23,8 @@ from sceneforge.core.errors import CommandError
 from sceneforge.engine import render_kinds
 from sceneforge.engine.server import image_codecs as codecs
 from sceneforge.engine.server.commands.table import RENDER, command, parse_int
-from sceneforge.engine.server.optical_flow import optical_flow, snapshot
+from sceneforge.engine.server.derived import derive
+from sceneforge.engine.server.optical_flow import snapshot
 from sceneforge.engine.server.state import ServerState
 
 FORMATS = ("png", "bmp", "npy", "exr")
@@ -92,8 +93,7 @@ def render_kind(state: ServerState, cam_id: int, kind: str) -> np.ndarray:
     settings = state.unrealcv.camera(cam_id)
     row = render_kinds.get(kind)
     if row.derived_from:
-        arrays = state.render(cam_id, row.derived_from)
-        out = DERIVED[kind](state, cam_id, camera, arrays)
+        out = derive(state, cam_id, kind, state.render(cam_id, row.derived_from))
     elif kind == "lit" and settings.lit_source == "normal":
         out = to_uint8("normal", state.render(cam_id, ("normal",))["normal"])
     elif kind == "lit":
@@ -114,22 +114,6 @@ def image_reply(state: ServerState, cam: str, kind: str, args: list[str]) -> "st
         return data
     write_atomic(path, data)
     return str(path)
-
-
-def _flow(state: ServerState, cam_id: int, camera, arrays: dict[str, np.ndarray]) -> np.ndarray:
-    return optical_flow(
-        state.unrealcv.previous_frame.get(cam_id),
-        state.scene,
-        camera,
-        arrays["plane_depth"],
-        arrays["instance_id"],
-        mesh_of=state.catalog.mesh,
-    )
-
-
-# The server's code of each derived kind (a row with ``derived_from``): f(state, cam_id, camera,
-# {source kind: array}) -> the array
-DERIVED = {"optical_flow": _flow}
 
 
 def _register(name: str, kind: str) -> None:
