@@ -4,6 +4,7 @@
     python benchmarks/characters.py media [--cache-dir DIR] [--out docs/img]   # contact sheet + walk/run mp4 per class
     python benchmarks/characters.py cost  [--cache-dir DIR] [--frames 48]      # ms per frame: character vs rigid
     python benchmarks/characters.py pipeline [--cache-dir DIR] [--clips 8]     # CPU-s per video clip, with vs without
+    python benchmarks/characters.py recognition [--cache-dir DIR] [--clips 15] # ImageNet top-1/5 on subject crops
 
 Needs the character pack (``sceneforge assets install characters``; ``--cache-dir`` or
 ``$SCENEFORGE_CACHE``). ``feet`` runs ``assets_manifest.characters.motion.analyse`` on the first
@@ -19,6 +20,11 @@ asset of the class, on one GL backend, alternating, and prints the ms per frame 
 bear, fox, husky, camel, graphs + ground truth + 4 encodes) with and without ``characters``,
 interleaved clip by clip on one server, and reports CPU-s per clip of each (this process + the
 server, as ``benchmarks/videos.py``) and the projection of 1,000 clips x 4 variants on 2 cores.
+``recognition`` makes the same forest clips (subjects bear, fox, camel, husky, deer) three ways,
+rigid assets, primitive rigs (``articulation``) and characters, crops the subject from 4 frames of
+each clip (the record's per-frame box, ``probing.recognition.context_box``) and scores them with
+the project's recognition benchmark classifier (EfficientNet-Lite0, ImageNet top-1/top-5 against
+``probing.recognition.IMAGENET``; deer against its nearest family, antelopes).
 """
 
 from __future__ import annotations
@@ -223,17 +229,86 @@ def pipeline(args) -> None:
     )
 
 
+def recognition(args) -> None:
+    import os
+
+    import av
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from recognition import Classifier  # noqa: E402 - the recognition benchmark's classifier
+
+    from sceneforge.engine.server.launch import start_server
+    from sceneforge.probing import recognition as rec
+    from sceneforge.scenarios.contract import Shard
+    from sceneforge.scenarios.videos import scenario as sc
+
+    library(args.cache_dir)
+    env = {"SCENEFORGE_CACHE": str(args.cache_dir)} if args.cache_dir else {}
+    os.environ.update(env)
+    base = {
+        "env": "forest",
+        "n": args.clips,
+        "seed": 7,
+        "image_size": 224,
+        "subjects": ["bear", "fox", "camel", "husky", "deer"],
+        "motion": {"n_frames": 16, "fps": 8.0},
+    }
+    arms = {"rigid": {}, "rigs": {"articulation": True}, "characters": {"characters": True}}
+    clf = Classifier()
+    out = Path(args.out) / "recognition"
+    table: dict = {}
+    srv = start_server(port=0, env=env)
+    try:
+        for arm, extra in arms.items():
+            cfg = {**base, **extra}
+            d = out / arm
+            res = sc.run(cfg, Shard(0, tuple(range(args.clips))), d, server=srv.address)
+            crops, classes = [], []
+            for i in res.done:
+                r = json.loads((d / "records" / f"{i:06d}.json").read_text())
+                frames = [
+                    f.to_ndarray(format="rgb24") for f in av.open(str(d / "videos" / "std" / r["relative_path"])).decode(video=0)
+                ]
+                for t in (0, 5, 10, 15):
+                    if t < len(frames) and r["bbox"][t]:
+                        x0, y0, x1, y1 = rec.context_box(tuple(r["bbox"][t]), r["width"], r["height"])
+                        crops.append(frames[t][y0:y1, x0:x1])
+                        classes.append(r["subject_class"])
+            top = clf.top5(crops)
+            for cls in sorted(set(classes)):
+                sel = np.array([c == cls for c in classes])
+                want = rec.targets(cls) or (rec.nearest_targets(cls) or ("", set()))[1]
+                table.setdefault(cls, {})[arm] = (
+                    int(sel.sum()),
+                    float(rec.hit_at(top[sel], want, 1).mean()),
+                    float(rec.hit_at(top[sel], want, 5).mean()),
+                )
+            print(f"{arm}: {len(crops)} crops from {len(res.done)} clips", flush=True)
+    finally:
+        srv.stop()
+    print("| class | rigid assets top-1 / top-5 | primitive rigs top-1 / top-5 | characters top-1 / top-5 | crops |")
+    print("|---|---|---|---|---|")
+    for cls, row in sorted(table.items()):
+        cells = [f"{row[a][1]:.2f} / {row[a][2]:.2f}" if a in row else "-" for a in arms]
+        name = cls + (" (antelope family)" if rec.targets(cls) is None else "")
+        print(f"| {name} | " + " | ".join(cells) + f" | {'/'.join(str(row[a][0]) for a in arms if a in row)} |")
+    (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
+    (ROOT / "benchmarks" / "results" / "character_recognition.json").write_text(
+        json.dumps(table, indent=1, sort_keys=True) + "\n"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=("feet", "media", "cost", "pipeline"))
+    ap.add_argument("what", choices=("feet", "media", "cost", "pipeline", "recognition"))
     ap.add_argument("--cache-dir", type=Path, default=None)
     ap.add_argument("--out", default=str(ROOT / "docs" / "img"))
     ap.add_argument("--frames", type=int, default=24)
     ap.add_argument("--fps", type=float, default=12.0)
     ap.add_argument("--size", type=int, default=224)
-    ap.add_argument("--clips", type=int, default=8)
+    ap.add_argument("--clips", type=int, default=15)
     args = ap.parse_args()
-    {"feet": feet, "media": media, "cost": cost, "pipeline": pipeline}[args.what](args)
+    {"feet": feet, "media": media, "cost": cost, "pipeline": pipeline, "recognition": recognition}[args.what](args)
 
 
 if __name__ == "__main__":
