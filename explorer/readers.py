@@ -128,7 +128,9 @@ def read_sparrta(data_dir: Path) -> Table:
         try:
             return sparrta_details(data_dir, rows[i], rejections.get(keys[i], {}), where)
         except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise ConfigError(f"{data_dir}: {where} (index {keys[i]}): its params or scene file lacks {e}") from None
+            why = f"missing field {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {str(e)[:100]}"
+            sample = f"{data_dir}: {where} (index {keys[i]})"
+            raise ConfigError(f"{sample}: its params or scene file is not a sample's ({why})") from None
 
     card = _card(data_dir)
     return Table(

@@ -186,6 +186,10 @@ def test_missing_params_file_and_corrupt_jpeg_are_one_line(small, tmp_path, caps
     (data / df["file_name"][1]).write_bytes(b"\xff\xd8\xff\xe0 not a jpeg")
     _one_line_exit_2(capsys, ["browse", str(data)], df["file_name"][1], "sample 1")
     assert not [p for p in (data / "explorer").rglob("*.tmp")]
+    data = _copy(small, tmp_path / "c")
+    params = data / df["params_file"][0]
+    params.write_text(params.read_text().replace('"camera"', '"not_the_camera"', 1))
+    _one_line_exit_2(capsys, ["browse", str(data)], "row 1 (index 0)", "missing field 'camera'")
 
 
 @pytest.fixture
