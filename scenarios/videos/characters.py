@@ -13,7 +13,9 @@ terms) and the phase advances by ``speed / stride`` cycles per second, the strid
 the clip's own planted feet (assets_manifest/characters/motion.py); a standing actor plays its
 idle cycle at its own rate. The mesh is placed at the track point plus the clip's within-cycle
 root surge along the heading (``root_cm(phase) - stride x phase``, a few cm), so the feet push
-the body. Real heights per species (``model.SPECIES``) replace the asset's box.
+the body. A turn counts as ground covered by the feet (``|yaw rate| x`` a third of the body's
+length), so a character turning in place walks round rather than idling. Real heights per
+species (``model.SPECIES``) replace the asset's box.
 
 The clip record gets ``characters`` (class, variant, actor, licence per actor) and every frame's
 state goes to gt/frames.jsonl; the dataset card carries the CC-BY-SA attribution.
@@ -71,12 +73,19 @@ class CharacterTrack:
         }
 
 
-def speeds(location: np.ndarray, fps: float) -> np.ndarray:
-    """(T,) ground speed (cm/s) at each frame (central differences; one-sided at the ends)."""
+def speeds(location: np.ndarray, fps: float, yaw: np.ndarray | None = None, reach_cm: float = 0.0) -> np.ndarray:
+    """(T,) ground speed (cm/s) at each frame (central differences; one-sided at the ends). With
+    ``yaw`` (deg), a turn counts too: its feet, ``reach_cm`` from the body's centre, cover
+    ``|yaw rate| x reach_cm`` of ground, so a character turning in place steps round instead of
+    idling (the rigs' turning gait, scenarios/videos/gait.py)."""
     xy = np.asarray(location, float)[:, :2]
     if len(xy) < 2:
         return np.zeros(len(xy))
-    return np.linalg.norm(np.gradient(xy, axis=0), axis=1) * fps
+    v = np.linalg.norm(np.gradient(xy, axis=0), axis=1) * fps
+    if yaw is not None and reach_cm > 0:
+        turn = np.abs(np.radians(np.gradient(np.asarray(yaw, float)))) * fps * reach_cm
+        v = np.maximum(v, turn)
+    return v
 
 
 def plan(lib, motions, cls: str, location: np.ndarray, yaw: np.ndarray, fps: float, rng: np.random.Generator) -> CharacterTrack:
@@ -86,7 +95,8 @@ def plan(lib, motions, cls: str, location: np.ndarray, yaw: np.ndarray, fps: flo
     ch = lib.character(cls, variant)
     have = {c: motions(cls, variant, c) for c in ("walk", "run") if c in ch.clips}
     moving = {c: m for c, m in have.items() if m.stride_cm > 0 and m.natural_speed_cms > 0}  # clips whose feet travel
-    v = speeds(location, fps)
+    body = lib.mesh(cls, variant, "walk", 0.0).vertices
+    v = speeds(location, fps, yaw, 0.35 * float(np.ptp(body[:, 0])))  # feet ~ a third of the length from the centre
     clips, phases, offsets = [], np.zeros(len(v)), np.zeros(len(v))
     phase = {"walk": phase0, "run": phase0, "idle": phase0}
 

@@ -87,6 +87,9 @@ def test_a_character_plan_follows_the_track(with_pack):
     assert plan.phases[4] - plan.phases[1] == pytest.approx(3 * 120.0 / 6.0 / run.stride_cm, rel=1e-6)
     assert plan.phases[-1] == plan.phases[-2]
     assert plan.asset_id(0).startswith("character:human:")
+    # turning in place (90 deg/s) steps round: a moving clip whose phase advances, not idle
+    turn = chars.plan(lib, motions, "human", np.zeros((12, 3)), 90.0 * t, 6.0, np.random.default_rng(0))
+    assert "idle" not in turn.clips and turn.phases[-1] > turn.phases[0]
 
 
 @pytest.mark.render
