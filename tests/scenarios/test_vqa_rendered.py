@@ -167,7 +167,7 @@ def test_a_scene_without_a_view_is_redrawn(tmp_path, server):
     assert res.done == [0] and not res.failed
     # the geometric test that redraws such a scene: three 70 cm cones 50 m apart have no camera
     from sceneforge.scenarios.sampling.rejection import standing
-    from sceneforge.scenarios.sparrta.scene import ShapeCache
+    from sceneforge.scenarios.sampling.shapes import ShapeCache
 
     cfg_ = scenario.parse_config(cfg)
     env = cfg_.env("city")
