@@ -403,6 +403,8 @@ def clips_parquet(records: list[dict]) -> bytes:
             skipped_questions=",".join(r["skipped_questions"]),
             scenery_assets=",".join(r["scenery_assets"]),
             **({"distractors": json.dumps(r["distractors"], sort_keys=True)} if "distractors" in r else {}),
+            # which actors are characters: JSON, as a clip may have none (an empty struct has no parquet type)
+            **({"characters": json.dumps(r["characters"], sort_keys=True)} if "characters" in r else {}),
             bbox=[b if b else [-1, -1, -1, -1] for b in r["bbox"]],
         )
         rows.append(row)

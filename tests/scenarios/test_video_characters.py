@@ -117,6 +117,19 @@ def test_videos_with_characters_keep_every_answer_and_credit_the_art(pack_server
 
 
 @pytest.mark.render
+def test_a_characters_set_without_any_character_class_finishes(pack_server, with_pack, tmp_path):
+    """``characters: true`` on subjects the pack has no class for: rigid clips, a clean dataset
+    (clips.parquet writes the empty ``characters`` of every clip) and no CC-BY-SA section."""
+    cfg = {**BASE, "subjects": ["taxi"], "characters": True}
+    assert videos.run(cfg, Shard(0, (0, 1)), tmp_path, server=pack_server.address).done == [0, 1]
+    videos.finalize(cfg, tmp_path)
+    import pandas as pd
+
+    assert list(pd.read_parquet(tmp_path / "clips.parquet")["characters"]) == ["{}", "{}"]
+    assert "characters" not in json.loads((tmp_path / videos.CARD_FILE).read_text())
+
+
+@pytest.mark.render
 def test_default_output_is_byte_identical_with_or_without_the_pack(pack_server, server, tmp_path):
     def files(out):
         return {
