@@ -58,6 +58,7 @@ def option(
     compare: bool = True,
     metavar: str | None = None,
     parse: Callable[[str], Any] | None = None,
+    repeat: bool = False,
 ) -> Any:
     """A config field with what validation and the command line need to know about it.
 
@@ -68,7 +69,9 @@ def option(
     bounds:   ``(low, high)`` inclusive, for a number (not a bool, not NaN);
     integer:  the value must be an int (not a bool);
     cli:      False keeps the field off the command line (recorded content);
-    parse:    how the flag's one text value becomes the field's (e.g. :func:`comma_list`).
+    parse:    how the flag's one text value becomes the field's (e.g. :func:`comma_list`; ``str``:
+              the text as it is, for a field whose ``coerce`` reads its spelling, ``1e-2,1e-3``);
+    repeat:   the flag may be given several times (``--model-arg K=V --model-arg K2=V2``): a list.
     """
     meta = {
         "help": help,
@@ -79,6 +82,7 @@ def option(
         "cli": cli,
         "metavar": metavar,
         "type": parse,
+        "repeat": repeat,
     }
     kw: dict[str, Any] = {"metadata": meta, "compare": compare}
     if default_factory is not MISSING:

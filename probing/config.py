@@ -26,13 +26,11 @@ from typing import Any
 from sceneforge.core.config_base import ConfigBase, option
 from sceneforge.core.config_names import rename_keys
 from sceneforge.core.errors import ConfigError
-from sceneforge.probing.registry import HEADS, PROTOCOLS
+from sceneforge.probing.registry import HEADS, PRESETS, PROTOCOLS
 
 # The heads a probe trains unless --heads says otherwise: SpaRRTa's three, named here (a head
 # registered later, e.g. a plugin's, is a choice, never silently added to every user's default)
 DEFAULT_HEADS = ("linear", "abmilp", "efficient")
-# SpaRRTa's schedule per head: (epochs, warm-up epochs)
-SPARRTA_SCHEDULE = {"linear": (1000, 200), "abmilp": (500, 100), "efficient": (500, 100)}
 COMMAND_LINE = "command line"
 _COUNT = (1, float("inf"))  # bounds of a count (epochs, batch sizes, runs, threads)
 _NATURAL = (0, float("inf"))  # bounds of a number that may be 0 (seed, patience, ...)
@@ -43,8 +41,8 @@ def _where(name: str, source: str) -> str:
     return f"--{name.replace('_', '-')}" if source == COMMAND_LINE else f"{source}: {name}"
 
 
-def _count(default, help: str = "", low: tuple = _COUNT) -> Any:
-    return option(default, bounds=low, integer=True, help=help)
+def _count(default, help: str = "", low: tuple = _COUNT, metavar: str | None = None) -> Any:
+    return option(default, bounds=low, integer=True, help=help, metavar=metavar)
 
 
 @dataclass(frozen=True)
@@ -57,31 +55,69 @@ class ProbeConfig(ConfigBase):
 
     LABEL = COMMAND_LINE
 
-    data: str = option(help="directory of the dataset(s)")
-    backbone: str = option(help="backbone name")
-    out: str = option(help="output directory")
-    weights: str | None = option(None, help="weights file (or 'random')")
-    model_arg: dict = option(default_factory=dict, help="KEY=VALUE keywords of the backbone")
-    layers: tuple[int, ...] | None = option(None, help="1-based blocks (-1 = last); None = last")
-    heads: tuple[str, ...] = option(DEFAULT_HEADS, choices=tuple(HEADS), help="probe heads")
-    protocol: tuple[str, ...] = option(("within",), choices=tuple(PROTOCOLS), help="split protocols")
-    cache: str | None = option(None, help="feature cache directory")
-    epochs: int = _count(100)
-    warmup: int | None = _count(None, "None: epochs // 5 (SpaRRTa's 200/1000 and 100/500)", _NATURAL)
-    sparrta_schedule: bool = option(False, help="SpaRRTa's epochs per head")
-    lrs: tuple[float, ...] = option((1e-2, 1e-3, 1e-4), help="learning rates, in [1e-12, 10)")
-    dropouts: tuple[float, ...] = option((0.2, 0.4, 0.6), help="dropouts, in [0, 1)")
-    batch_size: int = _count(256)
-    extract_batch: int = _count(64)
-    runs: int = _count(1)
-    patience: int = _count(0, "early stopping on val (epochs); 0 = off", _NATURAL)
-    seed: int = _count(0, "random seed", _NATURAL)
-    cls: bool = option(False, help="also probe the CLS token")
-    threads: int | None = _count(None, "torch threads")
-    attention_samples: int = _count(4, "attention maps per head", _NATURAL)
-    attention_flow: int = _count(0, "attention-flow samples", _NATURAL)
-    quiet: bool = option(False, help="no progress bars (old key: no_progress)")
-    min_test: int | None = _count(None, "None: probing.report.MIN_TEST (30); 0: no minimum", _NATURAL)
+    data: str = option(help="dataset dir (samples.parquet|metadata.parquet|csv) or a parent of several")
+    backbone: str = option(help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset: " + ", ".join(PRESETS))
+    out: str = option(help="output directory for runs, reports and (default) the cache")
+    weights: str | None = option(None, help="local weights: timm file (.safetensors/.pth), hf directory, or 'random'")
+    model_arg: dict = option(
+        default_factory=dict,
+        repeat=True,
+        metavar="KEY=VALUE",
+        help="extra model constructor argument (repeatable), e.g. img_size=224",
+    )
+    layers: tuple[int, ...] | None = option(None, parse=str, help="1-based blocks, comma list (-1 = last; default: last)")
+    heads: tuple[str, ...] = option(
+        DEFAULT_HEADS,
+        choices=tuple(HEADS),
+        parse=str,
+        help=f"comma list (default: {','.join(DEFAULT_HEADS)}) of: "
+        + "; ".join(f"{h.name} ({h.description})" for h in HEADS.values()),
+    )
+    protocol: tuple[str, ...] = option(
+        ("within",),
+        choices=tuple(PROTOCOLS),
+        parse=str,
+        help="comma list (default: within) of: " + "; ".join(f"{e.name} ({e.description})" for e in PROTOCOLS.values()),
+    )
+    cache: str | None = option(None, help="feature cache directory (default: OUT/cache)")
+    epochs: int = _count(100, "training epochs per head (default 100)")
+    warmup: int | None = _count(None, "warmup epochs (linear), then cosine (default: epochs // 5)", _NATURAL)
+    sparrta_schedule: bool = option(
+        False,
+        help="SpaRRTa's schedule: each head's own epochs/warmup (its class's SPARRTA_SCHEDULE: linear "
+        "1000/200, abmilp and efficient 500/100; overrides --epochs)",
+    )
+    lrs: tuple[float, ...] = option((1e-2, 1e-3, 1e-4), parse=str, help="learning-rate grid (default 1e-2,1e-3,1e-4)")
+    dropouts: tuple[float, ...] = option((0.2, 0.4, 0.6), parse=str, help="dropout grid (default 0.2,0.4,0.6)")
+    batch_size: int = _count(256, "head training batch (default 256)")
+    extract_batch: int = _count(64, "backbone batch during extraction (default 64)")
+    runs: int = _count(1, "seeds of the selected config (mean ± std; default 1)")
+    patience: int = _count(
+        0,
+        "early stopping: a config stops N epochs after its best val accuracy (after warm-up) and keeps "
+        "that epoch's weights (default 0 = train every epoch)",
+        _NATURAL,
+        "N",
+    )
+    seed: int = _count(0, "random seed (default 0)", _NATURAL)
+    cls: bool = option(False, help="linear head on the CLS token instead of GAP")
+    threads: int | None = _count(None, "torch CPU threads (torch.set_num_threads)")
+    attention_samples: int = _count(4, "test images whose attention maps are saved (default 4)", _NATURAL)
+    attention_flow: int = _count(
+        0,
+        "ViTs: per-layer attention flow between source/target/viewpoint objects on N test images per "
+        "task (needs data generated with --masks); plotted in the report",
+        _NATURAL,
+        "N",
+    )
+    quiet: bool = option(False, help="no progress bars")
+    min_test: int | None = _count(
+        None,
+        "refuse to report an (env, task) with fewer than N test images (default 30: below that a 95% CI "
+        "is wider than ±0.17; 0 = report anything)",
+        _NATURAL,
+        "N",
+    )
 
     @classmethod
     def from_dict(cls, raw: Any, source: str | None = COMMAND_LINE) -> "ProbeConfig":
@@ -122,7 +158,7 @@ class ProbeConfig(ConfigBase):
     @property
     def train(self):
         """The head-training part as :class:`probing.train.TrainConfig` (derived, not stored)."""
-        from sceneforge.probing.train import TrainConfig  # torch: a ProbeConfig is read and checked without it
+        from sceneforge.probing.train import TrainConfig, sparrta_schedules  # torch: a ProbeConfig is read and checked without it
 
         return TrainConfig(
             lrs=self.lrs,
@@ -134,7 +170,7 @@ class ProbeConfig(ConfigBase):
             seed=self.seed,
             use_cls=self.cls,
             patience=self.patience,
-            epochs_by_head=dict(SPARRTA_SCHEDULE) if self.sparrta_schedule else {},
+            epochs_by_head=sparrta_schedules(self.heads) if self.sparrta_schedule else {},  # each head class's own
         )
 
     def job(self) -> "ProbeConfig":

@@ -42,6 +42,10 @@ class LinearHead(nn.Module):
     """GAP (or CLS) → LayerNorm → Dropout → Linear."""
 
     pre_pooled = True
+    # facts the sweep reads from the class (a plugin head states its own): whether it draws
+    # attention maps, and SpaRRTa's (epochs, warm-up) for it under --sparrta-schedule
+    ATTENTIVE = False
+    SPARRTA_SCHEDULE = (1000, 200)
 
     def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, use_cls: bool = False):
         super().__init__()
@@ -79,6 +83,8 @@ class AbMILPHead(nn.Module):
     """
 
     pre_pooled = False
+    ATTENTIVE = True
+    SPARRTA_SCHEDULE = (500, 100)
 
     def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, depth: int = 1, hidden: int | None = None):
         super().__init__()
@@ -121,6 +127,8 @@ class EfficientHead(nn.Module):
     """Efficient probing: ``num_queries`` learned queries, output dim D / ``dim_div``."""
 
     pre_pooled = False
+    ATTENTIVE = True
+    SPARRTA_SCHEDULE = (500, 100)
 
     def __init__(self, dim: int, num_classes: int = 4, dropout: float = 0.0, num_queries: int = 4, dim_div: int = 8):
         super().__init__()
@@ -169,14 +177,29 @@ class EfficientHead(nn.Module):
         return self.finish(torch.bmm(self.attention(x), x))
 
 
-def make_head(name: str, dim: int, dropout: float, num_classes: int = 4, use_cls: bool = False) -> nn.Module:
-    """Head by its registered name (:data:`probing.registry.HEADS`)."""
+def head_class(name: str) -> type:
+    """The class registered as ``name`` (:data:`probing.registry.HEADS`, plugins included)."""
     if name not in REGISTERED_HEADS:
         raise ValueError(f"unknown head {name!r}; expected one of {', '.join(REGISTERED_HEADS)}")
     entry = REGISTERED_HEADS[name]
     try:
-        cls = entry.load()
+        return entry.load()
     except Exception as e:  # a plugin head that does not import: one line naming it and its package
         raise ConfigError(f"--heads {name}: {entry.target} [{entry.source}] cannot be loaded: {one_line(e)}") from e
+
+
+def attentive(name: str) -> bool:
+    """Whether the head draws attention maps over the patches (its class's ``ATTENTIVE``)."""
+    return bool(getattr(head_class(name), "ATTENTIVE", False))
+
+
+def sparrta_schedules(names) -> dict[str, tuple[int, int]]:
+    """SpaRRTa's (epochs, warm-up) of each head that states one (its class's ``SPARRTA_SCHEDULE``)."""
+    return {n: tuple(s) for n in names if (s := getattr(head_class(n), "SPARRTA_SCHEDULE", None))}
+
+
+def make_head(name: str, dim: int, dropout: float, num_classes: int = 4, use_cls: bool = False) -> nn.Module:
+    """Head by its registered name (:data:`probing.registry.HEADS`)."""
+    cls = head_class(name)
     options = {"use_cls": use_cls} if getattr(cls, "pre_pooled", False) else {}
     return cls(dim, num_classes, dropout, **options)

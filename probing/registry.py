@@ -33,8 +33,11 @@ class Entry:
     description: str
     target: str = ""
     source: str = "sceneforge"  # the distribution that registered it ("name version" for a plugin)
+    obj: object = field(default=None, compare=False, repr=False)  # what a decorator registered
 
     def load(self):
+        if self.obj is not None:
+            return self.obj
         module, _, attr = self.target.partition(":")
         return getattr(importlib.import_module(module), attr)
 
@@ -78,7 +81,7 @@ def _register(table: dict, name: str, description: str, target: str | None, sour
         return None
 
     def deco(obj):
-        table[name] = Entry(name, description, f"{obj.__module__}:{obj.__qualname__}", source)
+        table[name] = Entry(name, description, f"{obj.__module__}:{obj.__qualname__}", source, obj)
         return obj
 
     return deco

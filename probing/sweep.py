@@ -31,7 +31,8 @@ from sceneforge.core.atomic import atomic_write_text
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.attention_flow import attention_flow
 from sceneforge.probing.backbones import create_backbone
-from sceneforge.probing.config import SPARRTA_SCHEDULE, ProbeConfig
+from sceneforge.probing.config import ProbeConfig
+from sceneforge.probing.heads import attentive, sparrta_schedules
 from sceneforge.probing.data import CLASSES, label_ids, load_datasets
 from sceneforge.probing.features import extract_features
 from sceneforge.probing.groups import Group, make_groups  # noqa: F401  (Group re-exported)
@@ -43,7 +44,6 @@ from sceneforge.probing.train import ProbeSplits, TrainConfig
 from sceneforge.probing.validate import check_probe_config
 
 log = logging.getLogger(__name__)
-ATTENTIVE = ("abmilp", "efficient")
 PROTOCOLS = tuple(REGISTERED_PROTOCOLS)
 SMALL_TEST, SMALL_TRAIN = 100, 200  # warn below these (95% CI ±0.1 at 100 test images)
 
@@ -64,7 +64,7 @@ def ProbeJob(**kwargs) -> ProbeConfig:  # noqa: N802  (the old class name)
 def _train_fields(train: TrainConfig) -> dict:
     """A ``TrainConfig`` as ProbeConfig fields; values ProbeConfig cannot say are refused."""
     t, default = asdict(train), asdict(TrainConfig())
-    if t["epochs_by_head"] not in ({}, {k: v for k, v in SPARRTA_SCHEDULE.items()}):
+    if t["epochs_by_head"] not in ({}, sparrta_schedules(t["epochs_by_head"])):
         raise ConfigError(
             f"ProbeJob: train.epochs_by_head {t['epochs_by_head']!r}: only SpaRRTa's schedule "
             "(sparrta_schedule: true) is a probe config"
@@ -192,7 +192,7 @@ def _train_all(job: ProbeConfig, table, groups: list[Group], feats: dict, base: 
                 records += [_record(r, meta) for r in results]
                 written.add(_save_predictions(out, head, meta, results, splits, table))
                 seconds[head] = seconds.get(head, 0.0) + sum(r.seconds for r in results)
-                if head in ATTENTIVE and job.attention_samples:
+                if attentive(head) and job.attention_samples:
                     written.add(_save_attention(out, head, meta, results, splits, table, f.grid, job.attention_samples))
     bar.close()
     _remove_stale(out, written)

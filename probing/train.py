@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from sceneforge.probing.heads import make_head
+from sceneforge.probing.heads import make_head, sparrta_schedules  # noqa: F401 (sparrta_schedules: ProbeConfig.train's)
 
 log = logging.getLogger(__name__)
 NUM_CLASSES = 4

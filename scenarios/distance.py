@@ -19,15 +19,11 @@ command line is generated from :class:`DistanceConfig` (``sceneforge run distanc
 
 from __future__ import annotations
 
-import json
 import math
-from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from sceneforge.engine.world import instance_color
 from sceneforge.scenarios.config import ScenarioConfig, option
-from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.output.writers import (
     atomic_write_bytes,
     atomic_write_json,
@@ -35,11 +31,9 @@ from sceneforge.scenarios.output.writers import (
     intrinsics,
     npy_bytes,
     pose_block,
-    write_table,
 )
-from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.registry import register_scenario
-from sceneforge.scenarios.sampling.pairs import PairMaker
+from sceneforge.scenarios.sampling.pairs import PairMaker, PairScenario, record_path
 from sceneforge.scenarios.world.environments import load_env
 
 
@@ -70,55 +64,6 @@ class DistanceConfig(ScenarioConfig):
 
     def load_env(self):
         return self.memo("env", lambda: load_env(self.env))
-
-
-@register_scenario
-class Distance(Scenario):
-    """The scenario: the runner builds it once per process (the config parsed once) and calls its steps."""
-
-    NAME = "distance"
-    Config = DistanceConfig
-
-    def plan(self) -> JobPlan:
-        cfg = self.config
-        return JobPlan(cfg.n, cfg.fingerprint(), f"{cfg.n} distance images: {cfg.env}", config=cfg.to_dict())
-
-    def server_spec(self) -> ServerSpec:
-        return ServerSpec(assets=tuple(self.config.load_env().asset_packs()))
-
-    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
-        cfg, out = self.config, Path(out_dir)
-        return run_shard(
-            shard,
-            server,
-            complete=lambda i: record_path(out, cfg, i).is_file(),
-            maker=lambda client, todo: Maker(cfg, client, out),
-            progress=progress,
-        )
-
-    def finalize(self, out_dir: Path) -> dict:
-        cfg, out = self.config, Path(out_dir)
-        rows = []
-        for i in range(cfg.n):
-            rec = json.loads(record_path(out, cfg, i).read_text())
-            rows.append(
-                {
-                    "file_name": rec["files"]["image"],
-                    "label": rec["label"],
-                    "env": rec["env"],
-                    "index": i,
-                    "class_a": rec["objects"]["a"]["class"],
-                    "class_b": rec["objects"]["b"]["class"],
-                    "distance_a_cm": rec["objects"]["a"]["distance_cm"],
-                    "distance_b_cm": rec["objects"]["b"]["distance_cm"],
-                }
-            )
-        write_table(rows, out)
-        return {"samples": len(rows), "by_label": dict(sorted(Counter(r["label"] for r in rows).items()))}
-
-
-def record_path(out: Path, cfg: DistanceConfig, i: int) -> Path:
-    return out / Path(cfg.env).stem / f"sample_{i:06d}.json"
 
 
 class Maker(PairMaker):
@@ -170,6 +115,26 @@ class Maker(PairMaker):
         }
         atomic_write_json(record_path(self.out, cfg, i), rec)
         return rec
+
+
+@register_scenario
+class Distance(PairScenario):
+    """The scenario: the runner builds it once per process (the config parsed once) and calls its
+    steps (the kit's :class:`~scenarios.sampling.pairs.PairScenario`); its own part is its table columns."""
+
+    NAME = "distance"
+    Config = DistanceConfig
+    MAKER = Maker
+
+    def row(self, rec: dict, i: int) -> dict:
+        a, b = rec["objects"]["a"], rec["objects"]["b"]
+        return {
+            **super().row(rec, i),
+            "class_a": a["class"],
+            "class_b": b["class"],
+            "distance_a_cm": a["distance_cm"],
+            "distance_b_cm": b["distance_cm"],
+        }
 
 
 def distance_cm(eye, point) -> float:

@@ -2,7 +2,8 @@
 its sampling centre, a camera drawn until both are clear and in frame, the render server's
 visibility rule, and the loop that retries all of it. A scenario that labels a *pair* of objects
 from their 3-D geometry (``distance``: which is nearer; ``examples/sceneforge-height``: which
-stands taller) subclasses :class:`PairMaker` and writes only its label rule and its files.
+stands taller) is a :class:`PairScenario` with a :class:`PairMaker`: it writes only its label
+rule, its files and its table columns.
 
 The RNG of sample ``i`` is ``sample_rng(seed, env, task, "pair", i)``: output is a pure function
 of (config, index), whichever worker makes it. Units: cm, Z up (UnrealCV).
@@ -10,15 +11,19 @@ of (config, index), whichever worker makes it. Units: cm, Z up (UnrealCV).
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from sceneforge.core.errors import PlacementError
 from sceneforge.core.visibility import visibility_failure
 from sceneforge.engine.world import Camera, instance_color
+from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
+from sceneforge.scenarios.output.writers import write_table
+from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.sampling.rejection import (
     Placed,
     camera_clear,
@@ -163,3 +168,46 @@ class PairMaker:
 
     def write(self, i: int, placed: list[Placed], cam: Camera, counts: Counter) -> dict:
         raise NotImplementedError
+
+
+def record_path(out: Path, cfg, i: int) -> Path:
+    """``OUT/<env>/sample_NNNNNN.json``: the record that marks sample ``i`` complete."""
+    return Path(out) / Path(cfg.env).stem / f"sample_{i:06d}.json"
+
+
+class PairScenario(Scenario):
+    """The scenario steps of a two-object scenario: ``n`` samples of one environment, each made
+    by ``MAKER`` (a :class:`PairMaker`), complete when its record exists, and a table
+    (``samples.parquet``/``metadata.csv``) with one :meth:`row` per record. A subclass sets
+    ``NAME``, ``Config`` (with the fields :class:`PairMaker` reads) and ``MAKER``, and adds its
+    columns in :meth:`row`."""
+
+    MAKER: ClassVar[type[PairMaker]] = PairMaker
+
+    def plan(self) -> JobPlan:
+        cfg = self.config
+        return JobPlan(cfg.n, cfg.fingerprint(), f"{cfg.n} {self.NAME} images: {cfg.env}", config=cfg.to_dict())
+
+    def server_spec(self) -> ServerSpec:
+        return ServerSpec(assets=tuple(self.config.load_env().asset_packs()))
+
+    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
+        cfg, out = self.config, Path(out_dir)
+        return run_shard(
+            shard,
+            server,
+            complete=lambda i: record_path(out, cfg, i).is_file(),
+            maker=lambda client, todo: self.MAKER(cfg, client, out),
+            progress=progress,
+        )
+
+    def finalize(self, out_dir: Path) -> dict:
+        cfg, out = self.config, Path(out_dir)
+        rows = [self.row(json.loads(record_path(out, cfg, i).read_text()), i) for i in range(cfg.n)]
+        write_table(rows, out)
+        return {"samples": len(rows), "by_label": dict(sorted(Counter(r["label"] for r in rows).items()))}
+
+    def row(self, rec: dict, i: int) -> dict:
+        """Sample ``i``'s table row from its record: image, label, environment, index (a subclass
+        adds its own columns after these)."""
+        return {"file_name": rec["files"]["image"], "label": rec["label"], "env": rec["env"], "index": i}

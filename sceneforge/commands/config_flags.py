@@ -68,6 +68,8 @@ def add_config_flags(
             kw["metavar"] = meta.get("metavar") or f.name.upper()
         if kind == "bool":
             kw.update(action="store_const", const=not f.default if f.default in (True, False) else True)
+        elif meta.get("repeat"):
+            kw.update(action="append", type=meta.get("type") or str)
         else:
             kw["type"] = meta.get("type") or {"int": int, "float": float}.get(kind, str)
             if meta.get("choices") and not meta.get("type"):

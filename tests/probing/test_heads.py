@@ -104,3 +104,39 @@ def test_linear_cls_uses_prefix_token():
 def test_make_head_rejects_unknown():
     with pytest.raises(ValueError, match="unknown head"):
         make_head("nosuchhead", 8, 0.1)
+
+
+def test_per_head_facts_live_on_the_head_class():
+    """ATTENTIVE and SPARRTA_SCHEDULE are class attributes (a plugin head states its own); the
+    sweep and --sparrta-schedule read them from the class, not from lists keyed by name."""
+    from sceneforge.probing.config import DEFAULT_HEADS, ProbeConfig
+    from sceneforge.probing.heads import attentive, sparrta_schedules
+
+    assert [attentive(h) for h in ("linear", "abmilp", "efficient")] == [False, True, True]
+    assert sparrta_schedules(("linear", "abmilp", "efficient")) == {
+        "linear": (1000, 200),
+        "abmilp": (500, 100),
+        "efficient": (500, 100),
+    }
+    cfg = ProbeConfig.from_dict({"data": "d", "backbone": "b", "out": "o", "heads": "linear,efficient", "sparrta_schedule": True})
+    assert cfg.train.epochs_by_head == {"linear": (1000, 200), "efficient": (500, 100)}
+    assert cfg.train.schedule("efficient") == (500, 100)
+    assert ProbeConfig.from_dict({"data": "d", "backbone": "b", "out": "o"}).heads == DEFAULT_HEADS
+
+
+def test_a_registered_head_is_a_choice_not_a_default():
+    """``@register_head`` on a class adds a name users can ask for; the defaults stay SpaRRTa's three."""
+    from sceneforge.probing.config import DEFAULT_HEADS, ProbeConfig
+    from sceneforge.probing.heads import sparrta_schedules
+    from sceneforge.probing.registry import HEADS, register_head
+
+    @register_head("tinylin", "test: a linear head with its own facts")
+    class TinyLin(LinearHead):
+        SPARRTA_SCHEDULE = (7, 1)
+
+    try:
+        assert isinstance(make_head("tinylin", 8, 0.0), TinyLin)
+        assert ProbeConfig.from_dict({"data": "d", "backbone": "b", "out": "o"}).heads == DEFAULT_HEADS
+        assert sparrta_schedules(["tinylin", "linear"]) == {"tinylin": (7, 1), "linear": (1000, 200)}
+    finally:
+        HEADS.pop("tinylin")

@@ -17,25 +17,19 @@ the label) written last so it marks the sample complete; ``finalize`` writes
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
 
 from sceneforge.engine.world import instance_color
 from sceneforge.scenarios.config import ScenarioConfig, option
-from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
 from sceneforge.scenarios.output.writers import (
     atomic_write_bytes,
     atomic_write_json,
     encode_image,
     intrinsics,
     pose_block,
-    write_table,
 )
-from sceneforge.scenarios.pipeline.shard import run_shard
 from sceneforge.scenarios.registry import register_scenario
-from sceneforge.scenarios.sampling.pairs import PairMaker
+from sceneforge.scenarios.sampling.pairs import PairMaker, PairScenario, record_path
 from sceneforge.scenarios.world.environments import load_env
 
 
@@ -76,10 +70,6 @@ def top_cm(base_z: float, height: float) -> float:
 def higher(top_a: float, top_b: float) -> str:
     """The label: ``a`` when ``a``'s top is higher."""
     return "a" if top_a > top_b else "b"
-
-
-def record_path(out: Path, cfg: HeightConfig, i: int) -> Path:
-    return Path(out) / Path(cfg.env).stem / f"sample_{i:06d}.json"
 
 
 class HeightMaker(PairMaker):
@@ -124,46 +114,15 @@ class HeightMaker(PairMaker):
 
 
 @register_scenario
-class Height(Scenario):
-    """Which of two objects reaches higher (see the module docstring)."""
+class Height(PairScenario):
+    """Which of two objects reaches higher (see the module docstring): the kit's two-object
+    scenario steps (plan, server spec, shards, the table) with this maker and these columns."""
 
     NAME = "height"
     Config = HeightConfig
+    MAKER = HeightMaker
 
-    def plan(self) -> JobPlan:
-        cfg = self.config
-        return JobPlan(cfg.n, cfg.fingerprint(), f"{cfg.n} height images: {cfg.env}", config=cfg.to_dict())
-
-    def server_spec(self) -> ServerSpec:
-        return ServerSpec(assets=tuple(self.config.load_env().asset_packs()))
-
-    def run(self, shard: Shard, out_dir: Path, *, server: str, progress=None) -> ShardResult:
-        cfg, out = self.config, Path(out_dir)
-        return run_shard(
-            shard,
-            server,
-            complete=lambda i: record_path(out, cfg, i).is_file(),
-            maker=lambda client, todo: HeightMaker(cfg, client, out),
-            progress=progress,
-        )
-
-    def finalize(self, out_dir: Path) -> dict:
-        cfg, out = self.config, Path(out_dir)
-        rows = []
-        for i in range(cfg.n):
-            rec = json.loads(record_path(out, cfg, i).read_text())
-            a, b = rec["objects"]["a"], rec["objects"]["b"]
-            rows.append(
-                {
-                    "file_name": rec["files"]["image"],
-                    "label": rec["label"],
-                    "env": rec["env"],
-                    "index": i,
-                    "class_a": a["class"],
-                    "class_b": b["class"],
-                    "top_a_cm": a["top_cm"],
-                    "top_b_cm": b["top_cm"],
-                }
-            )
-        write_table(rows, out)
-        return {"samples": len(rows), "by_label": dict(sorted(Counter(r["label"] for r in rows).items()))}
+    def row(self, rec: dict, i: int) -> dict:
+        a, b = rec["objects"]["a"], rec["objects"]["b"]
+        columns = {"class_a": a["class"], "class_b": b["class"], "top_a_cm": a["top_cm"], "top_b_cm": b["top_cm"]}
+        return {**super().row(rec, i), **columns}
