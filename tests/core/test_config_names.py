@@ -94,6 +94,7 @@ def test_every_renamed_flag_keeps_its_old_spelling_on_every_command_that_has_the
         value = [] if action.nargs == 0 else ["16"]
         required = [a for a in sub._actions if a.required and a.option_strings]
         base = [command] + [x for a in required for x in (a.option_strings[0], "16" if a.type in (int, float) else "x")]
+        base += ["x" for a in sub._actions if a.required and not a.option_strings]  # positionals (study's CONFIG)
         caplog.clear()
         with caplog.at_level(logging.WARNING):
             with_new = build_parser().parse_args([*base, new, *value])
