@@ -21,6 +21,7 @@ import numpy as np
 from sceneforge.engine.world import Actor
 from sceneforge.scenarios.videos import motion as mo
 from sceneforge.scenarios.videos import rigs
+from sceneforge.scenarios.videos.frames import render_frame_loop
 
 RIG_STREAM = 5  # the clip's seed stream for gait phases (0 motion, 1 questions, 3 distractors)
 
@@ -102,8 +103,8 @@ def render_clip(
     client.spawn(actors)
     names = [a.name for a in owners]
     query = [n for o in names for n in (posed[o].part_names(o) if o in posed else [o])]
-    frames, vis = {k: [] for k in kinds}, []
-    for t in range(clip.n_frames):
+
+    def pose_at(t: int) -> None:
         poses = {}
         for o in names:
             if o in posed:
@@ -114,15 +115,13 @@ def render_clip(
             if m.name not in posed:
                 poses[m.name] = {"location": tuple(m.track.location[t]), "rotation": m.track.rotator(t)}
         client.set_poses(poses)
-        out = client.render(0, kinds, camera=mo.camera_at(clip, t, fov, size, size))
-        for k in kinds:
-            frames[k].append(out[k])
-        if visibility:
-            counts = client.visibility(0, query)
-            vis.append(
-                {o: rigs.union_count(counts, posed[o].part_names(o), alone[t]) if o in posed else counts[o] for o in names}
-            )
-    return {k: np.stack(v) for k, v in frames.items()}, vis, owner_of
+
+    def count_at(t: int) -> dict:
+        counts = client.visibility(0, query)
+        return {o: rigs.union_count(counts, posed[o].part_names(o), alone[t]) if o in posed else counts[o] for o in names}
+
+    frames, vis = render_frame_loop(client, clip, fov, size, kinds, pose_at, count_at if visibility else None)
+    return frames, vis, owner_of
 
 
 def record(posed: dict) -> dict:

@@ -30,6 +30,7 @@ import numpy as np
 
 from sceneforge.engine.world import Actor, Transform
 from sceneforge.scenarios.videos import motion as mo
+from sceneforge.scenarios.videos.frames import render_frame_loop
 
 CHARACTER_STREAM = 6  # the clip's seed stream for variants and phases (5: rigs' gait phases)
 STAND_CMS = 5.0
@@ -156,16 +157,13 @@ def render_clip(
         return Transform(tuple(float(v) for v in tr.location[t]), tr.rotator(t))
 
     client.spawn([*scenery, *(Actor(n, drawn[n].asset_id(0) if n in drawn else assets[n], pose(n, 0)) for n in names)])
-    frames, vis = {k: [] for k in kinds}, []
-    for t in range(clip.n_frames):
+
+    def pose_at(t: int) -> None:
         client.set_poses({n: {"location": pose(n, t).location, "rotation": pose(n, t).rotation} for n in names})
         if drawn:
             client.set_character_poses({n: {"clip": c.clips[t], "phase": float(c.phases[t])} for n, c in drawn.items()})
-        out = client.render(0, kinds, camera=mo.camera_at(clip, t, fov, size, size))
-        for k in kinds:
-            frames[k].append(out[k])
-        vis.append(client.visibility(0, names))
-    return {k: np.stack(v) for k, v in frames.items()}, vis
+
+    return render_frame_loop(client, clip, fov, size, kinds, pose_at, lambda t: client.visibility(0, names))
 
 
 def record(drawn: dict, info: dict | None = None) -> dict:

@@ -37,6 +37,7 @@ from sceneforge.scenarios.videos import articulation, dsi
 from sceneforge.scenarios.videos import characters as chars
 from sceneforge.scenarios.videos import ground_truth as gt
 from sceneforge.scenarios.videos import motion as mo
+from sceneforge.scenarios.videos.frames import render_frame_loop
 from sceneforge.scenarios.videos.movers import DISTRACTOR_STREAM, keep_out as keep_out_movers, sample_movers
 from sceneforge.scenarios.videos.video_io import apply_aug, encode_mp4
 from sceneforge.scenarios.world.look import LOOK_STREAM, card_worlds, draw_look, server_world
@@ -190,18 +191,15 @@ def render_clip(
     client.reset()  # the server's images are a pure function of the scene: no history to clear
     client.spawn([*scenery, subject, *(Actor(m.name, m.asset_id, m.transform(0)) for m in movers)])
     names = [subject.name, *(m.name for m in movers)]
-    frames, vis = {k: [] for k in kinds}, []
-    for t in range(clip.n_frames):
+
+    def pose_at(t: int) -> None:
         poses = {subject.name: {"location": tuple(clip.subject.location[t]), "rotation": clip.subject.rotator(t)}}
         for m in movers:
             poses[m.name] = {"location": tuple(m.track.location[t]), "rotation": m.track.rotator(t)}
         client.set_poses(poses)
-        out = client.render(0, kinds, camera=mo.camera_at(clip, t, fov, size, size))
-        for k in kinds:
-            frames[k].append(out[k])
-        if visibility:
-            vis.append(client.visibility(0, names))
-    return {k: np.stack(v) for k, v in frames.items()}, vis
+
+    count_at = (lambda t: client.visibility(0, names)) if visibility else None
+    return render_frame_loop(client, clip, fov, size, kinds, pose_at, count_at)
 
 
 def visibility_rule(ctx: Context, vis: list) -> str | None:
