@@ -32,6 +32,15 @@ directories (one per training schedule: a study is one protocol) with their lead
 old rows and new studies are read by one tool:
 
     python benchmarks/sparrta_scale.py to-study --out /tmp/legacy     # then: sceneforge study merge ...
+
+The plan's 0.6.0 re-run (issue 46 item 5) is two study configs, ``STUDIES``
+(``benchmarks/studies/default_060.yaml``, ``default_060_allo.yaml``), which ``study --root`` runs
+first under ROOT/studies/. The rest of ``PLAN`` stays here: its rows resume by the keys of the
+committed rows (a study would not count those as done: their data fingerprints are
+``legacy:<dataset>``, and it would re-make hours of rows), and several steps need what a study
+config does not say (``--subset-train``: extracting only the first N train rows; per-step layer and
+n_train lists on one dataset). docs/validation.md's tables of the committed rows come from the
+study leaderboards of ``to-study`` (benchmarks/validation_tables.py).
 """
 
 from __future__ import annotations
@@ -170,12 +179,13 @@ def run_rows(args) -> None:
 # The study of docs/validation.md: datasets (sceneforge generate flags; seed 31) and rows in priority order.
 ENVS = ("desert", "city", "forest", "winter_town", "bridge")
 ENV_ORDER = {e: i for i, e in enumerate(ENVS)}  # table rows in SpaRRTa's environment order
+# issue 46 (sceneforge >= 0.6.0): the re-run on the new default (camera_policy decorrelated),
+# SpaRRTa's sizes in every environment, is no longer a PLAN step but two `sceneforge study` configs
+# (issue 50 item 6), run first by `study` (each its own resumable study directory under ROOT/studies;
+# they have no rows in RESULTS, so nothing measured moved):
+STUDY_DIR = Path(__file__).resolve().parent / "studies"
+STUDIES = (STUDY_DIR / "default_060.yaml", STUDY_DIR / "default_060_allo.yaml")
 DATASETS = {
-    # issue 46 (sceneforge >= 0.6.0): the re-run on the new default, camera_policy decorrelated (no
-    # single box predicts the label; ego margins around the camera heading too; allo objects >= 16 px),
-    # SpaRRTa's sizes: ego 5,000 and allo 10,000 in every environment
-    **{f"{env}_ego_060": f"--env {env} --task ego --n 5000" for env in ENVS},
-    **{f"{env}_allo_060": f"--env {env} --task allo --n 10000" for env in ENVS},
     # sessions 14-17 (sceneforge 0.5.0), on the policies of the time: the default was jitter, so the
     # sets made "with the defaults" name it (their committed rows keep their meaning)
     "desert_ego": "--env desert --task ego --n 5000 --camera-policy jitter",
@@ -192,9 +202,7 @@ DATASETS = {
     "abl_allo_face": "--env desert --task allo --n 2500 --figure-yaw face_source --camera-policy jitter",
 }
 # the datasets of the env x head tables (a row of any kind on one of them is a cell there)
-# (the 0.6.0 sets, where a row exists, take a table cell before the 0.5.0 sets: _prefer)
-SETS_060 = {f"{env}_{task}_060" for env in ENVS for task in ("ego", "allo")}
-STUDY_SETS = {f"{env}_ego_balanced" for env in ENVS} | {"desert_allo", "city_allo"} | SETS_060
+STUDY_SETS = {f"{env}_ego_balanced" for env in ENVS} | {"desert_allo", "city_allo"}
 OTHER_ENVS = [e for e in ENVS if e != "desert"]  # desert's balanced set is the curve of PLAN step 4
 ABL_1K = "--layers 9 --n-train 1000 --subset-train 1000"
 RANDOM_2K = "--n-train 2000 --subset-train 2000"
@@ -204,32 +212,7 @@ def _rows(envs, kind="study", suffix="_ego_balanced") -> str:
     return " ".join(f"--row {kind}:{env}={{{env}{suffix}}}" for env in envs)
 
 
-PLAN = [  # (datasets it needs, run flags)
-    # issue 46 item 5, first: the study re-run on the 0.6.0 default (decorrelated) in all five
-    # environments, the reported schedule (300 epochs / patience 40): DINOv2-S layers 9 and 12 at
-    # 4,000 ego / 8,000 allo train images, then the EfficientNet-Lite0 and random-init ViT-S controls
-    (
-        [f"{env}_ego_060" for env in ENVS],
-        "--layers 9,12 --n-train 4000 --epochs 300 --patience 40 " + _rows(ENVS, kind="v060", suffix="_ego_060"),
-    ),
-    (
-        [f"{env}_allo_060" for env in ENVS],
-        "--layers 9,12 --n-train 8000 --epochs 300 --patience 40 " + _rows(ENVS, kind="v060a", suffix="_allo_060"),
-    ),
-    (
-        [f"{env}_ego_060" for env in ENVS],
-        "--backbone efficientnet-lite0 --layers 5 --n-train 4000 --epochs 300 --patience 40 "
-        + _rows(ENVS, kind="v060", suffix="_ego_060"),
-    ),
-    (
-        [f"{env}_ego_060" for env in ENVS] + [f"{env}_allo_060" for env in ENVS],
-        "--backbone vits14-random --layers 9 --epochs 300 --patience 40 "
-        + RANDOM_2K
-        + " "
-        + _rows(ENVS, kind="v060", suffix="_ego_060")
-        + " "
-        + _rows(ENVS, kind="v060a", suffix="_allo_060"),
-    ),
+PLAN = [  # (datasets it needs, run flags); the 0.6.0 re-run is STUDIES, run before these
     (["desert_ego"], "--layers 9 --extract-layers 9,12 --n-train 400,1000 --row curve:desert={desert_ego}"),
     (
         ["abl_ego_balanced", "abl_ego_sparrta"],
@@ -312,6 +295,10 @@ def study(args) -> None:
     import subprocess
 
     root = Path(args.root)
+    for config in STUDIES:  # resumable by itself: a finished study only rewrites its leaderboard
+        cmd = [sys.executable, "-m", "sceneforge.cli", "study", str(config), "--out", str(root / "studies" / config.stem)]
+        print("+", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True)
     data = {k: str(root / "data" / k) for k in DATASETS}
     results = root / "scale" / "results.jsonl"
     if not results.is_file() and RESULTS.is_file():
@@ -385,9 +372,9 @@ def report(args) -> None:
 
 
 def _prefer(r: dict) -> tuple:
-    """Which row of a study-table cell to show: a 0.6.0-default set's (issue 46) before a 0.5.0
-    one's, then the largest n_train."""
-    return (Path(r["data"]).name in SETS_060, r["n_train"])
+    """Which row of a study-table cell to show: the largest n_train (the 0.6.0 sets are STUDIES':
+    their leaderboards report them)."""
+    return (r["n_train"],)
 
 
 def study_table(recs: list[dict]) -> list[str]:
@@ -445,7 +432,7 @@ def _study_every_n(recs: list[dict]) -> list[str]:
     for r in recs:
         if Path(r["data"]).name in STUDY_SETS:
             key = (r["task"], r["env"], r.get("backbone", BACKBONE), r["layer"], r["epochs"], r["patience"])
-            groups.setdefault((*key, Path(r["data"]).name in SETS_060), []).append(r)
+            groups.setdefault(key, []).append(r)
     many = {k: sorted(v, key=lambda r: r["n_train"]) for k, v in groups.items() if len({r["n_train"] for r in v}) > 1}
     if not many:
         return []
@@ -456,7 +443,7 @@ def _study_every_n(recs: list[dict]) -> list[str]:
         "| layout: source | target | both |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for (task, env, backbone, layer, epochs, patience, _), rows in sorted(
+    for (task, env, backbone, layer, epochs, patience), rows in sorted(
         many.items(), key=lambda kv: (kv[0][0] != "ego", ENV_ORDER.get(kv[0][1], 9), kv[0][2:])
     ):
         for r in rows:

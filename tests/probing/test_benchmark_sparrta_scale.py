@@ -163,3 +163,25 @@ def test_the_committed_rows_become_study_directories_with_leaderboards(tmp_path)
         timeout=300,
     )
     assert merge.returncode == 2 and "another protocol" in merge.stderr and merge.stderr.count("\n") == 1, merge.stderr
+
+
+def test_the_plans_060_rerun_is_the_two_study_configs_with_the_rows_it_had():
+    """Issue 50 item 6: PLAN's 0.6.0 steps (issue 46 item 5) became benchmarks/studies/default_060*.yaml,
+    run first by `study --root`: the configs must load and hold the rows the steps had (SpaRRTa's
+    sizes in all five environments, the 0.6.0 default data, DINOv2-S L9/L12 with its random twin,
+    EfficientNet-Lite0 stage 5, 300 epochs / patience 40), and no PLAN step makes those rows twice."""
+    from sceneforge.study.config import load_study_config
+
+    s = _scale_module()
+    assert [c.name for c in s.STUDIES] == ["default_060.yaml", "default_060_allo.yaml"]
+    for config, task, n, n_train in zip(s.STUDIES, ("ego", "allo"), (5000, 10000), (4000, 8000)):
+        cfg = load_study_config(config)
+        assert tuple(cfg.environments) == s.ENVS and tuple(cfg.tasks) == (task,)
+        assert (cfg.n, cfg.seed, tuple(cfg.n_train), cfg.epochs, cfg.patience) == (n, 31, (n_train,), 300, 40)
+        assert "camera_policy" not in cfg.data  # generate's default (decorrelated since 0.6.0)
+        layers = {b["backbone"]: b["layers"] for b in (e.as_dict() for e in cfg.entries())}
+        assert layers["dinov2-s-imgfocus"] == [9, 12] and layers["efficientnet-lite0"] == [5]
+        kinds = {(e.backbone, e.kind) for e in cfg.entries()}
+        assert ("dinov2-s-imgfocus", "random") in kinds and ("efficientnet-lite0", "random") not in kinds
+    assert not [k for k in s.DATASETS if k.endswith("_060")]
+    assert not [f for _, f in s.PLAN if "_060" in f]
