@@ -14,6 +14,7 @@ from pathlib import Path
 from sceneforge.core.errors import ConfigError
 from sceneforge.core.layout_baseline import layout_baselines as fit_layout
 from sceneforge.scenarios.sampling.relations import LABELS
+from sceneforge.scenarios.sparrta import characters
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.sparrta.record import load_record, unit_dir
 from sceneforge.scenarios.output.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
@@ -168,6 +169,8 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
     """The JSON dataset card: config, counts, rejection stats, software, assets and licenses."""
     ids = sorted({a for r in recs for a in r.get("assets", [])})
     lib = _library(cfg, units)
+    shown = characters.card_block(recs)  # skinned characters (opt-in): not the library's assets
+    ids = [a for a in ids if not characters.is_character(a)] if shown else ids
     licenses = lib.licenses(ids)
     card = {
         "name": "sceneforge SpaRRTa-style spatial relations",
@@ -208,6 +211,11 @@ def card(cfg: SparrtaConfig, units: list[Unit], recs: list[dict], stats: dict) -
         card["textures_and_hdris"] = looks
         card["licenses"] = licenses = sorted(set(licenses) | {x["license"] for x in looks})
         card["attributions"] = sorted(set(card["attributions"]) | {x["attribution"] for x in looks})
+    if shown:  # 0 A.D. art (CC-BY-SA 3.0, Wildfire Games): the images that show it are CC-BY-SA
+        card["characters"] = shown
+        card["licenses"] = licenses = sorted(set(licenses) | {shown["license"]})
+        card["attributions"] = sorted(set(card["attributions"]) | {shown["attribution"]})
+        card["assets"] = sorted({a for r in recs for a in r.get("assets", [])})
     if any(l.lower().startswith("gpl") for l in licenses):
         card["texture_notice"] = (
             "Some ground/facade textures come from Sweet Home 3D (GPL-2.0-or-later); "

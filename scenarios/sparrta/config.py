@@ -34,7 +34,13 @@ class SparrtaConfig(ScenarioConfig):
     SCENARIO = "sparrta"
     ALIASES = {"size": "image_size"}  # the old name of image_size
     # left out of to_dict at these values: datasets made before the field existed keep their identity
-    OMIT_AT_DEFAULT = {"renderer": None, "layout": "sceneforge", "split_pattern": None, "camera_policy": "jitter"}
+    OMIT_AT_DEFAULT = {
+        "renderer": None,
+        "layout": "sceneforge",
+        "split_pattern": None,
+        "camera_policy": "jitter",
+        "characters": False,
+    }
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s), a YAML path, or 'all'")
     tasks: tuple[str, ...] = option(("ego",), choices=TASKS, help="ego (camera) and/or allo (human figure)")
@@ -110,6 +116,14 @@ class SparrtaConfig(ScenarioConfig):
     split_pattern: tuple[str, ...] | None = option(
         None, choices=SPLITS, help="splits of successive scenes, cycled (default 80/10/10: 8 train, 1 val, 1 test)"
     )
+    # Skinned 0 A.D. people and animals for the classes the character pack has (issue 49 item 4;
+    # scenarios/sparrta/characters.py): opt-in, left out of the identity when off.
+    characters: bool = option(
+        False,
+        flag="--characters",
+        help="draw the human/animal objects and the allo figure as skinned 0 A.D. characters in sampled poses where "
+        "the character pack has their class (sceneforge assets install characters; CC-BY-SA; docs/datasets.md)",
+    )
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -183,6 +197,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
             raise ConfigError(f"{src}: {field} {what}, got {getattr(c, field)!r}")
 
     need(bool(c.envs), "envs", "must name at least one environment")
+    need(isinstance(c.characters, bool), "characters", "must be true or false")
     need(
         c.licenses is None or (bool(c.licenses) and all(x.strip() for x in c.licenses)),
         "licenses",

@@ -18,6 +18,7 @@ from pathlib import Path
 from sceneforge.core.paths import check_component, confined
 from sceneforge.scenarios.sampling.relations import TASK_OBSERVER, heading_angle_and_cross
 from sceneforge.scenarios.output.scene_graph import graph_json
+from sceneforge.scenarios.sparrta.characters import params_block as characters_block
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.output.writers import (
     PreEncoded,
@@ -109,6 +110,9 @@ def build_params(
         "clutter": None,
     }
     extra.update(policy_fields(cfg, unit, st, group, view))
+    drawn = characters_block(objs)  # skinned characters (opt-in): pose and facing; absent otherwise
+    if drawn:
+        extra["characters"] = drawn
     clutter, text = _clutter_block(group, all_colors or {})
     params = PreEncoded(params_json(unit.env, unit.triple_id, view.camera, actors, {**extra, "clutter": clutter}))
     params.static = ({"clutter": clutter}, {"clutter": text}, 0)  # the same in every sample of the scene

@@ -52,6 +52,7 @@ from sceneforge.scenarios.sparrta.record import build_params, build_row, file_na
 from sceneforge.scenarios.sparrta.candidates import Ahead, discard_replies, draw_candidates, usable_views
 from sceneforge.scenarios.sparrta.scene import Group, Setting, build_group
 from sceneforge.scenarios.sampling.shapes import ShapeCache
+from sceneforge.scenarios.sparrta import characters as sparrta_characters
 from sceneforge.scenarios.sampling.consistency import PERCEPTUAL_RULE, ego_bearing_disagrees, ego_label_disagrees
 from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look, server_world
 from sceneforge.core.paths import confined
@@ -78,6 +79,8 @@ SWITCH_EARLY = True  # the next new scene group is queued behind this sample's q
 # --- contract -------------------------------------------------------------------------------------
 def plan(config: dict) -> JobPlan:
     cfg = parse_config(config)
+    if cfg.characters:  # no pack: one line before any work
+        sparrta_characters.load_pack()
     units = units_of(cfg)
     n = sum(u.n for u in units)
     desc = f"{n} SpaRRTa samples: {', '.join(sorted({u.env for u in units}))} × {', '.join(cfg.tasks)}"
@@ -194,6 +197,7 @@ class Session(ServerRequests):
     def __init__(self, cfg: SparrtaConfig, client, out: Path):
         self.cfg, self.client, self.out = cfg, client, out
         self._shapes: dict[str, ShapeCache] = {}
+        self._pack = sparrta_characters.load_pack() if cfg.characters else None  # opt-in skinned characters
         self._load_env = lambda name: load_env_cached(cfg, name)
         self._envs: dict = {}
         self._groups = OnceCache(16)  # scene groups: built once, by the main or the lookahead thread
@@ -220,7 +224,8 @@ class Session(ServerRequests):
         """Footprints from the environment's own asset library (default + its extra packs)."""
         if env_name not in self._shapes:
             env = self.env(env_name)
-            self._shapes[env_name] = ShapeCache(env.library, lambda cls: env.variants(cls, env.library))
+            shapes = ShapeCache(env.library, lambda cls: env.variants(cls, env.library))
+            self._shapes[env_name] = shapes if self._pack is None else sparrta_characters.CharacterShapes(shapes, self._pack)
         return self._shapes[env_name]
 
     # ---- scene groups ------------------------------------------------------------------------
