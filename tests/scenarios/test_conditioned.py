@@ -144,7 +144,10 @@ def desert():
 
 def _group(desert, task, g=0):
     env, shapes, _ = desert
-    st = sparrta.setting_for(parse_config({"tasks": [task]}), env, task)
+    # the reference (reference_sampler.py) is the plain rejection sampler of the centroid-aimed
+    # ("jitter") policy, kept verbatim: compare the conditioned sampler under that policy (the
+    # default since 0.6.0, "decorrelated", aims at a drawn screen point and adds the heading rule)
+    st = sparrta.setting_for(parse_config({"tasks": [task], "camera_policy": "jitter"}), env, task)
     group = build_group(
         sample_rng(5, "desert", task, "rock_truck", g, 1), ("k", g), "rock", "truck", shapes, st, env.ground, env.clutter
     )
