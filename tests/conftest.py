@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -45,3 +46,24 @@ def render_client(server):
         client.set_world({})
         client.set_camera(0, Camera())
         yield client
+
+
+@pytest.fixture
+def small_disk_of(tmp_path):
+    """``small_disk_of(size)``: a fresh tmpfs of ``size`` (mount's syntax, e.g. "64k") under
+    tmp_path, unmounted after the test: the "full disk" of the robustness tests. Skips where a
+    tmpfs cannot be mounted (not root)."""
+    mounted = []
+
+    def mount(size: str):
+        mnt = tmp_path / f"small_{len(mounted)}"
+        mnt.mkdir()
+        cmd = ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)]
+        if os.geteuid() != 0 or subprocess.run(cmd, capture_output=True).returncode != 0:
+            pytest.skip("cannot mount a small tmpfs here (needs root)")
+        mounted.append(mnt)
+        return mnt
+
+    yield mount
+    for mnt in mounted:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -193,18 +193,8 @@ def test_missing_params_file_and_corrupt_jpeg_are_one_line(small, tmp_path, caps
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode != 0
-    ):
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+def small_disk(small_disk_of):
+    return small_disk_of("64k")
 
 
 def test_browse_onto_a_full_disk_is_one_line_and_leaves_no_temp_file(small, small_disk, capsys):

@@ -161,21 +161,8 @@ def test_hf_export_refuses_what_it_would_drop_or_trip_on(small, tmp_path, capsys
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    import os
-    import subprocess
-
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if (
-        os.geteuid() != 0
-        or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True).returncode != 0
-    ):
-        pytest.skip("cannot mount a small tmpfs here (needs root)")
-    try:
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+def small_disk(small_disk_of):
+    return small_disk_of("64k")
 
 
 def test_hf_export_onto_a_full_disk_is_one_line_and_leaves_no_temp_dir(small, small_disk, capsys):
