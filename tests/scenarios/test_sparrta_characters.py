@@ -20,7 +20,6 @@ from oad_fixture import HUMAN_ACTOR, install_pack
 from sparrta_helpers import generate, mask_of, tree_hashes
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.engine.server.launch import start_server
 from sceneforge.engine.world import Camera, Rotator
 from sceneforge.scenarios.sampling.relations import relation
 from sceneforge.scenarios.sparrta import scenario as sparrta
@@ -37,19 +36,6 @@ def pack_cache(tmp_path_factory):
     camel = root / "art" / "actors" / "fauna" / "camel.xml"  # the fixture's figure where "camel" looks too
     camel.write_bytes((root / "art" / "actors" / HUMAN_ACTOR.removeprefix("art/actors/")).read_bytes())
     return tmp / "cache"
-
-
-@pytest.fixture
-def with_pack(pack_cache, monkeypatch):
-    monkeypatch.setenv("SCENEFORGE_CACHE", str(pack_cache))
-    return pack_cache
-
-
-@pytest.fixture(scope="module")
-def pack_server(pack_cache, tmp_path_factory):
-    srv = start_server(port=0, output_dir=tmp_path_factory.mktemp("out"), env={"SCENEFORGE_CACHE": str(pack_cache)})
-    yield srv
-    srv.stop()
 
 
 def test_characters_are_opt_in_and_validated(with_pack):

@@ -17,7 +17,6 @@ from oad_fixture import install_pack
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.engine.client import RenderClient
-from sceneforge.engine.server.launch import start_server
 from sceneforge.engine.world import Actor, Transform
 from sceneforge.scenarios.contract import Shard
 from sceneforge.scenarios.videos import characters as chars
@@ -40,19 +39,6 @@ def pack_cache(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pack")
     install_pack(tmp / "cache", tmp)
     return tmp / "cache"
-
-
-@pytest.fixture
-def with_pack(pack_cache, monkeypatch):
-    monkeypatch.setenv("SCENEFORGE_CACHE", str(pack_cache))
-    return pack_cache
-
-
-@pytest.fixture(scope="module")
-def pack_server(pack_cache, tmp_path_factory):
-    srv = start_server(port=0, output_dir=tmp_path_factory.mktemp("out"), env={"SCENEFORGE_CACHE": str(pack_cache)})
-    yield srv
-    srv.stop()
 
 
 def test_characters_are_opt_in_and_validated(with_pack):
