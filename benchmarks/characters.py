@@ -2,7 +2,7 @@
 
     python benchmarks/characters.py feet  [--cache-dir DIR]             # stride + planted-foot slide per class
     python benchmarks/characters.py media [--cache-dir DIR] [--out docs/img]   # contact sheet + walk/run mp4 per class
-    python benchmarks/characters.py cost  [--cache-dir DIR] [--frames 48]      # ms per frame: character vs rigid
+    python benchmarks/characters.py cost  [--cache-dir DIR] [--frames 48]      # ms per frame: GPU/CPU-skinned character vs rigid
     python benchmarks/characters.py pipeline [--cache-dir DIR] [--clips 8]     # CPU-s per video clip, with vs without
     python benchmarks/characters.py recognition [--cache-dir DIR] [--clips 15] # ImageNet top-1/5 on subject crops
 
@@ -14,8 +14,9 @@ skinned foot vertices; it writes ``benchmarks/results/character_feet.json`` and 
 docs/videos.md quotes. ``media`` renders each class walking and running past a tracking camera
 with the embedded GL renderer (root motion from the clip: the figure moves by ``root_cm(phase)``)
 into ``characters_sheet.png`` and ``character_<class>.mp4`` (walk then run). ``cost`` renders the
-same 224 px frames with a posed character (a new pose every frame) and with the rigid procedural
-asset of the class, on one GL backend, alternating, and prints the ms per frame of each.
+same 224 px frames with a posed character (a new pose every frame) skinned on the GPU, the same
+skinned on the CPU, and the rigid procedural asset of the class, interleaved, and prints the ms per
+frame of each.
 ``pipeline`` makes the same clips (env forest, 16 frames at 8 fps, 224 px, subjects human, deer,
 bear, fox, husky, camel, graphs + ground truth + 4 encodes) with and without ``characters``,
 interleaved clip by clip on one server, and reports CPU-s per clip of each (this process + the
@@ -143,8 +144,11 @@ def media(args) -> None:
 
 
 def cost(args) -> None:
-    """ms per rendered frame: a character (new pose each frame: skinning + upload + draw) vs a
-    rigid procedural asset of the same class, same camera, 224 px, lit + instance_id."""
+    """ms per rendered frame: a character posed on the GPU (new pose each frame: palette + one
+    skinning pass + draw, gl/skinning.py), the same character skinned on the CPU (skinning +
+    upload + draw, ``GLBackend(gpu_skinning=False)``) and a rigid procedural asset of the same
+    class; same camera, 224 px, lit + instance_id, the three interleaved frame by frame (the
+    order rotating), each on its own GL context."""
     from sceneforge.assets_manifest import AssetLibrary
     from sceneforge.engine.server import characters as chs
     from sceneforge.engine.server.catalog import AssetCatalog
@@ -154,26 +158,33 @@ def cost(args) -> None:
     lib = library(args.cache_dir)
     rigid = AssetLibrary.default()
     cat = AssetCatalog(rigid, characters=lambda: lib)
-    be = GLBackend(cat.mesh, shadow_map_size=2048)
-    rows = []
+    backends = {
+        "gpu": GLBackend(cat.mesh, shadow_map_size=2048),
+        "cpu": GLBackend(cat.mesh, shadow_map_size=2048, gpu_skinning=False),
+    }
+    backends["rigid"] = backends["gpu"]
+    order = ("gpu", "cpu", "rigid")
     try:
         for cls, asset in (("human", "proc_human_walker"), ("deer", "proc_deer"), ("bear", "proc_bear"), ("camel", "proc_camel")):
-            times = {"character": [], "rigid": []}
+            times = {k: [] for k in order}
             for r in range(args.frames):
-                for kind in ("character", "rigid") if r % 2 == 0 else ("rigid", "character"):
-                    aid = chs.posed_id(cls, 0, "walk", r / args.frames) if kind == "character" else asset
+                for kind in order[r % 3 :] + order[: r % 3]:
+                    aid = chs.posed_id(cls, 0, "walk", r / args.frames) if kind != "rigid" else asset
                     scene = Scene(ground=Ground(color=(120, 132, 96), extent=20000.0))
                     scene.add(Actor("c", aid, Transform((0.0, 0.0, 0.0))))
                     eye = (300.0, -600.0, 250.0)
                     cam = Camera(eye, look_at_rotation(eye, (0.0, 0.0, 80.0)), 45.0, 224, 224)
                     t0 = time.perf_counter()
-                    be.render(scene, cam, ("lit", "instance_id"))
+                    backends[kind].render(scene, cam, ("lit", "instance_id"))
                     times[kind].append(time.perf_counter() - t0)
-            c, g = np.median(times["character"][2:]) * 1e3, np.median(times["rigid"][2:]) * 1e3
-            rows.append((cls, c, g))
-            print(f"{cls}: character {c:.1f} ms/frame, rigid {g:.1f} ms/frame, ratio {c / g:.2f}", flush=True)
+            g, c, rr = (np.median(times[k][2:]) * 1e3 for k in order)
+            print(
+                f"{cls}: GPU-skinned {g:.1f} ms/frame ({g / rr:.2f}x rigid), CPU-skinned {c:.1f} ({c / rr:.2f}x), rigid {rr:.1f}",
+                flush=True,
+            )
     finally:
-        be.close()
+        backends["gpu"].close()
+        backends["cpu"].close()
 
 
 def pipeline(args) -> None:

@@ -115,3 +115,58 @@ class RenderMesh:
     def bounds(self) -> np.ndarray:
         """(2, 3) min/max corner in cm."""
         return np.stack([self.vertices.min(axis=0), self.vertices.max(axis=0)])
+
+
+@dataclass(frozen=True, eq=False)
+class SkinRig:
+    """A skinned mesh in its bind pose, for a renderer that skins on the GPU (issue 49).
+
+    mesh:    the bind pose as a :class:`RenderMesh` whose ``vertices``/``normals`` are in the rig's
+             own *bind space* (any units and axes: the palette maps them); colours, UVs, faces and
+             materials are those of every posed mesh, vertex for vertex.
+    bones:   (N, 4) int32 palette slots of each vertex's up to four influences.
+    weights: (N, 4) float32 blend weights, each row summing to 1 (renormalised at build).
+    spheres: (S, 4) float64 bounding sphere (centre xyz, radius) in bind space of the vertices
+             each slot moves (radius < 0: the slot moves none), for conservative per-pose bounds.
+    key:     one id per rig (e.g. ``character:human:0``): what a renderer uploads it once under.
+
+    A pose is a *palette*: (S, 4, 4) float32 row-major matrices, column vectors, mapping bind
+    space to the posed mesh's frame (cm, UE axes), so that the posed vertex is
+    ``sum_k weights[k] * palette[bones[k]] @ (v, 1)``, its normal the 3x3 part of the same blend,
+    renormalised: exactly the CPU mesh of that pose.
+    """
+
+    mesh: RenderMesh
+    bones: np.ndarray
+    weights: np.ndarray
+    spheres: np.ndarray
+    key: str
+
+    @property
+    def n_slots(self) -> int:
+        return int(len(self.spheres))
+
+    def skin(self, palette: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N, 3) positions and unit normals of the pose ``palette`` on the CPU (float64): the
+        reference a GPU skinning is tested against."""
+        pal = np.asarray(palette, np.float64)
+        m = np.einsum("nk,nkij->nij", self.weights.astype(np.float64), pal[self.bones])
+        v = self.mesh.vertices.astype(np.float64)
+        p = np.einsum("nij,nj->ni", m[:, :3, :3], v) + m[:, :3, 3]
+        n = np.einsum("nij,nj->ni", m[:, :3, :3], self.mesh.normals.astype(np.float64))
+        return p, n / np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-12)
+
+    def bounding_sphere(self, palette: np.ndarray) -> tuple[np.ndarray, float]:
+        """A sphere (centre, radius; posed frame) holding every vertex of the pose, from the
+        slots' spheres alone (no skinning): a blended vertex is a convex combination of points
+        each inside one moved slot sphere, so inside any ball holding them all."""
+        pal = np.asarray(palette, np.float64)
+        used = self.spheres[:, 3] >= 0
+        c = np.einsum("sij,sj->si", pal[used, :3, :3], self.spheres[used, :3]) + pal[used, :3, 3]
+        scale = np.abs(np.linalg.det(pal[used, :3, :3])) ** (1.0 / 3.0)
+        r = self.spheres[used, 3] * scale
+        if not len(c):
+            return np.zeros(3), 0.0
+        lo, hi = (c - r[:, None]).min(0), (c + r[:, None]).max(0)
+        mid = 0.5 * (lo + hi)
+        return mid, float(np.max(np.linalg.norm(c - mid, axis=1) + r))

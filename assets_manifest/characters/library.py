@@ -6,7 +6,8 @@
 
 A class's variants are the actors listed for it in :data:`model.SPECIES` that exist in the pack
 (e.g. eight people, four horse coats). Characters are loaded once and kept; posed meshes are not
-(the caller caches what it needs, bounded).
+(the caller caches what it needs, bounded). ``rig`` + ``palette`` are the same figure for a renderer
+that skins on the GPU: the bind pose uploaded once, a few KB of bone matrices per pose.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from sceneforge.assets_manifest.characters import actors as A
 from sceneforge.assets_manifest.characters import model as M
 from sceneforge.assets_manifest.characters.pack import attribution, dataset_notice, installed, pack_root
 from sceneforge.core.errors import AssetError
-from sceneforge.core.meshes import RenderMesh
+from sceneforge.core.meshes import RenderMesh, SkinRig
 
 
 class CharacterLibrary:
@@ -30,6 +33,7 @@ class CharacterLibrary:
         self.props = props  # helmets, shields, weapons: off by default (no spear-carrying hoplites in the City)
         self.info = info or {}
         self._chars: dict[tuple[str, int], M.Character] = {}
+        self._rigs: dict[tuple[str, int], SkinRig] = {}
         self._lock = threading.Lock()
         self._present = {
             cls: tuple(a for a in actors if (self.root / A.actor_file(a)).is_file()) for cls, (actors, _h) in self.species.items()
@@ -69,3 +73,19 @@ class CharacterLibrary:
 
     def mesh(self, cls: str, variant: int, clip: str, phase: float, asset_id: str | None = None) -> RenderMesh:
         return self.character(cls, variant).mesh(clip, phase, asset_id)
+
+    def rig(self, cls: str, variant: int) -> SkinRig:
+        """The bind-pose figure with its skin weights (model.Character.rig), built once per variant:
+        what a GPU-skinning renderer uploads once and poses with :meth:`palette`."""
+        key = (cls, variant % max(self.n_variants(cls), 1))
+        with self._lock:
+            rig = self._rigs.get(key)
+        if rig is None:
+            rig = self.character(cls, variant).rig(f"character:{cls}:{key[1]}")
+            with self._lock:
+                self._rigs[key] = rig
+        return rig
+
+    def palette(self, cls: str, variant: int, clip: str, phase: float) -> np.ndarray:
+        """(S, 4, 4) float32 skinning palette of a pose (model.Character.palette), for :meth:`rig`."""
+        return self.character(cls, variant).palette(clip, phase)

@@ -24,7 +24,7 @@ import numpy as np
 from sceneforge.assets_manifest.characters import actors as A
 from sceneforge.assets_manifest.characters import formats as F
 from sceneforge.core.errors import AssetError
-from sceneforge.core.meshes import Material, RenderMesh
+from sceneforge.core.meshes import Material, RenderMesh, SkinRig
 
 MAX_PROP_DEPTH = 3
 FLIP_V = False  # PMD v already has row 0 (top) at v = 1, the RenderMesh (OpenGL) convention
@@ -92,9 +92,7 @@ class Character:
 
     def pose(self, clip: str, phase: float) -> list[tuple[np.ndarray, np.ndarray]]:
         """(positions, normals) per part in model units and the data's axes."""
-        if clip not in self.clips:
-            raise AssetError(f"{self.actor}: no clip {clip!r} (has {', '.join(sorted(self.clips))})")
-        bones = F.pose_at(self.clips[clip], phase)
+        bones = self.pose_bones(clip, phase)
         out: list[tuple[np.ndarray, np.ndarray]] = []
         world: list[np.ndarray] = []  # each part's model matrix (props) or identity (body)
         for p in self.parts:
@@ -118,6 +116,91 @@ class Character:
             nrm = p.mesh.normals @ m[:3, :3].T
             out.append((pos, nrm / np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)))
         return out
+
+    def pose_bones(self, clip: str, phase: float) -> np.ndarray:
+        """(B, 4, 4) model-space bone matrices of the body at ``clip`` / ``phase``: what both the CPU
+        skinning (:meth:`pose`) and the GPU palette (:meth:`palette`) pose the figure with."""
+        if clip not in self.clips:
+            raise AssetError(f"{self.actor}: no clip {clip!r} (has {', '.join(sorted(self.clips))})")
+        return F.pose_at(self.clips[clip], phase)
+
+    def _drawn_parts(self) -> list[int]:
+        """Indices of the parts :meth:`mesh` draws: the body, and every prop whose prop point exists."""
+        return [
+            i for i, p in enumerate(self.parts) if p.parent < 0 or any(q[0] == p.point for q in self.parts[p.parent].mesh.props)
+        ]
+
+    def palette(self, clip: str, phase: float) -> np.ndarray:
+        """(S, 4, 4) float32 skinning palette of ``clip`` / ``phase`` for :meth:`rig` (core.meshes.SkinRig):
+        slots 0..B-1 the body's bones (``U P B^-1``), B the body's unbound vertices (``U``), B+i prop
+        part i's placement (``U M_i``), where ``U`` maps the data's axes and units to UE cm. Mirrors
+        :meth:`pose` matrix for matrix."""
+        bones = self.pose_bones(clip, phase)
+        body = self.parts[0].mesh
+        u = np.eye(4)
+        u[:3, :3] = F.TO_UE * self.scale_cm
+        slots = [F.skin_matrices(body, bones)]  # (B+1): the last is the identity
+        world: list[np.ndarray] = [np.eye(4)]
+        for p in self.parts[1:]:
+            parent = self.parts[p.parent]
+            pt = next((q for q in parent.mesh.props if q[0] == p.point), None)
+            if pt is None:
+                world.append(np.eye(4))
+                slots.append(np.eye(4)[None])
+                continue
+            _, t, q, bone = pt
+            m = world[p.parent] @ F.bone_matrices(t, q)
+            if bone >= 0 and p.parent == 0:
+                m = bones[bone] @ F.bone_matrices(t, q)
+            world.append(m)
+            slots.append(m[None])
+        return (u @ np.concatenate(slots, 0)).astype(np.float32)
+
+    def rig(self, key: str) -> SkinRig:
+        """The figure in its bind pose with the skin weights of :meth:`palette`'s slots: vertex for
+        vertex the mesh :meth:`mesh` builds (same parts, order, colours, UVs, faces, materials), for
+        a renderer that skins on the GPU. Bind space: the data's axes and model units."""
+        body = self.parts[0].mesh
+        nb = body.n_bones
+        idx, w = F.blend_weights(body)
+        verts, norms, uvs, faces, fmat, colours, bones, weights = [], [], [], [], [], [], [], []
+        base = 0
+        for i in self._drawn_parts():
+            p = self.parts[i]
+            n = len(p.mesh.positions)
+            verts.append(p.mesh.positions.astype(np.float32))
+            norms.append(p.mesh.normals.astype(np.float32))
+            uv = p.mesh.uvs[:, 0, :].astype(np.float64)
+            uvs.append(np.column_stack([uv[:, 0], 1.0 - uv[:, 1]]) if FLIP_V else uv)
+            faces.append(p.mesh.faces + base)
+            fmat.append(np.full(len(p.mesh.faces), i, np.int32))
+            colours.append(_vertex_colours(p.material, uvs[-1]))
+            if i == 0:
+                bones.append(idx.astype(np.int32))
+                weights.append(w.astype(np.float32))
+            else:
+                bones.append(np.full((n, 4), nb + i, np.int32))
+                weights.append(np.tile(np.array([1.0, 0.0, 0.0, 0.0], np.float32), (n, 1)))
+            base += n
+        mesh = RenderMesh(
+            np.concatenate(verts),
+            np.concatenate(faces),
+            np.concatenate(colours),
+            meta={"id": key, "license": "cc-by-sa-3.0", "skinned": True, "bind_pose": True},
+            normals=np.concatenate(norms),
+            uvs=np.concatenate(uvs).astype(np.float32),
+            materials=tuple(p.material for p in self.parts),
+            face_materials=np.concatenate(fmat),
+        )
+        bones_a, weights_a = np.concatenate(bones), np.concatenate(weights)
+        spheres = np.full((nb + len(self.parts), 4), -1.0)
+        v = mesh.vertices.astype(np.float64)
+        for s in np.unique(bones_a[weights_a > 0]).tolist():
+            pts = v[((bones_a == s) & (weights_a > 0)).any(1)]
+            lo, hi = pts.min(0), pts.max(0)
+            c = 0.5 * (lo + hi)
+            spheres[s] = (*c, float(np.max(np.linalg.norm(pts - c, axis=1))) * (1.0 + 1e-5) + 1e-6)
+        return SkinRig(mesh, bones_a, weights_a, spheres, key)
 
     def mesh(self, clip: str, phase: float, asset_id: str | None = None) -> RenderMesh:
         """The figure skinned at ``clip`` / ``phase``: UE axes, cm, origin on the ground, +X forward."""

@@ -199,6 +199,14 @@ class AssetCatalog:
                 self._meshes[asset_id] = self._load_mesh(asset_id)
             return self._meshes[asset_id]
 
+    def skinned(self, asset_id: str):
+        """(core.meshes.SkinRig, palette) of a posed character for a renderer that skins on the GPU
+        (engine/server/characters.py ``CharacterMeshes.skinned``), or None: not a character, or a
+        library without rigs (the renderer draws :meth:`mesh`, skinned on the CPU)."""
+        if not ch.is_character(asset_id):
+            return None
+        return self._character_meshes().skinned(asset_id)
+
     def mesh_lod(self, asset_id: str, budget: int) -> RenderMesh | None:
         """The library's simplified mesh (a level of detail, ``AssetLibrary.mesh_lod``), or None
         when there is none (primitives, a library without levels): the renderer then draws the

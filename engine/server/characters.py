@@ -25,7 +25,9 @@ from collections import OrderedDict
 from typing import Any
 
 from sceneforge.core.errors import AssetError
-from sceneforge.core.meshes import RenderMesh
+import numpy as np
+
+from sceneforge.core.meshes import RenderMesh, SkinRig
 
 PREFIX = "character:"
 PHASES = 256
@@ -79,6 +81,15 @@ class CharacterMeshes:
         if not 0 <= variant < self.library.n_variants(cls):
             raise AssetError(f"character {cls!r} has variants 0..{self.library.n_variants(cls) - 1}, not {variant}")
         return asset_id
+
+    def skinned(self, asset_id: str) -> tuple[SkinRig, np.ndarray] | None:
+        """(rig, palette) of a posed id for a renderer that skins on the GPU (the bind pose, built
+        once per variant, and this pose's bone matrices), or None when the library has no rigs (the
+        renderer then draws :meth:`mesh`, skinned on the CPU)."""
+        if not hasattr(self.library, "rig"):
+            return None
+        cls, variant, clip, phase = parse(self.resolve(asset_id))
+        return self.library.rig(cls, variant), self.library.palette(cls, variant, clip, phase)
 
     def mesh(self, asset_id: str) -> RenderMesh:
         with self._lock:

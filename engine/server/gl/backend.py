@@ -107,7 +107,9 @@ class GLBackend(RenderBackend):
     created, unless the environment already sets it. ``lod``: draw small, distant meshes at a
     level of detail when the content provides one (``content.mesh_lod``; see gl/lod.py).
     ``shadow_map_size``: texels across the sun's near shadow cascade (the far one has half as
-    many; gl/shadow.py).
+    many; gl/shadow.py). ``gpu_skinning``: pose characters (``character:`` ids) in a vertex
+    shader from their rig when the content serves one (``content.skinned``, gl/skinning.py); False
+    draws the CPU-skinned mesh of each pose (the reference the GPU path is tested against).
     """
 
     name = "moderngl"
@@ -121,6 +123,7 @@ class GLBackend(RenderBackend):
         threads: int | None = None,
         content=None,
         lod: bool = True,
+        gpu_skinning: bool = True,
     ):
         if threads is not None and "LP_NUM_THREADS" not in os.environ:
             os.environ["LP_NUM_THREADS"] = str(int(threads))
@@ -141,6 +144,7 @@ class GLBackend(RenderBackend):
         self._content = content if content is not None else getattr(mesh_provider, "__self__", None)
         self._lock = threading.RLock()
         self._lod = bool(lod)
+        self._gpu_skinning = bool(gpu_skinning)
         self._passes = Passes(self._ctx, int(shadow_map_size))
         self._draws_cache: tuple | None = None  # (actors, full-detail draws, centres, radii): _scene_draws
         self._frame_cache: tuple | None = None  # (draws cache, ground, camera, Frame): _frame
@@ -294,10 +298,11 @@ class GLBackend(RenderBackend):
         if cached is not None and len(cached[0]) == len(actors) and all(map(operator.is_, cached[0], actors)):
             return cached[1], cached[2], cached[3]
         draws = []
-        for i, actor in enumerate(actors):
+        self._passes.skinning.begin()
+        for i, (name, actor) in enumerate(scene.actors.items()):
             if actor.hidden:
                 continue
-            mesh = self._mesh(actor.asset_id)
+            mesh = self._skinned(name, actor.asset_id) or self._mesh(actor.asset_id)
             if mesh.n_triangles == 0:
                 continue
             placed = F.placed(actor.transform)
@@ -307,6 +312,17 @@ class GLBackend(RenderBackend):
         radii = np.array([d.radius for d in draws], dtype=np.float64)
         self._draws_cache = (actors, draws, centers, radii)
         return draws, centers, radii
+
+    def _skinned(self, name: str, asset_id: str):
+        """The actor's pose skinned on the GPU (gl/skinning.py), or None: not a character, GPU
+        skinning off, no rig from the content, or a rig too big for the context's uniforms."""
+        if not self._gpu_skinning or not asset_id.startswith("character:"):
+            return None
+        fn = getattr(self._content, "skinned", None)
+        got = fn(asset_id) if fn is not None else None
+        if got is None or not self._passes.skinning.supports(got[0]):
+            return None
+        return self._passes.skinning.posed(got[0], got[1], name)
 
     def _choose_levels(self, camera: Camera, draws: list[Draw], visible: np.ndarray) -> tuple[int, ...]:
         """Each visible actor's level of detail for this camera (gl/lod.py): a function of its

@@ -150,12 +150,13 @@ def _srgb8(linear) -> np.ndarray:
     return np.round(s * 255).astype(np.uint8)
 
 
-def merge_materials(mesh: RenderMesh, normals: np.ndarray):
+def merge_materials(mesh: RenderMesh, normals: np.ndarray, return_src: bool = False):
     """Materials that differ only in their base colour (same textures and factors: e.g. one noise
     texture tinted per part) become one material, the colour moving to a per-vertex attribute
     (vertices split where materials meet). Returns ``(mesh, normals, base)``: base = (N, 4) sRGB
     uint8 colour factors per vertex. One draw per texture set instead of per material: draw calls
-    dominate on llvmpipe for meshes with dozens of tinted parts."""
+    dominate on llvmpipe for meshes with dozens of tinted parts. ``return_src``: also the source
+    vertex of each output vertex (per-vertex data to carry along: a rig's skin weights)."""
     from dataclasses import replace
 
     mats = mesh.materials
@@ -166,7 +167,7 @@ def merge_materials(mesh: RenderMesh, normals: np.ndarray):
             base[:] = np.concatenate([_srgb8(mats[0].base_color[:3]), [255]])
             mats = (replace(mats[0], base_color=(1.0, 1.0, 1.0, mats[0].base_color[3])),)
             mesh = replace(mesh, materials=mats)
-        return mesh, normals, base
+        return (mesh, normals, base, np.arange(n_v)) if return_src else (mesh, normals, base)
     keys = [
         (
             id(m.albedo),
@@ -198,6 +199,8 @@ def merge_materials(mesh: RenderMesh, normals: np.ndarray):
         materials=tuple(replace(m, base_color=(1.0, 1.0, 1.0, m.base_color[3])) for m in reps),
         face_materials=group[fm],
     )
+    if return_src:
+        return merged, normals[src], colors[mat_of], src
     return merged, normals[src], colors[mat_of]
 
 
@@ -244,6 +247,14 @@ class GpuMesh:
     upright_casters: bytes | None = None
     _casters: object = None  # moderngl.Buffer of ``upright_casters`` once uploaded
     _runs: tuple | None = None  # draw_runs(), computed on first use (the parts are final by then)
+    # what ``vbo`` holds, for caches keyed on mesh content (the shadow map): a GPU-skinned mesh
+    # (gl/skinning.py) rewrites its buffer in place for each new pose and counts it here
+    pose_serial: int = 0
+
+    @property
+    def content_key(self) -> tuple[int, int]:
+        """Equal for two draws of the same vertex data: the buffer and the pose written in it."""
+        return (self.vbo.glo, self.pose_serial)
 
     @property
     def alpha_tested(self) -> bool:

@@ -295,7 +295,7 @@ class ShadowMaps:
         self._active = bool(draws) and to_sun[2] > 0.0  # something casts, sun above the horizon
         if not self._active:
             return
-        key = (sun, tuple((d.index, d.caster.vbo.glo, d.placed.model_bytes) for d in draws))
+        key = (sun, tuple((d.index, d.caster.content_key, d.placed.model_bytes) for d in draws))
         if self._atlas is None:
             self._atlas = _Atlas(self.ctx, self.size)
         if key != self._fit_key:  # the scene's part, computed once per sun and casters
@@ -323,7 +323,7 @@ class ShadowMaps:
         if points is not None and len(points) == 0:
             return False  # no fragment of this view reads this cascade
         meshes = [d.caster for d in draws] if level_mesh is None else level_mesh(draws, centers, radii, fit[1] / grid)
-        signature = (key, tuple(m.vbo.glo for m in meshes))
+        signature = (key, tuple(m.content_key for m in meshes))
         if points is None:
             needed, rect = frozenset(range(len(draws))), (0, 0, grid, grid)
         else:
