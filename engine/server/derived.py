@@ -25,13 +25,13 @@ from sceneforge.engine.world import class_color
 
 
 def _flow(state: ServerState, cam_id: int, camera, arrays: dict[str, np.ndarray]) -> np.ndarray:
+    previous = state.unrealcv.previous_frame.get(cam_id)
+    then = None
+    if previous is not None and getattr(state.backend(), "skinned_then", None) is not None:
+        # characters skinned on the GPU: each pixel's previous-pose point from the renderer
+        then = state.with_backend(lambda b: b.skinned_then(state.scene, camera, previous.assets))
     return optical_flow(
-        state.unrealcv.previous_frame.get(cam_id),
-        state.scene,
-        camera,
-        arrays["plane_depth"],
-        arrays["instance_id"],
-        mesh_of=state.catalog.mesh,
+        previous, state.scene, camera, arrays["plane_depth"], arrays["instance_id"], mesh_of=state.catalog.mesh, then_local=then
     )
 
 

@@ -10,10 +10,13 @@ sky pixels are directions, moved by rotation only) and projected with the old ca
 zero flow.
 
 Skinned characters (engine/server/characters.py) also change *shape*: their asset id names the
-pose. A character pixel's point, in the actor's frame now, is moved by the displacement of its
-skinned surface between the two poses (the inverse-distance blend of the nearest
-:data:`FLOW_NEIGHBOURS` vertices' ``then - now``: vertices of the two poses correspond one to one),
-then carried by the old transform: each point moves by its own skinning.
+pose. With the GL renderer's GPU skinning the renderer gives, per character pixel, the same
+surface point in the previous pose (``then_local``: the actor-frame point interpolated from each
+vertex skinned with the previous palette, gl/skin_flow.py), then carried by the old transform:
+each point moves by its own skinning. Otherwise (CPU-skinned meshes, other renderers) a character
+pixel's point, in the actor's frame now, is moved by the displacement of its skinned surface
+between the two poses (the inverse-distance blend of the nearest :data:`FLOW_NEIGHBOURS` vertices'
+``then - now``: vertices of the two poses correspond one to one).
 """
 
 from __future__ import annotations
@@ -70,9 +73,12 @@ def optical_flow(
     plane_depth: np.ndarray,
     instance_id: np.ndarray,
     mesh_of=None,
+    then_local: np.ndarray | None = None,
 ) -> np.ndarray:
     """(H, W, 2) float32 flow in pixels from ``previous`` to now; ``mesh_of(asset_id)`` gives
-    the meshes of actors whose asset changed (posed characters; without it, transforms only)."""
+    the meshes of actors whose asset changed (posed characters; without it, transforms only);
+    ``then_local`` (H, W, 4): the renderer's previous-pose actor-frame point of each reshaped
+    character pixel (w = 1 where given), which wins over ``mesh_of``'s nearest-vertex blend."""
     if previous is None:
         return np.zeros((camera.height, camera.width, 2), np.float32)
     points = world_points(camera, plane_depth)
@@ -83,16 +89,20 @@ def optical_flow(
         name = names[k - 1]
         before, now = previous.transforms.get(name), scene.actors[name].transform
         asset_then, asset_now = previous.assets.get(name), scene.actors[name].asset_id
-        reshaped = mesh_of is not None and asset_then is not None and asset_then != asset_now
+        reshaped = (mesh_of is not None or then_local is not None) and asset_then is not None and asset_then != asset_now
         if before is None or (before == now and not reshaped):
             continue
         mask = instance_id == k
         m_now = now.matrix()
         local = (np.linalg.inv(m_now) @ np.c_[points[mask], np.ones(mask.sum())].T).T
         if reshaped:
-            v_now, v_then = mesh_of(asset_now).vertices, mesh_of(asset_then).vertices
-            if len(v_now) == len(v_then):
-                local[:, :3] = deform(local[:, :3], v_now.astype(np.float64), v_then.astype(np.float64))
+            given = then_local[mask][:, 3] > 0.5 if then_local is not None else np.zeros(int(mask.sum()), bool)
+            if not given.all() and mesh_of is not None:
+                v_now, v_then = mesh_of(asset_now).vertices, mesh_of(asset_then).vertices
+                if len(v_now) == len(v_then):
+                    local[:, :3] = deform(local[:, :3], v_now.astype(np.float64), v_then.astype(np.float64))
+            if given.any():  # the renderer's points wherever it drew them
+                local[given, :3] = then_local[mask][given, :3]
         points[mask] = (before.matrix() @ local.T).T[:, :3]
     then, depth_then = previous.camera.project(points.reshape(-1, 3))
     flow = pixel_grid(camera) - then.reshape(camera.height, camera.width, 2)

@@ -196,6 +196,40 @@ class GLBackend(RenderBackend):
                 for n in names
             }
 
+    def skinned_then(self, scene: Scene, camera: Camera, previous_assets: dict[str, str]) -> np.ndarray | None:
+        """For optical flow (engine/server/optical_flow.py): (H, W, 4) float32, row 0 at the top,
+        holding for every pixel of a GPU-skinned character whose pose differs from
+        ``previous_assets[name]`` (its asset id at the previous frame, same rig) the actor-frame
+        point (cm) of the same surface in that previous pose, w = 1; zeros elsewhere
+        (gl/skin_flow.py). None when no visible character changed pose on the GPU path."""
+        with self._using():
+            frame = self._frame(scene, camera)
+            names = list(scene.actors)
+            pairs = []
+            for d, vis in zip(frame.draws, frame.visible):
+                then_id = previous_assets.get(names[d.index])
+                if vis and then_id is not None and then_id != d.asset_id:
+                    then = self._skinned_pose_of(names[d.index], d, then_id)
+                    if then is not None:
+                        pairs.append((d, then))
+            if not pairs:
+                return None
+            return self._passes.skin_flow.draw(frame, pairs, self._passes.bind_alpha)
+
+    def _skinned_pose_of(self, name: str, d: Draw, then_id: str):
+        """The buffer of ``then_id``'s pose skinned for the draw ``d`` of actor ``name`` (a second
+        buffer of the same rig), or None: not drawn from a GPU-skinned buffer, or another rig."""
+        fn = getattr(self._content, "skinned", None)
+        if fn is None or not self._gpu_skinning or not (d.asset_id.startswith("character:") and then_id.startswith("character:")):
+            return None
+        now, then = fn(d.asset_id), fn(then_id)
+        if now is None or then is None or now[0].key != then[0].key:
+            return None
+        entry = self._passes.skinning.buffers.get((now[0].key, name))
+        if entry is None or entry[0] is not d.mesh:
+            return None
+        return self._passes.skinning.posed(then[0], then[1], name + "\0then")
+
     def drawn_triangles(self, scene: Scene, camera: Camera) -> int:
         """Triangles one frame of ``camera`` draws: the visible actors at their level of detail
         plus the ground tiles in view at their level with their skirts (what the frame's cost follows;

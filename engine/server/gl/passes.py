@@ -30,6 +30,7 @@ from sceneforge.engine.server.gl.program import Program
 from sceneforge.engine.server.gl.resources import PBR_FORMAT, POS_UV_FORMAT, GpuMesh, Part, noise_image
 from sceneforge.engine.server.gl.targets import Targets
 from sceneforge.engine.server.gl.shadow import ShadowMaps
+from sceneforge.engine.server.gl.skin_flow import SkinFlow
 from sceneforge.engine.server.gl.skinning import SkinnedMeshes
 from sceneforge.engine.server.gl.surfaces import TextureCache
 from sceneforge.engine.world import Camera, Ground, Scene
@@ -84,6 +85,7 @@ class Passes(CountPasses):
         self.progs: dict[str, Program] = {}
         self.mesh_cache = MeshCache(ctx, lambda: self.textures)
         self.skinning = SkinnedMeshes(ctx)  # characters posed on the GPU (gl/skinning.py)
+        self.skin_flow = SkinFlow(ctx)  # their previous pose per pixel, for optical flow (gl/skin_flow.py)
         self.targets: dict[tuple[int, int], Targets] = {}
         self._ground_key: Ground | None = None
         self._ground: GpuGround | None = None
@@ -346,6 +348,7 @@ class Passes(CountPasses):
     def release(self) -> None:
         self.mesh_cache.release()
         self.skinning.release()
+        self.skin_flow.release()
         if self._ground is not None:
             self._ground.release()
         for t in self.targets.values():
