@@ -10,8 +10,9 @@ Needs the character pack (``sceneforge assets install characters``; ``--cache-di
 ``$SCENEFORGE_CACHE``). ``feet`` runs ``assets_manifest.characters.motion.analyse`` on the first
 variant of every class (walk and run): the root travel derived from the clip's own planted feet,
 the stride (cm per cycle) and natural speed, and the slide of each planted step measured on the
-skinned foot vertices; it writes ``benchmarks/results/character_feet.json`` and prints the table
-docs/videos.md quotes. ``media`` renders each class walking and running past a tracking camera
+skinned foot vertices at the server's 256 pose steps, without and with the foot lock
+(``characters/ik.py``: two-bone IK holds each planted foot); it writes
+``benchmarks/results/character_feet.json`` and prints the table docs/videos.md quotes. ``media`` renders each class walking and running past a tracking camera
 with the embedded GL renderer (root motion from the clip: the figure moves by ``root_cm(phase)``)
 into ``characters_sheet.png`` and ``character_<class>.mp4`` (walk then run). ``cost`` renders the
 same 224 px frames with a posed character (a new pose every frame) skinned on the GPU, the same
@@ -52,8 +53,19 @@ def library(cache_dir):
     return lib
 
 
+def _stats(s: np.ndarray) -> dict:
+    return {
+        "steps": int(len(s)),
+        "p50_cm": round(float(np.median(s)), 3) if len(s) else None,
+        "p95_cm": round(float(np.percentile(s, 95)), 3) if len(s) else None,
+        "max_cm": round(float(s.max()), 3) if len(s) else None,
+    }
+
+
 def feet(args) -> None:
-    from sceneforge.assets_manifest.characters import motion
+    """Stride and planted-foot slide per class x clip, without and with the foot lock (ik.py),
+    both measured at the server's 256 pose steps per cycle with the same contact rule."""
+    from sceneforge.assets_manifest.characters import ik, motion
 
     lib = library(args.cache_dir)
     rows = []
@@ -61,20 +73,49 @@ def feet(args) -> None:
         ch = lib.character(cls, 0)
         for clip in ("walk", "run"):
             if clip in ch.clips:
+                m = motion.analyse(ch, clip)
+                lock = ch.foot_lock(clip)
+                off = motion.slides(ch, clip, m, ik.LOCK_SAMPLES)
+                on = motion.slides(ch, clip, m, ik.LOCK_SAMPLES, lock.bones)
+                s = m.summary()
                 rows.append(
-                    {"class": cls, "actor": ch.actor, "clip_file": ch.clip_files[clip], **motion.analyse(ch, clip).summary()}
+                    {
+                        "class": cls,
+                        "actor": ch.actor,
+                        "clip_file": ch.clip_files[clip],
+                        "clip": clip,
+                        "stride_cm": s["stride_cm"],
+                        "natural_speed_cms": s["natural_speed_cms"],
+                        "ik_legs": len(lock.legs),
+                        "without_ik": _stats(off),
+                        "with_ik": _stats(on),
+                    }
                 )
+                print(f"{cls} {clip}: {_stats(off)} -> {_stats(on)}", file=sys.stderr, flush=True)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
-    print("| class | clip | stride (cm/cycle) | natural speed (cm/s) | planted steps | slide p50 | p95 | max (cm) |")
+
+    def cells(d: dict) -> str:
+        return " | ".join("-" if d[k] is None else f"{d[k]:.1f}" for k in ("p50_cm", "p95_cm", "max_cm"))
+
+    print("| class | clip | stride (cm/cycle) | natural speed (cm/s) | IK legs | planted steps | slide p50 / p95 / max, no IK (cm) | with IK (cm) |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
+        a, b = r["without_ik"], r["with_ik"]
         print(
-            f"| {r['class']} | {r['clip']} | {r['stride_cm']:.0f} | {r['natural_speed_cms']:.0f} | {r['planted_runs']} | "
-            f"{r['slide_p50_cm']:.1f} | {r['slide_p95_cm']:.1f} | {r['slide_max_cm']:.1f} |"
+            f"| {r['class']} | {r['clip']} | {r['stride_cm']:.0f} | {r['natural_speed_cms']:.0f} | {r['ik_legs']} | "
+            f"{a['steps']} / {b['steps']} | {cells(a).replace(' | ', ' / ')} | {cells(b).replace(' | ', ' / ')} |"
         )
-    ok = sum(r["slide_max_cm"] is not None and r["slide_max_cm"] <= 1.0 for r in rows)
-    print(f"# {ok} of {len(rows)} clips keep every planted step within 1 cm; written {RESULTS.relative_to(ROOT)}")
+
+    def ok(d: dict) -> bool:
+        return d["max_cm"] is not None and d["max_cm"] <= 1.0
+
+    classes = sorted({r["class"] for r in rows})
+    for key in ("without_ik", "with_ik"):
+        n = sum(ok(r[key]) for r in rows)
+        c = sum(all(ok(r[key]) for r in rows if r["class"] == cls) for cls in classes)
+        print(f"# {key}: {n} of {len(rows)} clips, {c} of {len(classes)} classes keep every planted step within 1 cm")
+    print(f"# written {RESULTS.relative_to(ROOT)}")
 
 
 def _frames(lib, be, cls: str, clip: str, n: int, fps: float, size: int, variant: int = 0):

@@ -16,6 +16,7 @@ alpha)`` (a per-character colour); ``objectcolor`` tints by the actor's ``<color
 from __future__ import annotations
 
 import io
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,7 @@ SPECIES: dict[str, tuple[tuple[str, ...], float]] = {
     "chicken": (("fauna/chicken.xml",), 45.0),
 }
 PLAYER_COLOURS = ((0.55, 0.17, 0.14), (0.20, 0.30, 0.55), (0.30, 0.45, 0.22), (0.55, 0.45, 0.20), (0.40, 0.40, 0.42))
+LOCKED_CLIPS = ("walk", "run")  # clips whose planted feet are locked by IK (ik.py); idle stands as drawn
 PROP_ATTACH_OFF = ("weapon_R", "weapon_L", "shield_arm", "shield", "helmet", "quiver", "weapon_bow", "weapon_sword")
 
 
@@ -89,10 +91,21 @@ class Character:
     clip_files: dict[str, str]
     scale_cm: float = 1.0  # cm per model unit
     meta: dict = field(default_factory=dict)
+    _locks: dict = field(default_factory=dict, repr=False, compare=False)
+    _lock_guard: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def pose(self, clip: str, phase: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    def foot_lock(self, clip: str):
+        """The clip's foot lock (:func:`.ik.lock`: planted feet held by two-bone IK), made once."""
+        from sceneforge.assets_manifest.characters import ik  # ik -> motion -> model: imported when first posed
+
+        with self._lock_guard:
+            if clip not in self._locks:
+                self._locks[clip] = ik.lock(self, clip)
+            return self._locks[clip]
+
+    def pose(self, clip: str, phase: float, planted: bool = True) -> list[tuple[np.ndarray, np.ndarray]]:
         """(positions, normals) per part in model units and the data's axes."""
-        bones = self.pose_bones(clip, phase)
+        bones = self.pose_bones(clip, phase, planted)
         out: list[tuple[np.ndarray, np.ndarray]] = []
         world: list[np.ndarray] = []  # each part's model matrix (props) or identity (body)
         for p in self.parts:
@@ -117,11 +130,15 @@ class Character:
             out.append((pos, nrm / np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)))
         return out
 
-    def pose_bones(self, clip: str, phase: float) -> np.ndarray:
+    def pose_bones(self, clip: str, phase: float, planted: bool = True) -> np.ndarray:
         """(B, 4, 4) model-space bone matrices of the body at ``clip`` / ``phase``: what both the CPU
-        skinning (:meth:`pose`) and the GPU palette (:meth:`palette`) pose the figure with."""
+        skinning (:meth:`pose`) and the GPU palette (:meth:`palette`) pose the figure with. Walk and
+        run have their planted feet locked (``planted``: :mod:`.ik`, the pose a video plays with the
+        clip's root travel, :mod:`.motion`); idle is the clip's own."""
         if clip not in self.clips:
             raise AssetError(f"{self.actor}: no clip {clip!r} (has {', '.join(sorted(self.clips))})")
+        if planted and clip in LOCKED_CLIPS:
+            return self.foot_lock(clip).bones(phase)
         return F.pose_at(self.clips[clip], phase)
 
     def _drawn_parts(self) -> list[int]:
@@ -202,9 +219,10 @@ class Character:
             spheres[s] = (*c, float(np.max(np.linalg.norm(pts - c, axis=1))) * (1.0 + 1e-5) + 1e-6)
         return SkinRig(mesh, bones_a, weights_a, spheres, key)
 
-    def mesh(self, clip: str, phase: float, asset_id: str | None = None) -> RenderMesh:
-        """The figure skinned at ``clip`` / ``phase``: UE axes, cm, origin on the ground, +X forward."""
-        posed = self.pose(clip, phase)
+    def mesh(self, clip: str, phase: float, asset_id: str | None = None, planted: bool = True) -> RenderMesh:
+        """The figure skinned at ``clip`` / ``phase``: UE axes, cm, origin on the ground, +X forward
+        (walk and run with the planted feet locked unless ``planted`` is False)."""
+        posed = self.pose(clip, phase, planted)
         verts, norms, uvs, faces, fmat, colours = [], [], [], [], [], []
         base = 0
         for i, (p, (pos, nrm)) in enumerate(zip(self.parts, posed)):
@@ -231,7 +249,7 @@ class Character:
 
     def height_units(self) -> float:
         clip = "walk" if "walk" in self.clips else next(iter(self.clips))
-        pts = np.concatenate([p for p, _ in self.pose(clip, 0.0) if len(p)])
+        pts = np.concatenate([p for p, _ in self.pose(clip, 0.0, planted=False) if len(p)])  # before the scale is known
         return float(pts[:, 1].max() - min(0.0, pts[:, 1].min()))
 
 

@@ -147,6 +147,15 @@ def analyse(ch: Character, clip: str, samples: int = SAMPLES) -> ClipMotion:
     vel = np.maximum(vel, 0.0)  # the body never walks backwards within a cycle
     offset = np.concatenate([[0.0], np.cumsum(vel)])  # root x at sample k (cm), k = 0..samples
     stride = float(offset[-1])
+    slides = _slides(track, foots, stance, grounds, tol, offset, stride)
+    return ClipMotion(clip, stride, ch.clips[clip].duration_s, np.array(slides), len(slides), offset)
+
+
+def _slides(track, foots, stance, grounds, tol, offset, stride) -> list[float]:
+    """Per planted run of each foot: the largest horizontal world drift of a contact vertex while
+    in contact, the root at ``offset`` (cm per sample, ``offset[-1]`` = ``stride``)."""
+    samples = len(track)
+    z = track[..., 2]
     slides = []
     for j, foot in enumerate(foots):
         for r in _runs(stance[:, j]):
@@ -160,4 +169,23 @@ def analyse(ch: Character, clip: str, samples: int = SAMPLES) -> ClipMotion:
                     w = track[r[c], n, :2] + np.column_stack([root[c], np.zeros(int(c.sum()))])
                     worst = max(worst, float(np.linalg.norm(w - w[0], axis=1).max()))
             slides.append(worst)
-    return ClipMotion(clip, stride, ch.clips[clip].duration_s, np.array(slides), len(slides), offset)
+    return slides
+
+
+def slides(ch: Character, clip: str, m: ClipMotion, samples: int, bones=None) -> np.ndarray:
+    """The slide of every planted step of ``clip`` played with ``m``'s root travel, measured as
+    :func:`analyse` does at ``samples`` phases on the skinned mesh posed by ``bones(phase)``
+    (default: the clip as drawn; ``ik.FootLock.bones``: with the feet locked). The feet, their
+    grounds and stance come from that same track (the rule applied to what is drawn)."""
+    body = ch.parts[0].mesh
+    track = np.empty((samples, len(body.positions), 3))
+    for k in range(samples):
+        pose = bones(k / samples) if bones is not None else F.pose_at(ch.clips[clip], k / samples)
+        track[k] = F.to_ue(F.skin(body, pose)[0], ch.scale_cm)
+    z = track[..., 2]
+    tol = max(CONTACT_SHARE * float(z.max() - z.min()), 0.5)
+    foots = feet(ch, track)
+    grounds = [float(z[:, f].min()) for f in foots]
+    stance = np.column_stack([z[:, f].min(1) <= g + tol for f, g in zip(foots, grounds)]) if foots else np.zeros((samples, 0), bool)
+    offset = m.root_cm(np.arange(samples + 1) / samples)
+    return np.array(_slides(track, foots, stance, grounds, tol, offset, m.stride_cm))
