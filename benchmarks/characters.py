@@ -12,9 +12,10 @@ variant of every class (walk and run): the root travel derived from the clip's o
 the stride (cm per cycle) and natural speed, and the slide of each planted step measured on the
 skinned foot vertices at the server's 256 pose steps, without and with the foot lock
 (``characters/ik.py``: two-bone IK holds each planted foot); it writes
-``benchmarks/results/character_feet.json`` and prints the table docs/videos.md quotes. ``media`` renders each class walking and running past a tracking camera
-with the embedded GL renderer (root motion from the clip: the figure moves by ``root_cm(phase)``)
-into ``characters_sheet.png`` and ``character_<class>.mp4`` (walk then run). ``cost`` renders the
+``benchmarks/results/character_feet.json`` and prints the table docs/videos.md quotes.
+``media`` renders each class walking and running past a tracking camera with the embedded GL
+renderer (root motion from the clip: the figure moves by ``root_cm(phase)``) into
+``characters_sheet.png`` and ``character_<class>.mp4`` (walk then run). ``cost`` renders the
 same 224 px frames with a posed character (a new pose every frame) skinned on the GPU, the same
 skinned on the CPU, and the rigid procedural asset of the class, interleaved, and prints the ms per
 frame of each.
@@ -98,7 +99,10 @@ def feet(args) -> None:
     def cells(d: dict) -> str:
         return " | ".join("-" if d[k] is None else f"{d[k]:.1f}" for k in ("p50_cm", "p95_cm", "max_cm"))
 
-    print("| class | clip | stride (cm/cycle) | natural speed (cm/s) | IK legs | planted steps | slide p50 / p95 / max, no IK (cm) | with IK (cm) |")
+    print(
+        "| class | clip | stride (cm/cycle) | natural speed (cm/s) | IK legs | planted steps "
+        "| slide p50 / p95 / max, no IK (cm) | with IK (cm) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         a, b = r["without_ik"], r["with_ik"]

@@ -92,7 +92,6 @@ def parents(clips: list[F.Clip]) -> np.ndarray:
     return out
 
 
-
 def _descendants(par: np.ndarray, b: int) -> set[int]:
     out, grew = {b}, True
     while grew:
@@ -161,7 +160,15 @@ def legs(ch, track: np.ndarray) -> list[Leg]:
         d_end = _descendants(par, end) - others
         d_low = _descendants(par, lower) - others - d_end
         d_up = _descendants(par, upper) - others - d_end - d_low
-        out.append(Leg(end, lower, upper, *(np.array(sorted(s), int) for s in (d_end, d_low, d_up)), tuple(groups[m] for m in chains[low])))
+        out.append(
+            Leg(
+                end,
+                lower,
+                upper,
+                *(np.array(sorted(s), int) for s in (d_end, d_low, d_up)),
+                tuple(groups[m] for m in chains[low]),
+            )
+        )
     return out
 
 

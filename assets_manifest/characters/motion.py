@@ -186,6 +186,8 @@ def slides(ch: Character, clip: str, m: ClipMotion, samples: int, bones=None) ->
     tol = max(CONTACT_SHARE * float(z.max() - z.min()), 0.5)
     foots = feet(ch, track)
     grounds = [float(z[:, f].min()) for f in foots]
-    stance = np.column_stack([z[:, f].min(1) <= g + tol for f, g in zip(foots, grounds)]) if foots else np.zeros((samples, 0), bool)
+    stance = (
+        np.column_stack([z[:, f].min(1) <= g + tol for f, g in zip(foots, grounds)]) if foots else np.zeros((samples, 0), bool)
+    )
     offset = m.root_cm(np.arange(samples + 1) / samples)
     return np.array(_slides(track, foots, stance, grounds, tol, offset, m.stride_cm))
