@@ -24,6 +24,7 @@ import numpy as np
 
 from sceneforge.assets_manifest.characters import actors as A
 from sceneforge.assets_manifest.characters import formats as F
+from sceneforge.assets_manifest.characters import ik
 from sceneforge.core.errors import AssetError
 from sceneforge.core.meshes import Material, RenderMesh, SkinRig
 
@@ -96,8 +97,6 @@ class Character:
 
     def foot_lock(self, clip: str):
         """The clip's foot lock (:func:`.ik.lock`: planted feet held by two-bone IK), made once."""
-        from sceneforge.assets_manifest.characters import ik  # ik -> motion -> model: imported when first posed
-
         with self._lock_guard:
             if clip not in self._locks:
                 self._locks[clip] = ik.lock(self, clip)

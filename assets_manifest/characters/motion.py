@@ -25,11 +25,14 @@ speed); the residual slide is the clip's own (a foot that rolls or skates).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from sceneforge.assets_manifest.characters import formats as F
-from sceneforge.assets_manifest.characters.model import Character
+
+# a model.Character; not imported: model poses walk/run through ik, which builds on this module
+Character = Any
 
 SAMPLES = 96
 CONTACT_SHARE = 0.008  # a foot vertex within 0.8 % of the figure's height of its foot's ground is planted
