@@ -28,6 +28,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.core.meshes import RenderMesh
 from sceneforge.engine.limits import MAX_CYCLES_SAMPLES, MAX_CYCLES_SEED, shown
 from sceneforge.engine import render_kinds
+from sceneforge.engine.server import characters as ch
 from sceneforge.engine.server.backend import MeshProvider, PixelCount, RenderBackend
 from sceneforge.engine.server.cycles import install
 from sceneforge.engine.server.cycles.client import BlenderWorker, decode_png
@@ -135,6 +136,7 @@ class CyclesBackend(RenderBackend):
         self._log_path = Path(tempfile.gettempdir()) / f"sceneforge-cycles-{os.getpid()}-{id(self):x}.log"
         self.worker = BlenderWorker(inst.python, self.settings.worker_settings(), timeout_s=timeout_s, log_path=self._log_path)
         self._uploaded: set[str] = set()
+        self._poses: dict[str, str] = {}  # a posed character's mesh key -> the pose (asset id) it holds
         self._hdri_sun_yaw: dict[str, float | None] = {}  # HDRI key -> yaw of its own sun (sky_rotation_deg)
         self._generation = -1
         self.last_frame: dict = {}  # the worker's wall/CPU seconds of the last path-traced frame
@@ -219,6 +221,7 @@ class CyclesBackend(RenderBackend):
         self.worker.ensure()
         if self.worker.generation != self._generation:  # a (re)started worker has no meshes
             self._uploaded.clear()
+            self._poses.clear()
             self._generation = self.worker.generation
         objects, matrices = [], []
         ground_key = self._ensure_ground(scene.ground)
@@ -227,7 +230,7 @@ class CyclesBackend(RenderBackend):
         for i, actor in enumerate(scene.actors.values()):
             if actor.hidden:
                 continue
-            key = self._ensure_mesh(actor.asset_id)
+            key = self._ensure_mesh(actor.asset_id, actor.name)
             if key is None:
                 continue
             objects.append(
@@ -297,7 +300,9 @@ class CyclesBackend(RenderBackend):
         self._uploaded.add(key)
         return key
 
-    def _ensure_mesh(self, asset_id: str) -> str | None:
+    def _ensure_mesh(self, asset_id: str, actor: str = "") -> str | None:
+        if ch.is_character(asset_id):
+            return self._ensure_posed(asset_id, actor)
         key = f"asset:{asset_id}"
         if key in self._uploaded:
             return key
@@ -305,6 +310,30 @@ class CyclesBackend(RenderBackend):
         if mesh.n_triangles == 0:
             return None
         self._upload(key, mesh)
+        return key
+
+    def _ensure_posed(self, asset_id: str, actor: str) -> str | None:
+        """A skinned character (engine/server/characters.py): one Blender mesh per actor and
+        character variant, uploaded once (faces, UVs, textures), then moved to each new pose by
+        its vertices and normals alone (the worker's ``pose`` op): the CPU-skinned mesh of the pose,
+        vertex for vertex the one the GL renderer skins on the GPU. A video's hundreds of poses
+        stay one mesh per actor in the worker instead of one (with its textures) per pose."""
+        cls, variant, _clip, _phase = ch.parse(asset_id)
+        key = "posed:" + hashlib.sha1(f"{cls}\0{variant}\0{actor}".encode()).hexdigest()[:20]
+        if key in self._uploaded and self._poses.get(key) == asset_id:
+            return key
+        mesh = self._provider(asset_id)
+        if mesh.n_triangles == 0:
+            return None
+        if key not in self._uploaded:
+            self._upload(key, mesh)
+        else:
+            flip = np.array([1.0, -1.0, 1.0], dtype=np.float32)
+            arrays = {"vertices": mesh.vertices * flip}
+            if mesh.normals is not None:
+                arrays["normals"] = mesh.normals * flip
+            self.worker.call({"op": "pose", "key": key}, arrays)
+        self._poses[key] = asset_id
         return key
 
     def _ensure_ground(self, ground: Ground) -> str:

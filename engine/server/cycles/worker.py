@@ -188,6 +188,19 @@ class Worker:
         self.meshes[key] = me
         return {"ok": True}, {}
 
+    def pose(self, h: dict, a: dict) -> tuple[dict, dict]:
+        """New vertex positions (and normals) for an uploaded mesh of the same topology: a skinned
+        character's next pose, without uploading its faces, UVs and textures again."""
+        me = self.meshes[h["key"]]
+        v = a["vertices"].astype(np.float32).reshape(-1, 3)
+        if len(v) != len(me.vertices):
+            raise ValueError(f"pose of {h['key']!r}: {len(v)} vertices, the mesh has {len(me.vertices)}")
+        me.vertices.foreach_set("co", v.ravel())
+        if "normals" in a and len(me.polygons):
+            me.normals_split_custom_set_from_vertices(a["normals"].astype(np.float32).reshape(-1, 3).tolist())
+        me.update()
+        return {"ok": True}, {}
+
     def hdri(self, h: dict, a: dict) -> tuple[dict, dict]:
         """A linear float equirect (H, W, 3), row 0 = zenith, already in Blender's orientation."""
         key = h["key"]
@@ -336,7 +349,13 @@ def main() -> int:
             wire.write_message(rep_fd, {"ok": True})
             return 0
         try:
-            handler = {"hello": worker.hello, "mesh": worker.mesh, "hdri": worker.hdri, "frame": worker.frame}[op]
+            handler = {
+                "hello": worker.hello,
+                "mesh": worker.mesh,
+                "pose": worker.pose,
+                "hdri": worker.hdri,
+                "frame": worker.frame,
+            }[op]
             reply, out = handler(header, arrays)
         except Exception as e:  # noqa: BLE001 - reported to the client, which raises RenderError
             traceback.print_exc()
