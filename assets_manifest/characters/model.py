@@ -188,9 +188,8 @@ class Character:
             norms.append(p.mesh.normals.astype(np.float32))
             uv = p.mesh.uvs[:, 0, :].astype(np.float64)
             uvs.append(np.column_stack([uv[:, 0], 1.0 - uv[:, 1]]) if FLIP_V else uv)
-            faces.append(
-                p.mesh.faces[:, ::-1] + base
-            )  # the data winds clockwise: counter-clockwise about the normals, as every RenderMesh
+            # the data winds clockwise about its normals: reversed, as every RenderMesh (Cycles shades the front)
+            faces.append(p.mesh.faces[:, ::-1] + base)
             fmat.append(np.full(len(p.mesh.faces), i, np.int32))
             colours.append(_vertex_colours(p.material, uvs[-1]))
             if i == 0:
@@ -233,9 +232,8 @@ class Character:
             norms.append(F.to_ue(nrm, 1.0))
             uv = p.mesh.uvs[:, 0, :].astype(np.float64)
             uvs.append(np.column_stack([uv[:, 0], 1.0 - uv[:, 1]]) if FLIP_V else uv)
-            faces.append(
-                p.mesh.faces[:, ::-1] + base
-            )  # the data winds clockwise: counter-clockwise about the normals, as every RenderMesh
+            # the data winds clockwise about its normals: reversed, as every RenderMesh (Cycles shades the front)
+            faces.append(p.mesh.faces[:, ::-1] + base)
             fmat.append(np.full(len(p.mesh.faces), i, np.int32))
             colours.append(_vertex_colours(p.material, uvs[-1]))
             base += len(pos)
