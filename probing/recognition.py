@@ -64,6 +64,22 @@ IMAGENET: dict[str, dict[int, str] | None] = {
     "bridge": {821: "steel arch bridge", 839: "suspension bridge", 888: "viaduct"},
     "crate": {519: "crate"},
     "sign": {919: "street sign"},
+    # ---- classes only the character pack has (videos --characters, issue 49)
+    "horse": {339: "sorrel"},
+    "zebra": {340: "zebra"},
+    "elephant": {101: "tusker", 385: "Indian elephant", 386: "African elephant"},
+    "wolf": {269: "timber wolf", 270: "white wolf", 271: "red wolf"},
+    "lion": {291: "lion"},
+    "boar": {342: "wild boar"},
+    "pig": {341: "hog"},
+    "cattle": {345: "ox"},
+    "sheep": {348: "ram"},
+    "gazelle": {353: "gazelle"},
+    "chicken": {7: "cock", 8: "hen"},
+    "dog": {243: "bull mastiff", 244: "Tibetan mastiff"},  # the pack's dog is a mastiff
+    "goat": None,
+    "donkey": None,
+    "giraffe": None,
 }
 
 # Nearest ImageNet family for classes without a counterpart, reported in a separate column and
@@ -73,6 +89,8 @@ NEAREST: dict[str, tuple[str, dict[int, str]]] = {
     "deer": ("antelope", {350: "ibex", 351: "hartebeest", 352: "impala", 353: "gazelle"}),
     "husky": ("dog or wolf", {**{i: "" for i in range(151, 269)}, 269: "timber wolf", 270: "white wolf"}),
     "human": ("person classes", {981: "ballplayer", 982: "groom", 983: "scuba diver"}),
+    "goat": ("wild goat or sheep", {349: "bighorn", 350: "ibex"}),
+    "donkey": ("horse", {339: "sorrel"}),
 }
 
 

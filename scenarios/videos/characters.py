@@ -19,6 +19,13 @@ species (``model.SPECIES``) replace the asset's box.
 
 The clip record gets ``characters`` (class, variant, actor, licence per actor) and every frame's
 state goes to gt/frames.jsonl; the dataset card carries the CC-BY-SA attribution.
+
+Classes only the pack has (horse, wolf, elephant, zebra, ...) may be named in ``subjects``:
+:class:`WithPackClasses` adds them to the asset library the scenario reads, as one asset id per
+class (``character:<class>``, :func:`pack_asset`) whose box is the character's own (variant 0,
+walk, phase 0: the species' real height, :data:`model.SPECIES`), so the motion sampler, the
+scene graphs and the ground truth size them like any asset; such an actor is always drawn as a
+character (never sent to the server under that id).
 """
 
 from __future__ import annotations
@@ -35,6 +42,77 @@ from sceneforge.scenarios.videos.frames import render_frame_loop
 CHARACTER_STREAM = 6  # the clip's seed stream for variants and phases (5: rigs' gait phases)
 STAND_CMS = 5.0
 PHASES = 256  # the server quantises phases to 1/256 of a cycle (engine/server/characters.py)
+ASSET_PREFIX = "character:"  # a pack-only class's asset id: character:<class>
+LICENSE = "cc-by-sa-3.0"
+
+
+def pack_asset(cls: str) -> str:
+    """The asset id a pack-only class has in the scenario's library (records, gt): ``character:<cls>``."""
+    return f"{ASSET_PREFIX}{cls}"
+
+
+def is_pack_asset(asset_id: str) -> bool:
+    return isinstance(asset_id, str) and asset_id.startswith(ASSET_PREFIX)
+
+
+@dataclass(frozen=True)
+class PackInfo:
+    """What the scenario asks of an asset's info, for a pack-only class."""
+
+    id: str
+    cls: str
+    license: str = LICENSE
+    attribution: str = ""
+    origin: str = "characters"
+
+
+class WithPackClasses:
+    """The asset library plus ``classes`` that only the character pack has (see the module
+    docstring). Everything else is the library's own answer."""
+
+    def __init__(self, library, pack, classes):
+        self._library, self._pack = library, pack
+        self._infos = {pack_asset(c): PackInfo(pack_asset(c), c, attribution=pack.attribution()) for c in classes}
+        self._sizes: dict[str, tuple[float, float, float]] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._library, name)
+
+    def info(self, asset_id: str):
+        return self._infos[asset_id] if asset_id in self._infos else self._library.info(asset_id)
+
+    def by_class(self, cls: str) -> list:
+        own = self._library.by_class(cls)
+        return own or [i for i in self._infos.values() if i.cls == cls]
+
+    def classes(self) -> list[str]:
+        return sorted({*self._library.classes(), *(i.cls for i in self._infos.values())})
+
+    def size_cm(self, asset_id: str) -> tuple[float, float, float]:
+        """A pack-only class's box: (length along X, width along Y, height) of its first variant
+        standing in its walk pose at phase 0, in cm (the species' real height)."""
+        if asset_id not in self._infos:
+            return self._library.size_cm(asset_id)
+        if asset_id not in self._sizes:
+            v = np.asarray(self._pack.mesh(self._infos[asset_id].cls, 0, "walk", 0.0).vertices, float)
+            self._sizes[asset_id] = tuple(float(x) for x in np.ptp(v, axis=0))
+        return self._sizes[asset_id]
+
+    def _split(self, ids) -> tuple[list[str], list[str]]:
+        ids = list(ids)
+        return [i for i in ids if i not in self._infos], [i for i in ids if i in self._infos]
+
+    def licenses(self, ids) -> list[str]:
+        own, ours = self._split(ids)
+        return sorted({*self._library.licenses(own), *(self._infos[i].license for i in ours)})
+
+    def has_share_alike(self, ids) -> bool:
+        own, ours = self._split(ids)
+        return bool(ours) or self._library.has_share_alike(own)
+
+    def attributions(self, ids) -> list[str]:
+        own, ours = self._split(ids)
+        return sorted({*self._library.attributions(own), *(self._infos[i].attribution for i in ours)})
 
 
 @dataclass(frozen=True, eq=False)

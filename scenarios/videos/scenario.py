@@ -83,13 +83,16 @@ def load_context(cfg: VideoConfig) -> Context:
     targets = [t.target_class for t in env.triples if t.target_class in MOVABLE]
     classes = cfg.subjects or tuple(dict.fromkeys(targets)) or MOVABLE
     missing = [c for c in classes if not lib.by_class(c)]
+    pack, pack_only = None, ()
     if missing and cfg.subjects:
-        raise ConfigError(f"videos config: subjects {missing} have no asset (classes: {', '.join(lib.classes())})")
+        pack, pack_only = _pack_subjects(cfg, lib, missing), tuple(missing)
+        lib = chars.WithPackClasses(lib, pack, pack_only)
     ids = sorted(i.id for c in classes for i in lib.by_class(c))
     if not ids:
         raise ConfigError(f"videos config: no assets for subject classes {list(classes)}")
     pick = lambda ours, env_value: float(env_value if ours is None else ours)  # noqa: E731
-    pool = [(i.id, c, tuple(float(v) for v in lib.size_cm(i.id))) for c in MOVABLE for i in lib.by_class(c)]
+    # distractors: the movable library classes, plus the pack-only classes named in subjects
+    pool = [(i.id, c, tuple(float(v) for v in lib.size_cm(i.id))) for c in (*MOVABLE, *pack_only) for i in lib.by_class(c)]
     ctx = Context(
         cfg,
         env,
@@ -103,8 +106,40 @@ def load_context(cfg: VideoConfig) -> Context:
         sorted(pool),
     )
     if cfg.characters:
-        character_pack(ctx)  # no pack: one line before any work
+        character_pack(ctx, pack)  # no pack: one line before any work
     return ctx
+
+
+def _pack_subjects(cfg: VideoConfig, lib, missing: list[str]):
+    """The installed character pack when every class of ``missing`` (``subjects`` without a
+    library asset) is one of its classes and ``characters`` is on; ConfigError in one line
+    naming the field, the classes and what to do otherwise."""
+    from sceneforge.assets_manifest.characters.model import SPECIES  # the pack's classes, known without the pack
+
+    unknown = [c for c in missing if c not in SPECIES]
+    if unknown:
+        raise ConfigError(
+            f"videos config: subjects {unknown} have no asset (classes: {', '.join(lib.classes())}; "
+            f"with --characters also: {', '.join(c for c in sorted(SPECIES) if not lib.by_class(c))})"
+        )
+    if not cfg.characters:
+        raise ConfigError(
+            f"videos config: subjects {missing} exist only as skinned characters: add --characters (config characters: true) "
+            "with the character pack installed (sceneforge assets install characters)"
+        )
+    from sceneforge.assets_manifest.characters import CharacterLibrary  # the asset package: only with characters
+
+    pack = CharacterLibrary.installed()
+    if pack is None:
+        raise ConfigError(
+            f"videos config: subjects {missing} need the character pack: run `sceneforge assets install characters` first"
+        )
+    absent = [c for c in missing if c not in pack.classes()]
+    if absent:
+        raise ConfigError(
+            f"videos config: subjects {absent} are not in the installed character pack (has {', '.join(pack.classes())})"
+        )
+    return pack
 
 
 def mirror_world(world: dict, plane_yaw: float) -> dict:
@@ -309,13 +344,14 @@ def _articulated(ctx: Context, index: int, clip: mo.ClipMotion, asset_id: str, m
     return {k: v for k, v in posed.items() if v is not None}
 
 
-def character_pack(ctx: Context):
+def character_pack(ctx: Context, lib=None):
     """(CharacterLibrary, motion analysis of (class, variant, clip), cached) of the installed
-    character pack; ConfigError in one line when ``characters`` is on and the pack is missing."""
+    character pack (``lib`` when already loaded); ConfigError in one line when ``characters`` is
+    on and the pack is missing."""
     if getattr(ctx, "_character_pack", None) is None:
         from sceneforge.assets_manifest.characters import CharacterLibrary, analyse  # the asset package: only with characters
 
-        lib = CharacterLibrary.installed()
+        lib = lib or CharacterLibrary.installed()
         if lib is None:
             raise ConfigError("characters: true needs the character pack: run `sceneforge assets install characters` first")
         cache: dict = {}

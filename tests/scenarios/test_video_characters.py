@@ -1,5 +1,6 @@
 """``videos --characters`` (issue 49 item 3) with the fixture character pack (tests/oad_fixture.py:
-a 2-bone leg installed where the ``human`` class looks, scaled to 1.70 m; nothing downloaded).
+a 2-bone leg installed where the ``human`` class looks, scaled to 1.70 m, and copied to where the
+pack-only ``horse`` looks, scaled to 2.10 m; nothing downloaded).
 
 The DSI labels stay exact (same questions and answers with and without characters), every frame
 records the character's clip and phase, the dataset card carries the CC-BY-SA attribution, a
@@ -13,8 +14,10 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from oad_fixture import install_pack
+from oad_fixture import HUMAN_ACTOR, install_pack
 
+from sceneforge import cli
+from sceneforge.assets_manifest.characters.model import SPECIES
 from sceneforge.core.errors import ConfigError
 from sceneforge.engine.client import RenderClient
 from sceneforge.engine.world import Actor, Transform
@@ -37,8 +40,46 @@ BASE = {
 @pytest.fixture(scope="module")
 def pack_cache(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pack")
-    install_pack(tmp / "cache", tmp)
+    root = install_pack(tmp / "cache", tmp)
+    horse = root / "art" / "actors" / SPECIES["horse"][0][0]  # a class the asset library does not have
+    horse.parent.mkdir(parents=True, exist_ok=True)
+    horse.write_bytes((root / "art" / "actors" / HUMAN_ACTOR.removeprefix("art/actors/")).read_bytes())
     return tmp / "cache"
+
+
+HORSE = {**BASE, "subjects": ["human", "horse"]}
+
+
+def test_a_pack_only_subject_is_refused_in_one_line_without_characters_or_the_pack(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "empty"))
+    for cfg, needs in ((HORSE, "add --characters"), ({**HORSE, "characters": True}, "need the character pack")):
+        with pytest.raises(ConfigError) as e:
+            videos.load_context(videos.VideoConfig.from_dict(cfg))
+        msg = str(e.value)
+        assert "subjects ['horse']" in msg and needs in msg and "sceneforge assets install characters" in msg and "\n" not in msg
+    with pytest.raises(ConfigError, match=r"subjects \['unicorn'\] have no asset .* with --characters also: .*horse"):
+        videos.load_context(videos.VideoConfig.from_dict({**BASE, "subjects": ["unicorn"], "characters": True}))
+    # the CLI: exit 2, one line on stderr, nothing written
+    out = tmp_path / "v"
+    argv = ["videos", "--env", "city", "--n", "1", "--out", str(out), "--config", str(tmp_path / "v.yaml")]
+    (tmp_path / "v.yaml").write_text("subjects: [human, horse, wolf, deer]\n")
+    assert cli.main(argv) == 2
+    err = [x for x in capsys.readouterr().err.splitlines() if x.strip()]
+    assert len(err) == 1 and "subjects ['horse', 'wolf']" in err[0] and "--characters" in err[0], err
+    assert not out.exists()
+
+
+def test_a_pack_only_subject_is_a_character_of_its_real_size(with_pack):
+    ctx = videos.load_context(videos.VideoConfig.from_dict({**HORSE, "characters": True, "distractors": 1}))
+    assert "character:horse" in ctx.subject_ids and "proc_human_walker" in ctx.subject_ids
+    assert ctx.lib.info("character:horse").cls == "horse" and ctx.lib.by_class("horse")[0].id == "character:horse"
+    length, width, height = ctx.lib.size_cm("character:horse")
+    assert height == pytest.approx(SPECIES["horse"][1], rel=1e-3) and 0 < width <= length < height  # the leg prism, 2.10 m tall
+    assert ("character:horse", "horse", (length, width, height)) in ctx.mover_pool  # a distractor too
+    assert ctx.lib.licenses(["character:horse", "proc_human_walker"]) == ["cc-by-sa-3.0", "cc0-1.0"]
+    assert ctx.lib.has_share_alike(["character:horse"]) and not ctx.lib.has_share_alike(["proc_human_walker"])
+    # without a pack-only class the library is the asset library itself (default bytes unchanged)
+    assert type(videos.load_context(videos.VideoConfig.from_dict({**BASE, "characters": True})).lib).__name__ == "AssetLibrary"
 
 
 def test_characters_are_opt_in_and_validated(with_pack):
@@ -103,6 +144,32 @@ def test_videos_with_characters_keep_every_answer_and_credit_the_art(pack_server
 
 
 @pytest.mark.render
+def test_a_pack_only_subject_makes_exact_clips(pack_server, with_pack, tmp_path):
+    """``subjects: [horse]`` with characters: every clip's subject is the skinned horse; its
+    answers are the ones its track gives (dsi recomputed), every frame names it and its pose."""
+    cfg = {**BASE, "subjects": ["horse"], "characters": True}
+    res = videos.run(cfg, Shard(0, (0, 1)), tmp_path, server=pack_server.address)
+    assert res.done == [0, 1], res.failed
+    videos.finalize(cfg, tmp_path)
+    ctx = videos.load_context(videos.VideoConfig.from_dict(cfg))
+    for i in (0, 1):
+        rec = json.loads((tmp_path / "records" / f"{i:06d}.json").read_text())
+        assert rec["subject_asset"] == "character:horse" and rec["subject_class"] == "horse"
+        assert rec["subject_size_cm"][2] == pytest.approx(210.0, rel=1e-3)
+        assert rec["characters"]["subject"]["class"] == "horse" and "horse" in rec["questions"][0]["question"]
+        rng = videos.clip_rng(ctx.cfg, "city", i)
+        assert rng.choice(ctx.subject_ids) == "character:horse" and rec["render_attempts"] == 1
+        clip = videos.sample_clip(ctx, rng, rec["pattern"], "character:horse", Counter())  # the track, re-drawn
+        made = {"clip": clip, "asset_id": "character:horse", "attempts": 1, "scenery": [], "vis": []}
+        assert rec["rows"] == videos.clip_record(ctx, i, made)["rows"]  # the answers are the track's
+        frames = [json.loads(x) for x in (tmp_path / "gt" / f"{i:06d}" / "frames.jsonl").read_text().splitlines()]
+        subj = [o for f in frames for o in f["objects"] if o["name"] == "subject"]
+        assert len(subj) == 6 and all(o["asset"] == "character:horse" and o["character"]["class"] == "horse" for o in subj)
+    card = json.loads((tmp_path / videos.CARD_FILE).read_text())
+    assert card["share_alike"] is True and "cc-by-sa-3.0" in card["licenses"] and card["characters"]["clips"] == [0, 1]
+
+
+@pytest.mark.render
 def test_a_characters_set_without_any_character_class_finishes(pack_server, with_pack, tmp_path):
     """``characters: true`` on subjects the pack has no class for: rigid clips, a clean dataset
     (clips.parquet writes the empty ``characters`` of every clip) and no CC-BY-SA section."""
@@ -137,16 +204,17 @@ def test_default_output_is_byte_identical_with_or_without_the_pack(pack_server, 
 
 
 @pytest.mark.render
-def test_mirror_world_with_a_character_equals_the_hflip_variant(pack_server, with_pack):
+@pytest.mark.parametrize("cls, asset", [("human", "proc_human_walker"), ("horse", "character:horse")])
+def test_mirror_world_with_a_character_equals_the_hflip_variant(pack_server, with_pack, cls, asset):
     """A mirrored character is the mirrored mesh (its transform reflected, local Y scale -1):
-    the mirrored world renders the hflip frames' masks."""
-    ctx = videos.load_context(videos.VideoConfig.from_dict({**BASE, "characters": True}))
+    the mirrored world renders the hflip frames' masks (a library class and a pack-only one)."""
+    ctx = videos.load_context(videos.VideoConfig.from_dict({**HORSE, "characters": True}))
     world = ctx.env.world
     world["ground"].update(texture="flat", relief_amplitude=0.0)
     rng = np.random.default_rng(2)
-    clip = videos.sample_clip(ctx, rng, "cam_static-obj_translate", "proc_human_walker", Counter())
+    clip = videos.sample_clip(ctx, rng, "cam_static-obj_translate", asset, Counter())
     lib, motions = videos.character_pack(ctx)
-    plan = chars.plan(lib, motions, "human", clip.subject.location, clip.subject.yaw, clip.fps, rng)
+    plan = chars.plan(lib, motions, cls, clip.subject.location, clip.subject.yaw, clip.fps, rng)
     origin, plane = mo.mirror_plane(clip)
     with RenderClient(pack_server.address, timeout=120) as c:
 
