@@ -7,7 +7,9 @@
 A class's variants are the actors listed for it in :data:`model.SPECIES` that exist in the pack
 (e.g. eight people, four horse coats). Characters are loaded once and kept; posed meshes are not
 (the caller caches what it needs, bounded). ``rig`` + ``palette`` are the same figure for a renderer
-that skins on the GPU: the bind pose uploaded once, a few KB of bone matrices per pose.
+that skins on the GPU: the bind pose uploaded once, a few KB of bone matrices per pose. A character
+with its optional props (helmets, shields, weapons: ``props=True``) is another character of the same
+size (the props do not count in its height).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class CharacterLibrary:
         self.props = props  # helmets, shields, weapons: off by default (no spear-carrying hoplites in the City)
         self.info = info or {}
         self._chars: dict[tuple[str, int], M.Character] = {}
-        self._rigs: dict[tuple[str, int], SkinRig] = {}
+        self._rigs: dict[tuple[str, int, bool], SkinRig] = {}
         self._lock = threading.Lock()
         self._present = {
             cls: tuple(a for a in actors if (self.root / A.actor_file(a)).is_file()) for cls, (actors, _h) in self.species.items()
@@ -56,11 +58,14 @@ class CharacterLibrary:
             raise AssetError(f"no character of class {cls!r} in the pack (has {', '.join(self.classes())})")
         return actors[variant % len(actors)]
 
-    def character(self, cls: str, variant: int = 0) -> M.Character:
-        key = (cls, variant % max(self.n_variants(cls), 1))
+    def character(self, cls: str, variant: int = 0, props: bool | None = None) -> M.Character:
+        """``cls``'s ``variant``, with the actor's optional props (helmets, shields, weapons,
+        :data:`model.PROP_ATTACH_OFF`) when ``props`` (default: the library's ``props``)."""
+        props = self.props if props is None else bool(props)
+        key = (cls, variant % max(self.n_variants(cls), 1), props)
         with self._lock:
             if key not in self._chars:
-                self._chars[key] = M.load(self.root, self.actor(cls, variant), cls, self.species[cls][1], self.props, key[1])
+                self._chars[key] = M.load(self.root, self.actor(cls, variant), cls, self.species[cls][1], props, key[1])
             return self._chars[key]
 
     def attribution(self) -> str:
@@ -71,21 +76,24 @@ class CharacterLibrary:
         """The CC-BY-SA paragraph for a dataset that shows characters (pack.dataset_notice)."""
         return dataset_notice(self.info)
 
-    def mesh(self, cls: str, variant: int, clip: str, phase: float, asset_id: str | None = None) -> RenderMesh:
-        return self.character(cls, variant).mesh(clip, phase, asset_id)
+    def mesh(
+        self, cls: str, variant: int, clip: str, phase: float, asset_id: str | None = None, props: bool | None = None
+    ) -> RenderMesh:
+        return self.character(cls, variant, props).mesh(clip, phase, asset_id)
 
-    def rig(self, cls: str, variant: int) -> SkinRig:
-        """The bind-pose figure with its skin weights (model.Character.rig), built once per variant:
-        what a GPU-skinning renderer uploads once and poses with :meth:`palette`."""
-        key = (cls, variant % max(self.n_variants(cls), 1))
+    def rig(self, cls: str, variant: int, props: bool | None = None) -> SkinRig:
+        """The bind-pose figure with its skin weights (model.Character.rig), built once per variant
+        (and props): what a GPU-skinning renderer uploads once and poses with :meth:`palette`."""
+        props = self.props if props is None else bool(props)
+        key = (cls, variant % max(self.n_variants(cls), 1), props)
         with self._lock:
             rig = self._rigs.get(key)
         if rig is None:
-            rig = self.character(cls, variant).rig(f"character:{cls}:{key[1]}")
+            rig = self.character(cls, variant, props).rig(f"character:{cls}:{key[1]}" + (":props" if props else ""))
             with self._lock:
                 self._rigs[key] = rig
         return rig
 
-    def palette(self, cls: str, variant: int, clip: str, phase: float) -> np.ndarray:
+    def palette(self, cls: str, variant: int, clip: str, phase: float, props: bool | None = None) -> np.ndarray:
         """(S, 4, 4) float32 skinning palette of a pose (model.Character.palette), for :meth:`rig`."""
-        return self.character(cls, variant).palette(clip, phase)
+        return self.character(cls, variant, props).palette(clip, phase)

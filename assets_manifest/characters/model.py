@@ -249,9 +249,22 @@ class Character:
         )
 
     def height_units(self) -> float:
+        """The figure's height standing in its walk pose at phase 0, without its optional props
+        (a spear above a hoplite's head must not shrink him): the same with props on or off."""
         clip = "walk" if "walk" in self.clips else next(iter(self.clips))
-        pts = np.concatenate([p for p, _ in self.pose(clip, 0.0, planted=False) if len(p)])  # before the scale is known
+        posed = self.pose(clip, 0.0, planted=False)  # before the scale is known
+        pts = np.concatenate([p for i, (p, _) in enumerate(posed) if len(p) and not self.optional(i)])
         return float(pts[:, 1].max() - min(0.0, pts[:, 1].min()))
+
+    def optional(self, i: int) -> bool:
+        """Whether part ``i`` is an optional prop (hung, itself or through a parent, on one of
+        :data:`PROP_ATTACH_OFF`'s points): a helmet, a shield, a weapon."""
+        depth = 0
+        while i >= 0 and depth <= MAX_PROP_DEPTH + 1:
+            if self.parts[i].parent >= 0 and self.parts[i].point in PROP_ATTACH_OFF:
+                return True
+            i, depth = self.parts[i].parent, depth + 1
+        return False
 
 
 def _vertex_colours(m: Material, uv: np.ndarray) -> np.ndarray:

@@ -2,7 +2,10 @@
 
 A character actor's asset id names its pose:
 
-    character:<class>:<variant>:<clip>:<k>      e.g. character:horse:2:walk:96
+    character:<class>:<variant>:<clip>:<k>[:props]      e.g. character:horse:2:walk:96
+
+``:props`` draws the actor's optional props (helmets, shields, weapons; off without it: no
+spear-carrying hoplites unless a scene asks), hung on their bones, as part of the one mesh.
 
 ``k`` is the clip phase in 1/:data:`PHASES` of a cycle (``phase = k / PHASES``), so a walking
 horse is a finite set of meshes that the caches can bound. ``vset /sceneforge/character_poses``
@@ -33,17 +36,24 @@ PREFIX = "character:"
 PHASES = 256
 CLIPS = ("walk", "run", "idle")
 KEPT = 512  # posed meshes kept on the CPU side (a few clips' worth of every pose)
-_ID = re.compile(r"^character:([a-z][a-z_]{0,31}):(\d{1,3}):(walk|run|idle):(\d{1,3})$")
+_ID = re.compile(r"^character:([a-z][a-z_]{0,31}):(\d{1,3}):(walk|run|idle):(\d{1,3})(:props)?$")
+PROPS = ":props"
 
 
 def is_character(asset_id: str) -> bool:
     return isinstance(asset_id, str) and asset_id.startswith(PREFIX)
 
 
-def posed_id(cls: str, variant: int, clip: str, phase: float) -> str:
-    """The asset id of ``cls``'s ``variant`` at ``clip`` / ``phase`` (cycles; wraps, quantised)."""
+def posed_id(cls: str, variant: int, clip: str, phase: float, props: bool = False) -> str:
+    """The asset id of ``cls``'s ``variant`` at ``clip`` / ``phase`` (cycles; wraps, quantised),
+    with its optional props when ``props``."""
     k = int(round((float(phase) % 1.0) * PHASES)) % PHASES
-    return f"{PREFIX}{cls}:{int(variant)}:{clip}:{k}"
+    return f"{PREFIX}{cls}:{int(variant)}:{clip}:{k}" + (PROPS if props else "")
+
+
+def has_props(asset_id: str) -> bool:
+    """Whether a (valid) posed id draws the optional props."""
+    return isinstance(asset_id, str) and asset_id.endswith(PROPS)
 
 
 def parse(asset_id: str) -> tuple[str, int, str, float]:
@@ -51,7 +61,8 @@ def parse(asset_id: str) -> tuple[str, int, str, float]:
     m = _ID.match(asset_id) if isinstance(asset_id, str) else None
     if m is None or int(m.group(4)) >= PHASES:
         raise AssetError(
-            f"bad character id {str(asset_id)[:80]!r}: expected character:<class>:<variant>:<walk|run|idle>:<0..{PHASES - 1}>"
+            f"bad character id {str(asset_id)[:80]!r}: "
+            f"expected character:<class>:<variant>:<walk|run|idle>:<0..{PHASES - 1}>[:props]"
         )
     return m.group(1), int(m.group(2)), m.group(3), int(m.group(4)) / PHASES
 
@@ -89,7 +100,8 @@ class CharacterMeshes:
         if not hasattr(self.library, "rig"):
             return None
         cls, variant, clip, phase = parse(self.resolve(asset_id))
-        return self.library.rig(cls, variant), self.library.palette(cls, variant, clip, phase)
+        props = has_props(asset_id)
+        return self.library.rig(cls, variant, props=props), self.library.palette(cls, variant, clip, phase, props=props)
 
     def mesh(self, asset_id: str) -> RenderMesh:
         with self._lock:
@@ -97,7 +109,7 @@ class CharacterMeshes:
                 self._meshes.move_to_end(asset_id)
                 return self._meshes[asset_id]
         cls, variant, clip, phase = parse(self.resolve(asset_id))
-        mesh = self.library.mesh(cls, variant, clip, phase, asset_id)
+        mesh = self.library.mesh(cls, variant, clip, phase, asset_id, props=has_props(asset_id))
         with self._lock:
             self._meshes[asset_id] = mesh
             while len(self._meshes) > KEPT:

@@ -20,6 +20,11 @@ species (``model.SPECIES``) replace the asset's box.
 The clip record gets ``characters`` (class, variant, actor, licence per actor) and every frame's
 state goes to gt/frames.jsonl; the dataset card carries the CC-BY-SA attribution.
 
+Props (helmets, shields, weapons hung on the actor's bones) follow ``character_props``
+(:func:`props_on`: ``auto`` draws them only where the environment's YAML allows them, none of the
+shipped, modern environments; ``on``; ``off``); the server draws them as part of the character's
+one mesh (``...:props`` ids), so its instance mask includes them.
+
 Classes only the pack has (horse, wolf, elephant, zebra, ...) may be named in ``subjects``:
 :class:`WithPackClasses` adds them to the asset library the scenario reads, as one asset id per
 class (``character:<class>``, :func:`pack_asset`) whose box is the character's own (variant 0,
@@ -126,10 +131,11 @@ class CharacterTrack:
     phases: np.ndarray  # (T,) cycles
     offsets_cm: np.ndarray  # (T,) forward root surge along the heading
     strides: dict
+    props: bool = False  # the actor's helmets, shields, weapons (drawn as part of the one mesh)
 
     def asset_id(self, t: int) -> str:
         k = int(round((float(self.phases[t]) % 1.0) * PHASES)) % PHASES
-        return f"character:{self.cls}:{self.variant}:{self.clips[t]}:{k}"
+        return f"character:{self.cls}:{self.variant}:{self.clips[t]}:{k}" + (":props" if self.props else "")
 
     def transform(self, track: mo.Track, t: int) -> Transform:
         """The mesh's transform at frame ``t``: the track's pose moved by the root surge."""
@@ -149,6 +155,7 @@ class CharacterTrack:
             "license": "cc-by-sa-3.0",
             "creator": (info or {}).get("holder", "Wildfire Games"),
             "stride_cm": {k: round(v, 3) for k, v in sorted(self.strides.items())},
+            "props": self.props,
         }
 
 
@@ -167,8 +174,24 @@ def speeds(location: np.ndarray, fps: float, yaw: np.ndarray | None = None, reac
     return v
 
 
-def plan(lib, motions, cls: str, location: np.ndarray, yaw: np.ndarray, fps: float, rng: np.random.Generator) -> CharacterTrack:
-    """The character that draws an actor of ``cls`` along (``location``, ``yaw``)."""
+def props_on(setting: str, env_allows: bool) -> bool:
+    """Whether characters carry their props: ``on`` / ``off``, or ``auto``: where the environment
+    allows them (its ``character_props``; none of the shipped, modern environments)."""
+    return setting == "on" or (setting == "auto" and bool(env_allows))
+
+
+def plan(
+    lib,
+    motions,
+    cls: str,
+    location: np.ndarray,
+    yaw: np.ndarray,
+    fps: float,
+    rng: np.random.Generator,
+    props: bool = False,
+) -> CharacterTrack:
+    """The character that draws an actor of ``cls`` along (``location``, ``yaw``), with its
+    optional props when ``props`` (the pose, the clip choice and the stride are the body's)."""
     variant = int(rng.integers(lib.n_variants(cls)))
     phase0 = float(rng.random())
     ch = lib.character(cls, variant)
@@ -205,7 +228,7 @@ def plan(lib, motions, cls: str, location: np.ndarray, yaw: np.ndarray, fps: flo
         if c in moving:
             m = moving[c]
             offsets[t] = float(m.root_cm(phase[c])) - m.stride_cm * phase[c]
-    return CharacterTrack(cls, variant, ch.actor, clips, phases, offsets, {c: m.stride_cm for c, m in have.items()})
+    return CharacterTrack(cls, variant, ch.actor, clips, phases, offsets, {c: m.stride_cm for c, m in have.items()}, props)
 
 
 def render_clip(

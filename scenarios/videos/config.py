@@ -18,6 +18,9 @@ from sceneforge.scenarios.videos import motion as mo
 from sceneforge.engine.server.renderers import parse_spec
 
 
+CHARACTER_PROPS = ("auto", "on", "off")  # characters' optional props (scenarios/videos/characters.py)
+
+
 @dataclass(frozen=True)
 class VideoConfig(ScenarioConfig):
     """A validated ``videos`` job config (plain dict in, errors name the field)."""
@@ -64,6 +67,12 @@ class VideoConfig(ScenarioConfig):
         help="draw the subject and distractors as skinned 0 A.D. people and animals where the "
         "character pack has their class (sceneforge assets install characters; CC-BY-SA; docs/videos.md)",
     )
+    character_props: str = option(
+        "auto",
+        choices=CHARACTER_PROPS,
+        help="characters' helmets, shields and weapons: auto (only where the environment allows them, "
+        "character_props: true in its YAML; none of the shipped, modern ones), on, off",
+    )
     # the environment's content (scenarios.world.environments.freeze_envs), filled in by from_dict:
     # the job's identity and what workers rebuild the environment from
     env_file: dict | None = field(default=None, hash=False, compare=False)
@@ -71,6 +80,8 @@ class VideoConfig(ScenarioConfig):
     @classmethod
     def coerce(cls, d: dict, source: str) -> dict:
         d = super().coerce(d, source)
+        if isinstance(d.get("character_props"), bool):  # YAML 1.1 reads on/off as booleans
+            d["character_props"] = "on" if d["character_props"] else "off"
         d["motion"] = mo.MotionConfig.from_dict(d.get("motion"))
         return d
 
@@ -151,6 +162,8 @@ class VideoConfig(ScenarioConfig):
             raise ConfigError(f"{source}: characters must be true or false, got {self.characters!r}")
         if self.characters and self.articulation:
             raise ConfigError(f"{source}: characters and articulation cannot be combined yet (pick one)")
+        if self.character_props != "auto" and not self.characters:
+            raise ConfigError(f"{source}: character_props {self.character_props} needs characters: true (--characters)")
         if self.characters and "flow" in self.ground_truth:
             raise ConfigError(
                 f"{source}: ground_truth flow is not available with characters yet (the written flow moves actors "
@@ -179,6 +192,7 @@ class VideoConfig(ScenarioConfig):
             ("distractor_motions", ("straight",)),
             ("articulation", False),
             ("characters", False),
+            ("character_props", "auto"),
         ):
             if getattr(self, key) == default:
                 del d[key]

@@ -374,13 +374,14 @@ def _characters(ctx: Context, index: int, clip: mo.ClipMotion, asset_id: str, mo
     lib, motions = character_pack(ctx)
     rng = clip_rng(ctx.cfg, ctx.env.name, index, chars.CHARACTER_STREAM)
     have = set(lib.classes())
+    props = chars.props_on(ctx.cfg.character_props, getattr(ctx.env.spec, "character_props", False))
     out = {}
     cls = ctx.lib.info(asset_id).cls
     if cls in have:
-        out[SUBJECT] = chars.plan(lib, motions, cls, clip.subject.location, clip.subject.yaw, clip.fps, rng)
+        out[SUBJECT] = chars.plan(lib, motions, cls, clip.subject.location, clip.subject.yaw, clip.fps, rng, props)
     for m in movers:
         if m.cls in have:
-            out[m.name] = chars.plan(lib, motions, m.cls, m.track.location, m.track.yaw, clip.fps, rng)
+            out[m.name] = chars.plan(lib, motions, m.cls, m.track.location, m.track.yaw, clip.fps, rng, props)
     return out
 
 

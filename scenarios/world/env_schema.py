@@ -216,6 +216,9 @@ class EnvSpec(_Strict):
     assets: list[str] = Field(default_factory=list)  # extra manifest files, relative to the YAML
     style_tags: list[str] = Field(default_factory=list)  # prefer variants with these tags (e.g. snow)
     exclude_style_tags: list[str] = Field(default_factory=list)  # never draw variants with these tags (snow, desert)
+    # whether skinned characters may carry their actor's helmets, shields and weapons here (videos
+    # --characters, character_props: auto): off in a modern scene (no spear-carrying hoplites in the City)
+    character_props: bool = False
     zones: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # rects, cm
     lines: dict[str, list[tuple[float, float, float, float]]] = Field(default_factory=dict)  # segments, cm
 

@@ -143,3 +143,12 @@ def test_character_poses_over_the_protocol_with_flow_from_skinning(server, catal
             c.set_character_poses({"leg": {"clip": "fly", "phase": 0.1}})
         with pytest.raises(CommandError):
             c.text('vset /sceneforge/character_poses {"leg":{"clip":"walk","phase":1e999}}')
+
+
+def test_a_posed_id_with_props_keeps_them_through_a_new_pose(catalog):
+    i = ch.posed_id("chicken", 0, "walk", 2.5, props=True)
+    assert i == "character:chicken:0:walk:128:props" and ch.parse(i) == ("chicken", 0, "walk", 0.5) and ch.has_props(i)
+    assert catalog.resolve(i) == i and not ch.has_props(ch.posed_id("chicken", 0, "walk", 2.5))
+    for bad in ("character:chicken:0:walk:1:prop", "character:chicken:0:walk:1:props:props"):
+        with pytest.raises(AssetError):
+            catalog.resolve(bad)

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
-from oad_fixture import HUMAN_ACTOR, install_pack
+from oad_fixture import ACTOR_XML, HUMAN_ACTOR, install_pack, pmd_bytes
 
 from sceneforge import cli
 from sceneforge.assets_manifest.characters.model import SPECIES
 from sceneforge.core.errors import ConfigError
 from sceneforge.engine.client import RenderClient
-from sceneforge.engine.world import Actor, Transform
+from sceneforge.engine.world import Actor, Camera, Transform, look_at_rotation
 from sceneforge.scenarios.contract import Shard
 from sceneforge.scenarios.videos import characters as chars
 from sceneforge.scenarios.videos import motion as mo
@@ -41,9 +42,21 @@ BASE = {
 def pack_cache(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pack")
     root = install_pack(tmp / "cache", tmp)
+    # the pack-only "horse": the leg again, with a prop point on its knee bone holding a second
+    # leg as its "spear" (weapon_R: an optional prop, drawn only with props on)
+    (root / "art/meshes/skeletal/test_leg_props.dae.cached.pmd").write_bytes(
+        pmd_bytes(props=[("weapon_R", (0.6, 0.5, 0.0), (0.0, 0.0, 0.0, 1.0), 1)])
+    )
     horse = root / "art" / "actors" / SPECIES["horse"][0][0]  # a class the asset library does not have
     horse.parent.mkdir(parents=True, exist_ok=True)
-    horse.write_bytes((root / "art" / "actors" / HUMAN_ACTOR.removeprefix("art/actors/")).read_bytes())
+    horse.write_text(
+        ACTOR_XML.replace("skeletal/test_leg.dae", "skeletal/test_leg_props.dae").replace(
+            "</mesh>", '</mesh>\n      <props><prop actor="props/test_spear.xml" attachpoint="weapon_R"/></props>'
+        )
+    )
+    spear = root / "art" / "actors" / "props" / "test_spear.xml"
+    spear.parent.mkdir(parents=True, exist_ok=True)
+    spear.write_text((root / "art" / "actors" / HUMAN_ACTOR.removeprefix("art/actors/")).read_text())
     return tmp / "cache"
 
 
@@ -242,3 +255,61 @@ def test_mirror_world_with_a_character_equals_the_hflip_variant(pack_server, wit
     assert on.sum() > 50
     assert (flip == mir).all(-1).mean() >= 0.999
     assert (std == mir).all(-1).mean() < (flip == mir).all(-1).mean()  # unflipped differs: the check can fail
+
+
+def test_character_props_are_off_in_modern_environments_unless_asked(with_pack, tmp_path):
+    from sceneforge.scenarios.world.environments import list_envs, load_env
+
+    assert not any(load_env(name).spec.character_props for name in list_envs())  # every shipped env is modern
+    cfg = {**HORSE, "characters": True}
+    assert "character_props" not in videos.plan(cfg).config  # auto, the default: jobs keep their identity
+    assert videos.VideoConfig.from_dict({**cfg, "character_props": True}).character_props == "on"  # YAML's `on`
+    for bad, match in (
+        ({**HORSE, "character_props": "on"}, "character_props on needs characters: true"),
+        ({**cfg, "character_props": "sometimes"}, "character_props must be one of"),
+    ):
+        with pytest.raises(ConfigError, match=match):
+            videos.VideoConfig.from_dict(bad)
+    # an environment that allows them (character_props: true in its YAML), e.g. an ancient town
+    city = Path(videos.__file__).parents[1] / "envs" / "city.yaml"
+    ancient = tmp_path / "ancient.yaml"
+    ancient.write_text(city.read_text().replace("name: city", "name: ancient") + "character_props: true\n")
+
+    def drawn(extra: dict) -> dict:
+        ctx = videos.load_context(videos.VideoConfig.from_dict({**cfg, "subjects": ["horse"], **extra}))
+        clip = videos.sample_clip(ctx, np.random.default_rng(0), "cam_static-obj_translate", "character:horse", Counter())
+        return videos._characters(ctx, 0, clip, "character:horse", [])["subject"]
+
+    assert not drawn({}).props and not drawn({}).asset_id(0).endswith(":props")  # the City: no spears
+    assert drawn({"env": str(ancient)}).props and drawn({"env": str(ancient)}).asset_id(0).endswith(":props")
+    assert not drawn({"env": str(ancient), "character_props": "off"}).props
+    assert drawn({"character_props": "on"}).to_record()["props"] is True
+
+
+@pytest.mark.render
+def test_props_are_part_of_their_character_in_the_mask(pack_server, with_pack):
+    """With props the one instance id covers the body and its prop (hung on the knee bone: it
+    moves with the pose), the figure's height is the body's either way."""
+    from sceneforge.assets_manifest.characters.library import CharacterLibrary
+
+    lib = CharacterLibrary.installed()
+    bare, armed = lib.character("horse", 0, props=False), lib.character("horse", 0, props=True)
+    assert len(armed.parts) == len(bare.parts) + 1 and armed.scale_cm == bare.scale_cm
+    eye, target = (0.0, -450.0, 130.0), (0.0, 0.0, 120.0)
+    cam = Camera(eye, look_at_rotation(eye, target), 50.0, 128, 128)
+    with RenderClient(pack_server.address, timeout=120) as c:
+
+        def mask(asset_id: str, phase: float) -> np.ndarray:
+            c.reset()
+            c.spawn([Actor("horse", asset_id, Transform((0.0, 0.0, 0.0)))])
+            c.set_character_poses({"horse": {"clip": "walk", "phase": phase}})  # a new pose keeps the props
+            m = c.render(0, ("object_mask",), camera=cam)["object_mask"]
+            return m.reshape(-1, m.shape[-1])
+
+        masks = {(p, ph): mask("character:horse:0:walk:0" + (":props" if p else ""), ph) for p in (0, 1) for ph in (0.0, 0.25)}
+    ids = {k: {tuple(px) for px in m if px.any()} for k, m in masks.items()}
+    assert all(len(i) == 1 for i in ids.values()) and ids[0, 0.0] == ids[1, 0.0]  # one id, the prop included
+    on = {k: m.any(-1) for k, m in masks.items()}
+    prop = {ph: on[1, ph] & ~on[0, ph] for ph in (0.0, 0.25)}  # the prop's own pixels
+    assert all(prop[ph].sum() > 0.3 * on[0, ph].sum() for ph in prop), {k: int(v.sum()) for k, v in on.items()}
+    assert (prop[0.0] != prop[0.25]).sum() > 10  # hung on the knee bone, it moves with the pose

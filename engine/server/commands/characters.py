@@ -2,8 +2,8 @@
 
     vset /sceneforge/character_poses {"walker":{"clip":"walk","phase":0.375},"horse":{"clip":"run","phase":0.5}}
 
-Each named actor must be a character (spawned with a ``character:<class>:<variant>:<clip>:<k>``
-asset id, engine/server/characters.py); it keeps its class, variant, transform and instance id
+Each named actor must be a character (spawned with a ``character:<class>:<variant>:<clip>:<k>[:props]``
+asset id, engine/server/characters.py); it keeps its class, variant, props, transform and instance id
 and takes the clip (walk, run, idle) at the phase (cycles, any finite number: it wraps; quantised
 to 1/256). All-or-nothing like ``/sceneforge/poses``: everything is checked before the scene
 changes. A JSON argument as the other ``/sceneforge`` extensions (no spaces).
@@ -39,7 +39,7 @@ def set_character_poses(state: ServerState, args: list[str]) -> str:
         if isinstance(phase, bool) or not isinstance(phase, (int, float)) or not math.isfinite(phase) or abs(phase) > 1e9:
             raise CommandError(f"{where}.phase: expected a finite number of cycles, got {str(phase)[:40]!r}")
         cls, variant, _clip, _ph = ch.parse(actor.asset_id)
-        new = ch.posed_id(cls, variant, clip, float(phase))
+        new = ch.posed_id(cls, variant, clip, float(phase), ch.has_props(actor.asset_id))  # keeps its props
         try:
             state.catalog.resolve(new)
         except SceneforgeError as e:
