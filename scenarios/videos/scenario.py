@@ -114,22 +114,20 @@ def _pack_subjects(cfg: VideoConfig, lib, missing: list[str]):
     """The installed character pack when every class of ``missing`` (``subjects`` without a
     library asset) is one of its classes and ``characters`` is on; ConfigError in one line
     naming the field, the classes and what to do otherwise."""
-    from sceneforge.assets_manifest.characters.model import SPECIES  # the pack's classes, known without the pack
-
-    unknown = [c for c in missing if c not in SPECIES]
+    pkg = _character_package()
+    species = pkg.model.SPECIES  # the pack's classes, known without the pack
+    unknown = [c for c in missing if c not in species]
     if unknown:
         raise ConfigError(
             f"videos config: subjects {unknown} have no asset (classes: {', '.join(lib.classes())}; "
-            f"with --characters also: {', '.join(c for c in sorted(SPECIES) if not lib.by_class(c))})"
+            f"with --characters also: {', '.join(c for c in sorted(species) if not lib.by_class(c))})"
         )
     if not cfg.characters:
         raise ConfigError(
             f"videos config: subjects {missing} exist only as skinned characters: add --characters (config characters: true) "
             "with the character pack installed (sceneforge assets install characters)"
         )
-    from sceneforge.assets_manifest.characters import CharacterLibrary  # the asset package: only with characters
-
-    pack = CharacterLibrary.installed()
+    pack = pkg.CharacterLibrary.installed()
     if pack is None:
         raise ConfigError(
             f"videos config: subjects {missing} need the character pack: run `sceneforge assets install characters` first"
@@ -344,14 +342,22 @@ def _articulated(ctx: Context, index: int, clip: mo.ClipMotion, asset_id: str, m
     return {k: v for k, v in posed.items() if v is not None}
 
 
+def _character_package():
+    """``assets_manifest.characters`` (CharacterLibrary, analyse, model), imported only when a
+    job uses characters (the asset package pulls in trimesh)."""
+    import sceneforge.assets_manifest.characters as pkg  # the asset package: only with characters (its library loads .model)
+
+    return pkg
+
+
 def character_pack(ctx: Context, lib=None):
     """(CharacterLibrary, motion analysis of (class, variant, clip), cached) of the installed
     character pack (``lib`` when already loaded); ConfigError in one line when ``characters`` is
     on and the pack is missing."""
     if getattr(ctx, "_character_pack", None) is None:
-        from sceneforge.assets_manifest.characters import CharacterLibrary, analyse  # the asset package: only with characters
-
-        lib = lib or CharacterLibrary.installed()
+        pkg = _character_package()
+        analyse = pkg.analyse
+        lib = lib or pkg.CharacterLibrary.installed()
         if lib is None:
             raise ConfigError("characters: true needs the character pack: run `sceneforge assets install characters` first")
         cache: dict = {}
