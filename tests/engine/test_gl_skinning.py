@@ -173,3 +173,15 @@ def test_flow_moves_each_surface_point_by_its_own_skinning(catalog, backends):
             nearest_errors.append(np.linalg.norm(nearest[row, col] - want))
     assert len(errors) >= 3 and max(errors) < 1.5, errors
     assert max(nearest_errors) > 10.0, nearest_errors
+
+
+def test_gpu_skinned_renders_are_byte_identical_in_a_fresh_renderer(catalog, backends):
+    gpu, _ = backends
+    scene = scene_of(Actor("a", ch.posed_id("chicken", 0, "walk", 0.3)), Actor("b", ch.posed_id("human", 0, "walk", 0.7)))
+    fresh = GLBackend(catalog.mesh, shadow_map_size=512)
+    try:
+        a, b = gpu.render(scene, camera(), KINDS), fresh.render(scene, camera(), KINDS)
+        for k in KINDS:
+            assert a[k].tobytes() == b[k].tobytes(), k
+    finally:
+        fresh.close()
