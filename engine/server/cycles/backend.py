@@ -319,7 +319,8 @@ class CyclesBackend(RenderBackend):
         vertex for vertex the one the GL renderer skins on the GPU. A video's hundreds of poses
         stay one mesh per actor in the worker instead of one (with its textures) per pose."""
         cls, variant, _clip, _phase = ch.parse(asset_id)
-        key = "posed:" + hashlib.sha1(f"{cls}\0{variant}\0{actor}".encode()).hexdigest()[:20]
+        props = int(ch.has_props(asset_id))  # with props the mesh has other vertices: its own Blender mesh
+        key = "posed:" + hashlib.sha1(f"{cls}\0{variant}\0{props}\0{actor}".encode()).hexdigest()[:20]
         if key in self._uploaded and self._poses.get(key) == asset_id:
             return key
         mesh = self._provider(asset_id)
