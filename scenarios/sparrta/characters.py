@@ -11,7 +11,10 @@ silhouette come from that posed mesh, so the placement, projection and visibilit
 unchanged on what is drawn; the labels never depend on the asset (positions only).
 
 A class the pack lacks keeps its normal asset. The facing (the object's yaw; the mesh looks
-along its local +X) goes to the sample's params under ``characters``.
+along its local +X) goes to the sample's params under ``characters``. Props (helmets, shields,
+weapons) follow ``character_props`` (``auto``: only where the environment's YAML allows them, none
+of the shipped, modern environments): the id gets ``:props`` and the footprint, height and
+silhouette are the posed mesh's with them.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ PREFIX = "character:"
 PHASES = 256  # the server's phase steps per cycle (engine/server/characters.py)
 POSE_CLIPS = ("idle", "walk")  # still scenes: standing, or caught mid-stride
 LICENSE = "cc-by-sa-3.0"
+PROPS = ":props"  # the posed id's suffix for the optional props (engine/server/characters.py)
 
 
 def is_character(asset_id: str) -> bool:
@@ -34,9 +38,14 @@ def is_character(asset_id: str) -> bool:
 
 
 def parse(asset_id: str) -> tuple[str, int, str, int]:
-    """``character:<class>:<variant>:<clip>:<k>`` -> (class, variant, clip, k)."""
-    _, cls, variant, clip, k = asset_id.split(":")
+    """``character:<class>:<variant>:<clip>:<k>[:props]`` -> (class, variant, clip, k)."""
+    _, cls, variant, clip, k = asset_id.removesuffix(PROPS).split(":")
     return cls, int(variant), clip, int(k)
+
+
+def has_props(asset_id: str) -> bool:
+    """Whether the posed id draws the character's optional props (helmets, shields, weapons)."""
+    return str(asset_id).endswith(PROPS)
 
 
 def load_pack():
@@ -84,8 +93,8 @@ class CharacterShapes:
     """A ShapeCache whose ``pick`` draws a posed character for a class the pack has (variant,
     clip, phase from the caller's RNG) and the normal asset otherwise."""
 
-    def __init__(self, base, pack):
-        self.base, self.pack = base, pack
+    def __init__(self, base, pack, props: bool = False):
+        self.base, self.pack, self.props = base, pack, bool(props)
         self.lib = CharacterAssets(base.lib, self)
         self._classes = set(pack.classes())
         self._shapes: dict[str, AssetShape] = {}
@@ -93,7 +102,7 @@ class CharacterShapes:
 
     def _vertices(self, asset_id: str) -> np.ndarray:
         cls, variant, clip, k = parse(asset_id)
-        return np.asarray(self.pack.mesh(cls, variant, clip, k / PHASES, asset_id).vertices, float)
+        return np.asarray(self.pack.mesh(cls, variant, clip, k / PHASES, asset_id, props=has_props(asset_id)).vertices, float)
 
     def bounds(self, asset_id: str) -> np.ndarray:
         if asset_id not in self._bounds:
@@ -119,7 +128,7 @@ class CharacterShapes:
         clips = [c for c in POSE_CLIPS if c in self.pack.character(cls, variant).clips]
         clip = clips[int(rng.integers(len(clips)))]
         k = int(rng.integers(PHASES))
-        return self(f"{PREFIX}{cls}:{variant}:{clip}:{k}")
+        return self(f"{PREFIX}{cls}:{variant}:{clip}:{k}" + (PROPS if self.props else ""))
 
 
 def params_block(objs: dict) -> dict:
@@ -137,6 +146,7 @@ def params_block(objs: dict) -> dict:
                 "phase": k / PHASES,
                 "facing_deg": float(p.yaw),
                 "license": LICENSE,
+                "props": has_props(p.shape.asset_id),
             }
     return out
 

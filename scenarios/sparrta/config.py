@@ -40,6 +40,7 @@ class SparrtaConfig(ScenarioConfig):
         "split_pattern": None,
         "camera_policy": "jitter",
         "characters": False,
+        "character_props": "auto",
     }
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s), a YAML path, or 'all'")
@@ -124,6 +125,12 @@ class SparrtaConfig(ScenarioConfig):
         help="draw the human/animal objects and the allo figure as skinned 0 A.D. characters in sampled poses where "
         "the character pack has their class (sceneforge assets install characters; CC-BY-SA; docs/datasets.md)",
     )
+    character_props: str = option(
+        "auto",
+        choices=("auto", "on", "off"),
+        help="characters' helmets, shields and weapons: auto (only where the environment allows them, "
+        "character_props: true in its YAML; none of the shipped, modern ones), on, off",
+    )
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -136,6 +143,8 @@ class SparrtaConfig(ScenarioConfig):
         ``jitter``. A user's config (flags, YAML) without it gets today's default."""
         if "env_files" in values and "camera_policy" not in values:
             values = {**values, "camera_policy": "jitter"}
+        if isinstance(values.get("character_props"), bool):  # YAML 1.1 reads on/off as booleans
+            values = {**values, "character_props": "on" if values["character_props"] else "off"}
         return super().coerce(values, source)
 
     @property
@@ -198,6 +207,7 @@ def _check(c: SparrtaConfig, src: str) -> None:
 
     need(bool(c.envs), "envs", "must name at least one environment")
     need(isinstance(c.characters, bool), "characters", "must be true or false")
+    need(c.character_props == "auto" or c.characters, "character_props", "needs characters: true (--characters)")
     need(
         c.licenses is None or (bool(c.licenses) and all(x.strip() for x in c.licenses)),
         "licenses",

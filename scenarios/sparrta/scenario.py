@@ -225,7 +225,11 @@ class Session(ServerRequests):
         if env_name not in self._shapes:
             env = self.env(env_name)
             shapes = ShapeCache(env.library, lambda cls: env.variants(cls, env.library))
-            self._shapes[env_name] = shapes if self._pack is None else sparrta_characters.CharacterShapes(shapes, self._pack)
+            if self._pack is not None:  # opt-in characters; their props where cfg/env allow (videos' props_on)
+                allow = getattr(env.spec, "character_props", False)
+                props = self.cfg.character_props == "on" or (self.cfg.character_props == "auto" and bool(allow))
+                shapes = sparrta_characters.CharacterShapes(shapes, self._pack, props)
+            self._shapes[env_name] = shapes
         return self._shapes[env_name]
 
     # ---- scene groups ------------------------------------------------------------------------

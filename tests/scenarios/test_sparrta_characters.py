@@ -45,6 +45,29 @@ def test_characters_are_opt_in_and_validated(with_pack):
         parse_config({**BASE, "characters": "yes"})
 
 
+def test_character_props_are_off_in_the_shipped_environments_unless_asked(with_pack):
+    from sceneforge.scenarios.sampling.shapes import ShapeCache
+    from sceneforge.scenarios.sparrta.characters import params_block, parse
+    from sceneforge.scenarios.world.environments import load_env
+
+    cfg = {**BASE, "characters": True}
+    assert "character_props" not in sparrta.plan(cfg).config  # auto, the default: jobs keep their identity
+    assert parse_config({**cfg, "character_props": True}).character_props == "on"  # YAML's `on`
+    with pytest.raises(ConfigError, match="character_props needs characters: true"):
+        parse_config({**BASE, "character_props": "on"})
+    env = load_env("desert")
+    assert not env.spec.character_props  # modern: auto draws no props here
+    base = ShapeCache(env.library)
+    bare = CharacterShapes(base, load_pack()).pick(np.random.default_rng(0), "human")
+    armed = CharacterShapes(base, load_pack(), props=True).pick(np.random.default_rng(0), "human")
+    assert armed.asset_id == bare.asset_id + ":props" and parse(armed.asset_id) == parse(bare.asset_id)
+
+    class Placed:
+        shape, yaw = armed, 30.0
+
+    assert params_block({"human": Placed})["human"]["props"] is True
+
+
 def test_characters_without_the_pack_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("SCENEFORGE_CACHE", str(tmp_path / "empty"))
     with pytest.raises(ConfigError) as e:
