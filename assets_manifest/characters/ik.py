@@ -8,7 +8,10 @@ rises, travels unevenly or rolls along a long hoof). :func:`lock` removes it on 
    inferred from the motion (:func:`parents`): bone *i*'s parent is the earlier bone *j* (the
    standard skeleton order lists a parent before its children) in whose frame *i*'s origin stays
    put over every frame of every clip of the character (within ``STRETCH`` of the distance: the
-   exported clips stretch bones by 1-2 %), the steadiest one. Checked against the pack's
+   exported clips stretch bones by 1-2 %; ``LOOSE`` where none does), the steadiest one. Only the
+   previous bone and its ancestors qualify (the order is a pre-order; past a bone left without a
+   parent, that bone's own candidates), and a bone whose origin coincides with *i*'s counts only
+   as the previous bone (it holds *i* still whatever turns). Checked against the pack's
    skeleton files for the biped (46 bones) and the horse: every leg bone's parent is right.
 2. **Legs** (:func:`legs`): the feet are :func:`motion.feet`'s bone groups; groups on one chain
    of parents are one leg. Its *end* bone is the highest of them whose joint comes down to
@@ -49,6 +52,7 @@ from sceneforge.assets_manifest.characters import motion
 LOCK_SAMPLES = 256
 STRETCH = 0.05  # a child's origin may wander by 5 % of its distance in its parent's frame
 LOOSE = 0.25  # ... and by up to 25 % where no bone keeps it within 5 %
+COINCIDE = 0.02  # a bone origin within 2 % of the skeleton's size of another's coincides with it
 ANKLE_SHARE = 0.15  # an end bone's joint comes within 15 % of the figure's height of the ground
 MAX_UP = 4  # ancestors of the end bone searched for the two IK segments
 BLEND = 0.08  # cycles: ease-in before touch-down and ease-out after lift-off
@@ -60,8 +64,8 @@ class Leg:
     """One leg's IK chain (bone indices) and its foot vertices."""
 
     end: int  # the foot bone: it and its descendants move rigidly with the correction
-    lower: int  # the lower IK segment (shin): its joint is the knee
-    upper: int  # the upper IK segment (thigh): its joint is the hip, which stays put
+    lower: int  # the lower IK segment (shin): its joint is the knee (-1: a one-segment leg)
+    upper: int  # the upper IK segment (thigh): its joint is the hip, which stays put (-1: the foot moves alone)
     below_end: np.ndarray  # bones moved with the end bone (it included)
     below_lower: np.ndarray  # bones turned by the lower segment's rotation (below_end excluded)
     below_upper: np.ndarray  # bones turned by the upper rotation (below_lower, below_end excluded)
@@ -79,16 +83,32 @@ def parents(clips: list[F.Clip]) -> np.ndarray:
     inv = np.linalg.inv(F.bone_matrices(t, q))
     size = float(np.ptp(t.reshape(-1, 3), 0).max()) or 1.0
     out = np.full(t.shape[1], -1, int)
-    for i in range(t.shape[1]):
-        best, score = -1, np.inf
-        for j in range(i):
+    for i in range(1, t.shape[1]):
+        # pre-order: the parent is the previous bone or one of its ancestors; past a bone left
+        # without a parent, its own candidates (the bone before it and up) go on the path
+        path, b = [], i - 1
+        while b >= 0:
+            path.append(b)
+            b = int(out[b]) if out[b] >= 0 else b - 1
+        scored = []  # (deviation, depth on the path) of bones at a real distance; coincident ones apart
+        coincident = []
+        for depth, j in enumerate(path):
             loc = np.einsum("tab,tb->ta", inv[:, j, :3, :3], t[:, i]) + inv[:, j, :3, 3]
-            length = max(float(np.linalg.norm(loc, axis=1).mean()), 0.01 * size)
-            dev = float(np.abs(loc - loc.mean(0)).max()) / length
-            if dev <= score + 1e-9:  # the steadiest; ties: the later (nearer) bone
-                best, score = j, dev
-        # strict first; a bone the clips stretch more (a wolf's toes: ~10 %) gets the steadiest within LOOSE
-        out[i] = best if score <= STRETCH or (score <= LOOSE and i > 0) else -1
+            length = float(np.linalg.norm(loc, axis=1).mean())
+            if length < COINCIDE * size:
+                coincident.append(j)
+                continue
+            scored.append((round(float(np.abs(loc - loc.mean(0)).max()) / length, 9), depth, j))
+        # a bone whose origin coincides with i's holds it still whatever turns, so it is evidence
+        # only as the bone right before i (its first child); else the steadiest at a real distance,
+        # strict first, then LOOSE (a wolf's toes stretch by ~10 %); else a coincident one
+        fits = [c for c in sorted(scored) if c[0] <= STRETCH] or [c for c in sorted(scored) if c[0] <= LOOSE]
+        if coincident and coincident[0] == i - 1:
+            out[i] = i - 1
+        elif fits:
+            out[i] = fits[0][2]
+        elif coincident:
+            out[i] = coincident[0]
     return out
 
 
@@ -139,10 +159,24 @@ def legs(ch, track: np.ndarray) -> list[Leg]:
         for a in _ancestors(par, e):
             count[a] = count.get(a, 0) + 1
     t0 = clip.t[0].astype(np.float64)
+    size = float(np.ptp(t0, 0).max()) or 1.0
     out = []
     for low, end in sorted(ends.items()):
-        up = [a for a in _ancestors(par, end)[:MAX_UP] if count.get(a, 0) < 2]
-        path = [end, *up]  # end, its parent, grandparent, ...
+        others = set()
+        for e2 in ends.values():
+            if e2 != end:
+                others |= _descendants(par, e2) | {a for a in _ancestors(par, e2) if count.get(a, 0) < 2}
+        below_end = _descendants(par, end)
+        # a segment of this leg alone: not shared, no other leg below it, not a trunk (the root or a
+        # spine has the whole body below it)
+        up = [
+            a
+            for a in _ancestors(par, end)[:MAX_UP]
+            if count.get(a, 0) < 2
+            and not (_descendants(par, a) & others)
+            and len(_descendants(par, a)) <= len(below_end) + 2 * MAX_UP
+        ]
+        path = [end, *up]  # end, its parent, grandparent, ... (own bones only)
         best, pair = 0.0, None
         for iu in range(2, len(path)):
             for il in range(1, iu):
@@ -150,16 +184,17 @@ def legs(ch, track: np.ndarray) -> list[Leg]:
                 b = float(np.linalg.norm(t0[end] - t0[path[il]]))
                 if min(a, b) > best + 1e-9:
                     best, pair = min(a, b), (path[iu], path[il])
-        if pair is None:
-            continue  # no two segments of its own above the foot: left as the clip draws it
-        upper, lower = pair
-        others = set()
-        for e2 in ends.values():
-            if e2 != end:
-                others |= _descendants(par, e2) | {a for a in _ancestors(par, e2) if count.get(a, 0) < 2}
-        d_end = _descendants(par, end) - others
-        d_low = _descendants(par, lower) - others - d_end
-        d_up = _descendants(par, upper) - others - d_end - d_low
+        if pair is not None:
+            upper, lower = pair
+        elif up and np.linalg.norm(t0[end] - t0[up[0]]) > COINCIDE * size:
+            upper, lower = up[0], -1  # one segment of its own: it swings the foot round its joint
+        elif par[end] < 0:
+            upper = lower = -1  # a foot bone outside the hierarchy (an exported IK target): moved alone
+        else:
+            continue  # hangs straight off a shared bone: left as the clip draws it
+        d_end = below_end - others
+        d_low = (_descendants(par, lower) - others - d_end) if lower >= 0 else set()
+        d_up = (_descendants(par, upper) - others - d_end - d_low) if upper >= 0 else set()
         out.append(
             Leg(
                 end,
@@ -216,20 +251,34 @@ def two_bone(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np.nd
 
 def solve(pose: np.ndarray, leg: Leg, shift: np.ndarray) -> np.ndarray:
     """``pose`` (B,4,4 model-space bone matrices, data units) with ``leg``'s end bone moved by
-    ``shift`` (data units) keeping its orientation, the two segments turned to reach it."""
+    ``shift`` (data units) keeping its orientation: the two segments turned to reach it (a leg of
+    one segment swings round its joint towards it, keeping its length; a foot outside the
+    hierarchy is moved alone)."""
     out = pose.copy()
-    hip, knee, ankle = pose[leg.upper, :3, 3], pose[leg.lower, :3, 3], pose[leg.end, :3, 3]
-    r1, r2 = two_bone(hip, knee, ankle, ankle + shift)
-    new_knee = hip + r1 @ (knee - hip)
-    m1 = np.eye(4)
-    m1[:3, :3], m1[:3, 3] = r1, hip - r1 @ hip
-    m2 = np.eye(4)
-    m2[:3, :3], m2[:3, 3] = r2, new_knee - r2 @ new_knee
-    reached = new_knee + r2 @ (r1 @ (ankle - knee))
-    for b in leg.below_upper:
-        out[b] = m1 @ pose[b]
-    for b in leg.below_lower:
-        out[b] = m2 @ m1 @ pose[b]
+    ankle = pose[leg.end, :3, 3]
+    if leg.upper < 0:
+        reached = ankle + shift
+    elif leg.lower < 0:
+        hip = pose[leg.upper, :3, 3]
+        r1 = _shortest_arc(ankle - hip, ankle + shift - hip)
+        m1 = np.eye(4)
+        m1[:3, :3], m1[:3, 3] = r1, hip - r1 @ hip
+        reached = hip + r1 @ (ankle - hip)
+        for b in leg.below_upper:
+            out[b] = m1 @ pose[b]
+    else:
+        hip, knee = pose[leg.upper, :3, 3], pose[leg.lower, :3, 3]
+        r1, r2 = two_bone(hip, knee, ankle, ankle + shift)
+        new_knee = hip + r1 @ (knee - hip)
+        m1 = np.eye(4)
+        m1[:3, :3], m1[:3, 3] = r1, hip - r1 @ hip
+        m2 = np.eye(4)
+        m2[:3, :3], m2[:3, 3] = r2, new_knee - r2 @ new_knee
+        reached = new_knee + r2 @ (r1 @ (ankle - knee))
+        for b in leg.below_upper:
+            out[b] = m1 @ pose[b]
+        for b in leg.below_lower:
+            out[b] = m2 @ m1 @ pose[b]
     for b in leg.below_end:
         out[b] = pose[b].copy()
         out[b, :3, 3] += reached - ankle  # the foot keeps the clip's orientation (its roll)

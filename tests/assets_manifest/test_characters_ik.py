@@ -181,3 +181,29 @@ def test_the_lock_blends_in_and_out_without_pops_and_is_deterministic():
     again = ik.lock(synthetic_biped(), "walk")
     assert lock.shift.tobytes() == again.shift.tobytes()
     assert lock.bones(0.4137).tobytes() == again.bones(0.4137).tobytes()
+
+
+def test_one_segment_and_free_feet():
+    """A leg with one segment of its own swings round its joint (length kept, the end lands on the
+    line to the target); a foot bone outside the hierarchy is moved alone."""
+    ch = synthetic_biped()
+    pose = F.pose_at(ch.clips["walk"], 0.3)
+    shift = np.array([0.04, 0.0, -0.03])
+    none = np.zeros(0, int)
+    one = ik.Leg(3, -1, 2, np.array([3]), none, np.array([2]), ())
+    out = ik.solve(pose, one, shift)
+    knee, ankle = pose[2, :3, 3], pose[3, :3, 3]
+    assert out[2, :3, 3] == pytest.approx(knee, abs=1e-12)  # the joint stays
+    reached = out[3, :3, 3]
+    assert np.linalg.norm(reached - knee) == pytest.approx(np.linalg.norm(ankle - knee), abs=1e-12)
+    along = (ankle + shift - knee) / np.linalg.norm(ankle + shift - knee)
+    assert (reached - knee) / np.linalg.norm(reached - knee) == pytest.approx(along, abs=1e-12)
+    seg = (ankle - knee) / np.linalg.norm(ankle - knee)
+    miss = reached - (ankle + shift)
+    assert np.linalg.norm(miss - np.dot(miss, seg) * seg) < np.dot(shift, shift)  # across the segment: met to 2nd order
+    assert out[3, :3, :3] == pytest.approx(pose[3, :3, :3], abs=1e-12)
+    assert np.array_equal(out[[0, 1, 4, 5, 6]], pose[[0, 1, 4, 5, 6]])
+    free = ik.Leg(6, -1, -1, np.array([6]), none, none, ())
+    out = ik.solve(pose, free, shift)
+    assert out[6, :3, 3] == pytest.approx(pose[6, :3, 3] + shift, abs=1e-12)
+    assert np.array_equal(out[:6], pose[:6]) and np.array_equal(out[6, :3, :3], pose[6, :3, :3])
