@@ -199,6 +199,15 @@ class AssetCatalog:
                 self._meshes[asset_id] = self._load_mesh(asset_id)
             return self._meshes[asset_id]
 
+    def triangles(self, asset_id: str) -> int:
+        """Triangles of an asset at full detail. A posed character's count is its variant's (the
+        rig's, the same in every pose): no CPU skinning of each new pose just to count it."""
+        if ch.is_character(asset_id):
+            got = self.skinned(asset_id)
+            if got is not None:
+                return got[0].mesh.n_triangles
+        return self.mesh(asset_id).n_triangles
+
     def skinned(self, asset_id: str):
         """(core.meshes.SkinRig, palette) of a posed character for a renderer that skins on the GPU
         (engine/server/characters.py ``CharacterMeshes.skinned``), or None: not a character, or a

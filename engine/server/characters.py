@@ -11,10 +11,12 @@ spear-carrying hoplites unless a scene asks), hung on their bones, as part of th
 horse is a finite set of meshes that the caches can bound. ``vset /sceneforge/character_poses``
 (commands/characters.py) moves an actor to another pose by changing its asset id; every pass
 (lit, depth, normals, instance masks: one id per character, its props included, since a posed
-character is one mesh) then draws the skinned mesh. The skinning runs on the CPU when a pose is
-first asked for (numpy linear-blend skinning, ~1 ms for 1,000 vertices), not in a vertex
-shader. Optical flow carries each pixel of a character by the displacement of the nearest
-skinned vertices between the two poses (optical_flow.py).
+character is one mesh) then draws the skinned mesh. The GL renderer skins on the GPU
+(:meth:`CharacterMeshes.skinned`: the variant's rig, uploaded once, and the pose's palette of bone
+matrices, kept per posed id; gl/skinning.py); :meth:`CharacterMeshes.mesh` is the same pose
+skinned on the CPU (numpy, ~3 ms for 1,000 vertices with the foot lock), for the Cycles renderer,
+the fallback and the tests. Optical flow moves each pixel of a character by its own skinning
+(gl/skin_flow.py; without the GPU path, by the nearest skinned vertices, optical_flow.py).
 
 The library (``assets_manifest.characters.CharacterLibrary``) is handed in by the entry point,
 like the asset library: this module knows no asset package.
@@ -36,6 +38,7 @@ PREFIX = "character:"
 PHASES = 256
 CLIPS = ("walk", "run", "idle")
 KEPT = 512  # posed meshes kept on the CPU side (a few clips' worth of every pose)
+PALETTES_KEPT = 4096  # GPU-skinning palettes kept (<= 4 KB each: 60 slots x 64 B at most in the pack)
 _ID = re.compile(r"^character:([a-z][a-z_]{0,31}):(\d{1,3}):(walk|run|idle):(\d{1,3})(:props)?$")
 PROPS = ":props"
 
@@ -73,6 +76,7 @@ class CharacterMeshes:
     def __init__(self, library: Any):
         self.library = library
         self._meshes: OrderedDict[str, RenderMesh] = OrderedDict()
+        self._palettes: OrderedDict[str, np.ndarray] = OrderedDict()  # posed id -> palette (a few KB each)
         self._lock = threading.Lock()
 
     def classes(self) -> list[str]:
@@ -101,7 +105,19 @@ class CharacterMeshes:
             return None
         cls, variant, clip, phase = parse(self.resolve(asset_id))
         props = has_props(asset_id)
-        return self.library.rig(cls, variant, props=props), self.library.palette(cls, variant, clip, phase, props=props)
+        rig = self.library.rig(cls, variant, props=props)
+        with self._lock:
+            palette = self._palettes.get(asset_id)
+            if palette is not None:
+                self._palettes.move_to_end(asset_id)
+        if palette is None:  # a pose's bones (with the foot lock's IK: 1-3 ms), kept: datasets revisit poses
+            palette = self.library.palette(cls, variant, clip, phase, props=props)
+            palette.setflags(write=False)
+            with self._lock:
+                self._palettes[asset_id] = palette
+                while len(self._palettes) > PALETTES_KEPT:
+                    self._palettes.popitem(last=False)
+        return rig, palette
 
     def mesh(self, asset_id: str) -> RenderMesh:
         with self._lock:

@@ -144,8 +144,8 @@ class ServerState:
             if actor.hidden:
                 continue
             n = counts.get(actor.asset_id)
-            if n is None:
-                n = counts[actor.asset_id] = int(self.catalog.mesh(actor.asset_id).n_triangles)
+            if n is None:  # a posed character counts its rig's (catalog.triangles): no skinning per pose
+                n = counts[actor.asset_id] = int(self.catalog.triangles(actor.asset_id))
             total += n
         return total
 

@@ -185,3 +185,14 @@ def test_gpu_skinned_renders_are_byte_identical_in_a_fresh_renderer(catalog, bac
             assert a[k].tobytes() == b[k].tobytes(), k
     finally:
         fresh.close()
+
+
+def test_a_gpu_posed_frame_skins_nothing_on_the_cpu(catalog, backends):
+    """The server's per-request triangle bound counts a character's rig (catalog.triangles) and the
+    GL renderer draws from the palette: a new pose builds no CPU mesh (it would cost ~3 ms)."""
+    gpu, _ = backends
+    aid = ch.posed_id("chicken", 0, "walk", 0.77)
+    assert catalog.triangles(aid) == catalog.skinned(aid)[0].mesh.n_triangles
+    gpu.render(scene_of(Actor("leg", aid)), camera(), ("lit", "instance_id"))
+    assert aid not in catalog.characters._meshes
+    assert catalog.triangles(aid) == catalog.mesh(aid).n_triangles  # the same count as the posed mesh
