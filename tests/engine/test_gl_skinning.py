@@ -196,3 +196,7 @@ def test_a_gpu_posed_frame_skins_nothing_on_the_cpu(catalog, backends):
     gpu.render(scene_of(Actor("leg", aid)), camera(), ("lit", "instance_id"))
     assert aid not in catalog.characters._meshes
     assert catalog.triangles(aid) == catalog.mesh(aid).n_triangles  # the same count as the posed mesh
+    assert gpu.triangle_count(scene_of(Actor("leg", ch.posed_id("chicken", 0, "walk", 0.81)))) == gpu.triangle_count(
+        scene_of(Actor("leg", ch.posed_id("chicken", 0, "walk", 0.0)))
+    )
+    assert ch.posed_id("chicken", 0, "walk", 0.81) not in catalog.characters._meshes

@@ -253,7 +253,15 @@ class GLBackend(RenderBackend):
     def triangle_count(self, scene: Scene) -> int:
         with self._using():
             ground = self._passes.ground_triangles(scene.ground)
-            return ground + sum(self._mesh(a.asset_id).n_triangles for a in scene.actors.values() if not a.hidden)
+            return ground + sum(self._triangles(a.asset_id) for a in scene.actors.values() if not a.hidden)
+
+    def _triangles(self, asset_id: str) -> int:
+        """An asset's full-detail triangles; a posed character's from its rig (``content.triangles``)
+        when it is drawn skinned on the GPU, so counting builds no CPU-skinned mesh."""
+        fn = getattr(self._content, "triangles", None)
+        if self._gpu_skinning and fn is not None and asset_id.startswith("character:"):
+            return int(fn(asset_id))
+        return self._mesh(asset_id).n_triangles
 
     def info(self) -> dict:
         if self._ctx is None:
