@@ -329,14 +329,19 @@ def recognition(args) -> None:
     base = {"env": "forest", "n": args.clips, "seed": 7, "image_size": 224, "motion": {"n_frames": 16, "fps": 8.0}}
     arms = {"rigid": {}, "rigs": {"articulation": True}, "characters": {"characters": True}}
     classes = args.classes or (*LIBRARY_ANIMALS, *PACK_ANIMALS)
+    run_arms = set(args.arms or arms)
     clf = Classifier()
     out = Path(args.out) / "recognition"
-    table: dict = {}
+    result = ROOT / "benchmarks" / "results" / "character_recognition.json"
+    config = {**base, "crop_frames": list(CROP_FRAMES)}
+    old = json.loads(result.read_text()) if result.is_file() else {}
+    # a run of some arms or classes updates the others' rows of the same config in place
+    table: dict = old.get("classes", {}) if old.get("config") == config else {}
     srv = start_server(port=0, env=env)
     try:
         for cls in classes:  # one class per run: every class gets --clips clips in every arm it has
             for arm, extra in arms.items():
-                if cls in PACK_ANIMALS and arm != "characters":
+                if (cls in PACK_ANIMALS and arm != "characters") or arm not in run_arms:
                     continue
                 cfg = {**base, "subjects": [cls], **extra}
                 d = out / arm / cls
@@ -375,16 +380,14 @@ def recognition(args) -> None:
         srv.stop()
     print("| class | rigid assets top-1 / top-5 | primitive rigs top-1 / top-5 | characters top-1 / top-5 | crops |")
     print("|---|---|---|---|---|")
-    for cls in classes:
+    for cls in [c for c in (*LIBRARY_ANIMALS, *PACK_ANIMALS) if c in table]:
         row = table.get(cls, {})
         cells = [f"{row[a]['top1']:.2f} / {row[a]['top5']:.2f}" if a in row else "-" for a in arms]
         scored = next((v["scored_against"] for v in row.values()), "none")
         name = cls + ("" if scored == "imagenet" else f" ({scored})" if scored != "none" else " (no ImageNet class)")
         print(f"| {name} | " + " | ".join(cells) + f" | {' / '.join(str(row[a]['crops']) for a in arms if a in row)} |")
-    (ROOT / "benchmarks" / "results").mkdir(exist_ok=True)
-    (ROOT / "benchmarks" / "results" / "character_recognition.json").write_text(
-        json.dumps({"config": {**base, "crop_frames": list(CROP_FRAMES)}, "classes": table}, indent=1, sort_keys=True) + "\n"
-    )
+    result.parent.mkdir(exist_ok=True)
+    result.write_text(json.dumps({"config": config, "classes": table}, indent=1, sort_keys=True) + "\n")
 
 
 def main() -> None:
@@ -397,6 +400,7 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--clips", type=int, default=15)
     ap.add_argument("--classes", nargs="+", default=None, help="recognition: only these classes (default: every animal)")
+    ap.add_argument("--arms", nargs="+", choices=("rigid", "rigs", "characters"), default=None, help="recognition: only these")
     args = ap.parse_args()
     {"feet": feet, "media": media, "cost": cost, "pipeline": pipeline, "recognition": recognition}[args.what](args)
 
