@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from sceneforge.probing.heads import make_head
-from sceneforge.probing.train import NUM_CLASSES, Part, ProbeSplits, TrainConfig, lr_at, pooled_inputs
+from sceneforge.probing.train import NUM_CLASSES, Part, ProbeSplits, TrainConfig, lr_at, on_device, pooled_inputs
 
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8  # torch.optim.AdamW's defaults, as the heads trained alone
 VAL_CHUNK = 512
@@ -42,17 +42,19 @@ class HeadGrid:
     def __init__(self, name: str, dim: int, configs: list[tuple[float, float]], cfg: TrainConfig, seed: int):
         torch.manual_seed(seed)
         self.name, self.dim, self.configs, self.use_cls = name, dim, list(configs), cfg.use_cls
-        self.template = make_head(name, dim, 0.0, NUM_CLASSES, use_cls=cfg.use_cls)
+        self.device = torch.device(cfg.device)
+        self.template = make_head(name, dim, 0.0, NUM_CLASSES, use_cls=cfg.use_cls)  # the CPU init every device starts from
         g = len(configs)
         self.params = {
-            n: p.detach().unsqueeze(0).repeat(g, *([1] * p.dim())).requires_grad_() for n, p in self.template.named_parameters()
+            n: p.detach().to(self.device).unsqueeze(0).repeat(g, *([1] * p.dim())).requires_grad_()
+            for n, p in self.template.named_parameters()
         }
         self.moments = {n: (torch.zeros_like(p), torch.zeros_like(p)) for n, p in self.params.items()}
         self.active = list(range(g))  # config id of each stack row
         self.epochs, self.warmup = cfg.schedule(name)
         self.weight_decay = cfg.weight_decay
         self.pooled = bool(getattr(self.template, "pre_pooled", False))
-        self.gen = torch.Generator().manual_seed(seed)  # dropout masks
+        self.gen = torch.Generator().manual_seed(seed)  # dropout masks, drawn on the CPU on every device
         self.best: dict[int, tuple[float, int, dict]] = {}  # id -> (val acc, epoch, weights)
 
     def training(self, epoch: int) -> bool:
@@ -70,7 +72,8 @@ class HeadGrid:
         if train:
             rate = torch.tensor([self.configs[i][1] for i in self.active]).view(-1, 1, 1)
             keep = torch.rand(h.shape, generator=self.gen) >= rate
-            h = h * keep / (1.0 - rate)
+            rate = rate.to(self.device)
+            h = h * keep.to(self.device) / (1.0 - rate)
         return torch.baddbmm(p["fc.bias"].unsqueeze(1), h, p["fc.weight"].transpose(1, 2))
 
     @torch.no_grad()
@@ -78,7 +81,7 @@ class HeadGrid:
         """One AdamW step of every stack row with its own scheduled lr (torch.optim.AdamW's
         single-tensor update, written for a (G,) lr)."""
         total, warm = self.epochs * steps_per_epoch, self.warmup * steps_per_epoch
-        lr = torch.tensor([lr_at(step, total, warm, self.configs[i][0]) for i in self.active])
+        lr = torch.tensor([lr_at(step, total, warm, self.configs[i][0]) for i in self.active]).to(self.device)
         bc1, bc2 = 1 - BETA1 ** (step + 1), math.sqrt(1 - BETA2 ** (step + 1))
         for name, p in self.params.items():
             m, v = self.moments[name]
@@ -100,7 +103,7 @@ class HeadGrid:
             if epoch < self.warmup or epoch - self.best[cid][1] < patience:
                 keep.append(row)
         if len(keep) < len(self.active):
-            idx = torch.tensor(keep, dtype=torch.long)
+            idx = torch.tensor(keep, dtype=torch.long, device=self.device)
             self.params = {k: p.detach()[idx].clone().requires_grad_() for k, p in self.params.items()}
             self.moments = {k: (m[idx].clone(), v[idx].clone()) for k, (m, v) in self.moments.items()}
             self.active = [self.active[r] for r in keep]
@@ -122,17 +125,22 @@ def train_grids(
     grid: dict[str, list[tuple[float, float]]], splits: ProbeSplits, cfg: TrainConfig, seed: int
 ) -> dict[str, list[torch.nn.Module]]:
     """Train every (head, configs) of ``grid`` together on ``splits.train`` with the same seeded
-    batch order (a head's results do not depend on which others share its passes)."""
+    batch order (a head's results do not depend on which others share its passes).
+
+    ``cfg.device`` is where the stack trains (train and val copied there once, :func:`on_device`);
+    the batch order and dropout masks come from CPU generators, so a CUDA run sees the same
+    batches and masks as the CPU run, and the heads returned are ordinary CPU modules."""
     dim = splits.train.patches.shape[-1]
     members = [HeadGrid(name, dim, configs, cfg, seed) for name, configs in grid.items()]
-    y, order = splits.train.y, torch.Generator().manual_seed(seed)
+    train, val = on_device(splits.train, cfg.device), on_device(splits.val, cfg.device)
+    y, order = train.y, torch.Generator().manual_seed(seed)
     steps_per_epoch, step = max(1, math.ceil(len(y) / cfg.batch_size)), 0
     for epoch in range(max(m.epochs for m in members)):
         live = [m for m in members if m.training(epoch)]
         if not live:
             break
         for rows in torch.randperm(len(y), generator=order).split(cfg.batch_size):
-            logits = _logits(live, splits.train, rows, train=True)
+            logits = _logits(live, train, rows, train=True)
             target = y[rows]
             loss = sum(
                 F.cross_entropy(lg.reshape(-1, NUM_CLASSES), target.repeat(lg.shape[0]), reduction="sum") / len(rows)
@@ -143,9 +151,9 @@ def train_grids(
                 m.step(step, steps_per_epoch)
             step += 1
         if cfg.patience:
-            correct = _val_correct(live, splits.val)
+            correct = _val_correct(live, val)
             for m, c in zip(live, correct):
-                m.validate(c, len(splits.val.y), epoch + 1, cfg.patience)
+                m.validate(c, len(val.y), epoch + 1, cfg.patience)
     return {m.name: m.heads() for m in members}
 
 
@@ -169,7 +177,7 @@ def _logits(members: list[HeadGrid], part: Part, rows: torch.Tensor, train: bool
 @torch.no_grad()
 def _val_correct(members: list[HeadGrid], part: Part) -> list[torch.Tensor]:
     """Correct val predictions per stack row of each member (no dropout), one pass."""
-    correct = [torch.zeros(len(m.active), dtype=torch.long) for m in members]
+    correct = [torch.zeros(len(m.active), dtype=torch.long, device=part.y.device) for m in members]
     for s in range(0, len(part.y), VAL_CHUNK):
         rows = torch.arange(s, min(s + VAL_CHUNK, len(part.y)))
         for c, lg in zip(correct, _logits(members, part, rows, train=False)):

@@ -69,7 +69,7 @@ def _train_fields(train: TrainConfig) -> dict:
             f"ProbeJob: train.epochs_by_head {t['epochs_by_head']!r}: only SpaRRTa's schedule "
             "(sparrta_schedule: true) is a probe config"
         )
-    for name in ("weight_decay", "batched"):
+    for name in ("weight_decay", "batched", "device"):
         if t[name] != default[name]:
             raise ConfigError(f"ProbeJob: train.{name} {t[name]!r}: not a probe config field (default {default[name]!r})")
     return {

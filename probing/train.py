@@ -45,6 +45,10 @@ class TrainConfig:
     epochs_by_head: dict = field(default_factory=dict)  # head -> (epochs, warmup), overrides
     patience: int = 0  # > 0: early stopping on val after this many epochs without a new best
     batched: bool = True  # False: each config trained alone (the reference; slower)
+    # where the heads train: "cpu" (the tested default, bit-for-bit reproducible), "cuda" or
+    # "cuda:N". Only the training moves: the batch order and dropout masks still come from the
+    # seeded CPU generators and the returned heads live on the CPU (see :func:`on_device`).
+    device: str = "cpu"
 
     def schedule(self, head: str) -> tuple[int, int]:
         return tuple(self.epochs_by_head.get(head, (self.epochs, self.warmup)))  # type: ignore
@@ -81,6 +85,35 @@ class Part:
     y: torch.Tensor
     index: np.ndarray  # row numbers in the feature arrays (for attention-map samples)
     pooled: dict = field(default_factory=dict)  # cached GAP / CLS vectors for linear heads
+
+
+@dataclass
+class DeviceRows:
+    """A :class:`LazyRows` whose gathered batches are moved to ``device`` (a split too large to
+    copy to the accelerator once is still read per batch from the page cache)."""
+
+    def __init__(self, rows: LazyRows, device: torch.device):
+        self.rows, self.device, self.shape = rows, device, rows.shape
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, idx) -> torch.Tensor:
+        return self.rows[idx].to(self.device, non_blocking=True)
+
+
+def on_device(part: Part, device: str | torch.device) -> Part:
+    """``part`` with its tokens and labels on ``device`` for training (the same object on the
+    CPU, so nothing changes there): tensors are copied once, :class:`LazyRows` wrapped in
+    :class:`DeviceRows`. Pooled vectors are recomputed on the device copy (once per split)."""
+    device = torch.device(device)
+    if device.type == "cpu":
+        return part
+
+    def move(x):
+        return DeviceRows(x, device) if isinstance(x, LazyRows) else x.to(device)
+
+    return Part(move(part.patches), move(part.prefix), part.y.to(device), part.index)
 
 
 @dataclass
@@ -178,16 +211,18 @@ def train_heads(
 
     ``configs=[c]`` is one run alone, as SpaRRTa trains it: the reference for :mod:`probing.grid`.
     With ``cfg.patience`` each head keeps its best-val weights and stops like the grid's rows.
-    Returns heads in eval mode.
+    Returns heads in eval mode, on the CPU (wherever ``cfg.device`` trained them).
     """
     gen = torch.Generator().manual_seed(seed)
+    device = torch.device(cfg.device)
     dim = splits.train.patches.shape[-1]
     heads = []
     for _, dropout in configs:
-        torch.manual_seed(seed)
-        heads.append(make_head(name, dim, dropout, NUM_CLASSES, use_cls=cfg.use_cls).train())
+        torch.manual_seed(seed)  # initialised on the CPU, then moved: the same init on every device
+        heads.append(make_head(name, dim, dropout, NUM_CLASSES, use_cls=cfg.use_cls).to(device).train())
     opts = [torch.optim.AdamW(h.parameters(), lr=lr, weight_decay=cfg.weight_decay) for h, (lr, _) in zip(heads, configs)]
-    inputs, y = pooled_inputs(heads[0], splits.train), splits.train.y
+    train, val = on_device(splits.train, device), on_device(splits.val, device)
+    inputs, y = pooled_inputs(heads[0], train), train.y
     epochs, warmup = cfg.schedule(name)
     steps_per_epoch = max(1, math.ceil(len(y) / cfg.batch_size))
     total, warm_steps, step = epochs * steps_per_epoch, warmup * steps_per_epoch, 0
@@ -208,16 +243,16 @@ def train_heads(
                 opts[k].step()
             step += 1
         if cfg.patience:
-            live = [k for k in live if _keep_training(heads[k], splits.val, best, k, epoch + 1, warmup, cfg.patience)]
+            live = [k for k in live if _keep_training(heads[k], val, best, k, epoch + 1, warmup, cfg.patience)]
     for k, (_, _, weights) in best.items():
         heads[k].load_state_dict(weights)
-    return [h.eval() for h in heads]
+    return [h.cpu().eval() for h in heads]
 
 
 def _keep_training(head, val: Part, best: dict, k: int, epoch: int, warmup: int, patience: int) -> bool:
     """Early stopping of one head: record its val accuracy (best weights kept in ``best[k]``);
     False once warm-up is over and its best is ``patience`` epochs old."""
-    acc = scores(val.y.numpy(), predict(head.eval(), val))[0]
+    acc = scores(val.y.cpu().numpy(), predict(head.eval(), val))[0]
     head.train()
     if k not in best or acc > best[k][0]:
         best[k] = (acc, epoch, {n: t.detach().clone() for n, t in head.state_dict().items()})
@@ -231,7 +266,7 @@ def predict(head, part: Part, batch_size: int = 512) -> np.ndarray:
         _step_logits(head, inputs, torch.arange(s, min(s + batch_size, len(part.y)))).argmax(-1)
         for s in range(0, len(part.y), batch_size)
     ]
-    return torch.cat(out).numpy() if out else np.zeros(0, dtype=np.int64)
+    return torch.cat(out).cpu().numpy() if out else np.zeros(0, dtype=np.int64)
 
 
 def scores(y_true: np.ndarray, y_pred: np.ndarray) -> tuple[float, list[float], list[list[int]]]:

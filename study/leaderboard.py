@@ -8,8 +8,10 @@ CSV columns a script may rely on: ``backbone``, ``kind`` (model / random / layou
 also ``val_acc``, ``lr``, ``dropout``, ``n_val``, ``n_test``, ``layer_on_val`` (1 where this
 layer is the one the head picks on val for its backbone × env × task × n_train), ``sparrta_vitb``
 (SpaRRTa's DINO-v2 ViT-B/14 at 4,000, where published), ``dataset``, ``device``, ``precision``,
-``data_fingerprint``, ``protocol`` and ``report`` (the run report, relative to the folder). A
-layout row's ``head`` is the box set (source, target, boxes) and its ``layer`` 0.
+``data_fingerprint``, ``protocol``, ``report`` (the run report, relative to the folder) and,
+appended last so that no column before it moved, ``train_device`` (where the heads trained;
+``device`` is where the features were extracted). A layout row's ``head`` is the box set
+(source, target, boxes) and its ``layer`` 0.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ COLUMNS = [
     "data_fingerprint",
     "protocol",
     "report",
+    "train_device",  # appended (0.6): the columns before it are the ones scripts rely on, in their order
 ]
 
 
@@ -106,6 +109,8 @@ def table(rows: list[dict], out: Path | None = None) -> pd.DataFrame:
                     "data_fingerprint": r["data_fingerprint"],
                     "protocol": r["protocol"],
                     "report": report if has_report and r["kind"] != "layout" else "",
+                    # rows written before heads could move trained them on the CPU
+                    "train_device": r.get("train_device", "cpu"),
                 }
             )
     df = pd.DataFrame(recs, columns=COLUMNS)
@@ -143,7 +148,7 @@ def markdown(df: pd.DataFrame, header: dict) -> str:
         f"Protocol `{header.get('protocol_fingerprint', '?')}`: heads {', '.join(proto.get('heads', []))}; "
         f"lr {proto.get('lrs')} × dropout {proto.get('dropouts')}; {proto.get('epochs')} epochs "
         f"(warm-up {proto.get('warmup')}), patience {proto.get('patience')}; {proto.get('selection', '')}. "
-        f"Cells: test accuracy % (95% Wilson CI), linked to the run's report. Device: {header.get('device', '?')}. "
+        f"Cells: test accuracy % (95% Wilson CI), linked to the run's report. {_upper_first(device_text(df, header))}. "
         f"sceneforge {header.get('versions', {}).get('sceneforge', '?')}, torch {header.get('versions', {}).get('torch', '?')}.",
         "",
     ]
@@ -184,87 +189,195 @@ def _best(df: pd.DataFrame) -> pd.DataFrame:
     return probes[probes["n_train"] == top]
 
 
-def plots(df: pd.DataFrame, out: Path, device: str) -> list[tuple[str, str]]:
-    """plots/*.png: per-env bars with CIs (one figure per task), ego vs allo, layer curves.
-    Every title says the device the features came from."""
+def device_text(df: pd.DataFrame, header: dict) -> str:
+    """Where the numbers came from, for titles and the md/html header: ``features on cpu (2
+    threads), heads on cpu (2 threads)``. The header names the hardware of the last run; a table
+    whose rows came from several devices (a merge) names every device kind the rows record."""
+    probes = df[df["kind"] != "layout"] if not df.empty else df
+    feat = str(header.get("device") or "?")
+    heads = header.get("train_device")
+    kinds_f = sorted(set(probes["device"].dropna().astype(str)) - {""}) if not probes.empty else []
+    kinds_t = sorted(set(probes["train_device"].dropna().astype(str)) - {""}) if not probes.empty else []
+    if heads is None:  # a study written before heads could move: its rows say (cpu)
+        same = kinds_t and all(feat.startswith(k) for k in kinds_t)
+        heads = feat if same else (", ".join(kinds_t) or "cpu")
+    if len(kinds_f) > 1:
+        feat = ", ".join(kinds_f)
+    if len(kinds_t) > 1:
+        heads = ", ".join(kinds_t)
+    return f"features on {feat}, heads on {heads}"
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+# the layout floors as the figures draw them: (box set, label, colour, line style); chance last
+FLOORS = (
+    ("source", "floor: source box", "#616161", "--"),
+    ("target", "floor: target box", "#e65100", "-."),
+    ("boxes", "floor: all boxes", "#6a1b9a", ":"),
+)
+BAR_COLOURS = ("#1565c0", "#2e7d32", "#00838f", "#8d6e63", "#c0ca33", "#ad1457", "#5c6bc0", "#6d4c41")
+
+
+def floor_label(box: str, task: str, figure_tasks: set[str]) -> str:
+    """The legend name of a floor; on allo the all-boxes set includes the figure (``human``)."""
+    label = next(lbl for b, lbl, _, _ in FLOORS if b == box)
+    return label + " + figure" if box == "boxes" and task in figure_tasks else label
+
+
+def floors(df: pd.DataFrame, task: str) -> pd.DataFrame:
+    """The layout floors of ``task``: env × box set → test accuracy at the largest n_train (the
+    bars' train size); ``.mean()`` of it is the mean of environments."""
+    lay = df[(df["kind"] == "layout") & (df["task"] == task)]
+    if lay.empty:
+        return pd.DataFrame()
+    lay = lay[lay["n_train"] == lay.groupby("env")["n_train"].transform("max")]
+    return lay.pivot_table(index="env", columns="head", values="test_acc", aggfunc="mean")
+
+
+def plots(df: pd.DataFrame, out: Path, device: str, figure_tasks: set[str] = frozenset()) -> list[tuple[str, str]]:
+    """plots/*.png (:func:`figures`); returns (title, path relative to ``out``) of each."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figs: list[tuple[str, str]] = []
-    (out / "plots").mkdir(parents=True, exist_ok=True)
+    saved = []
+    for title, name, fig in figures(df, device, figure_tasks):
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        saved.append((title, name))
+    return saved
+
+
+def figures(df: pd.DataFrame, device: str, figure_tasks: set[str] = frozenset()) -> list[tuple[str, str, object]]:
+    """The figures as (title, plots/<file>.png, matplotlib figure): per-env bars with CIs (one
+    figure per task) with every layout floor of each cell (source box, target box, all boxes —
+    with the figure on allo — and chance) as labelled lines, ego vs allo with the floors as
+    reference lines, and layer curves with the floors. Why every floor: on desert ego the target
+    box alone gives 0.84, above every model bar; a chart with the source box only hid that.
+    Every title says where the features were extracted and the heads trained (``device``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
+
+    figs: list[tuple[str, str, object]] = []
     best = _best(df)
     if best.empty:
         return figs
     heads = _heads(best["head"])
+    chance = Line2D([], [], color="#b71c1c", lw=0.8, ls=(0, (1, 2)), label="chance (4 classes)")
     for task in sorted(best["task"].unique(), key=lambda t: (t != "ego", t)):
         b = best[best["task"] == task]
         envs = sorted(b["env"].unique(), key=lambda e: (ENV_ORDER.get(e, 99), e))
         bbs = list(dict.fromkeys(b.sort_values(["kind", "backbone"])["backbone"]))
-        fig, axes = plt.subplots(1, len(heads), figsize=(4.2 * len(heads), 3.6), squeeze=False, sharey=True)
+        kind_of = dict(zip(b["backbone"], b["kind"]))
+        fl = floors(df, task)
+        fig, axes = plt.subplots(1, len(heads), figsize=(max(4.8, 1.2 + 1.6 * len(envs)) * len(heads), 4.4), squeeze=False)
         width = 0.8 / max(1, len(bbs))
+        handles: dict[str, object] = {}
         for ax, head in zip(axes[0], heads):
             for k, bb in enumerate(bbs):
                 rows = b[(b["head"] == head) & (b["backbone"] == bb)].set_index("env")
-                xs = [i + (k - (len(bbs) - 1) / 2) * width for i, e in enumerate(envs) if e in rows.index]
-                ys = [rows.loc[e, "test_acc"] for e in envs if e in rows.index]
-                lo = [rows.loc[e, "test_acc"] - rows.loc[e, "ci_low"] for e in envs if e in rows.index]
-                hi = [rows.loc[e, "ci_high"] - rows.loc[e, "test_acc"] for e in envs if e in rows.index]
-                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=bb)
-            lay = df[(df["kind"] == "layout") & (df["task"] == task) & (df["head"] == "source")]
+                have = [e for e in envs if e in rows.index]
+                xs = [envs.index(e) + (k - (len(bbs) - 1) / 2) * width for e in have]
+                ys = [rows.loc[e, "test_acc"] for e in have]
+                lo = [rows.loc[e, "test_acc"] - rows.loc[e, "ci_low"] for e in have]
+                hi = [rows.loc[e, "ci_high"] - rows.loc[e, "test_acc"] for e in have]
+                label = bb + (" (random init)" if kind_of[bb] == "random" else "")
+                colour, hatch = BAR_COLOURS[k % len(BAR_COLOURS)], "//" if kind_of[bb] == "random" else None
+                bars = ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, color=colour, hatch=hatch, edgecolor="white", label=label)
+                handles.setdefault(label, bars)
+                for x, e in zip(xs, have):  # the accuracy and the layer the head picked on val, above the CI
+                    r = rows.loc[e]
+                    text = f"{100 * r['test_acc']:.0f}\nL{int(r['layer'])}"
+                    ax.text(x, min(r["ci_high"] + 0.01, 0.9), text, ha="center", va="bottom", fontsize=6.5, linespacing=0.9)
             for i, e in enumerate(envs):
-                v = lay[lay["env"] == e]
-                if not v.empty:
-                    top = v.sort_values("n_train")["test_acc"].iloc[-1]
-                    ax.hlines(top, i - 0.45, i + 0.45, colors="grey", linestyles="--", label="source box" if i == 0 else None)
-            ax.axhline(0.25, color="red", lw=0.7, ls=":")
-            ax.set_xticks(range(len(envs)), envs, rotation=20)
+                if e not in fl.index:
+                    continue
+                text_y = -1.0  # value labels of floors that (nearly) coincide are stacked, not overprinted
+                for box, _, colour, style in sorted(FLOORS, key=lambda f: fl.loc[e].get(f[0], np.nan)):
+                    v = fl.loc[e].get(box, np.nan)
+                    if np.isnan(v):
+                        continue
+                    (line,) = ax.plot([i - 0.46, i + 0.46], [v, v], color=colour, ls=style, lw=1.6)
+                    text_y = max(v, text_y + 0.04)
+                    ax.text(i + 0.47, text_y, f"{100 * v:.0f}", color=colour, fontsize=6.5, va="center", ha="left")
+                    line.set_label(floor_label(box, task, figure_tasks))
+                    handles.setdefault(line.get_label(), line)
+            ax.axhline(0.25, color=chance.get_color(), lw=0.8, ls=(0, (1, 2)))
+            ax.set_xticks(range(len(envs)), envs)
+            ax.set_xlim(-0.6, len(envs) - 0.3)
             ax.set_title(f"{task} · {head}", fontsize=10)
-            ax.set_ylim(0, 1)
+            ax.set_ylim(0, 1.06)  # a floor at 100% stays visible
+            ax.grid(axis="y", lw=0.3, alpha=0.5)
         axes[0][0].set_ylabel("test accuracy (95% CI)")
-        axes[0][-1].legend(fontsize=7)
-        fig.suptitle(f"per environment, largest n_train, layer on val — features on {device}", fontsize=9)
-        fig.tight_layout()
-        name = f"plots/bars_{task}.png"
-        fig.savefig(out / name, dpi=90)
-        plt.close(fig)
-        figs.append((f"{task}: per environment", name))
+        handles[chance.get_label()] = chance
+        ncol = min(4, len(handles))
+        fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+        n = int(b["n_train"].max())
+        fig.suptitle(f"{task}: per environment, n_train {n}, each head's layer on val — {device}", fontsize=9)
+        rows_of_legend = -(-len(handles) // ncol)
+        fig.tight_layout(rect=(0, 0.05 + 0.045 * rows_of_legend, 1, 1))
+        figs.append((f"{task}: per environment", f"plots/bars_{task}.png", fig))
     if {"ego", "allo"} <= set(best["task"]):
         mean = best.groupby(["backbone", "kind", "head", "task"])["test_acc"].mean().unstack("task").dropna()
-        fig, ax = plt.subplots(figsize=(4.6, 4.2))
+        fig, ax = plt.subplots(figsize=(8.4, 5.6))
+        markers = {"linear": "o", "abmilp": "s", "efficient": "^"}
+        colours = {bb: BAR_COLOURS[k % len(BAR_COLOURS)] for k, bb in enumerate(dict.fromkeys(mean.index.get_level_values(0)))}
         for (bb, kind, head), r in mean.iterrows():
-            ax.scatter(r["ego"], r["allo"], marker={"model": "o", "random": "x"}.get(kind, "s"))
-            ax.annotate(f"{bb} {head}", (r["ego"], r["allo"]), fontsize=6)
+            face = "none" if kind == "random" else colours[bb]
+            ax.scatter(r["ego"], r["allo"], marker=markers.get(head, "D"), s=36, edgecolors=colours[bb], facecolors=face)
+            ax.annotate(f"{bb} {head}", (r["ego"], r["allo"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ego_f, allo_f = floors(df, "ego").mean(), floors(df, "allo").mean()  # the mean of environments
+        for box, _, colour, style in FLOORS:
+            if box in ego_f:
+                ax.axvline(ego_f[box], color=colour, ls=style, lw=1.2, label=f"ego {floor_label(box, 'ego', figure_tasks)}")
+            if box in allo_f:
+                ax.axhline(allo_f[box], color=colour, ls=style, lw=1.2, label=f"allo {floor_label(box, 'allo', figure_tasks)}")
         ax.plot([0, 1], [0, 1], color="grey", lw=0.6, ls=":")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0, 1)
-        ax.set_xlabel("ego (mean of envs)")
-        ax.set_ylabel("allo (mean of envs)")
-        ax.set_title(f"ego vs allo — {device}", fontsize=9)
+        ax.set_xlim(0, 1.03)
+        ax.set_ylim(0, 1.03)
+        ax.set_xlabel("ego (mean of envs); vertical lines: ego floors")
+        ax.set_ylabel("allo (mean of envs); horizontal lines: allo floors")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        ax.set_title(f"ego vs allo, circle/square/triangle: linear/abmilp/efficient, hollow: random init\n{device}", fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / "plots/ego_allo.png", dpi=90)
-        plt.close(fig)
-        figs.append(("ego vs allo", "plots/ego_allo.png"))
+        figs.append(("ego vs allo", "plots/ego_allo.png", fig))
     probes = df[df["kind"] != "layout"]
     if probes["layer"].nunique() > 1:
         top = probes.groupby(["backbone", "env", "task"])["n_train"].transform("max")
         p = probes[probes["n_train"] == top]
-        curves = p.groupby(["backbone", "task", "head", "layer"])["test_acc"].mean().reset_index()
-        tasks = sorted(curves["task"].unique())
-        fig, axes = plt.subplots(1, len(tasks), figsize=(4.6 * len(tasks), 3.6), squeeze=False)
-        for ax, task in zip(axes[0], tasks):
-            for (bb, head), c in curves[curves["task"] == task].groupby(["backbone", "head"]):
-                ax.plot(c["layer"], c["test_acc"], marker="o", ms=3, label=f"{bb} {head}")
-            ax.set_title(f"{task}: layer curves (mean of envs)", fontsize=9)
-            ax.set_xlabel("layer")
-            ax.set_ylim(0, 1)
-        axes[0][-1].legend(fontsize=6)
-        fig.suptitle(f"features on {device}", fontsize=8)
+        curves = p.groupby(["backbone", "kind", "task", "head", "layer"])["test_acc"].mean().reset_index()
+        tasks = sorted(curves["task"].unique(), key=lambda t: (t != "ego", t))
+        colours = {bb: BAR_COLOURS[k % len(BAR_COLOURS)] for k, bb in enumerate(dict.fromkeys(curves["backbone"]))}
+        markers = {"linear": "o", "abmilp": "s", "efficient": "^"}
+        fig, axes = plt.subplots(1, len(tasks), figsize=(7.6 * len(tasks), 4.4), squeeze=False)
+        for ax, task in zip(axes[0], tasks):  # colour: backbone; marker: head; dashed: random init
+            for (bb, kind, head), c in curves[curves["task"] == task].groupby(["backbone", "kind", "head"], sort=False):
+                style = dict(marker=markers.get(head, "D"), ms=4, color=colours[bb], ls="--" if kind == "random" else "-")
+                ax.plot(c["layer"], c["test_acc"], lw=1.2, label=f"{bb} {head}", **style)
+            fl = floors(df, task).mean()  # the mean of environments, as the curves
+            for box, _, colour, style in FLOORS:
+                if box in fl:
+                    ax.axhline(fl[box], color=colour, ls=style, lw=1.4, label=floor_label(box, task, figure_tasks))
+            ax.axhline(0.25, color=chance.get_color(), lw=0.8, ls=(0, (1, 2)), label=chance.get_label())
+            ax.set_title(f"{task}: layer curves (mean of envs, n_train largest)", fontsize=9)
+            ax.set_xlabel("layer (block; a CNN's stage)")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_ylim(0, 1.03)
+            ax.grid(axis="y", lw=0.3, alpha=0.5)
+            ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        axes[0][0].set_ylabel("test accuracy")
+        fig.suptitle(device, fontsize=8)
         fig.tight_layout()
-        fig.savefig(out / "plots/layers.png", dpi=90)
-        plt.close(fig)
-        figs.append(("layer curves", "plots/layers.png"))
+        figs.append(("layer curves", "plots/layers.png", fig))
     return figs
 
 
@@ -318,7 +431,7 @@ SCRIPT = """
 """
 
 _SHOWN = ["backbone", "kind", "env", "task", "layer", "head", "n_train", "test_acc", "ci_low", "ci_high", "val_acc", "lr",
-          "dropout", "n_test", "layer_on_val", "sparrta_vitb", "device", "report"]  # fmt: skip
+          "dropout", "n_test", "layer_on_val", "sparrta_vitb", "device", "train_device", "report"]  # fmt: skip
 _NUMERIC = {
     "layer",
     "n_train",
@@ -362,7 +475,7 @@ def page(df: pd.DataFrame, header: dict, figs: list[tuple[str, str]]) -> str:
 <html lang="en"><head><meta charset="utf-8"><title>sceneforge study leaderboard</title>
 <style>{STYLE}</style></head>
 <body><header><h1>sceneforge study</h1><span>protocol {html.escape(str(header.get("protocol_fingerprint", "?")))}</span>
-<span>device {html.escape(str(header.get("device", "?")))}</span>
+<span>{html.escape(device_text(df, header))}</span>
 <input id="filter" placeholder="filter: e.g. ego efficient" size="28"><span id="count"></span></header>
 <main><p class="meta">Test accuracy % with 95% Wilson interval; click a column to sort; bold: the layer the head
 picks on val. Layout rows: an MLP on the boxes alone (no pixels) on the same rows. Protocol: {proto}.
@@ -379,10 +492,14 @@ def write_leaderboard(out: Path, say: Callable[[str], None] = print) -> pd.DataF
     """leaderboard.csv/.md/.html and plots/ from ``out``'s results.jsonl and study.json."""
     out = Path(out)
     header = read_header(out) or {}
-    df = table(read_rows(out / RESULTS), out)
+    rows = read_rows(out / RESULTS)
+    df = table(rows, out)
     atomic_write_text(out / "leaderboard.csv", df.to_csv(index=False, lineterminator="\n"))
     atomic_write_text(out / "leaderboard.md", markdown(df, header))
-    figs = plots(df, out, str(header.get("device", "?"))) if not df.empty else []
+    figure_tasks = {
+        r["task"] for r in rows if r["kind"] == "layout" and "human" in (r["heads"].get("boxes") or {}).get("boxes", [])
+    }
+    figs = plots(df, out, device_text(df, header), figure_tasks) if not df.empty else []
     atomic_write_text(out / "leaderboard.html", page(df, header, figs))
     say(f"study: {len(df)} leaderboard rows in {out / 'leaderboard.csv'}, {out / 'leaderboard.md'}, {out / 'leaderboard.html'}")
     return df

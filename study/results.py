@@ -162,7 +162,7 @@ def merge(sources: list[Path], out: Path) -> tuple[list[dict], dict]:
     for folder, table in tables:
         for r in table:
             key = row_key(r)
-            if key in rows and rows[key] != r:
+            if key in rows and _comparable(rows[key]) != _comparable(r):
                 raise ConfigError(f"merge: row {dict(zip(KEY_FIELDS, key))} differs between the sources ({folder}): run it once")
             rows.setdefault(key, r)
             came_from.setdefault(key, folder)
@@ -184,6 +184,12 @@ def merge(sources: list[Path], out: Path) -> tuple[list[dict], dict]:
     write_header(out, header)
     atomic_write_text(out / RESULTS, "".join(json.dumps(r, sort_keys=True) + "\n" for r in merged))
     return merged, header
+
+
+def _comparable(row: dict) -> dict:
+    """A row as merge compares it: fields added after a row was written take the value every
+    row written before them had (heads trained on the CPU before ``train_device`` existed)."""
+    return {"train_device": "cpu", **row}
 
 
 KIND_ORDER = {"model": 0, "random": 1, "layout": 2}

@@ -90,16 +90,22 @@ class Dataset:
 
 
 def resolve_device(device: str) -> str:
-    """``auto``: CUDA when torch sees a GPU, else CPU; ``cuda`` without one is refused."""
+    """The one device of the study: features are extracted and heads trained there.
+    ``auto``: CUDA when torch sees a GPU, else CPU; ``cuda`` / ``cuda:N`` without one (or past
+    the last GPU) is refused in one line, before any work."""
     import torch
 
     device = (device or "cpu").strip().lower()
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"--device {device}: torch sees no CUDA device (use --device cpu or auto)")
-    if device != "cpu" and not device.startswith("cuda"):
+    if device != "cpu" and device != "cuda" and not (device.startswith("cuda:") and device[5:].isdigit()):
         raise ConfigError(f"--device {device!r}: expected auto, cpu, cuda or cuda:N")
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"--device {device}: torch sees no CUDA device (use --device cpu or auto)")
+        count = torch.cuda.device_count()
+        if ":" in device and int(device[5:]) >= count:
+            raise ConfigError(f"--device {device}: torch sees {count} CUDA device(s) (cuda:0..cuda:{count - 1})")
     return device
 
 
@@ -109,7 +115,8 @@ def device_label(device: str) -> str:
 
     if device.startswith("cuda"):
         return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
-    return f"cpu ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"cpu ({n} thread{'s' if n != 1 else ''})"
 
 
 def plan_datasets(cfg: StudyConfig, out: Path) -> list[DatasetSpec]:
@@ -193,7 +200,8 @@ def _resolve(layers: tuple, num_layers: int) -> list[int]:
     return out
 
 
-def _train_config(cfg: StudyConfig, n: int) -> TrainConfig:
+def _train_config(cfg: StudyConfig, n: int, device: str = "cpu") -> TrainConfig:
+    """The heads' schedule of a row with ``n`` train images, trained on ``device`` (the study's)."""
     return TrainConfig(
         lrs=tuple(cfg.lrs),
         dropouts=tuple(cfg.dropouts),
@@ -202,6 +210,7 @@ def _train_config(cfg: StudyConfig, n: int) -> TrainConfig:
         batch_size=cfg.batch_size or batch_for(n),
         seed=cfg.train_seed,
         patience=cfg.patience,
+        device=device,
     )
 
 
@@ -252,7 +261,8 @@ class Study:
             "protocol": self.cfg.protocol(),
             "protocol_fingerprint": self.protocol,
             "versions": versions(),
-            "device": device_label(self.device),
+            "device": device_label(self.device),  # features extracted here ...
+            "train_device": device_label(self.device),  # ... and heads trained here
             "datasets": {
                 **old.get("datasets", {}),
                 **{
@@ -290,7 +300,7 @@ class Study:
                     continue
                 base = self.layout(ds, g, n)
                 row["heads"] = {k: _cell(b.acc, b.n_test, boxes=list(b.boxes)) for k, b in base.items()}
-                row["device"], row["precision"] = "cpu", "fp64"
+                row["device"], row["precision"], row["train_device"] = "cpu", "fp64", "cpu"
                 self.add(row)
                 self.say(f"{ds.spec.name} layout n={n}: " + ", ".join(f"{k} {v['test']:.3f}" for k, v in row["heads"].items()))
 
@@ -338,9 +348,10 @@ class Study:
             t1, c1 = time.perf_counter(), time.process_time()
             f = feats[layer]
             splits = ProbeSplits.from_index(f.patches, f.prefix, ds.labels, idx)
-            by_head = run_grids(self.cfg.heads, splits, _train_config(self.cfg, n))
+            by_head = run_grids(self.cfg.heads, splits, _train_config(self.cfg, n, self.device))
             row = _base_row(entry.kind, entry.name, ds, g, layer, idx, self.protocol)
-            row.update(spec=entry.backbone, weights=bb.weights_hash[:16], device=self.device.split(":")[0], precision=precision)
+            kind = self.device.split(":")[0]  # cpu / cuda: the features' device and the heads' (one study device)
+            row.update(spec=entry.backbone, weights=bb.weights_hash[:16], device=kind, precision=precision, train_device=kind)
             heads, records = {}, []
             for h in self.cfg.heads:
                 best = next(r for r in by_head[h] if r.selected)

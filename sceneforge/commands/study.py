@@ -4,6 +4,7 @@
     sceneforge study CONFIG --out DIR --device auto --backend ray                # GPUs / a Ray cluster
     sceneforge study merge machineA/study machineB/study --out runs/merged      # one table of several
     sceneforge study report DIR                                                  # rewrite the leaderboard
+    sceneforge study CONFIG --out DIR --plan                                     # the bill first: cells, data, time
 
 The library (``sceneforge.study``, torch, pandas) is imported only when a command runs.
 """
@@ -18,7 +19,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.core.extras import require_extra
 
 USAGE = (
-    "sceneforge study CONFIG --out DIR [--set KEY=VALUE] [--device auto|cpu|cuda] [--backend inline|local|ray]\n"
+    "sceneforge study CONFIG --out DIR [--set KEY=VALUE] [--device auto|cpu|cuda] [--backend inline|local|ray] [--plan]\n"
     "       sceneforge study merge DIR_OR_RESULTS [DIR_OR_RESULTS ...] --out DIR\n"
     "       sceneforge study report DIR"
 )
@@ -50,6 +51,11 @@ def run_study_command(args: argparse.Namespace) -> int:
         raise ConfigError("--out is required: the study's directory (rerun the same command to resume)")
     cfg = study.load_study_config(words[0], args.set or ())
     out = Path(out_flag(args.out))
+    if args.plan:  # the bill first: what would run and for how long; nothing fetched, generated or written
+        from sceneforge.study.plan import format_plan, plan_study
+
+        print(format_plan(plan_study(cfg, out, args.device), words[0]))
+        return 0
     if cfg.environments:
         fetch_defaults_once(args)  # generating: the real assets, as `generate` (no-op when built)
     study.run_study(
@@ -92,6 +98,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         metavar="KEY=VALUE",
         help="replace a top-level config key (repeatable; VALUE is YAML), e.g. --set n=400 --set n_train=[300]",
+    )
+    p.add_argument(
+        "--plan",
+        "--dry-run",
+        action="store_true",
+        help="print what the study would run (datasets to generate, cells, features) and an estimated time from measured "
+        "per-image costs (saying where each was measured); runs and writes nothing",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--no-fetch", action="store_true", help="do not fetch the real assets on first use")

@@ -52,8 +52,11 @@ def test_device_auto_is_the_cpu_here_and_cuda_without_one_is_refused(tmp_path):
     assert resolve_device("auto") == "cpu" and resolve_device("cpu") == "cpu"
     with pytest.raises(ConfigError, match="torch sees no CUDA device"):
         resolve_device("cuda")
-    with pytest.raises(ConfigError, match="expected auto, cpu, cuda or cuda:N"):
-        resolve_device("tpu")
+    with pytest.raises(ConfigError, match="torch sees no CUDA device"):
+        resolve_device("cuda:0")
+    for bad in ("tpu", "cuda:x", "cuda:", "gpu"):
+        with pytest.raises(ConfigError, match="expected auto, cpu, cuda or cuda:N"):
+            resolve_device(bad)
     cfg = tmp_path / "s.yaml"
     cfg.write_text(yaml.safe_dump({"backbones": [BACKBONES[0]], "datasets": [str(tmp_path)], "layers": [1]}))
     r = run_study(str(cfg), "--out", str(tmp_path / "out"), "--device", "cuda")

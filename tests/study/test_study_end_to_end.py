@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -58,6 +59,10 @@ def test_the_leaderboard_has_one_row_per_cell_with_the_names_scripts_rely_on(fin
     assert set(ref.loc[ref["head"] == "efficient", "sparrta_vitb"]) == {0.9394}
     md = (out / "leaderboard.md").read_text()
     assert "## ego · efficient" in md and "mean of envs" in md and "layout: source box" in md
+    # where the features were extracted and where the heads trained: both the study's device (cpu here)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {(r["device"], r["train_device"]) for r in rows} == {("cpu", "cpu")}
+    assert set(df["train_device"]) == {"cpu"} and "heads on cpu (1 thread)" in md
     head = json.loads((out / "study.json").read_text())
     assert set(head["datasets"]) == {os.path.basename(d) for d in datasets}
     assert head["protocol"]["epochs"] == 3 and head["versions"]["torch"]
@@ -109,6 +114,15 @@ def test_merge_joins_equal_rows_and_refuses_another_protocol_or_other_data(finis
     assert sorted((merged / "results.jsonl").read_text().splitlines()) == want
     assert len(pd.read_csv(merged / "leaderboard.csv")) == len(pd.read_csv(out / "leaderboard.csv"))
     assert json.loads((merged / "study.json").read_text())["merged_from"]
+    # rows written before heads could move (no train_device: they trained on the CPU) equal today's
+    old = tmp_path / "old"
+    shutil.copytree(tmp_path / "vit-a", old)
+    rows = [json.loads(line) for line in (old / "results.jsonl").read_text().splitlines()]
+    (old / "results.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "train_device"}) + "\n" for r in rows)
+    )
+    r = run_study("merge", str(old), str(tmp_path / "vit-a"), "--out", str(tmp_path / "merged_old"))
+    assert r.returncode == 0, r.stderr
 
     # another protocol (more epochs): refused in one line, nothing written
     cfg = write_config(tmp_path / "long.yaml", datasets, backbones=[BACKBONES[0]], epochs=4, reports=False, layout=False)

@@ -1,0 +1,347 @@
+"""``sceneforge study CONFIG --out DIR --plan``: the bill before the run.
+
+What the study would do, without doing any of it (nothing generated, loaded, trained or written;
+``DIR`` is only read): the datasets it must generate, the cells it must run (layout floors and,
+per backbone and its random twin, layer × dataset × n_train rows not in ``DIR/results.jsonl`` yet),
+the features it must extract, and an estimated time from **measured** per-image costs, each
+printed with where and on which machine it was measured.
+
+Where the costs come from, best first:
+
+1. ``DIR/timings.jsonl``, when the study has run before (a pilot with a small ``n``, or a killed
+   run): that machine's own per-image extraction cost per backbone and per-train-image head cost
+   per backbone, at this protocol, on the same device kind.
+2. The reference measurements below (:data:`GENERATE_IMAGES_PER_S`, :data:`EXTRACT_MS`,
+   :data:`HEAD_MS`), all on the shared 2-core development machine (2 torch threads). A backbone
+   without a measurement uses ViT-S/14's cost and says so.
+
+Head training is a range: early stopping (``patience``) can end a config at ``max(warmup,
+patience)`` epochs, and no later than ``epochs``; the head cost per (train image × epoch) is the
+3-head × 9-config grid's, scaled by the grid's size and the backbone's tokens × width where known.
+There is no GPU measurement in the reference: a plan for ``--device cuda`` without GPU timings of
+its own prints the CPU figures as what they are (an upper bound) and says so.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sceneforge.core.errors import ConfigError
+from sceneforge.probing.data import read_tables
+from sceneforge.scenarios.sparrta.config import SparrtaConfig
+from sceneforge.study.config import StudyConfig, resolve_weights
+from sceneforge.study.results import HEADER, RESULTS, check_protocol, read_header, read_rows
+from sceneforge.study.run import plan_datasets
+
+TIMINGS = "timings.jsonl"
+MACHINE = "the shared 2-core development machine, 2 torch threads"
+
+# labelled images/s of `sceneforge generate` (decorrelated, 0.6.0's default policy), one worker,
+# 1,000 images per environment x task: docs/validation.md "The 0.6.0 default", 2026-12-07, load ~7
+GENERATE_IMAGES_PER_S = {
+    ("desert", "ego"): 2.36,
+    ("city", "ego"): 2.57,
+    ("forest", "ego"): 1.80,
+    ("winter_town", "ego"): 4.00,
+    ("bridge", "ego"): 3.64,
+    ("desert", "allo"): 5.69,
+    ("city", "allo"): 1.38,
+    ("forest", "allo"): 2.01,
+    ("winter_town", "allo"): 4.85,
+    ("bridge", "allo"): 4.43,
+}
+GENERATE_SOURCE = f"docs/validation.md 'The 0.6.0 default' (decorrelated, 1,000 images, one worker), {MACHINE}, 2026-12-07"
+
+# feature extraction, ms per image (every wanted layer in one pass, batch 64), by probing spec:
+# the reduced desert ego study's timings.jsonl (benchmarks/results/study_desert_ego_reduced/),
+# 400 images at 224², 2026-12-07 at light load
+EXTRACT_MS = {"dinov2-s-imgfocus": 158.65, "efficientnet-lite0": 70.67}
+EXTRACT_SOURCE = f"benchmarks/results/study_desert_ego_reduced/timings.jsonl (400 images), {MACHINE}, 2026-12-07"
+FALLBACK_EXTRACT = "dinov2-s-imgfocus"
+
+# heads: the batched 3-head x 9-config grid, ms per (train image x epoch) on ViT-S/16-shaped tokens
+# (196 x 384): 414 s for 4,000 train images x 100 epochs (docs/probing.md, SpaRRTa-scale row,
+# `benchmarks/probe.py --skip extract`, 2026-11-27, load 3.3-3.9)
+HEAD_MS = 414_000 / (4000 * 100)
+HEAD_SHAPE = (196, 384)
+HEAD_SOURCE = f"docs/probing.md SpaRRTa-scale row (3 heads x 9 configs, 196 x 384 tokens), {MACHINE}, 2026-11-27"
+# tokens x width of the layers a spec gives, where known (the head cost scales with both)
+TOKEN_SHAPES = {"dinov2-s-imgfocus": (256, 384)}
+REPORT_S = 2.0  # probe's report.html per run (backbone x dataset x n_train): ~1.7 s measured (docs/study.md)
+
+
+@dataclass
+class Cost:
+    """Seconds (a range when early stopping makes it one) and where the per-unit cost was measured."""
+
+    low: float
+    high: float
+    source: str
+
+    @classmethod
+    def of(cls, seconds: float, source: str) -> "Cost":
+        return cls(seconds, seconds, source)
+
+
+@dataclass
+class DatasetPlan:
+    name: str
+    dir: Path
+    images: int  # to generate, or there
+    generate: bool
+    approx: bool  # train rows estimated from the split pattern (not generated yet)
+    cost: Cost | None = None
+    groups: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (env, task) -> n_train sizes
+
+
+@dataclass
+class BackbonePlan:
+    name: str
+    kind: str
+    spec: str
+    layers: str  # as printed
+    n_layers: int
+    rows_todo: int
+    rows_done: int
+    extract_images: int
+    extract: Cost | None
+    heads: Cost | None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StudyPlan:
+    out: Path
+    device: str
+    datasets: list[DatasetPlan]
+    layout_todo: int
+    layout_done: int
+    backbones: list[BackbonePlan]
+    notes: list[str] = field(default_factory=list)
+
+    def total(self) -> tuple[float, float]:
+        parts = [d.cost for d in self.datasets if d.cost] + [c for b in self.backbones for c in (b.extract, b.heads) if c]
+        return sum(c.low for c in parts), sum(c.high for c in parts)
+
+
+def measured_timings(out: Path, device: str) -> tuple[dict[str, float], dict[str, float], str]:
+    """From ``DIR/timings.jsonl`` on the device kind of ``device``: extraction ms/image per
+    backbone name, head seconds per train image per backbone name, and where (the device label)."""
+    path = Path(out) / TIMINGS
+    extract: dict[str, list[float]] = {}
+    train: dict[str, list[float]] = {}
+    where = ""
+    if not path.is_file():
+        return {}, {}, where
+    kind = device.split(":")[0]
+    for line in path.read_text().splitlines():
+        try:
+            t = json.loads(line)
+        except json.JSONDecodeError:  # a torn last line
+            continue
+        if not str(t.get("device", "")).startswith(kind):
+            continue
+        where = str(t.get("device"))
+        if t.get("what") == "extract" and t.get("images"):
+            extract.setdefault(t["backbone"], []).append(float(t["seconds"]) * 1000 / t["images"])
+        elif t.get("what") == "train" and t.get("n_train"):
+            train.setdefault(str(t["row"]).split("__")[0], []).append(float(t["seconds"]) / t["n_train"])
+    med = statistics.median
+    return {k: med(v) for k, v in extract.items()}, {k: med(v) for k, v in train.items()}, where
+
+
+def _train_fraction(generate: dict) -> float:
+    """The share of train images under the dataset's split pattern (default 8 / 1 / 1)."""
+    pattern = SparrtaConfig.from_dict(generate, "study data").split_pattern or ("train",) * 8 + ("val", "test")
+    return pattern.count("train") / len(pattern)
+
+
+def _datasets(cfg: StudyConfig, out: Path) -> list[DatasetPlan]:
+    plans = []
+    for spec in plan_datasets(cfg, out):
+        exists = (spec.dir / "samples.parquet").is_file() or (spec.generate is None and spec.dir.is_dir())
+        if exists:
+            table = read_tables(spec.dir)
+            groups = {}
+            for (env, task), g in table.groupby(["env", "task"], sort=True):
+                have = int((g["split"] == "train").sum())
+                groups[(env, task)] = [n for n in (cfg.n_train or (have,)) if n <= have]
+            plans.append(DatasetPlan(spec.name, spec.dir, len(table), False, False, None, groups))
+            continue
+        if spec.generate is None:
+            raise ConfigError(f"datasets: {spec.dir}: no such directory")
+        env, task = spec.generate["envs"][0], spec.generate["tasks"][0]
+        have = int(cfg.n * _train_fraction(spec.generate))
+        rate = GENERATE_IMAGES_PER_S.get((env, task))
+        source = GENERATE_SOURCE if rate else f"{GENERATE_SOURCE}; {env} {task} not measured: the slowest measured rate"
+        policy = spec.generate.get("camera_policy")
+        if policy and policy != "decorrelated":
+            source += f"; measured for decorrelated, this config asks {policy}"
+        cost = Cost.of(cfg.n / (rate or min(GENERATE_IMAGES_PER_S.values())), source)
+        groups = {(env, task): [n for n in (cfg.n_train or (have,)) if n <= have]}
+        plans.append(DatasetPlan(spec.name, spec.dir, cfg.n, True, True, cost, groups))
+    return plans
+
+
+def _layers(entry, cfg: StudyConfig, header: dict) -> tuple[list | None, str, int]:
+    """(resolved layers or None, how to print them, how many rows per cell)."""
+    wanted = entry.layers or cfg.layers
+    resolved = (header.get("layers") or {}).get(entry.name)
+    if resolved:
+        return list(resolved), ", ".join(f"L{x}" for x in resolved), len(resolved)
+    if "auto" in wanted:
+        return None, "auto (4 quarter-depth blocks, resolved when the model loads)", 4
+    if any(v < 0 for v in wanted):
+        return None, ", ".join(f"L{v}" for v in wanted) + " (counted from the last)", len(set(wanted))
+    return sorted(set(wanted)), ", ".join(f"L{x}" for x in sorted(set(wanted))), len(set(wanted))
+
+
+def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyPlan:
+    """What ``run_study(cfg, out, device=device)`` would run and an estimate of its time; reads
+    ``out`` (rows done, resolved layers, timings) and writes nothing."""
+    import torch
+
+    out = Path(out)
+    notes = []
+    device = (device or "cpu").strip().lower()
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    elif device.startswith("cuda") and not torch.cuda.is_available():
+        notes.append(f"--device {device}: torch sees no CUDA device on this machine (planned for one; the run here would refuse)")
+    elif device != "cpu" and not device.startswith("cuda"):
+        raise ConfigError(f"--device {device!r}: expected auto, cpu, cuda or cuda:N")
+    header = read_header(out) if (out / HEADER).is_file() else None
+    check_protocol(out, header, cfg.protocol(), cfg.protocol_fingerprint())  # the run would refuse: so does the plan
+    header = header or {}
+    done = {(r["kind"], r["backbone"], r["dataset"], r["env"], r["task"], r["layer"], r["n_train"])
+            for r in read_rows(out / RESULTS)} if (out / RESULTS).is_file() else set()  # fmt: skip
+    datasets = _datasets(cfg, out)
+    ext_here, train_here, where = measured_timings(out, device)
+    gpu = device.startswith("cuda")
+    layout_todo = layout_done = 0
+    if cfg.layout:
+        for d in datasets:
+            for (env, task), sizes in d.groups.items():
+                for n in sizes:
+                    key = ("layout", "layout", d.name, env, task, 0, n)
+                    layout_done += key in done
+                    layout_todo += key not in done
+    lo_epochs = max(cfg.warmup or 0, cfg.patience) if cfg.patience else cfg.epochs
+    lo_epochs = min(lo_epochs, cfg.epochs)
+    grid = len(cfg.lrs) * len(cfg.dropouts) * len(cfg.heads) / 27
+    backbones = []
+    for entry in cfg.entries():
+        layers, shown, per_cell = _layers(entry, cfg, header)
+        todo = done_n = images = train_images = runs = 0
+        for d in datasets:
+            unit_todo = 0
+            for (env, task), sizes in d.groups.items():
+                for n in sizes:
+                    runs_here = 0
+                    for layer in layers or [None] * per_cell:
+                        key = (entry.kind, entry.name, d.name, env, task, layer, n)
+                        if layer is not None and key in done:
+                            done_n += 1
+                            continue
+                        todo += 1
+                        unit_todo += 1
+                        runs_here = 1
+                        train_images += n
+                    runs += runs_here
+            if unit_todo:
+                images += d.images
+        bp = BackbonePlan(entry.name, entry.kind, entry.backbone, shown, per_cell, todo, done_n, images, None, None)
+        try:
+            resolve_weights(entry)
+        except ConfigError as e:
+            bp.notes.append(f"the run would stop here: {e}")
+        if images:
+            if entry.name in ext_here:
+                bp.extract = Cost.of(
+                    images * ext_here[entry.name] / 1000,
+                    f"{ext_here[entry.name]:.0f} ms/image measured in {out / TIMINGS} on {where}",
+                )
+            else:
+                ms = EXTRACT_MS.get(entry.backbone, EXTRACT_MS[FALLBACK_EXTRACT])
+                src = f"{ms:.0f} ms/image, {EXTRACT_SOURCE}"
+                if entry.backbone not in EXTRACT_MS:
+                    src += f"; {entry.backbone} not measured: {FALLBACK_EXTRACT}'s cost stands in"
+                if gpu:
+                    src += "; a CPU measurement (no GPU timing yet): an upper bound for a GPU"
+                bp.extract = Cost.of(images * ms / 1000, src)
+        if train_images:
+            if entry.name in train_here:
+                s = train_here[entry.name] * train_images + REPORT_S * runs * cfg.reports
+                bp.heads = Cost.of(
+                    s,
+                    f"{1000 * train_here[entry.name]:.1f} ms per train image, measured in {out / TIMINGS} on {where}",
+                )
+            else:
+                tokens, width = TOKEN_SHAPES.get(entry.backbone, HEAD_SHAPE)
+                scale = tokens * width / (HEAD_SHAPE[0] * HEAD_SHAPE[1]) * grid
+                per = HEAD_MS / 1000 * scale * train_images
+                extra = REPORT_S * runs * cfg.reports
+                src = f"{HEAD_MS:.2f} ms per train image x epoch x {scale:.2f} (tokens x width, grid size), {HEAD_SOURCE}"
+                if entry.backbone not in TOKEN_SHAPES:
+                    src += f"; {entry.backbone}'s token shape not known: ViT-S/16's"
+                if gpu:
+                    src += "; a CPU measurement (no GPU timing yet): an upper bound for a GPU"
+                src += f"; {lo_epochs}-{cfg.epochs} epochs (early stopping)"
+                bp.heads = Cost(per * lo_epochs + extra, per * cfg.epochs + extra, src)
+        backbones.append(bp)
+    return StudyPlan(out, device, datasets, layout_todo, layout_done, backbones, notes)
+
+
+def _span(c: Cost | None) -> str:
+    if c is None:
+        return "-"
+    return _dur(c.low) if round(c.low) == round(c.high) else f"{_dur(c.low)} - {_dur(c.high)}"
+
+
+def _dur(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def format_plan(plan: StudyPlan, config: str = "") -> str:
+    """The plan as the lines ``--plan`` prints."""
+    lines = [f"study plan{f' of {config}' if config else ''} in {plan.out}: nothing is run or written"]
+    lines.append(f"device: {plan.device} (features and heads)")
+    lines += [f"  note: {n}" for n in plan.notes]
+    gen = [d for d in plan.datasets if d.generate]
+    lines.append(f"datasets: {len(plan.datasets)} ({len(gen)} to generate, {len(plan.datasets) - len(gen)} there)")
+    for d in plan.datasets:
+        sizes = "; ".join(
+            f"{e} {t} n_train {', '.join(map(str, s)) or '(none: too few train rows)'}" for (e, t), s in d.groups.items()
+        )
+        approx = " (train rows estimated from the split pattern)" if d.approx else ""
+        if d.generate:
+            lines.append(f"  {d.name}: generate {d.images:,} images in {d.dir}: {_span(d.cost)}; {sizes}{approx}")
+            lines.append(f"      measured: {d.cost.source}")
+        else:
+            lines.append(f"  {d.name}: {d.images:,} images in {d.dir}; {sizes}")
+    if plan.layout_todo or plan.layout_done:
+        lines.append(f"layout floors: {plan.layout_todo} rows to run, {plan.layout_done} done (seconds each: no backbone)")
+    lines.append("backbones (cells: layer x dataset x n_train, each training every head's grid):")
+    for b in plan.backbones:
+        lines.append(f"  {b.name} [{b.kind}] {b.spec}, {b.layers}: {b.rows_todo} rows to run, {b.rows_done} done")
+        if b.extract:
+            lines.append(f"      features of {b.extract_images:,} images: {_span(b.extract)}  [{b.extract.source}]")
+        if b.heads:
+            lines.append(f"      heads: {_span(b.heads)}  [{b.heads.source}]")
+        lines += [f"      note: {n}" for n in b.notes]
+    low, high = plan.total()
+    span = _dur(low) if round(low) == round(high) else f"{_dur(low)} - {_dur(high)}"
+    lines.append(
+        f"estimated total: {span} (sum of the above; heads as a range: early stopping at the earliest vs the full schedule)"
+    )
+    return "\n".join(lines)
+
+
+__all__ = ["StudyPlan", "format_plan", "measured_timings", "plan_study"]

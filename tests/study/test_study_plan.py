@@ -1,0 +1,111 @@
+"""`sceneforge study CONFIG --out DIR --plan`: the cells, datasets and estimated time of a study,
+printed without running or writing anything; counts checked against what a real run then does,
+costs against the measurements they name (the reference tables, or DIR/timings.jsonl)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+import yaml
+
+from sceneforge.core.errors import ConfigError
+from sceneforge.study.config import load_study_config
+from sceneforge.study.plan import EXTRACT_MS, GENERATE_IMAGES_PER_S, format_plan, plan_study
+from study_helpers import BACKBONES, make_data, run_study, write_config
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("plan")
+    datasets = make_data(tmp / "data")
+    return tmp, datasets
+
+
+def test_the_plan_counts_the_cells_a_run_then_runs_and_writes_nothing(tiny, tmp_path):
+    _, datasets = tiny
+    cfg_path = write_config(tmp_path / "study.yaml", datasets, reports=False)
+    out = tmp_path / "out"
+    r = run_study(str(cfg_path), "--out", str(out), "--plan")
+    assert r.returncode == 0, r.stderr
+    assert not out.exists()  # nothing written, not even the directory
+    plan = plan_study(load_study_config(cfg_path), out)
+    # 2 random-init backbones x 4 datasets (2 envs x 2 tasks) x 1 layer x 1 n_train; 4 layout rows
+    assert [(b.name, b.rows_todo, b.extract_images) for b in plan.backbones] == [("vit-a", 4, 4 * 48), ("vit-b", 4, 4 * 48)]
+    assert plan.layout_todo == 4 and not any(d.generate for d in plan.datasets)
+    assert "vit-a [random] timm:vit_tiny_patch16_224, L2: 4 rows to run, 0 done" in r.stdout
+    assert "not measured: dinov2-s-imgfocus's cost stands in" in r.stdout  # a tiny ViT has no reference: said so
+    assert "estimated total:" in r.stdout
+
+    # the real run: exactly the cells the plan listed
+    assert run_study(str(cfg_path), "--out", str(out), "--quiet").returncode == 0
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sum(r["kind"] == "layout" for r in rows) == 4 and sum(r["kind"] == "random" for r in rows) == 8
+
+    # planned again: nothing left
+    again = plan_study(load_study_config(cfg_path), out)
+    assert [b.rows_todo for b in again.backbones] == [0, 0] and again.layout_todo == 0 and again.total() == (0, 0)
+    assert "vit-a [random] timm:vit_tiny_patch16_224, L2: 0 rows to run, 4 done" in format_plan(again)
+
+    # one more layer: 4 new rows per backbone, priced with this machine's own timings.jsonl
+    more = plan_study(load_study_config(cfg_path, ["layers=[1, 2]"]), out)
+    assert [b.rows_todo for b in more.backbones] == [4, 4]
+    timings = [json.loads(x) for x in (out / "timings.jsonl").read_text().splitlines()]
+    per_image = statistics.median(
+        t["seconds"] * 1000 / t["images"] for t in timings if t["what"] == "extract" and t["backbone"] == "vit-a"
+    )
+    per_train = statistics.median(
+        t["seconds"] / t["n_train"] for t in timings if t["what"] == "train" and t["row"].startswith("vit-a__")
+    )
+    a = more.backbones[0]
+    assert a.extract.low == pytest.approx(4 * 48 * per_image / 1000) and "timings.jsonl" in a.extract.source
+    assert a.heads.low == a.heads.high == pytest.approx(4 * 24 * per_train)
+    assert "measured" in a.heads.source and "cpu" in a.heads.source
+    # another protocol is refused as the run would refuse it, in one line
+    with pytest.raises(ConfigError, match="epochs"):
+        plan_study(load_study_config(cfg_path, ["epochs=4"]), out)
+
+
+def test_a_study_that_generates_is_priced_from_the_reference_measurements(tmp_path):
+    cfg_path = tmp_path / "gen.yaml"
+    cfg_path.write_text(yaml.safe_dump({
+        "backbones": [{"name": "dinov2-s", "backbone": "dinov2-s-imgfocus", "layers": [9, 12]},
+                      {"name": "tiny", "backbone": BACKBONES[0]["backbone"], "weights": "random", "layers": "auto"}],
+        "environments": ["desert", "city"], "tasks": ["ego", "allo"], "n": 400, "epochs": 300, "patience": 40, "reports": False,
+    }))  # fmt: skip
+    out = tmp_path / "out"
+    plan = plan_study(load_study_config(cfg_path), out)
+    assert not out.exists()
+    gen = {d.name: d for d in plan.datasets}
+    assert set(gen) == {"desert_ego", "desert_allo", "city_ego", "city_allo"} and all(d.generate for d in gen.values())
+    for name, d in gen.items():
+        env, task = name.rsplit("_", 1)
+        assert d.cost.low == pytest.approx(400 / GENERATE_IMAGES_PER_S[(env, task)])
+        assert "docs/validation.md" in d.cost.source and "2-core" in d.cost.source
+        assert list(d.groups.values()) == [[320]]  # every train row: 8 of 10 scenes under the default split
+    by = {b.name: b for b in plan.backbones}
+    assert by["dinov2-s"].rows_todo == 4 * 2 and by["dinov2-s-random"].rows_todo == 4 * 2  # the random twin, added
+    assert by["tiny"].rows_todo == 4 * 4 and "auto" in by["tiny"].layers  # auto: the 4 quarter-depth blocks
+    assert by["dinov2-s"].extract.low == pytest.approx(4 * 400 * EXTRACT_MS["dinov2-s-imgfocus"] / 1000)
+    heads = by["dinov2-s"].heads
+    assert heads.low < heads.high and heads.high / heads.low == pytest.approx(300 / 60, rel=0.01)  # 60 (warm-up) to 300 epochs
+    low, high = plan.total()
+    assert low == pytest.approx(
+        sum(c.low for c in [*(d.cost for d in plan.datasets), *(x for b in plan.backbones for x in (b.extract, b.heads))])
+    )
+    assert high > low
+    text = format_plan(plan, str(cfg_path))
+    assert "4 to generate" in text and "estimated total" in text
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks the plan on a machine without CUDA")
+def test_a_gpu_plan_on_a_machine_without_one_says_so_and_calls_cpu_costs_an_upper_bound(tiny, tmp_path):
+    _, datasets = tiny
+    cfg_path = write_config(tmp_path / "study.yaml", datasets, reports=False)
+    r = run_study(str(cfg_path), "--out", str(tmp_path / "out"), "--dry-run", "--device", "cuda")
+    assert r.returncode == 0, r.stderr
+    assert "torch sees no CUDA device on this machine" in r.stdout and "upper bound for a GPU" in r.stdout
+    assert "device: cpu" in run_study(str(cfg_path), "--out", str(tmp_path / "out"), "--plan", "--device", "auto").stdout
+    r = run_study(str(cfg_path), "--out", str(tmp_path / "out"), "--plan", "--device", "tpu")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "expected auto, cpu, cuda or cuda:N" in r.stderr
