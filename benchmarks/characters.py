@@ -69,7 +69,8 @@ def _stats(s: np.ndarray) -> dict:
 
 def feet(args) -> None:
     """Stride and planted-foot slide per class x clip, without and with the foot lock (ik.py),
-    both measured at the server's 256 pose steps per cycle with the same contact rule."""
+    both measured at the server's 256 pose steps per cycle with the same contact rule (a foot
+    vertex is in contact within 0.8 % of the figure's height of its leg's lowest point)."""
     from sceneforge.assets_manifest.characters import ik, motion
 
     lib = library(args.cache_dir)
@@ -80,8 +81,9 @@ def feet(args) -> None:
             if clip in ch.clips:
                 m = motion.analyse(ch, clip)
                 lock = ch.foot_lock(clip)
-                off = motion.slides(ch, clip, m, ik.LOCK_SAMPLES)
-                on = motion.slides(ch, clip, m, ik.LOCK_SAMPLES, lock.bones)
+                legs = ik.leg_of(ch, lock)  # a foot group's ground is its leg's lowest point (motion.slides)
+                off = motion.slides(ch, clip, m, ik.LOCK_SAMPLES, legs=legs)
+                on = motion.slides(ch, clip, m, ik.LOCK_SAMPLES, lock.bones, legs=legs)
                 s = m.summary()
                 rows.append(
                     {

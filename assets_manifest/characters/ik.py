@@ -16,16 +16,20 @@ rises, travels unevenly or rolls along a long hoof). :func:`lock` removes it on 
 2. **Legs** (:func:`legs`): the feet are :func:`motion.feet`'s bone groups; groups on one chain
    of parents are one leg. Its *end* bone is the highest of them whose joint comes down to
    ``ANKLE_SHARE`` of the figure's height (the ankle, fetlock or wrist, not a shin that happens
-   to dip low); its two IK segments are the pair of ancestors (upper, lower) within
-   ``MAX_UP`` levels, none shared with another leg (the pelvis, the spine), that maximises the
-   shorter segment (thigh/shin for the biped; the long bones of a horse's leg, not the pastern).
-3. **Plant** (:func:`lock`): a foot is planted by :mod:`.motion`'s rule (its lowest vertex within
-   ``CONTACT_SHARE`` of the figure's height of its own ground). Over a planted run the correction
-   ``d`` (cm, model frame) is accumulated so that the foot's contact vertices (those in the band
-   at two consecutive samples) keep their mean world position, with the root travel the video
-   uses; it is centred on the run (the clip's foot, on average, is where it was drawn) and the
-   lowest vertex is pressed onto the ground. The foot keeps the clip's orientation, so a heel or
-   hoof still rolls about the part that touches the ground.
+   to dip low); its two IK segments are the pair of ancestors (upper, lower) within ``MAX_UP``
+   levels, none shared with another leg (the pelvis, the spine) nor a trunk with the body below
+   it, that maximises the shorter segment (thigh/shin for the biped; the long bones of a horse's
+   leg, not the pastern). A leg with one segment of its own swings it round its joint; a foot bone
+   outside the hierarchy (an exported IK target) moves alone.
+3. **Plant** (:func:`corrections`): a foot vertex is in contact while within ``CONTACT_SHARE`` of
+   the figure's height of its *leg's* lowest point (a shin group hanging above a hoof that touches
+   the ground is not planted); the leg is planted while any is. Over a planted run the correction
+   ``d`` (cm, model frame) is accumulated so that the contact vertices (those in the band at two
+   consecutive samples) keep their mean world position, with the root travel the video uses,
+   centred on the run (the clip's foot, on average, is where it was drawn). The foot keeps the
+   clip's orientation, so a heel or hoof still rolls about the part that touches the ground.
+   ``REFINE`` more passes lock what the previous one left on the re-skinned feet (vertices skinned
+   partly to the turned shin, a one-segment swing's second-order miss).
 4. **Blend**: after lift-off and before touch-down the correction eases out/in with a smoothstep
    over ``BLEND`` of a cycle (at most half the swing), so the swing foot does not pop.
 5. **Solve** (:func:`two_bone`): analytic two-bone IK, the knee kept in the plane of the hip, the
@@ -36,8 +40,8 @@ rises, travels unevenly or rolls along a long hoof). :func:`lock` removes it on 
 
 The correction is tabulated at ``LOCK_SAMPLES`` phases (the server's 256 pose steps,
 engine/server/characters.py) and interpolated between them; everything is a pure function of
-the clip, so a video's frames are the same bytes every run. A leg whose end bone has no two
-ancestors of its own (the test fixture's 2-bone leg) is left as the clip draws it.
+the clip, so a video's frames are the same bytes every run. A foot bone hanging straight off a
+shared bone (no segment of its own) is left as the clip draws it.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ COINCIDE = 0.02  # a bone origin within 2 % of the skeleton's size of another's 
 ANKLE_SHARE = 0.15  # an end bone's joint comes within 15 % of the figure's height of the ground
 MAX_UP = 4  # ancestors of the end bone searched for the two IK segments
 BLEND = 0.08  # cycles: ease-in before touch-down and ease-out after lift-off
+REFINE = 4  # passes that lock what the previous pass left
 REACH = 0.999  # a target beyond the leg's reach is met at 99.9 % of it (no straight-knee singularity)
 
 
@@ -207,6 +212,13 @@ def legs(ch, track: np.ndarray) -> list[Leg]:
     return out
 
 
+def leg_of(ch, lock: FootLock) -> dict[int, int]:
+    """{foot group's bone: index of its leg in ``lock``} (for :func:`motion.slides`' ``legs``)."""
+    body = ch.parts[0].mesh
+    dom = body.bones[np.arange(len(body.bones)), np.argmax(body.weights, 1)]
+    return {int(dom[g[0]]): j for j, leg in enumerate(lock.legs) for g in leg.groups}
+
+
 def _shortest_arc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """3x3 rotation taking direction ``a`` to direction ``b`` by the shortest arc."""
     a = a / np.linalg.norm(a)
@@ -313,19 +325,21 @@ class FootLock:
         return pose
 
 
-def corrections(ch, clip: str, m: motion.ClipMotion, track: np.ndarray, leg_list: list[Leg]) -> np.ndarray:
+def corrections(
+    ch, clip: str, m: motion.ClipMotion, track: np.ndarray, leg_list: list[Leg], tol: float | None = None
+) -> np.ndarray:
     """(L, S, 3) UE-cm corrections of each leg's foot over the ``S`` samples of ``track``
     (module docstring, steps 3-4)."""
     samples = len(track)
     z = track[..., 2]
-    height = float(z.max() - z.min())
-    tol = max(motion.CONTACT_SHARE * height, 0.5)
+    if tol is None:
+        tol = max(motion.CONTACT_SHARE * float(z.max() - z.min()), 0.5)
     root = m.root_cm(np.arange(samples) / samples)
     out = np.zeros((len(leg_list), samples, 3))
     for j, leg in enumerate(leg_list):
         v = leg.vertices
         # each group against its own ground (the lowest it reaches), as motion.analyse measures it
-        top = np.concatenate([np.full(len(g), float(z[:, g].min()) + tol) for g in leg.groups])
+        top = float(z[:, v].min()) + tol  # the leg's ground: its lowest point over the cycle
         touching = z[:, v] <= top  # (S, n) vertex in its contact band
         stance = touching.any(1)
         runs = [r for r in motion._runs(stance) if len(r) < samples]
@@ -339,7 +353,7 @@ def corrections(ch, clip: str, m: motion.ClipMotion, track: np.ndarray, leg_list
                 k0, k1 = r[i - 1], r[i]
                 c = v[touching[k0] & touching[k1]]
                 if not len(c):  # the contact moved on (heel to toe): follow the vertex now lowest
-                    c = v[[np.argmin(z[k1, v] - top)]]
+                    c = v[[np.argmin(z[k1, v])]]
                 step = track[k0, c, :2].mean(0) - track[k1, c, :2].mean(0)
                 step[0] += rt[i - 1] - rt[i]
                 d[i, :2] = d[i - 1, :2] + step
@@ -370,6 +384,21 @@ def lock(ch, clip: str, m: motion.ClipMotion | None = None, samples: int = LOCK_
     leg_list = legs(ch, track)
     if not leg_list or m.stride_cm <= 0:
         return FootLock(clip, (), np.zeros((0, samples, 3)), ch.clips[clip])
-    cm = corrections(ch, clip, m, track, leg_list)
-    data = cm @ F.TO_UE / ch.scale_cm  # UE cm -> data units (TO_UE is orthonormal: its inverse is its transpose)
+    data = np.zeros((len(leg_list), samples, 3))
+    body = ch.parts[0].mesh
+    z = track[..., 2]
+    tol = max(motion.CONTACT_SHARE * float(z.max() - z.min()), 0.5)
+    foot = np.unique(np.concatenate([leg.vertices for leg in leg_list]))
+    idx, w = F.blend_weights(body)
+    idx, w, rest = idx[foot], w[foot], body.positions[foot].astype(np.float64)
+    for it in range(1 + REFINE):
+        if it:  # what is left on the locked track (the feet re-skinned): vertices skinned partly
+            # to the turned shin, a one-segment swing's second-order miss
+            held = FootLock(clip, tuple(leg_list), data, ch.clips[clip])
+            track = track.copy()
+            for k in range(samples):
+                mats = np.einsum("nk,nkij->nij", w, F.skin_matrices(body, held.bones(k / samples))[idx])
+                track[k, foot] = F.to_ue(np.einsum("nij,nj->ni", mats[:, :3, :3], rest) + mats[:, :3, 3], ch.scale_cm)
+        cm = corrections(ch, clip, m, track, leg_list, tol)
+        data = data + cm @ F.TO_UE / ch.scale_cm  # UE cm -> data units (TO_UE is orthonormal: its inverse is its transpose)
     return FootLock(clip, tuple(leg_list), data, ch.clips[clip])

@@ -175,11 +175,14 @@ def _slides(track, foots, stance, grounds, tol, offset, stride) -> list[float]:
     return slides
 
 
-def slides(ch: Character, clip: str, m: ClipMotion, samples: int, bones=None) -> np.ndarray:
+def slides(ch: Character, clip: str, m: ClipMotion, samples: int, bones=None, legs: dict | None = None) -> np.ndarray:
     """The slide of every planted step of ``clip`` played with ``m``'s root travel, measured as
     :func:`analyse` does at ``samples`` phases on the skinned mesh posed by ``bones(phase)``
     (default: the clip as drawn; ``ik.FootLock.bones``: with the feet locked). The feet, their
-    grounds and stance come from that same track (the rule applied to what is drawn)."""
+    grounds and stance come from that same track (the rule applied to what is drawn). With
+    ``legs`` ({foot group's bone: leg}), a group's ground is its whole leg's lowest point, not its
+    own: a shin or pastern group that dips near the ground above a hoof that touches it is in
+    contact only where it comes as low as the hoof (``ik.leg_of``)."""
     body = ch.parts[0].mesh
     track = np.empty((samples, len(body.positions), 3))
     for k in range(samples):
@@ -189,6 +192,11 @@ def slides(ch: Character, clip: str, m: ClipMotion, samples: int, bones=None) ->
     tol = max(CONTACT_SHARE * float(z.max() - z.min()), 0.5)
     foots = feet(ch, track)
     grounds = [float(z[:, f].min()) for f in foots]
+    if legs:
+        body_bones = body.bones[np.arange(len(body.bones)), np.argmax(body.weights, 1)]
+        leg = [legs.get(int(body_bones[f[0]])) for f in foots]
+        lowest = {j: min(g for g, k in zip(grounds, leg) if k == j) for j in set(leg) if j is not None}
+        grounds = [lowest[k] if k is not None else g for g, k in zip(grounds, leg)]
     stance = (
         np.column_stack([z[:, f].min(1) <= g + tol for f, g in zip(foots, grounds)]) if foots else np.zeros((samples, 0), bool)
     )
