@@ -17,7 +17,8 @@ Where the costs come from, best first:
 
 Head training is a range: early stopping (``patience``) can end a config at ``max(warmup,
 patience)`` epochs, and no later than ``epochs``; the head cost per (train image × epoch) is the
-3-head × 9-config grid's, scaled by the grid's size and the backbone's tokens × width where known.
+3-head × 9-config grid's, scaled by the grid's size, the backbone's tokens × width where known and
+the row's batch size (:func:`batch_factor`: small train sets train in small, costlier batches).
 There is no GPU measurement in the reference: a plan for ``--device cuda`` without GPU timings of
 its own prints the CPU figures as what they are (an upper bound) and says so.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.data import read_tables
 from sceneforge.scenarios.sparrta.config import SparrtaConfig
-from sceneforge.study.config import StudyConfig, resolve_weights
+from sceneforge.study.config import StudyConfig, batch_for, resolve_weights
 from sceneforge.study.results import HEADER, RESULTS, check_protocol, read_header, read_rows
 from sceneforge.study.run import plan_datasets
 
@@ -70,6 +71,20 @@ HEAD_SHAPE = (196, 384)
 HEAD_SOURCE = f"docs/probing.md SpaRRTa-scale row (3 heads x 9 configs, 196 x 384 tokens), {MACHINE}, 2026-11-27"
 # tokens x width of the layers a spec gives, where known (the head cost scales with both)
 TOKEN_SHAPES = {"dinov2-s-imgfocus": (256, 384)}
+# small train sets train in small batches (batch_for: 32 at n_train 300), which cost more per image:
+# CPU ms per (train image x epoch) of the same 3-head x 9-config grid on 256 x 384 tokens at batch
+# 32 / 62 / 250 = 8.36 / 4.22 / 2.66 (benchmarks/study_head_cost.py, 2026-12-07 11:03, load ~9, one
+# process back to back); fitted as a + b / batch (a 1.818, b 209.3 ms), relative to batch 256
+HEAD_BATCH_FIT = (1.818, 209.3)
+HEAD_BATCH_SOURCE = "batch factor: benchmarks/study_head_cost.py, 2026-12-07 (batch 32 costs 3.2x per image of batch 256)"
+
+
+def batch_factor(batch: int) -> float:
+    """Per-image head cost at ``batch`` relative to batch 256 (the reference's)."""
+    a, b = HEAD_BATCH_FIT
+    return (a + b / batch) / (a + b / 256)
+
+
 REPORT_S = 2.0  # probe's report.html per run (backbone x dataset x n_train): ~1.7 s measured (docs/study.md)
 
 
@@ -236,6 +251,7 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
     for entry in cfg.entries():
         layers, shown, per_cell = _layers(entry, cfg, header)
         todo = done_n = images = train_images = runs = 0
+        weighted = 0.0  # train images x the batch factor of their row
         for d in datasets:
             unit_todo = 0
             for (env, task), sizes in d.groups.items():
@@ -250,6 +266,7 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
                         unit_todo += 1
                         runs_here = 1
                         train_images += n
+                        weighted += n * batch_factor(cfg.batch_size or batch_for(n))
                     runs += runs_here
             if unit_todo:
                 images += d.images
@@ -282,9 +299,12 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
             else:
                 tokens, width = TOKEN_SHAPES.get(entry.backbone, HEAD_SHAPE)
                 scale = tokens * width / (HEAD_SHAPE[0] * HEAD_SHAPE[1]) * grid
-                per = HEAD_MS / 1000 * scale * train_images
+                per = HEAD_MS / 1000 * scale * weighted
                 extra = REPORT_S * runs * cfg.reports
-                src = f"{HEAD_MS:.2f} ms per train image x epoch x {scale:.2f} (tokens x width, grid size), {HEAD_SOURCE}"
+                src = (
+                    f"{HEAD_MS:.2f} ms per train image x epoch x {scale:.2f} (tokens x width, grid size) x "
+                    f"{weighted / train_images:.2f} (batch), {HEAD_SOURCE}; {HEAD_BATCH_SOURCE}"
+                )
                 if entry.backbone not in TOKEN_SHAPES:
                     src += f"; {entry.backbone}'s token shape not known: ViT-S/16's"
                 if gpu:

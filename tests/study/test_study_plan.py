@@ -12,7 +12,7 @@ import yaml
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.study.config import load_study_config
-from sceneforge.study.plan import EXTRACT_MS, GENERATE_IMAGES_PER_S, format_plan, plan_study
+from sceneforge.study.plan import EXTRACT_MS, GENERATE_IMAGES_PER_S, HEAD_MS, batch_factor, format_plan, plan_study
 from study_helpers import BACKBONES, make_data, run_study, write_config
 
 
@@ -89,6 +89,11 @@ def test_a_study_that_generates_is_priced_from_the_reference_measurements(tmp_pa
     assert by["tiny"].rows_todo == 4 * 4 and "auto" in by["tiny"].layers  # auto: the 4 quarter-depth blocks
     assert by["dinov2-s"].extract.low == pytest.approx(4 * 400 * EXTRACT_MS["dinov2-s-imgfocus"] / 1000)
     heads = by["dinov2-s"].heads
+    # 4 datasets x 2 layers x 320 train images, in batches of 32 (3.2x the per-image cost of 256), at
+    # DINOv2-S/14's 256 x 384 tokens, from 60 epochs (warm-up 60, patience 40) on
+    assert batch_factor(256) == 1 and batch_factor(32) == pytest.approx(3.17, abs=0.01) and batch_factor(250) > 1
+    per_epoch = HEAD_MS / 1000 * (256 * 384) / (196 * 384) * batch_factor(32) * 4 * 2 * 320
+    assert heads.low == pytest.approx(per_epoch * 60) and "x 3.17 (batch)" in heads.source
     assert heads.low < heads.high and heads.high / heads.low == pytest.approx(300 / 60, rel=0.01)  # 60 (warm-up) to 300 epochs
     low, high = plan.total()
     assert low == pytest.approx(
