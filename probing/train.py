@@ -46,8 +46,9 @@ class TrainConfig:
     patience: int = 0  # > 0: early stopping on val after this many epochs without a new best
     batched: bool = True  # False: each config trained alone (the reference; slower)
     # where the heads train: "cpu" (the tested default, bit-for-bit reproducible), "cuda" or
-    # "cuda:N". Only the training moves: the batch order and dropout masks still come from the
-    # seeded CPU generators and the returned heads live on the CPU (see :func:`on_device`).
+    # "cuda:N". Only the training moves: init and batch order (and the batched grid's dropout
+    # masks) still come from seeded CPU generators; the returned heads live on the CPU. Heads
+    # trained one by one (train_heads) use nn.Dropout, which draws on the device.
     device: str = "cpu"
 
     def schedule(self, head: str) -> tuple[int, int]:
