@@ -219,17 +219,21 @@ def leg_of(ch, lock: FootLock) -> dict[int, int]:
     return {int(dom[g[0]]): j for j, leg in enumerate(lock.legs) for g in leg.groups}
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def _shortest_arc(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """3x3 rotation taking direction ``a`` to direction ``b`` by the shortest arc."""
     a = a / np.linalg.norm(a)
     b = b / np.linalg.norm(b)
-    v = np.cross(a, b)
+    v = _cross(a, b)
     c = float(np.dot(a, b))
     s = float(np.linalg.norm(v))
     if s < 1e-12:
         if c > 0:
             return np.eye(3)
-        axis = np.cross(a, [1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0])
+        axis = _cross(a, np.array([1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0]))
         axis /= np.linalg.norm(axis)
         return 2.0 * np.outer(axis, axis) - np.eye(3)  # half turn
     k = np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
@@ -252,7 +256,11 @@ def two_bone(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, target: np.nd
     pole = (knee - hip) - np.dot(knee - hip, u) * u
     if np.linalg.norm(pole) < 1e-9 * a:  # the clip's leg is straight along the target: bend as it would
         pole = (ankle - knee) - np.dot(ankle - knee, u) * u
-        pole = -pole if np.linalg.norm(pole) > 1e-12 else np.cross(u, [1.0, 0.0, 0.0] if abs(u[0]) < 0.9 else [0.0, 0.0, 1.0])
+        pole = (
+            -pole
+            if np.linalg.norm(pole) > 1e-12
+            else _cross(u, np.array([1.0, 0.0, 0.0] if abs(u[0]) < 0.9 else [0.0, 0.0, 1.0]))
+        )
     v = pole / np.linalg.norm(pole)
     cos_h = float(np.clip((a * a + dist * dist - b * b) / (2.0 * a * dist), -1.0, 1.0))
     new_knee = hip + a * (cos_h * u + np.sqrt(1.0 - cos_h * cos_h) * v)
@@ -311,9 +319,10 @@ class FootLock:
     shift: np.ndarray  # (L, LOCK_SAMPLES, 3) end-bone shift per leg and sample, data units
     source: F.Clip
 
-    def bones(self, phase: float) -> np.ndarray:
-        """(B,4,4) model-space bone matrices at ``phase`` with the feet locked."""
-        pose = F.pose_at(self.source, phase)
+    def bones(self, phase: float, pose: np.ndarray | None = None) -> np.ndarray:
+        """(B,4,4) model-space bone matrices at ``phase`` with the feet locked (``pose``: the
+        clip's own at ``phase``, when the caller has it)."""
+        pose = F.pose_at(self.source, phase) if pose is None else pose
         n = self.shift.shape[1]
         f = (float(phase) % 1.0) * n
         k0 = int(f) % n
@@ -391,13 +400,16 @@ def lock(ch, clip: str, m: motion.ClipMotion | None = None, samples: int = LOCK_
     foot = np.unique(np.concatenate([leg.vertices for leg in leg_list]))
     idx, w = F.blend_weights(body)
     idx, w, rest = idx[foot], w[foot], body.positions[foot].astype(np.float64)
+    unbind = np.linalg.inv(F.bone_matrices(body.bind_t, body.bind_q))
+    poses = [F.pose_at(ch.clips[clip], k / samples) for k in range(samples)]
     for it in range(1 + REFINE):
         if it:  # what is left on the locked track (the feet re-skinned): vertices skinned partly
             # to the turned shin, a one-segment swing's second-order miss
             held = FootLock(clip, tuple(leg_list), data, ch.clips[clip])
             track = track.copy()
             for k in range(samples):
-                mats = np.einsum("nk,nkij->nij", w, F.skin_matrices(body, held.bones(k / samples))[idx])
+                skin = np.concatenate([held.bones(k / samples, poses[k]) @ unbind, np.eye(4)[None]])  # formats.skin_matrices
+                mats = np.einsum("nk,nkij->nij", w, skin[idx])
                 track[k, foot] = F.to_ue(np.einsum("nij,nj->ni", mats[:, :3, :3], rest) + mats[:, :3, 3], ch.scale_cm)
         cm = corrections(ch, clip, m, track, leg_list, tol)
         data = data + cm @ F.TO_UE / ch.scale_cm  # UE cm -> data units (TO_UE is orthonormal: its inverse is its transpose)

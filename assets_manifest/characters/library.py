@@ -77,9 +77,19 @@ class CharacterLibrary:
         return dataset_notice(self.info)
 
     def mesh(
-        self, cls: str, variant: int, clip: str, phase: float, asset_id: str | None = None, props: bool | None = None
+        self,
+        cls: str,
+        variant: int,
+        clip: str,
+        phase: float,
+        asset_id: str | None = None,
+        props: bool | None = None,
+        planted: bool = True,
     ) -> RenderMesh:
-        return self.character(cls, variant, props).mesh(clip, phase, asset_id)
+        """The posed figure (model.Character.mesh); ``planted=False``: the clip's own pose, without
+        the foot lock (cheaper: sizes and reach for planning, which the lock does not change by
+        more than a few cm)."""
+        return self.character(cls, variant, props).mesh(clip, phase, asset_id, planted)
 
     def rig(self, cls: str, variant: int, props: bool | None = None) -> SkinRig:
         """The bind-pose figure with its skin weights (model.Character.rig), built once per variant

@@ -99,7 +99,7 @@ class WithPackClasses:
         if asset_id not in self._infos:
             return self._library.size_cm(asset_id)
         if asset_id not in self._sizes:
-            v = np.asarray(self._pack.mesh(self._infos[asset_id].cls, 0, "walk", 0.0).vertices, float)
+            v = np.asarray(self._pack.mesh(self._infos[asset_id].cls, 0, "walk", 0.0, planted=False).vertices, float)
             self._sizes[asset_id] = tuple(float(x) for x in np.ptp(v, axis=0))
         return self._sizes[asset_id]
 
@@ -197,7 +197,7 @@ def plan(
     ch = lib.character(cls, variant)
     have = {c: motions(cls, variant, c) for c in ("walk", "run") if c in ch.clips}
     moving = {c: m for c, m in have.items() if m.stride_cm > 0 and m.natural_speed_cms > 0}  # clips whose feet travel
-    body = lib.mesh(cls, variant, "walk", 0.0).vertices
+    body = lib.mesh(cls, variant, "walk", 0.0, planted=False).vertices  # the clip's own (no foot lock to solve here)
     v = speeds(location, fps, yaw, 0.35 * float(np.ptp(body[:, 0])))  # feet ~ a third of the length from the centre
     clips, phases, offsets = [], np.zeros(len(v)), np.zeros(len(v))
     phase = {"walk": phase0, "run": phase0, "idle": phase0}
