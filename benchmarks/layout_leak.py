@@ -1,7 +1,9 @@
 """How much one object's box says about the label under a camera policy: geometry only, no render.
 
 Run: ``python benchmarks/layout_leak.py --env desert --task ego --policy decorrelated --groups 300
-[--triple rock_truck] [--max-pair-dist 450] [--window 0.15,0.85]``
+[--triple rock_truck] [--max-pair-dist 450] [--window 0.15,0.85] [--no-quotas]``, or
+``python benchmarks/layout_leak.py --table OUT`` for a generated dataset's table (the CV column
+of docs/validation.md).
 
 Samples views the way the scenario does (``setting_for`` + ``sample_setting`` + ``sample_view``;
 one scene group of four samples, one per label, per group), takes each labelled object's projected
@@ -13,6 +15,9 @@ source position and log area and the mean target - source offset: where the leak
 Why: a policy change (issue 46's ``decorrelated``) is judged by these numbers; a render-free
 estimate takes ~1 min for 1,200 views instead of ~8 min for a rendered 1,000-sample dataset. The
 ablation rows of docs/validation.md "The 0.6.0 default" (pair distance, anchor window) came from it.
+The policy's layout quotas (scenarios/sparrta/quotas.py, allo since 0.7.0) apply as in a job:
+``--no-quotas`` leaves them out. Calibration and the quotas' own before/after measurement on
+fresh pilots of all triples: ``scenarios/sparrta/quota_pilot.py``.
 """
 
 from __future__ import annotations
@@ -71,6 +76,8 @@ def views(args) -> tuple[pd.DataFrame, Counter, int]:
         rng = np.random.default_rng(g)
         for j, want in enumerate(LABELS):
             st = sample_setting(cfg, base, unit, 4 * g + j)
+            if args.no_quotas:  # the 0.6.0 policy: no layout-quota acceptance step
+                st = dataclasses.replace(st, quota=None)
             try:
                 v = sample_view(rng, group, args.task, want, st, env.ground, human, rej)
             except PlacementError:
@@ -97,6 +104,25 @@ def cv_accuracy(x: np.ndarray, y: np.ndarray, fold: np.ndarray) -> float:
     return float(np.mean(accs))
 
 
+def table_cv(out: Path, samples_per_scene: int = 4) -> None:
+    """Scene-grouped 5-fold CV of the layout MLP on a generated dataset's ``samples.parquet`` (per
+    env/task; a scene = ``samples_per_scene`` consecutive samples of a triple): the steadier twin
+    of the card's split numbers, as docs/validation.md reports them."""
+    t = pd.read_parquet(Path(out) / "samples.parquet")
+    for (env, task), g in t.groupby(["env", "task"], sort=True):
+        g = g.reset_index(drop=True)
+        y = np.array([LABELS.index(v) for v in g.label])
+        scene = g.triple_id.astype(str) + "/" + (g.unit_index // samples_per_scene).astype(str)
+        codes = pd.factorize(scene)[0]
+        fold = np.random.default_rng(0).permutation(codes.max() + 1)[codes] % 5
+        sets = {"source": ("source",), "target": ("target",)}
+        if task == "allo":
+            sets["figure"] = ("human",)
+        sets["all boxes"] = ("source", "target", "human")
+        cells = {k: f"{cv_accuracy(box_features(g, objs)[0], y, fold):.3f}" for k, objs in sets.items()}
+        print(f"{env}/{task} ({len(g)} samples, scene-grouped 5-fold CV):", cells)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--env", default="desert")
@@ -105,8 +131,12 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=300, help="scene groups (4 views each, one per label)")
     ap.add_argument("--triple", default=None, help="triple id (default: the environment's first)")
     ap.add_argument("--max-pair-dist", type=float, default=None, help="override the source-target distance limit, cm")
+    ap.add_argument("--no-quotas", action="store_true", help="leave out decorrelated's layout quotas (allo: 0.6.0's views)")
     ap.add_argument("--window", default=None, help="override decorrelated's anchor window, e.g. 0.15,0.85")
+    ap.add_argument("--table", default=None, help="a generated dataset directory: CV of its table instead of a pilot")
     args = ap.parse_args()
+    if args.table:
+        return table_cv(Path(args.table))
     t0 = time.time()
     t, rej, fails = views(args)
     print(f"{args.env} {args.task} {args.policy}: {len(t)} views, {fails} without a view, {time.time() - t0:.0f} s")

@@ -17,6 +17,7 @@ from sceneforge.scenarios.sampling.relations import LABELS
 from sceneforge.scenarios.sparrta import characters
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.sparrta.record import load_record, unit_dir
+from sceneforge.scenarios.sparrta.setting import quota_of
 from sceneforge.scenarios.output.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
 from sceneforge.scenarios.sparrta.graph import write_scene_tables
 from sceneforge.scenarios.world.look import card_worlds
@@ -91,7 +92,15 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
     write_scene_tables(out, rows)  # objects.parquet (+ annotations.coco.json with masks)
     stats = statistics(recs, rows)
     baselines = layout_baselines(rows)
-    atomic_write_json(out / CARD_FILE, {**card(cfg, units, recs, stats), **margins(cfg, rows), "layout_baselines": baselines})
+    atomic_write_json(
+        out / CARD_FILE,
+        {
+            **card(cfg, units, recs, stats),
+            **margins(cfg, rows),
+            "layout_quotas": layout_quotas(cfg, units),
+            "layout_baselines": baselines,
+        },
+    )
     return {**stats, "layout_baselines": baselines}
 
 
@@ -132,6 +141,19 @@ def margins(cfg: SparrtaConfig, rows: list[dict]) -> dict:
                 ),
             }
     return {"camera_policy": cfg.camera_policy, "margins": out}
+
+
+def layout_quotas(cfg: SparrtaConfig, units: list[Unit]) -> dict:
+    """Per ``env/task/triple``: the layout-quota table its views were accepted by (quotas.py:
+    ``digest`` of the shipped table, the pilot's mean acceptance per label) or null (no quota:
+    another policy, ego, or an environment without a shipped table for its content)."""
+    out = {}
+    for u in units:
+        table = quota_of(cfg, u)
+        out[f"{u.env}/{u.task}/{u.triple_id}"] = (
+            None if table is None else {"digest": table.digest, "pilot_acceptance": dict(zip(LABELS, table.acceptance))}
+        )
+    return out
 
 
 def remove_stale_temps(out: Path, units: list[Unit]) -> int:

@@ -17,6 +17,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.engine.server.renderers import parse_spec
 from sceneforge.scenarios.config import ScenarioConfig, comma_list, option
 from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES, DEFAULT_POLICY
+from sceneforge.scenarios.sparrta.quotas import QuotaTable, shipped_document
 from sceneforge.scenarios.sampling.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
@@ -41,6 +42,7 @@ class SparrtaConfig(ScenarioConfig):
         "camera_policy": "jitter",
         "characters": False,
         "character_props": "auto",
+        "quota_tables": None,
     }
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s), a YAML path, or 'all'")
@@ -134,6 +136,11 @@ class SparrtaConfig(ScenarioConfig):
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
+    # camera_policy decorrelated, allo (since 0.7.0): the layout-quota tables of the environments
+    # (scenarios/sparrta/quotas.py), filled in by parse_config from the shipped ones
+    # (``{env: the shipped document}``, only environments whose content has one): part of the job's
+    # identity, and what workers read. A recorded config without it (0.6.x) runs without quotas.
+    quota_tables: dict | None = field(default=None, hash=False, compare=False)
 
     @classmethod
     def coerce(cls, values: dict, source: str) -> dict:
@@ -171,10 +178,37 @@ class SparrtaConfig(ScenarioConfig):
         """The environments' content, read once (CLI, Python API) or checked when recorded."""
         from sceneforge.scenarios.world.environments import freeze_envs  # pydantic+shapely, ~90 ms: off `--help`
 
-        if self.env_files is None:
-            return replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
+        if self.env_files is None:  # a user's config: today's environments and quota tables
+            done = replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
+            return replace(done, quota_tables=_shipped_quotas(done))
         _check_frozen(self.env_files, source)
+        _check_quotas(self.quota_tables, source)
         return self
+
+    def quota(self, env: str, task: str, triple: str):
+        """The layout-quota table (quotas.QuotaTable) of (env, task, triple), or None."""
+        doc = (self.quota_tables or {}).get(env) or {}
+        d = doc.get("tables", {}).get(task, {}).get(triple)
+        return None if d is None else self.memo(("quota", env, task, triple), lambda: QuotaTable.from_dict(d))
+
+
+def _shipped_quotas(cfg: SparrtaConfig) -> dict | None:
+    """The shipped quota documents of the config's environments (those calibrated for their
+    content), for ``decorrelated`` jobs with allo; None otherwise (the field is then left out)."""
+    if cfg.camera_policy != "decorrelated" or "allo" not in cfg.tasks:
+        return None
+    docs = {name: shipped_document(name, e["sha256"]) for name, e in cfg.env_files.items()}
+    docs = {k: v for k, v in docs.items() if v is not None}
+    return docs or None
+
+
+def _check_quotas(docs, source: str) -> None:
+    """A recorded ``quota_tables`` must be ``{env: {"tables": {task: {triple: table}}}}``."""
+    ok = docs is None or (
+        isinstance(docs, dict) and all(isinstance(d, dict) and isinstance(d.get("tables"), dict) for d in docs.values())
+    )
+    if not ok:
+        raise ConfigError(f"{source}: quota_tables is damaged (it records the layout-quota tables per environment)")
 
 
 def parse_config(raw: dict, source: str = "config") -> SparrtaConfig:

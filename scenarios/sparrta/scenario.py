@@ -62,7 +62,7 @@ from sceneforge.scenarios.sparrta.layout import export_sparrta
 
 log = logging.getLogger(__name__)
 # Rules that reject most candidates by design (drawing until the wanted label appears).
-CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable")
+CONDITIONING = ("label", "ambiguity", "proposal", "scene_unusable", "quota")
 LOOKAHEAD = 8  # samples whose first steps (scene group, first views) are prepared ahead (lookahead.py):
 # two scene groups' worth (samples_per_scene = 4). The server runs up to EARLY_DEPTH
 # samples ahead of the main thread, so with one group's worth the next group was

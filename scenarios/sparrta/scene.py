@@ -32,6 +32,7 @@ from sceneforge.scenarios.sampling.conditioned import (
 )
 from sceneforge.scenarios.sampling.screens import screen_aimed_cameras
 from sceneforge.scenarios.sparrta.camera_policy import aims_at_screen
+from sceneforge.scenarios.sparrta.quotas import view_features
 from sceneforge.scenarios.sampling.shapes import ShapeCache
 from sceneforge.scenarios.sampling.silhouette import big_enough_silhouettes
 from sceneforge.scenarios.sampling.rejection import (
@@ -84,6 +85,9 @@ class Setting:
     anchor_screen: tuple[float, float] | None = None
     anchor: str = "pair"
     heading_margin: bool = False
+    # camera_policy "decorrelated": the layout quota of this (env, task, triple) (quotas.py): a
+    # view is kept with its boxes' acceptance probability (None: no quota)
+    quota: object | None = None
 
 
 @dataclass
@@ -233,7 +237,10 @@ def sample_view(
         xy = region.sample_many(r, n)
         eyes = np.column_stack([xy, base_z + r.uniform(lo, hi, n)])
         if st.anchor_screen is not None:  # decorrelated: the anchor at the sample's label-free point
-            return np.column_stack([eyes, aims_at_screen(eyes, anchor, st.anchor_screen, st.fov_deg)])
+            aims = aims_at_screen(eyes, anchor, st.anchor_screen, st.fov_deg)
+            if st.quota is not None:  # the quota's acceptance uniform: column 6 of the same draws
+                return np.column_stack([eyes, aims, r.uniform(0.0, 1.0, n)])
+            return np.column_stack([eyes, aims])
         if st.source_screen is not None:  # balanced: the source where the sample's quota put it
             return np.column_stack([eyes, aims_at_screen(eyes, src.centre(), st.source_screen, st.fov_deg)])
         if st.aim_jitter_deg <= 0.0:
@@ -248,10 +255,18 @@ def sample_view(
             cands[:, :3], cands[:, 3:6], st.fov_deg, st.size, prisms, IN_FRAME_MARGIN * st.size, st.min_bbox_px
         )
 
+    drawn = {}
+
+    def make(e: np.ndarray):
+        drawn["u"] = float(e[6]) if len(e) > 6 else None  # read by the quota rule on this candidate
+        return aimed_camera(float(e[0]), float(e[1]), float(e[2]), tuple(float(v) for v in e[3:6]), st.fov_deg, st.size)
+
+    if st.quota is not None:  # last: only views that pass every other rule are weighed
+        rules += [("quota", lambda c: drawn["u"] < st.quota.accept_prob(want, view_features(c, objects)))]
     cam = resample_batched(
         draw,
         screen,
-        lambda e: aimed_camera(float(e[0]), float(e[1]), float(e[2]), tuple(float(v) for v in e[3:6]), st.fov_deg, st.size),
+        make,
         rules,
         rng,
         st.max_tries,

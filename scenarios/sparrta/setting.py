@@ -88,8 +88,16 @@ def sample_setting(cfg: SparrtaConfig, st: Setting, unit: Unit, i: int) -> Setti
         return st
     rng = sample_rng(cfg.seed, unit.env, unit.task, unit.triple_id, i, stream=BALANCE_STREAM)
     if cfg.camera_policy == "decorrelated":
-        return replace(st, anchor_screen=anchor_screen(rng))
+        return replace(st, anchor_screen=anchor_screen(rng), quota=quota_of(cfg, unit))
     return replace(st, source_screen=source_screen(unit.label_offset + i, rng))
+
+
+def quota_of(cfg: SparrtaConfig, unit: Unit):
+    """The layout quota (quotas.py) of a unit under ``decorrelated``: the table the config
+    records for its (env, task, triple) (``SparrtaConfig.quota_tables``), else None."""
+    if cfg.camera_policy != "decorrelated":
+        return None
+    return cfg.quota(unit.env, unit.task, unit.triple_id)
 
 
 def attempt_setting(st: Setting, attempt: int) -> Setting:

@@ -1,0 +1,140 @@
+"""The render-free pilot behind the layout quotas (``quotas.py``): views drawn exactly as a job's
+samples draw them (``Session.start``: setting, look lens, the sample's label-free anchor point,
+scene group, ``sample_view``), without the quota, and each labelled box's features.
+
+Why a separate module: it needs ``setting.py`` (which reads the shipped tables through
+``quotas.py``), so ``quotas.py`` stays free of it. Pure: a function of (config, env, task,
+triple, seed, groups); ``python -m sceneforge.scenarios.sparrta.quotas`` runs it to make the
+shipped tables, ``benchmarks/layout_leak.py --quotas`` to measure them on fresh views.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+import numpy as np
+
+from sceneforge.core.errors import PlacementError
+from sceneforge.scenarios.sampling.rejection import sample_rng
+from sceneforge.scenarios.sampling.relations import LABELS
+from sceneforge.scenarios.sampling.shapes import ShapeCache
+from sceneforge.scenarios.sparrta.config import Unit, parse_config
+from sceneforge.scenarios.sparrta.quotas import (
+    BINS,
+    BOXES,
+    FORMAT,
+    MARGINS,
+    PILOT_GROUPS,
+    PILOT_SEED,
+    TABLE_DIR,
+    fit,
+    view_features,
+)
+from sceneforge.scenarios.sparrta.scene import build_group, sample_view
+from sceneforge.scenarios.sparrta.setting import sample_setting, setting_for
+from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look
+
+
+def pilot(cfg, env_name: str, task: str, triple_id: str, seed: int, groups: int, quotas: bool = False) -> dict:
+    """``groups`` scene groups of four views (one per label) of one (env, task, triple) under
+    ``cfg`` (its camera policy), with ``seed`` in place of the job's. ``quotas``: apply the
+    shipped tables as a job does (to measure them); default off (what calibration fits on).
+
+    Returns ``{"feats": (n, boxes, 3), "labels": (n,), "groups": (n,), "boxes": (n, boxes, 4)
+    x0 y0 x1 y1 px, "size": px, "failed": views without one, "rejections": Counter}``."""
+    cfg = replace(cfg, seed=int(seed))
+    env = cfg.env(env_name)
+    tri = next(t for t in env.triples if t.id == triple_id)
+    unit = Unit(env.name, task, tri.id, tri.source_class, tri.target_class, "human", 4 * groups, 0, 0)
+    lib = env.library
+    shapes = ShapeCache(lib, lambda cls: env.variants(cls, lib))
+    base = setting_for(cfg, env, task)
+    feats, labels, gs, boxes, failed, rej = [], [], [], [], 0, Counter()
+    names = BOXES[task]
+    for g in range(groups):
+        clutter = (lambda r, keep: env.clutter(r, keep, library=lib)) if cfg.clutter else None
+        rng = sample_rng(cfg.seed, env.name, task, tri.id, g, stream=1)
+        try:
+            group = build_group(rng, ("pilot", g), tri.source_class, tri.target_class, shapes, base, env.ground, clutter)
+        except PlacementError:
+            failed += 4
+            continue
+        if task == "allo":
+            group.viewpoint = shapes.pick(rng, unit.viewpoint_class)
+        for j in range(4):
+            i = 4 * g + j
+            st = base
+            look = draw_look(env, sample_rng(cfg.seed, env.name, task, tri.id, i, stream=LOOK_STREAM))
+            if "camera" in look:
+                st = replace(st, fov_deg=float(look["camera"]["fov_deg"]))
+            st = sample_setting(cfg, st, unit, i)
+            if not quotas:
+                st = replace(st, quota=None)
+            want = unit.label(i)
+            try:
+                v = sample_view(
+                    sample_rng(cfg.seed, env.name, task, tri.id, i), group, task, want, st, env.ground, group.viewpoint, rej
+                )
+            except PlacementError:
+                failed += 1
+                continue
+            objs = {"source": group.source, "target": group.target, "human": v.human}
+            objects = [objs[n] for n in names]
+            feats.append(view_features(v.camera, objects))
+            bb = []
+            for o in objects:
+                uv, _ = v.camera.project(o.corners())
+                bb.append([*uv.min(0), *uv.max(0)])
+            boxes.append(bb)
+            labels.append(LABELS.index(want))
+            gs.append(g)
+    k = len(names)
+    return {
+        "feats": np.asarray(feats, float).reshape(-1, k, 3),
+        "labels": np.asarray(labels, np.int64),
+        "groups": np.asarray(gs, np.int64),
+        "boxes": np.asarray(boxes, float).reshape(-1, k, 4),
+        "size": cfg.size,
+        "failed": failed,
+        "rejections": rej,
+    }
+
+
+def calibrate(env_name: str, tasks=("allo",), groups: int = PILOT_GROUPS, log=print) -> dict:
+    """The shipped-table document of one environment: per task and triple, :func:`quotas.fit` on a
+    pilot of ``groups`` scene groups at :data:`PILOT_SEED` under the default ``decorrelated``
+    config (its size, margins and size floors), keyed by the environment file's sha256."""
+    cfg = parse_config({"envs": [env_name], "tasks": list(tasks), "camera_policy": "decorrelated"})
+    env = cfg.env(env_name)
+    doc = {"format": FORMAT, "env": env.name, "env_sha256": cfg.env_files[env.name]["sha256"], "pilot": {}, "tables": {}}
+    doc["pilot"] = {"seed": PILOT_SEED, "groups": groups, "bins": BINS, "margins": [list(m) for m in MARGINS]}
+    for task in tasks:
+        for tri in env.triples:
+            p = pilot(cfg, env.name, task, tri.id, PILOT_SEED, groups)
+            table = fit(p["feats"], p["labels"], env.name, task, tri.id)
+            doc["tables"].setdefault(task, {})[tri.id] = table.to_dict()
+            log(f"{env.name} {task} {tri.id}: {len(p['labels'])} pilot views, acceptance per label {table.acceptance}")
+    return doc
+
+
+def main(argv=None) -> int:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="Fit and write the shipped layout-quota tables (scenarios/sparrta/quota_tables/).")
+    ap.add_argument("envs", nargs="+", help="shipped environment names")
+    ap.add_argument("--tasks", default="allo", help="comma list (default allo: see quotas.TASKS)")
+    ap.add_argument("--groups", type=int, default=PILOT_GROUPS)
+    args = ap.parse_args(argv)
+    TABLE_DIR.mkdir(exist_ok=True)
+    for name in args.envs:
+        doc = calibrate(name, tuple(args.tasks.split(",")), args.groups)
+        path = TABLE_DIR / f"{doc['env']}.json"
+        path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
