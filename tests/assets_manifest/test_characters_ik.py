@@ -53,7 +53,9 @@ def leg_states(hip: np.ndarray, ankle: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return t, q
 
 
-def synthetic_biped(drift: float = 0.04) -> Character:
+def synthetic_biped(drift: float = 0.04, ankle_ring: bool = False) -> Character:
+    """``ankle_ring``: a ring of shin vertices 0.08 units above the sole (a shin group that dips
+    near the ground but never touches it)."""
     hips = (np.array([0.2, HIP_Y, 0.0]), np.array([-0.2, HIP_Y, 0.0]))
     ts, qs = np.zeros((FRAMES, 7, 3)), np.zeros((FRAMES, 7, 4))
     for f in range(FRAMES):
@@ -70,7 +72,7 @@ def synthetic_biped(drift: float = 0.04) -> Character:
         for y in (HIP_Y, HIP_Y + 0.3):
             pos.append((x, y, 0.0)), bones.append(0)
     for leg, x in enumerate((0.2, -0.2)):
-        for b, y in ((1, HIP_Y - 0.5), (2, HIP_Y - 1.5)):
+        for b, y in ((1, HIP_Y - 0.5), (2, HIP_Y - 1.5), *(((2, HIP_Y - 2.02),) if ankle_ring else ())):
             for dx, dz in ((-0.05, -0.05), (0.05, -0.05), (0.05, 0.05), (-0.05, 0.05)):
                 pos.append((x + dx, y, dz)), bones.append(1 + 3 * leg + b - 1)
         for dx in (-0.05, 0.05):  # the foot: 0.1 below the ankle, heel at +0.05, toe at -0.2
@@ -207,3 +209,18 @@ def test_one_segment_and_free_feet():
     out = ik.solve(pose, free, shift)
     assert out[6, :3, 3] == pytest.approx(pose[6, :3, 3] + shift, abs=1e-12)
     assert np.array_equal(out[:6], pose[:6]) and np.array_equal(out[6, :3, :3], pose[6, :3, :3])
+
+
+def test_a_shin_hanging_above_a_planted_foot_is_not_a_planted_foot():
+    """motion.slides' ``legs``: a group's ground is its leg's lowest point. A shin ring that dips
+    6 cm above the sole (its own lowest point) would count as planted against itself, sliding as
+    the shin sweeps; against the leg's ground it never touches, and the locked feet hold."""
+    ch = synthetic_biped(ankle_ring=True)
+    m = motion.analyse(ch, "walk")
+    lock = ch.foot_lock("walk")
+    own = motion.slides(ch, "walk", m, ik.LOCK_SAMPLES, lock.bones)
+    legs = ik.leg_of(ch, lock)
+    assert sorted(legs) == [2, 3, 5, 6] and legs[2] == legs[3] != legs[5] == legs[6]  # shin and foot groups, per leg
+    by_leg = motion.slides(ch, "walk", m, ik.LOCK_SAMPLES, lock.bones, legs=legs)
+    assert len(own) == 4 and own.max() > 1.0  # the shin rings "slide"
+    assert len(by_leg) == 2 and by_leg.max() <= 1.0  # only the feet are planted, and they hold
