@@ -181,7 +181,44 @@ def _radius(p: Placed) -> float:
     return float(np.max(np.hypot(p.shape.footprint[:, 0], p.shape.footprint[:, 1])))
 
 
+# camera_policy decorrelated, allo: whole views (figure and camera) a sample may draw before its
+# layout quota gives up on the scene (PlacementError rule "quota"; the job moves to another scene)
+QUOTA_TRIES = 200
+
+
 def sample_view(
+    rng: np.random.Generator,
+    group: Group,
+    task: str,
+    want: str,
+    st: Setting,
+    ground: Ground,
+    human_shape: AssetShape | None,
+    counts: Counter,
+) -> View:
+    """A view (:func:`draw_view`) that, with a layout quota (``st.quota``, quotas.py), is kept
+    with its boxes' acceptance probability; a rejected view is drawn again *whole*, figure
+    included, so the kept views are distributed as the pilot's views times their weights (a
+    camera redrawn around a kept figure would leave the figure's own cells unweighted). The
+    acceptance uniform is the next draw of the sample's own ``rng``."""
+    if st.quota is None:
+        return draw_view(rng, group, task, want, st, ground, human_shape, counts)
+    names = [group.source, group.target]
+    for _ in range(QUOTA_TRIES):
+        view = draw_view(rng, group, task, want, st, ground, human_shape, counts)
+        objects = names + ([view.human] if view.human is not None else [])
+        if rng.uniform() < st.quota.accept_prob(want, view_features(view.camera, objects)):
+            return view
+        counts["quota"] += 1
+    raise PlacementError(
+        f"{task} view for label {want!r}: the layout quota kept none of {QUOTA_TRIES} views",
+        rule="quota",
+        tries=QUOTA_TRIES,
+        rejections={"quota": QUOTA_TRIES},
+    )
+
+
+def draw_view(
     rng: np.random.Generator,
     group: Group,
     task: str,
@@ -237,10 +274,7 @@ def sample_view(
         xy = region.sample_many(r, n)
         eyes = np.column_stack([xy, base_z + r.uniform(lo, hi, n)])
         if st.anchor_screen is not None:  # decorrelated: the anchor at the sample's label-free point
-            aims = aims_at_screen(eyes, anchor, st.anchor_screen, st.fov_deg)
-            if st.quota is not None:  # the quota's acceptance uniform: column 6 of the same draws
-                return np.column_stack([eyes, aims, r.uniform(0.0, 1.0, n)])
-            return np.column_stack([eyes, aims])
+            return np.column_stack([eyes, aims_at_screen(eyes, anchor, st.anchor_screen, st.fov_deg)])
         if st.source_screen is not None:  # balanced: the source where the sample's quota put it
             return np.column_stack([eyes, aims_at_screen(eyes, src.centre(), st.source_screen, st.fov_deg)])
         if st.aim_jitter_deg <= 0.0:
@@ -255,18 +289,10 @@ def sample_view(
             cands[:, :3], cands[:, 3:6], st.fov_deg, st.size, prisms, IN_FRAME_MARGIN * st.size, st.min_bbox_px
         )
 
-    drawn = {}
-
-    def make(e: np.ndarray):
-        drawn["u"] = float(e[6]) if len(e) > 6 else None  # read by the quota rule on this candidate
-        return aimed_camera(float(e[0]), float(e[1]), float(e[2]), tuple(float(v) for v in e[3:6]), st.fov_deg, st.size)
-
-    if st.quota is not None:  # last: only views that pass every other rule are weighed
-        rules += [("quota", lambda c: drawn["u"] < st.quota.accept_prob(want, view_features(c, objects)))]
     cam = resample_batched(
         draw,
         screen,
-        make,
+        lambda e: aimed_camera(float(e[0]), float(e[1]), float(e[2]), tuple(float(v) for v in e[3:6]), st.fov_deg, st.size),
         rules,
         rng,
         st.max_tries,

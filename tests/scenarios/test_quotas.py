@@ -17,7 +17,7 @@ from sceneforge.scenarios.sampling.relations import LABELS, relation
 from sceneforge.scenarios.sparrta import quotas
 from sceneforge.scenarios.sparrta.config import Unit, parse_config
 from sceneforge.scenarios.sparrta.quota_pilot import pilot
-from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view
+from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, draw_view, sample_view
 from sceneforge.scenarios.sparrta.setting import quota_of, sample_setting, setting_for
 from sceneforge.scenarios.world.environments import list_envs, load_env
 
@@ -138,10 +138,10 @@ def test_sample_view_applies_the_quota_and_keeps_the_label():
             assert relation(v.human.location, group.source.location, group.target.location, st.margin_deg) == want
             feats = quotas.view_features(v.camera, [group.source, group.target, v.human])
             assert st.quota.accept_prob(want, feats) > 0.0
-            no_quota = sample_view(
-                np.random.default_rng(g * 10 + j), group, "allo", want, replace(st, quota=None), env.ground, human, Counter()
-            )
-            assert no_quota.human.location == v.human.location  # the figure is drawn before the camera
+            plain = replace(st, quota=None)  # without a quota: one draw, as 0.6.0
+            a = sample_view(np.random.default_rng(7), group, "allo", want, plain, env.ground, human, Counter())
+            b = draw_view(np.random.default_rng(7), group, "allo", want, plain, env.ground, human, Counter())
+            assert a.camera == b.camera and a.human.location == b.human.location
     assert kept >= 8 and seen["quota"] > 0  # the acceptance step rejected views
 
 
