@@ -30,8 +30,10 @@ acceptance. :func:`fit` works on any task; ``calibrate`` is given the tasks to s
 Determinism: a table is a pure function of (environment content, task, triple, the policy's
 setting, :data:`PILOT_SEED`, :data:`PILOT_GROUPS`), computed by :func:`calibrate` and shipped with
 the package (``quota_tables/<env>.json``, made by ``python -m sceneforge.scenarios.sparrta.quota_pilot ENV``),
-so no job pays the pilot and any worker count reads the same numbers. The acceptance uniform is
-one more column of the sample's own candidate draws (``scene.sample_view``). A job whose
+so no job pays the pilot and any worker count reads the same numbers; the job records them in
+its config (``quota_tables``). The acceptance uniform is the next draw of the sample's own RNG
+after the view (``scene.sample_view``), and a rejected view is drawn again *whole* (figure and
+camera: redrawing only the camera would leave the figure's cells unweighted). A job whose
 environment has no shipped table (a custom YAML) runs without quotas and its card says so.
 
 Honest limits: the pilot uses each object's projected footprint-prism box (the render's mask box is
