@@ -9,6 +9,7 @@ beside its definition (:func:`scenarios.registry.register_scenario`, as timm's `
         Config = DistanceConfig                  # a ScenarioConfig: its fields are the command line
 
         def plan(self) -> JobPlan: ...           # count samples, fingerprint the config
+        def preflight(self) -> None: ...         # optional: checks run before the first-use asset fetch
         def server_spec(self) -> ServerSpec: ... # optional: packs / licences / renderer
         def run(self, shard, out_dir, *, server, progress=None) -> ShardResult: ...  # one shard
         def finalize(self, out_dir) -> dict: ... # tables, splits, dataset card; returns stats
@@ -109,6 +110,13 @@ class Scenario:
 
     def plan(self) -> JobPlan:
         raise NotImplementedError
+
+    def preflight(self) -> None:
+        """Refuse a bad config (:class:`ConfigError`, one line) on what does not depend on the
+        assets the CLI fetches on first use: the command line calls it BEFORE that fetch (~180 MB
+        into an empty cache), so a typo is refused without downloading or writing anything.
+        ``plan`` still checks everything, on the assets as they are then. Default: nothing beyond
+        the config's own validation (done when the config was parsed)."""
 
     def server_spec(self) -> ServerSpec:
         """What this job's render servers must serve (default: the plain default library)."""

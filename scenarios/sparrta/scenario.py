@@ -87,6 +87,13 @@ def plan(config: dict) -> JobPlan:
     return JobPlan(n_samples=n, fingerprint=cfg.fingerprint(), description=desc, config=cfg.to_dict())
 
 
+def preflight(config: dict) -> None:
+    """What the CLI checks before the first-use asset fetch (scenarios.contract): with
+    ``characters``, the character pack (an opt-in install the fetch never touches)."""
+    if parse_config(config).characters:
+        sparrta_characters.load_pack()
+
+
 def server_spec(config: dict) -> ServerSpec:
     """Servers serve the default library + every selected environment's asset packs, filtered
     by the config's licences (passed as server arguments, so sampler and server agree)."""
@@ -124,6 +131,9 @@ class Sparrta(Scenario):
 
     def plan(self) -> JobPlan:
         return plan(self.config)
+
+    def preflight(self) -> None:
+        preflight(self.config)
 
     def server_spec(self) -> ServerSpec:
         return server_spec(self.config)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.assets_manifest.schema import KNOWN_CLASSES
 from sceneforge.core.errors import ConfigError, PathSecurityError, PlacementError, SceneforgeError
 from sceneforge.engine.world import Actor, Ground
 from sceneforge.scenarios.contract import JobPlan, Scenario, ServerSpec, Shard, ShardResult
@@ -85,7 +86,7 @@ def load_context(cfg: VideoConfig) -> Context:
     missing = [c for c in classes if not lib.by_class(c)]
     pack, pack_only = None, ()
     if missing and cfg.subjects:
-        pack, pack_only = _pack_subjects(cfg, lib, missing), tuple(missing)
+        pack, pack_only = _pack_subjects(cfg, lib.classes(), missing), tuple(missing)
         lib = chars.WithPackClasses(lib, pack, pack_only)
     ids = sorted(i.id for c in classes for i in lib.by_class(c))
     if not ids:
@@ -110,17 +111,39 @@ def load_context(cfg: VideoConfig) -> Context:
     return ctx
 
 
-def _pack_subjects(cfg: VideoConfig, lib, missing: list[str]):
+def preflight(cfg: VideoConfig) -> None:
+    """:func:`load_context`'s checks that need neither the asset library nor the default assets
+    (which the CLI fetches on first use, AFTER this): subjects that no asset can ever have, a
+    pack-only class without ``characters``, ``characters`` or a pack-only subject without the
+    character pack (an opt-in install the fetch never touches). A class passes when the assets
+    of either state have it (the manifests' classes: ``hut`` only once fetched; the library as it
+    is now: ``street`` is procedural); ``plan`` then checks it on the library after the fetch. An
+    environment with its own asset packs may add classes: its subjects are left to ``plan``."""
+    missing = [c for c in cfg.subjects or () if c not in KNOWN_CLASSES]
+    env = cfg.load_env() if missing else None
+    if missing and not env.spec.assets:
+        classes = sorted(set(KNOWN_CLASSES) | set(env.library.classes()))  # ~0.6 s, only for names outside the manifests
+        missing = [c for c in missing if c not in classes]
+    if missing and not env.spec.assets:
+        _pack_subjects(cfg, classes, missing)
+    elif cfg.characters and _character_package().installed() is None:
+        raise ConfigError(NO_PACK)
+
+
+NO_PACK = "characters: true needs the character pack: run `sceneforge assets install characters` first"
+
+
+def _pack_subjects(cfg: VideoConfig, classes: list[str], missing: list[str]):
     """The installed character pack when every class of ``missing`` (``subjects`` without a
-    library asset) is one of its classes and ``characters`` is on; ConfigError in one line
-    naming the field, the classes and what to do otherwise."""
+    library asset; ``classes``: the library's) is one of its classes and ``characters`` is on;
+    ConfigError in one line naming the field, the classes and what to do otherwise."""
     pkg = _character_package()
     species = pkg.model.SPECIES  # the pack's classes, known without the pack
     unknown = [c for c in missing if c not in species]
     if unknown:
         raise ConfigError(
-            f"videos config: subjects {unknown} have no asset (classes: {', '.join(lib.classes())}; "
-            f"with --characters also: {', '.join(c for c in sorted(species) if not lib.by_class(c))})"
+            f"videos config: subjects {unknown} have no asset (classes: {', '.join(classes)}; "
+            f"with --characters also: {', '.join(c for c in sorted(species) if c not in classes)})"
         )
     if not cfg.characters:
         raise ConfigError(
@@ -359,7 +382,7 @@ def character_pack(ctx: Context, lib=None):
         analyse = pkg.analyse
         lib = lib or pkg.CharacterLibrary.installed()
         if lib is None:
-            raise ConfigError("characters: true needs the character pack: run `sceneforge assets install characters` first")
+            raise ConfigError(NO_PACK)
         cache: dict = {}
 
         def motions(cls: str, variant: int, clip: str):
@@ -575,6 +598,9 @@ class Videos(Scenario):
 
     def plan(self) -> JobPlan:
         return plan(self.config)
+
+    def preflight(self) -> None:
+        preflight(self.config)
 
     def server_spec(self) -> ServerSpec:
         return server_spec(self.config)

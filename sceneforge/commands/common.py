@@ -137,6 +137,20 @@ def fetch_defaults_once(args: argparse.Namespace) -> None:
     ensure_defaults(progress=not getattr(args, "quiet", False))
 
 
+def preflight(name: str, config) -> None:
+    """The scenario's checks that need no fetched asset (:meth:`Scenario.preflight`: subjects,
+    the character pack): run before :func:`fetch_defaults_once`, so a bad config is refused in one
+    line with nothing downloaded or written (it used to fetch ~180 MB into an empty cache first)."""
+    scenario(name, config).preflight()
+
+
+def scenario(name: str, config):
+    """The scenario ``name`` (registered name or import path) built on ``config``."""
+    from sceneforge.scenarios.contract import get_scenario  # not at `import sceneforge.cli` (cli.py imports this module)
+
+    return get_scenario(name)(config)
+
+
 def out_flag(value, flag: str = "--out") -> Path | str:
     """``--out`` as a Path, or as the string itself for a URL (``s3://bucket/prefix``: a Path
     would fold its ``//``); an empty value is refused (``Path("")`` is ``.``: ``--out ""`` used to
@@ -167,12 +181,11 @@ def resolve_auto_workers(name: str, config, args: argparse.Namespace) -> None:
     if args.workers != "auto":
         return
     from sceneforge.renderfarm.auto import auto_workers, usable_cpus  # the renderfarm package: not at parser build
-    from sceneforge.scenarios.contract import get_scenario  # not at `import sceneforge.cli` (cli.py imports this module)
 
     if args.servers or args.ray_address or args.backend == "ray":
         args.workers = None
         return
-    n = get_scenario(name)(config).plan().n_samples
+    n = scenario(name, config).plan().n_samples
     args.workers = auto_workers(n)
     print(
         f"--workers auto: {args.workers} ({usable_cpus():g} usable CPUs, load average {os.getloadavg()[0]:.1f})", file=sys.stderr
@@ -209,6 +222,7 @@ def run_scenario(name: str, config, out: Path, args: argparse.Namespace) -> dict
     from sceneforge.renderfarm import run_job  # the renderfarm package: not at parser build
 
     out = out_flag(out)
+    preflight(name, config)
     fetch_defaults_once(args)
     resolve_auto_workers(name, config, args)
     backend = backend_of(args)

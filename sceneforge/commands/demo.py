@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sceneforge.commands.common import check_complete, fetch_defaults_once
+from sceneforge.commands.common import check_complete, fetch_defaults_once, scenario
 from sceneforge.core.extras import install_command
 from sceneforge.core.extras import missing as missing_modules
 from sceneforge.probing.stats import MIN_TEST  # numpy only (probing.report, which reads tables, re-exports it)
@@ -65,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     from sceneforge.scenarios.sparrta.preview import contact_sheet
 
     out = Path(args.out)
+    job = scenario("sparrta", demo_config(args.n, args.env, args.seed))  # --env, --n checked: parsed once
+    job.preflight()  # before the first-use fetch downloads anything
     fetch_defaults_once(args)  # real models on first use; one line if offline
-    summary = run_job("sparrta", demo_config(args.n, args.env, args.seed), out, backend="inline", progress=not args.quiet)
+    summary = run_job("sparrta", job.config, out, backend="inline", progress=not args.quiet)
     check_complete(summary)  # failed samples: one line, exit 1 (a rerun resumes)
     sheet = contact_sheet(out, out / "contact_sheet.png", n=min(16, 2 * args.n))
     stats = summary["finalize"]
