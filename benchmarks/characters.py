@@ -1,6 +1,6 @@
 """Skinned characters (issue 49): foot slide per class, media, and the cost per frame.
 
-    python benchmarks/characters.py feet  [--cache-dir DIR]             # stride + planted-foot slide per class
+    python benchmarks/characters.py feet  [--cache-dir DIR] [--classes C ...]  # stride + planted-foot slide per class
     python benchmarks/characters.py media [--cache-dir DIR] [--out docs/img]   # contact sheet + walk/run mp4 per class
     python benchmarks/characters.py cost  [--cache-dir DIR] [--frames 48]      # ms per frame: GPU/CPU-skinned character vs rigid
     python benchmarks/characters.py pipeline [--cache-dir DIR] [--clips 8]     # CPU-s per video clip, with vs without
@@ -76,6 +76,8 @@ def feet(args) -> None:
     lib = library(args.cache_dir)
     rows = []
     for cls in lib.classes():
+        if args.classes and cls not in args.classes:
+            continue
         ch = lib.character(cls, 0)
         for clip in ("walk", "run"):
             if clip in ch.clips:
@@ -99,6 +101,12 @@ def feet(args) -> None:
                     }
                 )
                 print(f"{cls} {clip}: {_stats(off)} -> {_stats(on)}", file=sys.stderr, flush=True)
+    if args.classes and RESULTS.exists():  # re-measured classes replace their rows; the others are kept
+        order = lib.classes()
+        kept = [r for r in json.loads(RESULTS.read_text()) if r["class"] not in args.classes]
+        rows = sorted(
+            kept + rows, key=lambda r: (order.index(r["class"]) if r["class"] in order else len(order), r["clip"] != "walk")
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(rows, indent=1) + "\n")
 
@@ -412,7 +420,12 @@ def main() -> None:
     ap.add_argument("--fps", type=float, default=12.0)
     ap.add_argument("--size", type=int, default=224)
     ap.add_argument("--clips", type=int, default=15)
-    ap.add_argument("--classes", nargs="+", default=None, help="recognition: only these classes (default: every animal)")
+    ap.add_argument(
+        "--classes",
+        nargs="+",
+        default=None,
+        help="recognition: only these classes (default: every animal); feet: re-measure only these, keeping the other rows",
+    )
     ap.add_argument("--arms", nargs="+", choices=("rigid", "rigs", "characters"), default=None, help="recognition: only these")
     args = ap.parse_args()
     {"feet": feet, "media": media, "cost": cost, "pipeline": pipeline, "recognition": recognition}[args.what](args)

@@ -26,7 +26,9 @@ rises, travels unevenly or rolls along a long hoof). :func:`lock` removes it on 
    the ground is not planted); the leg is planted while any is. Over a planted run the correction
    ``d`` (cm, model frame) is accumulated so that the contact vertices (those in the band at two
    consecutive samples) keep their mean world position, with the root travel the video uses,
-   centred on the run (the clip's foot, on average, is where it was drawn). The foot keeps the
+   centred on the run (the clip's foot, on average, is where it was drawn); a lift of under
+   ``HOP`` of a cycle between two planted runs (an elephant's pad rocking at the edge of the
+   band) is held through, the lowest vertex followed. The foot keeps the
    clip's orientation, so a heel or hoof still rolls about the part that touches the ground.
    ``REFINE`` more passes lock what the previous one left on the re-skinned feet (vertices skinned
    partly to the turned shin, a one-segment swing's second-order miss).
@@ -60,6 +62,7 @@ COINCIDE = 0.02  # a bone origin within 2 % of the skeleton's size of another's 
 ANKLE_SHARE = 0.15  # an end bone's joint comes within 15 % of the figure's height of the ground
 MAX_UP = 4  # ancestors of the end bone searched for the two IK segments
 BLEND = 0.08  # cycles: ease-in before touch-down and ease-out after lift-off
+HOP = 0.04  # cycles: a foot lifting for less than this between two planted runs stays planted
 REFINE = 4  # passes that lock what the previous pass left
 REACH = 0.999  # a target beyond the leg's reach is met at 99.9 % of it (no straight-knee singularity)
 
@@ -351,6 +354,13 @@ def corrections(
         top = float(z[:, v].min()) + tol  # the leg's ground: its lowest point over the cycle
         touching = z[:, v] <= top  # (S, n) vertex in its contact band
         stance = touching.any(1)
+        # a lift shorter than HOP of a cycle between two planted runs (a broad pad rocking at the
+        # edge of the band) is held through: releasing and re-taking the foot for a few samples,
+        # each run centred on itself, would jump the foot by the difference of the two
+        if stance.any():
+            for r in motion._runs(~stance):
+                if len(r) < HOP * samples:
+                    stance[r] = True
         runs = [r for r in motion._runs(stance) if len(r) < samples]
         planted = np.zeros(samples, bool)
         for r in runs:

@@ -6,7 +6,8 @@ the world exactly when ``stride`` equals the ground the clip's planted feet cove
 :func:`analyse` measures it on the skinned mesh:
 
 1. skin the body at ``SAMPLES`` phases (UE axes, cm, the species' height);
-2. the feet are the bone groups that reach the lowest point of the cycle (:func:`feet`); a foot
+2. the feet are the bone groups that reach the lowest point of the cycle (:func:`feet`), not on
+   the body's midplane (a tail or trunk the clip drags on the ground is no foot); a foot
    is in *stance* while its lowest vertex is within ``CONTACT_SHARE`` of the height of its own
    ground (the lowest it reaches), and its vertices in that band are its contact vertices;
 3. the root moves forward, between consecutive samples, by minus the mean forward motion of the
@@ -37,6 +38,7 @@ Character = Any
 SAMPLES = 96
 CONTACT_SHARE = 0.008  # a foot vertex within 0.8 % of the figure's height of its foot's ground is planted
 FOOT_SHARE = 0.05  # bone groups reaching within 5 % of the height of the lowest point are feet
+MIDLINE_SHARE = 0.01  # a bone whose bind origin is within 1 % of the height of the midplane is no foot (a tail, a trunk)
 MIN_RUN = 3  # samples
 
 
@@ -104,19 +106,40 @@ def _runs(flags: np.ndarray) -> list[np.ndarray]:
     return out
 
 
+def midline_bones(body: F.SkinnedMesh) -> np.ndarray:
+    """Bones whose bind-pose origin lies on the body's plane of symmetry (within ``MIDLINE_SHARE``
+    of the bind mesh's height of the middle of its left-right extent).
+
+    Legs come in mirrored pairs off that plane; what hangs on it is the spine, the neck, a tail or
+    an elephant's trunk. In the pack every foot bone sits 5-28 % of the height off the plane and the
+    lion's tail tip and the elephant's trunk tip exactly on it (0.000), both of which the clips drag
+    on the ground: a tail is not a foot."""
+    pos = F.to_ue(body.positions, 1.0)
+    mid = 0.5 * float(pos[:, 1].max() + pos[:, 1].min())
+    height = float(np.ptp(pos[:, 2])) or 1.0
+    bind = F.to_ue(body.bind_t, 1.0)
+    return np.nonzero(np.abs(bind[:, 1] - mid) <= MIDLINE_SHARE * height)[0]
+
+
 def feet(ch: Character, track: np.ndarray) -> list[np.ndarray]:
     """Vertex index arrays of the feet: the body's bone groups (vertices by their heaviest bone)
-    that come within ``FOOT_SHARE`` of the height to the lowest point of the cycle."""
+    that come within ``FOOT_SHARE`` of the height to the lowest point of the cycle, except those of
+    a bone on the body's midplane (:func:`midline_bones`: a tail or trunk dragged on the ground)
+    where the body has feet off it (a figure whose only leg is on the midplane keeps it)."""
     body = ch.parts[0].mesh
     dom = body.bones[np.arange(len(body.bones)), np.argmax(body.weights, 1)]
     z = track[..., 2]
     height = float(z.max() - z.min())
-    out = []
-    for b in np.unique(dom[dom >= 0]):
-        sel = np.nonzero(dom == b)[0]
-        if z[:, sel].min() <= z.min() + FOOT_SHARE * height:
-            out.append(sel)
-    return out
+
+    def reaching(exclude: np.ndarray) -> list[np.ndarray]:
+        keep = (dom >= 0) & ~np.isin(dom, exclude)
+        if not keep.any():
+            return []
+        lowest = float(z[:, keep].min())  # the feet's ground, not a dragged tail's
+        groups = (np.nonzero(dom == b)[0] for b in np.unique(dom[keep]))
+        return [g for g in groups if z[:, g].min() <= lowest + FOOT_SHARE * height]
+
+    return reaching(midline_bones(body)) or reaching(np.zeros(0, int))
 
 
 def analyse(ch: Character, clip: str, samples: int = SAMPLES) -> ClipMotion:

@@ -53,11 +53,20 @@ def leg_states(hip: np.ndarray, ankle: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return t, q
 
 
-def synthetic_biped(drift: float = 0.04, ankle_ring: bool = False) -> Character:
+TAIL = (np.array([0.0, HIP_Y, 0.2]), np.array([0.0, -0.05, 2.0]))  # a tail's root off the pelvis, backwards (+Z), and its tip
+
+
+def synthetic_biped(drift: float = 0.04, ankle_ring: bool = False, tail: bool = False) -> Character:
     """``ankle_ring``: a ring of shin vertices 0.08 units above the sole (a shin group that dips
-    near the ground but never touches it)."""
+    near the ground but never touches it). ``tail``: two more bones on the midplane, a tail off the
+    pelvis whose tip the clip drags on the ground 0.05 units below the soles."""
     hips = (np.array([0.2, HIP_Y, 0.0]), np.array([-0.2, HIP_Y, 0.0]))
-    ts, qs = np.zeros((FRAMES, 7, 3)), np.zeros((FRAMES, 7, 4))
+    nb = 9 if tail else 7
+    ts, qs = np.zeros((FRAMES, nb, 3)), np.zeros((FRAMES, nb, 4))
+    if tail:
+        ts[:, 7], ts[:, 8] = TAIL
+        qs[:, 7] = arc_quat(DOWN, TAIL[1] - TAIL[0])
+        qs[:, 8] = arc_quat(DOWN, TAIL[1] - TAIL[0])
     for f in range(FRAMES):
         p = f / FRAMES
         ts[f, 0], qs[f, 0] = (0.0, HIP_Y, 0.0), (0.0, 0.0, 0.0, 1.0)
@@ -67,6 +76,8 @@ def synthetic_biped(drift: float = 0.04, ankle_ring: bool = False) -> Character:
     # bind pose: legs straight down; vertices: a pelvis block, thigh/shin rings, a foot box
     bind_t = np.array([[0, HIP_Y, 0], [0.2, HIP_Y, 0], [0.2, HIP_Y - 1, 0], [0.2, HIP_Y - 2, 0]] * 1, float)
     bind_t = np.concatenate([bind_t, [[-0.2, HIP_Y, 0], [-0.2, HIP_Y - 1, 0], [-0.2, HIP_Y - 2, 0]]])
+    if tail:  # bound straight down from its root, like the legs
+        bind_t = np.concatenate([bind_t, [TAIL[0], TAIL[0] + DOWN * np.linalg.norm(TAIL[1] - TAIL[0])]])
     pos, bones = [], []
     for x in (-0.25, 0.25):
         for y in (HIP_Y, HIP_Y + 0.3):
@@ -79,6 +90,9 @@ def synthetic_biped(drift: float = 0.04, ankle_ring: bool = False) -> Character:
             for dz in (-0.2, 0.05):
                 for y in (HIP_Y - 2.1, HIP_Y - 2.0):
                     pos.append((x + dx, y, dz)), bones.append(3 + 3 * leg)
+    if tail:  # a small box round the tip (which the clip holds 0.05 below the soles)
+        for dx, dz in ((-0.03, -0.03), (0.03, -0.03), (0.03, 0.03), (-0.03, 0.03)):
+            pos.append((bind_t[8][0] + dx, bind_t[8][1], bind_t[8][2] + dz)), bones.append(8)
     n = len(pos)
     bone_idx = np.full((n, 4), -1, np.int32)
     bone_idx[:, 0] = bones
@@ -92,7 +106,7 @@ def synthetic_biped(drift: float = 0.04, ankle_ring: bool = False) -> Character:
         weights,
         np.array([[0, 1, 2], [1, 2, 3]], np.int32),
         bind_t.astype(np.float32),
-        np.tile(np.array([[0.0, 0.0, 0.0, 1.0]], np.float32), (7, 1)),
+        np.tile(np.array([[0.0, 0.0, 0.0, 1.0]], np.float32), (nb, 1)),
     )
     clip = F.Clip("walk", 1000.0 / 30.0, ts.astype(np.float32), qs.astype(np.float32))
     return Character("synthetic", "human", [Part(mesh, Material(name="m"))], {"walk": clip}, {"walk": "walk"}, SCALE)
@@ -224,3 +238,22 @@ def test_a_shin_hanging_above_a_planted_foot_is_not_a_planted_foot():
     by_leg = motion.slides(ch, "walk", m, ik.LOCK_SAMPLES, lock.bones, legs=legs)
     assert len(own) == 4 and own.max() > 1.0  # the shin rings "slide"
     assert len(by_leg) == 2 and by_leg.max() <= 1.0  # only the feet are planted, and they hold
+
+
+def test_a_tail_dragged_on_the_ground_is_not_a_foot():
+    """A tail hangs off the pelvis on the body's midplane; the clip drags its tip on the ground,
+    lower than the soles (the lion's run). It is no foot: not a foot group, not a leg, it does not
+    hold the root back (the stride is the feet's), and the feet stay locked."""
+    plain, ch = synthetic_biped(), synthetic_biped(tail=True)
+    track = motion.body_track(ch, "walk")
+    assert track[:, -4:, 2].min() < track[:, :-4, 2].min() - 3.0  # the tail tip is the lowest point, by 4 cm
+    assert ik.parents(list(ch.clips.values())).tolist() == [-1, 0, 1, 2, 0, 4, 5, 0, 7]
+    assert 7 in motion.midline_bones(ch.parts[0].mesh) and 8 in motion.midline_bones(ch.parts[0].mesh)
+    body = ch.parts[0].mesh
+    dom = body.bones[np.arange(len(body.bones)), np.argmax(body.weights, 1)]
+    assert sorted(int(dom[g[0]]) for g in motion.feet(ch, track)) == [3, 6]
+    assert [(g.upper, g.lower, g.end) for g in ik.legs(ch, track)] == [(1, 2, 3), (4, 5, 6)]
+    m = motion.analyse(ch, "walk")
+    assert m.stride_cm == pytest.approx(motion.analyse(plain, "walk").stride_cm, abs=1e-9)
+    on = motion.slides(ch, "walk", m, ik.LOCK_SAMPLES, ch.foot_lock("walk").bones)
+    assert len(on) == 2 and on.max() <= 1.0
