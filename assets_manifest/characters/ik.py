@@ -28,7 +28,10 @@ rises, travels unevenly or rolls along a long hoof). :func:`lock` removes it on 
    consecutive samples) keep their mean world position, with the root travel the video uses,
    centred on the run (the clip's foot, on average, is where it was drawn); a lift of under
    ``HOP`` of a cycle between two planted runs (an elephant's pad rocking at the edge of the
-   band) is held through, the lowest vertex followed. The foot keeps the
+   band) is held through, the lowest vertex followed. That step-by-step mean is then refined to
+   the midrange of what the contact vertices need to sit on their anchors (:func:`_hold`), so
+   vertices that move against the rest (a heel skinned half to the shin) miss by half their
+   relative travel, not nearly all of it. The foot keeps the
    clip's orientation, so a heel or hoof still rolls about the part that touches the ground.
    ``REFINE`` more passes lock what the previous one left on the re-skinned feet (vertices skinned
    partly to the turned shin, a one-segment swing's second-order miss).
@@ -63,6 +66,7 @@ ANKLE_SHARE = 0.15  # an end bone's joint comes within 15 % of the figure's heig
 MAX_UP = 4  # ancestors of the end bone searched for the two IK segments
 BLEND = 0.08  # cycles: ease-in before touch-down and ease-out after lift-off
 HOP = 0.04  # cycles: a foot lifting for less than this between two planted runs stays planted
+HOLD_PASSES = 40  # alternating anchor / correction passes per planted run (:func:`_hold`)
 REFINE = 4  # passes that lock what the previous pass left
 REACH = 0.999  # a target beyond the leg's reach is met at 99.9 % of it (no straight-knee singularity)
 
@@ -337,6 +341,41 @@ class FootLock:
         return pose
 
 
+def _hold(world: np.ndarray, touch: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """(R, 2) corrections over one planted run that hold every contact vertex near one point.
+
+    ``world``: (R, n, 2) the leg's vertices' horizontal world positions without the correction,
+    ``touch``: (R, n) which are in contact, ``d``: the step-by-step start. Alternating passes:
+    each vertex's anchor is the centre (per axis, the midrange) of its corrected trail while in
+    contact; each sample's correction the midrange of what its contact vertices need to sit on
+    their anchors. The midrange minimises the largest miss (what a slide measures) where vertices
+    skinned partly to the sweeping shin (a heel) move against the rigid sole: the mean lets the
+    few deforming vertices drift by nearly their whole relative travel, the midrange by half of it.
+    Samples without a contact vertex keep the start's shape, shifted to meet their neighbours."""
+    d = d.copy()
+    have = touch.any(1)
+    if have.sum() < 2 or not touch.any():
+        return d
+    big = 1e30  # masks the vertices out of contact in the min/max
+    for _ in range(HOLD_PASSES):
+        w = world + d[:, None, :]
+        lo = np.where(touch[..., None], w, big).min(0)
+        hi = np.where(touch[..., None], w, -big).max(0)
+        anchor = np.where(touch.any(0)[:, None], 0.5 * (lo + hi), 0.0)  # (n, 2); never in contact: unused
+        need = anchor[None] - world  # (R, n, 2) the correction that puts each vertex on its anchor
+        lo = np.where(touch[..., None], need, big).min(1)
+        hi = np.where(touch[..., None], need, -big).max(1)
+        new = np.where(have[:, None], 0.5 * (lo + hi), d)
+        if not have.all():  # bridge samples without contact: the start's shape, ends met linearly
+            idx = np.arange(len(d))
+            delta = new - d
+            for a in range(2):
+                delta[~have, a] = np.interp(idx[~have], idx[have], delta[have, a])
+            new = d + delta
+        d = new
+    return d
+
+
 def corrections(
     ch, clip: str, m: motion.ClipMotion, track: np.ndarray, leg_list: list[Leg], tol: float | None = None
 ) -> np.ndarray:
@@ -376,6 +415,7 @@ def corrections(
                 step = track[k0, c, :2].mean(0) - track[k1, c, :2].mean(0)
                 step[0] += rt[i - 1] - rt[i]
                 d[i, :2] = d[i - 1, :2] + step
+            d[:, :2] = _hold(track[r][:, v, :2] + np.column_stack([rt, np.zeros(len(r))])[:, None, :], touching[r], d[:, :2])
             d[:, :2] -= d[:, :2].mean(0)
             out[j, r] = d
             planted[r] = True
