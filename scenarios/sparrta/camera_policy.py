@@ -8,8 +8,9 @@
     is aimed so that an *anchor* lands on it: on **ego** the midpoint of the source's and the
     target's centres, so each box sits half the pair's image offset away from a label-independent
     point (under ``balanced`` the target carried the whole offset, and with it the label); on
-    **allo** the source's centre: the camera does not depend on the label there, so the target's
-    and the figure's offsets from the source point in directions the label does not fix. Exact
+    **allo** the centroid of source, target and figure (``ANCHORS``): the camera does not depend
+    on the label there, so the boxes' offsets from it point in directions the label does not fix.
+    Checked against a plain rejection reference (tests/scenarios/test_decorrelated_reference.py). Exact
     independence is impossible on a bounded image (a "right" pair has the target right of the
     source, so under a shared marginal both cannot stay inside the frame); what is left is the
     frame's edge, measured per dataset by the card's layout baselines (docs/validation.md). Ego
