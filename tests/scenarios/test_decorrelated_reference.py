@@ -42,7 +42,9 @@ from sceneforge.scenarios.sampling.shapes import ShapeCache
 from sceneforge.scenarios.sampling.silhouette import big_enough_silhouettes
 from sceneforge.scenarios.sparrta import scenario as sparrta
 from sceneforge.scenarios.sparrta.camera_policy import DECORRELATED_WINDOW, aims_at_screen
+from sceneforge.scenarios.sparrta import scene
 from sceneforge.scenarios.sparrta.config import parse_config
+from sceneforge.scenarios.sparrta.quotas import view_features
 from sceneforge.scenarios.sparrta.scene import CAMERA_CLEARANCE_CM, IN_FRAME_MARGIN, View, build_group, obstacles, sample_view
 from sceneforge.scenarios.world.environments import load_env
 
@@ -166,7 +168,9 @@ def test_ego_views_have_the_reference_distribution(desert, ego_reference):
     lo, hi = DECORRELATED_WINDOW
     assert got["anchor_u"].min() >= lo - 1e-6 and got["anchor_u"].max() <= hi + 1e-6  # the aim is exact
     pvals = _pvalues(got, ref)
+    print({k: round(float(p), 4) for k, p in pvals.items()})  # shown with -s
     assert min(pvals.values()) > ALPHA / len(pvals), pvals
+    print("dropped (fast, reference):", dropped, ref_dropped)
     assert abs(dropped - ref_dropped) < 0.1 * N_EGO, (dropped, ref_dropped)
 
 
@@ -175,6 +179,7 @@ def test_allo_views_have_the_reference_distribution(desert):
     new, _ = _draw(sample_view, 11, desert, st, group, "allo", "back", N_ALLO)
     ref, _ = _draw(reference_view, 12, desert, st, group, "allo", "back", N_ALLO)
     pvals = _pvalues(_marginals(new, group, "allo"), _marginals(ref, group, "allo"))
+    print({k: round(float(p), 4) for k, p in pvals.items()})  # shown with -s
     assert min(pvals.values()) > ALPHA / len(pvals), pvals
 
 
@@ -182,6 +187,7 @@ def test_the_check_rejects_a_reference_without_the_heading_rule(desert, ego_refe
     st, group, ref, _ = ego_reference
     bad, _ = _draw(reference_view, 13, desert, st, group, "ego", "front", N_EGO, heading_rule=False)
     pvals = _pvalues(_marginals(bad, group, "ego"), ref)
+    print({k: round(float(p), 4) for k, p in pvals.items()})  # shown with -s
     assert min(pvals.values()) < ALPHA / len(pvals), pvals
 
 
@@ -191,4 +197,30 @@ def test_the_check_rejects_a_shifted_screen_window(desert, ego_reference):
     lo, hi = DECORRELATED_WINDOW
     bad, _ = _draw(reference_view, 13, desert, st, group, "ego", "front", N_EGO, window=(lo + 0.1, hi + 0.1))
     pvals = _pvalues(_marginals(bad, group, "ego"), ref)
+    print({k: round(float(p), 4) for k, p in pvals.items()})  # shown with -s
     assert min(pvals.values()) < ALPHA / len(pvals), pvals
+
+
+def reference_quota_view(rng, group, task, want, st, ground, human_shape, counts):
+    """With a layout quota (quotas.py): a whole reference view, figure included, kept with the
+    quota's acceptance probability of its boxes' features, else drawn again (``QUOTA_TRIES``)."""
+    for _ in range(scene.QUOTA_TRIES):
+        view = reference_view(rng, group, task, want, st, ground, human_shape, counts)
+        objects = [group.source, group.target, view.human]
+        if rng.uniform() < st.quota.accept_prob(want, view_features(view.camera, objects)):
+            return view
+        counts["quota"] += 1
+    raise PlacementError("reference: the quota kept no view", rule="quota", tries=scene.QUOTA_TRIES)
+
+
+@pytest.mark.slow
+def test_allo_views_with_the_layout_quota_have_the_reference_distribution(desert):
+    """0.7.0's allo layout quota on top (the shipped desert rock_truck table): ~1 min under load."""
+    st, group = _scene(desert, "allo")
+    st = replace(st, quota=parse_config({"tasks": ["allo"]}).quota("desert", "allo", "rock_truck"))
+    assert st.quota is not None
+    new, _ = _draw(sample_view, 11, desert, st, group, "allo", "back", N_ALLO)
+    ref, _ = _draw(reference_quota_view, 12, desert, st, group, "allo", "back", N_ALLO)
+    pvals = _pvalues(_marginals(new, group, "allo"), _marginals(ref, group, "allo"))
+    print({k: round(float(p), 4) for k, p in pvals.items()})  # shown with -s
+    assert min(pvals.values()) > ALPHA / len(pvals), pvals
