@@ -23,7 +23,9 @@ the anchor's projected screen x and y, the label angle), family-wise α = 0.01 p
 Bonferroni-split over the marginals. Seeds are fixed, so the outcome is deterministic; the power
 tests show the same check rejects a reference that forgets the heading rule and (``-m slow``:
 ~3 min, the shifted window's edge points exhaust their budgets) one whose screen point comes from
-a window shifted by 0.1. ~55 s by default under load (N_EGO = 1000, N_ALLO = 400).
+a window shifted by 0.1. Allo runs without a layout quota by default and, with ``-m slow``, with
+the shipped desert quota (``reference_quota_view``: whole reference views kept by the quota's
+probability). ~55 s by default under load (N_EGO = 1000, N_ALLO = 400).
 """
 
 from collections import Counter
