@@ -106,24 +106,13 @@ class Character:
         """(positions, normals) per part in model units and the data's axes."""
         bones = self.pose_bones(clip, phase, planted)
         out: list[tuple[np.ndarray, np.ndarray]] = []
-        world: list[np.ndarray] = []  # each part's model matrix (props) or identity (body)
-        for p in self.parts:
+        for p, m in zip(self.parts, self._placements(bones), strict=True):
             if p.parent < 0:
-                pos, nrm = F.skin(p.mesh, bones)
-                out.append((pos, nrm))
-                world.append(np.eye(4))
+                out.append(F.skin(p.mesh, bones))
                 continue
-            parent = self.parts[p.parent]
-            pt = next((q for q in parent.mesh.props if q[0] == p.point), None)
-            if pt is None:
+            if m is None:
                 out.append((np.zeros((0, 3)), np.zeros((0, 3))))
-                world.append(np.eye(4))
                 continue
-            _, t, q, bone = pt
-            m = world[p.parent] @ F.bone_matrices(t, q)
-            if bone >= 0 and p.parent == 0:
-                m = bones[bone] @ F.bone_matrices(t, q)
-            world.append(m)
             pos = p.mesh.positions @ m[:3, :3].T + m[:3, 3]
             nrm = p.mesh.normals @ m[:3, :3].T
             out.append((pos, nrm / np.maximum(np.linalg.norm(nrm, axis=1, keepdims=True), 1e-12)))
@@ -156,21 +145,30 @@ class Character:
         u = np.eye(4)
         u[:3, :3] = F.TO_UE * self.scale_cm
         slots = [F.skin_matrices(body, bones)]  # (B+1): the last is the identity
-        world: list[np.ndarray] = [np.eye(4)]
-        for p in self.parts[1:]:
-            parent = self.parts[p.parent]
-            pt = next((q for q in parent.mesh.props if q[0] == p.point), None)
-            if pt is None:
+        slots += [(np.eye(4) if m is None else m)[None] for m in self._placements(bones)[1:]]
+        return (u @ np.concatenate(slots, 0)).astype(np.float32)
+
+    def _placements(self, bones: np.ndarray) -> list[np.ndarray | None]:
+        """Each part's model matrix under ``bones`` (what :meth:`pose` and :meth:`palette` both place
+        the parts with): the identity for the body; for a prop, its parent's matrix times its prop
+        point's (a point bound to a bone of the body follows that bone); None where the parent has no
+        such prop point (the prop is not drawn)."""
+        world: list[np.ndarray | None] = []
+        for p in self.parts:
+            if p.parent < 0:
                 world.append(np.eye(4))
-                slots.append(np.eye(4)[None])
+                continue
+            pt = next((q for q in self.parts[p.parent].mesh.props if q[0] == p.point), None)
+            if pt is None:
+                world.append(None)
                 continue
             _, t, q, bone = pt
-            m = world[p.parent] @ F.bone_matrices(t, q)
             if bone >= 0 and p.parent == 0:
-                m = bones[bone] @ F.bone_matrices(t, q)
-            world.append(m)
-            slots.append(m[None])
-        return (u @ np.concatenate(slots, 0)).astype(np.float32)
+                world.append(bones[bone] @ F.bone_matrices(t, q))
+            else:
+                base = world[p.parent]
+                world.append((np.eye(4) if base is None else base) @ F.bone_matrices(t, q))
+        return world
 
     def rig(self, key: str) -> SkinRig:
         """The figure in its bind pose with the skin weights of :meth:`palette`'s slots: vertex for
