@@ -33,8 +33,9 @@ old rows and new studies are read by one tool:
 
     python benchmarks/sparrta_scale.py to-study --out /tmp/legacy     # then: sceneforge study merge ...
 
-The plan's 0.6.0 re-run (issue 46 item 5) is two study configs, ``STUDIES``
-(``benchmarks/studies/default_060.yaml``, ``default_060_allo.yaml``), which ``study --root`` runs
+The plan's re-run on the new default (issue 46 item 5; planned on 0.6.0, named for 0.7.0's default
+since: ego data unchanged, allo with layout quotas) is two study configs, ``STUDIES``
+(``benchmarks/studies/default_070.yaml``, ``default_070_allo.yaml``), which ``study --root`` runs
 first under ROOT/studies/. The rest of ``PLAN`` stays here: its rows resume by the keys of the
 committed rows (a study would not count those as done: their data fingerprints are
 ``legacy:<dataset>``, and it would re-make hours of rows), and several steps need what a study
@@ -179,12 +180,13 @@ def run_rows(args) -> None:
 # The study of docs/validation.md: datasets (sceneforge generate flags; seed 31) and rows in priority order.
 ENVS = ("desert", "city", "forest", "winter_town", "bridge")
 ENV_ORDER = {e: i for i, e in enumerate(ENVS)}  # table rows in SpaRRTa's environment order
-# issue 46 (sceneforge >= 0.6.0): the re-run on the new default (camera_policy decorrelated),
+# issue 46 (sceneforge >= 0.6.0): the re-run on the new default (camera_policy decorrelated; 0.7.0's
+# allo adds layout quotas, hence the configs' names),
 # SpaRRTa's sizes in every environment, is no longer a PLAN step but two `sceneforge study` configs
 # (issue 50 item 6), run first by `study` (each its own resumable study directory under ROOT/studies;
 # they have no rows in RESULTS, so nothing measured moved):
 STUDY_DIR = Path(__file__).resolve().parent / "studies"
-STUDIES = (STUDY_DIR / "default_060.yaml", STUDY_DIR / "default_060_allo.yaml")
+STUDIES = (STUDY_DIR / "default_070.yaml", STUDY_DIR / "default_070_allo.yaml")
 DATASETS = {
     # sessions 14-17 (sceneforge 0.5.0), on the policies of the time: the default was jitter, so the
     # sets made "with the defaults" name it (their committed rows keep their meaning)
@@ -212,7 +214,7 @@ def _rows(envs, kind="study", suffix="_ego_balanced") -> str:
     return " ".join(f"--row {kind}:{env}={{{env}{suffix}}}" for env in envs)
 
 
-PLAN = [  # (datasets it needs, run flags); the 0.6.0 re-run is STUDIES, run before these
+PLAN = [  # (datasets it needs, run flags); the issue-46 re-run is STUDIES, run before these
     (["desert_ego"], "--layers 9 --extract-layers 9,12 --n-train 400,1000 --row curve:desert={desert_ego}"),
     (
         ["abl_ego_balanced", "abl_ego_sparrta"],
@@ -372,7 +374,7 @@ def report(args) -> None:
 
 
 def _prefer(r: dict) -> tuple:
-    """Which row of a study-table cell to show: the largest n_train (the 0.6.0 sets are STUDIES':
+    """Which row of a study-table cell to show: the largest n_train (the issue-46 sets are STUDIES':
     their leaderboards report them)."""
     return (r["n_train"],)
 

@@ -165,15 +165,16 @@ def test_the_committed_rows_become_study_directories_with_leaderboards(tmp_path)
     assert merge.returncode == 2 and "another protocol" in merge.stderr and merge.stderr.count("\n") == 1, merge.stderr
 
 
-def test_the_plans_060_rerun_is_the_two_study_configs_with_the_rows_it_had():
-    """Issue 50 item 6: PLAN's 0.6.0 steps (issue 46 item 5) became benchmarks/studies/default_060*.yaml,
-    run first by `study --root`: the configs must load and hold the rows the steps had (SpaRRTa's
-    sizes in all five environments, the 0.6.0 default data, DINOv2-S L9/L12 with its random twin,
+def test_the_issue46_rerun_is_the_two_study_configs_with_the_rows_it_had():
+    """Issue 50 item 6: PLAN's 0.6.0 steps (issue 46 item 5) became study configs, named for 0.7.0's
+    default since (benchmarks/studies/default_070*.yaml), run first by `study --root`: the configs
+    must load and hold the rows the steps had (SpaRRTa's sizes in all five environments, generate's
+    default data, DINOv2-S L9/L12 with its random twin,
     EfficientNet-Lite0 stage 5, 300 epochs / patience 40), and no PLAN step makes those rows twice."""
     from sceneforge.study.config import load_study_config
 
     s = _scale_module()
-    assert [c.name for c in s.STUDIES] == ["default_060.yaml", "default_060_allo.yaml"]
+    assert [c.name for c in s.STUDIES] == ["default_070.yaml", "default_070_allo.yaml"]
     for config, task, n, n_train in zip(s.STUDIES, ("ego", "allo"), (5000, 10000), (4000, 8000)):
         cfg = load_study_config(config)
         assert tuple(cfg.environments) == s.ENVS and tuple(cfg.tasks) == (task,)
@@ -183,5 +184,5 @@ def test_the_plans_060_rerun_is_the_two_study_configs_with_the_rows_it_had():
         assert layers["dinov2-s-imgfocus"] == [9, 12] and layers["efficientnet-lite0"] == [5]
         kinds = {(e.backbone, e.kind) for e in cfg.entries()}
         assert ("dinov2-s-imgfocus", "random") in kinds and ("efficientnet-lite0", "random") not in kinds
-    assert not [k for k in s.DATASETS if k.endswith("_060")]
-    assert not [f for _, f in s.PLAN if "_060" in f]
+    assert not [k for k in s.DATASETS if k.endswith(("_060", "_070"))]
+    assert not [f for _, f in s.PLAN if "_060" in f or "_070" in f]
