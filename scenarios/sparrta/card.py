@@ -17,6 +17,7 @@ from sceneforge.scenarios.sampling.relations import LABELS
 from sceneforge.scenarios.sparrta import characters
 from sceneforge.scenarios.sparrta.config import SparrtaConfig, Unit
 from sceneforge.scenarios.sparrta.record import load_record, unit_dir
+from sceneforge.scenarios.sparrta.quotas import no_table_reason
 from sceneforge.scenarios.sparrta.setting import quota_of
 from sceneforge.scenarios.output.writers import SPLIT_PATTERN, assign_splits, atomic_write_json, write_table
 from sceneforge.scenarios.sparrta.graph import write_scene_tables
@@ -98,6 +99,7 @@ def finalize_dataset(cfg: SparrtaConfig, units: list[Unit], out: Path) -> dict:
             **card(cfg, units, recs, stats),
             **margins(cfg, rows),
             "layout_quotas": layout_quotas(cfg, units),
+            **layout_quotas_note(cfg, units),
             "layout_baselines": baselines,
         },
     )
@@ -145,8 +147,8 @@ def margins(cfg: SparrtaConfig, rows: list[dict]) -> dict:
 
 def layout_quotas(cfg: SparrtaConfig, units: list[Unit]) -> dict:
     """Per ``env/task/triple``: the layout-quota table its views were accepted by (quotas.py:
-    ``digest`` of the shipped table, the pilot's mean acceptance per label) or null (no quota:
-    another policy, ego, or an environment without a shipped table for its content)."""
+    ``digest`` of the table, the pilot's mean acceptance per label) or null (no quota: another
+    policy, ego, or an environment without a table for its content: ``layout_quotas_note`` says so)."""
     out = {}
     for u in units:
         table = quota_of(cfg, u)
@@ -154,6 +156,20 @@ def layout_quotas(cfg: SparrtaConfig, units: list[Unit]) -> dict:
             None if table is None else {"digest": table.digest, "pilot_acceptance": dict(zip(LABELS, table.acceptance))}
         )
     return out
+
+
+def layout_quotas_note(cfg: SparrtaConfig, units: list[Unit]) -> dict:
+    """``{"layout_quotas_note": {env/task: why}}`` for each ``decorrelated`` allo group whose
+    environment had no quota table (quotas.no_table_reason: a custom or edited environment file,
+    with the command that calibrates one); ``{}`` otherwise, so the card of every dataset that has
+    its tables (and of every ego or other-policy one, null by design) keeps its bytes."""
+    if cfg.camera_policy != "decorrelated":
+        return {}
+    notes = {}
+    for u in units:
+        if u.task == "allo" and quota_of(cfg, u) is None:
+            notes[f"{u.env}/{u.task}"] = no_table_reason(u.env, (cfg.env_files or {}).get(u.env, {}), recorded=True)
+    return {"layout_quotas_note": notes} if notes else {}
 
 
 def remove_stale_temps(out: Path, units: list[Unit]) -> int:

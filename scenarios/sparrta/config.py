@@ -9,6 +9,7 @@ four labels are equally frequent (±1) in every group and in every unit.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -17,7 +18,7 @@ from sceneforge.core.errors import ConfigError
 from sceneforge.engine.server.renderers import parse_spec
 from sceneforge.scenarios.config import ScenarioConfig, comma_list, option
 from sceneforge.scenarios.sparrta.camera_policy import CAMERA_POLICIES, DEFAULT_POLICY
-from sceneforge.scenarios.sparrta.quotas import QuotaTable, shipped_document
+from sceneforge.scenarios.sparrta.quotas import QuotaTable, no_table_reason, read_document, shipped_document
 from sceneforge.scenarios.sampling.relations import LABELS, check_margin
 
 TASKS = ("ego", "allo")
@@ -26,6 +27,7 @@ FIGURE_YAWS = ("random", "face_source")  # allo viewpoint figure: SpaRRTa's rand
 SPLITS = ("train", "val", "test")
 LAYOUTS = ("sceneforge", "sparrta")  # sparrta: also OUT/sparrta/<env>[_N]/mid-objects (scenarios/sparrta/layout.py)
 _COUNT = (1, float("inf"))  # bounds of a count (n, samples_per_scene, max_tries, ...)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class SparrtaConfig(ScenarioConfig):
         "characters": False,
         "character_props": "auto",
         "quota_tables": None,
+        "quota_table_files": None,
     }
 
     envs: tuple[str, ...] = option(("desert",), flag="--env", help="environment name(s), a YAML path, or 'all'")
@@ -133,6 +136,18 @@ class SparrtaConfig(ScenarioConfig):
         help="characters' helmets, shields and weapons: auto (only where the environment allows them, "
         "character_props: true in its YAML; none of the shipped, modern ones), on, off",
     )
+    # Layout-quota tables a user calibrated for environments without a shipped one (a custom YAML, an
+    # edited shipped one): `python -m sceneforge.scenarios.sparrta.quota_pilot ENV.yaml --out DIR`
+    # writes DIR/<name>.json. Read once by parse_config into quota_tables (checked against the
+    # environment's sha256) and then cleared: the identity is the tables' content, not where they lay.
+    quota_table_files: tuple[str, ...] | None = option(
+        None,
+        flag="--quota-table",
+        parse=comma_list,
+        metavar="FILE[,FILE]",
+        help="layout-quota table(s) for environments without a shipped one (decorrelated allo), made by "
+        "`python -m sceneforge.scenarios.sparrta.quota_pilot ENV.yaml --out DIR` (docs/datasets.md 'Camera policy')",
+    )
     # The environments' content, filled in by parse_config from ``envs`` (see
     # scenarios.world.environments.freeze_envs): the job's identity and what workers rebuild them from.
     env_files: dict | None = field(default=None, hash=False, compare=False)
@@ -180,7 +195,9 @@ class SparrtaConfig(ScenarioConfig):
 
         if self.env_files is None:  # a user's config: today's environments and quota tables
             done = replace(self, env_files=freeze_envs(self.envs, f"{source}: envs"))
-            return replace(done, quota_tables=_shipped_quotas(done))
+            return replace(done, quota_tables=_quota_documents(done, source), quota_table_files=None)
+        if self.quota_table_files:  # a recorded config holds the tables themselves
+            raise ConfigError(f"{source}: quota_table_files is read when a job starts; a recorded config has quota_tables")
         _check_frozen(self.env_files, source)
         _check_quotas(self.quota_tables, source)
         return self
@@ -192,12 +209,30 @@ class SparrtaConfig(ScenarioConfig):
         return None if d is None else self.memo(("quota", env, task, triple), lambda: QuotaTable.from_dict(d))
 
 
-def _shipped_quotas(cfg: SparrtaConfig) -> dict | None:
-    """The shipped quota documents of the config's environments (those calibrated for their
-    content), for ``decorrelated`` jobs with allo; None otherwise (the field is then left out)."""
-    if cfg.camera_policy != "decorrelated" or "allo" not in cfg.tasks:
+def _quota_documents(cfg: SparrtaConfig, source: str) -> dict | None:
+    """The quota documents of the config's environments for ``decorrelated`` jobs with allo: the
+    user's (``quota_table_files``, checked against each environment's sha256), else the shipped
+    one calibrated for its content; None when there is none (the field is then left out). An
+    environment left without one is logged once here, with the command that calibrates a table:
+    its allo views then get no quota, which must not pass unnoticed (the card says it too)."""
+    quotas_apply = cfg.camera_policy == "decorrelated" and "allo" in cfg.tasks
+    if cfg.quota_table_files and not quotas_apply:
+        raise ConfigError(
+            f"{source}: quota_table_files applies to camera_policy decorrelated with task allo (layout quotas), "
+            f"got camera_policy {cfg.camera_policy} and tasks {list(cfg.tasks)}"
+        )
+    if not quotas_apply:
         return None
     docs = {name: shipped_document(name, e["sha256"]) for name, e in cfg.env_files.items()}
+    given: dict[str, str] = {}
+    for path in cfg.quota_table_files or ():
+        doc = read_document(path, cfg.env_files, source)
+        if doc["env"] in given:
+            raise ConfigError(f"{source}: quota_table_files: {given[doc['env']]} and {path} are both for {doc['env']!r}")
+        given[doc["env"]], docs[doc["env"]] = path, doc
+    for name, e in cfg.env_files.items():
+        if docs[name] is None:
+            log.warning("%s", no_table_reason(name, e))
     docs = {k: v for k, v in docs.items() if v is not None}
     return docs or None
 

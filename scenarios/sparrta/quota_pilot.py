@@ -4,18 +4,24 @@ scene group, ``sample_view``), without the quota, and each labelled box's featur
 
 Why a separate module: it needs ``setting.py`` (which reads the shipped tables through
 ``quotas.py``), so ``quotas.py`` stays free of it. Pure: a function of (config, env, task,
-triple, seed, groups); ``python -m sceneforge.scenarios.sparrta.quotas`` runs it to make the
-shipped tables, ``benchmarks/layout_leak.py --quotas`` to measure them on fresh views.
+triple, seed, groups); ``python -m sceneforge.scenarios.sparrta.quota_pilot ENV`` runs it to make
+the shipped tables (``--out DIR``: a table for any environment file, e.g. a user's, which
+``generate --quota-table DIR/<name>.json`` reads), ``benchmarks/layout_leak.py --quotas`` to measure them on fresh views.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import sys
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
-from sceneforge.core.errors import PlacementError
+from sceneforge.core.errors import ConfigError, PlacementError
 from sceneforge.scenarios.sampling.rejection import sample_rng
 from sceneforge.scenarios.sampling.relations import LABELS
 from sceneforge.scenarios.sampling.shapes import ShapeCache
@@ -33,6 +39,7 @@ from sceneforge.scenarios.sparrta.quotas import (
 )
 from sceneforge.scenarios.sparrta.scene import build_group, sample_view
 from sceneforge.scenarios.sparrta.setting import sample_setting, setting_for
+from sceneforge.scenarios.world.environments import is_explicit_path, list_envs
 from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look
 
 
@@ -102,10 +109,13 @@ def pilot(cfg, env_name: str, task: str, triple_id: str, seed: int, groups: int,
 
 
 def calibrate(env_name: str, tasks=("allo",), groups: int = PILOT_GROUPS, log=print) -> dict:
-    """The shipped-table document of one environment: per task and triple, :func:`quotas.fit` on a
-    pilot of ``groups`` scene groups at :data:`PILOT_SEED` under the default ``decorrelated``
-    config (its size, margins and size floors), keyed by the environment file's sha256."""
-    cfg = parse_config({"envs": [env_name], "tasks": list(tasks), "camera_policy": "decorrelated"})
+    """The table document of one environment (a shipped name or a YAML path): per task and triple,
+    :func:`quotas.fit` on a pilot of ``groups`` scene groups at :data:`PILOT_SEED` under the
+    default ``decorrelated`` config (its size, margins and size floors), keyed by the environment
+    file's sha256."""
+    # parsed as ego, then given the tasks: the pilot reads neither the tasks nor any table (it fits
+    # without quotas), and an environment without a table is not warned about while making one
+    cfg = replace(parse_config({"envs": [env_name], "tasks": ["ego"], "camera_policy": "decorrelated"}), tasks=tuple(tasks))
     env = cfg.env(env_name)
     doc = {"format": FORMAT, "env": env.name, "env_sha256": cfg.env_files[env.name]["sha256"], "pilot": {}, "tables": {}}
     doc["pilot"] = {"seed": PILOT_SEED, "groups": groups, "bins": BINS, "margins": [list(m) for m in MARGINS]}
@@ -119,20 +129,40 @@ def calibrate(env_name: str, tasks=("allo",), groups: int = PILOT_GROUPS, log=pr
 
 
 def main(argv=None) -> int:
-    import argparse
-    import json
-
-    ap = argparse.ArgumentParser(description="Fit and write the shipped layout-quota tables (scenarios/sparrta/quota_tables/).")
-    ap.add_argument("envs", nargs="+", help="shipped environment names")
-    ap.add_argument("--tasks", default="allo", help="comma list (default allo: see quotas.TASKS)")
-    ap.add_argument("--groups", type=int, default=PILOT_GROUPS)
+    """Write table documents: into the package (``quota_tables/``, the shipped tables; shipped
+    environments only) or, with ``--out DIR``, into DIR for any environment file, e.g. a user's
+    YAML, which a job then reads with ``--quota-table DIR/<name>.json``."""
+    ap = argparse.ArgumentParser(
+        description="Fit and write layout-quota tables: the shipped ones (scenarios/sparrta/quota_tables/) or, with "
+        "--out, a table for any environment file (pass it to generate with --quota-table)."
+    )
+    ap.add_argument("envs", nargs="+", help="environment names or YAML files (files need --out)")
+    ap.add_argument("--tasks", default="allo", help="comma list (default allo: the task the quotas apply to)")
+    ap.add_argument("--groups", type=int, default=PILOT_GROUPS, help=f"scene groups per triple (default {PILOT_GROUPS})")
+    ap.add_argument("--out", default=None, help="write DIR/<env name>.json instead of the package's shipped tables")
     args = ap.parse_args(argv)
-    TABLE_DIR.mkdir(exist_ok=True)
-    for name in args.envs:
-        doc = calibrate(name, tuple(args.tasks.split(",")), args.groups)
-        path = TABLE_DIR / f"{doc['env']}.json"
-        path.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
-        print(f"wrote {path}")
+    if args.out is None:
+        custom = [e for e in args.envs if is_explicit_path(e) or e not in list_envs()]
+        if custom:
+            ap.error(f"{custom[0]}: not a shipped environment; write its table elsewhere with --out DIR")
+    if args.groups < 1:
+        ap.error(f"--groups must be at least 1, got {args.groups}")
+    out = Path(args.out) if args.out else TABLE_DIR
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in args.envs:
+            doc = calibrate(name, tuple(args.tasks.split(",")), args.groups)
+            path = out / f"{doc['env']}.json"
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            tmp.write_text(json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8")
+            tmp.replace(path)
+            print(f"wrote {path}")
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -31,10 +31,15 @@ Determinism: a table is a pure function of (environment content, task, triple, t
 setting, :data:`PILOT_SEED`, :data:`PILOT_GROUPS`), computed by :func:`calibrate` and shipped with
 the package (``quota_tables/<env>.json``, made by ``python -m sceneforge.scenarios.sparrta.quota_pilot ENV``),
 so no job pays the pilot and any worker count reads the same numbers; the job records them in
-its config (``quota_tables``). The acceptance uniform is the next draw of the sample's own RNG
-after the view (``scene.sample_view``), and a rejected view is drawn again *whole* (figure and
-camera: redrawing only the camera would leave the figure's cells unweighted). A job whose
-environment has no shipped table (a custom YAML) runs without quotas and its card says so.
+its config (``quota_tables``). A table for any other environment file (a user's YAML, a shipped
+one edited) is made with ``quota_pilot ENV.yaml --out DIR`` and given to a job as
+``quota_table_files`` (``--quota-table DIR/<name>.json``), checked against the file's sha256.
+The acceptance uniform is the next draw of the sample's own RNG after the view
+(``scene.sample_view``), and a rejected view is drawn again *whole* (figure and camera:
+redrawing only the camera would leave the figure's cells unweighted). A job whose
+environment has no table for its content runs without quotas: it logs one warning per environment
+(:func:`no_table_reason`, with the command that calibrates one) and its card's
+``layout_quotas_note`` says why.
 
 Honest limits: the pilot uses each object's projected footprint-prism box (the render's mask box is
 a little smaller and can be cut by occluders); cells are coarse (4 × 4), so within a cell the
@@ -52,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sceneforge.core.errors import ConfigError
 from sceneforge.scenarios.sampling.relations import LABELS
 
 BOXES = {"ego": ("source", "target"), "allo": ("source", "target", "human")}
@@ -218,6 +224,60 @@ def accept_probs(table: QuotaTable, feats: np.ndarray, labels: np.ndarray) -> np
 
 def table_path(env: str) -> Path:
     return TABLE_DIR / f"{env}.json"
+
+
+CALIBRATE = "python -m sceneforge.scenarios.sparrta.quota_pilot"  # the command that makes a table
+
+
+def no_table_reason(env: str, entry: dict, recorded: bool = False) -> str:
+    """Why an environment's allo views get no layout quota, in words, with the command that
+    calibrates a table for it: the warning a job logs when it starts and (``recorded``: read from
+    a finished job's config, which may predate 0.7.0) the dataset card's ``layout_quotas_note``.
+    ``entry`` is the environment's ``env_files`` record (``source`` as given, ``sha256``)."""
+    src = entry.get("source") or env
+    why = "a user's environment file, or a shipped one edited after calibration"
+    return (
+        f"layout quotas are off for environment {env!r} (allo, camera_policy decorrelated) from {src}: no quota table "
+        f"matches its sha256 {str(entry.get('sha256', ''))[:12]}... ({why}{'; or a job made before 0.7.0' if recorded else ''}), "
+        f"so one object's box alone may predict the label (the card's layout_baselines say how much); calibrate a "
+        f"table with `{CALIBRATE} {src} --out DIR` and pass it with `--quota-table DIR/{env}.json` (config field "
+        f"quota_table_files)"
+    )
+
+
+def read_document(path: str, env_files: dict, source: str) -> dict:
+    """A table document a user calibrated (``quota_pilot ENV --out DIR``), checked against the
+    job's environments: it must be one of them, calibrated for this content (its sha256, which
+    fixes the triples too), with readable allo tables. Every failure is one ConfigError naming
+    ``source`` and the file."""
+    where = f"{source}: quota_table_files: {path}"
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read ({e.strerror or e})") from None
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ConfigError(f"{where}: not a JSON file ({e})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("tables"), dict):
+        raise ConfigError(f"{where}: not a layout-quota table (format {FORMAT}; make one with `{CALIBRATE} ENV --out DIR`)")
+    env = doc.get("env")
+    if env not in env_files:
+        raise ConfigError(f"{where}: is the table of environment {env!r}, which this job does not use ({', '.join(env_files)})")
+    want = env_files[env]["sha256"]
+    if doc.get("env_sha256") != want:
+        raise ConfigError(
+            f"{where}: was calibrated for another content of environment {env!r} (sha256 "
+            f"{str(doc.get('env_sha256'))[:12]}..., the file {env_files[env].get('source', env)} now has {want[:12]}...); "
+            f"calibrate again: `{CALIBRATE} {env_files[env].get('source', env)} --out DIR`"
+        )
+    tables = doc["tables"].get("allo")
+    if not isinstance(tables, dict) or not tables:
+        raise ConfigError(f"{where}: has no allo tables (layout quotas apply to allo)")
+    try:
+        for d in tables.values():
+            QuotaTable.from_dict(d)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: a table is damaged ({type(e).__name__}: {e})") from None
+    return doc
 
 
 def shipped_document(env: str, env_sha256: str) -> dict | None:

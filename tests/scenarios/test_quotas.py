@@ -176,6 +176,110 @@ def test_a_quota_job_is_byte_identical_at_one_and_two_workers(tmp_path):
     card = json.loads((tmp_path / "one" / "dataset_card.json").read_text())
     quota = card["layout_quotas"]["desert/allo/rock_truck"]
     assert quota["digest"] == parse_config(cfg).quota("desert", "allo", "rock_truck").digest
+    assert "layout_quotas_note" not in card  # a shipped environment has its tables: nothing to explain
     assert set(quota["pilot_acceptance"]) == set(LABELS)
     records = [json.loads(p.read_text()) for p in (tmp_path / "one" / "records").rglob("*.json")]
     assert sum(r.get("rejections", {}).get("quota", 0) for r in records) > 0  # the step ran
+
+
+def _edited_desert(folder):
+    """A real edited copy of the shipped desert.yaml (one comment line more): the same name and
+    geometry, another sha256, so no shipped table is keyed by it."""
+    from sceneforge.scenarios.world.environments import env_path
+
+    path = folder / "desert.yaml"
+    path.write_text(env_path("desert").read_text(encoding="utf-8") + "# edited after calibration\n", encoding="utf-8")
+    return path
+
+
+def _quota_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "layout quotas are off" in r.getMessage()]
+
+
+def test_an_environment_without_a_table_is_warned_about_once_and_a_shipped_one_is_not(tmp_path, caplog):
+    """A decorrelated allo job on an environment file no table is keyed by runs without quotas:
+    that must not pass silently. One warning per environment (allo is the task quotas apply to)
+    naming the file, the reason and the command that calibrates a table; none for a shipped
+    environment, none where quotas do not apply (ego, jitter)."""
+    path = _edited_desert(tmp_path)
+    with caplog.at_level("WARNING"):
+        cfg = parse_config({"envs": [str(path)], "tasks": ["ego", "allo"], "seed": 3})
+    assert cfg.quota_tables is None and cfg.quota("desert", "allo", "rock_truck") is None
+    [msg] = _quota_warnings(caplog)
+    assert str(path) in msg and "no quota table matches its sha256" in msg
+    assert cfg.env_files["desert"]["sha256"][:12] in msg
+    assert (
+        f"python -m sceneforge.scenarios.sparrta.quota_pilot {path} --out DIR" in msg and "--quota-table DIR/desert.json" in msg
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        parse_config({"envs": ["desert", "city"], "tasks": ["ego", "allo"]})
+        parse_config({"envs": [str(path)], "tasks": ["ego"]})
+        parse_config({"envs": [str(path)], "tasks": ["allo"], "camera_policy": "jitter"})
+    assert _quota_warnings(caplog) == []
+
+
+def test_a_table_calibrated_for_a_users_environment_file_gives_it_quotas(tmp_path, caplog):
+    """``quota_pilot ENV.yaml --out DIR`` writes a table for any environment file (never into the
+    package without --out); ``quota_table_files`` hands it to a job, checked against the file's
+    sha256, and the job records its content (not the path) in quota_tables."""
+    from sceneforge.scenarios.sparrta import quota_pilot
+
+    path = _edited_desert(tmp_path)
+    shipped = {p.name: p.read_bytes() for p in quotas.TABLE_DIR.glob("*.json")}
+    with pytest.raises(SystemExit) as e:  # a user's file is not written into the package
+        quota_pilot.main([str(path), "--groups", "3"])
+    assert e.value.code == 2 and {p.name: p.read_bytes() for p in quotas.TABLE_DIR.glob("*.json")} == shipped
+    assert quota_pilot.main([str(path), "--groups", "3", "--out", str(tmp_path / "tables")]) == 0
+    table = tmp_path / "tables" / "desert.json"
+    doc = json.loads(table.read_text())
+    cfg_env = parse_config({"envs": [str(path)], "tasks": ["ego"]})
+    assert doc["env"] == "desert" and doc["env_sha256"] == cfg_env.env_files["desert"]["sha256"]
+    assert set(doc["tables"]["allo"]) == {t.id for t in cfg_env.env("desert").triples}
+    with caplog.at_level("WARNING"):
+        cfg = parse_config({"envs": [str(path)], "tasks": ["allo"], "quota_table_files": [str(table)]})
+    assert _quota_warnings(caplog) == []
+    q = cfg.quota("desert", "allo", "rock_truck")
+    assert q is not None and q.digest == quotas.QuotaTable.from_dict(doc["tables"]["allo"]["rock_truck"]).digest
+    assert "quota_table_files" not in cfg.to_dict() and cfg.to_dict()["quota_tables"]["desert"] == doc
+    moved = tmp_path / "elsewhere.json"
+    moved.write_text(table.read_text())
+    again = parse_config({"envs": [str(path)], "tasks": ["allo"], "quota_table_files": [str(moved)]})
+    assert again.fingerprint() == cfg.fingerprint()  # the identity is the table's content
+    assert parse_config(cfg.to_dict()).quota("desert", "allo", "rock_truck").digest == q.digest  # a worker's view
+    bad = [
+        ({"envs": ["desert"]}, "calibrated for another content of environment 'desert'"),  # the shipped file
+        ({"envs": ["city"]}, "environment 'desert', which this job does not use"),
+        ({"camera_policy": "jitter"}, "applies to camera_policy decorrelated with task allo"),
+        ({"tasks": ["ego"]}, "applies to camera_policy decorrelated with task allo"),
+        ({"quota_table_files": [str(tmp_path / "missing.json")]}, "cannot read"),
+        ({"quota_table_files": [str(path)]}, "not a JSON file"),
+        ({"quota_table_files": [str(table), str(moved)]}, "are both for 'desert'"),
+    ]
+    for change, message in bad:
+        raw = {"envs": [str(path)], "tasks": ["allo"], "quota_table_files": [str(table)], **change}
+        with pytest.raises(ConfigError, match=message):
+            parse_config(raw)
+
+
+@pytest.mark.render
+def test_generate_on_an_edited_environment_warns_once_and_the_card_says_why(tmp_path):
+    """`sceneforge generate` on an edited copy of a shipped environment: one warning line on
+    stderr, layout_quotas null and layout_quotas_note saying why, in words, with the command."""
+    import subprocess
+    import sys
+
+    path = _edited_desert(tmp_path)
+    out = tmp_path / "data"
+    argv = ["generate", "--env", str(path), "--task", "both", "--n", "4", "--size", "64", "--quiet", "--no-fetch"]
+    done = subprocess.run(
+        [sys.executable, "-m", "sceneforge.cli", *argv, "--out", str(out)], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [ln for ln in done.stderr.splitlines() if "layout quotas are off" in ln]
+    assert len(lines) == 1 and lines[0].startswith("WARNING") and str(path) in lines[0], done.stderr
+    card = json.loads((out / "dataset_card.json").read_text())
+    assert all(v is None for v in card["layout_quotas"].values())
+    assert set(card["layout_quotas_note"]) == {"desert/allo"}  # ego has no quotas by design: no note
+    note = card["layout_quotas_note"]["desert/allo"]
+    assert "no quota table matches its sha256" in note and f"quota_pilot {path} --out DIR" in note
