@@ -1,29 +1,34 @@
 """How much one object's box says about the label under a camera policy: geometry only, no render.
 
 Run: ``python benchmarks/layout_leak.py --env desert --task ego --policy decorrelated --groups 300
-[--triple rock_truck] [--max-pair-dist 450] [--window 0.15,0.85] [--no-quotas]``, or
+[--triple rock_truck] [--seed 5] [--max-pair-dist 450] [--window 0.15,0.85] [--no-quotas]``, or
 ``python benchmarks/layout_leak.py --table OUT`` for a generated dataset's table (the CV column
-of docs/validation.md).
+of docs/validation.md). Defaults: desert, ego, ``decorrelated``, 300 groups, the environment's
+first triple, seed 5, the environment's pair distance, the window 0.15-0.85, quotas as a job
+applies them (allo).
 
-Samples views the way the scenario does (``setting_for`` + ``sample_setting`` + ``sample_view``;
-one scene group of four samples, one per label, per group), takes each labelled object's projected
-footprint-prism box (the bound of what a render reports; no visibility check, so a few more
-views pass than in a real job) and fits ``probing/layout.py``'s MLP on each box alone and on all
-boxes with scene-grouped 5-fold cross-validation (chance 0.25). Also prints, per label, the mean
-source position and log area and the mean target - source offset: where the leak comes from.
+Draws the views with ``scenarios/sparrta/quota_pilot.py``'s ``pilot()``, the one render-free
+sampler (the layout quotas are calibrated on it too): per scene group four samples, one per label,
+drawn as a job draws them (``setting_for`` + the sample's look lens and anchor point
+``sample_setting`` + ``sample_view``, the figure shape picked per group), with ``--seed`` in place
+of the job's. ``--max-pair-dist`` overrides the unit's ``Setting`` (``pilot(setting=...)``),
+``--window`` decorrelated's anchor window, ``--no-quotas`` leaves out the layout quotas
+(scenarios/sparrta/quotas.py, allo since 0.7.0: 0.6.0's views). Each labelled object's box is its
+projected footprint prism (the bound of what a render reports; no visibility check, so a few
+more views pass than in a real job); ``probing/layout.py``'s MLP is fitted on each box alone and
+on all boxes with scene-grouped 5-fold cross-validation (chance 0.25). Also prints, per label, the
+mean source position and log area and the mean target - source offset: where the leak comes from.
 
 Why: a policy change (issue 46's ``decorrelated``) is judged by these numbers; a render-free
 estimate takes ~1 min for 1,200 views instead of ~8 min for a rendered 1,000-sample dataset. The
-ablation rows of docs/validation.md "The 0.6.0 default" (pair distance, anchor window) came from it.
-The policy's layout quotas (scenarios/sparrta/quotas.py, allo since 0.7.0) apply as in a job:
-``--no-quotas`` leaves them out. Calibration and the quotas' own before/after measurement on
-fresh pilots of all triples: ``scenarios/sparrta/quota_pilot.py``.
+ablation rows of docs/validation.md "The 0.6.0 default" (pair distance, anchor window) came from
+its first sampler (a copy of the pilot with its own seeds, one figure shape, no look lens; same
+rules), before it used ``pilot()``.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from collections import Counter
@@ -34,62 +39,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sceneforge.core.errors import PlacementError  # noqa: E402
 from sceneforge.probing.layout import box_features, fit_mlp  # noqa: E402
-from sceneforge.scenarios.sampling.rejection import sample_rng  # noqa: E402
 from sceneforge.scenarios.sampling.relations import LABELS  # noqa: E402
 from sceneforge.scenarios.sparrta import camera_policy  # noqa: E402
-from sceneforge.scenarios.sparrta.config import Unit, parse_config  # noqa: E402
-from sceneforge.scenarios.sparrta.scene import ShapeCache, build_group, sample_view  # noqa: E402
-from sceneforge.scenarios.sparrta.setting import sample_setting, setting_for  # noqa: E402
-from sceneforge.scenarios.world.environments import load_env  # noqa: E402
+from sceneforge.scenarios.sparrta.config import parse_config  # noqa: E402
+from sceneforge.scenarios.sparrta.quota_pilot import pilot  # noqa: E402
+from sceneforge.scenarios.sparrta.quotas import BOXES  # noqa: E402
 
 
 def views(args) -> tuple[pd.DataFrame, Counter, int]:
-    env = load_env(args.env)
-    shapes = ShapeCache(env.library)
-    tri = next((t for t in env.triples if t.id == args.triple), env.triples[0]) if args.triple else env.triples[0]
-    human = shapes.pick(np.random.default_rng(0), "human")
+    """The pilot views of ``args`` (``quota_pilot.pilot``: drawn as a job draws them, quotas applied
+    unless ``--no-quotas``) as a table of boxes, one row per view: ``label``, scene group ``g``
+    and each labelled object's projected footprint-prism box (``<name>_bbox_x0`` ... at the image
+    size, as ``probing/layout.box_features`` reads a dataset's table)."""
     cfg = parse_config({"envs": [args.env], "tasks": [args.task], "camera_policy": args.policy})
-    base = setting_for(cfg, env, args.task)
-    if args.max_pair_dist:
-        base = dataclasses.replace(base, max_pair_dist_cm=args.max_pair_dist)
-    if args.window:
+    env = cfg.env(args.env)
+    triple = args.triple or env.triples[0].id
+    if args.window:  # an ablation of decorrelated's anchor window (read by camera_policy.anchor_screen)
         camera_policy.DECORRELATED_WINDOW = tuple(float(v) for v in args.window.split(","))
-    unit = Unit(args.env, args.task, tri.id, tri.source_class, tri.target_class, "human", 10**6, 0, 0)
-    rows, rej, fails = [], Counter(), 0
-    for g in range(args.groups):
-        try:
-            group = build_group(
-                sample_rng(5, args.env, args.task, tri.id, g, 1),
-                ("k", g),
-                tri.source_class,
-                tri.target_class,
-                shapes,
-                base,
-                env.ground,
-                env.clutter,
-            )
-        except PlacementError:
-            continue
-        group.viewpoint = human if args.task == "allo" else None
-        rng = np.random.default_rng(g)
-        for j, want in enumerate(LABELS):
-            st = sample_setting(cfg, base, unit, 4 * g + j)
-            if args.no_quotas:  # the 0.6.0 policy: no layout-quota acceptance step
-                st = dataclasses.replace(st, quota=None)
-            try:
-                v = sample_view(rng, group, args.task, want, st, env.ground, human, rej)
-            except PlacementError:
-                fails += 1
-                continue
-            row = {"label": want, "g": g, "camera_width": st.size, "camera_height": st.size}
-            for n, o in [("source", group.source), ("target", group.target)] + ([("human", v.human)] if v.human else []):
-                uv, _ = v.camera.project(o.corners())
-                (x0, y0), (x1, y1) = uv.min(0), uv.max(0)
-                row.update({f"{n}_bbox_x0": x0, f"{n}_bbox_y0": y0, f"{n}_bbox_x1": x1, f"{n}_bbox_y1": y1})
-            rows.append(row)
-    return pd.DataFrame(rows), rej, fails
+    setting = {"max_pair_dist_cm": float(args.max_pair_dist)} if args.max_pair_dist else None
+    p = pilot(cfg, env.name, args.task, triple, args.seed, args.groups, quotas=not args.no_quotas, setting=setting)
+    rows = []
+    for label, g, boxes in zip(p["labels"], p["groups"], p["boxes"]):
+        row = {"label": LABELS[label], "g": int(g), "camera_width": p["size"], "camera_height": p["size"]}
+        for name, (x0, y0, x1, y1) in zip(BOXES[args.task], boxes):
+            row.update({f"{name}_bbox_x0": x0, f"{name}_bbox_y0": y0, f"{name}_bbox_x1": x1, f"{name}_bbox_y1": y1})
+        rows.append(row)
+    return pd.DataFrame(rows), p["rejections"], p["failed"]
 
 
 def cv_accuracy(x: np.ndarray, y: np.ndarray, fold: np.ndarray) -> float:
@@ -130,6 +106,7 @@ def main() -> None:
     ap.add_argument("--policy", default="decorrelated", choices=camera_policy.CAMERA_POLICIES)
     ap.add_argument("--groups", type=int, default=300, help="scene groups (4 views each, one per label)")
     ap.add_argument("--triple", default=None, help="triple id (default: the environment's first)")
+    ap.add_argument("--seed", type=int, default=5, help="the pilot's seed, in place of a job's (default 5)")
     ap.add_argument("--max-pair-dist", type=float, default=None, help="override the source-target distance limit, cm")
     ap.add_argument("--no-quotas", action="store_true", help="leave out decorrelated's layout quotas (allo: 0.6.0's views)")
     ap.add_argument("--window", default=None, help="override decorrelated's anchor window, e.g. 0.15,0.85")

@@ -6,7 +6,8 @@ Why a separate module: it needs ``setting.py`` (which reads the shipped tables t
 ``quotas.py``), so ``quotas.py`` stays free of it. Pure: a function of (config, env, task,
 triple, seed, groups); ``python -m sceneforge.scenarios.sparrta.quota_pilot ENV`` runs it to make
 the shipped tables (``--out DIR``: a table for any environment file, e.g. a user's, which
-``generate --quota-table DIR/<name>.json`` reads), ``benchmarks/layout_leak.py --quotas`` to measure them on fresh views.
+``generate --quota-table DIR/<name>.json`` reads), ``benchmarks/layout_leak.py`` to measure a
+policy's leak (quotas included, as a job applies them; ``--no-quotas`` without) on fresh views.
 """
 
 from __future__ import annotations
@@ -43,10 +44,23 @@ from sceneforge.scenarios.world.environments import is_explicit_path, list_envs
 from sceneforge.scenarios.world.look import LOOK_STREAM, draw_look
 
 
-def pilot(cfg, env_name: str, task: str, triple_id: str, seed: int, groups: int, quotas: bool = False) -> dict:
+def pilot(
+    cfg,
+    env_name: str,
+    task: str,
+    triple_id: str,
+    seed: int,
+    groups: int,
+    quotas: bool = False,
+    setting: dict | None = None,
+) -> dict:
     """``groups`` scene groups of four views (one per label) of one (env, task, triple) under
     ``cfg`` (its camera policy), with ``seed`` in place of the job's. ``quotas``: apply the
-    shipped tables as a job does (to measure them); default off (what calibration fits on).
+    config's tables as a job does (to measure them); default off (what calibration fits on).
+    ``setting``: fields of the unit's ``Setting`` to override (an ablation, e.g.
+    ``{"max_pair_dist_cm": 450}``; ``benchmarks/layout_leak.py``); None for the job's own.
+    The one place that draws pilot views: calibration (``calibrate``) and the render-free leak
+    estimate (``benchmarks/layout_leak.py``) both call it.
 
     Returns ``{"feats": (n, boxes, 3), "labels": (n,), "groups": (n,), "boxes": (n, boxes, 4)
     x0 y0 x1 y1 px, "size": px, "failed": views without one, "rejections": Counter}``."""
@@ -56,7 +70,7 @@ def pilot(cfg, env_name: str, task: str, triple_id: str, seed: int, groups: int,
     unit = Unit(env.name, task, tri.id, tri.source_class, tri.target_class, "human", 4 * groups, 0, 0)
     lib = env.library
     shapes = ShapeCache(lib, lambda cls: env.variants(cls, lib))
-    base = setting_for(cfg, env, task)
+    base = replace(setting_for(cfg, env, task), **(setting or {}))
     feats, labels, gs, boxes, failed, rej = [], [], [], [], 0, Counter()
     names = BOXES[task]
     for g in range(groups):

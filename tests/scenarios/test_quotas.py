@@ -283,3 +283,33 @@ def test_generate_on_an_edited_environment_warns_once_and_the_card_says_why(tmp_
     assert set(card["layout_quotas_note"]) == {"desert/allo"}  # ego has no quotas by design: no note
     note = card["layout_quotas_note"]["desert/allo"]
     assert "no quota table matches its sha256" in note and f"quota_pilot {path} --out DIR" in note
+
+
+def test_layout_leak_draws_its_views_with_the_pilot():
+    """benchmarks/layout_leak.py has no sampler of its own: its table is pilot()'s boxes (quotas as
+    a job applies them, or none with --no-quotas), and --max-pair-dist reaches the unit's Setting."""
+    import argparse
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "layout_leak.py"
+    spec = importlib.util.spec_from_file_location("layout_leak", path)
+    leak = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(leak)
+    base = dict(
+        env="desert", policy="decorrelated", groups=3, triple=None, seed=5, max_pair_dist=None, window=None, no_quotas=False
+    )
+
+    for task, kw, pilot_kw in [
+        ("ego", {}, {}),
+        ("allo", {"no_quotas": True}, {}),
+        ("ego", {"max_pair_dist": 300.0}, {"setting": {"max_pair_dist_cm": 300.0}}),
+    ]:
+        t, _, _ = leak.views(argparse.Namespace(**{**base, "task": task, **kw}))
+        cfg = parse_config({"envs": ["desert"], "tasks": [task]})
+        p = pilot(cfg, "desert", task, "rock_truck", 5, 3, quotas=not kw.get("no_quotas", False), **pilot_kw)
+        assert len(t) == len(p["labels"]) > 0 and list(t.label) == [LABELS[i] for i in p["labels"]]
+        cols = [f"{n}_bbox_{c}" for n in quotas.BOXES[task] for c in ("x0", "y0", "x1", "y1")]
+        assert np.array_equal(t[cols].to_numpy(), p["boxes"].reshape(len(t), -1))
+    near = pilot(parse_config({"envs": ["desert"], "tasks": ["ego"]}), "desert", "ego", "rock_truck", 5, 3)
+    assert not np.array_equal(near["boxes"], p["boxes"])  # the pair-distance override changed the scenes
