@@ -14,6 +14,13 @@ number of images asked for), ``grid`` patches, one width (``meta.json``'s ``patc
 ``prefix_shape`` when it has them) and every value finite (read once, in chunks). A failed check
 is one line naming the file and what is wrong, and says to delete the entry to extract again.
 
+Disk: an entry is ``n × (tokens + prefix) × width × 2`` bytes (fp16) plus two ``.npy`` headers
+and ``meta.json`` (:func:`entry_bytes`; the shapes from :func:`layer_shapes`, one blank image
+through the model). ``before_extract`` lets a caller refuse before anything is written (the
+study checks the free space there). :func:`drop_entries` deletes entries so that a kill midway
+never leaves one that looks complete: each is first renamed (atomically) to ``.trash-<key>-<pid>``
+and only then removed; :func:`sweep_trash` removes what a killed deletion left.
+
 Example::
 
     feats = extract_features(bb, table["path"].tolist(), layers=[6, 12], cache_dir="cache/")
@@ -30,6 +37,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -67,11 +75,19 @@ def cache_key(backbone, layer: int, data_hash: str) -> str:
 
 
 def extract_features(
-    backbone, paths: list[str], layers: list[int], cache_dir: str | Path, batch_size: int = 64, progress: bool = True
+    backbone,
+    paths: list[str],
+    layers: list[int],
+    cache_dir: str | Path,
+    batch_size: int = 64,
+    progress: bool = True,
+    before_extract: Callable[[list[int]], None] | None = None,
 ) -> dict[int, LayerFeatures]:
     """Return cached features for ``layers``, extracting only the layers not cached yet.
 
     All missing layers come from the same forward passes (one pass per batch).
+    ``before_extract(missing_layers)`` runs before anything of them is written (it may raise:
+    e.g. not enough disk for them); it is not called on a full cache hit.
     """
     cache_dir = Path(cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -79,6 +95,8 @@ def extract_features(
     keys = {n: cache_key(backbone, n, data_hash) for n in layers}
     missing = [n for n in layers if not (cache_dir / keys[n] / "meta.json").is_file()]
     if missing:
+        if before_extract is not None:
+            before_extract(missing)
         log.info("extracting layers %s of %s for %d images", missing, backbone.spec, len(paths))
         _extract(backbone, paths, {n: cache_dir / keys[n] for n in missing}, batch_size, progress)
     else:
@@ -189,10 +207,79 @@ def _finish(tmp: Path, final: Path, arrays, backbone, layer: int, grid, n: int) 
         "prefix_shape": shapes[1],
     }
     (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    if final.is_dir() and not (final / "meta.json").is_file():
+        # not an entry (a complete one always has meta.json: it is renamed into place whole):
+        # what an older, non-atomic deletion left; it would block the rename below
+        shutil.rmtree(final, ignore_errors=True)
     try:
         os.replace(tmp, final)
     except OSError:  # another process finished the same key first: keep theirs
         log.info("cache entry %s appeared meanwhile; keeping it", final.name)
+
+
+BLOCK = 4096  # a file's size on disk is rounded up to the file system's block (4 KiB on ext4, xfs, tmpfs)
+NPY_HEADER = 128  # numpy's .npy v1 header of a 3-D float16 array (padded to 64 bytes, 128 in practice)
+META_BYTES = 1024  # meta.json: ~0.4 KB
+
+
+def _on_disk(size: int) -> int:
+    return -(-size // BLOCK) * BLOCK
+
+
+def entry_bytes(n: int, tokens: int, prefix: int, width: int) -> int:
+    """Bytes one cache entry (one layer, ``n`` images) takes on disk: fp16 patches
+    ``n × tokens × width × 2`` and prefix ``n × prefix × width × 2``, each with its .npy header,
+    plus meta.json, each rounded up to a 4 KiB block."""
+    return _on_disk(NPY_HEADER + 2 * n * tokens * width) + _on_disk(NPY_HEADER + 2 * n * prefix * width) + _on_disk(META_BYTES)
+
+
+def layer_shapes(backbone, layers: list[int]) -> dict[int, tuple[int, int, int]]:
+    """``{layer: (tokens, prefix, width)}`` of one image at the model's input size: a blank image
+    through the model (not counted in ``forward_calls``; a model on the ``meta`` device computes
+    shapes only: nothing is allocated or run)."""
+    import torch
+
+    h, w = backbone.preprocess.input_hw
+    if backbone.device == "meta":
+        with torch.inference_mode():
+            out = backbone._forward(torch.zeros(1, 3, h, w, device="meta"), list(layers))
+    else:
+        out = backbone.extract(torch.zeros(1, 3, h, w), list(layers))
+        backbone.forward_calls -= 1  # a probe, not an extraction
+    return {n: (int(t.patches.shape[1]), int(t.prefix.shape[1]), int(t.patches.shape[2])) for n, t in out.items()}
+
+
+TRASH = ".trash-"
+
+
+def drop_entries(cache_dir: str | Path, keys: list[str]) -> int:
+    """Delete the cache entries ``keys`` (nothing else); returns the bytes freed. Each entry is
+    renamed to ``.trash-<key>-<pid>`` first (one atomic step: the entry is either complete in
+    place or gone from its key), then removed: a kill midway leaves only trash, never an entry
+    that looks complete (:func:`sweep_trash` removes it later)."""
+    cache_dir = Path(cache_dir)
+    freed = 0
+    for key in keys:
+        entry = cache_dir / key
+        if not entry.is_dir():
+            continue
+        trash = cache_dir / f"{TRASH}{key}-{os.getpid()}"
+        shutil.rmtree(trash, ignore_errors=True)
+        freed += sum(f.stat().st_size for f in entry.iterdir() if f.is_file())
+        os.replace(entry, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+    return freed
+
+
+def sweep_trash(cache_dir: str | Path) -> int:
+    """Remove what a killed :func:`drop_entries` left (``.trash-*`` directories); returns how many."""
+    cache_dir = Path(cache_dir)
+    if not cache_dir.is_dir():
+        return 0
+    left = [d for d in cache_dir.iterdir() if d.name.startswith(TRASH) and d.is_dir()]
+    for d in left:
+        shutil.rmtree(d, ignore_errors=True)
+    return len(left)
 
 
 def _batches(backbone, paths: list[str], layers: list[int], batch_size: int, progress: bool):

@@ -110,6 +110,11 @@ class StudyConfig(ConfigBase):
     threads: int | None = option(None, bounds=_COUNT, integer=True, help="torch CPU threads")
     workers: int = option(1, bounds=_COUNT, integer=True, help="render workers while generating")
     reports: bool = option(True, help="probe's report.html per run (backbone x dataset x n_train; ~2 s each)")
+    keep_features: bool = option(
+        True,
+        help="keep DIR/cache's features after use; false: delete each (backbone, dataset) unit's features once its rows "
+        "are written (peak disk: one unit's features; a later run with more layers or n_train extracts them again)",
+    )
 
     # --- parsing --------------------------------------------------------------------------------
     @classmethod
@@ -129,7 +134,7 @@ class StudyConfig(ConfigBase):
             if not isinstance(special["data"], dict):
                 raise ConfigError(f"{source}: data must be a mapping of `sceneforge generate` fields, got {special['data']!r}")
             values["data"] = dict(special["data"])
-        for name in ("random_control", "layout", "reports"):
+        for name in ("random_control", "layout", "reports", "keep_features"):
             if name in values and not isinstance(values[name], bool):
                 raise ConfigError(f"{source}: {name} must be true or false, got {values[name]!r}")
         return values

@@ -21,21 +21,34 @@ patience)`` epochs, and no later than ``epochs``; the head cost per (train image
 the row's batch size (:func:`batch_factor`: small train sets train in small, costlier batches).
 There is no GPU measurement in the reference: a plan for ``--device cuda`` without GPU timings of
 its own prints the CPU figures as what they are (an upper bound) and says so.
+
+Disk, beside the time: the datasets to generate (images × bytes per image on disk: measured in
+``DIR`` where a dataset is there, else :data:`BYTES_PER_IMAGE`, measured per environment × task)
+and per backbone × dataset the feature cache, exact from the cache format
+(:func:`probing.features.entry_bytes`: images × (tokens + prefix) × width × 2 bytes per layer),
+the shapes from ``DIR/timings.jsonl`` where the study extracted before, else from the model's
+architecture built on torch's ``meta`` device (timm; nothing loaded), minus the entries already in
+``DIR/cache``; their total against the free space of ``DIR``'s file system. ``keep_features:
+false`` counts only the largest unit's features (one unit's are on disk at a time).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.probing.backbones import shape_backbone
 from sceneforge.probing.data import read_tables
+from sceneforge.probing.features import BLOCK, NPY_HEADER, entry_bytes, layer_shapes
 from sceneforge.scenarios.sparrta.config import SparrtaConfig
 from sceneforge.study.config import StudyConfig, batch_for, resolve_weights
-from sceneforge.study.results import HEADER, RESULTS, check_protocol, read_header, read_rows
-from sceneforge.study.run import plan_datasets
+from sceneforge.study.results import HEADER, RESULTS, cache_records, check_protocol, read_header, read_rows
+from sceneforge.study.run import _resolve, gb, plan_datasets
 
 TIMINGS = "timings.jsonl"
 MACHINE = "the shared 2-core development machine, 2 torch threads"
@@ -85,6 +98,27 @@ def batch_factor(batch: int) -> float:
     return (a + b / batch) / (a + b / 256)
 
 
+# bytes on disk per labelled image of `sceneforge generate` at its defaults (224² jpg, quality 95, no
+# depth or masks, decorrelated): `du -B1` of a 40-image dataset per environment x task (seed 31:
+# images, params/scene/record JSON in 4 KiB blocks, the tables), divided by 40; 2026-12-07
+BYTES_PER_IMAGE = {
+    ("desert", "ego"): 92_160,
+    ("city", "ego"): 206_131,
+    ("forest", "ego"): 399_564,
+    ("winter_town", "ego"): 135_372,
+    ("bridge", "ego"): 134_860,
+    ("desert", "allo"): 109_363,
+    ("city", "allo"): 216_678,
+    ("forest", "allo"): 412_364,
+    ("winter_town", "allo"): 142_336,
+    ("bridge", "allo"): 149_094,
+}
+BYTES_SOURCE = "du of 40-image `sceneforge generate` datasets at its defaults (224² jpg q95), 2026-12-07"
+REFERENCE_SIZE = 224
+# a backbone whose architecture cannot be built without weights (hf:) and that has not run in DIR:
+# ViT-S/16's 196 patches + CLS, 384 wide (a guess, said so)
+FALLBACK_SHAPE = (196, 1, 384)
+
 REPORT_S = 2.0  # probe's report.html per run (backbone x dataset x n_train): ~1.7 s measured (docs/study.md)
 
 
@@ -110,6 +144,9 @@ class DatasetPlan:
     approx: bool  # train rows estimated from the split pattern (not generated yet)
     cost: Cost | None = None
     groups: dict[tuple[str, str], list[int]] = field(default_factory=dict)  # (env, task) -> n_train sizes
+    disk_have: int = 0  # bytes on disk now (4 KiB blocks)
+    disk_need: int = 0  # bytes still to write (generation)
+    disk_source: str = ""  # where the bytes per image come from
 
 
 @dataclass
@@ -125,6 +162,11 @@ class BackbonePlan:
     extract: Cost | None
     heads: Cost | None
     notes: list[str] = field(default_factory=list)
+    features: dict[str, int] = field(default_factory=dict)  # dataset -> cache bytes still to write (its unit)
+    features_there: int = 0  # bytes of the needed entries already in DIR/cache
+    shapes: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # layer -> (tokens, prefix, width)
+    shape_source: str = ""
+    reclaim: int = 0  # keep_features false: bytes of finished units' entries the run deletes before any work
 
 
 @dataclass
@@ -136,6 +178,28 @@ class StudyPlan:
     layout_done: int
     backbones: list[BackbonePlan]
     notes: list[str] = field(default_factory=list)
+    keep_features: bool = True
+    free: int | None = None  # bytes free on DIR's file system
+    fs: Path | None = None  # the existing folder it was measured at (DIR or its nearest parent)
+
+    def disk_data(self) -> int:
+        """Bytes the datasets still to generate will take (under DIR/data)."""
+        return sum(d.disk_need for d in self.datasets)
+
+    def units(self) -> list[tuple[str, str, int]]:
+        """(backbone, dataset, cache bytes to write) of every unit with features to extract."""
+        return [(b.name, d, n) for b in self.backbones for d, n in b.features.items() if n]
+
+    def disk_features(self) -> int:
+        """Cache bytes at the peak: every unit's (``keep_features``), else the largest unit's."""
+        sizes = [n for _, _, n in self.units()]
+        return (sum(sizes) if self.keep_features else max(sizes, default=0)) if sizes else 0
+
+    def disk_total(self) -> int:
+        return self.disk_data() + self.disk_features()
+
+    def reclaim(self) -> int:
+        return sum(b.reclaim for b in self.backbones)
 
     def total(self) -> tuple[float, float]:
         parts = [d.cost for d in self.datasets if d.cost] + [c for b in self.backbones for c in (b.extract, b.heads) if c]
@@ -184,7 +248,9 @@ def _datasets(cfg: StudyConfig, out: Path) -> list[DatasetPlan]:
             for (env, task), g in table.groupby(["env", "task"], sort=True):
                 have = int((g["split"] == "train").sum())
                 groups[(env, task)] = [n for n in (cfg.n_train or (have,)) if n <= have]
-            plans.append(DatasetPlan(spec.name, spec.dir, len(table), False, False, None, groups))
+            used = disk_bytes(spec.dir)
+            src = f"{used / max(1, len(table)) / 1000:.0f} KB/image on disk, measured in {spec.dir}"
+            plans.append(DatasetPlan(spec.name, spec.dir, len(table), False, False, None, groups, used, 0, src))
             continue
         if spec.generate is None:
             raise ConfigError(f"datasets: {spec.dir}: no such directory")
@@ -197,8 +263,68 @@ def _datasets(cfg: StudyConfig, out: Path) -> list[DatasetPlan]:
             source += f"; measured for decorrelated, this config asks {policy}"
         cost = Cost.of(cfg.n / (rate or min(GENERATE_IMAGES_PER_S.values())), source)
         groups = {(env, task): [n for n in (cfg.n_train or (have,)) if n <= have]}
-        plans.append(DatasetPlan(spec.name, spec.dir, cfg.n, True, True, cost, groups))
+        per_image, disk_src = _bytes_per_image(spec.generate, env, task)
+        partial = disk_bytes(spec.dir)  # a generation killed midway: what it wrote stays
+        need = max(0, int(cfg.n * per_image) - partial)
+        plans.append(DatasetPlan(spec.name, spec.dir, cfg.n, True, True, cost, groups, partial, need, disk_src))
     return plans
+
+
+def disk_bytes(root: Path) -> int:
+    """Bytes ``root``'s files take on disk (allocated blocks, as ``du``); 0 where it does not exist."""
+    total = 0
+    for folder, _, files in os.walk(root):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(folder, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def _bytes_per_image(generate: dict, env: str, task: str) -> tuple[float, str]:
+    """Bytes per labelled image on disk for this dataset's generate config, and where from."""
+    g = SparrtaConfig.from_dict(generate, "study data")
+    known = BYTES_PER_IMAGE.get((env, task))
+    per = known or max(BYTES_PER_IMAGE.values())
+    src = f"{per / 1000:.0f} KB/image, {BYTES_SOURCE}"
+    if not known:
+        src += f"; {env} {task} not measured: the largest measured"
+    if g.image_size != REFERENCE_SIZE:
+        per *= (g.image_size / REFERENCE_SIZE) ** 2
+        src += f"; scaled by ({g.image_size}/{REFERENCE_SIZE})² for image_size {g.image_size}"
+    if g.depth:
+        per += -(-(NPY_HEADER + 4 * g.image_size**2) // BLOCK) * BLOCK
+        src += "; + depth (float32 .npy per image, exact)"
+    odd = [f"{k} {v}" for k, v, d in (("image_format", g.image_format, "jpg"), ("jpeg_quality", g.jpeg_quality, 95)) if v != d]
+    odd += ["masks"] if g.masks else []
+    if odd:
+        src += f"; measured at jpg q95 without masks, this config asks {', '.join(map(str, odd))}: not modelled"
+    return per, src
+
+
+def _shapes(
+    entry, cfg: StudyConfig, layers: list[int] | None, measured: dict[int, tuple], out: Path
+) -> tuple[list[int] | None, dict[int, tuple], str]:
+    """(the layers, resolved by the architecture where the config leaves them to the model;
+    {layer: (tokens, prefix, width)}; where the shapes come from)."""
+    if layers is not None and layers and all(n in measured for n in layers):
+        return layers, {n: measured[n] for n in layers}, f"measured in {out / TIMINGS}"
+    try:
+        bb = shape_backbone(entry.backbone, dict(entry.model_args or {}))
+    except ConfigError:
+        bb = None
+    if bb is not None:
+        if layers is None:
+            try:
+                layers = _resolve(entry.layers or cfg.layers, bb.num_layers)
+            except ConfigError:  # a layer past the model's depth: the run refuses it (one line)
+                return None, {}, "the architecture (its layers are out of range: the run would refuse)"
+        try:
+            return layers, layer_shapes(bb, layers), "the architecture, built without weights (timm on torch's meta device)"
+        except Exception:  # noqa: BLE001 - a model whose forward needs real tensors: fall back, say so
+            pass
+    return layers, {}, f"{entry.backbone}'s shapes not known without loading it: ViT-S/16's {FALLBACK_SHAPE} stand in"
 
 
 def _layers(entry, cfg: StudyConfig, header: dict) -> tuple[list | None, str, int]:
@@ -248,10 +374,12 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
     lo_epochs = min(lo_epochs, cfg.epochs)
     grid = len(cfg.lrs) * len(cfg.dropouts) * len(cfg.heads) / 27
     backbones = []
+    measured_shapes, cached_keys = cache_records(out)
     for entry in cfg.entries():
         layers, shown, per_cell = _layers(entry, cfg, header)
         todo = done_n = images = train_images = runs = 0
         weighted = 0.0  # train images x the batch factor of their row
+        unit_layers: dict[str, set] = {}  # dataset -> the layers whose features its rows need
         for d in datasets:
             unit_todo = 0
             for (env, task), sizes in d.groups.items():
@@ -267,10 +395,19 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
                         runs_here = 1
                         train_images += n
                         weighted += n * batch_factor(cfg.batch_size or batch_for(n))
+                        unit_layers.setdefault(d.name, set()).add(layer)
                     runs += runs_here
             if unit_todo:
                 images += d.images
         bp = BackbonePlan(entry.name, entry.kind, entry.backbone, shown, per_cell, todo, done_n, images, None, None)
+        if unit_layers:
+            _features(bp, entry, cfg, layers, per_cell, unit_layers, datasets, measured_shapes, cached_keys, out)
+        # finished units' entries this study recorded: a keep_features false run deletes them first
+        bp.reclaim = sum(
+            disk_bytes(out / "cache" / key)
+            for (b, d, _), key in cached_keys.items()
+            if b == entry.name and d in {x.name for x in datasets} and d not in unit_layers
+        )
         try:
             resolve_weights(entry)
         except ConfigError as e:
@@ -312,7 +449,28 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
                 src += f"; {lo_epochs}-{cfg.epochs} epochs (early stopping)"
                 bp.heads = Cost(per * lo_epochs + extra, per * cfg.epochs + extra, src)
         backbones.append(bp)
-    return StudyPlan(out, device, datasets, layout_todo, layout_done, backbones, notes)
+    fs = next(p for p in [out, *out.absolute().parents] if p.exists())
+    free = shutil.disk_usage(fs).free
+    return StudyPlan(out, device, datasets, layout_todo, layout_done, backbones, notes, cfg.keep_features, free, fs)
+
+
+def _features(bp, entry, cfg, layers, per_cell, unit_layers, datasets, measured_shapes, cached_keys, out) -> None:
+    """Per dataset the cache bytes ``bp``'s unit still has to write: its needed layers' entries
+    (exact from the cache format) less those already in DIR/cache."""
+    resolved, shapes, bp.shape_source = _shapes(entry, cfg, layers, measured_shapes.get(entry.name, {}), out)
+    images = {d.name: d.images for d in datasets}
+    for name, wanted in unit_layers.items():
+        needed = sorted(wanted) if None not in wanted else (resolved or [None] * per_cell)
+        need = 0
+        for layer in needed:
+            key = cached_keys.get((entry.name, name, layer))
+            size = entry_bytes(images[name], *shapes.get(layer, FALLBACK_SHAPE))
+            if key and (out / "cache" / key / "meta.json").is_file():
+                bp.features_there += size
+                continue
+            need += size
+        bp.features[name] = need
+    bp.shapes = {n: shapes.get(n, FALLBACK_SHAPE) for n in (resolved or [])}
 
 
 def _span(c: Cost | None) -> str:
@@ -342,10 +500,15 @@ def format_plan(plan: StudyPlan, config: str = "") -> str:
         )
         approx = " (train rows estimated from the split pattern)" if d.approx else ""
         if d.generate:
-            lines.append(f"  {d.name}: generate {d.images:,} images in {d.dir}: {_span(d.cost)}; {sizes}{approx}")
+            there = f" ({gb(d.disk_have)} there)" if d.disk_have else ""
+            lines.append(
+                f"  {d.name}: generate {d.images:,} images in {d.dir}: {_span(d.cost)}, {gb(d.disk_need)} on disk{there}; "
+                f"{sizes}{approx}"
+            )
             lines.append(f"      measured: {d.cost.source}")
+            lines.append(f"      disk: {d.disk_source}")
         else:
-            lines.append(f"  {d.name}: {d.images:,} images in {d.dir}; {sizes}")
+            lines.append(f"  {d.name}: {d.images:,} images in {d.dir} ({gb(d.disk_have)} on disk); {sizes}")
     if plan.layout_todo or plan.layout_done:
         lines.append(f"layout floors: {plan.layout_todo} rows to run, {plan.layout_done} done (seconds each: no backbone)")
     lines.append("backbones (cells: layer x dataset x n_train, each training every head's grid):")
@@ -355,13 +518,55 @@ def format_plan(plan: StudyPlan, config: str = "") -> str:
             lines.append(f"      features of {b.extract_images:,} images: {_span(b.extract)}  [{b.extract.source}]")
         if b.heads:
             lines.append(f"      heads: {_span(b.heads)}  [{b.heads.source}]")
+        if b.features:
+            shapes = sorted({f"{t} + {p} tokens x {w}" for t, p, w in b.shapes.values()}) or ["?"]
+            per = ", ".join(f"{d} {gb(n)}" for d, n in b.features.items())
+            there = f", {gb(b.features_there)} of it in the cache already" if b.features_there else ""
+            lines.append(
+                f"      feature cache: {gb(sum(b.features.values()))} to write ({per}){there}  "
+                f"[fp16, images x (tokens + prefix) x width x 2 bytes per layer; {'; '.join(shapes)} per image "
+                f"from {b.shape_source}]"
+            )
         lines += [f"      note: {n}" for n in b.notes]
     low, high = plan.total()
     span = _dur(low) if round(low) == round(high) else f"{_dur(low)} - {_dur(high)}"
     lines.append(
         f"estimated total: {span} (sum of the above; heads as a range: early stopping at the earliest vs the full schedule)"
     )
+    lines += disk_lines(plan)
     return "\n".join(lines)
 
 
-__all__ = ["StudyPlan", "format_plan", "measured_timings", "plan_study"]
+def disk_lines(plan: StudyPlan) -> list[str]:
+    """The disk the run needs beside DIR's free space, and, when it does not fit, what would."""
+    units = plan.units()
+    biggest = max(units, key=lambda u: u[2], default=None)
+    if plan.keep_features:
+        feats = f"features {gb(sum(n for _, _, n in units))} (keep_features true: every unit's stays in DIR/cache)"
+    else:
+        where = f" ({biggest[0]} on {biggest[1]})" if biggest else ""
+        feats = f"features at most {gb(plan.disk_features())}{where} (keep_features false: one unit's at a time)"
+    need, free, reclaim = plan.disk_total(), plan.free or 0, plan.reclaim()
+    freed = ""
+    if reclaim and not plan.keep_features:
+        freed = f" + {gb(reclaim)} of finished units' features the run deletes first"
+        free += reclaim
+    lines = [
+        f"disk: {gb(need)} to write = datasets {gb(plan.disk_data())} + {feats}; {gb(plan.free or 0)} free{freed} on {plan.fs}"
+    ]
+    if need <= free:
+        return lines
+    if plan.keep_features and biggest:
+        peak = plan.disk_data() + biggest[2]
+        first = f"; it deletes the {gb(reclaim)} of finished units' features first" if reclaim else ""
+        lines.append(
+            f"does not fit: {gb(need)} needed, {gb(free)} free; set keep_features: false in the study config "
+            f"(each unit's features deleted once its rows are written: at most {gb(biggest[2])}, {gb(peak)} in all{first})"
+            + ("" if peak <= free + reclaim else "; even so it does not fit: free space or use another --out")
+        )
+    else:
+        lines.append(f"does not fit: {gb(need)} needed, {gb(free)} free; free space or use another --out")
+    return lines
+
+
+__all__ = ["StudyPlan", "disk_lines", "format_plan", "measured_timings", "plan_study"]

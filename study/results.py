@@ -99,6 +99,36 @@ def append_timing(out: Path, record: dict) -> None:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
 
 
+_KEY = re.compile(r"^[0-9a-f]{32}$")  # probing.features.cache_key: a file name, never a path
+
+
+def cache_records(out: Path) -> tuple[dict[str, dict[int, tuple]], dict[tuple[str, str, int], str]]:
+    """From ``DIR/timings.jsonl``'s extraction records (written since keep_features): per backbone
+    the token shapes it gave ``{layer: (tokens, prefix, width)}``, and per (backbone, dataset,
+    layer) the cache key it wrote (only 32-hex names: a key is never a path)."""
+    shapes: dict[str, dict[int, tuple]] = {}
+    keys: dict[tuple[str, str, int], str] = {}
+    path = Path(out) / TIMINGS
+    if not path.is_file():
+        return shapes, keys
+    for line in path.read_text().splitlines():
+        try:
+            t = json.loads(line)
+        except json.JSONDecodeError:  # a torn last line
+            continue
+        if not isinstance(t, dict) or t.get("what") != "extract":
+            continue
+        try:
+            for layer, shape in (t.get("shapes") or {}).items():
+                shapes.setdefault(str(t.get("backbone")), {})[int(layer)] = tuple(int(v) for v in shape)
+            for layer, key in (t.get("cache") or {}).items():
+                if _KEY.match(str(key)):
+                    keys[(str(t.get("backbone")), str(t.get("dataset")), int(layer))] = str(key)
+        except (TypeError, ValueError, AttributeError):  # a hand-edited record: not ours to trust
+            continue
+    return shapes, keys
+
+
 def read_header(out: Path) -> dict | None:
     path = Path(out) / HEADER
     if not path.is_file():

@@ -15,6 +15,13 @@ Order of work, and why:
    reports test accuracy with its 95% Wilson interval. Each row's grid records and a probe report
    go to ``DIR/runs/<row id>/`` (the leaderboard links there) before the row is appended.
 
+Disk: before a unit (backbone × dataset) extracts, the free space of ``DIR``'s file system is
+checked against what its cache entries will take (:func:`probing.features.entry_bytes`, exact
+from the cache format) and the study stops in one line if it does not fit, before writing any of
+it. With ``keep_features: false`` a unit's cache entries (only the keys it computed) are deleted
+once every row of it is written, so the peak is about one unit's features; the run reports and
+the leaderboard are made from the rows and the records in ``DIR/runs``, never from features.
+
 A row already in ``DIR/results.jsonl`` is skipped (and a backbone whose rows are all there is never
 loaded): kill the study anywhere and rerun the same command. The device does not change a row's
 identity but is recorded in it (``device``: cpu or cuda, ``precision``), and the hardware and
@@ -26,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +45,7 @@ from sceneforge.core.atomic import atomic_write_text
 from sceneforge.core.errors import ConfigError
 from sceneforge.probing.backbones import create_backbone
 from sceneforge.probing.data import content_hash, label_ids, load_datasets
-from sceneforge.probing.features import extract_features
+from sceneforge.probing.features import drop_entries, entry_bytes, extract_features, layer_shapes, sweep_trash
 from sceneforge.probing.groups import Group, make_groups
 from sceneforge.probing.layout import layout_baselines
 from sceneforge.probing.report import write_layout, write_report, write_runs
@@ -53,6 +61,7 @@ from sceneforge.study.results import (
     RESULTS,
     append_row,
     append_timing,
+    cache_records,
     check_protocol,
     merge,
     read_header,
@@ -252,6 +261,8 @@ class Study:
         check_protocol(self.out, self.header, cfg.protocol(), self.protocol)
         self.done = {row_key(r) for r in read_rows(self.results, repair=True)}
         self.layout_cache: dict[tuple, dict] = {}
+        self.cache = self.out / "cache"
+        self.unit_keys: dict[tuple[str, str], list[str]] = {}  # (backbone, dataset) -> the cache keys it used
 
     def save_header(self, datasets: dict[str, Dataset], layers: dict[str, list[int]]) -> None:
         old = self.header or {}
@@ -322,9 +333,16 @@ class Study:
         layers = sorted({layer for _, layer, _ in todo})
         batch = pick_batch(bb, self.device, self.cfg.extract_batch)
         calls = bb.forward_calls
+        shapes: dict[int, tuple[int, int, int]] = {}
+
+        def room_for(missing: list[int]) -> None:
+            shapes.update(layer_shapes(bb, missing))
+            self.check_space(entry, ds, {n: shapes[n] for n in missing})
+
         t0, c0 = time.perf_counter(), time.process_time()
-        feats = extract_features(bb, ds.table["path"].tolist(), layers, self.out / "cache", batch, self.progress)
+        feats = extract_features(bb, ds.table["path"].tolist(), layers, self.cache, batch, self.progress, room_for)
         seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        self.unit_keys[(entry.name, ds.spec.name)] = [feats[n].key for n in layers]
         if bb.forward_calls > calls:  # extracted now (not a cache hit): the per-image cost
             append_timing(
                 self.out,
@@ -339,6 +357,9 @@ class Study:
                     "cpu_seconds": round(cpu, 2),  # this process's CPU time: the cost on a shared machine
                     "batch": batch,
                     "device": device_label(self.device),
+                    # what the plan reads back: which cache entry holds which layer, and its shape
+                    "cache": {str(n): feats[n].key for n in layers if n in shapes},
+                    "shapes": {str(n): list(shapes[n]) for n in sorted(shapes)},
                 },
             )
             self.say(f"{entry.name} {ds.spec.name}: features of {len(ds.table)} images in {seconds:.0f} s ({batch}/batch)")
@@ -379,6 +400,41 @@ class Study:
                 + f" ({train_s:.0f} s)"
             )
             yield row
+
+    def check_space(self, entry: BackboneEntry, ds: Dataset, shapes: dict[int, tuple[int, int, int]]) -> None:
+        """Refuse, in one line and before anything of the unit is written, a unit whose cache
+        entries (``shapes``: the missing layers) do not fit in the free space of DIR's file system
+        with :func:`space_margin` to spare."""
+        need = sum(entry_bytes(len(ds.table), *s) for s in shapes.values())
+        self.cache.mkdir(parents=True, exist_ok=True)
+        free = shutil.disk_usage(self.cache).free
+        margin = space_margin(need)
+        if free >= need + margin:
+            return
+        fix = (
+            "keep_features is false already (one unit's features at a time): free space or use another --out"
+            if not self.cfg.keep_features
+            else "set keep_features: false in the study config (each unit's features deleted once its rows are written) "
+            "or free space"
+        )
+        raise ConfigError(
+            f"--out {self.out}: not enough disk for the features of {entry.name} on {ds.spec.name} "
+            f"(layers {', '.join(map(str, sorted(shapes)))}): they need {gb(need)} (+ {gb(margin)} margin), "
+            f"{gb(free)} free; {fix}"
+        )
+
+    def unit_done(self, entry: BackboneEntry, ds_name: str, keys: list[str] | None = None) -> None:
+        """Every row of (``entry``, ``ds_name``) is in results.jsonl: with ``keep_features: false``
+        its cache entries go: the keys it used now and those this study recorded for it in
+        timings.jsonl (an earlier run's, e.g. before keep_features was turned off); nothing else."""
+        keys = list(keys if keys is not None else self.unit_keys.pop((entry.name, ds_name), []))
+        if self.cfg.keep_features:
+            return
+        _, recorded = cache_records(self.out)
+        keys += [k for (b, d, _), k in sorted(recorded.items()) if b == entry.name and d == ds_name and k not in keys]
+        freed = drop_entries(self.cache, keys)
+        if freed:
+            self.say(f"{entry.name} {ds_name}: rows written; features deleted ({gb(freed)}, keep_features: false)")
 
     def write_records(self, row: dict, records: list[dict], ds: Dataset, g: Group, n: int) -> None:
         """``DIR/runs/<run id>/rows/<row id>.json``: the row's grid records in probe's format and
@@ -449,6 +505,20 @@ def _record(r, row: dict, head: str) -> dict:
     }
 
 
+SPACE_MARGIN = 64 * 2**20  # headroom beyond a unit's features: rows, run records, reports, timings
+
+
+def space_margin(need: int) -> int:
+    """What a unit must leave free beyond its features: 2% of them, at most 64 MiB (rows, run
+    records and reports are kilobytes to megabytes), at least 1 MiB."""
+    return int(min(SPACE_MARGIN, max(2**20, 0.02 * need)))
+
+
+def gb(n: float) -> str:
+    """Bytes as the plan and the errors print them: GB (10^9) with 2 decimals, MB below 0.1 GB."""
+    return f"{n / 1e9:.2f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB"
+
+
 def pick_batch(bb, device: str, cpu_batch: int) -> int:
     """The extraction batch: the config's on CPU; on a GPU the largest of 256, 128, ... whose
     forward pass (the deepest layer, the model's input size) fits in memory."""
@@ -487,6 +557,7 @@ def run_study(
     for entry in cfg.entries():  # weights not built / not there: one line before any work
         resolve_weights(entry)
     study = Study(cfg, Path(out), device, say, progress)
+    sweep_trash(study.cache)  # what a deletion killed midway left (never an entry that looks complete)
     specs = plan_datasets(cfg, study.out)
     generate(
         specs,
@@ -515,6 +586,8 @@ def run_study(
             todo = study.todo(entry, ds, resolved)
             if todo:
                 units.append((entry, ds, todo))
+            else:  # finished earlier: under keep_features false, what an earlier run kept goes now
+                study.unit_done(entry, ds.spec.name, [])
         if backend != "ray":
             for e, ds, todo in [u for u in units if u[0] is entry]:
                 bb = bb or _build(e, device)
@@ -522,6 +595,7 @@ def run_study(
                     _resolve(wanted, bb.num_layers)  # a layer past the model's depth: one line, before any work
                 for row in study.backbone_rows(e, bb, ds, todo):
                     study.add(row)
+                study.unit_done(e, ds.spec.name)
             del bb
     if backend == "ray":
         _run_on_ray(study, units, ray_address)
@@ -536,10 +610,11 @@ def _build(entry: BackboneEntry, device: str):
     return bb.to(device) if device != "cpu" else bb
 
 
-def _ray_unit(cfg: StudyConfig, out: str, device: str, entry: BackboneEntry, spec: DatasetSpec, todo_keys: list) -> list[dict]:
-    """One (backbone, dataset) unit on a Ray worker: the rows in ``todo_keys``, returned to the
-    driver (the one writer of results.jsonl). The output directory must be shared (one machine,
-    or a shared file system): features and run reports are written there."""
+def _ray_unit(cfg: StudyConfig, out: str, device: str, entry: BackboneEntry, spec: DatasetSpec, todo_keys: list) -> dict:
+    """One (backbone, dataset) unit on a Ray worker: the rows in ``todo_keys`` and the cache keys
+    they used, returned to the driver (the one writer of results.jsonl, which deletes the features
+    once the rows are appended under ``keep_features: false``). The output directory must be
+    shared (one machine, or a shared file system): features and run reports are written there."""
     if cfg.threads:
         import torch
 
@@ -548,7 +623,8 @@ def _ray_unit(cfg: StudyConfig, out: str, device: str, entry: BackboneEntry, spe
     ds = load_dataset(spec, cfg)
     groups = {(g.env, g.task): g for g in ds.groups}
     todo = [(groups[(env, task)], layer, n) for env, task, layer, n in todo_keys]
-    return list(study.backbone_rows(entry, _build(entry, study.device), ds, todo))
+    rows = list(study.backbone_rows(entry, _build(entry, study.device), ds, todo))
+    return {"rows": rows, "keys": study.unit_keys.get((entry.name, spec.name), [])}
 
 
 def _run_on_ray(study: Study, units: list, ray_address: str | None) -> None:
@@ -564,7 +640,7 @@ def _run_on_ray(study: Study, units: list, ray_address: str | None) -> None:
         ray.init(address=ray_address, include_dashboard=False, log_to_driver=True)
     gpu = study.device.startswith("cuda")
     remote = ray.remote(num_gpus=1 if gpu else 0, num_cpus=0 if gpu else (study.cfg.threads or 1))(_ray_unit)
-    pending = [
+    pending = {
         remote.remote(
             study.cfg,
             str(study.out.resolve()),
@@ -572,14 +648,22 @@ def _run_on_ray(study: Study, units: list, ray_address: str | None) -> None:
             entry,
             ds.spec,
             [(g.env, g.task, layer, n) for g, layer, n in todo],
-        )
+        ): (entry, ds.spec.name)
         for entry, ds, todo in units
-    ]
+    }
     while pending:
-        finished, pending = ray.wait(pending, num_returns=1)
-        for row in ray.get(finished[0]):
+        finished, _ = ray.wait(list(pending), num_returns=1)
+        entry, ds_name = pending.pop(finished[0])
+        try:
+            unit = ray.get(finished[0])
+        except ray.exceptions.RayTaskError as e:  # a worker's one-line refusal (e.g. no disk) stays one line
+            if isinstance(getattr(e, "cause", None), ConfigError):
+                raise ConfigError(str(e.cause)) from None
+            raise
+        for row in unit["rows"]:
             if row_key(row) not in study.done:
                 study.add(row)
+        study.unit_done(entry, ds_name, unit["keys"])
 
 
 def summary_line(out: Path) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from sceneforge.core.errors import ConfigError
 from sceneforge.probing.backbones import create_backbone
 from sceneforge.probing.data import load_datasets
 from sceneforge.probing.features import extract_features
@@ -87,3 +88,64 @@ def test_interrupted_extraction_leaves_no_entry(paths, tmp_path):
     fresh = tiny_vit()
     extract_features(fresh, paths, [1, 3], tmp_path / "c", batch_size=16, progress=False)
     assert fresh.forward_calls == 5
+
+
+def test_entry_bytes_is_what_an_entry_takes_and_layer_shapes_what_it_holds(paths, tmp_path):
+    from sceneforge.probing.backbones import shape_backbone
+    from sceneforge.probing.features import BLOCK, entry_bytes, layer_shapes
+
+    bb = tiny_vit()
+    shapes = layer_shapes(bb, [1, 3])
+    assert bb.forward_calls == 0  # a probe, not an extraction
+    # the architecture alone (timm on the meta device: no weights, nothing run) gives the same shapes
+    assert layer_shapes(shape_backbone("timm:vit_small_patch16_224", TINY_VIT), [1, 3]) == shapes
+    assert shape_backbone("hf:facebook/dinov2-base") is None  # not built without its config: the plan says so
+    feats = extract_features(bb, paths, [1, 3], tmp_path / "c", progress=False)
+    for layer in (1, 3):
+        tokens, prefix, width = shapes[layer]
+        assert feats[layer].patches.shape == (80, tokens, width) and feats[layer].prefix.shape == (80, prefix, width)
+        files = list((tmp_path / "c" / feats[layer].key).iterdir())
+        assert sorted(f.name for f in files) == ["meta.json", "patches.npy", "prefix.npy"]
+        assert entry_bytes(80, tokens, prefix, width) == sum(-(-f.stat().st_size // BLOCK) * BLOCK for f in files)
+
+
+def test_before_extract_sees_only_the_missing_layers_and_can_refuse_before_anything_is_written(paths, tmp_path):
+    seen = []
+
+    def refuse(missing):
+        seen.append(list(missing))
+        raise ConfigError("no room")
+
+    with pytest.raises(ConfigError, match="no room"):
+        extract_features(tiny_vit(), paths, [1, 3], tmp_path / "c", progress=False, before_extract=refuse)
+    assert seen == [[1, 3]] and list((tmp_path / "c").iterdir()) == []  # nothing written, no temp dir
+    extract_features(tiny_vit(), paths, [1], tmp_path / "c", progress=False)
+    bb = tiny_vit()
+    extract_features(bb, paths, [1, 3], tmp_path / "c", progress=False, before_extract=seen.append)
+    assert seen[-1] == [3] and bb.forward_calls > 0
+    extract_features(tiny_vit(), paths, [1, 3], tmp_path / "c", progress=False, before_extract=seen.append)
+    assert len(seen) == 2  # a full cache hit asks nothing
+
+
+def test_drop_entries_deletes_only_those_keys_and_a_killed_deletion_never_looks_complete(paths, tmp_path):
+    from sceneforge.probing.features import drop_entries, sweep_trash
+
+    cache = tmp_path / "c"
+    feats = extract_features(tiny_vit(), paths, [1, 2, 3], cache, progress=False)
+    (cache / "notes.txt").write_text("the user's")
+    freed = drop_entries(cache, [feats[1].key, feats[2].key, "f" * 32])
+    assert freed > 80 * 16 * 32 * 2 * 2  # two layers of fp16 patches
+    assert sorted(p.name for p in cache.iterdir()) == sorted([feats[3].key, "notes.txt"])
+    # what a kill between the rename and the removal leaves: trash, swept on the next start
+    trash = cache / f".trash-{feats[1].key}-12345"
+    trash.mkdir()
+    (trash / "patches.npy").write_bytes(b"\x93NUMPY half")
+    assert sweep_trash(cache) == 1 and not trash.exists() and (cache / "notes.txt").is_file()
+    # what a non-atomic deletion (meta.json first) would leave: a key directory without meta.json;
+    # it is not taken as complete, and a new extraction replaces it
+    (cache / feats[1].key).mkdir()
+    (cache / feats[1].key / "patches.npy").write_bytes(b"\x93NUMPY half")
+    bb = tiny_vit()
+    again = extract_features(bb, paths, [1, 3], cache, progress=False)
+    assert bb.forward_calls > 0 and again[1].patches.shape == (80, 16, 32)
+    assert np.array_equal(np.asarray(again[3].patches), np.asarray(feats[3].patches))

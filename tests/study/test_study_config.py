@@ -42,6 +42,9 @@ def test_a_pretrained_backbone_gets_a_random_twin_unless_turned_off():
 def test_the_protocol_fingerprint_follows_training_not_backbones_or_reports():
     a = StudyConfig.from_dict(MINIMAL, "s")
     assert a.protocol_fingerprint() == StudyConfig.from_dict(dict(MINIMAL, reports=False, n=50), "s").protocol_fingerprint()
+    # where the features live is not how heads train: a study may switch keep_features and resume
+    assert a.keep_features and not StudyConfig.from_dict(dict(MINIMAL, keep_features=False), "s").keep_features
+    assert a.protocol_fingerprint() == StudyConfig.from_dict(dict(MINIMAL, keep_features=False), "s").protocol_fingerprint()
     assert a.protocol_fingerprint() != StudyConfig.from_dict(dict(MINIMAL, epochs=4), "s").protocol_fingerprint()
 
 
@@ -61,6 +64,7 @@ def test_the_protocol_fingerprint_follows_training_not_backbones_or_reports():
         ({"data": {"camera_policy": "nonsense"}}, "camera_policy must be one of"),
         ({"data": {"n": 5}}, "data.n is set by the study"),
         ({"datasets": ["x"]}, "give exactly one"),
+        ({"keep_features": "no"}, "s.yaml: keep_features must be true or false, got 'no'"),
     ],
 )
 def test_a_bad_field_is_one_line_naming_it(change, words, tmp_path):
