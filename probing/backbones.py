@@ -149,23 +149,6 @@ def create_backbone(spec: str, weights: str | None = None, model_kwargs: dict | 
     return bb
 
 
-def shape_backbone(spec: str, model_kwargs: dict | None = None) -> Backbone | None:
-    """``spec``'s architecture without weights (on torch's ``meta`` device: nothing loaded,
-    fetched or allocated): its depth and, through :func:`probing.features.layer_shapes`, the
-    token shapes of every layer, for a plan (``sceneforge study --plan``). timm specs only; None
-    for other kinds or where the model cannot be built so."""
-    kind, name = parse_spec(spec)
-    if kind != "timm":
-        return None
-    preset = REGISTERED_PRESETS.get(spec.strip())
-    from sceneforge.probing.timm_backbone import meta_timm
-
-    bb = meta_timm(name, {**(preset.kwargs if preset else {}), **(model_kwargs or {})})
-    if bb is not None and preset:
-        bb.spec = preset.name
-    return bb
-
-
 def _preset_weights(preset, kind: str) -> str:
     """The built file (timm) or directory (hf) behind a ``weights_from`` preset."""
     if preset.weights_from == "random":

@@ -13,10 +13,11 @@ import logging
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.probing.backbones import Backbone, Tokens
+from sceneforge.probing.backbones import Backbone, Tokens, parse_spec
 from sceneforge.probing.checkpoints import load_file
 from sceneforge.probing.hub import hub_cache_dir, hub_offline, hub_usable, offline_error
 from sceneforge.probing.preprocess import Preprocess
+from sceneforge.probing.registry import PRESETS
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,22 @@ def meta_timm(name: str, kwargs: dict) -> TimmBackbone | None:
         log.debug("timm:%s on the meta device: %s", name, e)
         return None
     bb.device = "meta"
+    return bb
+
+
+def shape_backbone(spec: str, model_kwargs: dict | None = None) -> Backbone | None:
+    """``spec``'s architecture without weights (:func:`meta_timm`; a preset's own model arguments
+    applied, as :func:`probing.backbones.create_backbone` does): its depth and, through
+    :func:`probing.features.layer_shapes`, every layer's token shapes, for a plan (``sceneforge
+    study --plan``). timm specs only; None for other kinds (``hf:`` needs its config) or where the
+    model cannot be built so."""
+    kind, name = parse_spec(spec)
+    if kind != "timm":
+        return None
+    preset = PRESETS.get(spec.strip())
+    bb = meta_timm(name, {**(preset.kwargs if preset else {}), **(model_kwargs or {})})
+    if bb is not None and preset:
+        bb.spec = preset.name
     return bb
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.probing.backbones import shape_backbone
+from sceneforge.probing.timm_backbone import shape_backbone
 from sceneforge.probing.data import read_tables
 from sceneforge.probing.features import BLOCK, NPY_HEADER, entry_bytes, layer_shapes
 from sceneforge.scenarios.sparrta.config import SparrtaConfig

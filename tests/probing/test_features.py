@@ -91,7 +91,7 @@ def test_interrupted_extraction_leaves_no_entry(paths, tmp_path):
 
 
 def test_entry_bytes_is_what_an_entry_takes_and_layer_shapes_what_it_holds(paths, tmp_path):
-    from sceneforge.probing.backbones import shape_backbone
+    from sceneforge.probing.timm_backbone import shape_backbone
     from sceneforge.probing.features import BLOCK, entry_bytes, layer_shapes
 
     bb = tiny_vit()
