@@ -658,12 +658,25 @@ def _run_on_ray(study: Study, units: list, ray_address: str | None) -> None:
             unit = ray.get(finished[0])
         except ray.exceptions.RayTaskError as e:  # a worker's one-line refusal (e.g. no disk) stays one line
             if isinstance(getattr(e, "cause", None), ConfigError):
+                _cancel(ray, list(pending))
                 raise ConfigError(str(e.cause)) from None
             raise
         for row in unit["rows"]:
             if row_key(row) not in study.done:
                 study.add(row)
         study.unit_done(entry, ds_name, unit["keys"])
+
+
+def _cancel(ray, refs: list) -> None:
+    """Stop the other units (their rows are not appended: a rerun resumes them) and collect their
+    outcome, so that Ray prints no "unhandled error" of theirs after the one line."""
+    for ref in refs:
+        ray.cancel(ref)  # KeyboardInterrupt in a running unit: its temporary cache directory is removed
+    for ref in refs:
+        try:
+            ray.get(ref)
+        except Exception:  # noqa: BLE001 - cancelled, or refused as well: the first refusal is the message
+            pass
 
 
 def summary_line(out: Path) -> str:

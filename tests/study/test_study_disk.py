@@ -143,3 +143,17 @@ def test_the_plan_states_the_disk_exactly_and_counts_what_is_cached(reference, t
         assert set(b.features.values()) == {0} and b.features_there == 4 * UNIT
         assert "timings.jsonl" in b.shape_source  # measured by the run
     assert more.disk_total() == 0
+
+
+@pytest.mark.slow  # a local Ray cluster starts in ~1 min on the shared 2-core machine
+def test_on_ray_a_unit_that_does_not_fit_is_one_line_too(reference, small_disk_of, tmp_path):
+    datasets, _ = reference
+    out = small_disk_of("6m") / "out"
+    cfg = write_config(tmp_path / "study.yaml", datasets, backbones=WIDE_BACKBONES, reports=False)
+    r = run_study(str(cfg), "--out", str(out), "--backend", "ray", "--quiet", timeout=900)
+    assert r.returncode == 2, r.stderr
+    ours = [line for line in r.stderr.splitlines() if "sceneforge" in line or "Traceback" in line or "rror" in line]
+    assert len(ours) == 1 and "not enough disk for the features of" in ours[0] and "keep_features: false" in ours[0], r.stderr
+    for e in _entries(out):  # the other units were stopped: complete entries only, no temporary directory
+        assert not e.name.startswith("."), e
+        open_layer(e, 48)
