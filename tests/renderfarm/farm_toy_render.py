@@ -6,6 +6,11 @@ too few pixels (rule ``too_small``), then render ``lit`` and write ``img_NNNNN.p
 (atomic renames; complete samples are skipped). Uses only stock UnrealCV commands through the
 official ``unrealcv`` client, so it would also run against a real UE5 server. ``fail_on`` lists
 indices that always raise (for the failure-reporting test).
+
+A shard first destroys every ``toy_*`` object the server still holds: a shard that died mid-sample
+(its client timed out under load, its worker was killed while the server lived on) leaves its
+object spawned, and a retry on that server would otherwise render it too, or fail to spawn its
+name again, and write other bytes than a clean server (as the real scenarios reset their scene).
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ def run(config: dict, shard: Shard, out_dir: Path, *, server: str) -> ShardResul
         size = int(config.get("size", 48))
         _request(client, f"vset /camera/0/size {size} {size}")
         _request(client, "vset /camera/0/fov 40")
+        for stale in _toy_objects(client):  # what a shard that died mid-sample left on this server
+            _request(client, f"vset /object/{stale}/destroy")
         for index in shard.indices:
             png, rec = _paths(Path(out_dir), index)
             if png.exists() and rec.exists():
@@ -89,6 +96,11 @@ def _sample(client, config: dict, index: int) -> tuple[dict, bytes, int]:
         raise RuntimeError(f"sample {index}: object never covered {MIN_PIXELS} px in 20 tries")
     finally:
         _request(client, f"vset /object/{name}/destroy")
+
+
+def _toy_objects(client) -> list[str]:
+    reply = _request(client, "vget /objects")
+    return [name for name in reply.split() if name.startswith("toy_")]
 
 
 def _pose(rng: np.random.Generator) -> dict:

@@ -41,6 +41,28 @@ def test_external_server_list_of_our_own_servers(tmp_path, render_reference):
     assert dataset_digest(out) == render_reference
 
 
+def test_a_retry_on_a_server_left_dirty_writes_the_clean_bytes(tmp_path, render_reference):
+    """A shard that died mid-sample leaves its object on a server that lives on (a client timed
+    out under load); the retry on that server must write what a clean server writes."""
+    import unrealcv
+
+    from sceneforge.engine.server.launch import start_server
+
+    with start_server(port=0, output_dir=tmp_path / "s0") as server:
+        host, port = server.address.rsplit(":", 1)
+        client = unrealcv.Client((host, int(port)))
+        assert client.connect(timeout=10)
+        try:  # sample 3's object, left where every camera of the job looks near
+            assert client.request("vset /objects/spawn rock toy_3") == "toy_3"
+            assert client.request("vset /object/toy_3/location 0 0 0") == "ok"
+        finally:
+            client.disconnect()
+        out = tmp_path / "data"
+        summary = run_job("farm_toy_render", CONFIG, out, servers=[server.address], progress=False)
+        assert summary["finalized"] and not summary["failed"], summary
+    assert dataset_digest(out) == render_reference
+
+
 def test_unreachable_external_server_is_a_clear_error(tmp_path):
     import socket
 
