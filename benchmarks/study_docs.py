@@ -25,7 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 # committed study folder -> (docs/study/<md name>, docs/img/<image stem>)
-STUDIES = {"study_desert_ego_reduced": ("validation_desert_ego_reduced", "study_desert_ego_reduced")}
+STUDIES = {
+    "study_desert_ego_reduced": ("validation_desert_ego_reduced", "study_desert_ego_reduced"),
+    "study_desert_ego": ("validation_desert_ego", "study_desert_ego"),
+}
 # plots/<file> -> suffix of the image in docs/img (bars of ego keep the name docs/study.md has used)
 PLOTS = {"bars_ego.png": "", "bars_allo.png": "_allo", "ego_allo.png": "_ego_allo", "layers.png": "_layers"}
 LINK = re.compile(r"\[([^]]*)\]\(runs/[^)]*\)")
