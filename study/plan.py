@@ -53,21 +53,27 @@ from sceneforge.study.run import _resolve, gb, plan_datasets
 TIMINGS = "timings.jsonl"
 MACHINE = "the shared 2-core development machine, 2 torch threads"
 
-# labelled images/s of `sceneforge generate` (decorrelated, 0.6.0's default policy), one worker,
-# 1,000 images per environment x task: docs/validation.md "The 0.6.0 default", 2026-12-07, load ~7
+# labelled images/s of `sceneforge generate` at 0.7.0's default (decorrelated), one worker, 1,000
+# images per environment x task, 2026-12-07 at load ~7: ego as docs/validation.md "The 0.6.0
+# default" (0.7.0's ego is 0.6.0's, byte for byte); allo with 0.7.0's layout quotas, the rendered
+# rows of "0.7.0: layout quotas" (several jobs ran side by side there, so a rate is good to a factor
+# of ~2; city, measured beside its 0.6.0 twin: 1.31 with quotas against 5.30 without)
 GENERATE_IMAGES_PER_S = {
     ("desert", "ego"): 2.36,
     ("city", "ego"): 2.57,
     ("forest", "ego"): 1.80,
     ("winter_town", "ego"): 4.00,
     ("bridge", "ego"): 3.64,
-    ("desert", "allo"): 5.69,
-    ("city", "allo"): 1.38,
-    ("forest", "allo"): 2.01,
-    ("winter_town", "allo"): 4.85,
-    ("bridge", "allo"): 4.43,
+    ("desert", "allo"): 2.12,
+    ("city", "allo"): 1.31,
+    ("forest", "allo"): 5.61,
+    ("winter_town", "allo"): 4.27,
+    ("bridge", "allo"): 1.79,
 }
-GENERATE_SOURCE = f"docs/validation.md 'The 0.6.0 default' (decorrelated, 1,000 images, one worker), {MACHINE}, 2026-12-07"
+GENERATE_SOURCE = (
+    "docs/validation.md 'The 0.6.0 default' (ego) and '0.7.0: layout quotas' (allo; decorrelated, 1,000 images, "
+    f"one worker), {MACHINE}, 2026-12-07"
+)
 
 # feature extraction, ms per image (every wanted layer in one pass, batch 64), by probing spec:
 # the reduced desert ego study's timings.jsonl (benchmarks/results/study_desert_ego_reduced/),
