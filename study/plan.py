@@ -53,17 +53,18 @@ from sceneforge.study.run import _resolve, gb, plan_datasets
 TIMINGS = "timings.jsonl"
 MACHINE = "the shared 2-core development machine, 2 torch threads"
 
-# labelled images/s of `sceneforge generate` at 0.7.0's default (decorrelated), one worker, 1,000
-# images per environment x task, 2026-12-07 at load ~7: ego as docs/validation.md "The 0.6.0
-# default" (0.7.0's ego is 0.6.0's, byte for byte); allo with 0.7.0's layout quotas, the rendered
-# rows of "0.7.0: layout quotas" (several jobs ran side by side there, so a rate is good to a factor
-# of ~2; city, measured beside its 0.6.0 twin: 1.31 with quotas against 5.30 without)
+# labelled images/s of `sceneforge generate` at 0.7.0's default (decorrelated), one worker.
+# ego: issue 46's re-run (benchmarks/studies/default_070.yaml) generating 5,000 images per
+# environment, wall time from each dataset's .farm/summary.json, 2026-12-07 15:17-15:35 at load ~2.
+# allo: the rendered 1,000-image rows of docs/validation.md "0.7.0: layout quotas" (with quotas), at
+# load 6-9 with several jobs side by side: the ego rates measured the same way were 5-8x lower than
+# the 5,000-image runs above, so the allo rates are likely pessimistic by a similar factor.
 GENERATE_IMAGES_PER_S = {
-    ("desert", "ego"): 2.36,
-    ("city", "ego"): 2.57,
-    ("forest", "ego"): 1.80,
-    ("winter_town", "ego"): 4.00,
-    ("bridge", "ego"): 3.64,
+    ("desert", "ego"): 17.98,
+    ("city", "ego"): 13.32,
+    ("forest", "ego"): 15.19,
+    ("winter_town", "ego"): 23.51,
+    ("bridge", "ego"): 30.61,
     ("desert", "allo"): 2.12,
     ("city", "allo"): 1.31,
     ("forest", "allo"): 5.61,
@@ -71,8 +72,8 @@ GENERATE_IMAGES_PER_S = {
     ("bridge", "allo"): 1.79,
 }
 GENERATE_SOURCE = (
-    "docs/validation.md 'The 0.6.0 default' (ego) and '0.7.0: layout quotas' (allo; decorrelated, 1,000 images, "
-    f"one worker), {MACHINE}, 2026-12-07"
+    "ego: default_070.yaml's 5,000-image datasets (.farm/summary.json, load ~2); allo: docs/validation.md "
+    f"'0.7.0: layout quotas' (1,000 images, load 6-9, likely pessimistic); one worker, {MACHINE}, 2026-12-07"
 )
 
 # feature extraction, ms per image (every wanted layer in one pass, batch 64), by probing spec:
