@@ -19,7 +19,10 @@ and ``meta.json`` (:func:`entry_bytes`; the shapes from :func:`layer_shapes`, on
 through the model). ``before_extract`` lets a caller refuse before anything is written (the
 study checks the free space there). :func:`drop_entries` deletes entries so that a kill midway
 never leaves one that looks complete: each is first renamed (atomically) to ``.trash-<key>-<pid>``
-and only then removed; :func:`sweep_trash` removes what a killed deletion left.
+and only then removed; :func:`sweep_trash` removes what a killed deletion left, and the build
+folder (``.tmp-<key>-<host>-<pid>``) of an extraction killed on this host (kill -9, OOM: no
+``finally`` ran) once its process is gone (:func:`stale_builds`): a live writer's, another host's
+(a cache on a shared file system under Ray) and an old unnamed one are left alone.
 
 Example::
 
@@ -34,6 +37,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,6 +99,7 @@ def extract_features(
     keys = {n: cache_key(backbone, n, data_hash) for n in layers}
     missing = [n for n in layers if not (cache_dir / keys[n] / "meta.json").is_file()]
     if missing:
+        sweep_trash(cache_dir)  # a killed run's leftovers: their disk is free again before the check below
         if before_extract is not None:
             before_extract(missing)
         log.info("extracting layers %s of %s for %d images", missing, backbone.spec, len(paths))
@@ -162,8 +167,17 @@ def _whole(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+TMP = ".tmp-"
+
+
+def _build_name(key: str) -> str:
+    """The folder an entry is built in: key, host and pid, so that a sweep can tell a build whose
+    process died on this host (safe to remove) from a live one or another host's."""
+    return f"{TMP}{key}-{socket.gethostname()}-{os.getpid()}"
+
+
 def _extract(backbone, paths: list[str], targets: dict[int, Path], batch_size: int, progress: bool) -> None:
-    tmp = {n: d.with_name(f".tmp-{d.name}-{os.getpid()}") for n, d in targets.items()}
+    tmp = {n: d.with_name(_build_name(d.name)) for n, d in targets.items()}
     writers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     try:
         for start, tokens in _batches(backbone, paths, list(targets), batch_size, progress):
@@ -271,13 +285,51 @@ def drop_entries(cache_dir: str | Path, keys: list[str]) -> int:
     return freed
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def stale_builds(cache_dir: str | Path) -> list[Path]:
+    """Build folders (``.tmp-<key>-<host>-<pid>``) of extractions that were killed on this host:
+    the name's host is this one and its pid is not running. A kill -9 (or the OOM killer) skips
+    the ``finally`` that removes a build, and the folder holds up to a whole layer's tokens
+    (~1 GB for 5,000 ViT-S images), which the study's disk check would count as used. Live
+    builds (this process's included), another host's and the host-less names of sceneforge
+    ≤ 0.7.0 are not listed: removing a live writer's folder would break its extraction."""
+    cache_dir = Path(cache_dir)
+    if not cache_dir.is_dir():
+        return []
+    host, me, out = socket.gethostname(), os.getpid(), []
+    for d in cache_dir.iterdir():
+        if not (d.name.startswith(TMP) and d.is_dir()):
+            continue
+        rest = d.name[len(TMP) :]
+        key, _, owner = rest.partition("-")
+        name_host, _, pid = owner.rpartition("-")
+        if len(key) != 32 or not name_host or not pid.isdigit():
+            continue  # not ours to judge (an old name without a host, a user's folder)
+        if name_host == host and int(pid) != me and not _pid_alive(int(pid)):
+            out.append(d)
+    return out
+
+
 def sweep_trash(cache_dir: str | Path) -> int:
-    """Remove what a killed :func:`drop_entries` left (``.trash-*`` directories); returns how many."""
+    """Remove what killed runs left: a :func:`drop_entries` killed midway (``.trash-*``) and the
+    build folders of extractions killed on this host (:func:`stale_builds`); returns how many
+    folders were removed. Never an entry: entries are complete or absent."""
     cache_dir = Path(cache_dir)
     if not cache_dir.is_dir():
         return 0
     left = [d for d in cache_dir.iterdir() if d.name.startswith(TRASH) and d.is_dir()]
+    left += stale_builds(cache_dir)
     for d in left:
+        log.info("removing %s (left by a killed run)", d)
         shutil.rmtree(d, ignore_errors=True)
     return len(left)
 

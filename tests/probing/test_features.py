@@ -149,3 +149,57 @@ def test_drop_entries_deletes_only_those_keys_and_a_killed_deletion_never_looks_
     again = extract_features(bb, paths, [1, 3], cache, progress=False)
     assert bb.forward_calls > 0 and again[1].patches.shape == (80, 16, 32)
     assert np.array_equal(np.asarray(again[3].patches), np.asarray(feats[3].patches))
+
+
+KILLED_MID_EXTRACTION = """
+import os, signal, sys, time
+from sceneforge.probing.backbones import create_backbone
+from sceneforge.probing.features import extract_features
+bb = create_backbone("timm:vit_small_patch16_224", weights="random", model_kwargs={kwargs!r})
+orig = bb._forward
+def slow(x, layers):
+    out = orig(x, layers)
+    if bb.forward_calls == 2:  # the first batch is written: the build folder exists
+        print("building", flush=True)
+        time.sleep(600)
+    return out
+bb._forward = slow
+extract_features(bb, {paths!r}, [1, 3], {cache!r}, batch_size=16, progress=False)
+"""
+
+
+def test_a_build_left_by_a_kill_9_is_swept_and_live_or_foreign_ones_are_kept(paths, tmp_path):
+    """kill -9 skips the ``finally`` that removes a build folder (a layer of tokens, ~1 GB at
+    study scale): the next extraction on this host removes it once its process is gone; a live
+    process's build, another host's and an old host-less name stay."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    from sceneforge.probing.features import stale_builds
+
+    cache = tmp_path / "c"
+    script = KILLED_MID_EXTRACTION.format(kwargs=TINY_VIT, paths=paths, cache=str(cache))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "building"
+        builds = [d for d in cache.iterdir() if d.name.startswith(".tmp-")]
+        assert len(builds) == 2 and all(d.name.endswith(f"-{socket.gethostname()}-{proc.pid}") for d in builds)
+        assert stale_builds(cache) == []  # its writer is alive: not stale
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert sorted(stale_builds(cache)) == sorted(builds)  # the writer is gone; the folders stayed
+    key = builds[0].name[len(".tmp-") :].split("-")[0]
+    live = cache / f".tmp-{key}-{socket.gethostname()}-{os.getppid()}"  # a running process's
+    foreign = cache / f".tmp-{key}-another-host.example-{proc.pid}"  # a shared cache's other node
+    legacy = cache / f".tmp-{key}-{proc.pid}"  # sceneforge <= 0.7.0's name: no host, not judged
+    for d in (live, foreign, legacy):
+        d.mkdir()
+    bb = tiny_vit()
+    feats = extract_features(bb, paths, [1, 3], cache, batch_size=16, progress=False)
+    assert bb.forward_calls == 5 and feats[3].patches.shape == (80, 16, 32)
+    assert not any(d.exists() for d in builds)
+    assert live.is_dir() and foreign.is_dir() and legacy.is_dir()
