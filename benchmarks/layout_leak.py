@@ -1,7 +1,8 @@
 """How much one object's box says about the label under a camera policy: geometry only, no render.
 
 Run: ``python benchmarks/layout_leak.py --env desert --task ego --policy decorrelated --groups 300
-[--triple rock_truck] [--seed 5] [--max-pair-dist 450] [--window 0.15,0.85] [--no-quotas]``, or
+[--triple rock_truck] [--seed 5] [--max-pair-dist 450] [--window 0.15,0.85] [--no-quotas]
+[--fit-quotas 1 [--fit-groups 300] [--bins 4]]``, or
 ``python benchmarks/layout_leak.py --table OUT`` for a generated dataset's table (the CV column
 of docs/validation.md). Defaults: desert, ego, ``decorrelated``, 300 groups, the environment's
 first triple, seed 5, the environment's pair distance, the window 0.15-0.85, quotas as a job
@@ -13,11 +14,15 @@ drawn as a job draws them (``setting_for`` + the sample's look lens and anchor p
 ``sample_setting`` + ``sample_view``, the figure shape picked per group), with ``--seed`` in place
 of the job's. ``--max-pair-dist`` overrides the unit's ``Setting`` (``pilot(setting=...)``),
 ``--window`` decorrelated's anchor window, ``--no-quotas`` leaves out the layout quotas
-(scenarios/sparrta/quotas.py, allo since 0.7.0: 0.6.0's views). Each labelled object's box is its
+(scenarios/sparrta/quotas.py, allo since 0.7.0: 0.6.0's views). ``--fit-quotas SEED`` is the
+ablation for a task without a shipped table (ego): a table is fitted (``quotas.fit``, ``--bins``
+cells per feature) on a pilot at ``SEED`` of ``--fit-groups`` groups, the judged views are thinned
+by its acceptance probabilities and kept at equal counts per label, as a job keeps them. Each labelled object's box is its
 projected footprint prism (the bound of what a render reports; no visibility check, so a few
 more views pass than in a real job); ``probing/layout.py``'s MLP is fitted on each box alone and
 on all boxes with scene-grouped 5-fold cross-validation (chance 0.25). Also prints, per label, the
-mean source position and log area and the mean target - source offset: where the leak comes from.
+mean source position and log area and the mean target - source offset: where the leak comes from,
+and each box's shorter and longer side (how far a 16 x 16 patch floor is from the views drawn).
 
 Why: a policy change (issue 46's ``decorrelated``) is judged by these numbers; a render-free
 estimate takes ~1 min for 1,200 views instead of ~8 min for a rendered 1,000-sample dataset. The
@@ -59,13 +64,38 @@ def views(args) -> tuple[pd.DataFrame, Counter, int]:
         camera_policy.DECORRELATED_WINDOW = tuple(float(v) for v in args.window.split(","))
     setting = {"max_pair_dist_cm": float(args.max_pair_dist)} if args.max_pair_dist else None
     p = pilot(cfg, env.name, args.task, triple, args.seed, args.groups, quotas=not args.no_quotas, setting=setting)
+    keep = np.arange(len(p["labels"]))
+    if args.fit_quotas is not None:
+        keep = fitted_quota_rows(args, cfg, env.name, triple, setting, p)
     rows = []
-    for label, g, boxes in zip(p["labels"], p["groups"], p["boxes"]):
+    for label, g, boxes in zip(p["labels"][keep], p["groups"][keep], p["boxes"][keep]):
         row = {"label": LABELS[label], "g": int(g), "camera_width": p["size"], "camera_height": p["size"]}
         for name, (x0, y0, x1, y1) in zip(BOXES[args.task], boxes):
             row.update({f"{name}_bbox_x0": x0, f"{name}_bbox_y0": y0, f"{name}_bbox_x1": x1, f"{name}_bbox_y1": y1})
         rows.append(row)
     return pd.DataFrame(rows), p["rejections"], p["failed"]
+
+
+def fitted_quota_rows(args, cfg, env: str, triple: str, setting: dict | None, p: dict) -> np.ndarray:
+    """Rows of the judged pilot ``p`` kept by a quota table fitted on another pilot (seed
+    ``--fit-quotas``): each view with its acceptance probability (uniforms from seed 0), then an
+    equal number per label (drawn with seed 1), as a job keeps ``n / 4`` of each label."""
+    from sceneforge.scenarios.sparrta import quotas
+
+    fit_pilot = pilot(cfg, env, args.task, triple, args.fit_quotas, args.fit_groups, setting=setting)
+    shipped, quotas.BINS = quotas.BINS, args.bins  # read by fit and by the table's cells
+    try:
+        table = quotas.fit(fit_pilot["feats"], fit_pilot["labels"], env, args.task, triple)
+        prob = quotas.accept_probs(table, p["feats"], p["labels"])
+    finally:
+        quotas.BINS = shipped
+    cells = f"{args.bins} x {args.bins} cells, pilot seed {args.fit_quotas}"
+    print(f"  fitted table ({cells}): acceptance per label {table.acceptance}")
+    kept = np.flatnonzero(np.random.default_rng(0).random(len(prob)) < prob)
+    labels = p["labels"][kept]
+    m = int(np.bincount(labels, minlength=len(LABELS)).min())
+    rng = np.random.default_rng(1)
+    return np.concatenate([rng.choice(kept[labels == k], m, replace=False) for k in range(len(LABELS))])
 
 
 def cv_accuracy(x: np.ndarray, y: np.ndarray, fold: np.ndarray) -> float:
@@ -110,6 +140,11 @@ def main() -> None:
     ap.add_argument("--max-pair-dist", type=float, default=None, help="override the source-target distance limit, cm")
     ap.add_argument("--no-quotas", action="store_true", help="leave out decorrelated's layout quotas (allo: 0.6.0's views)")
     ap.add_argument("--window", default=None, help="override decorrelated's anchor window, e.g. 0.15,0.85")
+    ap.add_argument(
+        "--fit-quotas", type=int, default=None, metavar="SEED", help="fit a quota table on a pilot at SEED, thin the views by it"
+    )
+    ap.add_argument("--fit-groups", type=int, default=300, help="scene groups of the --fit-quotas pilot (default 300)")
+    ap.add_argument("--bins", type=int, default=4, help="cells per feature of a --fit-quotas table (default 4, as shipped)")
     ap.add_argument("--table", default=None, help="a generated dataset directory: CV of its table instead of a pilot")
     args = ap.parse_args()
     if args.table:
@@ -125,6 +160,17 @@ def main() -> None:
         sets["figure"] = ("human",)
     for name, objs in sets.items():
         print(f"  {name}: {cv_accuracy(box_features(t, objs)[0], y, fold):.3f}")
+    sides = {}
+    for name in ("source", "target", "human"):
+        if f"{name}_bbox_x0" in t:
+            w = t[f"{name}_bbox_x1"] - t[f"{name}_bbox_x0"]
+            h = t[f"{name}_bbox_y1"] - t[f"{name}_bbox_y0"]
+            sides[name] = (np.minimum(w, h).to_numpy(), np.maximum(w, h).to_numpy())
+    print(
+        "  box sides, px (median shorter / longer):",
+        {k: f"{np.median(a):.1f} / {np.median(b):.1f}" for k, (a, b) in sides.items()},
+        f"| views whose every box is >= 16 px on both sides: {np.mean(np.min([a for a, _ in sides.values()], axis=0) >= 16):.3f}",
+    )
     xs, xt = box_features(t, ("source",))[0], box_features(t, ("target",))[0]
     for lab in LABELS:
         m = (t.label == lab).to_numpy()

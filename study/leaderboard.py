@@ -170,7 +170,8 @@ def markdown(df: pd.DataFrame, header: dict) -> str:
                 mean = _pct(np.mean([by_env[e].test_acc for e in env_t])) if all(e in by_env for e in env_t) else ""
                 refs = [sparrta_reference(e, task, head) for e in env_t]
                 ref = _pct(np.mean(refs)) if refs and all(x is not None for x in refs) else ""
-                lines.append(f"| {bb} | {kind} | L{layer} | {n} | " + " | ".join(cells) + f" | **{mean}** | {ref} |")
+                mean = f"**{mean}**" if mean else ""  # a row missing an env (a study still running): no mean, no empty bold
+                lines.append(f"| {bb} | {kind} | L{layer} | {n} | " + " | ".join(cells) + f" | {mean} | {ref} |")
             for (box, n), g in lay.groupby(["head", "n_train"], sort=False):
                 by_env = {r.env: r for r in g.itertuples()}
                 cells = [_md_cell(by_env[e]) if e in by_env else "" for e in env_t]

@@ -297,8 +297,9 @@ def test_layout_leak_draws_its_views_with_the_pilot():
     leak = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(leak)
     base = dict(
-        env="desert", policy="decorrelated", groups=3, triple=None, seed=5, max_pair_dist=None, window=None, no_quotas=False
-    )
+        env="desert", policy="decorrelated", groups=3, triple=None, seed=5, max_pair_dist=None, window=None, no_quotas=False,
+        fit_quotas=None, fit_groups=300, bins=4,
+    )  # fmt: skip
 
     for task, kw, pilot_kw in [
         ("ego", {}, {}),
@@ -313,3 +314,13 @@ def test_layout_leak_draws_its_views_with_the_pilot():
         assert np.array_equal(t[cols].to_numpy(), p["boxes"].reshape(len(t), -1))
     near = pilot(parse_config({"envs": ["desert"], "tasks": ["ego"]}), "desert", "ego", "rock_truck", 5, 3)
     assert not np.array_equal(near["boxes"], p["boxes"])  # the pair-distance override changed the scenes
+    # --fit-quotas (the ego ablation): a table fitted on another pilot thins these views to equal
+    # counts per label; every row kept is one of the pilot's, and the shipped bins are restored
+    fit = {"fit_quotas": 1, "fit_groups": 12, "bins": 2}
+    fitted, _, _ = leak.views(argparse.Namespace(**{**base, "task": "ego", "groups": 12, **fit}))
+    every, _, _ = leak.views(argparse.Namespace(**{**base, "task": "ego", "groups": 12}))
+    counts = fitted.label.value_counts()
+    assert 0 < len(fitted) < len(every) and len(set(counts)) == 1 and len(counts) == 4
+    key = ["g", "label", "source_bbox_x0", "target_bbox_x0"]
+    assert set(map(tuple, fitted[key].to_numpy())) <= set(map(tuple, every[key].to_numpy()))
+    assert quotas.BINS == 4

@@ -137,6 +137,21 @@ def test_the_leaderboard_names_where_features_and_heads_ran(tmp_path):
     assert (tmp_path / "plots" / "bars_allo.png").stat().st_size > 0
 
 
+def test_a_row_missing_an_env_has_no_mean_and_no_empty_bold(tmp_path):
+    """A study still running (its rows committed as they come) has model rows without every env:
+    their mean cell is empty, never ``****`` (markdown's empty bold, shown as four asterisks)."""
+    rows = [r for r in _rows() if not (r["backbone"] == "vit-s" and r["layer"] == 12 and r["env"] == "city")]
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    (tmp_path / "study.json").write_text(json.dumps({"format": FORMAT, "device": "cpu (2 threads)", "protocol": {}}))
+    write_leaderboard(tmp_path, say=lambda _: None)
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "****" not in md
+    partial = [x for x in md.splitlines() if x.startswith("| vit-s | model | L12 |")]
+    full = [x for x in md.splitlines() if x.startswith("| vit-s | model | L6 |")]
+    assert partial and all(x.split(" | ")[-2] == "" for x in partial)  # desert only: no mean
+    assert full and all(x.split(" | ")[-2].startswith("**") for x in full)  # both envs: the bold mean
+
+
 def test_the_committed_study_leaderboard_is_what_its_committed_rows_give(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
