@@ -83,12 +83,8 @@ def fitted_quota_rows(args, cfg, env: str, triple: str, setting: dict | None, p:
     from sceneforge.scenarios.sparrta import quotas
 
     fit_pilot = pilot(cfg, env, args.task, triple, args.fit_quotas, args.fit_groups, setting=setting)
-    shipped, quotas.BINS = quotas.BINS, args.bins  # read by fit and by the table's cells
-    try:
-        table = quotas.fit(fit_pilot["feats"], fit_pilot["labels"], env, args.task, triple)
-        prob = quotas.accept_probs(table, p["feats"], p["labels"])
-    finally:
-        quotas.BINS = shipped
+    table = quotas.fit(fit_pilot["feats"], fit_pilot["labels"], env, args.task, triple, bins=args.bins)
+    prob = quotas.accept_probs(table, p["feats"], p["labels"])
     cells = f"{args.bins} x {args.bins} cells, pilot seed {args.fit_quotas}"
     print(f"  fitted table ({cells}): acceptance per label {table.acceptance}")
     kept = np.flatnonzero(np.random.default_rng(0).random(len(prob)) < prob)

@@ -89,17 +89,24 @@ def view_features(camera, objects) -> np.ndarray:
 @dataclass(frozen=True, eq=False)
 class QuotaTable:
     """Fitted factors of one (env, task, triple): ``edges[b][m]`` the inner bin edges of margin
-    ``m`` of box ``b`` (one array per feature of the margin), ``log_u[b][m]`` (labels, BINS**2)
-    log factors (-inf: a cell no view of that label may use), ``log_cap`` per label."""
+    ``m`` of box ``b`` (one array per feature of the margin), ``log_u[b][m]`` (labels, bins**2)
+    log factors (-inf: a cell no view of that label may use), ``log_cap`` per label. The number of
+    bins per feature is read from ``edges`` (:attr:`bins`), not from :data:`BINS`: a table fitted
+    with other bins (``fit(..., bins=8)``, an ablation) indexes its own cells."""
 
     env: str
     task: str
     triple: str
     edges: tuple
-    log_u: np.ndarray  # (boxes, margins, labels, BINS * BINS)
+    log_u: np.ndarray  # (boxes, margins, labels, bins * bins)
     log_cap: np.ndarray  # (labels,)
     acceptance: tuple  # per label: mean acceptance probability on the pilot
     digest: str
+
+    @property
+    def bins(self) -> int:
+        """Bins per feature: one more than the inner edges of any feature (all have as many)."""
+        return len(self.edges[0][0][0]) + 1
 
     def cells(self, feats: np.ndarray) -> np.ndarray:
         """(n, boxes, margins) flat cell indices of features (n, boxes, 3)."""
@@ -108,7 +115,7 @@ class QuotaTable:
         for b in range(feats.shape[1]):
             for m, (f0, f1) in enumerate(MARGINS):
                 e0, e1 = self.edges[b][m]
-                out[:, b, m] = np.searchsorted(e0, feats[:, b, f0], side="right") * BINS + np.searchsorted(
+                out[:, b, m] = np.searchsorted(e0, feats[:, b, f0], side="right") * (len(e1) + 1) + np.searchsorted(
                     e1, feats[:, b, f1], side="right"
                 )
         return out
@@ -152,17 +159,20 @@ class QuotaTable:
         )
 
 
-def fit(feats: np.ndarray, labels: np.ndarray, env: str = "", task: str = "", triple: str = "") -> QuotaTable:
+def fit(feats: np.ndarray, labels: np.ndarray, env: str = "", task: str = "", triple: str = "", bins: int = BINS) -> QuotaTable:
     """Rake the factors on pilot views: ``feats`` (n, boxes, 3), ``labels`` (n,) indices into
-    :data:`LABELS`. Bins: quantiles of the pooled pilot, per feature of each margin."""
+    :data:`LABELS`. Bins: ``bins`` quantiles of the pooled pilot, per feature of each margin (the
+    shipped tables use :data:`BINS`; other values are for ablations, ``benchmarks/layout_leak.py --bins``)."""
+    if not isinstance(bins, int) or bins < 2:
+        raise ValueError(f"quotas.fit: bins must be an integer >= 2, got {bins!r}")
     feats, labels = np.asarray(feats, float), np.asarray(labels, np.int64)
     nb = feats.shape[1]
-    qs = np.linspace(0, 1, BINS + 1)[1:-1]
+    qs = np.linspace(0, 1, bins + 1)[1:-1]
     edges = tuple(tuple(tuple(np.quantile(feats[:, b, f], qs) for f in mg) for mg in MARGINS) for b in range(nb))
-    table = QuotaTable(env, task, triple, edges, np.zeros((nb, len(MARGINS), len(LABELS), BINS * BINS)), np.zeros(4), (), "")
+    table = QuotaTable(env, task, triple, edges, np.zeros((nb, len(MARGINS), len(LABELS), bins * bins)), np.zeros(4), (), "")
     cells = table.cells(feats)
     log_u = np.zeros_like(table.log_u)
-    L, C = len(LABELS), BINS * BINS
+    L, C = len(LABELS), bins * bins
     counts = np.array([(labels == li).sum() for li in range(L)], float)
     for _ in range(ITERATIONS):
         worst = 0.0

@@ -45,12 +45,12 @@ def _shifted(n: int = 4000, seed: int = 0):
 
 def _weighted_marginals(table, feats, y, probs):
     cells = table.cells(feats)
-    out = np.zeros((feats.shape[1], len(quotas.MARGINS), 4, quotas.BINS**2))
+    out = np.zeros((feats.shape[1], len(quotas.MARGINS), 4, table.bins**2))
     for b in range(feats.shape[1]):
         for m in range(len(quotas.MARGINS)):
             for li in range(4):
                 sel = y == li
-                h = np.bincount(cells[sel, b, m], weights=probs[sel], minlength=quotas.BINS**2)
+                h = np.bincount(cells[sel, b, m], weights=probs[sel], minlength=table.bins**2)
                 out[b, m, li] = h / h.sum()
     return out
 
@@ -78,6 +78,28 @@ def test_raking_equalises_each_box_cells_across_labels_and_is_deterministic():
         assert table.accept_prob(LABELS[y[k]], feats[k]) == pytest.approx(p[k], abs=1e-12)
 
 
+@pytest.mark.parametrize("bins", [2, 3])
+def test_a_table_fitted_with_other_bins_indexes_its_own_cells(bins):
+    """``fit(..., bins=k)`` (the ablations' ``layout_leak.py --bins``) makes a k x k table that
+    equalises its own cells, read back from its edges; the module's BINS (the shipped tables') is
+    neither read nor changed."""
+    feats, y = _shifted(seed=2)
+    table = quotas.fit(feats, y, bins=bins)
+    assert table.bins == bins and table.log_u.shape == (3, len(quotas.MARGINS), 4, bins * bins)
+    cells = table.cells(feats)
+    assert cells.min() == 0 and cells.max() == bins * bins - 1  # every cell of the k x k grid reached
+    again = quotas.QuotaTable.from_dict(table.to_dict())
+    assert again.bins == bins and np.array_equal(again.cells(feats), cells)
+    p = quotas.accept_probs(table, feats, y)
+    before = _weighted_marginals(table, feats, y, np.ones(len(y)))
+    after = _weighted_marginals(table, feats, y, p)
+    spread = lambda m: float((m.max(axis=2) - m.min(axis=2)).max())  # noqa: E731
+    assert spread(after) < spread(before) / 2
+    assert quotas.BINS == 4 and quotas.fit(feats, y).digest == quotas.fit(feats, y, bins=quotas.BINS).digest
+    with pytest.raises(ValueError, match="bins must be an integer >= 2, got 1"):
+        quotas.fit(feats, y, bins=1)
+
+
 def test_a_pilot_and_its_fit_are_pure_functions_of_the_seed():
     cfg = parse_config({"envs": ["desert"], "tasks": ["allo"]})
     a = pilot(cfg, "desert", "allo", "cactus_camel", seed=3, groups=6)
@@ -101,6 +123,7 @@ def test_shipped_tables_match_the_shipped_environments():
         cfg = parse_config({"envs": [name], "tasks": ["allo"]})
         assert doc["env_sha256"] == cfg.env_files[name]["sha256"], f"{name}: environment changed since calibration"
         assert set(doc["tables"]["allo"]) == {t.id for t in cfg.env(name).triples}
+        assert all(quotas.QuotaTable.from_dict(t).bins == quotas.BINS for t in doc["tables"]["allo"].values())
 
 
 def test_quota_applies_to_decorrelated_allo_only():
@@ -315,7 +338,7 @@ def test_layout_leak_draws_its_views_with_the_pilot():
     near = pilot(parse_config({"envs": ["desert"], "tasks": ["ego"]}), "desert", "ego", "rock_truck", 5, 3)
     assert not np.array_equal(near["boxes"], p["boxes"])  # the pair-distance override changed the scenes
     # --fit-quotas (the ego ablation): a table fitted on another pilot thins these views to equal
-    # counts per label; every row kept is one of the pilot's, and the shipped bins are restored
+    # counts per label; every row kept is one of the pilot's, and the shipped bins are untouched
     fit = {"fit_quotas": 1, "fit_groups": 12, "bins": 2}
     fitted, _, _ = leak.views(argparse.Namespace(**{**base, "task": "ego", "groups": 12, **fit}))
     every, _, _ = leak.views(argparse.Namespace(**{**base, "task": "ego", "groups": 12}))
