@@ -11,7 +11,13 @@ Where the costs come from, best first:
 1. ``DIR/timings.jsonl``, when the study has run before (a pilot with a small ``n``, or a killed
    run): that machine's own per-image extraction cost per backbone and per-train-image head cost
    per backbone, at this protocol, on the same device kind.
-2. The reference measurements below (:data:`GENERATE_IMAGES_PER_S`, :data:`EXTRACT_MS`,
+2. Another backbone's measurement in the same ``DIR/timings.jsonl``: extraction of the same
+   spec (a random-init twin extracts exactly as its pretrained model does), and for heads the
+   measured rows' seconds per train image scaled by tokens × width (the backbone's layers from its
+   architecture against the measured backbone's) and batch size; the range is that of the
+   measured rows (early stopping ended them at different epochs), so it carries this machine's
+   load and this protocol's schedule rather than a reference's.
+3. The reference measurements below (:data:`GENERATE_IMAGES_PER_S`, :data:`EXTRACT_MS`,
    :data:`HEAD_MS`), all on the shared 2-core development machine (2 torch threads). A backbone
    without a measurement uses ViT-S/14's cost and says so.
 
@@ -216,9 +222,17 @@ class StudyPlan:
 def measured_timings(out: Path, device: str) -> tuple[dict[str, float], dict[str, float], str]:
     """From ``DIR/timings.jsonl`` on the device kind of ``device``: extraction ms/image per
     backbone name, head seconds per train image per backbone name, and where (the device label)."""
+    extract, train, where = _timing_lists(out, device)
+    med = statistics.median
+    return {k: med(v) for k, v in extract.items()}, {k: med([s for s, _ in v]) for k, v in train.items()}, where
+
+
+def _timing_lists(out: Path, device: str) -> tuple[dict[str, list[float]], dict[str, list[tuple[float, int]]], str]:
+    """Every measurement behind :func:`measured_timings`: ms/image per extraction, and per trained
+    row (seconds per train image, n_train), per backbone name."""
     path = Path(out) / TIMINGS
     extract: dict[str, list[float]] = {}
-    train: dict[str, list[float]] = {}
+    train: dict[str, list[tuple[float, int]]] = {}
     where = ""
     if not path.is_file():
         return {}, {}, where
@@ -234,9 +248,50 @@ def measured_timings(out: Path, device: str) -> tuple[dict[str, float], dict[str
         if t.get("what") == "extract" and t.get("images"):
             extract.setdefault(t["backbone"], []).append(float(t["seconds"]) * 1000 / t["images"])
         elif t.get("what") == "train" and t.get("n_train"):
-            train.setdefault(str(t["row"]).split("__")[0], []).append(float(t["seconds"]) / t["n_train"])
-    med = statistics.median
-    return {k: med(v) for k, v in extract.items()}, {k: med(v) for k, v in train.items()}, where
+            row = (float(t["seconds"]) / t["n_train"], int(t["n_train"]))
+            train.setdefault(str(t["row"]).split("__")[0], []).append(row)
+    return extract, train, where
+
+
+def _spec(entry) -> str:
+    """What fixes a backbone's extraction cost: its spec and model arguments (not its weights)."""
+    return json.dumps([entry.backbone, dict(entry.model_args or {})], sort_keys=True, default=str)
+
+
+def _tokens_x_width(shapes: dict) -> float | None:
+    """Mean tokens x width over a backbone's layers ({layer: (tokens, prefix, width)}): what a
+    head's cost per image scales with. None where no shape is known."""
+    sizes = [t * w for t, _, w in shapes.values()]
+    return sum(sizes) / len(sizes) if sizes else None
+
+
+def _heads_from_peers(
+    name: str, tw: float | None, n_trains: list[int], batch: int | None, train_rows: dict, measured_shapes: dict, where: str
+) -> Cost | None:
+    """Head time of ``name``'s rows (their n_train values) from the other backbones' rows measured in
+    this study (same machine, protocol and grid), each scaled by tokens x width and batch factor;
+    the range spans the measured rows. None where nothing comparable was measured."""
+    if tw is None or not n_trains:
+        return None
+    per_unit = []  # seconds per train image at batch 256 and per tokens x width, one per measured row
+    peers = []
+    for other, rows in sorted(train_rows.items()):
+        other_tw = _tokens_x_width(measured_shapes.get(other, {}))
+        if other == name or other_tw is None:
+            continue
+        peers.append(other)
+        per_unit += [s / batch_factor(batch or batch_for(n)) / other_tw for s, n in rows]
+    if not per_unit:
+        return None
+    need = sum(n * batch_factor(batch or batch_for(n)) for n in n_trains) * tw
+    lo, mid, hi = min(per_unit) * need, statistics.median(per_unit) * need, max(per_unit) * need
+    theirs = sorted({round(_tokens_x_width(measured_shapes[p])) for p in peers})
+    src = (
+        f"median {_dur(mid)}; scaled from {len(per_unit)} rows of {', '.join(peers)} measured in {TIMINGS} on {where}: "
+        f"seconds per train image x tokens x width {tw:.0f} / theirs {', '.join(map(str, theirs))} x batch factor; "
+        f"the range spans those rows"
+    )
+    return Cost(lo, hi, src)
 
 
 def _train_fraction(generate: dict) -> float:
@@ -368,6 +423,12 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
             for r in read_rows(out / RESULTS)} if (out / RESULTS).is_file() else set()  # fmt: skip
     datasets = _datasets(cfg, out)
     ext_here, train_here, where = measured_timings(out, device)
+    ext_lists, train_rows, _ = _timing_lists(out, device)
+    spec_of = {e.name: _spec(e) for e in cfg.entries()}
+    ext_by_spec: dict[str, list[float]] = {}  # a twin extracts as its model does: same spec, same cost
+    for name, v in ext_lists.items():
+        if name in spec_of:
+            ext_by_spec.setdefault(spec_of[name], []).extend(v)
     gpu = device.startswith("cuda")
     layout_todo = layout_done = 0
     if cfg.layout:
@@ -386,6 +447,7 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
         layers, shown, per_cell = _layers(entry, cfg, header)
         todo = done_n = images = train_images = runs = 0
         weighted = 0.0  # train images x the batch factor of their row
+        n_trains: list[int] = []  # per row to run
         unit_layers: dict[str, set] = {}  # dataset -> the layers whose features its rows need
         for d in datasets:
             unit_todo = 0
@@ -401,6 +463,7 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
                         unit_todo += 1
                         runs_here = 1
                         train_images += n
+                        n_trains.append(n)
                         weighted += n * batch_factor(cfg.batch_size or batch_for(n))
                         unit_layers.setdefault(d.name, set()).add(layer)
                     runs += runs_here
@@ -425,6 +488,12 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
                     images * ext_here[entry.name] / 1000,
                     f"{ext_here[entry.name]:.0f} ms/image measured in {out / TIMINGS} on {where}",
                 )
+            elif ext_by_spec.get(_spec(entry)):
+                ms = statistics.median(ext_by_spec[_spec(entry)])
+                bp.extract = Cost.of(
+                    images * ms / 1000,
+                    f"{ms:.0f} ms/image measured in {out / TIMINGS} on {where} for the same spec ({entry.backbone})",
+                )
             else:
                 ms = EXTRACT_MS.get(entry.backbone, EXTRACT_MS[FALLBACK_EXTRACT])
                 src = f"{ms:.0f} ms/image, {EXTRACT_SOURCE}"
@@ -440,6 +509,11 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
                     s,
                     f"{1000 * train_here[entry.name]:.1f} ms per train image, measured in {out / TIMINGS} on {where}",
                 )
+            elif peer := _heads_from_peers(
+                entry.name, _tokens_x_width(bp.shapes), n_trains, cfg.batch_size, train_rows, measured_shapes, where
+            ):
+                extra = REPORT_S * runs * cfg.reports
+                bp.heads = Cost(peer.low + extra, peer.high + extra, peer.source)
             else:
                 tokens, width = TOKEN_SHAPES.get(entry.backbone, HEAD_SHAPE)
                 scale = tokens * width / (HEAD_SHAPE[0] * HEAD_SHAPE[1]) * grid

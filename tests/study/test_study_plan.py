@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from sceneforge.core.errors import ConfigError
-from sceneforge.study.config import load_study_config
+from sceneforge.study.config import batch_for, load_study_config
 from sceneforge.study.plan import EXTRACT_MS, GENERATE_IMAGES_PER_S, HEAD_MS, batch_factor, format_plan, plan_study
-from study_helpers import BACKBONES, make_data, run_study, write_config
+from study_helpers import BACKBONES, TINY, make_data, run_study, write_config
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +62,28 @@ def test_the_plan_counts_the_cells_a_run_then_runs_and_writes_nothing(tiny, tmp_
     assert a.extract.low == pytest.approx(4 * 48 * per_image / 1000) and "timings.jsonl" in a.extract.source
     assert a.heads.low == a.heads.high == pytest.approx(4 * 24 * per_train)
     assert "measured" in a.heads.source and "cpu" in a.heads.source
+    # backbones not run yet, priced from what this study measured: a twin of vit-a (same spec and
+    # model args) extracts at the measured cost; a wider ViT's heads scale the measured rows by
+    # tokens x width (the range spans those rows), its extraction is a different model's
+    twin = {**BACKBONES[0], "name": "vit-a2"}
+    wide = {**BACKBONES[0], "name": "vit-wide", "model_args": {**TINY, "embed_dim": 64, "depth": 3}}
+    cfg3 = write_config(tmp_path / "more.yaml", datasets, reports=False, backbones=[*BACKBONES, twin, wide])
+    by = {b.name: b for b in plan_study(load_study_config(cfg3), out).backbones}
+    extract_ms = [t["seconds"] * 1000 / t["images"] for t in timings if t["what"] == "extract"]
+    assert by["vit-a2"].extract.low == pytest.approx(4 * 48 * statistics.median(extract_ms) / 1000)
+    assert "for the same spec" in by["vit-a2"].extract.source and "for the same spec" not in by["vit-wide"].extract.source
+    shapes = {t["backbone"]: list(t["shapes"].values()) for t in timings if t["what"] == "extract"}
+    tw = {k: statistics.mean(s[0] * s[2] for s in v) for k, v in shapes.items()}
+    per_unit = [
+        t["seconds"] / t["n_train"] / batch_factor(batch_for(t["n_train"])) / tw[t["row"].split("__")[0]]
+        for t in timings
+        if t["what"] == "train"
+    ]
+    w = by["vit-wide"]
+    assert list(w.shapes.values()) == [(16, 1, 64)] and w.rows_todo == 4  # 32 px / 8 px patches, 64 wide
+    need = 4 * 24 * batch_factor(batch_for(24)) * 16 * 64
+    assert w.heads.low == pytest.approx(min(per_unit) * need) and w.heads.high == pytest.approx(max(per_unit) * need)
+    assert "scaled from 8 rows of vit-a, vit-b" in w.heads.source and "/ theirs 512 x batch" in w.heads.source
     # another protocol is refused as the run would refuse it, in one line
     with pytest.raises(ConfigError, match="epochs"):
         plan_study(load_study_config(cfg_path, ["epochs=4"]), out)
