@@ -355,7 +355,7 @@ def figures(df: pd.DataFrame, device: str, figure_tasks: set[str] = frozenset())
     if probes["layer"].nunique() > 1:
         top = probes.groupby(["backbone", "env", "task"])["n_train"].transform("max")
         p = probes[probes["n_train"] == top]
-        curves = p.groupby(["backbone", "kind", "task", "head", "layer"])["test_acc"].mean().reset_index()
+        curves = _layer_curves(p)
         tasks = sorted(curves["task"].unique(), key=lambda t: (t != "ego", t))
         colours = {bb: BAR_COLOURS[k % len(BAR_COLOURS)] for k, bb in enumerate(dict.fromkeys(curves["backbone"]))}
         markers = {"linear": "o", "abmilp": "s", "efficient": "^"}
@@ -363,7 +363,9 @@ def figures(df: pd.DataFrame, device: str, figure_tasks: set[str] = frozenset())
         for ax, task in zip(axes[0], tasks):  # colour: backbone; marker: head; dashed: random init
             for (bb, kind, head), c in curves[curves["task"] == task].groupby(["backbone", "kind", "head"], sort=False):
                 style = dict(marker=markers.get(head, "D"), ms=4, color=colours[bb], ls="--" if kind == "random" else "-")
-                ax.plot(c["layer"], c["test_acc"], lw=1.2, label=f"{bb} {head}", **style)
+                k, m = int(c["envs"].iloc[0]), int(c["of_envs"].iloc[0])
+                label = f"{bb} {head}" + (f" ({k} of {m} envs: those with every layer)" if k < m else "")
+                ax.plot(c["layer"], c["test_acc"], lw=1.2, label=label, **style)
             fl = floors(df, task).mean()  # the mean of environments, as the curves
             for box, _, colour, style in FLOORS:
                 if box in fl:
@@ -380,6 +382,20 @@ def figures(df: pd.DataFrame, device: str, figure_tasks: set[str] = frozenset())
         fig.tight_layout()
         figs.append(("layer curves", "plots/layers.png", fig))
     return figs
+
+
+def _layer_curves(p: pd.DataFrame) -> pd.DataFrame:
+    """Per backbone × kind × task × head × layer the mean test accuracy over the environments that
+    have **every** layer of that curve (a study still running has some layers in fewer
+    environments: a mean over different environments per point would draw an environment's
+    difficulty as a layer effect), with ``envs`` (how many were averaged) and ``of_envs`` (how many
+    have any layer)."""
+    key = ["backbone", "kind", "task", "head"]
+    layers = p.groupby(key)["layer"].transform("nunique")
+    full = p[p.groupby([*key, "env"])["layer"].transform("nunique") == layers]
+    curves = full.groupby([*key, "layer"]).agg(test_acc=("test_acc", "mean"), envs=("env", "nunique")).reset_index()
+    of = p.groupby(key)["env"].nunique().rename("of_envs").reset_index()
+    return curves.merge(of, on=key, how="left")
 
 
 STYLE = """body { margin: 0; font: 13px/1.4 system-ui, sans-serif; color: #222; background: #f6f6f4; }

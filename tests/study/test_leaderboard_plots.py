@@ -152,6 +152,27 @@ def test_a_row_missing_an_env_has_no_mean_and_no_empty_bold(tmp_path):
     assert full and all(x.split(" | ")[-2].startswith("**") for x in full)  # both envs: the bold mean
 
 
+def test_layer_curves_of_a_study_still_running_average_the_same_envs_at_every_layer():
+    """vit-s L12 missing on city ego: its ego curves average desert alone at both layers (not
+    desert + city at L6 against desert at L12) and say so; complete curves keep both envs."""
+    import matplotlib.pyplot as plt
+
+    rows = _rows()
+    for r in rows:  # city ego: a harder environment, its L6 far below desert's
+        if r["env"] == "city" and r["task"] == "ego" and r["kind"] != "layout":
+            r["heads"] = {h: {**c, **_cell(round(c["test"] - 0.3, 4))} for h, c in r["heads"].items()}
+    rows = [r for r in rows if not (r["backbone"] == "vit-s" and r["layer"] == 12 and r["env"] == "city" and r["task"] == "ego")]
+    figs = {name: fig for _, name, fig in figures(table(rows), "cpu", {"allo"})}
+    ego = figs["plots/layers.png"].axes[0]
+    curves = {line.get_label(): list(np.round(line.get_ydata(), 4)) for line in ego.get_lines()}
+    desert = {layer: round(0.7 + 0.01 * layer / 6, 4) for layer in (6, 12)}
+    assert curves["vit-s efficient (1 of 2 envs: those with every layer)"] == [desert[6], desert[12]]
+    both = [round(np.mean([0.4 + 0.01 * layer / 6, 0.4 + 0.01 * layer / 6 - 0.3]), 4) for layer in (6, 12)]
+    assert curves["vit-s-random efficient"] == both
+    for fig in figs.values():
+        plt.close(fig)
+
+
 def test_the_committed_study_leaderboard_is_what_its_committed_rows_give(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
