@@ -364,7 +364,7 @@ def figures(df: pd.DataFrame, device: str, figure_tasks: set[str] = frozenset())
             for (bb, kind, head), c in curves[curves["task"] == task].groupby(["backbone", "kind", "head"], sort=False):
                 style = dict(marker=markers.get(head, "D"), ms=4, color=colours[bb], ls="--" if kind == "random" else "-")
                 k, m = int(c["envs"].iloc[0]), int(c["of_envs"].iloc[0])
-                label = f"{bb} {head}" + (f" ({k} of {m} envs: those with every layer)" if k < m else "")
+                label = f"{bb} {head}" + (f" ({k} of {m} envs)" if k < m else "")
                 ax.plot(c["layer"], c["test_acc"], lw=1.2, label=label, **style)
             fl = floors(df, task).mean()  # the mean of environments, as the curves
             for box, _, colour, style in FLOORS:
@@ -389,13 +389,13 @@ def _layer_curves(p: pd.DataFrame) -> pd.DataFrame:
     have **every** layer of that curve (a study still running has some layers in fewer
     environments: a mean over different environments per point would draw an environment's
     difficulty as a layer effect), with ``envs`` (how many were averaged) and ``of_envs`` (how many
-    have any layer)."""
+    the task has, over every backbone: a backbone not yet run everywhere says so too)."""
     key = ["backbone", "kind", "task", "head"]
     layers = p.groupby(key)["layer"].transform("nunique")
     full = p[p.groupby([*key, "env"])["layer"].transform("nunique") == layers]
     curves = full.groupby([*key, "layer"]).agg(test_acc=("test_acc", "mean"), envs=("env", "nunique")).reset_index()
-    of = p.groupby(key)["env"].nunique().rename("of_envs").reset_index()
-    return curves.merge(of, on=key, how="left")
+    of = p.groupby("task")["env"].nunique().rename("of_envs").reset_index()
+    return curves.merge(of, on="task", how="left")
 
 
 STYLE = """body { margin: 0; font: 13px/1.4 system-ui, sans-serif; color: #222; background: #f6f6f4; }

@@ -154,7 +154,7 @@ def test_a_row_missing_an_env_has_no_mean_and_no_empty_bold(tmp_path):
 
 def test_layer_curves_of_a_study_still_running_average_the_same_envs_at_every_layer():
     """vit-s L12 missing on city ego: its ego curves average desert alone at both layers (not
-    desert + city at L6 against desert at L12) and say so; complete curves keep both envs."""
+    desert + city at L6 against desert at L12) and say "1 of 2 envs"; complete curves keep both."""
     import matplotlib.pyplot as plt
 
     rows = _rows()
@@ -166,9 +166,15 @@ def test_layer_curves_of_a_study_still_running_average_the_same_envs_at_every_la
     ego = figs["plots/layers.png"].axes[0]
     curves = {line.get_label(): list(np.round(line.get_ydata(), 4)) for line in ego.get_lines()}
     desert = {layer: round(0.7 + 0.01 * layer / 6, 4) for layer in (6, 12)}
-    assert curves["vit-s efficient (1 of 2 envs: those with every layer)"] == [desert[6], desert[12]]
+    assert curves["vit-s efficient (1 of 2 envs)"] == [desert[6], desert[12]]
     both = [round(np.mean([0.4 + 0.01 * layer / 6, 0.4 + 0.01 * layer / 6 - 0.3]), 4) for layer in (6, 12)]
     assert curves["vit-s-random efficient"] == both
+    # a backbone run in one environment so far: its curve says so
+    alone = [r for r in rows if not (r["backbone"] == "vit-s-random" and r["env"] == "city")]
+    figs2 = {name: fig for _, name, fig in figures(table(alone), "cpu", {"allo"})}
+    labels = {line.get_label() for line in figs2["plots/layers.png"].axes[0].get_lines()}
+    assert "vit-s-random efficient (1 of 2 envs)" in labels and "vit-s abmilp (1 of 2 envs)" in labels
+    figs.update({f"2{k}": v for k, v in figs2.items()})
     for fig in figs.values():
         plt.close(fig)
 
