@@ -223,8 +223,13 @@ def measured_timings(out: Path, device: str) -> tuple[dict[str, float], dict[str
     """From ``DIR/timings.jsonl`` on the device kind of ``device``: extraction ms/image per
     backbone name, head seconds per train image per backbone name, and where (the device label)."""
     extract, train, where = _timing_lists(out, device)
+    return *_medians(extract, train), where
+
+
+def _medians(extract: dict, train: dict) -> tuple[dict[str, float], dict[str, float]]:
+    """Per backbone name the median of :func:`_timing_lists`' measurements."""
     med = statistics.median
-    return {k: med(v) for k, v in extract.items()}, {k: med([s for s, _ in v]) for k, v in train.items()}, where
+    return {k: med(v) for k, v in extract.items()}, {k: med([s for s, _ in v]) for k, v in train.items()}
 
 
 def _timing_lists(out: Path, device: str) -> tuple[dict[str, list[float]], dict[str, list[tuple[float, int]]], str]:
@@ -422,8 +427,8 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
     done = {(r["kind"], r["backbone"], r["dataset"], r["env"], r["task"], r["layer"], r["n_train"])
             for r in read_rows(out / RESULTS)} if (out / RESULTS).is_file() else set()  # fmt: skip
     datasets = _datasets(cfg, out)
-    ext_here, train_here, where = measured_timings(out, device)
-    ext_lists, train_rows, _ = _timing_lists(out, device)
+    ext_lists, train_rows, where = _timing_lists(out, device)  # timings.jsonl read once
+    ext_here, train_here = _medians(ext_lists, train_rows)
     spec_of = {e.name: _spec(e) for e in cfg.entries()}
     ext_by_spec: dict[str, list[float]] = {}  # a twin extracts as its model does: same spec, same cost
     for name, v in ext_lists.items():
