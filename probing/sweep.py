@@ -190,7 +190,7 @@ def _train_all(job: ProbeConfig, table, groups: list[Group], feats: dict, base: 
                     epochs=train.schedule(head)[0],
                 )
                 records += [_record(r, meta) for r in results]
-                written.add(_save_predictions(out, head, meta, results, splits, table))
+                written.add(save_predictions(out, head, meta, results, splits, table))
                 seconds[head] = seconds.get(head, 0.0) + sum(r.seconds for r in results)
                 if attentive(head) and job.attention_samples:
                     written.add(_save_attention(out, head, meta, results, splits, table, f.grid, job.attention_samples))
@@ -223,7 +223,7 @@ def _record(r, meta: dict) -> dict:
     )  # no timings here: same inputs ⇒ byte-identical records
 
 
-def _save_predictions(out: Path, head: str, meta: dict, results, splits, table) -> str:
+def save_predictions(out: Path, head: str, meta: dict, results, splits, table) -> str:
     """The selected config's prediction for every test image of this probe, as
     ``predictions/<run id>.csv`` (dataset, file_name, label, prediction, correct + the run's
     head, layer, protocol): what ``sceneforge browse DATA --predictions OUT`` shows, the

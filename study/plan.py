@@ -41,6 +41,7 @@ false`` counts only the largest unit's features (one unit's are on disk at a tim
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import statistics
@@ -179,6 +180,7 @@ class BackbonePlan:
     features_there: int = 0  # bytes of the needed entries already in DIR/cache
     shapes: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # layer -> (tokens, prefix, width)
     shape_source: str = ""
+    shapes_known: bool = False  # shapes from the architecture or a measurement, not FALLBACK_SHAPE
     reclaim: int = 0  # keep_features false: bytes of finished units' entries the run deletes before any work
 
 
@@ -520,15 +522,18 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
                 extra = REPORT_S * runs * cfg.reports
                 bp.heads = Cost(peer.low + extra, peer.high + extra, peer.source)
             else:
-                tokens, width = TOKEN_SHAPES.get(entry.backbone, HEAD_SHAPE)
-                scale = tokens * width / (HEAD_SHAPE[0] * HEAD_SHAPE[1]) * grid
+                if bp.shapes_known and bp.shapes:  # the architecture's (or measured) tokens x width
+                    tw = _tokens_x_width(bp.shapes)
+                else:
+                    tw = math.prod(TOKEN_SHAPES.get(entry.backbone, HEAD_SHAPE))
+                scale = tw / (HEAD_SHAPE[0] * HEAD_SHAPE[1]) * grid
                 per = HEAD_MS / 1000 * scale * weighted
                 extra = REPORT_S * runs * cfg.reports
                 src = (
                     f"{HEAD_MS:.2f} ms per train image x epoch x {scale:.2f} (tokens x width, grid size) x "
                     f"{weighted / train_images:.2f} (batch), {HEAD_SOURCE}; {HEAD_BATCH_SOURCE}"
                 )
-                if entry.backbone not in TOKEN_SHAPES:
+                if not bp.shapes_known and entry.backbone not in TOKEN_SHAPES:
                     src += f"; {entry.backbone}'s token shape not known: ViT-S/16's"
                 if gpu:
                     src += "; a CPU measurement (no GPU timing yet): an upper bound for a GPU"
@@ -557,6 +562,7 @@ def _features(bp, entry, cfg, layers, per_cell, unit_layers, datasets, measured_
             need += size
         bp.features[name] = need
     bp.shapes = {n: shapes.get(n, FALLBACK_SHAPE) for n in (resolved or [])}
+    bp.shapes_known = bool(shapes)
 
 
 def _span(c: Cost | None) -> str:

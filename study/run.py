@@ -50,6 +50,7 @@ from sceneforge.probing.groups import Group, make_groups
 from sceneforge.probing.layout import layout_baselines
 from sceneforge.probing.report import write_layout, write_report, write_runs
 from sceneforge.probing.selection import run_grids
+from sceneforge.probing.sweep import save_predictions
 from sceneforge.probing.stats import wilson_ci
 from sceneforge.probing.train import ProbeSplits, TrainConfig
 from sceneforge.renderfarm import exit_code, run_job
@@ -381,7 +382,7 @@ class Study:
                 )
                 records += [_record(r, row, h) for r in by_head[h]]
             row["heads"] = heads
-            self.write_records(row, records, ds, g, n)
+            self.write_records(row, records, ds, g, n, by_head, splits)
             train_s = time.perf_counter() - t1
             append_timing(
                 self.out,
@@ -436,13 +437,22 @@ class Study:
         if freed:
             self.say(f"{entry.name} {ds_name}: rows written; features deleted ({gb(freed)}, keep_features: false)")
 
-    def write_records(self, row: dict, records: list[dict], ds: Dataset, g: Group, n: int) -> None:
+    def write_records(
+        self, row: dict, records: list[dict], ds: Dataset, g: Group, n: int, by_head: dict, splits: ProbeSplits
+    ) -> None:
         """``DIR/runs/<run id>/rows/<row id>.json``: the row's grid records in probe's format and
-        the layout floors of the same rows, written before the row is appended (the run's report
-        is made from them: :func:`write_reports`)."""
+        the layout floors of the same rows; and ``DIR/runs/<run id>/predictions/<head>_L<layer>_
+        within_<env>_<task>.csv``: each head's selected config's prediction for every test image,
+        in probe's format, so a per-sample analysis (per object pair, per distance; `sceneforge
+        browse DATA --predictions DIR/runs/<run id>`) needs no retraining. Both written before the
+        row is appended (the run's report is made from them: :func:`write_reports`)."""
+        run = self.out / "runs" / run_id(row)
+        meta = {"layer": row["layer"], "protocol": "within", "env": g.env, "task": g.task}
+        for h in self.cfg.heads:
+            save_predictions(run, h, meta, by_head[h], splits, ds.table)
         layout = [{"protocol": "within", "env": g.env, "task": g.task, **b.as_dict()} for b in self.layout(ds, g, n).values()]
-        path = self.out / "runs" / run_id(row) / "rows" / f"{row_id(row)}.json"
-        atomic_write_text(path, json.dumps({"records": records, "layout": layout}, sort_keys=True))
+        records_json = json.dumps({"records": records, "layout": layout}, sort_keys=True)
+        atomic_write_text(run / "rows" / f"{row_id(row)}.json", records_json)
 
 
 def write_reports(out: Path, rows: list[dict]) -> int:

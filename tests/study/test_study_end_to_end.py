@@ -17,6 +17,7 @@ import time
 import pandas as pd
 import pytest
 
+from sceneforge.study.results import run_id
 from study_helpers import BACKBONES, ROOT, make_data, run_study, study_cmd, write_config
 
 HEADS = ("linear", "abmilp", "efficient")
@@ -67,6 +68,18 @@ def test_the_leaderboard_has_one_row_per_cell_with_the_names_scripts_rely_on(fin
     assert set(head["datasets"]) == {os.path.basename(d) for d in datasets}
     assert head["protocol"]["epochs"] == 3 and head["versions"]["torch"]
     assert "study: 12 rows (0 model, 8 random, 4 layout)" in r.stdout
+    # each head's selected config's per-image test predictions, in probe's format, beside its run's
+    # rows: they give back the row's test accuracy exactly (a per-sample analysis needs no retrain)
+    table = {os.path.basename(d): pd.read_parquet(os.path.join(d, "metadata.parquet")) for d in datasets}
+    for row in (x for x in rows if x["kind"] != "layout"):
+        run = out / "runs" / run_id(row)
+        for h in HEADS:
+            pred = pd.read_csv(run / "predictions" / f"{h}_L{row['layer']}_within_{row['env']}_{row['task']}.csv")
+            assert len(pred) == row["n_test"] == 12
+            assert pred["correct"].mean() == pytest.approx(row["heads"][h]["test"], abs=1e-4)
+            assert (pred["correct"] == (pred["label"] == pred["prediction"])).all()
+            sample = table[row["dataset"]].set_index("file_name").loc[pred["file_name"]]
+            assert list(sample["label"]) == list(pred["label"])  # the dataset's own labels, row by row
 
 
 def test_a_killed_study_resumes_to_byte_identical_rows(finished, tmp_path):
@@ -95,6 +108,9 @@ def test_a_killed_study_resumes_to_byte_identical_rows(finished, tmp_path):
     r = run_study(str(cfg), "--out", str(out), "--quiet")
     assert r.returncode == 0, r.stderr
     assert results.read_bytes() == ref  # the same rows, byte for byte, in the same order
+    preds = sorted(p.relative_to(out) for p in (out / "runs").glob("*/predictions/*.csv"))
+    assert preds and preds == sorted(p.relative_to(ref_out) for p in (ref_out / "runs").glob("*/predictions/*.csv"))
+    assert all((out / p).read_bytes() == (ref_out / p).read_bytes() for p in preds)  # and the same predictions
     again = run_study(str(cfg), "--out", str(out), "--quiet")  # nothing left: no row trained twice
     assert again.returncode == 0 and results.read_bytes() == ref
     assert "features of" not in again.stdout

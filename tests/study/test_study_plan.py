@@ -117,6 +117,12 @@ def test_a_study_that_generates_is_priced_from_the_reference_measurements(tmp_pa
     per_epoch = HEAD_MS / 1000 * (256 * 384) / (196 * 384) * batch_factor(32) * 4 * 2 * 320
     assert heads.low == pytest.approx(per_epoch * 60) and "x 3.17 (batch)" in heads.source
     assert heads.low < heads.high and heads.high / heads.low == pytest.approx(300 / 60, rel=0.01)  # 60 (warm-up) to 300 epochs
+    # a spec without a measured head cost is priced at its own architecture's tokens x width (built on
+    # the meta device), not ViT-S/16's: a small CNN's grid is a fraction of a ViT's
+    tiny = by["tiny"]
+    assert tiny.shapes_known and "token shape not known" not in tiny.heads.source
+    tw = sum(t * w for t, _, w in tiny.shapes.values()) / len(tiny.shapes)
+    assert tw != 196 * 384 and f"x {tw / (196 * 384):.2f} (tokens x width" in tiny.heads.source
     low, high = plan.total()
     assert low == pytest.approx(
         sum(c.low for c in [*(d.cost for d in plan.datasets), *(x for b in plan.backbones for x in (b.extract, b.heads))])
