@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sceneforge.core.errors import ConfigError
+from sceneforge.core.signals import sigterm_as_interrupt
 from sceneforge.scenarios.config import ScenarioConfig
 from sceneforge.scenarios.contract import Scenario, get_scenario
 from sceneforge.renderfarm.inline import run_inline
@@ -278,7 +277,7 @@ def _dispatch(todo, journal, spec, n_workers, opts: JobOptions, events, total: i
         )
         pool = None
         try:
-            with _sigterm_as_interrupt():
+            with sigterm_as_interrupt():
                 pool = _make_pool(opts.backend, spec, n_workers, opts.servers, opts.ray_address, len(todo))
                 pool.sample_timeout_s = opts.sample_timeout_s
                 return scheduler.run(pool), len(pool.slots)
@@ -321,20 +320,3 @@ def publishing(remote):
             except Exception as e:  # noqa: BLE001 - the job's own error is the one to show
                 log.warning("%s: could not publish the finished files (%s)", remote.url, e)
             raise
-
-
-@contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM takes the same clean path as Ctrl-C: stop workers and servers, keep the journal."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)

@@ -43,6 +43,7 @@ import numpy as np
 
 from sceneforge.core.atomic import atomic_write_text
 from sceneforge.core.errors import ConfigError
+from sceneforge.core.signals import sigterm_as_interrupt
 from sceneforge.probing.backbones import create_backbone
 from sceneforge.probing.data import content_hash, label_ids, load_datasets
 from sceneforge.probing.features import drop_entries, entry_bytes, extract_features, layer_shapes, sweep_trash
@@ -558,7 +559,26 @@ def run_study(
     progress: bool = True,
     say: Say = print,
 ) -> Path:
-    """Run (or resume) the study in ``out``; returns ``out/leaderboard.csv``'s folder."""
+    """Run (or resume) the study in ``out``; returns ``out/leaderboard.csv``'s folder.
+
+    SIGTERM takes Ctrl-C's path (``KeyboardInterrupt``: :mod:`sceneforge.core.signals`), so a
+    study stopped by a scheduler or ``kill`` removes the feature build folder it was writing
+    (``finally`` in ``probing.features``) and its Ray tasks, as Ctrl-C does; rows already appended
+    stay, and the same command resumes."""
+    with sigterm_as_interrupt():
+        return _run_study(cfg, Path(out), device, backend, workers, ray_address, progress, say)
+
+
+def _run_study(
+    cfg: StudyConfig,
+    out: Path,
+    device: str,
+    backend: str,
+    workers: int | None,
+    ray_address: str | None,
+    progress: bool,
+    say: Say,
+) -> Path:
     import torch
 
     if cfg.threads:
@@ -661,20 +681,24 @@ def _run_on_ray(study: Study, units: list, ray_address: str | None) -> None:
         ): (entry, ds.spec.name)
         for entry, ds, todo in units
     }
-    while pending:
-        finished, _ = ray.wait(list(pending), num_returns=1)
-        entry, ds_name = pending.pop(finished[0])
-        try:
-            unit = ray.get(finished[0])
-        except ray.exceptions.RayTaskError as e:  # a worker's one-line refusal (e.g. no disk) stays one line
-            if isinstance(getattr(e, "cause", None), ConfigError):
-                _cancel(ray, list(pending))
-                raise ConfigError(str(e.cause)) from None
-            raise
-        for row in unit["rows"]:
-            if row_key(row) not in study.done:
-                study.add(row)
-        study.unit_done(entry, ds_name, unit["keys"])
+    try:
+        while pending:
+            finished, _ = ray.wait(list(pending), num_returns=1)
+            entry, ds_name = pending.pop(finished[0])
+            try:
+                unit = ray.get(finished[0])
+            except ray.exceptions.RayTaskError as e:  # a worker's one-line refusal (e.g. no disk) stays one line
+                if isinstance(getattr(e, "cause", None), ConfigError):
+                    _cancel(ray, list(pending))
+                    raise ConfigError(str(e.cause)) from None
+                raise
+            for row in unit["rows"]:
+                if row_key(row) not in study.done:
+                    study.add(row)
+            study.unit_done(entry, ds_name, unit["keys"])
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the running units stop too (their build folders go)
+        _cancel(ray, list(pending))
+        raise
 
 
 def _cancel(ray, refs: list) -> None:
