@@ -60,28 +60,63 @@ from sceneforge.study.run import _resolve, gb, plan_datasets
 TIMINGS = "timings.jsonl"
 MACHINE = "the shared 2-core development machine, 2 torch threads"
 
-# labelled images/s of `sceneforge generate` at 0.7.0's default (decorrelated), one worker.
+# labelled images/s of `sceneforge generate` at 0.7.0's default (decorrelated), with the number of
+# render workers it was measured with (GENERATE_WORKERS; one where not listed).
 # ego: issue 46's re-run (benchmarks/studies/default_070.yaml) generating 5,000 images per
 # environment, wall time from each dataset's .farm/summary.json, 2026-12-07 15:17-15:35 at load ~2.
-# allo: the rendered 1,000-image rows of docs/validation.md "0.7.0: layout quotas" (with quotas), at
-# load 6-9 with several jobs side by side: the ego rates measured the same way were 5-8x lower than
-# the 5,000-image runs above, so the allo rates are likely pessimistic by a similar factor.
+# desert allo: the allo re-run (default_070_allo.yaml, `--backend local --workers 2`), 10,000
+# images in 798 s (.farm/summary.json), 2026-12-08 00:41 at load ~2.
+# other allo: the rendered 1,000-image rows of docs/validation.md "0.7.0: layout quotas" (with
+# quotas), at load 6-9 with several jobs side by side (desert's was 2.12/s there, one worker:
+# 3.1x lower per worker than the 10,000-image run), so they are likely pessimistic.
 GENERATE_IMAGES_PER_S = {
     ("desert", "ego"): 17.98,
     ("city", "ego"): 13.32,
     ("forest", "ego"): 15.19,
     ("winter_town", "ego"): 23.51,
     ("bridge", "ego"): 30.61,
-    ("desert", "allo"): 2.12,
+    ("desert", "allo"): 12.53,
     ("city", "allo"): 1.31,
     ("forest", "allo"): 5.61,
     ("winter_town", "allo"): 4.27,
     ("bridge", "allo"): 1.79,
 }
-GENERATE_SOURCE = (
-    "ego: default_070.yaml's 5,000-image datasets (.farm/summary.json, load ~2); allo: docs/validation.md "
-    f"'0.7.0: layout quotas' (1,000 images, load 6-9, likely pessimistic); one worker, {MACHINE}, 2026-12-07"
-)
+GENERATE_WORKERS = {("desert", "allo"): 2}
+REFERENCE_CORES = 2  # the machine the rates were measured on: workers beyond its cores added nothing there
+GENERATE_SOURCE = {
+    "ego": f"default_070.yaml's 5,000-image datasets (.farm/summary.json, load ~2), one worker, {MACHINE}, 2026-12-07",
+    ("desert", "allo"): f"default_070_allo.yaml's 10,000 images (.farm/summary.json, load ~2), 2 workers, {MACHINE}, 2026-12-08",
+    "allo": (
+        "docs/validation.md '0.7.0: layout quotas' (1,000 images, load 6-9, likely pessimistic), "
+        f"one worker, {MACHINE}, 2026-12-07"
+    ),
+}
+
+
+def generate_rate(env: str, task: str, workers: int) -> tuple[float, str]:
+    """Images/s of generating (env, task) with ``workers`` render workers, and where from. A rate
+    measured with another worker count is scaled by the workers that can run at once, capped at
+    the cores (this machine's, and the reference machine's for the measurement): rejection
+    sampling and the CPU renderer keep one core busy per worker, so a third worker on two cores
+    adds nothing. Where (env, task) is not measured, the slowest measured rate stands in."""
+    key = (env, task)
+    rate = GENERATE_IMAGES_PER_S.get(key)
+    if rate is None:
+        rate, key = min((v, k) for k, v in GENERATE_IMAGES_PER_S.items())
+        note = f"; {env} {task} not measured: the slowest measured rate ({key[0]} {key[1]})"
+    else:
+        note = ""
+    source = GENERATE_SOURCE.get(key) or GENERATE_SOURCE[key[1]]
+    measured = GENERATE_WORKERS.get(key, 1)
+    workers = max(1, int(workers or 1))
+    running = min(workers, os.cpu_count() or 1)
+    if running != min(measured, REFERENCE_CORES):
+        rate = rate * running / min(measured, REFERENCE_CORES)
+        note += f"; scaled x {running}/{min(measured, REFERENCE_CORES)} for {workers} worker{'s' * (workers > 1)}"
+        if workers > running:
+            note += f" on {running} cores"
+    return rate, source + note
+
 
 # feature extraction, ms per image (every wanted layer in one pass, batch 64), by probing spec:
 # the reduced desert ego study's timings.jsonl (benchmarks/results/study_desert_ego_reduced/),
@@ -307,7 +342,7 @@ def _train_fraction(generate: dict) -> float:
     return pattern.count("train") / len(pattern)
 
 
-def _datasets(cfg: StudyConfig, out: Path) -> list[DatasetPlan]:
+def _datasets(cfg: StudyConfig, out: Path, workers: int) -> list[DatasetPlan]:
     plans = []
     for spec in plan_datasets(cfg, out):
         exists = (spec.dir / "samples.parquet").is_file() or (spec.generate is None and spec.dir.is_dir())
@@ -325,12 +360,11 @@ def _datasets(cfg: StudyConfig, out: Path) -> list[DatasetPlan]:
             raise ConfigError(f"datasets: {spec.dir}: no such directory")
         env, task = spec.generate["envs"][0], spec.generate["tasks"][0]
         have = int(cfg.n * _train_fraction(spec.generate))
-        rate = GENERATE_IMAGES_PER_S.get((env, task))
-        source = GENERATE_SOURCE if rate else f"{GENERATE_SOURCE}; {env} {task} not measured: the slowest measured rate"
+        rate, source = generate_rate(env, task, workers)
         policy = spec.generate.get("camera_policy")
         if policy and policy != "decorrelated":
             source += f"; measured for decorrelated, this config asks {policy}"
-        cost = Cost.of(cfg.n / (rate or min(GENERATE_IMAGES_PER_S.values())), source)
+        cost = Cost.of(cfg.n / rate, source)
         groups = {(env, task): [n for n in (cfg.n_train or (have,)) if n <= have]}
         per_image, disk_src = _bytes_per_image(spec.generate, env, task)
         partial = disk_bytes(spec.dir)  # a generation killed midway: what it wrote stays
@@ -409,9 +443,10 @@ def _layers(entry, cfg: StudyConfig, header: dict) -> tuple[list | None, str, in
     return sorted(set(wanted)), ", ".join(f"L{x}" for x in sorted(set(wanted))), len(set(wanted))
 
 
-def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyPlan:
-    """What ``run_study(cfg, out, device=device)`` would run and an estimate of its time; reads
-    ``out`` (rows done, resolved layers, timings) and writes nothing."""
+def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu", workers: int | None = None) -> StudyPlan:
+    """What ``run_study(cfg, out, device=device, workers=workers)`` would run and an estimate of
+    its time; reads ``out`` (rows done, resolved layers, timings) and writes nothing. ``workers``:
+    the render workers generating (default the config's ``workers``, else one)."""
     import torch
 
     out = Path(out)
@@ -428,7 +463,7 @@ def plan_study(cfg: StudyConfig, out: str | Path, device: str = "cpu") -> StudyP
     header = header or {}
     done = {(r["kind"], r["backbone"], r["dataset"], r["env"], r["task"], r["layer"], r["n_train"])
             for r in read_rows(out / RESULTS)} if (out / RESULTS).is_file() else set()  # fmt: skip
-    datasets = _datasets(cfg, out)
+    datasets = _datasets(cfg, out, workers or cfg.workers or 1)
     ext_lists, train_rows, where = _timing_lists(out, device)  # timings.jsonl read once
     ext_here, train_here = _medians(ext_lists, train_rows)
     spec_of = {e.name: _spec(e) for e in cfg.entries()}

@@ -54,7 +54,7 @@ def run_study_command(args: argparse.Namespace) -> int:
     if args.plan:  # the bill first: what would run and for how long; nothing fetched, generated or written
         from sceneforge.study.plan import format_plan, plan_study
 
-        print(format_plan(plan_study(cfg, out, args.device), words[0]))
+        print(format_plan(plan_study(cfg, out, args.device, args.workers), words[0]))
         return 0
     if cfg.environments:
         fetch_defaults_once(args)  # generating: the real assets, as `generate` (no-op when built)

@@ -5,6 +5,7 @@ costs against the measurements they name (the reference tables, or DIR/timings.j
 from __future__ import annotations
 
 import json
+import os
 import statistics
 
 import pytest
@@ -12,7 +13,15 @@ import yaml
 
 from sceneforge.core.errors import ConfigError
 from sceneforge.study.config import batch_for, load_study_config
-from sceneforge.study.plan import EXTRACT_MS, GENERATE_IMAGES_PER_S, HEAD_MS, batch_factor, format_plan, plan_study
+from sceneforge.study.plan import (
+    EXTRACT_MS,
+    GENERATE_IMAGES_PER_S,
+    HEAD_MS,
+    batch_factor,
+    format_plan,
+    generate_rate,
+    plan_study,
+)
 from study_helpers import BACKBONES, TINY, make_data, run_study, write_config
 
 
@@ -103,8 +112,9 @@ def test_a_study_that_generates_is_priced_from_the_reference_measurements(tmp_pa
     assert set(gen) == {"desert_ego", "desert_allo", "city_ego", "city_allo"} and all(d.generate for d in gen.values())
     for name, d in gen.items():
         env, task = name.rsplit("_", 1)
-        assert d.cost.low == pytest.approx(400 / GENERATE_IMAGES_PER_S[(env, task)])
-        assert "docs/validation.md" in d.cost.source and "2-core" in d.cost.source
+        assert d.cost.low == pytest.approx(400 / generate_rate(env, task, 1)[0])
+        assert ".farm/summary.json" in d.cost.source or "docs/validation.md" in d.cost.source
+        assert "2-core" in d.cost.source
         assert list(d.groups.values()) == [[320]]  # every train row: 8 of 10 scenes under the default split
     by = {b.name: b for b in plan.backbones}
     assert by["dinov2-s"].rows_todo == 4 * 2 and by["dinov2-s-random"].rows_todo == 4 * 2  # the random twin, added
@@ -142,3 +152,32 @@ def test_a_gpu_plan_on_a_machine_without_one_says_so_and_calls_cpu_costs_an_uppe
     assert "device: cpu" in run_study(str(cfg_path), "--out", str(tmp_path / "out"), "--plan", "--device", "auto").stdout
     r = run_study(str(cfg_path), "--out", str(tmp_path / "out"), "--plan", "--device", "tpu")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "expected auto, cpu, cuda or cuda:N" in r.stderr
+
+
+def test_generation_is_priced_for_the_render_workers_the_run_would_use(monkeypatch, tmp_path):
+    """A rate measured with one worker doubles with two on two cores and stops there (a worker per
+    core: a third on two cores adds nothing); desert allo, measured with two workers, halves for
+    one. `--workers` reaches the plan as it reaches the run."""
+    monkeypatch.setattr("sceneforge.study.plan.os.cpu_count", lambda: 2)
+    ego = GENERATE_IMAGES_PER_S[("desert", "ego")]
+    assert generate_rate("desert", "ego", 1) == (ego, generate_rate("desert", "ego", 1)[1])
+    assert "scaled" not in generate_rate("desert", "ego", 1)[1]
+    rate, src = generate_rate("desert", "ego", 2)
+    assert rate == pytest.approx(2 * ego) and "scaled x 2/1 for 2 workers" in src
+    rate, src = generate_rate("desert", "ego", 8)
+    assert rate == pytest.approx(2 * ego) and "for 8 workers on 2 cores" in src
+    allo = GENERATE_IMAGES_PER_S[("desert", "allo")]
+    assert generate_rate("desert", "allo", 2)[0] == allo and "2 workers" in generate_rate("desert", "allo", 2)[1]
+    assert generate_rate("desert", "allo", 1)[0] == pytest.approx(allo / 2)
+    rate, src = generate_rate("moon", "ego", 1)
+    assert rate == min(GENERATE_IMAGES_PER_S.values()) and "moon ego not measured" in src
+    cfg_path = tmp_path / "gen.yaml"
+    cfg_path.write_text(yaml.safe_dump({"backbones": BACKBONES[:1], "environments": ["desert"], "tasks": ["ego"], "n": 1000}))
+    cfg = load_study_config(cfg_path)
+    one = plan_study(cfg, tmp_path / "out").datasets[0].cost
+    two = plan_study(cfg, tmp_path / "out", workers=2).datasets[0].cost
+    assert one.low == pytest.approx(1000 / ego) and two.low == pytest.approx(one.low / 2)
+    r = run_study(str(cfg_path), "--out", str(tmp_path / "out"), "--plan", "--workers", "2")  # the CLI passes it on
+    assert r.returncode == 0, r.stderr
+    assert "desert_ego: generate 1,000 images" in r.stdout
+    assert ("for 2 workers" in r.stdout) == (min(2, os.cpu_count() or 1) == 2)
