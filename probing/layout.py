@@ -6,8 +6,9 @@ the source box alone 0.59 (chance 0.25): a backbone that merely finds both objec
 and one that finds only the source gets 0.59 for free. Every probe report therefore prints, next
 to each (protocol, env, task) cell, what the layout gives on the *same* train/val/test rows.
 
-Three feature sets (:data:`BOX_SETS`): the source box, the target box, and all boxes (source,
-target and, where the table has it, the allocentric figure ``human``). Per box: centre x, y,
+Feature sets (:data:`BOX_SETS`): the source box, the target box, all boxes (source, target and,
+where the table has it, the allocentric figure ``human``), and on allo the figure's box alone
+(where the train rows have no figure, as on ego, that set is skipped). Per box: centre x, y,
 width, height (as fractions of the image) and log area, standardised on the train rows.
 
 The model is a one-hidden-layer MLP (64 ReLU units, float64), trained full batch with AdamW
@@ -41,6 +42,7 @@ BOX_SETS: dict[str, tuple[str, ...]] = {
     "source": ("source",),
     "target": ("target",),
     "boxes": ("source", "target", "human"),  # human: allo only (ego rows have no figure box)
+    "figure": ("human",),  # allo only: the allocentric figure's box alone (issue 46's third single box)
 }
 HIDDEN, STEPS, EVAL_EVERY, LR, WEIGHT_DECAY = 64, 400, 10, 1e-2, 1e-3
 
@@ -98,7 +100,8 @@ def _column(table: pd.DataFrame, name: str, default: float) -> np.ndarray:
 
 
 def layout_baselines(table: pd.DataFrame, idx: dict[str, np.ndarray], seed: int = 0) -> dict[str, Baseline]:
-    """The three baselines (:data:`BOX_SETS`) on rows ``idx['train'|'val'|'test']`` of ``table``
+    """The baselines (:data:`BOX_SETS`; the figure's alone only where the train rows have one) on
+    rows ``idx['train'|'val'|'test']`` of ``table``
     (positional). Empty dict when the table has no box columns."""
     if not has_boxes(table):
         return {}
@@ -107,6 +110,8 @@ def layout_baselines(table: pd.DataFrame, idx: dict[str, np.ndarray], seed: int 
     train = np.asarray(idx["train"], dtype=np.int64)
     for name, objects in BOX_SETS.items():
         x, used = box_features(table, objects, train)  # a box the train rows never have says nothing
+        if not used:  # the figure alone on ego rows (no figure): no baseline, not a chance-level one
+            continue
         acc = fit_mlp(x, y, idx, seed)
         n = len(idx["test"])
         out[name] = Baseline(name, used, acc, n, *wilson_ci(acc, n))

@@ -87,7 +87,7 @@ def _recompute_layout(runs: pd.DataFrame) -> list[dict]:
     return group_layout(table, groups)
 
 
-LAYOUT_SETS = ("source", "target", "boxes")
+LAYOUT_SETS = ("source", "target", "boxes", "figure")  # figure: allo only
 
 
 def attach_layout(summary: pd.DataFrame, layout: pd.DataFrame) -> pd.DataFrame:

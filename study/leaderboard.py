@@ -39,7 +39,7 @@ SPARRTA_VITB = {
 }
 SPARRTA_HEADS = ("linear", "abmilp", "efficient")
 ENV_ORDER = {e: i for i, e in enumerate(("desert", "city", "forest", "winter_town", "bridge"))}  # SpaRRTa's order
-LAYOUT_NAMES = {"source": "source box", "target": "target box", "boxes": "all boxes"}
+LAYOUT_NAMES = {"source": "source box", "target": "target box", "boxes": "all boxes", "figure": "figure box"}
 COLUMNS = [
     "backbone",
     "kind",
@@ -218,6 +218,7 @@ FLOORS = (
     ("source", "floor: source box", "#616161", "--"),
     ("target", "floor: target box", "#e65100", "-."),
     ("boxes", "floor: all boxes", "#6a1b9a", ":"),
+    ("figure", "floor: figure box", "#00897b", (0, (5, 1, 1, 1))),  # allo only
 )
 BAR_COLOURS = ("#1565c0", "#2e7d32", "#00838f", "#8d6e63", "#c0ca33", "#ad1457", "#5c6bc0", "#6d4c41")
 

@@ -53,6 +53,19 @@ def test_labels_made_from_the_boxes_are_recovered_as_computed_by_hand():
     assert out["source"].ci_lo <= 0.5 <= out["source"].ci_hi and abs(out["source"].acc - 0.5) < 0.1, out
     assert out["target"].ci_lo <= 0.25 <= out["target"].ci_hi, out
     assert out["source"].n_test == 200 and out["source"].ci_lo < out["source"].acc < out["source"].ci_hi
+    # the figure's box alone: by hand the same as the target's (the XOR with an unseen target box)
+    assert out["figure"].boxes == ("human",) and out["figure"].ci_lo <= 0.25 <= out["figure"].ci_hi, out
+
+
+def test_the_figure_box_alone_is_a_baseline_of_its_own_on_allo():
+    """label = 2·[figure right] + [source right]: the figure alone fixes the first bit → 0.5 by
+    hand, as the source alone; the target alone says nothing → 0.25. On ego rows (no figure) there
+    is no figure baseline at all, not a chance-level one."""
+    out = layout_baselines(boxes_table(lambda a, b, c, rng: 2 * c + a), SPLIT)
+    assert abs(out["figure"].acc - 0.5) < 0.1 and out["figure"].ci_lo <= 0.5 <= out["figure"].ci_hi, out
+    assert out["target"].ci_lo <= 0.25 <= out["target"].ci_hi and out["boxes"].acc >= 0.9, out
+    ego = layout_baselines(boxes_table(lambda a, b, c, rng: 2 * a + b, with_human=False), SPLIT)
+    assert set(ego) == {"source", "target", "boxes"}
 
 
 def test_random_labels_give_chance():
@@ -90,7 +103,8 @@ def test_probe_writes_layout_and_the_report_shows_it_next_to_each_cell(reported,
 
     out = reported / "runs" / "a"
     rows = [json.loads(line) for line in (out / "layout.jsonl").read_text().splitlines()]
-    assert {r["features"] for r in rows} == set(BOX_SETS) and all(r["n_test"] == 24 for r in rows)
+    # ego data: every set but the figure's alone (ego has no figure)
+    assert {r["features"] for r in rows} == set(BOX_SETS) - {"figure"} and all(r["n_test"] == 24 for r in rows)
     by = {r["features"]: r for r in rows}
     assert by["source"]["acc"] >= 0.9  # the fixture's source box is the square that sets the label
     s = pd.read_csv(out / "summary.csv")
